@@ -1,0 +1,19 @@
+-- Answers "did this publish commit?" for a caller whose reply was lost.
+CREATE PROCEDURE fence_api.GetOutcome
+    @OperationId uniqueidentifier
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET XACT_ABORT ON;
+
+    IF @OperationId IS NULL OR @OperationId = '00000000-0000-0000-0000-000000000000'
+        THROW 50105, N'@OperationId must be a non-nil uniqueidentifier, fresh for each publish and reused only to replay it.', 1;
+
+    IF EXISTS (SELECT 1 FROM fence.PublishedOperation WHERE OperationId = @OperationId)
+        SELECT CAST(N'Published' AS nvarchar(32)) AS Outcome, ResourceKey, Generation, PublishedAtUtc
+          FROM fence.PublishedOperation
+         WHERE OperationId = @OperationId;
+    ELSE
+        SELECT CAST(N'Unknown' AS nvarchar(32)) AS Outcome, CAST(NULL AS nvarchar(256)) AS ResourceKey,
+               CAST(NULL AS bigint) AS Generation, CAST(NULL AS datetime2(7)) AS PublishedAtUtc;
+END;
