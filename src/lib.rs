@@ -10,10 +10,12 @@
 //! The crate has three rooms:
 //! - [`deploy`]: the T-SQL (migrations, procedures, permissions) embedded in
 //!   the binary, and the runner behind `fencepost migrate`, `status` and `script`;
-//! - `client`: the typed API services use, which calls only the procedures;
+//! - [`client`]: the typed API services use, which calls only the procedures;
 //! - `audit`: `fencepost check`, which proves nothing else can write the fence.
 #![warn(missing_docs)]
 
+pub mod client;
 pub mod connection;
 
+pub use client::{Client, ClientConfig};
 pub use connection::{ConnectError, Connection, ConnectionString};

@@ -1,0 +1,287 @@
+//! One method per `fence_api` procedure. Each checks its input, makes exactly
+//! one call, and turns the single row into a typed outcome.
+
+use tiberius::ToSql;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use super::call::{Reply, call};
+use super::contract::{self, CatalogRow, Procedure};
+use super::error::Error;
+use super::outcome::{self, LeaseState};
+use super::{
+    Acquire, Client, Inspection, Lease, OperationOutcome, Provision, Publication, Publish, Release,
+    Renew, input,
+};
+
+impl Client {
+    async fn call(&self, procedure: Procedure, arguments: &[&dyn ToSql]) -> Result<Reply, Error> {
+        call(
+            &self.pool,
+            &self.last_connect_error,
+            self.config.call_timeout,
+            procedure,
+            arguments,
+        )
+        .await
+    }
+
+    /// Creates the fence row for `key` if it does not exist. Never resets a
+    /// generation.
+    pub async fn provision(&self, key: &str) -> Result<Provision, Error> {
+        let key = input::key(key)?;
+        let reply = self.call(Procedure::Provision, &[&key]).await?;
+        match reply.outcome()? {
+            "Created" => Ok(Provision::Created),
+            "Exists" => Ok(Provision::Exists),
+            _ => Err(reply.unknown_outcome()),
+        }
+    }
+
+    /// Tries once to take the lease on `key` for `length` (whole seconds,
+    /// 1 s to 1 day) with a fresh owner id.
+    pub async fn acquire(&self, key: &str, length: std::time::Duration) -> Result<Acquire, Error> {
+        self.acquire_as(key, Uuid::new_v4(), length).await
+    }
+
+    /// Tries once to take the lease as `owner`. Retrying with the same owner
+    /// while it still holds the lease answers `Acquired` with the same
+    /// generation and extends the lease, so a call whose reply was lost can be
+    /// retried safely.
+    pub async fn acquire_as(
+        &self,
+        key: &str,
+        owner: Uuid,
+        length: std::time::Duration,
+    ) -> Result<Acquire, Error> {
+        let key = input::key(key)?;
+        let owner = input::owner(owner)?;
+        let seconds = input::lease_seconds(length)?;
+        // Taken before the request leaves, so the local deadline is never
+        // later than the server's.
+        let sent_at = Instant::now();
+        let reply = self
+            .call(Procedure::Acquire, &[&key, &owner, &seconds])
+            .await?;
+        match reply.outcome()? {
+            "Acquired" => Ok(Acquire::Acquired(Lease::new(
+                key,
+                owner,
+                reply.required("Generation")?,
+                length,
+                reply.required_utc("LeaseUntilUtc")?,
+                sent_at,
+            ))),
+            "Busy" => Ok(Acquire::Busy {
+                until: reply.required_utc("LeaseUntilUtc")?,
+            }),
+            "NotProvisioned" => Ok(Acquire::NotProvisioned),
+            _ => Err(reply.unknown_outcome()),
+        }
+    }
+
+    /// Extends `lease` by its length from now (server clock). On `Renewed`
+    /// the lease's expiry and local deadline move forward.
+    pub async fn renew(&self, lease: &mut Lease) -> Result<Renew, Error> {
+        let seconds = input::lease_seconds(lease.length())?;
+        let sent_at = Instant::now();
+        let reply = self
+            .call(
+                Procedure::Renew,
+                &[&lease.key(), &lease.owner(), &lease.generation(), &seconds],
+            )
+            .await?;
+        match reply.outcome()? {
+            "Renewed" => {
+                let until = reply.required_utc("LeaseUntilUtc")?;
+                lease.renewed(until, sent_at);
+                Ok(Renew::Renewed { until })
+            }
+            "Lost" => Ok(Renew::Lost),
+            _ => Err(reply.unknown_outcome()),
+        }
+    }
+
+    /// Publishes `payload` under `lease`, the fenced write. `operation_id`
+    /// must be fresh for each publish; reuse it only to replay this same
+    /// publish, which then answers `AlreadyPublished`.
+    ///
+    /// If the request may have reached the server but no reply came back, the
+    /// error is [`Error::OutcomeUnknown`]; resolve it with
+    /// [`outcome`](Client::outcome) or by replaying.
+    pub async fn publish(
+        &self,
+        lease: &Lease,
+        operation_id: Uuid,
+        payload: &str,
+    ) -> Result<Publish, Error> {
+        let operation_id = input::operation_id(operation_id)?;
+        let reply = self
+            .call(
+                Procedure::Publish,
+                &[
+                    &lease.key(),
+                    &lease.owner(),
+                    &lease.generation(),
+                    &operation_id,
+                    &payload,
+                ],
+            )
+            .await
+            .map_err(|error| unknown_if_unanswered(error, operation_id))?;
+        let decoded = match reply.outcome()? {
+            "Published" => Ok(Publish::Published),
+            "AlreadyPublished" => Ok(Publish::AlreadyPublished),
+            name => match outcome::refusal(name) {
+                Some(reason) => Ok(Publish::Refused(reason)),
+                None => Err(reply.unknown_outcome()),
+            },
+        };
+        decoded.map_err(|error| unknown_if_unanswered(error, operation_id))
+    }
+
+    /// Gives `lease` up early. A superseded holder gets `NotHolder` and changes
+    /// nothing.
+    pub async fn release(&self, lease: &Lease) -> Result<Release, Error> {
+        let reply = self
+            .call(
+                Procedure::Release,
+                &[&lease.key(), &lease.owner(), &lease.generation()],
+            )
+            .await?;
+        match reply.outcome()? {
+            "Released" => Ok(Release::Released),
+            "NotHolder" => Ok(Release::NotHolder),
+            _ => Err(reply.unknown_outcome()),
+        }
+    }
+
+    /// Whether the publish with `operation_id` committed.
+    pub async fn outcome(&self, operation_id: Uuid) -> Result<OperationOutcome, Error> {
+        let operation_id = input::operation_id(operation_id)?;
+        let reply = self.call(Procedure::GetOutcome, &[&operation_id]).await?;
+        match reply.outcome()? {
+            "Published" => Ok(OperationOutcome::Published {
+                resource_key: reply.required::<&str>("ResourceKey")?.to_string(),
+                generation: reply.required("Generation")?,
+                published_at: reply.required_utc("PublishedAtUtc")?,
+            }),
+            "Unknown" => Ok(OperationOutcome::Unknown),
+            _ => Err(reply.unknown_outcome()),
+        }
+    }
+
+    /// The last accepted publication of `key`.
+    pub async fn read_publication(&self, key: &str) -> Result<Publication, Error> {
+        let key = input::key(key)?;
+        let reply = self.call(Procedure::ReadPublication, &[&key]).await?;
+        match reply.outcome()? {
+            "Found" => match reply.get::<i64>("PublishedGeneration")? {
+                None => Ok(Publication::NothingPublished),
+                Some(generation) => Ok(Publication::Found {
+                    generation,
+                    payload: reply.required::<&str>("Payload")?.to_string(),
+                    published_at: reply.required_utc("PublishedAtUtc")?,
+                }),
+            },
+            "NotProvisioned" => Ok(Publication::NotProvisioned),
+            _ => Err(reply.unknown_outcome()),
+        }
+    }
+
+    /// The lease state of `key`, without its owner.
+    pub async fn inspect(&self, key: &str) -> Result<Inspection, Error> {
+        let key = input::key(key)?;
+        let reply = self.call(Procedure::Inspect, &[&key]).await?;
+        match reply.outcome()? {
+            "Found" => Ok(Inspection::Found(LeaseState {
+                generation: reply.required("Generation")?,
+                is_held: reply.required("IsHeld")?,
+                lease_until: reply.utc("LeaseUntilUtc")?,
+                published_generation: reply.get("PublishedGeneration")?,
+                server_utc: reply.required_utc("ServerUtc")?,
+            })),
+            "NotProvisioned" => Ok(Inspection::NotProvisioned),
+            _ => Err(reply.unknown_outcome()),
+        }
+    }
+
+    /// Checks that the database holds every `fence_api` procedure of contract
+    /// [`CONTRACT_VERSION`](super::CONTRACT_VERSION) with the parameters this
+    /// client passes. Call it at start-up: the error names each procedure or
+    /// parameter that is missing or different.
+    pub async fn verify_contract(&self) -> Result<(), Error> {
+        const PROCEDURE: &str = "the catalog query of verify_contract";
+        let network = |e: tiberius::error::Error| match e.code() {
+            Some(number) => Error::Server {
+                procedure: PROCEDURE,
+                number,
+                message: e.to_string(),
+            },
+            None => Error::Network {
+                procedure: PROCEDURE,
+                reason: e.to_string(),
+                timed_out: false,
+            },
+        };
+        let mut session = self.pool.get().await.map_err(|e| match e {
+            bb8::RunError::User(error) => Error::Connect(error),
+            bb8::RunError::TimedOut => Error::Unavailable {
+                reason: self
+                    .last_connect_error
+                    .take()
+                    .unwrap_or_else(|| "all connections stayed busy".into()),
+            },
+        })?;
+        session.in_call = true;
+        let rows = session
+            .connection
+            .simple_query(contract::CATALOG_QUERY)
+            .await
+            .map_err(network)?
+            .into_first_result()
+            .await
+            .map_err(network)?;
+        session.in_call = false;
+        let catalog = rows
+            .iter()
+            .map(|row| {
+                let text = |column: &str| {
+                    row.try_get::<&str, _>(column)
+                        .ok()
+                        .flatten()
+                        .map(str::to_string)
+                };
+                CatalogRow {
+                    procedure: text("ProcedureName").unwrap_or_default(),
+                    parameter: text("ParameterName"),
+                    type_name: text("TypeName"),
+                    max_length: row.try_get::<i32, _>("MaxLength").ok().flatten(),
+                }
+            })
+            .collect::<Vec<_>>();
+        let problems = contract::differences(&catalog);
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.into())
+        }
+    }
+}
+
+/// A publish that failed after it may have been sent has an unknown outcome.
+/// Errors raised before sending (bad input, no connection) and errors the
+/// server reported (it answered: the procedure did not commit) stay as they are.
+fn unknown_if_unanswered(error: Error, operation_id: Uuid) -> Error {
+    match error {
+        Error::Network { reason, .. } => Error::OutcomeUnknown {
+            operation_id,
+            reason,
+        },
+        Error::UnexpectedReply { detail, .. } => Error::OutcomeUnknown {
+            operation_id,
+            reason: detail,
+        },
+        other => other,
+    }
+}

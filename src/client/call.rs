@@ -1,0 +1,161 @@
+//! One procedure call: one request, one round trip, exactly one row back.
+
+use std::time::Duration;
+
+use tiberius::{FromSql, Row, ToSql};
+use time::OffsetDateTime;
+
+use super::contract::Procedure;
+use super::error::{Error, Parameter};
+use super::pool::{LastConnectError, Manager};
+
+/// Sends `EXEC <procedure> ...` with `arguments` bound in contract order and
+/// returns its single row. The call is bounded by `timeout` from check-out to
+/// the last byte of the reply.
+pub(crate) async fn call(
+    pool: &bb8::Pool<Manager>,
+    last_connect_error: &LastConnectError,
+    timeout: Duration,
+    procedure: Procedure,
+    arguments: &[&dyn ToSql],
+) -> Result<Reply, Error> {
+    let mut session = match pool.get().await {
+        Ok(session) => session,
+        Err(bb8::RunError::User(error)) => return Err(Error::Connect(error)),
+        Err(bb8::RunError::TimedOut) => {
+            let reason = last_connect_error.take().unwrap_or_else(|| {
+                format!("all {} connections stayed busy", pool.state().connections)
+            });
+            return Err(Error::Unavailable { reason });
+        }
+    };
+    session.in_call = true;
+    let statement = procedure.statement();
+    let exchange = async {
+        let stream = session.connection.query(statement, arguments).await?;
+        stream.into_results().await
+    };
+    let results = match tokio::time::timeout(timeout, exchange).await {
+        // `in_call` stays set: the reply may still be on its way, so the pool
+        // drops this connection.
+        Err(_) => return Err(Error::timed_out(procedure.name(), timeout)),
+        Ok(Err(error)) => {
+            // After a server error the connection is in step: the driver reads
+            // the rest of the reply before the next request.
+            if matches!(error, tiberius::error::Error::Server(_)) {
+                session.in_call = false;
+            }
+            return Err(classify(procedure, error));
+        }
+        Ok(Ok(results)) => results,
+    };
+    session.in_call = false;
+    let mut rows: Vec<Row> = results.into_iter().flatten().collect();
+    if rows.len() != 1 {
+        return Err(Error::UnexpectedReply {
+            procedure: procedure.name(),
+            detail: format!("{} rows instead of exactly one", rows.len()),
+        });
+    }
+    Ok(Reply {
+        procedure,
+        row: rows.remove(0),
+    })
+}
+
+/// Sorts a driver error into the client's kinds. The contract's own numbers
+/// become [`Error::Rejected`] with the parameter they are about.
+fn classify(procedure: Procedure, error: tiberius::error::Error) -> Error {
+    use tiberius::error::Error as E;
+    match error {
+        E::Server(token) => {
+            let number = token.code();
+            let message = token.message().to_string();
+            match Parameter::for_error_number(number) {
+                Some(parameter) => Error::Rejected {
+                    procedure: procedure.name(),
+                    number,
+                    parameter,
+                    message,
+                },
+                None => Error::Server {
+                    procedure: procedure.name(),
+                    number,
+                    message,
+                },
+            }
+        }
+        E::Io { kind, message } => Error::Network {
+            procedure: procedure.name(),
+            reason: message,
+            timed_out: kind == std::io::ErrorKind::TimedOut,
+        },
+        other => Error::Network {
+            procedure: procedure.name(),
+            reason: other.to_string(),
+            timed_out: false,
+        },
+    }
+}
+
+/// The single row a procedure answered, read by column name.
+pub(crate) struct Reply {
+    procedure: Procedure,
+    row: Row,
+}
+
+impl Reply {
+    /// The `Outcome` column.
+    pub(crate) fn outcome(&self) -> Result<&str, Error> {
+        self.required::<&str>("Outcome")
+    }
+
+    /// A column that may be NULL.
+    pub(crate) fn get<'a, T: FromSql<'a>>(&'a self, column: &str) -> Result<Option<T>, Error> {
+        if !self
+            .row
+            .columns()
+            .iter()
+            .any(|c| c.name().eq_ignore_ascii_case(column))
+        {
+            return Err(self.unexpected(format!("no column {column}")));
+        }
+        self.row
+            .try_get::<T, _>(column)
+            .map_err(|e| self.unexpected(format!("column {column}: {e}")))
+    }
+
+    /// A column the outcome promises is not NULL.
+    pub(crate) fn required<'a, T: FromSql<'a>>(&'a self, column: &str) -> Result<T, Error> {
+        self.get(column)?
+            .ok_or_else(|| self.unexpected(format!("{column} is NULL")))
+    }
+
+    /// A `datetime2` column, which holds UTC by contract.
+    pub(crate) fn utc(&self, column: &str) -> Result<Option<OffsetDateTime>, Error> {
+        Ok(self
+            .get::<time::PrimitiveDateTime>(column)?
+            .map(|t| t.assume_utc()))
+    }
+
+    /// A `datetime2` column that must not be NULL.
+    pub(crate) fn required_utc(&self, column: &str) -> Result<OffsetDateTime, Error> {
+        self.utc(column)?
+            .ok_or_else(|| self.unexpected(format!("{column} is NULL")))
+    }
+
+    /// An outcome name this client does not know.
+    pub(crate) fn unknown_outcome(&self) -> Error {
+        match self.outcome() {
+            Ok(name) => self.unexpected(format!("unknown outcome '{name}'")),
+            Err(e) => e,
+        }
+    }
+
+    pub(crate) fn unexpected(&self, detail: String) -> Error {
+        Error::UnexpectedReply {
+            procedure: self.procedure.name(),
+            detail,
+        }
+    }
+}

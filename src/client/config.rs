@@ -1,0 +1,68 @@
+//! How a [`Client`](super::Client) connects and how long it waits.
+
+use std::time::Duration;
+
+use crate::connection::ConnectionString;
+
+/// Settings for a [`Client`](super::Client). Setters take `&mut self` and
+/// chain:
+///
+/// ```
+/// # use std::time::Duration;
+/// # use fencepost::{ClientConfig, ConnectionString};
+/// let mut config = ClientConfig::new(ConnectionString::parse("Server=tcp:db,1433;User ID=svc;Password=x")?);
+/// config.max_connections(2).call_timeout(Duration::from_secs(10));
+/// # Ok::<(), fencepost::ConnectError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    pub(crate) connection_string: ConnectionString,
+    pub(crate) max_connections: u32,
+    pub(crate) call_timeout: Duration,
+    pub(crate) checkout_timeout: Duration,
+    pub(crate) release_timeout: Duration,
+}
+
+impl ClientConfig {
+    /// Defaults: at most 4 connections, 30 s per call, 15 s to get a
+    /// connection from the pool, 5 s for the release at the end of
+    /// `run_fenced`.
+    pub fn new(connection_string: ConnectionString) -> Self {
+        Self {
+            connection_string,
+            max_connections: 4,
+            call_timeout: Duration::from_secs(30),
+            checkout_timeout: Duration::from_secs(15),
+            release_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// The most connections the pool opens (at least 1). `run_fenced` uses two
+    /// at once while it publishes and renews.
+    pub fn max_connections(&mut self, max: u32) -> &mut Self {
+        self.max_connections = max.max(1);
+        self
+    }
+
+    /// How long one procedure call may take from sending the request to the
+    /// last byte of the reply. A call that runs out reports a network error
+    /// (for a publish: [`Error::OutcomeUnknown`](super::Error::OutcomeUnknown)).
+    pub fn call_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// How long to wait for a free or new connection before giving up without
+    /// sending anything.
+    pub fn checkout_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.checkout_timeout = timeout;
+        self
+    }
+
+    /// How long `run_fenced` waits for its closing release; a release that
+    /// does not finish in time is logged and the lease simply expires.
+    pub fn release_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.release_timeout = timeout;
+        self
+    }
+}

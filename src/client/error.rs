@@ -1,0 +1,278 @@
+//! What can go wrong when calling the fence procedures, sorted by what the
+//! caller should do about it.
+
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use crate::connection::ConnectError;
+
+/// A parameter of the procedure contract, named as the procedures name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Parameter {
+    /// `@ResourceKey`: 1 to 256 characters.
+    ResourceKey,
+    /// `@Owner`: a non-nil id, fresh for each acquisition.
+    Owner,
+    /// `@LeaseSeconds`: whole seconds from 1 to 86400.
+    LeaseSeconds,
+    /// `@Generation`: a generation returned by `Acquire` (1 or more).
+    Generation,
+    /// `@OperationId`: a non-nil id, fresh for each publish, reused only to replay it.
+    OperationId,
+    /// `@Payload`: any text, never NULL.
+    Payload,
+}
+
+impl Parameter {
+    /// The parameter's name in T-SQL, e.g. `@ResourceKey`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Parameter::ResourceKey => "@ResourceKey",
+            Parameter::Owner => "@Owner",
+            Parameter::LeaseSeconds => "@LeaseSeconds",
+            Parameter::Generation => "@Generation",
+            Parameter::OperationId => "@OperationId",
+            Parameter::Payload => "@Payload",
+        }
+    }
+
+    /// The parameter a documented contract error number (50101–50107) is about.
+    pub fn for_error_number(number: u32) -> Option<Parameter> {
+        Some(match number {
+            50101 => Parameter::ResourceKey,
+            50102 => Parameter::Owner,
+            50103 => Parameter::LeaseSeconds,
+            50104 => Parameter::Generation,
+            50105 | 50107 => Parameter::OperationId,
+            50106 => Parameter::Payload,
+            _ => return None,
+        })
+    }
+}
+
+impl std::fmt::Display for Parameter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A failed call. Refusals that are part of the contract (`Busy`, `Lost`,
+/// `Superseded`, ...) are not errors: they are outcome values.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The client refused the input before any round trip.
+    #[error("{parameter}: {reason}")]
+    InvalidInput {
+        /// The parameter at fault.
+        parameter: Parameter,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The procedure refused the input with one of the contract's error
+    /// numbers (50101–50107). Nothing was changed.
+    #[error("{procedure} refused {parameter} (error {number}): {message}")]
+    Rejected {
+        /// The procedure, e.g. `fence_api.Publish`.
+        procedure: &'static str,
+        /// The documented error number.
+        number: u32,
+        /// The parameter the number is about.
+        parameter: Parameter,
+        /// The server's message.
+        message: String,
+    },
+    /// The server reported an error outside the contract (permissions, a
+    /// deadlock, a missing procedure, ...).
+    #[error("{procedure} failed on the server (error {number}): {message}")]
+    Server {
+        /// The procedure that was called.
+        procedure: &'static str,
+        /// The server's error number.
+        number: u32,
+        /// The server's message.
+        message: String,
+    },
+    /// No connection could be opened or taken from the pool; nothing was sent.
+    #[error("cannot connect: {0}")]
+    Connect(#[from] ConnectError),
+    /// The pool had no connection to give within the time allowed and could
+    /// not open one; nothing was sent.
+    #[error("no connection available: {reason}")]
+    Unavailable {
+        /// The last connection failure seen, or that the pool stayed busy.
+        reason: String,
+    },
+    /// The connection failed or the reply did not arrive in time. For every
+    /// procedure except `Publish` a retry is safe; a publish reports
+    /// [`Error::OutcomeUnknown`] instead.
+    #[error("{procedure}: {reason}")]
+    Network {
+        /// The procedure that was called.
+        procedure: &'static str,
+        /// What the driver reported.
+        reason: String,
+        /// Whether the call gave up waiting (rather than the connection failing).
+        timed_out: bool,
+    },
+    /// A publish was sent but its reply never arrived: it may or may not have
+    /// committed. Resolve it with `Client::outcome(operation_id)`, or replay the
+    /// publish with the same operation id (a committed one answers
+    /// `AlreadyPublished`, so the payload is never written twice).
+    #[error(
+        "the outcome of publish {operation_id} is unknown ({reason}); ask Client::outcome or replay it with the same operation id"
+    )]
+    OutcomeUnknown {
+        /// The operation id of the publish.
+        operation_id: Uuid,
+        /// Why the reply was lost.
+        reason: String,
+    },
+    /// The reply did not have the shape the contract promises.
+    #[error("{procedure} answered outside the contract: {detail}")]
+    UnexpectedReply {
+        /// The procedure that was called.
+        procedure: &'static str,
+        /// What was wrong with the reply.
+        detail: String,
+    },
+    /// The database does not hold the procedures this client expects.
+    #[error("the database does not hold the fence_api contract v{version} this client expects: {}", .problems.join("; "))]
+    ContractMismatch {
+        /// The contract version this client speaks.
+        version: u32,
+        /// Each missing or different procedure or parameter, one per entry.
+        problems: Vec<String>,
+    },
+}
+
+/// Server error numbers after which the same call may simply be tried again:
+/// deadlock victim, lock timeout, and the Azure SQL "try again" family.
+const TRANSIENT_SERVER_ERRORS: &[u32] = &[
+    1205, 1222, 4221, 10928, 10929, 40143, 40197, 40501, 40540, 40613, 49918, 49919, 49920,
+];
+
+impl Error {
+    /// The server's error number, when the server reported the error.
+    pub fn server_number(&self) -> Option<u32> {
+        match self {
+            Error::Rejected { number, .. } | Error::Server { number, .. } => Some(*number),
+            _ => None,
+        }
+    }
+
+    /// The parameter at fault, for input refused by the client or the procedure.
+    pub fn parameter(&self) -> Option<Parameter> {
+        match self {
+            Error::InvalidInput { parameter, .. } | Error::Rejected { parameter, .. } => {
+                Some(*parameter)
+            }
+            _ => None,
+        }
+    }
+
+    /// The operation id of a publish whose outcome is unknown.
+    pub fn unknown_operation(&self) -> Option<Uuid> {
+        match self {
+            Error::OutcomeUnknown { operation_id, .. } => Some(*operation_id),
+            _ => None,
+        }
+    }
+
+    /// True when the same call, with the same arguments, may succeed if tried
+    /// again: network failures, timeouts, an exhausted pool, and transient
+    /// server errors. A publish with an unknown outcome is transient too, but
+    /// only a replay with the *same* operation id is safe.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Network { .. } | Error::OutcomeUnknown { .. } | Error::Unavailable { .. } => {
+                true
+            }
+            Error::Connect(e) => matches!(
+                e,
+                ConnectError::Unreachable { .. } | ConnectError::TimedOut { .. }
+            ),
+            Error::Server { number, .. } => TRANSIENT_SERVER_ERRORS.contains(number),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn invalid(parameter: Parameter, reason: impl Into<String>) -> Self {
+        Error::InvalidInput {
+            parameter,
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn timed_out(procedure: &'static str, after: Duration) -> Self {
+        Error::Network {
+            procedure,
+            reason: format!("no reply within {} ms", after.as_millis()),
+            timed_out: true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_contract_error_number_names_its_parameter() {
+        let names: Vec<_> = (50101..=50107)
+            .map(|n| Parameter::for_error_number(n).map(Parameter::name))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                Some("@ResourceKey"),
+                Some("@Owner"),
+                Some("@LeaseSeconds"),
+                Some("@Generation"),
+                Some("@OperationId"),
+                Some("@Payload"),
+                Some("@OperationId"),
+            ]
+        );
+        assert_eq!(Parameter::for_error_number(50108), None);
+    }
+
+    #[test]
+    fn a_deadlock_is_transient_but_a_permission_error_is_not() {
+        let server = |number| Error::Server {
+            procedure: "fence_api.Acquire",
+            number,
+            message: String::new(),
+        };
+        assert!(server(1205).is_transient());
+        assert!(!server(229).is_transient());
+        assert_eq!(server(229).server_number(), Some(229));
+    }
+
+    #[test]
+    fn a_rejection_is_neither_transient_nor_nameless() {
+        let e = Error::Rejected {
+            procedure: "fence_api.Acquire",
+            number: 50103,
+            parameter: Parameter::LeaseSeconds,
+            message: "@LeaseSeconds must be between 1 and 86400.".into(),
+        };
+        assert!(!e.is_transient());
+        assert_eq!(e.parameter(), Some(Parameter::LeaseSeconds));
+        assert!(e.to_string().contains("@LeaseSeconds"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_outcome_carries_its_operation_id_into_the_message() {
+        let op = Uuid::new_v4();
+        let e = Error::OutcomeUnknown {
+            operation_id: op,
+            reason: "connection reset".into(),
+        };
+        assert_eq!(e.unknown_operation(), Some(op));
+        assert!(e.is_transient());
+        assert!(e.to_string().contains(&op.to_string()));
+    }
+}

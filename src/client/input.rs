@@ -1,0 +1,116 @@
+//! The client's own check of each argument, so a bad call fails with the
+//! parameter named before any round trip. The procedures check again: they
+//! are the authority for callers in other languages.
+
+use std::time::Duration;
+
+use uuid::Uuid;
+
+use super::error::{Error, Parameter};
+
+/// The longest key the contract allows, in characters.
+pub const MAX_KEY_CHARS: usize = 256;
+/// The longest lease the contract allows.
+pub const MAX_LEASE: Duration = Duration::from_secs(86_400);
+
+pub(crate) fn key(key: &str) -> Result<&str, Error> {
+    let chars = key.chars().count();
+    if chars == 0 || chars > MAX_KEY_CHARS {
+        return Err(Error::invalid(
+            Parameter::ResourceKey,
+            format!("must be 1 to {MAX_KEY_CHARS} characters long, not {chars}"),
+        ));
+    }
+    Ok(key)
+}
+
+/// The lease length in whole seconds. A sub-second part is refused rather than
+/// rounded: rounding down could hand out a shorter lease than asked for, and
+/// rounding up a longer one than the caller planned its work around.
+pub(crate) fn lease_seconds(length: Duration) -> Result<i32, Error> {
+    if length.subsec_nanos() != 0 {
+        return Err(Error::invalid(
+            Parameter::LeaseSeconds,
+            format!("must be whole seconds, not {length:?}"),
+        ));
+    }
+    if length.is_zero() || length > MAX_LEASE {
+        return Err(Error::invalid(
+            Parameter::LeaseSeconds,
+            format!(
+                "must be between 1 and {} seconds, not {}",
+                MAX_LEASE.as_secs(),
+                length.as_secs()
+            ),
+        ));
+    }
+    // At most 86400, so it fits.
+    Ok(length.as_secs() as i32)
+}
+
+pub(crate) fn owner(owner: Uuid) -> Result<Uuid, Error> {
+    non_nil(Parameter::Owner, owner)
+}
+
+pub(crate) fn operation_id(operation_id: Uuid) -> Result<Uuid, Error> {
+    non_nil(Parameter::OperationId, operation_id)
+}
+
+fn non_nil(parameter: Parameter, id: Uuid) -> Result<Uuid, Error> {
+    if id.is_nil() {
+        return Err(Error::invalid(parameter, "must not be the nil id"));
+    }
+    Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_of_one_and_256_characters_pass_and_0_and_257_do_not() {
+        assert!(key("k").is_ok());
+        assert!(key(&"é".repeat(256)).is_ok());
+        assert_eq!(
+            key("").unwrap_err().parameter(),
+            Some(Parameter::ResourceKey)
+        );
+        assert_eq!(
+            key(&"k".repeat(257)).unwrap_err().parameter(),
+            Some(Parameter::ResourceKey)
+        );
+    }
+
+    #[test]
+    fn a_key_of_spaces_counts_its_spaces() {
+        assert!(key("   ").is_ok());
+    }
+
+    #[test]
+    fn lease_lengths_must_be_whole_seconds_within_a_day() {
+        assert_eq!(lease_seconds(Duration::from_secs(1)).unwrap(), 1);
+        assert_eq!(lease_seconds(MAX_LEASE).unwrap(), 86_400);
+        for bad in [
+            Duration::ZERO,
+            Duration::from_millis(500),
+            Duration::from_millis(1500),
+            MAX_LEASE + Duration::from_secs(1),
+        ] {
+            let err = lease_seconds(bad).unwrap_err();
+            assert_eq!(err.parameter(), Some(Parameter::LeaseSeconds), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn nil_ids_are_refused_with_the_parameter_named() {
+        assert_eq!(
+            owner(Uuid::nil()).unwrap_err().parameter(),
+            Some(Parameter::Owner)
+        );
+        assert_eq!(
+            operation_id(Uuid::nil()).unwrap_err().parameter(),
+            Some(Parameter::OperationId)
+        );
+        assert!(owner(Uuid::new_v4()).is_ok());
+    }
+}

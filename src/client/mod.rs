@@ -1,0 +1,91 @@
+//! The typed client services use: one method per `fence_api` procedure, a
+//! waiting acquire, and [`Client::run_fenced`], which holds a lease around a
+//! piece of work and publishes its result under that same lease.
+//!
+//! The client sends nothing but procedure calls, one round trip each; it never
+//! reads or writes the fence tables, so it runs as a login that only holds the
+//! `fence_service` role.
+
+mod api;
+mod call;
+mod config;
+mod contract;
+mod error;
+mod input;
+mod lease;
+mod outcome;
+mod pool;
+mod run_fenced;
+mod wait;
+
+use std::sync::Arc;
+
+pub use config::ClientConfig;
+pub use contract::CONTRACT_VERSION;
+pub use error::{Error, Parameter};
+pub use input::{MAX_KEY_CHARS, MAX_LEASE};
+pub use lease::Lease;
+pub use outcome::{
+    Acquire, Inspection, LeaseState, OperationOutcome, Provision, Publication, Publish,
+    RefusalReason, Release, Renew,
+};
+pub use run_fenced::{Fenced, LostReason};
+
+use crate::connection::ConnectionString;
+use pool::{LastConnectError, Manager};
+
+/// A pool of connections to one fence database and the typed calls on it.
+/// Cloning is cheap and shares the pool.
+#[derive(Clone)]
+pub struct Client {
+    pool: bb8::Pool<Manager>,
+    config: Arc<ClientConfig>,
+    last_connect_error: LastConnectError,
+}
+
+impl Client {
+    /// Connects with an ADO.NET connection string and default settings.
+    pub async fn connect(ado: &str) -> Result<Client, Error> {
+        Client::connect_with(ClientConfig::new(ConnectionString::parse(ado)?)).await
+    }
+
+    /// Connects with explicit settings. One connection is opened now, so a
+    /// wrong address or password fails here with its reason; the pool opens
+    /// the others as calls need them.
+    pub async fn connect_with(config: ClientConfig) -> Result<Client, Error> {
+        let manager = Manager {
+            connection_string: config.connection_string.clone(),
+        };
+        let first = bb8::ManageConnection::connect(&manager).await?;
+        let last_connect_error = LastConnectError::default();
+        let pool = bb8::Pool::builder()
+            .max_size(config.max_connections)
+            // Validating on check-out would add a round trip to every lease
+            // call; a connection whose last call broke is discarded instead.
+            .test_on_check_out(false)
+            .connection_timeout(config.checkout_timeout)
+            .error_sink(Box::new(last_connect_error.clone()))
+            .build_unchecked(manager);
+        // The pool has room for it: it is empty and holds at least one.
+        let _ = pool.add(first);
+        Ok(Client {
+            pool,
+            config: Arc::new(config),
+            last_connect_error,
+        })
+    }
+
+    /// The settings this client runs with.
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("server", &self.config.connection_string.server())
+            .field("database", &self.config.connection_string.database())
+            .finish_non_exhaustive()
+    }
+}

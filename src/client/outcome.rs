@@ -1,0 +1,183 @@
+//! The outcomes each procedure can answer, as values. A refusal the contract
+//! names is an outcome, never an error.
+
+use time::OffsetDateTime;
+
+/// What `Provision` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Provision {
+    /// The fence row was created at generation 0.
+    Created,
+    /// It already existed and was left as it was.
+    Exists,
+}
+
+/// What `Acquire` answered.
+#[derive(Clone, Debug)]
+pub enum Acquire {
+    /// The lease is yours.
+    Acquired(super::Lease),
+    /// Someone else holds it.
+    Busy {
+        /// The holder's expiry, on the server clock.
+        until: OffsetDateTime,
+    },
+    /// No fence row exists for the key; `provision` it first.
+    NotProvisioned,
+}
+
+/// What `Renew` answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Renew {
+    /// The lease was extended by its length from now (server clock).
+    Renewed {
+        /// The new expiry, on the server clock.
+        until: OffsetDateTime,
+    },
+    /// The lease is gone: it expired, was released, or was taken over. An
+    /// expired lease is never revived; stop the work.
+    Lost,
+}
+
+/// What `Publish` answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Publish {
+    /// The payload is now the resource's publication.
+    Published,
+    /// This operation id had already committed: a safe replay, nothing written.
+    AlreadyPublished,
+    /// The fence refused the write.
+    Refused(RefusalReason),
+}
+
+/// Why the fence refused a publish.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefusalReason {
+    /// Someone acquired after you (or an operator fenced you out).
+    Superseded,
+    /// Your lease expired, or was released, and nobody has taken over yet.
+    Expired,
+    /// Something was already published under this generation.
+    GenerationAlreadyPublished,
+    /// No fence row exists for the key.
+    NotProvisioned,
+}
+
+impl std::fmt::Display for RefusalReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RefusalReason::Superseded => "Superseded",
+            RefusalReason::Expired => "Expired",
+            RefusalReason::GenerationAlreadyPublished => "GenerationAlreadyPublished",
+            RefusalReason::NotProvisioned => "NotProvisioned",
+        })
+    }
+}
+
+/// What `Release` answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Release {
+    /// The lease was given up.
+    Released,
+    /// This owner and generation no longer hold the lease; nothing changed.
+    NotHolder,
+}
+
+/// What `GetOutcome` knows about an operation id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OperationOutcome {
+    /// The publish committed.
+    Published {
+        /// The resource it was published to.
+        resource_key: String,
+        /// The generation it was published under.
+        generation: i64,
+        /// When it committed, on the server clock.
+        published_at: OffsetDateTime,
+    },
+    /// No publish with this id committed (so far: a publish still in flight
+    /// may yet commit).
+    Unknown,
+}
+
+/// What `ReadPublication` found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Publication {
+    /// The last accepted result.
+    Found {
+        /// The generation it was published under.
+        generation: i64,
+        /// The payload.
+        payload: String,
+        /// When it committed, on the server clock.
+        published_at: OffsetDateTime,
+    },
+    /// The resource exists but nothing was published yet.
+    NothingPublished,
+    /// No fence row exists for the key.
+    NotProvisioned,
+}
+
+/// What `Inspect` found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Inspection {
+    /// The resource's lease state.
+    Found(LeaseState),
+    /// No fence row exists for the key.
+    NotProvisioned,
+}
+
+/// A resource's lease state as `Inspect` shows it: never the owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaseState {
+    /// The current generation (0 until the first acquisition).
+    pub generation: i64,
+    /// Whether an unexpired lease is held right now (server clock).
+    pub is_held: bool,
+    /// The last lease's expiry, if one is recorded.
+    pub lease_until: Option<OffsetDateTime>,
+    /// The generation of the last accepted publish.
+    pub published_generation: Option<i64>,
+    /// The server clock when it answered.
+    pub server_utc: OffsetDateTime,
+}
+
+impl LeaseState {
+    /// The state without the moment it was read, for comparing two readings.
+    pub fn without_time(&self) -> (i64, bool, Option<OffsetDateTime>, Option<i64>) {
+        (
+            self.generation,
+            self.is_held,
+            self.lease_until,
+            self.published_generation,
+        )
+    }
+}
+
+pub(crate) fn refusal(name: &str) -> Option<RefusalReason> {
+    Some(match name {
+        "Superseded" => RefusalReason::Superseded,
+        "Expired" => RefusalReason::Expired,
+        "GenerationAlreadyPublished" => RefusalReason::GenerationAlreadyPublished,
+        "NotProvisioned" => RefusalReason::NotProvisioned,
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_refusal_name_of_the_contract_round_trips_through_display() {
+        for name in [
+            "Superseded",
+            "Expired",
+            "GenerationAlreadyPublished",
+            "NotProvisioned",
+        ] {
+            assert_eq!(refusal(name).map(|r| r.to_string()).as_deref(), Some(name));
+        }
+        assert_eq!(refusal("Published"), None);
+    }
+}
