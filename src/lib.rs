@@ -15,5 +15,6 @@
 #![warn(missing_docs)]
 
 pub mod connection;
+pub mod deploy;
 
 pub use connection::{ConnectError, Connection, ConnectionString};
