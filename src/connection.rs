@@ -116,7 +116,11 @@ impl ConnectionString {
                 .ok()
                 .filter(|s| *s > 0)
                 .map(Duration::from_secs)
-                .ok_or_else(|| invalid(format!("Connect Timeout must be a positive number of seconds, not '{v}'")))?,
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "Connect Timeout must be a positive number of seconds, not '{v}'"
+                    ))
+                })?,
         };
         Ok(Self {
             config,
@@ -170,7 +174,10 @@ impl ConnectionString {
             }
         };
         match tokio::time::timeout(self.connect_timeout, attempt).await {
-            Err(_) => Err(ConnectError::TimedOut { server, after: self.connect_timeout }),
+            Err(_) => Err(ConnectError::TimedOut {
+                server,
+                after: self.connect_timeout,
+            }),
             Ok(Ok(connection)) => Ok(connection),
             Ok(Err(error)) => Err(self.classify(server, error)),
         }
@@ -186,14 +193,19 @@ impl ConnectionString {
     fn classify(&self, server: String, error: tiberius::error::Error) -> ConnectError {
         use tiberius::error::Error;
         match error {
-            Error::Io { message, .. } => ConnectError::Unreachable { server, reason: message },
+            Error::Io { message, .. } => ConnectError::Unreachable {
+                server,
+                reason: message,
+            },
             Error::Tls(reason) => ConnectError::Tls { server, reason },
-            Error::Server(ref e) if e.code() == LOGIN_FAILED => {
-                ConnectError::LoginFailed { server, user: self.user.clone() }
-            }
-            Error::Server(ref e) if e.code() == CANNOT_OPEN_DATABASE => {
-                ConnectError::DatabaseUnavailable { server, database: self.database.clone() }
-            }
+            Error::Server(ref e) if e.code() == LOGIN_FAILED => ConnectError::LoginFailed {
+                server,
+                user: self.user.clone(),
+            },
+            Error::Server(ref e) if e.code() == CANNOT_OPEN_DATABASE => ConnectError::DatabaseUnavailable {
+                server,
+                database: self.database.clone(),
+            },
             source => ConnectError::Other { server, source },
         }
     }
@@ -205,9 +217,12 @@ fn parse_pairs(ado: &str) -> Result<Vec<(String, String)>, String> {
     let mut pairs = Vec::new();
     let mut rest = ado;
     while !rest.trim().is_empty() {
-        let eq = rest
-            .find('=')
-            .ok_or_else(|| format!("'{}' has no '=' (expected key=value pairs separated by ';')", rest.trim()))?;
+        let eq = rest.find('=').ok_or_else(|| {
+            format!(
+                "'{}' has no '=' (expected key=value pairs separated by ';')",
+                rest.trim()
+            )
+        })?;
         let key = rest[..eq].trim().trim_start_matches(';').trim().to_ascii_lowercase();
         let after = rest[eq + 1..].trim_start();
         let (value, remainder) = match after.chars().next() {

@@ -16,6 +16,7 @@
 
 pub mod client;
 pub mod connection;
+pub mod deploy;
 
 pub use client::{Client, ClientConfig};
 pub use connection::{ConnectError, Connection, ConnectionString};
