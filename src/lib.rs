@@ -12,6 +12,33 @@
 //!   the binary, and the runner behind `fencepost migrate`, `status` and `script`;
 //! - [`client`]: the typed API services use, which calls only the procedures;
 //! - `audit`: `fencepost check`, which proves nothing else can write the fence.
+//!
+//! # A service holding a lease
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! use fencepost::client::{Fenced, Provision};
+//! use fencepost::Client;
+//!
+//! # async fn rebuild(stop: tokio_util::sync::CancellationToken) -> Result<String, std::io::Error> { Ok(String::new()) }
+//! # async fn service() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = Client::connect("Server=tcp:db,1433;Database=app;User ID=svc;Password=...;Encrypt=true").await?;
+//! client.verify_contract().await?;
+//! let _: Provision = client.provision("report:daily").await?;
+//!
+//! // Renewed every ~10 s while `rebuild` runs; cancelled if the lease is lost.
+//! match client.run_fenced("report:daily", Duration::from_secs(30), rebuild).await? {
+//!     Fenced::Published { generation, .. } => println!("published under generation {generation}"),
+//!     Fenced::Refused(reason) => println!("the fence refused the result: {reason}"),
+//!     Fenced::Lost(reason) => println!("lease lost, nothing published: {reason:?}"),
+//!     Fenced::Failed(error) => println!("the rebuild failed: {error}"),
+//!     Fenced::Busy { until } => println!("someone else holds it until {until}"),
+//!     Fenced::NotProvisioned => unreachable!("provisioned above"),
+//! }
+//! # Ok(())
+//! # }
+//! ```
 #![warn(missing_docs)]
 
 pub mod client;

@@ -10,8 +10,7 @@ use super::contract::{self, CatalogRow, Procedure};
 use super::error::Error;
 use super::outcome::{self, LeaseState};
 use super::{
-    Acquire, Client, Inspection, Lease, OperationOutcome, Provision, Publication, Publish, Release,
-    Renew, input,
+    Acquire, Client, Inspection, Lease, OperationOutcome, Provision, Publication, Publish, Release, Renew, input,
 };
 
 impl Client {
@@ -48,21 +47,14 @@ impl Client {
     /// while it still holds the lease answers `Acquired` with the same
     /// generation and extends the lease, so a call whose reply was lost can be
     /// retried safely.
-    pub async fn acquire_as(
-        &self,
-        key: &str,
-        owner: Uuid,
-        length: std::time::Duration,
-    ) -> Result<Acquire, Error> {
+    pub async fn acquire_as(&self, key: &str, owner: Uuid, length: std::time::Duration) -> Result<Acquire, Error> {
         let key = input::key(key)?;
         let owner = input::owner(owner)?;
         let seconds = input::lease_seconds(length)?;
         // Taken before the request leaves, so the local deadline is never
         // later than the server's.
         let sent_at = Instant::now();
-        let reply = self
-            .call(Procedure::Acquire, &[&key, &owner, &seconds])
-            .await?;
+        let reply = self.call(Procedure::Acquire, &[&key, &owner, &seconds]).await?;
         match reply.outcome()? {
             "Acquired" => Ok(Acquire::Acquired(Lease::new(
                 key,
@@ -109,12 +101,7 @@ impl Client {
     /// If the request may have reached the server but no reply came back, the
     /// error is [`Error::OutcomeUnknown`]; resolve it with
     /// [`outcome`](Client::outcome) or by replaying.
-    pub async fn publish(
-        &self,
-        lease: &Lease,
-        operation_id: Uuid,
-        payload: &str,
-    ) -> Result<Publish, Error> {
+    pub async fn publish(&self, lease: &Lease, operation_id: Uuid, payload: &str) -> Result<Publish, Error> {
         let operation_id = input::operation_id(operation_id)?;
         let reply = self
             .call(
@@ -144,10 +131,7 @@ impl Client {
     /// nothing.
     pub async fn release(&self, lease: &Lease) -> Result<Release, Error> {
         let reply = self
-            .call(
-                Procedure::Release,
-                &[&lease.key(), &lease.owner(), &lease.generation()],
-            )
+            .call(Procedure::Release, &[&lease.key(), &lease.owner(), &lease.generation()])
             .await?;
         match reply.outcome()? {
             "Released" => Ok(Release::Released),
@@ -246,12 +230,7 @@ impl Client {
         let catalog = rows
             .iter()
             .map(|row| {
-                let text = |column: &str| {
-                    row.try_get::<&str, _>(column)
-                        .ok()
-                        .flatten()
-                        .map(str::to_string)
-                };
+                let text = |column: &str| row.try_get::<&str, _>(column).ok().flatten().map(str::to_string);
                 CatalogRow {
                     procedure: text("ProcedureName").unwrap_or_default(),
                     parameter: text("ParameterName"),
@@ -274,10 +253,7 @@ impl Client {
 /// server reported (it answered: the procedure did not commit) stay as they are.
 fn unknown_if_unanswered(error: Error, operation_id: Uuid) -> Error {
     match error {
-        Error::Network { reason, .. } => Error::OutcomeUnknown {
-            operation_id,
-            reason,
-        },
+        Error::Network { reason, .. } => Error::OutcomeUnknown { operation_id, reason },
         Error::UnexpectedReply { detail, .. } => Error::OutcomeUnknown {
             operation_id,
             reason: detail,

@@ -23,9 +23,9 @@ pub(crate) async fn call(
         Ok(session) => session,
         Err(bb8::RunError::User(error)) => return Err(Error::Connect(error)),
         Err(bb8::RunError::TimedOut) => {
-            let reason = last_connect_error.take().unwrap_or_else(|| {
-                format!("all {} connections stayed busy", pool.state().connections)
-            });
+            let reason = last_connect_error
+                .take()
+                .unwrap_or_else(|| format!("all {} connections stayed busy", pool.state().connections));
             return Err(Error::Unavailable { reason });
         }
     };
@@ -112,12 +112,7 @@ impl Reply {
 
     /// A column that may be NULL.
     pub(crate) fn get<'a, T: FromSql<'a>>(&'a self, column: &str) -> Result<Option<T>, Error> {
-        if !self
-            .row
-            .columns()
-            .iter()
-            .any(|c| c.name().eq_ignore_ascii_case(column))
-        {
+        if !self.row.columns().iter().any(|c| c.name().eq_ignore_ascii_case(column)) {
             return Err(self.unexpected(format!("no column {column}")));
         }
         self.row
@@ -133,9 +128,7 @@ impl Reply {
 
     /// A `datetime2` column, which holds UTC by contract.
     pub(crate) fn utc(&self, column: &str) -> Result<Option<OffsetDateTime>, Error> {
-        Ok(self
-            .get::<time::PrimitiveDateTime>(column)?
-            .map(|t| t.assume_utc()))
+        Ok(self.get::<time::PrimitiveDateTime>(column)?.map(|t| t.assume_utc()))
     }
 
     /// A `datetime2` column that must not be NULL.

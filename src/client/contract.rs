@@ -64,9 +64,7 @@ impl Procedure {
 
     fn parameters(self) -> &'static [(Parameter, SqlType)] {
         match self {
-            Procedure::Provision | Procedure::ReadPublication | Procedure::Inspect => {
-                &[(P::ResourceKey, T::WideKey)]
-            }
+            Procedure::Provision | Procedure::ReadPublication | Procedure::Inspect => &[(P::ResourceKey, T::WideKey)],
             Procedure::Acquire => &[
                 (P::ResourceKey, T::WideKey),
                 (P::Owner, T::UniqueIdentifier),
@@ -143,11 +141,7 @@ pub(crate) fn differences(catalog: &[CatalogRow]) -> Vec<String> {
             problems.push(format!("{} is missing", procedure.name()));
             continue;
         }
-        let declared: Vec<&CatalogRow> = rows
-            .iter()
-            .copied()
-            .filter(|r| r.parameter.is_some())
-            .collect();
+        let declared: Vec<&CatalogRow> = rows.iter().copied().filter(|r| r.parameter.is_some()).collect();
         for (parameter, expected) in procedure.parameters() {
             let found = declared.iter().find(|r| {
                 r.parameter.as_deref().is_some_and(|name| {
@@ -168,10 +162,10 @@ pub(crate) fn differences(catalog: &[CatalogRow]) -> Vec<String> {
         }
         for row in &declared {
             let name = row.parameter.as_deref().unwrap_or_default();
-            let known = procedure.parameters().iter().any(|(p, _)| {
-                name.trim_start_matches('@')
-                    .eq_ignore_ascii_case(&p.name()[1..])
-            });
+            let known = procedure
+                .parameters()
+                .iter()
+                .any(|(p, _)| name.trim_start_matches('@').eq_ignore_ascii_case(&p.name()[1..]));
             if !known {
                 problems.push(format!(
                     "{} has a parameter {name} this client does not pass",
@@ -259,10 +253,7 @@ mod tests {
 
     #[test]
     fn a_missing_procedure_is_named() {
-        let rows: Vec<_> = catalog()
-            .into_iter()
-            .filter(|r| r.procedure != "getoutcome")
-            .collect();
+        let rows: Vec<_> = catalog().into_iter().filter(|r| r.procedure != "getoutcome").collect();
         assert_eq!(differences(&rows), ["fence_api.GetOutcome is missing"]);
     }
 
@@ -273,9 +264,7 @@ mod tests {
         key.max_length = Some(512);
         assert_eq!(
             differences(&rows),
-            [
-                "fence_api.Acquire declares @ResourceKey as nvarchar(256), expected nvarchar wider than 256 characters"
-            ]
+            ["fence_api.Acquire declares @ResourceKey as nvarchar(256), expected nvarchar wider than 256 characters"]
         );
     }
 

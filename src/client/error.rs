@@ -166,9 +166,7 @@ impl Error {
     /// The parameter at fault, for input refused by the client or the procedure.
     pub fn parameter(&self) -> Option<Parameter> {
         match self {
-            Error::InvalidInput { parameter, .. } | Error::Rejected { parameter, .. } => {
-                Some(*parameter)
-            }
+            Error::InvalidInput { parameter, .. } | Error::Rejected { parameter, .. } => Some(*parameter),
             _ => None,
         }
     }
@@ -187,13 +185,8 @@ impl Error {
     /// only a replay with the *same* operation id is safe.
     pub fn is_transient(&self) -> bool {
         match self {
-            Error::Network { .. } | Error::OutcomeUnknown { .. } | Error::Unavailable { .. } => {
-                true
-            }
-            Error::Connect(e) => matches!(
-                e,
-                ConnectError::Unreachable { .. } | ConnectError::TimedOut { .. }
-            ),
+            Error::Network { .. } | Error::OutcomeUnknown { .. } | Error::Unavailable { .. } => true,
+            Error::Connect(e) => matches!(e, ConnectError::Unreachable { .. } | ConnectError::TimedOut { .. }),
             Error::Server { number, .. } => TRANSIENT_SERVER_ERRORS.contains(number),
             _ => false,
         }

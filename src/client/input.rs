@@ -71,10 +71,7 @@ mod tests {
     fn keys_of_one_and_256_characters_pass_and_0_and_257_do_not() {
         assert!(key("k").is_ok());
         assert!(key(&"é".repeat(256)).is_ok());
-        assert_eq!(
-            key("").unwrap_err().parameter(),
-            Some(Parameter::ResourceKey)
-        );
+        assert_eq!(key("").unwrap_err().parameter(), Some(Parameter::ResourceKey));
         assert_eq!(
             key(&"k".repeat(257)).unwrap_err().parameter(),
             Some(Parameter::ResourceKey)
@@ -103,10 +100,7 @@ mod tests {
 
     #[test]
     fn nil_ids_are_refused_with_the_parameter_named() {
-        assert_eq!(
-            owner(Uuid::nil()).unwrap_err().parameter(),
-            Some(Parameter::Owner)
-        );
+        assert_eq!(owner(Uuid::nil()).unwrap_err().parameter(), Some(Parameter::Owner));
         assert_eq!(
             operation_id(Uuid::nil()).unwrap_err().parameter(),
             Some(Parameter::OperationId)

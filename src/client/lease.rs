@@ -84,8 +84,7 @@ impl Lease {
 
     /// Time left before [`local_deadline`](Lease::local_deadline).
     pub fn remaining(&self) -> Duration {
-        self.local_deadline
-            .saturating_duration_since(Instant::now())
+        self.local_deadline.saturating_duration_since(Instant::now())
     }
 }
 

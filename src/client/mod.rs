@@ -26,8 +26,7 @@ pub use error::{Error, Parameter};
 pub use input::{MAX_KEY_CHARS, MAX_LEASE};
 pub use lease::Lease;
 pub use outcome::{
-    Acquire, Inspection, LeaseState, OperationOutcome, Provision, Publication, Publish,
-    RefusalReason, Release, Renew,
+    Acquire, Inspection, LeaseState, OperationOutcome, Provision, Publication, Publish, RefusalReason, Release, Renew,
 };
 pub use run_fenced::{Fenced, LostReason};
 

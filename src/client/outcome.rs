@@ -170,12 +170,7 @@ mod tests {
 
     #[test]
     fn every_refusal_name_of_the_contract_round_trips_through_display() {
-        for name in [
-            "Superseded",
-            "Expired",
-            "GenerationAlreadyPublished",
-            "NotProvisioned",
-        ] {
+        for name in ["Superseded", "Expired", "GenerationAlreadyPublished", "NotProvisioned"] {
             assert_eq!(refusal(name).map(|r| r.to_string()).as_deref(), Some(name));
         }
         assert_eq!(refusal("Published"), None);

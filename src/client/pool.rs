@@ -44,9 +44,7 @@ impl bb8::ManageConnection for Manager {
                 .await?;
             Ok::<_, tiberius::error::Error>(())
         };
-        reply
-            .await
-            .map_err(|source| ConnectError::Other { server, source })
+        reply.await.map_err(|source| ConnectError::Other { server, source })
     }
 
     fn has_broken(&self, session: &mut Session) -> bool {

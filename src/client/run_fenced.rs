@@ -77,12 +77,7 @@ impl Client {
     ///
     /// Dropping the returned future stops everything without releasing; the
     /// lease then simply expires.
-    pub async fn run_fenced<F, Fut, E>(
-        &self,
-        key: &str,
-        length: Duration,
-        work: F,
-    ) -> Result<Fenced<E>, Error>
+    pub async fn run_fenced<F, Fut, E>(&self, key: &str, length: Duration, work: F) -> Result<Fenced<E>, Error>
     where
         F: FnOnce(CancellationToken) -> Fut,
         Fut: Future<Output = Result<String, E>>,

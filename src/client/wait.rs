@@ -29,12 +29,7 @@ impl Client {
     ///
     /// Every attempt uses the same owner id, so an attempt whose reply was
     /// lost but which took the lease is simply confirmed by the next one.
-    pub async fn acquire_waiting(
-        &self,
-        key: &str,
-        length: Duration,
-        wait: Duration,
-    ) -> Result<Acquire, Error> {
+    pub async fn acquire_waiting(&self, key: &str, length: Duration, wait: Duration) -> Result<Acquire, Error> {
         let deadline = Instant::now() + wait;
         let owner = Uuid::new_v4();
         let mut backoff = Backoff::default();
@@ -61,12 +56,7 @@ struct Backoff {
 }
 
 impl Backoff {
-    fn next(
-        &mut self,
-        holder_until: OffsetDateTime,
-        now: OffsetDateTime,
-        rng: &mut impl rand::Rng,
-    ) -> Duration {
+    fn next(&mut self, holder_until: OffsetDateTime, now: OffsetDateTime, rng: &mut impl rand::Rng) -> Duration {
         let until_expiry = Duration::try_from(holder_until - now).unwrap_or(Duration::ZERO);
         let base = if until_expiry > MIN_PAUSE {
             self.stale = 0;
@@ -103,9 +93,7 @@ mod tests {
         let now = OffsetDateTime::UNIX_EPOCH;
         let until = now + Duration::from_secs(1);
         let mut r = rng();
-        let pauses: Vec<_> = (0..8)
-            .map(|_| Backoff::default().next(until, now, &mut r))
-            .collect();
+        let pauses: Vec<_> = (0..8).map(|_| Backoff::default().next(until, now, &mut r)).collect();
         assert!(pauses.windows(2).any(|w| w[0] != w[1]), "{pauses:?}");
     }
 
@@ -120,9 +108,7 @@ mod tests {
         assert!(pauses[0] < Duration::from_millis(100), "{pauses:?}");
         assert!(pauses[3] > pauses[0], "{pauses:?}");
         assert!(
-            pauses
-                .iter()
-                .all(|p| *p <= MAX_BACKOFF + MAX_BACKOFF / 4 + MIN_PAUSE),
+            pauses.iter().all(|p| *p <= MAX_BACKOFF + MAX_BACKOFF / 4 + MIN_PAUSE),
             "{pauses:?}"
         );
     }
