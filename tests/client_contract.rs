@@ -1,0 +1,68 @@
+//! `verify_contract` on a live engine: silent on a deployed database, and
+//! naming what is missing or different otherwise.
+
+mod support;
+
+use fencepost::Client;
+use fencepost::client::Error;
+use support::TestDatabase;
+
+fn problems(result: Result<(), Error>) -> Vec<String> {
+    match result {
+        Err(Error::ContractMismatch { problems, .. }) => problems,
+        other => panic!("expected ContractMismatch, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_deployed_database_holds_the_contract() {
+    let Some(db) = TestDatabase::deployed("a_deployed_database_holds_the_contract").await else {
+        return;
+    };
+    let client = Client::connect(&db.ado()).await.unwrap();
+    client.verify_contract().await.unwrap();
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn an_empty_database_is_reported_procedure_by_procedure() {
+    let Some(db) = TestDatabase::new("an_empty_database_is_reported_procedure_by_procedure").await else {
+        return;
+    };
+    let client = Client::connect(&db.ado()).await.unwrap();
+    let found = problems(client.verify_contract().await);
+    assert_eq!(found.len(), 8, "{found:?}");
+    assert!(found.contains(&"fence_api.Publish is missing".to_string()), "{found:?}");
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_dropped_or_changed_procedure_is_named() {
+    let Some(db) = TestDatabase::deployed("a_dropped_or_changed_procedure_is_named").await else {
+        return;
+    };
+    db.exec("DROP PROCEDURE fence_api.GetOutcome;").await;
+    db.exec(
+        "ALTER PROCEDURE fence_api.Release @ResourceKey nvarchar(256), @Owner uniqueidentifier, @Generation int \
+         AS SELECT CAST(N'NotHolder' AS nvarchar(32)) AS Outcome;",
+    )
+    .await;
+    let client = Client::connect(&db.ado()).await.unwrap();
+    let found = problems(client.verify_contract().await);
+
+    assert_eq!(
+        found,
+        [
+            "fence_api.Release declares @ResourceKey as nvarchar(256), expected nvarchar wider than 256 characters",
+            "fence_api.Release declares @Generation as int, expected bigint",
+            "fence_api.GetOutcome is missing",
+        ]
+    );
+    let message = Error::ContractMismatch {
+        version: fencepost::client::CONTRACT_VERSION,
+        problems: found,
+    }
+    .to_string();
+    assert!(message.contains("fence_api.GetOutcome is missing"), "{message}");
+    db.drop().await;
+}

@@ -1,0 +1,139 @@
+//! Least privilege: a login that is only a member of `fence_service` leases
+//! and publishes through the client, and cannot touch the fence tables
+//! directly.
+
+mod lease_support;
+mod support;
+
+use std::io::Write;
+
+use fencepost::Client;
+use fencepost::client::{OperationOutcome, Provision, Publication, Publish, Release, Renew};
+use lease_support::{SHORT, acquired, state};
+use support::{TestDatabase, connect_ado};
+use uuid::Uuid;
+
+/// Whether a procedure may read a table its owner owns when the caller holds
+/// only EXECUTE on the procedure (ownership chaining). Probed with objects of
+/// its own, so the answer does not depend on the fence's.
+async fn ownership_chaining(db: &TestDatabase, service_ado: &str) -> Result<(), String> {
+    db.exec("CREATE SCHEMA chain_probe AUTHORIZATION dbo;").await;
+    db.exec("CREATE TABLE chain_probe.Item (Id int NOT NULL);").await;
+    db.exec("CREATE PROCEDURE chain_probe.CountItems AS SELECT COUNT(*) AS Items FROM chain_probe.Item;")
+        .await;
+    db.exec("GRANT EXECUTE ON chain_probe.CountItems TO fence_service;")
+        .await;
+    let mut service = connect_ado(service_ado).await;
+    let reply = match service.simple_query("EXEC chain_probe.CountItems;").await {
+        Ok(stream) => stream.into_results().await.map(drop),
+        Err(e) => Err(e),
+    };
+    reply.map_err(|e| e.to_string())
+}
+
+fn skip(test: &str, reason: &str) {
+    let _ = writeln!(std::io::stderr(), "{test}: skipped: {reason}");
+}
+
+#[tokio::test]
+async fn a_service_login_runs_the_whole_cycle_through_the_client() {
+    const TEST: &str = "a_service_login_runs_the_whole_cycle_through_the_client";
+    let Some(mut db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let service_ado = db.login_in_role(Some("fence_service")).await;
+    if let Err(error) = ownership_chaining(&db, &service_ado).await {
+        skip(
+            TEST,
+            &format!(
+                "this engine does not chain ownership from a procedure to its table \
+                 (EXECUTE alone could not read a table of the same owner: {error})"
+            ),
+        );
+        db.drop().await;
+        return;
+    }
+    let service = Client::connect(&service_ado).await.unwrap();
+    service
+        .verify_contract()
+        .await
+        .expect("the service login sees the contract");
+    let key = format!("report:{}", Uuid::new_v4());
+    assert_eq!(service.provision(&key).await.unwrap(), Provision::Created);
+    let mut lease = acquired(service.acquire(&key, SHORT * 5).await.unwrap());
+    assert!(matches!(
+        service.renew(&mut lease).await.unwrap(),
+        Renew::Renewed { .. }
+    ));
+    let operation = Uuid::new_v4();
+    assert_eq!(
+        service.publish(&lease, operation, "by the service").await.unwrap(),
+        Publish::Published
+    );
+    assert!(matches!(
+        service.outcome(operation).await.unwrap(),
+        OperationOutcome::Published { .. }
+    ));
+    assert!(matches!(
+        service.read_publication(&key).await.unwrap(),
+        Publication::Found { .. }
+    ));
+    assert_eq!(state(&service, &key).await.0, lease.generation());
+    assert_eq!(service.release(&lease).await.unwrap(), Release::Released);
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_service_login_is_refused_direct_reads_and_writes_of_the_fence_tables() {
+    const TEST: &str = "a_service_login_is_refused_direct_reads_and_writes_of_the_fence_tables";
+    let Some(mut db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    // A row to read, change or delete, made through the procedures.
+    let admin = Client::connect(&db.ado()).await.unwrap();
+    let key = format!("report:{}", Uuid::new_v4());
+    admin.provision(&key).await.unwrap();
+    let lease = acquired(admin.acquire(&key, SHORT * 10).await.unwrap());
+    assert_eq!(
+        admin.publish(&lease, Uuid::new_v4(), "kept").await.unwrap(),
+        Publish::Published
+    );
+    let before = state(&admin, &key).await;
+
+    let service_ado = db.login_in_role(Some("fence_service")).await;
+    let mut service = connect_ado(&service_ado).await;
+    let statements = [
+        "SELECT * FROM fence.Resource;",
+        "INSERT INTO fence.Resource (ResourceKey, Generation, ProvisionedAtUtc) VALUES (N'intruder', 99, SYSUTCDATETIME());",
+        "UPDATE fence.Resource SET Generation = Generation + 100, Payload = N'forged';",
+        "DELETE FROM fence.Resource;",
+        "SELECT * FROM fence.PublishedOperation;",
+        "INSERT INTO fence.PublishedOperation (OperationId, ResourceKey, Generation, PublishedAtUtc) \
+         VALUES (NEWID(), N'intruder', 1, SYSUTCDATETIME());",
+        "UPDATE fence.PublishedOperation SET Generation = Generation + 100;",
+        "DELETE FROM fence.PublishedOperation;",
+    ];
+    for sql in statements {
+        let reply = match service.simple_query(sql).await {
+            Ok(stream) => stream
+                .into_results()
+                .await
+                .map(|sets| sets.iter().map(Vec::len).sum::<usize>()),
+            Err(e) => Err(e),
+        };
+        match reply {
+            Err(e) => assert!(e.code().is_some(), "{sql}: refused, but not by the server: {e}"),
+            Ok(rows) => panic!("{sql}: allowed for a fence_service login ({rows} rows)"),
+        }
+    }
+
+    assert_eq!(state(&admin, &key).await, before);
+    assert!(
+        matches!(admin.read_publication(&key).await.unwrap(), Publication::Found { payload, .. } if payload == "kept")
+    );
+    let intruders = db
+        .query("SELECT COUNT(*) AS N FROM fence.Resource WHERE ResourceKey = N'intruder';")
+        .await;
+    assert_eq!(intruders[0].get::<i32, _>("N"), Some(0));
+    db.drop().await;
+}

@@ -1,0 +1,80 @@
+//! Helpers shared by the live lease and client tests: one warmed-up client per
+//! worker, and the waits that let the server clock move a lease past its end.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use fencepost::client::{Acquire, Inspection, Lease, Provision, Publish, Release, Renew};
+use fencepost::{Client, ClientConfig, ConnectionString};
+use uuid::Uuid;
+
+/// A lease short enough to wait out in a test.
+pub const SHORT: Duration = Duration::from_secs(2);
+
+/// A client of its own for one worker: one connection, so each worker is one
+/// session, warmed up so that timing-sensitive steps do not pay first-call
+/// compilation (about half a second per procedure per session on Babelfish).
+pub async fn worker(ado: &str) -> Client {
+    let mut config = ClientConfig::new(ConnectionString::parse(ado).expect("connection string"));
+    config.max_connections(1);
+    let client = Client::connect_with(config).await.expect("worker connects");
+    warm_up(&client).await;
+    client
+}
+
+/// Calls every procedure once on a key of its own.
+pub async fn warm_up(client: &Client) {
+    let key = format!("warm-up:{}", Uuid::new_v4());
+    assert_eq!(client.provision(&key).await.unwrap(), Provision::Created);
+    let mut lease = acquired(client.acquire(&key, Duration::from_secs(30)).await.unwrap());
+    assert!(matches!(client.renew(&mut lease).await.unwrap(), Renew::Renewed { .. }));
+    assert_eq!(
+        client.publish(&lease, Uuid::new_v4(), "warm").await.unwrap(),
+        Publish::Published
+    );
+    assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
+    client.inspect(&key).await.unwrap();
+    client.read_publication(&key).await.unwrap();
+    client.outcome(Uuid::new_v4()).await.unwrap();
+}
+
+/// Provisions a fresh key.
+pub async fn provisioned(client: &Client, name: &str) -> String {
+    let key = format!("{name}:{}", Uuid::new_v4().simple());
+    assert_eq!(client.provision(&key).await.unwrap(), Provision::Created);
+    key
+}
+
+/// The lease of an `Acquired`, or a panic naming what came instead.
+pub fn acquired(answer: Acquire) -> Lease {
+    match answer {
+        Acquire::Acquired(lease) => lease,
+        other => panic!("expected Acquired, got {other:?}"),
+    }
+}
+
+/// The lease state without the moment it was read.
+pub async fn state(client: &Client, key: &str) -> (i64, bool, Option<time::OffsetDateTime>, Option<i64>) {
+    match client.inspect(key).await.unwrap() {
+        Inspection::Found(state) => state.without_time(),
+        Inspection::NotProvisioned => panic!("{key} is not provisioned"),
+    }
+}
+
+/// Waits until the server no longer sees the lease on `key` as held. The
+/// server clock is the only judge of expiry, so this asks it rather than
+/// sleeping for a guessed time.
+pub async fn wait_until_expired(client: &Client, key: &str) {
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, held, _, _) = state(client, key).await;
+        if !held {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "the lease on {key} never expired"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
