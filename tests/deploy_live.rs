@@ -130,8 +130,10 @@ async fn a_migration_whose_second_batch_fails_leaves_nothing_behind() {
     let broken = shipped()
         .with_migration(
             "V2__broken.sql",
+            // The result set before the THROW is what a driver that stops
+            // reading after the first result would see, missing the error.
             "CREATE TABLE fence.HalfDone (Id int NOT NULL);\nGO\nINSERT INTO fence.HalfDone (Id) VALUES (1);\n\
-             THROW 50999, N'the second batch fails', 1;\n",
+             SELECT 1 AS FirstResult;\nTHROW 50999, N'the second batch fails', 1;\n",
         )
         .unwrap();
     let error = db.migrate(&broken).await.expect_err("the broken migration must fail");
@@ -144,7 +146,7 @@ async fn a_migration_whose_second_batch_fails_leaves_nothing_behind() {
         } => {
             assert_eq!(file, "migrations/V2__broken.sql");
             assert_eq!(*batch, 2);
-            assert_eq!(*line, 4, "THROW is on line 4 of the file");
+            assert_eq!(*line, 5, "THROW is on line 5 of the file");
             assert!(message.contains("the second batch fails"), "{message}");
         }
         other => panic!("expected a batch failure, got {other:?}"),
@@ -400,4 +402,30 @@ async fn a_wrong_password_and_a_missing_database_get_one_line_each_and_exit_stat
         assert!(err.contains(expected), "{err}");
         assert!(!err.contains("Not-The-Password#9"), "the password leaked: {err}");
     }
+}
+
+#[tokio::test]
+async fn a_deploy_that_cannot_get_the_lock_says_another_deployment_holds_it() {
+    let Some(db) = TestDatabase::deployed("a_deploy_that_cannot_get_the_lock_says_another_deployment_holds_it").await
+    else {
+        return;
+    };
+    let mut holder = db.connect().await;
+    support::exec(
+        &mut holder,
+        "DECLARE @s int; EXEC @s = sp_getapplock @Resource = N'fencepost:deploy', @LockMode = N'Exclusive', \
+         @LockOwner = N'Session', @LockTimeout = 0; IF @s < 0 THROW 50000, N'lock not taken', 1;",
+    )
+    .await;
+    let output = Command::new(env!("CARGO_BIN_EXE_fencepost"))
+        .args(["migrate", "--lock-timeout", "1"])
+        .env("FENCEPOST_CONNECTION", db.ado())
+        .output()
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("another deployment has held the deploy lock"), "{err}");
+    drop(holder);
+    db.drop().await;
 }
