@@ -31,7 +31,9 @@ pub enum ConnectError {
         reason: String,
     },
     /// Nothing answered at the address.
-    #[error("cannot reach {server}: {reason} (check Server=host,port and that the server accepts TCP)")]
+    #[error(
+        "cannot reach {server}: {reason} (check Server=host,port and that the server accepts TCP)"
+    )]
     Unreachable {
         /// `host:port` that was tried.
         server: String,
@@ -63,7 +65,9 @@ pub enum ConnectError {
         user: String,
     },
     /// The login worked but the database cannot be opened.
-    #[error("cannot open database '{database}' on {server}: it does not exist or the login may not use it")]
+    #[error(
+        "cannot open database '{database}' on {server}: it does not exist or the login may not use it"
+    )]
     DatabaseUnavailable {
         /// `host:port` that was tried.
         server: String,
@@ -116,7 +120,11 @@ impl ConnectionString {
                 .ok()
                 .filter(|s| *s > 0)
                 .map(Duration::from_secs)
-                .ok_or_else(|| invalid(format!("Connect Timeout must be a positive number of seconds, not '{v}'")))?,
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "Connect Timeout must be a positive number of seconds, not '{v}'"
+                    ))
+                })?,
         };
         Ok(Self {
             config,
@@ -170,7 +178,10 @@ impl ConnectionString {
             }
         };
         match tokio::time::timeout(self.connect_timeout, attempt).await {
-            Err(_) => Err(ConnectError::TimedOut { server, after: self.connect_timeout }),
+            Err(_) => Err(ConnectError::TimedOut {
+                server,
+                after: self.connect_timeout,
+            }),
             Ok(Ok(connection)) => Ok(connection),
             Ok(Err(error)) => Err(self.classify(server, error)),
         }
@@ -186,13 +197,20 @@ impl ConnectionString {
     fn classify(&self, server: String, error: tiberius::error::Error) -> ConnectError {
         use tiberius::error::Error;
         match error {
-            Error::Io { message, .. } => ConnectError::Unreachable { server, reason: message },
+            Error::Io { message, .. } => ConnectError::Unreachable {
+                server,
+                reason: message,
+            },
             Error::Tls(reason) => ConnectError::Tls { server, reason },
-            Error::Server(ref e) if e.code() == LOGIN_FAILED => {
-                ConnectError::LoginFailed { server, user: self.user.clone() }
-            }
+            Error::Server(ref e) if e.code() == LOGIN_FAILED => ConnectError::LoginFailed {
+                server,
+                user: self.user.clone(),
+            },
             Error::Server(ref e) if e.code() == CANNOT_OPEN_DATABASE => {
-                ConnectError::DatabaseUnavailable { server, database: self.database.clone() }
+                ConnectError::DatabaseUnavailable {
+                    server,
+                    database: self.database.clone(),
+                }
             }
             source => ConnectError::Other { server, source },
         }
@@ -205,10 +223,17 @@ fn parse_pairs(ado: &str) -> Result<Vec<(String, String)>, String> {
     let mut pairs = Vec::new();
     let mut rest = ado;
     while !rest.trim().is_empty() {
-        let eq = rest
-            .find('=')
-            .ok_or_else(|| format!("'{}' has no '=' (expected key=value pairs separated by ';')", rest.trim()))?;
-        let key = rest[..eq].trim().trim_start_matches(';').trim().to_ascii_lowercase();
+        let eq = rest.find('=').ok_or_else(|| {
+            format!(
+                "'{}' has no '=' (expected key=value pairs separated by ';')",
+                rest.trim()
+            )
+        })?;
+        let key = rest[..eq]
+            .trim()
+            .trim_start_matches(';')
+            .trim()
+            .to_ascii_lowercase();
         let after = rest[eq + 1..].trim_start();
         let (value, remainder) = match after.chars().next() {
             Some(quote @ ('\'' | '"')) => take_quoted(after, quote)
@@ -261,7 +286,10 @@ mod tests {
     #[test]
     fn quoted_values_keep_semicolons_and_doubled_quotes() {
         let pairs = parse_pairs(r#"a="x;""y";b=2"#).unwrap();
-        assert_eq!(pairs, vec![("a".into(), "x;\"y".into()), ("b".into(), "2".into())]);
+        assert_eq!(
+            pairs,
+            vec![("a".into(), "x;\"y".into()), ("b".into(), "2".into())]
+        );
     }
 
     #[test]
