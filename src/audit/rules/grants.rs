@@ -65,20 +65,20 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
 /// CONTROL over it.
 fn owners(ctx: &Context, report: &mut Report) {
     let fence = &ctx.policy.fence_schema;
-    if let Some(owner) = ctx.catalog.schema_owner(fence) {
-        if !ctx.services_reached_by(owner).is_empty() {
-            report.findings.push(Finding {
-                rule: Rule::WriteAccess,
-                principal: Some(owner.to_string()),
-                object: format!("SCHEMA::{fence}"),
-                permission: Some("owner".into()),
-                why: format!(
-                    "{owner} owns the fence schema and so controls every fence table{}",
-                    ctx.reach_note(owner)
-                ),
-                fix: format!("ALTER AUTHORIZATION ON SCHEMA::{} TO [dbo];", quote(fence)),
-            });
-        }
+    if let Some(owner) = ctx.catalog.schema_owner(fence)
+        && !ctx.services_reached_by(owner).is_empty()
+    {
+        report.findings.push(Finding {
+            rule: Rule::WriteAccess,
+            principal: Some(owner.to_string()),
+            object: format!("SCHEMA::{fence}"),
+            permission: Some("owner".into()),
+            why: format!(
+                "{owner} owns the fence schema and so controls every fence table{}",
+                ctx.reach_note(owner)
+            ),
+            fix: format!("ALTER AUTHORIZATION ON SCHEMA::{} TO [dbo];", quote(fence)),
+        });
     }
     for table in ctx
         .catalog

@@ -27,12 +27,11 @@ fn fence_references(ctx: &Context, o: &Object) -> BTreeSet<String> {
     let name = o.qualified_name();
     let mut refs = BTreeSet::new();
     for d in ctx.catalog.dependencies.iter().flatten() {
-        if d.referencing.eq_ignore_ascii_case(&name) {
-            if let Some((s, t)) = d.referenced.split_once('.') {
-                if ctx.is_fence_table(s, t) {
-                    refs.insert(format!("{fence}.{t}"));
-                }
-            }
+        if d.referencing.eq_ignore_ascii_case(&name)
+            && let Some((s, t)) = d.referenced.split_once('.')
+            && ctx.is_fence_table(s, t)
+        {
+            refs.insert(format!("{fence}.{t}"));
         }
     }
     if let Some(def) = &o.definition {
@@ -40,10 +39,10 @@ fn fence_references(ctx: &Context, o: &Object) -> BTreeSet<String> {
             refs.insert(format!("{fence}.{t}"));
         }
     }
-    if let Some((s, t)) = o.parent.as_deref().and_then(|p| p.split_once('.')) {
-        if ctx.is_fence_table(s, t) {
-            refs.insert(format!("{fence}.{t}"));
-        }
+    if let Some((s, t)) = o.parent.as_deref().and_then(|p| p.split_once('.'))
+        && ctx.is_fence_table(s, t)
+    {
+        refs.insert(format!("{fence}.{t}"));
     }
     refs
 }
@@ -172,10 +171,10 @@ fn dynamic_sql(ctx: &Context, report: &mut Report) {
             .into_iter()
             .map(String::from)
             .collect();
-        if let Some(who) = &proc.execute_as {
-            if !found.iter().any(|f| f == "EXECUTE AS") {
-                found.push(format!("EXECUTE AS {who}"));
-            }
+        if let Some(who) = &proc.execute_as
+            && !found.iter().any(|f| f == "EXECUTE AS")
+        {
+            found.push(format!("EXECUTE AS {who}"));
         }
         if !found.is_empty() {
             report.findings.push(Finding {
