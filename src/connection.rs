@@ -31,9 +31,7 @@ pub enum ConnectError {
         reason: String,
     },
     /// Nothing answered at the address.
-    #[error(
-        "cannot reach {server}: {reason} (check Server=host,port and that the server accepts TCP)"
-    )]
+    #[error("cannot reach {server}: {reason} (check Server=host,port and that the server accepts TCP)")]
     Unreachable {
         /// `host:port` that was tried.
         server: String,
@@ -65,9 +63,7 @@ pub enum ConnectError {
         user: String,
     },
     /// The login worked but the database cannot be opened.
-    #[error(
-        "cannot open database '{database}' on {server}: it does not exist or the login may not use it"
-    )]
+    #[error("cannot open database '{database}' on {server}: it does not exist or the login may not use it")]
     DatabaseUnavailable {
         /// `host:port` that was tried.
         server: String,
@@ -86,13 +82,24 @@ pub enum ConnectError {
 }
 
 /// A parsed connection string: the driver configuration plus the few fields
-/// fencepost reports in messages or applies itself.
-#[derive(Clone, Debug)]
+/// fencepost reports in messages or applies itself. Its `Debug` output leaves
+/// the credentials out.
+#[derive(Clone)]
 pub struct ConnectionString {
     config: Config,
     user: String,
     database: String,
     connect_timeout: Duration,
+}
+
+impl std::fmt::Debug for ConnectionString {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionString")
+            .field("server", &self.server())
+            .field("database", &self.database)
+            .field("user", &self.user)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ConnectionString {
@@ -206,19 +213,17 @@ impl ConnectionString {
                 server,
                 user: self.user.clone(),
             },
-            Error::Server(ref e) if e.code() == CANNOT_OPEN_DATABASE => {
-                ConnectError::DatabaseUnavailable {
-                    server,
-                    database: self.database.clone(),
-                }
-            }
+            Error::Server(ref e) if e.code() == CANNOT_OPEN_DATABASE => ConnectError::DatabaseUnavailable {
+                server,
+                database: self.database.clone(),
+            },
             source => ConnectError::Other { server, source },
         }
     }
 }
 
 /// Splits `key=value;...` into lower-cased keys and unquoted values, honouring
-/// ADO.NET's quoting ('...' or "..." with the quote doubled inside).
+/// ADO.NET's quoting ('...', "..." or {...}, the closing mark doubled inside).
 fn parse_pairs(ado: &str) -> Result<Vec<(String, String)>, String> {
     let mut pairs = Vec::new();
     let mut rest = ado;
@@ -229,15 +234,14 @@ fn parse_pairs(ado: &str) -> Result<Vec<(String, String)>, String> {
                 rest.trim()
             )
         })?;
-        let key = rest[..eq]
-            .trim()
-            .trim_start_matches(';')
-            .trim()
-            .to_ascii_lowercase();
+        let key = rest[..eq].trim().trim_start_matches(';').trim().to_ascii_lowercase();
         let after = rest[eq + 1..].trim_start();
         let (value, remainder) = match after.chars().next() {
             Some(quote @ ('\'' | '"')) => take_quoted(after, quote)
                 .ok_or_else(|| format!("the value of '{key}' has an unclosed {quote} quote"))?,
+            Some('{') => {
+                take_quoted(after, '}').ok_or_else(|| format!("the value of '{key}' has an unclosed {{ brace"))?
+            }
             _ => match after.find(';') {
                 Some(end) => (after[..end].trim().to_string(), &after[end + 1..]),
                 None => (after.trim().to_string(), ""),
@@ -249,14 +253,16 @@ fn parse_pairs(ado: &str) -> Result<Vec<(String, String)>, String> {
     Ok(pairs)
 }
 
-fn take_quoted(s: &str, quote: char) -> Option<(String, &str)> {
+/// Reads a quoted value (`s` starts at its opening mark) up to `close`, where a
+/// doubled `close` stands for itself.
+fn take_quoted(s: &str, close: char) -> Option<(String, &str)> {
     let mut value = String::new();
     let mut chars = s.char_indices().skip(1).peekable();
     while let Some((i, c)) = chars.next() {
-        if c != quote {
+        if c != close {
             value.push(c);
-        } else if chars.peek().map(|(_, n)| *n) == Some(quote) {
-            value.push(quote);
+        } else if chars.peek().map(|(_, n)| *n) == Some(close) {
+            value.push(close);
             chars.next();
         } else {
             let rest = &s[i + 1..];
@@ -285,10 +291,14 @@ mod tests {
 
     #[test]
     fn quoted_values_keep_semicolons_and_doubled_quotes() {
-        let pairs = parse_pairs(r#"a="x;""y";b=2"#).unwrap();
+        let pairs = parse_pairs(r#"a="x;""y";b=2;c={p;w}}d}"#).unwrap();
         assert_eq!(
             pairs,
-            vec![("a".into(), "x;\"y".into()), ("b".into(), "2".into())]
+            vec![
+                ("a".into(), "x;\"y".into()),
+                ("b".into(), "2".into()),
+                ("c".into(), "p;w}d".into())
+            ]
         );
     }
 
@@ -296,6 +306,12 @@ mod tests {
     fn a_bad_timeout_is_refused_with_the_key_named() {
         let err = ConnectionString::parse("Server=x;Connect Timeout=soon").unwrap_err();
         assert!(err.to_string().contains("Connect Timeout"), "{err}");
+    }
+
+    #[test]
+    fn debug_output_leaves_the_password_out() {
+        let s = ConnectionString::parse("Server=x;User ID=u;Password=hunter2").unwrap();
+        assert!(!format!("{s:?}").contains("hunter2"));
     }
 
     #[test]

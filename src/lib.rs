@@ -16,5 +16,6 @@
 
 pub mod audit;
 pub mod connection;
+pub mod deploy;
 
 pub use connection::{ConnectError, Connection, ConnectionString};

@@ -1,0 +1,115 @@
+//! Every command-line flag, in one place.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Fenced leases on SQL Server: deploy the fence, check its state, and prove
+/// that nothing but its procedures can write it.
+#[derive(Debug, Parser)]
+#[command(name = "fencepost", version, propagate_version = true)]
+#[command(
+    after_help = "Exit status: 0 success; 1 something needs attention (status: pending or drifted \
+objects; check: findings); 2 error (bad input, unreachable server, failed deploy, or check could not verify)."
+)]
+pub struct Options {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Deploy the schema, procedures and permissions to a database.
+    ///
+    /// Takes a deploy lock so two pipelines never deploy at once, applies
+    /// pending migrations (each in its own transaction), deploys every
+    /// procedure whose shipped text changed or that was altered by hand, and
+    /// re-applies the permission scripts. A second run changes nothing.
+    Migrate(MigrateArgs),
+    /// Show applied, pending and drifted objects, changing nothing.
+    ///
+    /// Exits 0 when everything is current and 1 when something is pending,
+    /// changed, drifted or unknown.
+    Status(StatusArgs),
+    /// Write the whole deployment as one idempotent sqlcmd script, without a server.
+    ///
+    /// For reviewers, and for pipelines that cannot connect: run the result
+    /// with `sqlcmd -i` or in SSMS with SQLCMD mode on.
+    Script(ScriptArgs),
+}
+
+/// How to reach the database.
+#[derive(Debug, Args)]
+pub struct ConnectArgs {
+    /// ADO.NET connection string, e.g.
+    /// "Server=tcp:db,1433;Database=app;User ID=deploy;Password=...;Encrypt=true".
+    #[arg(
+        long,
+        short = 'c',
+        env = "FENCEPOST_CONNECTION",
+        hide_env_values = true,
+        value_name = "ADO_STRING"
+    )]
+    pub connection: Option<String>,
+}
+
+/// Where the T-SQL comes from.
+#[derive(Debug, Args)]
+pub struct SourceArgs {
+    /// Deploy the T-SQL under this folder (with migrations/, procedures/ and
+    /// permissions/) instead of the copy built into this binary.
+    #[arg(long, value_name = "DIR")]
+    pub source_dir: Option<PathBuf>,
+}
+
+/// Output format for people or pipelines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Readable text.
+    #[default]
+    Text,
+    /// One JSON document on stdout.
+    Json,
+}
+
+/// `fencepost migrate`.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Show what would change, and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Seconds to wait for another deployment of the same database to finish.
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    pub lock_timeout: u64,
+    /// Output format of the summary (progress goes to stderr).
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `fencepost status`.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `fencepost script`.
+#[derive(Debug, Args)]
+pub struct ScriptArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Write the script to this file instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}

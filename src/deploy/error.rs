@@ -1,0 +1,157 @@
+//! What can go wrong reading the shipped T-SQL or deploying it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::connection::ConnectError;
+
+/// A problem with the T-SQL sources themselves, found before any server is
+/// touched.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SourceError {
+    /// A source folder or file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Unreadable {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A file is not UTF-8 text.
+    #[error("{file} is not UTF-8 text")]
+    NotUtf8 {
+        /// The file.
+        file: String,
+    },
+    /// A migration file name is not `V<version>__<name>.sql`.
+    #[error("migrations/{file}: {reason}")]
+    MigrationName {
+        /// The file.
+        file: String,
+        /// What is wrong with its name.
+        reason: String,
+    },
+    /// Two migration files claim one version.
+    #[error("migrations/{first} and migrations/{second} both have version {version}")]
+    DuplicateVersion {
+        /// The version.
+        version: i32,
+        /// One file.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// A `GO` line that cannot be obeyed.
+    #[error("{file}: {source}")]
+    BadGo {
+        /// The file.
+        file: String,
+        /// The bad line.
+        source: super::batch::BadRepeatCount,
+    },
+    /// A procedure file that does not hold exactly one `CREATE PROCEDURE`.
+    #[error(
+        "procedures/{file} holds {found} CREATE PROCEDURE statements; a procedure file holds exactly one \
+         (write CREATE PROCEDURE, not CREATE OR ALTER: the runner alters it in place)"
+    )]
+    ProcedureCount {
+        /// The file.
+        file: String,
+        /// How many it holds.
+        found: usize,
+    },
+    /// A procedure file with code before its `CREATE PROCEDURE`.
+    #[error("procedures/{file}: CREATE PROCEDURE must be the first statement (only comments may precede it)")]
+    ProcedureNotFirst {
+        /// The file.
+        file: String,
+    },
+    /// A procedure file with a `GO` line.
+    #[error("procedures/{file}: a procedure file is one batch and must not contain GO")]
+    ProcedureHasGo {
+        /// The file.
+        file: String,
+    },
+    /// A procedure file whose name does not match the procedure it declares.
+    #[error("procedures/{file}: the file must be named <schema>.<procedure>.sql after the procedure it creates{}",
+        .declared.as_ref().map(|d| format!(" (it creates {d})")).unwrap_or_default())]
+    ProcedureName {
+        /// The file.
+        file: String,
+        /// The `schema.name` it declares, if one could be read.
+        declared: Option<String>,
+    },
+    /// A procedure outside `fence_api` and `fence_admin`.
+    #[error("procedures/{file}: schema {schema} is not one of fence_api, fence_admin")]
+    ProcedureSchema {
+        /// The file.
+        file: String,
+        /// The schema it names.
+        schema: String,
+    },
+}
+
+/// A deployment that could not be completed. Nothing is left half-applied:
+/// each migration and each procedure runs in its own transaction.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeployError {
+    /// The sources are invalid.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    /// The server could not be reached or refused the login.
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    /// Another deployment holds the deploy lock.
+    #[error(
+        "another deployment has held the deploy lock on this database for {}s; \
+         wait for it to finish or raise --lock-timeout", .waited.as_secs())]
+    LockTimeout {
+        /// How long we waited.
+        waited: Duration,
+    },
+    /// An applied migration no longer matches the shipped file.
+    #[error(
+        "migration {name} was changed after it was applied (the server's checksum differs); \
+             ship a new migration instead of editing an applied one"
+    )]
+    DivergentMigration {
+        /// The migration, e.g. `V1__lease_tables`.
+        name: String,
+    },
+    /// The database holds a migration this fencepost does not ship.
+    #[error("the database has migration {name}, which this fencepost does not ship; deploy with the newer fencepost")]
+    UnknownMigration {
+        /// The migration as recorded on the server.
+        name: String,
+    },
+    /// A batch of a script failed on the server; the script's changes were
+    /// rolled back.
+    #[error("{file}, batch {batch} (line {line}): {message}")]
+    BatchFailed {
+        /// The script, e.g. `migrations/V2__x.sql`.
+        file: String,
+        /// Which batch, counting from 1.
+        batch: usize,
+        /// The script line where the server reported the error.
+        line: usize,
+        /// The server's message, with its error number.
+        message: String,
+    },
+    /// Any other server or network failure.
+    #[error("{context}: {source}")]
+    Server {
+        /// What fencepost was doing.
+        context: String,
+        /// The driver's error.
+        source: tiberius::error::Error,
+    },
+}
+
+impl DeployError {
+    pub(crate) fn server(context: impl Into<String>) -> impl FnOnce(tiberius::error::Error) -> Self {
+        let context = context.into();
+        move |source| Self::Server { context, source }
+    }
+}

@@ -1,0 +1,44 @@
+//! Deployment: the shipped T-SQL and the runner behind `fencepost migrate`,
+//! `status` and `script`.
+//!
+//! A deploy takes the deploy lock, applies pending migrations through
+//! refinery (split on `GO`, one transaction per migration), then every
+//! procedure whose shipped text changed or whose server definition drifted
+//! (created as a stub when missing, then altered, so grants survive), then
+//! every permission script.
+
+mod batch;
+mod error;
+mod executor;
+mod lexer;
+mod lock;
+mod migrate;
+mod plan;
+mod procedure;
+mod script;
+mod session;
+mod sources;
+mod state;
+mod statements;
+
+pub use batch::{BadRepeatCount, Batch, split_batches};
+pub use error::{DeployError, SourceError};
+pub use migrate::{Change, MigrateOptions, MigrateReport, Progress, migrate};
+pub use plan::{MigrationState, MigrationStatus, Plan, ProcedureState, ProcedureStatus};
+pub use procedure::{PROCEDURE_SCHEMAS, ProcedureSource};
+pub use script::render as render_script;
+pub use sources::{MigrationSource, ScriptSource, Sources, checksum, normalize};
+pub use state::{HISTORY_TABLE, ServerState};
+
+use crate::connection::Connection;
+
+/// Compares what ships with what the database holds, changing nothing.
+pub async fn status(conn: &mut Connection, sources: &Sources) -> Result<Plan, DeployError> {
+    let mut session = session::Session::new(conn);
+    Ok(Plan::new(sources, &state::read_state(&mut session).await?))
+}
+
+/// Reads fencepost's footprint in a database (one round trip).
+pub async fn read_state(conn: &mut Connection) -> Result<ServerState, DeployError> {
+    state::read_state(&mut session::Session::new(conn)).await
+}

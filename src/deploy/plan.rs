@@ -1,0 +1,315 @@
+//! Comparing what ships with what a database holds: the plan behind
+//! `migrate`, `migrate --dry-run` and `status`.
+
+use serde::Serialize;
+
+use super::error::DeployError;
+use super::sources::Sources;
+use super::state::ServerState;
+
+/// Where one migration stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MigrationState {
+    /// Applied, and the file still matches what was applied.
+    Applied,
+    /// Shipped, not applied yet.
+    Pending,
+    /// Applied, but the shipped file has changed since.
+    Divergent,
+    /// Applied on the server, but not shipped by this fencepost.
+    NotShipped,
+}
+
+/// Where one procedure stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcedureState {
+    /// The server holds exactly what was deployed from the shipped text.
+    Current,
+    /// Shipped, but not on the server.
+    Missing,
+    /// The shipped text differs from the one last deployed.
+    Changed,
+    /// The definition on the server is no longer the one deployed: someone
+    /// altered it by hand.
+    Drifted,
+    /// On the server, but never deployed by fencepost (or its journal entry is gone).
+    Untracked,
+    /// In a fence schema on the server, but not shipped by this fencepost.
+    NotShipped,
+}
+
+impl ProcedureState {
+    /// True when `migrate` would (re)deploy the shipped text.
+    pub fn needs_deploy(self) -> bool {
+        matches!(self, Self::Missing | Self::Changed | Self::Drifted | Self::Untracked)
+    }
+}
+
+/// One migration's line in the plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MigrationStatus {
+    /// The version.
+    pub version: i32,
+    /// e.g. `V1__lease_tables`.
+    pub name: String,
+    /// Where it stands.
+    pub state: MigrationState,
+}
+
+/// One procedure's line in the plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ProcedureStatus {
+    /// `schema.name`.
+    pub name: String,
+    /// Where it stands.
+    pub state: ProcedureState,
+}
+
+/// What a deploy would do to one database.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Plan {
+    /// Every migration, shipped or found, by version.
+    pub migrations: Vec<MigrationStatus>,
+    /// Every procedure, shipped or found, by name.
+    pub procedures: Vec<ProcedureStatus>,
+    /// Permission scripts, all re-applied on every deploy.
+    pub permissions: Vec<String>,
+}
+
+impl Plan {
+    /// Compares the shipped sources with the server's state.
+    pub fn new(sources: &Sources, state: &ServerState) -> Self {
+        let mut migrations = Vec::new();
+        for shipped in sources.migrations() {
+            let applied = state.migrations.iter().find(|a| a.version == shipped.version());
+            let m = shipped.migration();
+            let migration_state = match applied {
+                None => MigrationState::Pending,
+                Some(a) if a.name == m.name() && a.checksum == m.checksum() => MigrationState::Applied,
+                Some(_) => MigrationState::Divergent,
+            };
+            migrations.push(MigrationStatus {
+                version: shipped.version(),
+                name: shipped.name(),
+                state: migration_state,
+            });
+        }
+        for applied in &state.migrations {
+            if !sources.migrations().iter().any(|s| s.version() == applied.version) {
+                migrations.push(MigrationStatus {
+                    version: applied.version,
+                    name: format!("V{}__{}", applied.version, applied.name),
+                    state: MigrationState::NotShipped,
+                });
+            }
+        }
+        migrations.sort_by_key(|m| m.version);
+
+        let mut procedures = Vec::new();
+        for shipped in sources.procedures() {
+            let name = shipped.qualified_name();
+            let on_server = state.procedures.iter().find(|p| p.name.eq_ignore_ascii_case(&name));
+            let procedure_state = match on_server {
+                None => ProcedureState::Missing,
+                Some(p) if p.definition_hash.is_none() => ProcedureState::Missing,
+                Some(p) if p.deployed_checksum.is_none() || p.deployed_definition_hash.is_none() => {
+                    ProcedureState::Untracked
+                }
+                Some(p) if p.deployed_definition_hash != p.definition_hash => ProcedureState::Drifted,
+                Some(p) if p.deployed_checksum.as_deref() != Some(shipped.checksum()) => ProcedureState::Changed,
+                Some(_) => ProcedureState::Current,
+            };
+            procedures.push(ProcedureStatus {
+                name,
+                state: procedure_state,
+            });
+        }
+        for found in &state.procedures {
+            let shipped = sources
+                .procedures()
+                .iter()
+                .any(|s| s.qualified_name().eq_ignore_ascii_case(&found.name));
+            if !shipped && found.definition_hash.is_some() {
+                procedures.push(ProcedureStatus {
+                    name: found.name.clone(),
+                    state: ProcedureState::NotShipped,
+                });
+            }
+        }
+        procedures.sort_by(|a, b| a.name.cmp(&b.name));
+
+        let permissions = sources.permissions().iter().map(|p| p.file().to_string()).collect();
+        Self {
+            migrations,
+            procedures,
+            permissions,
+        }
+    }
+
+    /// Migrations a deploy would apply.
+    pub fn pending_migrations(&self) -> impl Iterator<Item = &MigrationStatus> {
+        self.migrations.iter().filter(|m| m.state == MigrationState::Pending)
+    }
+
+    /// Procedures a deploy would create or alter.
+    pub fn procedures_to_deploy(&self) -> impl Iterator<Item = &ProcedureStatus> {
+        self.procedures.iter().filter(|p| p.state.needs_deploy())
+    }
+
+    /// True when nothing is pending, changed, drifted or unknown.
+    pub fn is_current(&self) -> bool {
+        self.migrations.iter().all(|m| m.state == MigrationState::Applied)
+            && self.procedures.iter().all(|p| p.state == ProcedureState::Current)
+    }
+
+    /// The reason a deploy must not proceed, if there is one: the database's
+    /// history does not agree with what ships.
+    pub fn blocker(&self) -> Option<DeployError> {
+        self.migrations.iter().find_map(|m| match m.state {
+            MigrationState::Divergent => Some(DeployError::DivergentMigration { name: m.name.clone() }),
+            MigrationState::NotShipped => Some(DeployError::UnknownMigration { name: m.name.clone() }),
+            _ => None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::state::{AppliedMigration, ServerProcedure};
+    use super::*;
+
+    fn sources() -> Sources {
+        Sources::from_files(
+            vec![
+                ("V1__a.sql".into(), b"SELECT 1;".to_vec()),
+                ("V2__b.sql".into(), b"SELECT 2;".to_vec()),
+            ],
+            vec![(
+                "fence_api.P.sql".into(),
+                b"CREATE PROCEDURE fence_api.P AS SELECT 1;".to_vec(),
+            )],
+            vec![("010_roles.sql".into(), b"SELECT 1;".to_vec())],
+        )
+        .unwrap()
+    }
+
+    fn applied(sources: &Sources, index: usize) -> AppliedMigration {
+        let m = sources.migrations()[index].migration();
+        AppliedMigration {
+            version: m.version(),
+            name: m.name().to_string(),
+            applied_on: "2026-01-01T00:00:00Z".into(),
+            checksum: m.checksum(),
+        }
+    }
+
+    fn deployed(sources: &Sources, server_hash: &str) -> ServerProcedure {
+        ServerProcedure {
+            name: "fence_api.P".into(),
+            definition_hash: Some(server_hash.into()),
+            deployed_checksum: Some(sources.procedures()[0].checksum().into()),
+            deployed_definition_hash: Some("H1".into()),
+        }
+    }
+
+    #[test]
+    fn an_empty_database_needs_everything() {
+        let plan = Plan::new(&sources(), &ServerState::default());
+        assert_eq!(plan.pending_migrations().count(), 2);
+        assert_eq!(plan.procedures[0].state, ProcedureState::Missing);
+        assert!(!plan.is_current());
+        assert!(plan.blocker().is_none());
+    }
+
+    #[test]
+    fn a_deployed_database_is_current() {
+        let s = sources();
+        let state = ServerState {
+            migrations: vec![applied(&s, 0), applied(&s, 1)],
+            procedures: vec![deployed(&s, "H1")],
+        };
+        let plan = Plan::new(&s, &state);
+        assert!(plan.is_current(), "{plan:?}");
+        assert_eq!(plan.procedures_to_deploy().count(), 0);
+    }
+
+    #[test]
+    fn a_hand_edited_procedure_is_drifted() {
+        let s = sources();
+        let state = ServerState {
+            migrations: vec![applied(&s, 0), applied(&s, 1)],
+            procedures: vec![deployed(&s, "H2")],
+        };
+        let plan = Plan::new(&s, &state);
+        assert_eq!(plan.procedures[0].state, ProcedureState::Drifted);
+        assert!(!plan.is_current());
+    }
+
+    #[test]
+    fn a_changed_shipped_text_is_changed() {
+        let s = sources();
+        let mut p = deployed(&s, "H1");
+        p.deployed_checksum = Some("older".into());
+        let state = ServerState {
+            migrations: vec![applied(&s, 0), applied(&s, 1)],
+            procedures: vec![p],
+        };
+        assert_eq!(Plan::new(&s, &state).procedures[0].state, ProcedureState::Changed);
+    }
+
+    #[test]
+    fn an_edited_applied_migration_blocks_the_deploy() {
+        let s = sources();
+        let mut first = applied(&s, 0);
+        first.checksum ^= 1;
+        let plan = Plan::new(
+            &s,
+            &ServerState {
+                migrations: vec![first],
+                procedures: vec![],
+            },
+        );
+        assert_eq!(plan.migrations[0].state, MigrationState::Divergent);
+        assert!(matches!(plan.blocker(), Some(DeployError::DivergentMigration { .. })));
+    }
+
+    #[test]
+    fn a_migration_from_a_newer_fencepost_blocks_the_deploy() {
+        let s = sources();
+        let newer = AppliedMigration {
+            version: 3,
+            name: "c".into(),
+            applied_on: String::new(),
+            checksum: 1,
+        };
+        let state = ServerState {
+            migrations: vec![applied(&s, 0), applied(&s, 1), newer],
+            procedures: vec![],
+        };
+        let plan = Plan::new(&s, &state);
+        assert!(matches!(plan.blocker(), Some(DeployError::UnknownMigration { ref name }) if name == "V3__c"));
+    }
+
+    #[test]
+    fn an_unshipped_procedure_in_a_fence_schema_is_reported() {
+        let s = sources();
+        let rogue = ServerProcedure {
+            name: "fence_api.Repair".into(),
+            definition_hash: Some("X".into()),
+            deployed_checksum: None,
+            deployed_definition_hash: None,
+        };
+        let state = ServerState {
+            migrations: vec![],
+            procedures: vec![deployed(&s, "H1"), rogue],
+        };
+        let plan = Plan::new(&s, &state);
+        assert!(
+            plan.procedures
+                .iter()
+                .any(|p| p.name == "fence_api.Repair" && p.state == ProcedureState::NotShipped)
+        );
+    }
+}

@@ -1,0 +1,120 @@
+//! `fencepost script`: the whole deployment as one sqlcmd script, for
+//! reviewers and for pipelines that cannot connect. It is idempotent: each
+//! migration is guarded by its history row, each procedure is created when
+//! missing and then altered, and the permission scripts are idempotent.
+
+use std::fmt::Write;
+
+use super::sources::{MigrationSource, Sources};
+use super::state::HISTORY_TABLE;
+use super::statements::{bootstrap, literal, record_migration, record_procedure, stub_if_missing};
+
+/// A fixed timestamp for history rows written by scripts is wrong; the server
+/// stamps them instead, in refinery's RFC 3339 format.
+const SERVER_NOW_RFC3339: &str = "CONVERT(nvarchar(33), SYSUTCDATETIME(), 127) + N'Z'";
+
+/// Renders the deployment script.
+pub fn render(sources: &Sources) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "-- fencepost {} deployment script: {} migrations, {} procedures, {} permission scripts.
+-- Idempotent: safe to run on a new database or on one already deployed.
+-- Run with sqlcmd (e.g. sqlcmd -S server -d database -i this-file), or in SSMS with SQLCMD mode on.
+:on error exit
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+GO
+",
+        env!("CARGO_PKG_VERSION"),
+        sources.migrations().len(),
+        sources.procedures().len(),
+        sources.permissions().len(),
+    );
+
+    let _ = writeln!(
+        out,
+        "-- fencepost's schema and migration history\n{}\nGO\n",
+        bootstrap()
+    );
+    for migration in sources.migrations() {
+        render_migration(&mut out, migration);
+    }
+    for procedure in sources.procedures() {
+        let _ = writeln!(
+            out,
+            "-- procedures/{file}\nSET XACT_ABORT ON;\nBEGIN TRANSACTION;\nGO\n{stub}\nGO\n{alter}\nGO\n{record}\nCOMMIT TRANSACTION;\nGO\n",
+            file = procedure.file(),
+            stub = stub_if_missing(procedure),
+            alter = procedure.alter_text().trim_end(),
+            record = record_procedure(procedure),
+        );
+    }
+    for script in sources.permissions() {
+        let _ = writeln!(
+            out,
+            "-- permissions/{}\n{}\nGO\n",
+            script.file(),
+            script.text().trim_end()
+        );
+    }
+    out
+}
+
+/// A migration whose batches each run only while its history row is absent;
+/// the row is written in the same transaction as the batches.
+fn render_migration(out: &mut String, migration: &MigrationSource) {
+    let guard = format!(
+        "IF NOT EXISTS (SELECT 1 FROM {HISTORY_TABLE} WHERE version = {})",
+        migration.version()
+    );
+    let _ = writeln!(
+        out,
+        "-- migrations/{}\nSET XACT_ABORT ON;\nBEGIN TRANSACTION;\nGO",
+        migration.file()
+    );
+    for batch in migration.batches() {
+        for _ in 0..batch.repeat {
+            // EXEC gives each batch a batch of its own, as CREATE SCHEMA and
+            // CREATE PROCEDURE require, while the guard stays outside it.
+            let _ = writeln!(out, "{guard}\n    EXEC ({});\nGO", literal(batch.text.trim()));
+        }
+    }
+    let m = migration.migration();
+    let record = record_migration(m.version(), m.name(), "{applied_on}", m.checksum())
+        .replace(&literal("{applied_on}"), SERVER_NOW_RFC3339);
+    let _ = writeln!(out, "{guard}\n    {record}\nCOMMIT TRANSACTION;\nGO\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::batch::split_batches;
+    use super::*;
+
+    #[test]
+    fn the_script_splits_into_batches_that_each_hold_code() {
+        let script = render(&Sources::embedded().unwrap());
+        let without_directives: String = script
+            .lines()
+            .filter(|l| !l.starts_with(':'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let batches = split_batches(&without_directives).unwrap();
+        assert!(batches.len() > 20);
+    }
+
+    #[test]
+    fn every_procedure_is_altered_in_the_script() {
+        let sources = Sources::embedded().unwrap();
+        let script = render(&sources);
+        for p in sources.procedures() {
+            assert!(script.contains(&p.alter_text()), "{} is missing", p.qualified_name());
+        }
+    }
+
+    #[test]
+    fn migrations_are_guarded_by_their_history_row() {
+        let script = render(&Sources::embedded().unwrap());
+        assert!(script.contains("IF NOT EXISTS (SELECT 1 FROM fence.SchemaHistory WHERE version = 1)"));
+    }
+}

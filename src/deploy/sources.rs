@@ -1,0 +1,363 @@
+//! The T-SQL a deployment applies: migrations, procedures and permission
+//! scripts, embedded in the binary or read from a folder with the same layout.
+
+use std::path::Path;
+
+use include_dir::{Dir, include_dir};
+use sha2::{Digest, Sha256};
+
+use super::batch::{Batch, split_batches};
+use super::error::SourceError;
+use super::procedure::ProcedureSource;
+
+static EMBEDDED_MIGRATIONS: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/migrations");
+static EMBEDDED_PROCEDURES: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/procedures");
+static EMBEDDED_PERMISSIONS: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/permissions");
+
+/// A versioned migration, `migrations/V<version>__<name>.sql`, run once.
+#[derive(Clone, Debug)]
+pub struct MigrationSource {
+    file: String,
+    migration: refinery::Migration,
+    batches: Vec<Batch>,
+}
+
+impl MigrationSource {
+    fn parse(file: &str, text: &str) -> Result<Self, SourceError> {
+        let bad_name = |reason: &str| SourceError::MigrationName {
+            file: file.to_string(),
+            reason: reason.to_string(),
+        };
+        let stem = file
+            .strip_suffix(".sql")
+            .ok_or_else(|| bad_name("a migration file must end in .sql"))?;
+        if !stem.starts_with('V') {
+            return Err(bad_name("a migration file must be named V<version>__<name>.sql"));
+        }
+        let migration = refinery::Migration::unapplied(stem, text)
+            .map_err(|e| bad_name(&format!("{e} (expected V<version>__<name>.sql)")))?;
+        let batches = split_batches(text).map_err(|source| SourceError::BadGo {
+            file: file.to_string(),
+            source,
+        })?;
+        Ok(Self {
+            file: file.to_string(),
+            migration,
+            batches,
+        })
+    }
+
+    /// The file name, e.g. `V1__lease_tables.sql`.
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// The name the history records, e.g. `V1__lease_tables`.
+    pub fn name(&self) -> String {
+        self.migration.to_string()
+    }
+
+    /// The version number.
+    pub fn version(&self) -> i32 {
+        self.migration.version()
+    }
+
+    /// The migration as refinery sees it (its checksum covers name, version and text).
+    pub fn migration(&self) -> &refinery::Migration {
+        &self.migration
+    }
+
+    /// The batches the file splits into on `GO` lines.
+    pub fn batches(&self) -> &[Batch] {
+        &self.batches
+    }
+}
+
+/// A permission script, `permissions/<order>_<name>.sql`, re-applied on every
+/// deploy and therefore written to be idempotent.
+#[derive(Clone, Debug)]
+pub struct ScriptSource {
+    file: String,
+    text: String,
+    batches: Vec<Batch>,
+}
+
+impl ScriptSource {
+    fn parse(file: &str, text: &str) -> Result<Self, SourceError> {
+        let batches = split_batches(text).map_err(|source| SourceError::BadGo {
+            file: file.to_string(),
+            source,
+        })?;
+        Ok(Self {
+            file: file.to_string(),
+            text: text.to_string(),
+            batches,
+        })
+    }
+
+    /// The file name.
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// The script text, with line ends normalised to LF.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The batches the file splits into on `GO` lines.
+    pub fn batches(&self) -> &[Batch] {
+        &self.batches
+    }
+}
+
+/// Everything one deployment applies, in the order it applies it.
+#[derive(Clone, Debug)]
+pub struct Sources {
+    migrations: Vec<MigrationSource>,
+    procedures: Vec<ProcedureSource>,
+    permissions: Vec<ScriptSource>,
+}
+
+impl Sources {
+    /// The T-SQL compiled into this binary.
+    pub fn embedded() -> Result<Self, SourceError> {
+        Self::from_files(
+            embedded_files(&EMBEDDED_MIGRATIONS),
+            embedded_files(&EMBEDDED_PROCEDURES),
+            embedded_files(&EMBEDDED_PERMISSIONS),
+        )
+    }
+
+    /// Reads `migrations/`, `procedures/` and `permissions/` under `root`.
+    pub fn from_dir(root: &Path) -> Result<Self, SourceError> {
+        Self::from_files(
+            folder_files(&root.join("migrations"))?,
+            folder_files(&root.join("procedures"))?,
+            folder_files(&root.join("permissions"))?,
+        )
+    }
+
+    /// Builds a source set from `(file name, contents)` lists.
+    pub fn from_files(
+        migrations: Vec<(String, Vec<u8>)>,
+        procedures: Vec<(String, Vec<u8>)>,
+        permissions: Vec<(String, Vec<u8>)>,
+    ) -> Result<Self, SourceError> {
+        let mut migrations = sql_files(migrations)?
+            .map(|(file, text)| MigrationSource::parse(&file, &text))
+            .collect::<Result<Vec<_>, _>>()?;
+        migrations.sort_by_key(MigrationSource::version);
+        for pair in migrations.windows(2) {
+            if pair[0].version() == pair[1].version() {
+                return Err(SourceError::DuplicateVersion {
+                    version: pair[0].version(),
+                    first: pair[0].file.clone(),
+                    second: pair[1].file.clone(),
+                });
+            }
+        }
+        let procedures = sql_files(procedures)?
+            .map(|(file, text)| ProcedureSource::parse(&file, &text))
+            .collect::<Result<Vec<_>, _>>()?;
+        let permissions = sql_files(permissions)?
+            .map(|(file, text)| ScriptSource::parse(&file, &text))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            migrations,
+            procedures,
+            permissions,
+        })
+    }
+
+    /// Migrations by ascending version.
+    pub fn migrations(&self) -> &[MigrationSource] {
+        &self.migrations
+    }
+
+    /// Procedures by file name.
+    pub fn procedures(&self) -> &[ProcedureSource] {
+        &self.procedures
+    }
+
+    /// Permission scripts by file name, which is the order they run in.
+    pub fn permissions(&self) -> &[ScriptSource] {
+        &self.permissions
+    }
+
+    /// Replaces one procedure's text (for tests and tools that deploy a
+    /// modified source set).
+    pub fn with_procedure(mut self, file: &str, text: &str) -> Result<Self, SourceError> {
+        let replacement = ProcedureSource::parse(file, &normalize(text))?;
+        match self.procedures.iter_mut().find(|p| p.file() == file) {
+            Some(slot) => *slot = replacement,
+            None => self.procedures.push(replacement),
+        }
+        self.procedures.sort_by(|a, b| a.file().cmp(b.file()));
+        Ok(self)
+    }
+
+    /// Adds a migration (for tests and tools that deploy a modified source set).
+    pub fn with_migration(mut self, file: &str, text: &str) -> Result<Self, SourceError> {
+        let added = MigrationSource::parse(file, &normalize(text))?;
+        self.migrations.retain(|m| m.version() != added.version());
+        self.migrations.push(added);
+        self.migrations.sort_by_key(MigrationSource::version);
+        Ok(self)
+    }
+}
+
+/// SHA-256 of a text, lower-case hex.
+pub fn checksum(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// Line ends and a byte-order mark are accidents of the editor, not content:
+/// dropping them keeps checksums equal across checkouts on any platform.
+pub fn normalize(text: &str) -> String {
+    text.strip_prefix('\u{feff}').unwrap_or(text).replace("\r\n", "\n")
+}
+
+/// The `.sql` files of a list, decoded and normalised, sorted by name.
+fn sql_files(files: Vec<(String, Vec<u8>)>) -> Result<impl Iterator<Item = (String, String)>, SourceError> {
+    let mut decoded = Vec::new();
+    for (name, bytes) in files {
+        if !name.ends_with(".sql") {
+            continue;
+        }
+        let text = String::from_utf8(bytes).map_err(|_| SourceError::NotUtf8 { file: name.clone() })?;
+        decoded.push((name, normalize(&text)));
+    }
+    decoded.sort();
+    Ok(decoded.into_iter())
+}
+
+fn embedded_files(dir: &Dir<'_>) -> Vec<(String, Vec<u8>)> {
+    dir.files()
+        .map(|f| {
+            (
+                f.path().file_name().unwrap_or_default().to_string_lossy().into_owned(),
+                f.contents().to_vec(),
+            )
+        })
+        .collect()
+}
+
+fn folder_files(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, SourceError> {
+    let unreadable = |source| SourceError::Unreadable {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(unreadable)? {
+        let path = entry.map_err(unreadable)?.path();
+        if path.is_file() {
+            let bytes = std::fs::read(&path).map_err(|source| SourceError::Unreadable {
+                path: path.clone(),
+                source,
+            })?;
+            files.push((
+                path.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+                bytes,
+            ));
+        }
+    }
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_migration(text: &str) -> Sources {
+        Sources::from_files(vec![("V1__a.sql".into(), text.as_bytes().to_vec())], vec![], vec![]).unwrap()
+    }
+
+    #[test]
+    fn the_embedded_sources_are_valid() {
+        let sources = Sources::embedded().unwrap();
+        assert!(!sources.migrations().is_empty());
+        assert_eq!(sources.procedures().len(), 9);
+        assert!(!sources.permissions().is_empty());
+    }
+
+    #[test]
+    fn checksums_do_not_change_with_line_endings() {
+        let lf = one_migration("CREATE TABLE t (a int);\nGO\nSELECT 1;\n");
+        let crlf = one_migration("CREATE TABLE t (a int);\r\nGO\r\nSELECT 1;\r\n");
+        assert_eq!(
+            lf.migrations()[0].migration().checksum(),
+            crlf.migrations()[0].migration().checksum()
+        );
+        assert_eq!(checksum(&normalize("a\r\nb")), checksum("a\nb"));
+    }
+
+    #[test]
+    fn checksums_do_change_with_content() {
+        let a = one_migration("SELECT 1;\n");
+        let b = one_migration("SELECT 2;\n");
+        assert_ne!(
+            a.migrations()[0].migration().checksum(),
+            b.migrations()[0].migration().checksum()
+        );
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_content() {
+        assert_eq!(normalize("\u{feff}SELECT 1;"), "SELECT 1;");
+    }
+
+    #[test]
+    fn migrations_run_in_version_order_not_name_order() {
+        let s = Sources::from_files(
+            vec![
+                ("V10__b.sql".into(), b"SELECT 10;".to_vec()),
+                ("V9__a.sql".into(), b"SELECT 9;".to_vec()),
+            ],
+            vec![],
+            vec![],
+        )
+        .unwrap();
+        let versions: Vec<i32> = s.migrations().iter().map(|m| m.version()).collect();
+        assert_eq!(versions, [9, 10]);
+    }
+
+    #[test]
+    fn two_files_with_one_version_are_refused() {
+        let err = Sources::from_files(
+            vec![
+                ("V1__a.sql".into(), b"SELECT 1;".to_vec()),
+                ("V1__b.sql".into(), b"SELECT 2;".to_vec()),
+            ],
+            vec![],
+            vec![],
+        )
+        .unwrap_err();
+        assert!(matches!(err, SourceError::DuplicateVersion { version: 1, .. }));
+    }
+
+    #[test]
+    fn a_badly_named_migration_is_refused_naming_the_file() {
+        let err = Sources::from_files(vec![("initial.sql".into(), b"SELECT 1;".to_vec())], vec![], vec![]).unwrap_err();
+        assert!(err.to_string().contains("migrations/initial.sql"), "{err}");
+    }
+
+    #[test]
+    fn a_non_utf8_file_is_refused_naming_it() {
+        let err = Sources::from_files(vec![("V1__a.sql".into(), vec![0xff, 0xfe, 0x00])], vec![], vec![]).unwrap_err();
+        assert!(matches!(err, SourceError::NotUtf8 { ref file } if file == "V1__a.sql"));
+    }
+
+    #[test]
+    fn reading_the_repository_folders_gives_the_embedded_set() {
+        let from_dir = Sources::from_dir(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let embedded = Sources::embedded().unwrap();
+        let names = |s: &Sources| {
+            s.procedures()
+                .iter()
+                .map(|p| p.checksum().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&from_dir), names(&embedded));
+    }
+}

@@ -1,0 +1,137 @@
+//! What a database holds of fencepost, read in one round trip however many
+//! objects there are.
+
+use super::error::DeployError;
+use super::session::Session;
+
+/// Where fencepost keeps its migration history (refinery's table).
+pub const HISTORY_TABLE: &str = "fence.SchemaHistory";
+
+/// The one expression that fingerprints a procedure as the server holds it.
+/// The journal records it right after a deploy; a later difference is drift.
+/// `{definition}` is replaced by the column or expression holding the text.
+const DEFINITION_HASH: &str = "CONVERT(char(64), HASHBYTES('SHA2_256', {definition}), 2)";
+
+/// The definition hash of one procedure, as a SQL expression.
+pub(crate) fn definition_hash_of(object_name_literal: &str) -> String {
+    DEFINITION_HASH.replace(
+        "{definition}",
+        &format!("OBJECT_DEFINITION(OBJECT_ID({object_name_literal}))"),
+    )
+}
+
+/// One row of the migration history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppliedMigration {
+    /// The version.
+    pub version: i32,
+    /// The name without the version, e.g. `lease_tables`.
+    pub name: String,
+    /// When it was applied (RFC 3339, as refinery records it).
+    pub applied_on: String,
+    /// refinery's checksum of name, version and text.
+    pub checksum: u64,
+}
+
+/// A procedure in a fence schema as the server holds it, joined with what the
+/// journal says was deployed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerProcedure {
+    /// `schema.name`.
+    pub name: String,
+    /// The fingerprint of the definition the server holds now; `None` when the
+    /// procedure does not exist (only a journal row does).
+    pub definition_hash: Option<String>,
+    /// The shipped text's checksum recorded at the last deploy, if any.
+    pub deployed_checksum: Option<String>,
+    /// The definition fingerprint recorded right after that deploy, if any.
+    pub deployed_definition_hash: Option<String>,
+}
+
+/// fencepost's footprint in one database.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerState {
+    /// Applied migrations by version; empty when the history does not exist.
+    pub migrations: Vec<AppliedMigration>,
+    /// Procedures in `fence_api` and `fence_admin`, and journal rows of procedures
+    /// that no longer exist.
+    pub procedures: Vec<ServerProcedure>,
+}
+
+/// The state query: a fixed number of result sets, whatever the database
+/// holds. Missing tables (a database never deployed) give empty sets; their
+/// queries go through EXEC so the batch compiles without them.
+fn state_query() -> String {
+    let hash = DEFINITION_HASH.replace("{definition}", "m.definition");
+    format!(
+        "SET NOCOUNT ON;
+IF OBJECT_ID(N'{HISTORY_TABLE}', N'U') IS NOT NULL
+    EXEC (N'SELECT CAST(version AS int), CAST(name AS nvarchar(255)), CAST(applied_on AS nvarchar(255)),
+                  CAST(checksum AS nvarchar(255)) FROM {HISTORY_TABLE} ORDER BY version;');
+ELSE
+    SELECT CAST(NULL AS int), CAST(NULL AS nvarchar(255)), CAST(NULL AS nvarchar(255)), CAST(NULL AS nvarchar(255))
+     WHERE 1 = 0;
+
+SELECT CAST(s.name + N'.' + p.name AS nvarchar(256)) AS ProcedureName, {hash} AS DefinitionHash
+  FROM sys.procedures AS p
+  JOIN sys.schemas AS s ON s.schema_id = p.schema_id
+  JOIN sys.sql_modules AS m ON m.object_id = p.object_id
+ WHERE s.name IN (N'fence_api', N'fence_admin');
+
+IF OBJECT_ID(N'fence.DeployedProcedure', N'U') IS NOT NULL
+    EXEC (N'SELECT ProcedureName, SourceChecksum, DefinitionHash FROM fence.DeployedProcedure;');
+ELSE
+    SELECT CAST(NULL AS nvarchar(256)), CAST(NULL AS char(64)), CAST(NULL AS char(64)) WHERE 1 = 0;"
+    )
+}
+
+/// Reads the history, the procedures and the journal in one round trip.
+pub async fn read_state(session: &mut Session<'_>) -> Result<ServerState, DeployError> {
+    let context = "reading the deployed state";
+    let results = session
+        .run(&state_query())
+        .await
+        .map_err(DeployError::server(context))?;
+    let [history, procedures, journal] = <[_; 3]>::try_from(results).map_err(|r: Vec<_>| DeployError::Server {
+        context: context.into(),
+        source: tiberius::error::Error::Protocol(format!("expected 3 result sets, got {}", r.len()).into()),
+    })?;
+
+    let text = |row: &tiberius::Row, i: usize| row.get::<&str, usize>(i).map(|s| s.trim().to_string());
+    let mut state = ServerState::default();
+    for row in &history {
+        let checksum = text(row, 3).and_then(|c| c.parse::<u64>().ok()).unwrap_or_default();
+        state.migrations.push(AppliedMigration {
+            version: row.get::<i32, usize>(0).unwrap_or_default(),
+            name: text(row, 1).unwrap_or_default(),
+            applied_on: text(row, 2).unwrap_or_default(),
+            checksum,
+        });
+    }
+    for row in &procedures {
+        state.procedures.push(ServerProcedure {
+            name: text(row, 0).unwrap_or_default(),
+            definition_hash: text(row, 1),
+            deployed_checksum: None,
+            deployed_definition_hash: None,
+        });
+    }
+    for row in &journal {
+        let name = text(row, 0).unwrap_or_default();
+        let index = match state.procedures.iter().position(|p| p.name.eq_ignore_ascii_case(&name)) {
+            Some(i) => i,
+            None => {
+                state.procedures.push(ServerProcedure {
+                    name,
+                    definition_hash: None,
+                    deployed_checksum: None,
+                    deployed_definition_hash: None,
+                });
+                state.procedures.len() - 1
+            }
+        };
+        state.procedures[index].deployed_checksum = text(row, 1);
+        state.procedures[index].deployed_definition_hash = text(row, 2);
+    }
+    Ok(state)
+}

@@ -1,0 +1,102 @@
+//! The runner's own T-SQL, shared by `migrate` and `script` so that a
+//! scripted deploy does exactly what a connected one does.
+
+use std::time::Duration;
+
+use super::procedure::ProcedureSource;
+use super::state::{HISTORY_TABLE, definition_hash_of};
+
+/// The name of the deploy lock (`sp_getapplock` resource).
+pub const DEPLOY_LOCK: &str = "fencepost:deploy";
+
+/// A T-SQL string literal: `N'...'` with quotes doubled.
+pub fn literal(text: &str) -> String {
+    format!("N'{}'", text.replace('\'', "''"))
+}
+
+/// Creates schema `fence` and the migration history when missing. Both go
+/// through EXEC because CREATE SCHEMA must start a batch and the table's
+/// schema may not exist when the batch compiles.
+pub fn bootstrap() -> String {
+    format!(
+        "IF SCHEMA_ID(N'fence') IS NULL
+    EXEC (N'CREATE SCHEMA fence AUTHORIZATION dbo;');
+IF OBJECT_ID(N'{HISTORY_TABLE}', N'U') IS NULL
+    EXEC (N'CREATE TABLE {HISTORY_TABLE} (
+        version    int           NOT NULL CONSTRAINT PK_SchemaHistory PRIMARY KEY,
+        name       nvarchar(255) NOT NULL,
+        applied_on nvarchar(255) NOT NULL,
+        checksum   nvarchar(255) NOT NULL);');"
+    )
+}
+
+/// Takes the session-scoped deploy lock and returns sp_getapplock's status
+/// as one row (0 or 1: granted; -1: timed out).
+pub fn take_deploy_lock(timeout: Duration) -> String {
+    let millis = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+    format!(
+        "DECLARE @Status int;
+EXEC @Status = sp_getapplock @Resource = {lock}, @LockMode = N'Exclusive',
+                             @LockOwner = N'Session', @LockTimeout = {millis};
+SELECT @Status AS Status;",
+        lock = literal(DEPLOY_LOCK)
+    )
+}
+
+/// Releases the deploy lock (closing the session would too).
+pub fn release_deploy_lock() -> String {
+    format!(
+        "EXEC sp_releaseapplock @Resource = {}, @LockOwner = N'Session';",
+        literal(DEPLOY_LOCK)
+    )
+}
+
+/// Records in the journal that `procedure` was deployed from its shipped
+/// text, with the fingerprint of the definition the server now holds.
+pub fn record_procedure(procedure: &ProcedureSource) -> String {
+    let name = literal(&procedure.qualified_name());
+    let checksum = literal(procedure.checksum());
+    let hash = definition_hash_of(&name);
+    format!(
+        "UPDATE fence.DeployedProcedure
+   SET SourceChecksum = {checksum}, DefinitionHash = {hash}, DeployedAtUtc = SYSUTCDATETIME()
+ WHERE ProcedureName = {name};
+IF @@ROWCOUNT = 0
+    INSERT INTO fence.DeployedProcedure (ProcedureName, SourceChecksum, DefinitionHash, DeployedAtUtc)
+    VALUES ({name}, {checksum}, {hash}, SYSUTCDATETIME());"
+    )
+}
+
+/// Creates a placeholder for `procedure` only when it does not exist yet, for
+/// scripts that cannot ask the server first.
+pub fn stub_if_missing(procedure: &ProcedureSource) -> String {
+    format!(
+        "IF OBJECT_ID({}, N'P') IS NULL\n    EXEC ({});",
+        literal(&procedure.qualified_name()),
+        literal(&procedure.stub_text())
+    )
+}
+
+/// The row refinery's history keeps for an applied migration.
+pub fn record_migration(version: i32, name: &str, applied_on: &str, checksum: u64) -> String {
+    format!(
+        "INSERT INTO {HISTORY_TABLE} (version, name, applied_on, checksum) VALUES ({version}, {}, {}, N'{checksum}');",
+        literal(name),
+        literal(applied_on)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_double_their_quotes() {
+        assert_eq!(literal("it's"), "N'it''s'");
+    }
+
+    #[test]
+    fn the_lock_timeout_is_in_milliseconds() {
+        assert!(take_deploy_lock(Duration::from_secs(2)).contains("@LockTimeout = 2000"));
+    }
+}

@@ -1,0 +1,179 @@
+//! Live-test support: a fresh database per test on the engine named by
+//! `FENCEPOST_TEST_MSSQL`, deployed with the real runner.
+//!
+//! Without the variable, [`TestDatabase::new`] prints
+//! "skipped: FENCEPOST_TEST_MSSQL not set" and returns `None`, and the test
+//! returns early: a skip that says so, never a silent pass.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use fencepost::deploy::{self, MigrateOptions, MigrateReport, Sources};
+use fencepost::{Connection, ConnectionString};
+
+/// The variable holding an ADO connection string for a login that may
+/// create databases and logins.
+pub const ENV: &str = "FENCEPOST_TEST_MSSQL";
+
+/// Returns the server connection string, or prints the skip line for `test`.
+pub fn server_or_skip(test: &str) -> Option<String> {
+    match std::env::var(ENV) {
+        Ok(ado) if !ado.trim().is_empty() => Some(ado),
+        _ => {
+            // Straight to the stream rather than eprintln!, which the test
+            // harness captures: a skip must be seen, not only a pass.
+            let _ = writeln!(std::io::stderr(), "{test}: skipped: {ENV} not set");
+            None
+        }
+    }
+}
+
+/// A database made for one test and dropped by [`TestDatabase::drop`].
+pub struct TestDatabase {
+    /// The database name.
+    pub name: String,
+    server_ado: String,
+    logins: Vec<String>,
+}
+
+fn unique_suffix() -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!(
+        "{}_{}_{n}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple().to_string().get(..6).unwrap_or("x")
+    )
+}
+
+impl TestDatabase {
+    /// Creates an empty database, or returns `None` (after printing the skip
+    /// line) when no engine is configured.
+    pub async fn new(test: &str) -> Option<Self> {
+        let server_ado = server_or_skip(test)?;
+        let name = format!("fp_{}", unique_suffix());
+        let mut admin = connect_ado(&server_ado).await;
+        exec(&mut admin, &format!("CREATE DATABASE [{name}];")).await;
+        Some(Self {
+            name,
+            server_ado,
+            logins: Vec::new(),
+        })
+    }
+
+    /// Creates a database and deploys the shipped T-SQL with the real runner.
+    pub async fn deployed(test: &str) -> Option<Self> {
+        let db = Self::new(test).await?;
+        db.migrate(&Sources::embedded().expect("embedded sources"))
+            .await
+            .expect("first deploy");
+        Some(db)
+    }
+
+    /// The ADO connection string for this database, as the deploy login.
+    pub fn ado(&self) -> String {
+        format!("{};Database={}", self.server_ado.trim_end_matches(';'), self.name)
+    }
+
+    /// The parsed connection string for this database.
+    pub fn connection_string(&self) -> ConnectionString {
+        ConnectionString::parse(&self.ado()).expect("test connection string")
+    }
+
+    /// A new connection to this database.
+    pub async fn connect(&self) -> Connection {
+        connect_ado(&self.ado()).await
+    }
+
+    /// Runs one batch in this database and returns its first result set's rows.
+    pub async fn query(&self, sql: &str) -> Vec<tiberius::Row> {
+        let mut conn = self.connect().await;
+        conn.simple_query(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .into_first_result()
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    /// Runs one batch in this database, panicking on error.
+    pub async fn exec(&self, sql: &str) {
+        exec(&mut self.connect().await, sql).await;
+    }
+
+    /// Deploys `sources` with the runner, as `fencepost migrate` does.
+    pub async fn migrate(&self, sources: &Sources) -> Result<MigrateReport, deploy::DeployError> {
+        let mut conn = self.connect().await;
+        deploy::migrate(&mut conn, sources, &MigrateOptions::default(), &mut |_| {}).await
+    }
+
+    /// Creates a login and a user for it in this database, member of `role`
+    /// (if any), and returns an ADO string that logs in as it.
+    pub async fn login_in_role(&mut self, role: Option<&str>) -> String {
+        let login = format!("fp_login_{}", unique_suffix());
+        let password = format!("Pw#{}", uuid::Uuid::new_v4().simple());
+        let mut admin = connect_ado(&self.server_ado).await;
+        exec(
+            &mut admin,
+            &format!("CREATE LOGIN [{login}] WITH PASSWORD = '{password}';"),
+        )
+        .await;
+        self.logins.push(login.clone());
+        let mut add = format!("CREATE USER [{login}] FOR LOGIN [{login}];");
+        if let Some(role) = role {
+            add += &format!("\nALTER ROLE [{role}] ADD MEMBER [{login}];");
+        }
+        self.exec(&add).await;
+        let server = ConnectionString::parse(&self.server_ado)
+            .expect("server string")
+            .server();
+        let (host, port) = server.rsplit_once(':').expect("host:port");
+        let encrypt = ado_value(&self.server_ado, "encrypt").unwrap_or_else(|| "true".into());
+        let trust = ado_value(&self.server_ado, "trustservercertificate").unwrap_or_else(|| "false".into());
+        format!(
+            "Server=tcp:{host},{port};Database={};User ID={login};Password={password};Encrypt={encrypt};TrustServerCertificate={trust}",
+            self.name
+        )
+    }
+
+    /// Drops the database and the logins made for it.
+    pub async fn drop(self) {
+        let mut admin = connect_ado(&self.server_ado).await;
+        for login in &self.logins {
+            let _ = admin.simple_query(format!("DROP LOGIN [{login}];")).await.map(drop);
+        }
+        // Sessions still open in the pool of a test's client keep the
+        // database in use; a failed drop is left for the engine to clean.
+        if let Ok(stream) = admin.simple_query(format!("DROP DATABASE [{}];", self.name)).await {
+            let _ = stream.into_results().await;
+        }
+    }
+}
+
+/// The value of `key` (lower case, spaces removed) in an ADO string.
+fn ado_value(ado: &str, key: &str) -> Option<String> {
+    ado.split(';').find_map(|pair| {
+        let (k, v) = pair.split_once('=')?;
+        (k.trim().to_ascii_lowercase().replace(' ', "") == key).then(|| v.trim().to_string())
+    })
+}
+
+/// Opens a connection from an ADO string, panicking with the reason.
+pub async fn connect_ado(ado: &str) -> Connection {
+    let target = ConnectionString::parse(ado).expect("valid test connection string");
+    target
+        .connect()
+        .await
+        .unwrap_or_else(|e| panic!("connecting for a test: {e}"))
+}
+
+/// Runs a batch to the end, panicking on error.
+pub async fn exec(conn: &mut Connection, sql: &str) {
+    conn.simple_query(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .into_results()
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
