@@ -199,9 +199,7 @@ impl Object {
     /// Whether this is `schema.name`, compared as the default collation does.
     pub fn is(&self, qualified: &str) -> bool {
         match qualified.split_once('.') {
-            Some((s, n)) => {
-                self.schema.eq_ignore_ascii_case(s) && self.name.eq_ignore_ascii_case(n)
-            }
+            Some((s, n)) => self.schema.eq_ignore_ascii_case(s) && self.name.eq_ignore_ascii_case(n),
             None => false,
         }
     }
@@ -279,9 +277,7 @@ impl Catalog {
 
     /// The principal called `name`.
     pub fn principal(&self, name: &str) -> Option<&Principal> {
-        self.principals
-            .iter()
-            .find(|p| p.name.eq_ignore_ascii_case(name))
+        self.principals.iter().find(|p| p.name.eq_ignore_ascii_case(name))
     }
 
     /// The owner of a schema.
@@ -294,9 +290,6 @@ impl Catalog {
 
     /// The effective owner of an object: its own, else its schema's.
     pub fn owner_of<'a>(&'a self, object: &'a Object) -> Option<&'a str> {
-        object
-            .owner
-            .as_deref()
-            .or_else(|| self.schema_owner(&object.schema))
+        object.owner.as_deref().or_else(|| self.schema_owner(&object.schema))
     }
 }

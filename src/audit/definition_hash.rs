@@ -5,8 +5,7 @@
 /// The T-SQL expression, over `sys.sql_modules AS m`, that the deploy runner
 /// records in `fence.DeployedProcedure.DefinitionHash`. Both sides must use
 /// the same one, or every procedure would read as drifted.
-pub(crate) const DEFINITION_HASH_SQL: &str =
-    "CONVERT(char(64), HASHBYTES('SHA2_256', m.definition), 2)";
+pub(crate) const DEFINITION_HASH_SQL: &str = "CONVERT(char(64), HASHBYTES('SHA2_256', m.definition), 2)";
 
 /// Whether two recorded hashes name the same definition. Hex case and
 /// `char(64)` padding differ between engines and drivers, not definitions.

@@ -33,9 +33,8 @@ mod rules;
 mod sqltext;
 
 pub use catalog::{
-    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, Membership, Object,
-    ObjectKind, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable,
-    ServerFacts, ServerPermission,
+    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, Membership, Object, ObjectKind, Permission,
+    PermissionState, Principal, PrincipalKind, Schema, Securable, ServerFacts, ServerPermission,
 };
 pub use error::AuditError;
 pub use finding::{CannotVerify, Finding};

@@ -56,11 +56,7 @@ pub fn lint_offline(sources: &Sources, policy: &Policy) -> Report {
         rules_checked: Rule::OFFLINE.to_vec(),
         ..Report::default()
     };
-    let procedures: Vec<(String, &Source)> = sources
-        .procedures
-        .iter()
-        .map(|s| (procedure_name(s), s))
-        .collect();
+    let procedures: Vec<(String, &Source)> = sources.procedures.iter().map(|s| (procedure_name(s), s)).collect();
     for (name, source) in &procedures {
         let found = dynamic_constructs(&source.text);
         if !found.is_empty() {
@@ -87,12 +83,9 @@ pub fn lint_offline(sources: &Sources, policy: &Policy) -> Report {
             .split_once('.')
             .is_some_and(|(s, _)| s.eq_ignore_ascii_case(API_SCHEMA));
         let granted = grants.iter().any(|g| {
-            g.on.as_deref()
-                .is_some_and(|on| on.eq_ignore_ascii_case(name))
+            g.on.as_deref().is_some_and(|on| on.eq_ignore_ascii_case(name))
                 && g.permissions.iter().any(|p| p == "execute")
-                && g.grantees
-                    .iter()
-                    .any(|r| r.eq_ignore_ascii_case(SERVICE_ROLE))
+                && g.grantees.iter().any(|r| r.eq_ignore_ascii_case(SERVICE_ROLE))
         });
         if in_api && !granted {
             let (schema, proc) = name.split_once('.').unwrap_or((API_SCHEMA, name));
@@ -113,12 +106,7 @@ pub fn lint_offline(sources: &Sources, policy: &Policy) -> Report {
     report.normalize()
 }
 
-fn check_grant(
-    grant: &Grant,
-    procedures: &[(String, &Source)],
-    policy: &Policy,
-    report: &mut Report,
-) {
+fn check_grant(grant: &Grant, procedures: &[(String, &Source)], policy: &Policy, report: &mut Report) {
     let shipped = grant.on.as_deref().and_then(|on| {
         procedures
             .iter()
@@ -128,10 +116,7 @@ fn check_grant(
     let perms = grant.permissions.join(", ").to_uppercase();
     let on = grant.on.clone().unwrap_or_else(|| "DATABASE".into());
     for grantee in &grant.grantees {
-        let fence_role = policy
-            .service_roles
-            .iter()
-            .any(|r| r.eq_ignore_ascii_case(grantee));
+        let fence_role = policy.service_roles.iter().any(|r| r.eq_ignore_ascii_case(grantee));
         let proc = match (&shipped, fence_role, grant.permissions.as_slice()) {
             (Some(proc), true, [p]) if p == "execute" => proc,
             _ => {
@@ -163,7 +148,10 @@ fn check_grant(
                     "permissions/{} grants {proc} to {grantee}, which the role layout does not give it",
                     grant.script
                 ),
-                fix: format!("remove the GRANT from permissions/{}, or add it to the role layout", grant.script),
+                fix: format!(
+                    "remove the GRANT from permissions/{}, or add it to the role layout",
+                    grant.script
+                ),
             });
         }
     }
@@ -176,11 +164,7 @@ fn procedure_name(source: &Source) -> String {
         [c, p, name] if c == "create" && (p == "procedure" || p == "proc") => Some(name.clone()),
         _ => None,
     });
-    let file = source
-        .name
-        .rsplit(['/', '\\'])
-        .next()
-        .unwrap_or(&source.name);
+    let file = source.name.rsplit(['/', '\\']).next().unwrap_or(&source.name);
     let stem = file.strip_suffix(".sql").unwrap_or(file);
     // Keep the file's spelling when it names the same procedure.
     match created {
@@ -221,10 +205,7 @@ fn grants_in(source: &Source) -> Vec<Grant> {
                 target.push_str(&w[i]);
                 i += 1;
             }
-            let target = target
-                .strip_prefix("object::")
-                .unwrap_or(&target)
-                .to_string();
+            let target = target.strip_prefix("object::").unwrap_or(&target).to_string();
             on = Some(match target.strip_prefix("schema::") {
                 Some(s) => format!("SCHEMA::{s}"),
                 None => target,
@@ -266,24 +247,14 @@ mod tests {
              GRANT SELECT, UPDATE ON SCHEMA::fence TO a, b;\nGRANT CREATE PROCEDURE TO c;\n\
              EXEC (N'GRANT ALTER ON OBJECT::fence.Resource TO d');",
         ));
-        let shape: Vec<(Vec<String>, Option<String>, Vec<String>)> = g
-            .into_iter()
-            .map(|g| (g.permissions, g.on, g.grantees))
-            .collect();
+        let shape: Vec<(Vec<String>, Option<String>, Vec<String>)> =
+            g.into_iter().map(|g| (g.permissions, g.on, g.grantees)).collect();
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert_eq!(
             shape,
             vec![
-                (
-                    s(&["execute"]),
-                    Some("fence_api.acquire".into()),
-                    s(&["fence_service"])
-                ),
-                (
-                    s(&["select", "update"]),
-                    Some("SCHEMA::fence".into()),
-                    s(&["a", "b"])
-                ),
+                (s(&["execute"]), Some("fence_api.acquire".into()), s(&["fence_service"])),
+                (s(&["select", "update"]), Some("SCHEMA::fence".into()), s(&["a", "b"])),
                 (s(&["create procedure"]), None, s(&["c"])),
                 (s(&["alter"]), Some("fence.resource".into()), s(&["d"])),
             ]

@@ -44,14 +44,9 @@ impl Default for Policy {
         };
         Self {
             fence_schema: "fence".into(),
-            fence_tables: [
-                "Resource",
-                "PublishedOperation",
-                "DeployedProcedure",
-                "SchemaHistory",
-            ]
-            .map(String::from)
-            .to_vec(),
+            fence_tables: ["Resource", "PublishedOperation", "DeployedProcedure", "SchemaHistory"]
+                .map(String::from)
+                .to_vec(),
             code_schemas: vec!["fence_api".into(), "fence_admin".into()],
             procedures: vec![
                 api("fence_api.Provision", &[SERVICE]),
@@ -79,26 +74,19 @@ impl Policy {
 
     /// The shipped procedure called `schema.name`, if there is one.
     pub fn procedure(&self, qualified: &str) -> Option<&ShippedProcedure> {
-        self.procedures
-            .iter()
-            .find(|p| p.name.eq_ignore_ascii_case(qualified))
+        self.procedures.iter().find(|p| p.name.eq_ignore_ascii_case(qualified))
     }
 
     /// Whether `schema` is the fence schema or one of the code schemas.
     pub fn is_fence_scoped_schema(&self, schema: &str) -> bool {
         schema.eq_ignore_ascii_case(&self.fence_schema)
-            || self
-                .code_schemas
-                .iter()
-                .any(|s| s.eq_ignore_ascii_case(schema))
+            || self.code_schemas.iter().any(|s| s.eq_ignore_ascii_case(schema))
     }
 
     /// The grants a deploy makes, as (role, procedure).
     pub fn expected_grants(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.procedures.iter().flat_map(|p| {
-            p.granted_to
-                .iter()
-                .map(move |r| (r.as_str(), p.name.as_str()))
-        })
+        self.procedures
+            .iter()
+            .flat_map(|p| p.granted_to.iter().map(move |r| (r.as_str(), p.name.as_str())))
     }
 }

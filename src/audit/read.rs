@@ -5,9 +5,8 @@ use tiberius::Row;
 
 use super::AuditError;
 use super::catalog::{
-    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, Membership, Object,
-    ObjectKind, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable,
-    ServerFacts, ServerPermission,
+    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, Membership, Object, ObjectKind, Permission,
+    PermissionState, Principal, PrincipalKind, Schema, Securable, ServerFacts, ServerPermission,
 };
 use super::definition_hash::DEFINITION_HASH_SQL;
 use crate::Connection;
@@ -179,10 +178,7 @@ pub async fn read_catalog(connection: &mut Connection) -> Result<Catalog, AuditE
                         });
                     }
                     Err(source) if q.required => {
-                        return Err(AuditError::Query {
-                            what: q.what,
-                            source,
-                        });
+                        return Err(AuditError::Query { what: q.what, source });
                     }
                     _ => sets.push(None),
                 }
@@ -322,11 +318,7 @@ fn build(next: &mut Next) -> Result<Catalog, AuditError> {
 
     let (rows, what) = next();
     for row in rows.iter().flatten() {
-        let (schema, name, hash) = (
-            required(row, 0, what)?,
-            required(row, 1, what)?,
-            text(row, 2, what)?,
-        );
+        let (schema, name, hash) = (required(row, 0, what)?, required(row, 1, what)?, text(row, 2, what)?);
         if let Some(o) = catalog
             .objects
             .iter_mut()
@@ -426,9 +418,8 @@ fn required(row: &Row, i: usize, what: &'static str) -> Result<String, AuditErro
 }
 
 fn int(row: &Row, i: usize, what: &'static str) -> Result<Option<i32>, AuditError> {
-    row.try_get::<i32, usize>(i)
-        .map_err(|e| AuditError::UnexpectedShape {
-            what,
-            reason: format!("column {i}: {e}"),
-        })
+    row.try_get::<i32, usize>(i).map_err(|e| AuditError::UnexpectedShape {
+        what,
+        reason: format!("column {i}: {e}"),
+    })
 }

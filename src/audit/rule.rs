@@ -103,18 +103,14 @@ impl Rule {
             Rule::CodeChange => "permission to create or change code",
             Rule::PrincipalControl => "permission to impersonate or manage principals",
             Rule::ExecuteBeyondRole => "EXECUTE beyond the role's procedures",
-            Rule::ForeignModule => {
-                "module other than the shipped procedures references a fence table"
-            }
+            Rule::ForeignModule => "module other than the shipped procedures references a fence table",
             Rule::OwnershipChain => "shipped procedure not owned by the tables' owner",
             Rule::DynamicSql => "shipped procedure uses dynamic SQL or EXECUTE AS",
             Rule::Drift => "shipped procedure differs from the deployed definition",
             Rule::CrossDatabaseChaining => "cross-database ownership chaining is on",
             Rule::Trustworthy => "database is TRUSTWORTHY",
             Rule::GuestConnect => "guest can connect",
-            Rule::ShippedGrant => {
-                "shipped GRANT other than EXECUTE on a shipped procedure to a fence role"
-            }
+            Rule::ShippedGrant => "shipped GRANT other than EXECUTE on a shipped procedure to a fence role",
             Rule::ServiceGrantMissing => "fence_api procedure not granted to fence_service",
         }
     }
@@ -130,8 +126,7 @@ impl Serialize for Rule {
 impl<'de> Deserialize<'de> for Rule {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let id = String::deserialize(deserializer)?;
-        Rule::from_id(&id)
-            .ok_or_else(|| serde::de::Error::custom(format!("unknown rule id '{id}'")))
+        Rule::from_id(&id).ok_or_else(|| serde::de::Error::custom(format!("unknown rule id '{id}'")))
     }
 }
 

@@ -161,9 +161,7 @@ pub(crate) fn dynamic_constructs(definition: &str) -> Vec<&'static str> {
             "exec" | "execute" => match next {
                 Some("(") => push("EXEC (string)"),
                 Some("as") => push("EXECUTE AS"),
-                Some(n)
-                    if n.starts_with('@') && words.get(i + 2).map(String::as_str) != Some("=") =>
-                {
+                Some(n) if n.starts_with('@') && words.get(i + 2).map(String::as_str) != Some("=") => {
                     push("EXEC @variable")
                 }
                 _ => {}
@@ -216,11 +214,7 @@ mod tests {
 
     #[test]
     fn comments_hide_references_but_strings_do_not() {
-        assert!(!references(
-            "-- UPDATE fence.Resource\nSELECT 1",
-            "fence",
-            "Resource"
-        ));
+        assert!(!references("-- UPDATE fence.Resource\nSELECT 1", "fence", "Resource"));
         assert!(!references(
             "/* outer /* inner */ fence.Resource */ SELECT 1",
             "fence",
@@ -231,35 +225,15 @@ mod tests {
             "fence",
             "Resource"
         ));
-        assert!(references(
-            "UPDATE [fence] . [Resource] SET x = 1",
-            "fence",
-            "Resource"
-        ));
-        assert!(references(
-            "update FENCE.RESOURCE set x = 1",
-            "fence",
-            "Resource"
-        ));
-        assert!(references(
-            "SELECT * FROM otherdb.fence.Resource",
-            "fence",
-            "Resource"
-        ));
+        assert!(references("UPDATE [fence] . [Resource] SET x = 1", "fence", "Resource"));
+        assert!(references("update FENCE.RESOURCE set x = 1", "fence", "Resource"));
+        assert!(references("SELECT * FROM otherdb.fence.Resource", "fence", "Resource"));
     }
 
     #[test]
     fn a_longer_name_is_not_a_reference() {
-        assert!(!references(
-            "SELECT * FROM fence.ResourceArchive",
-            "fence",
-            "Resource"
-        ));
-        assert!(!references(
-            "SELECT * FROM myfence.Resource",
-            "fence",
-            "Resource"
-        ));
+        assert!(!references("SELECT * FROM fence.ResourceArchive", "fence", "Resource"));
+        assert!(!references("SELECT * FROM myfence.Resource", "fence", "Resource"));
     }
 
     #[test]
@@ -271,20 +245,14 @@ mod tests {
     #[test]
     fn dynamic_sql_and_execute_as_are_found_in_code_only() {
         assert_eq!(dynamic_constructs("EXEC (@sql)"), ["EXEC (string)"]);
-        assert_eq!(
-            dynamic_constructs("EXECUTE sys.sp_executesql @s"),
-            ["sp_executesql"]
-        );
+        assert_eq!(dynamic_constructs("EXECUTE sys.sp_executesql @s"), ["sp_executesql"]);
         assert_eq!(
             dynamic_constructs("CREATE PROCEDURE p WITH EXECUTE AS OWNER AS SELECT 1"),
             ["EXECUTE AS"]
         );
         assert_eq!(dynamic_constructs("EXEC @proc"), ["EXEC @variable"]);
         assert!(dynamic_constructs("EXEC @rc = dbo.p").is_empty());
-        assert!(
-            dynamic_constructs("THROW 50000, N'do not EXECUTE AS or EXEC (x)', 1; -- EXEC (x)")
-                .is_empty()
-        );
+        assert!(dynamic_constructs("THROW 50000, N'do not EXECUTE AS or EXEC (x)', 1; -- EXEC (x)").is_empty());
         assert!(dynamic_constructs("EXEC dbo.p @a = 1").is_empty());
     }
 

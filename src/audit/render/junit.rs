@@ -32,10 +32,7 @@ pub(super) fn render(report: &Report) -> String {
                 status
             }
             RuleOutcome::CannotVerify => {
-                let reasons: Vec<&str> = report
-                    .cannot_verify_of(rule)
-                    .map(|c| c.reason.as_str())
-                    .collect();
+                let reasons: Vec<&str> = report.cannot_verify_of(rule).map(|c| c.reason.as_str()).collect();
                 let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
                 status
                     .set_message("cannot verify")

@@ -13,8 +13,7 @@ pub(super) fn render(report: &Report) -> String {
             "FAILED: {} found",
             count(report.findings.len(), "way", "ways") + " past the fence"
         ),
-        _ => "CANNOT VERIFY: no way past the fence found, but not everything could be checked"
-            .to_string(),
+        _ => "CANNOT VERIFY: no way past the fence found, but not everything could be checked".to_string(),
     };
     let _ = writeln!(
         out,

@@ -48,9 +48,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             && p.on == Securable::Database
         {
             let why = "every login on the server may enter the database as guest and holds whatever public holds";
-            report
-                .findings
-                .push(ctx.grant_finding(Rule::GuestConnect, p, why));
+            report.findings.push(ctx.grant_finding(Rule::GuestConnect, p, why));
         }
     }
 }

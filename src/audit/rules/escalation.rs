@@ -5,18 +5,9 @@ use super::super::catalog::Securable;
 use super::super::sqltext::{quote, quote2};
 use super::{Context, Finding, Report, Rule, is_one_of};
 
-const CREATE_CODE: [&str; 4] = [
-    "CREATE PROCEDURE",
-    "CREATE VIEW",
-    "CREATE FUNCTION",
-    "ALTER ANY SCHEMA",
-];
+const CREATE_CODE: [&str; 4] = ["CREATE PROCEDURE", "CREATE VIEW", "CREATE FUNCTION", "ALTER ANY SCHEMA"];
 const CHANGE: [&str; 3] = ["ALTER", "CONTROL", "TAKE OWNERSHIP"];
-const MANAGE_PRINCIPALS: [&str; 3] = [
-    "ALTER ANY USER",
-    "ALTER ANY ROLE",
-    "ALTER ANY APPLICATION ROLE",
-];
+const MANAGE_PRINCIPALS: [&str; 3] = ["ALTER ANY USER", "ALTER ANY ROLE", "ALTER ANY APPLICATION ROLE"];
 const ON_PRINCIPAL: [&str; 4] = ["IMPERSONATE", "ALTER", "CONTROL", "TAKE OWNERSHIP"];
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
@@ -34,11 +25,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             ),
             Securable::Schema { schema }
                 if is_one_of(&perm, &CHANGE)
-                    && ctx
-                        .policy
-                        .code_schemas
-                        .iter()
-                        .any(|s| s.eq_ignore_ascii_case(schema)) =>
+                    && ctx.policy.code_schemas.iter().any(|s| s.eq_ignore_ascii_case(schema)) =>
             {
                 (
                     Rule::CodeChange,
@@ -69,8 +56,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                 )
             }
             Securable::Object { schema, name, .. }
-                if is_one_of(&perm, &CHANGE)
-                    && ctx.policy.procedure(&format!("{schema}.{name}")).is_some() =>
+                if is_one_of(&perm, &CHANGE) && ctx.policy.procedure(&format!("{schema}.{name}")).is_some() =>
             {
                 (
                     Rule::CodeChange,

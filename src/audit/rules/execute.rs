@@ -8,10 +8,7 @@ use super::super::catalog::Securable;
 use super::{Context, Report, Rule, is_one_of};
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
-    for p in ctx
-        .grants()
-        .filter(|p| is_one_of(&p.permission, &["EXECUTE"]))
-    {
+    for p in ctx.grants().filter(|p| is_one_of(&p.permission, &["EXECUTE"])) {
         let reached = ctx.services_reached_by(&p.grantee);
         if reached.is_empty() {
             continue;
@@ -61,9 +58,7 @@ fn allowed(ctx: &Context, service: &str) -> BTreeSet<String> {
         .policy
         .service_roles
         .iter()
-        .filter(|r| {
-            r.eq_ignore_ascii_case(service) || ctx.members_of(r).contains(&service.to_lowercase())
-        })
+        .filter(|r| r.eq_ignore_ascii_case(service) || ctx.members_of(r).contains(&service.to_lowercase()))
         .collect();
     ctx.policy
         .procedures

@@ -6,14 +6,7 @@ use super::super::sqltext::{quote, quote2};
 use super::{Context, Finding, Report, Rule, is_one_of};
 
 /// Permissions that let a principal change the fence rows or the tables.
-const WRITE: [&str; 6] = [
-    "INSERT",
-    "UPDATE",
-    "DELETE",
-    "ALTER",
-    "CONTROL",
-    "TAKE OWNERSHIP",
-];
+const WRITE: [&str; 6] = ["INSERT", "UPDATE", "DELETE", "ALTER", "CONTROL", "TAKE OWNERSHIP"];
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
     let fence = &ctx.policy.fence_schema;
@@ -26,15 +19,9 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
         // The fence schema is granted to nobody, so any grant on it is a
         // finding; a database-wide grant matters when a service holds it.
         let scope = match &p.on {
-            Securable::Object { schema, name, .. } if ctx.is_fence_table(schema, name) => {
-                "on a fence table"
-            }
-            Securable::Schema { schema } if schema.eq_ignore_ascii_case(fence) => {
-                "on the fence schema"
-            }
-            Securable::Database if !ctx.services_reached_by(&p.grantee).is_empty() => {
-                "on the whole database"
-            }
+            Securable::Object { schema, name, .. } if ctx.is_fence_table(schema, name) => "on a fence table",
+            Securable::Schema { schema } if schema.eq_ignore_ascii_case(fence) => "on the fence schema",
+            Securable::Database if !ctx.services_reached_by(&p.grantee).is_empty() => "on the whole database",
             _ => continue,
         };
         let perm = p.permission.to_uppercase();
@@ -51,11 +38,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                 p.grantee
             )
         };
-        let rule = if write {
-            Rule::WriteAccess
-        } else {
-            Rule::ReadAccess
-        };
+        let rule = if write { Rule::WriteAccess } else { Rule::ReadAccess };
         report.findings.push(ctx.grant_finding(rule, p, &why));
     }
     owners(ctx, report);
@@ -80,18 +63,11 @@ fn owners(ctx: &Context, report: &mut Report) {
             fix: format!("ALTER AUTHORIZATION ON SCHEMA::{} TO [dbo];", quote(fence)),
         });
     }
-    for table in ctx
-        .catalog
-        .objects
-        .iter()
-        .filter(|o| o.kind == ObjectKind::Table)
-    {
+    for table in ctx.catalog.objects.iter().filter(|o| o.kind == ObjectKind::Table) {
         let Some(owner) = table.owner.as_deref() else {
             continue;
         };
-        if ctx.is_fence_table(&table.schema, &table.name)
-            && !ctx.services_reached_by(owner).is_empty()
-        {
+        if ctx.is_fence_table(&table.schema, &table.name) && !ctx.services_reached_by(owner).is_empty() {
             report.findings.push(Finding {
                 rule: Rule::WriteAccess,
                 principal: Some(owner.to_string()),

@@ -37,13 +37,8 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
         if reached.is_empty() {
             continue;
         }
-        if let Some((role, why)) = PRIVILEGED
-            .iter()
-            .find(|(r, _)| r.eq_ignore_ascii_case(&m.role))
-        {
-            report
-                .findings
-                .push(finding(ctx, Rule::PrivilegedRole, m, role, why));
+        if let Some((role, why)) = PRIVILEGED.iter().find(|(r, _)| r.eq_ignore_ascii_case(&m.role)) {
+            report.findings.push(finding(ctx, Rule::PrivilegedRole, m, role, why));
         } else if m.role.eq_ignore_ascii_case("db_datareader") {
             let why = "db_datareader may SELECT every table: the fence tables show each holder's owner id, and \
                        owner plus generation is what a publish presents";
@@ -62,11 +57,7 @@ fn finding(ctx: &Context, rule: Rule, m: &Membership, role: &str, why: &str) -> 
         object: format!("ROLE::{role}"),
         permission: Some(format!("member of {role}")),
         why: format!("{why}{}", ctx.reach_note(&m.member)),
-        fix: format!(
-            "ALTER ROLE {} DROP MEMBER {};",
-            quote(role),
-            quote(&m.member)
-        ),
+        fix: format!("ALTER ROLE {} DROP MEMBER {};", quote(role), quote(&m.member)),
     }
 }
 
@@ -84,11 +75,7 @@ fn server(ctx: &Context, report: &mut Report) {
         return;
     };
     for service in ctx.service_principals() {
-        let Some(login) = ctx
-            .catalog
-            .principal(service)
-            .and_then(|p| p.login.as_deref())
-        else {
+        let Some(login) = ctx.catalog.principal(service).and_then(|p| p.login.as_deref()) else {
             continue;
         };
         // Server roles nest; every login is also in `public`.
@@ -119,9 +106,7 @@ fn server(ctx: &Context, report: &mut Report) {
                 let direct = server
                     .role_members
                     .iter()
-                    .find(|m| {
-                        m.role.eq_ignore_ascii_case("sysadmin") && holders.contains(&m.member)
-                    })
+                    .find(|m| m.role.eq_ignore_ascii_case("sysadmin") && holders.contains(&m.member))
                     .map_or(login.to_string(), |m| m.member.clone());
                 report.findings.push(Finding {
                     rule: Rule::ServerControl,

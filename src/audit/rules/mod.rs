@@ -10,9 +10,7 @@ mod modules;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::catalog::{
-    Catalog, Object, ObjectKind, Permission, PermissionState, PrincipalKind, Securable,
-};
+use super::catalog::{Catalog, Object, ObjectKind, Permission, PermissionState, PrincipalKind, Securable};
 use super::sqltext::{quote, quote2};
 use super::{CannotVerify, Finding, Policy, Report, Rule};
 
@@ -67,10 +65,7 @@ impl<'a> Context<'a> {
     fn new(catalog: &'a Catalog, policy: &'a Policy) -> Self {
         let mut members: HashMap<String, Vec<String>> = HashMap::new();
         for m in &catalog.memberships {
-            members
-                .entry(m.role.to_lowercase())
-                .or_default()
-                .push(m.member.clone());
+            members.entry(m.role.to_lowercase()).or_default().push(m.member.clone());
         }
         let mut fence_tables: BTreeSet<String> = policy.fence_tables.iter().cloned().collect();
         for o in &catalog.objects {
@@ -87,14 +82,10 @@ impl<'a> Context<'a> {
         };
         let roots = policy.service_roles.iter().chain(&policy.principals);
         for root in roots {
-            let spelled = catalog
-                .principal(root)
-                .map_or(root.as_str(), |p| p.name.as_str());
+            let spelled = catalog.principal(root).map_or(root.as_str(), |p| p.name.as_str());
             ctx.service.insert(root.to_lowercase(), spelled.to_string());
             for member in ctx.members_of(root) {
-                let spelled = catalog
-                    .principal(&member)
-                    .map_or(member.clone(), |p| p.name.clone());
+                let spelled = catalog.principal(&member).map_or(member.clone(), |p| p.name.clone());
                 ctx.service.insert(member.to_lowercase(), spelled);
             }
         }
@@ -142,15 +133,11 @@ impl<'a> Context<'a> {
 
     pub(crate) fn is_fence_table(&self, schema: &str, name: &str) -> bool {
         schema.eq_ignore_ascii_case(&self.policy.fence_schema)
-            && self
-                .fence_tables()
-                .iter()
-                .any(|t| t.eq_ignore_ascii_case(name))
+            && self.fence_tables().iter().any(|t| t.eq_ignore_ascii_case(name))
     }
 
     pub(crate) fn is_shipped(&self, object: &Object) -> bool {
-        object.kind == ObjectKind::Procedure
-            && self.policy.procedure(&object.qualified_name()).is_some()
+        object.kind == ObjectKind::Procedure && self.policy.procedure(&object.qualified_name()).is_some()
     }
 
     /// Granted (not denied) permissions.
@@ -169,9 +156,7 @@ impl<'a> Context<'a> {
         let expected: Vec<(&str, &str)> = self
             .policy
             .expected_grants()
-            .filter(|(role, proc)| {
-                self.catalog.principal(role).is_some() && self.catalog.object(proc).is_some()
-            })
+            .filter(|(role, proc)| self.catalog.principal(role).is_some() && self.catalog.object(proc).is_some())
             .collect();
         let shows = |role: &str, proc: &str| {
             self.grants().any(|p| {
@@ -230,11 +215,7 @@ impl<'a> Context<'a> {
         let on = match &p.on {
             Securable::Database => String::new(),
             Securable::Schema { schema } => format!(" ON SCHEMA::{}", quote(schema)),
-            Securable::Object {
-                schema,
-                name,
-                column,
-            } => format!(
+            Securable::Object { schema, name, column } => format!(
                 " ON OBJECT::{}{}",
                 quote2(schema, name),
                 column

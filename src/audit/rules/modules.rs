@@ -117,18 +117,10 @@ fn ownership(ctx: &Context, report: &mut Report) {
         };
         let tables: Vec<String> = match &proc.definition {
             Some(_) => fence_references(ctx, proc).into_iter().collect(),
-            None => ctx
-                .fence_tables()
-                .iter()
-                .map(|t| format!("{fence}.{t}"))
-                .collect(),
+            None => ctx.fence_tables().iter().map(|t| format!("{fence}.{t}")).collect(),
         };
         for table in tables {
-            let Some(t) = ctx
-                .catalog
-                .object(&table)
-                .filter(|t| t.kind == ObjectKind::Table)
-            else {
+            let Some(t) = ctx.catalog.object(&table).filter(|t| t.kind == ObjectKind::Table) else {
                 continue;
             };
             let Some(table_owner) = ctx.catalog.owner_of(t) else {
@@ -145,7 +137,10 @@ fn ownership(ctx: &Context, report: &mut Report) {
                          themselves: exactly the grant the fence exists to avoid",
                         proc.qualified_name()
                     ),
-                    fix: format!("ALTER AUTHORIZATION ON OBJECT::{} TO SCHEMA OWNER;", quote2(&proc.schema, &proc.name)),
+                    fix: format!(
+                        "ALTER AUTHORIZATION ON OBJECT::{} TO SCHEMA OWNER;",
+                        quote2(&proc.schema, &proc.name)
+                    ),
                 });
             }
         }
@@ -167,10 +162,7 @@ fn dynamic_sql(ctx: &Context, report: &mut Report) {
             hidden.push(proc.qualified_name());
             continue;
         };
-        let mut found: Vec<String> = dynamic_constructs(def)
-            .into_iter()
-            .map(String::from)
-            .collect();
+        let mut found: Vec<String> = dynamic_constructs(def).into_iter().map(String::from).collect();
         if let Some(who) = &proc.execute_as
             && !found.iter().any(|f| f == "EXECUTE AS")
         {
@@ -247,14 +239,8 @@ fn drift(ctx: &Context, report: &mut Report) {
                 });
             }
             (Some(_), Some(_)) => {}
-            (None, _) => unknown.push(format!(
-                "{} (no hash recorded by the deploy)",
-                proc.qualified_name()
-            )),
-            (_, None) => unknown.push(format!(
-                "{} (no current definition hash)",
-                proc.qualified_name()
-            )),
+            (None, _) => unknown.push(format!("{} (no hash recorded by the deploy)", proc.qualified_name())),
+            (_, None) => unknown.push(format!("{} (no current definition hash)", proc.qualified_name())),
         }
     }
     if !unknown.is_empty() {
