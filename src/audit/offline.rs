@@ -39,6 +39,24 @@ pub struct Sources {
     pub permissions: Vec<Source>,
 }
 
+/// The scripts a deploy ships, as `check --offline` reads them.
+impl From<&crate::deploy::Sources> for Sources {
+    fn from(shipped: &crate::deploy::Sources) -> Self {
+        Self {
+            procedures: shipped
+                .procedures()
+                .iter()
+                .map(|p| Source::new(p.file(), p.text()))
+                .collect(),
+            permissions: shipped
+                .permissions()
+                .iter()
+                .map(|p| Source::new(p.file(), p.text()))
+                .collect(),
+        }
+    }
+}
+
 /// A GRANT statement as written.
 #[derive(Debug)]
 struct Grant {

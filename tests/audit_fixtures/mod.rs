@@ -46,23 +46,43 @@ pub fn server_hash(definition: &str) -> String {
 }
 
 fn role(name: &str) -> Principal {
-    Principal { name: name.into(), kind: PrincipalKind::Role, login: None }
+    Principal {
+        name: name.into(),
+        kind: PrincipalKind::Role,
+        login: None,
+    }
 }
 
 fn user(name: &str, login: Option<&str>) -> Principal {
-    Principal { name: name.into(), kind: PrincipalKind::User, login: login.map(String::from) }
+    Principal {
+        name: name.into(),
+        kind: PrincipalKind::User,
+        login: login.map(String::from),
+    }
 }
 
 pub fn member(role: &str, member: &str) -> Membership {
-    Membership { role: role.into(), member: member.into() }
+    Membership {
+        role: role.into(),
+        member: member.into(),
+    }
 }
 
 pub fn grant(grantee: &str, permission: &str, on: Securable) -> Permission {
-    Permission { grantee: grantee.into(), permission: permission.into(), state: PermissionState::Grant, on }
+    Permission {
+        grantee: grantee.into(),
+        permission: permission.into(),
+        state: PermissionState::Grant,
+        on,
+    }
 }
 
 pub fn object(schema: &str, name: &str) -> Securable {
-    Securable::Object { schema: schema.into(), name: name.into(), column: None }
+    Securable::Object {
+        schema: schema.into(),
+        name: name.into(),
+        column: None,
+    }
 }
 
 pub fn schema(name: &str) -> Securable {
@@ -89,7 +109,10 @@ pub fn clean() -> Catalog {
     let mut c = Catalog {
         database: "orders".into(),
         engine: Engine::default(),
-        settings: Some(DatabaseSettings { trustworthy: false, db_chaining: false }),
+        settings: Some(DatabaseSettings {
+            trustworthy: false,
+            db_chaining: false,
+        }),
         ..Catalog::default()
     };
     c.principals = vec![
@@ -117,32 +140,71 @@ pub fn clean() -> Catalog {
         member("fence_reader", "dashboard"),
         member("fence_operator", "oncall"),
     ];
-    let api = ["Provision", "Acquire", "Renew", "Publish", "Release", "GetOutcome", "ReadPublication", "Inspect"];
+    let api = [
+        "Provision",
+        "Acquire",
+        "Renew",
+        "Publish",
+        "Release",
+        "GetOutcome",
+        "ReadPublication",
+        "Inspect",
+    ];
     for p in api {
-        c.permissions.push(grant("fence_service", "EXECUTE", object("fence_api", p)));
+        c.permissions
+            .push(grant("fence_service", "EXECUTE", object("fence_api", p)));
     }
     for p in ["ReadPublication", "Inspect"] {
-        c.permissions.push(grant("fence_reader", "EXECUTE", object("fence_api", p)));
+        c.permissions
+            .push(grant("fence_reader", "EXECUTE", object("fence_api", p)));
     }
-    c.permissions.push(grant("fence_operator", "EXECUTE", object("fence_admin", "ForceRelease")));
+    c.permissions.push(grant(
+        "fence_operator",
+        "EXECUTE",
+        object("fence_admin", "ForceRelease"),
+    ));
     for r in ["fence_service", "fence_reader", "fence_operator"] {
-        for p in ["SELECT", "INSERT", "UPDATE", "DELETE", "ALTER", "CONTROL", "TAKE OWNERSHIP"] {
-            c.permissions.push(Permission { state: PermissionState::Deny, ..grant(r, p, schema("fence")) });
+        for p in [
+            "SELECT",
+            "INSERT",
+            "UPDATE",
+            "DELETE",
+            "ALTER",
+            "CONTROL",
+            "TAKE OWNERSHIP",
+        ] {
+            c.permissions.push(Permission {
+                state: PermissionState::Deny,
+                ..grant(r, p, schema("fence"))
+            });
         }
     }
     for u in ["dbo", "orders_svc", "dashboard", "oncall", "deployer", "reporting"] {
         c.permissions.push(grant(u, "CONNECT", Securable::Database));
     }
-    c.permissions.push(grant("reporting", "SELECT", object("dbo", "Orders")));
-    c.permissions.push(grant("orders_svc", "UPDATE", object("dbo", "Orders")));
+    c.permissions
+        .push(grant("reporting", "SELECT", object("dbo", "Orders")));
+    c.permissions
+        .push(grant("orders_svc", "UPDATE", object("dbo", "Orders")));
     c.schemas = ["dbo", "fence", "fence_api", "fence_admin", "guest"]
         .iter()
-        .map(|s| Schema { name: s.to_string(), owner: if *s == "guest" { "guest" } else { "dbo" }.into() })
+        .map(|s| Schema {
+            name: s.to_string(),
+            owner: if *s == "guest" { "guest" } else { "dbo" }.into(),
+        })
         .collect();
     for t in ["Resource", "PublishedOperation", "DeployedProcedure", "SchemaHistory"] {
-        c.objects.push(Object { kind: ObjectKind::Table, definition: None, ..module("fence", t, ObjectKind::Table, "") });
+        c.objects.push(Object {
+            kind: ObjectKind::Table,
+            definition: None,
+            ..module("fence", t, ObjectKind::Table, "")
+        });
     }
-    c.objects.push(Object { kind: ObjectKind::Table, definition: None, ..module("dbo", "Orders", ObjectKind::Table, "") });
+    c.objects.push(Object {
+        kind: ObjectKind::Table,
+        definition: None,
+        ..module("dbo", "Orders", ObjectKind::Table, "")
+    });
     let mut journal = Vec::new();
     let mut dependencies = Vec::new();
     for (file, text) in shipped_procedures() {
@@ -150,8 +212,14 @@ pub fn clean() -> Catalog {
         let (s, n) = name.split_once('.').unwrap();
         let mut proc = module(s, n, ObjectKind::Procedure, &text);
         proc.definition_hash = Some(server_hash(&text));
-        journal.push(DeployedProcedure { name: name.into(), definition_hash: Some(server_hash(&text)) });
-        dependencies.push(Dependency { referencing: name.into(), referenced: "fence.Resource".into() });
+        journal.push(DeployedProcedure {
+            name: name.into(),
+            definition_hash: Some(server_hash(&text)),
+        });
+        dependencies.push(Dependency {
+            referencing: name.into(),
+            referenced: "fence.Resource".into(),
+        });
         c.objects.push(proc);
     }
     // Mentions the fence only in a comment, and writes only its own table.
@@ -171,9 +239,10 @@ pub fn clean() -> Catalog {
     c
 }
 
-
 /// Shorthand for editing one object of a catalog in place.
 pub fn object_mut<'c>(c: &'c mut Catalog, qualified: &str) -> &'c mut Object {
-    c.objects.iter_mut().find(|o| o.is(qualified)).unwrap_or_else(|| panic!("{qualified} in fixture"))
+    c.objects
+        .iter_mut()
+        .find(|o| o.is(qualified))
+        .unwrap_or_else(|| panic!("{qualified} in fixture"))
 }
-

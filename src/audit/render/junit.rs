@@ -24,11 +24,15 @@ pub(super) fn render(report: &Report) -> String {
                         )
                     })
                     .collect();
+                let mut description = findings.join("\n\n");
+                for c in report.cannot_verify_of(rule) {
+                    description.push_str(&format!("\n\ncannot verify the rest: {}", c.reason));
+                }
                 let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
                 status
                     .set_message(format!("{} finding(s)", findings.len()))
                     .set_type("finding")
-                    .set_description(findings.join("\n\n"));
+                    .set_description(description);
                 status
             }
             RuleOutcome::CannotVerify => {

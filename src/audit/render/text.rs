@@ -44,10 +44,18 @@ pub(super) fn render(report: &Report) -> String {
         let _ = writeln!(out, "  why         {}", f.why);
         let _ = writeln!(out, "  fix         {}", f.fix);
     }
+    // One engine gap usually blinds several rules; say it once.
+    let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
     for c in &report.cannot_verify {
+        match reasons.iter_mut().find(|(r, _)| *r == c.reason) {
+            Some((_, rules)) => rules.push(c.rule.id()),
+            None => reasons.push((&c.reason, vec![c.rule.id()])),
+        }
+    }
+    for (reason, rules) in reasons {
         let _ = writeln!(out);
-        let _ = writeln!(out, "{} cannot verify: {}", c.rule.id(), c.rule.title());
-        let _ = writeln!(out, "  reason      {}", c.reason);
+        let _ = writeln!(out, "cannot verify {}", rules.join(", "));
+        let _ = writeln!(out, "  reason      {reason}");
     }
     out
 }
