@@ -14,6 +14,7 @@
 //! - `audit`: `fencepost check`, which proves nothing else can write the fence.
 #![warn(missing_docs)]
 
+pub mod audit;
 pub mod connection;
 pub mod deploy;
 
