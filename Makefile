@@ -6,9 +6,9 @@ VENV             := .venv
 SQLFLUFF         := $(VENV)/bin/sqlfluff
 SQL_DIRS         := migrations procedures permissions
 
-.PHONY: test fmt-check clippy sql-check cargo-test
+.PHONY: test fmt-check clippy sql-check check-offline cargo-test
 
-test: fmt-check clippy sql-check cargo-test
+test: fmt-check clippy sql-check check-offline cargo-test
 
 fmt-check:
 	cargo fmt --all -- --check
@@ -29,6 +29,10 @@ sql-check: $(SQLFLUFF)
 	  fi; \
 	done
 	@echo "sql-check: every .sql file under $(SQL_DIRS) parses as T-SQL"
+
+# The shipped grants and procedure bodies must pass the audit's offline rules.
+check-offline:
+	cargo run --quiet --locked -- check --offline
 
 cargo-test:
 	@if [ -z "$$FENCEPOST_TEST_MSSQL" ]; then \

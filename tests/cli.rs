@@ -21,7 +21,7 @@ fn stderr(output: &Output) -> String {
 
 #[test]
 fn help_explains_every_command() {
-    for command in [&[][..], &["migrate"], &["status"], &["script"]] {
+    for command in [&[][..], &["migrate"], &["status"], &["script"], &["check"]] {
         let mut args = command.to_vec();
         args.push("--help");
         let output = fencepost(&args);
