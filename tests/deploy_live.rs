@@ -429,3 +429,25 @@ async fn a_deploy_that_cannot_get_the_lock_says_another_deployment_holds_it() {
     drop(holder);
     db.drop().await;
 }
+
+#[tokio::test]
+async fn a_dry_run_shows_the_plan_and_changes_nothing() {
+    let Some(db) = TestDatabase::new("a_dry_run_shows_the_plan_and_changes_nothing").await else {
+        return;
+    };
+    let output = Command::new(env!("CARGO_BIN_EXE_fencepost"))
+        .args(["migrate", "--dry-run"])
+        .env("FENCEPOST_CONNECTION", db.ado())
+        .output()
+        .await
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(out.contains("would apply migration V1__lease_tables"), "{out}");
+    assert!(out.contains("would deploy procedure fence_api.Publish"), "{out}");
+    let schemas = db
+        .query("SELECT COUNT(*) FROM sys.schemas WHERE name LIKE N'fence%';")
+        .await;
+    assert_eq!(schemas[0].get::<i32, usize>(0), Some(0), "a dry run created a schema");
+    db.drop().await;
+}
