@@ -41,6 +41,7 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod audit;
 pub mod client;
 pub mod connection;
 pub mod deploy;

@@ -3,18 +3,451 @@
 
 mod support;
 
+use std::process::Stdio;
+use std::time::Instant;
+
+use fencepost::deploy::{Change, DeployError, MigrationState, ProcedureState, Sources};
 use support::TestDatabase;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+
+fn shipped() -> Sources {
+    Sources::embedded().expect("embedded sources")
+}
+
+/// Names of the objects of a kind ('U' tables, 'P' procedures) in the fence schemas.
+async fn objects(db: &TestDatabase, kind: &str) -> Vec<String> {
+    let rows = db
+        .query(&format!(
+            "SELECT s.name + N'.' + o.name FROM sys.objects AS o JOIN sys.schemas AS s ON s.schema_id = o.schema_id
+              WHERE o.type = '{kind}' AND s.name IN (N'fence', N'fence_api', N'fence_admin') ORDER BY 1;"
+        ))
+        .await;
+    rows.iter()
+        .map(|r| r.get::<&str, usize>(0).unwrap().to_string())
+        .collect()
+}
 
 #[tokio::test]
-async fn a_fresh_deploy_creates_every_object_of_the_contract() {
-    let Some(db) = TestDatabase::new("a_fresh_deploy_creates_every_object_of_the_contract").await else {
+async fn a_fresh_deploy_creates_every_object_and_a_second_deploy_changes_nothing() {
+    let Some(db) = TestDatabase::new("a_fresh_deploy_creates_every_object_and_a_second_deploy_changes_nothing").await
+    else {
         return;
     };
-    let sources = fencepost::deploy::Sources::embedded().unwrap();
-    let report = db.migrate(&sources).await.expect("deploy");
+    let sources = shipped();
+    let first = db.migrate(&sources).await.expect("first deploy");
     assert_eq!(
-        report.changes.len(),
-        sources.migrations().len() + sources.procedures().len()
+        first.changes.len(),
+        sources.migrations().len() + sources.procedures().len(),
+        "{:?}",
+        first.changes
     );
+
+    let tables = objects(&db, "U").await;
+    for table in [
+        "fence.Resource",
+        "fence.PublishedOperation",
+        "fence.DeployedProcedure",
+        "fence.SchemaHistory",
+    ] {
+        assert!(
+            tables.iter().any(|t| t.eq_ignore_ascii_case(table)),
+            "{table} missing from {tables:?}"
+        );
+    }
+    let procedures = objects(&db, "P").await;
+    for p in sources.procedures() {
+        assert!(
+            procedures.iter().any(|q| q.eq_ignore_ascii_case(&p.qualified_name())),
+            "{} missing",
+            p.qualified_name()
+        );
+    }
+    let roles = db
+        .query(
+            "SELECT COUNT(*) FROM sys.database_principals
+              WHERE type = 'R' AND name IN (N'fence_service', N'fence_reader', N'fence_operator');",
+        )
+        .await;
+    assert_eq!(roles[0].get::<i32, usize>(0), Some(3));
+
+    let second = db.migrate(&sources).await.expect("second deploy");
+    assert!(second.changes.is_empty(), "a redeploy changed {:?}", second.changes);
+    assert!(second.plan.is_current());
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_changed_procedure_is_altered_alone_and_keeps_its_grants() {
+    let Some(mut db) = TestDatabase::deployed("a_changed_procedure_is_altered_alone_and_keeps_its_grants").await else {
+        return;
+    };
+    let service = db.login_in_role(Some("fence_service")).await;
+    let inspect = shipped()
+        .procedures()
+        .iter()
+        .find(|p| p.qualified_name() == "fence_api.Inspect")
+        .unwrap()
+        .clone();
+    let changed_text = inspect.text().replace(
+        "-- Shows a resource's lease state.",
+        "-- Shows a resource's lease state (v2).",
+    );
+    assert_ne!(changed_text, inspect.text());
+    // No permission scripts in this source set: a grant can only survive the ALTER itself.
+    let sources = shipped()
+        .with_procedure("fence_api.Inspect.sql", &changed_text)
+        .unwrap()
+        .without_permissions();
+
+    let report = db.migrate(&sources).await.expect("redeploy");
+    assert_eq!(
+        report.changes,
+        vec![Change::Procedure {
+            name: "fence_api.Inspect".into(),
+            was: ProcedureState::Changed
+        }]
+    );
+    let definition = db
+        .query("SELECT OBJECT_DEFINITION(OBJECT_ID(N'fence_api.Inspect'));")
+        .await;
+    assert!(definition[0].get::<&str, usize>(0).unwrap().contains("(v2)"));
+
+    let can_execute = support::has_execute(&service, "fence_api.Inspect").await;
+    assert_eq!(
+        can_execute,
+        Some(true),
+        "fence_service lost EXECUTE on the altered procedure"
+    );
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_migration_whose_second_batch_fails_leaves_nothing_behind() {
+    let Some(db) = TestDatabase::deployed("a_migration_whose_second_batch_fails_leaves_nothing_behind").await else {
+        return;
+    };
+    let broken = shipped()
+        .with_migration(
+            "V2__broken.sql",
+            // The result set before the THROW is what a driver that stops
+            // reading after the first result would see, missing the error.
+            "CREATE TABLE fence.HalfDone (Id int NOT NULL);\nGO\nINSERT INTO fence.HalfDone (Id) VALUES (1);\n\
+             SELECT 1 AS FirstResult;\nTHROW 50999, N'the second batch fails', 1;\n",
+        )
+        .unwrap();
+    let error = db.migrate(&broken).await.expect_err("the broken migration must fail");
+    match &error {
+        DeployError::BatchFailed {
+            file,
+            batch,
+            line,
+            message,
+        } => {
+            assert_eq!(file, "migrations/V2__broken.sql");
+            assert_eq!(*batch, 2);
+            assert_eq!(*line, 5, "THROW is on line 5 of the file");
+            assert!(message.contains("the second batch fails"), "{message}");
+        }
+        other => panic!("expected a batch failure, got {other:?}"),
+    }
+    assert!(
+        error.to_string().contains("migrations/V2__broken.sql, batch 2"),
+        "{error}"
+    );
+
+    assert!(
+        !objects(&db, "U")
+            .await
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case("fence.HalfDone"))
+    );
+    let history = db
+        .query("SELECT version FROM fence.SchemaHistory ORDER BY version;")
+        .await;
+    let versions: Vec<i32> = history.iter().map(|r| r.get::<i32, usize>(0).unwrap()).collect();
+    assert_eq!(versions, vec![1]);
+    let status = fencepost::deploy::status(&mut db.connect().await, &broken)
+        .await
+        .unwrap();
+    assert_eq!(
+        status.migrations.iter().find(|m| m.version == 2).unwrap().state,
+        MigrationState::Pending
+    );
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn two_deploys_started_together_both_succeed_and_apply_each_migration_once() {
+    let Some(db) = TestDatabase::new("two_deploys_started_together_both_succeed_and_apply_each_migration_once").await
+    else {
+        return;
+    };
+    // Hold the deploy lock so both processes queue behind it; release it
+    // only once both have said they are taking it.
+    let mut holder = db.connect().await;
+    support::exec(
+        &mut holder,
+        "DECLARE @s int; EXEC @s = sp_getapplock @Resource = N'fencepost:deploy', @LockMode = N'Exclusive', \
+         @LockOwner = N'Session', @LockTimeout = 0; IF @s < 0 THROW 50000, N'lock not taken', 1;",
+    )
+    .await;
+    let mut children = Vec::new();
+    for _ in 0..2 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_fencepost"))
+            .args(["migrate", "--lock-timeout", "120", "--format", "json"])
+            .env("FENCEPOST_CONNECTION", db.ado())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start fencepost migrate");
+        let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+        while let Some(line) = stderr.next_line().await.unwrap() {
+            if line.contains("taking the deploy lock") {
+                break;
+            }
+        }
+        children.push((child, stderr));
+    }
+    support::exec(
+        &mut holder,
+        "EXEC sp_releaseapplock @Resource = N'fencepost:deploy', @LockOwner = N'Session';",
+    )
+    .await;
+
+    let mut applied = 0;
+    for (child, mut stderr) in children {
+        let output = child.wait_with_output().await.unwrap();
+        let mut rest = String::new();
+        while let Some(line) = stderr.next_line().await.unwrap() {
+            rest += &line;
+        }
+        assert!(output.status.success(), "a deploy failed: {rest}");
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        applied += report["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["kind"] == "migration")
+            .count();
+    }
+    assert_eq!(
+        applied,
+        shipped().migrations().len(),
+        "each migration is applied by exactly one deploy"
+    );
+    let history = db
+        .query("SELECT COUNT(*), COUNT(DISTINCT version) FROM fence.SchemaHistory;")
+        .await;
+    assert_eq!(
+        history[0].get::<i32, usize>(0),
+        Some(shipped().migrations().len() as i32)
+    );
+    assert_eq!(
+        history[0].get::<i32, usize>(1),
+        Some(shipped().migrations().len() as i32)
+    );
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_procedure_altered_by_hand_shows_as_drifted_and_the_next_deploy_restores_it() {
+    let Some(db) =
+        TestDatabase::deployed("a_procedure_altered_by_hand_shows_as_drifted_and_the_next_deploy_restores_it").await
+    else {
+        return;
+    };
+    db.exec("ALTER PROCEDURE fence_api.Inspect @ResourceKey nvarchar(4000) AS SELECT N'Found' AS Outcome;")
+        .await;
+
+    let output = Command::new(env!("CARGO_BIN_EXE_fencepost"))
+        .args(["status", "--format", "json"])
+        .env("FENCEPOST_CONNECTION", db.ado())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let status: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let states: Vec<(String, String)> = status["procedures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_string(),
+                p["state"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    for (name, state) in &states {
+        let expected = if name == "fence_api.Inspect" {
+            "drifted"
+        } else {
+            "current"
+        };
+        assert_eq!(state, expected, "{name}");
+    }
+
+    let report = db.migrate(&shipped()).await.unwrap();
+    assert_eq!(
+        report.changes,
+        vec![Change::Procedure {
+            name: "fence_api.Inspect".into(),
+            was: ProcedureState::Drifted
+        }]
+    );
+    assert!(
+        fencepost::deploy::status(&mut db.connect().await, &shipped())
+            .await
+            .unwrap()
+            .is_current()
+    );
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_no_change_redeploy_costs_the_same_round_trips_however_many_objects_exist() {
+    let Some(db) =
+        TestDatabase::deployed("a_no_change_redeploy_costs_the_same_round_trips_however_many_objects_exist").await
+    else {
+        return;
+    };
+    let small = db.migrate(&shipped()).await.unwrap();
+    assert!(small.changes.is_empty());
+
+    // Two hundred more procedures in a fence schema: every one is a row the
+    // state query reads. Not shipped, so they show as unknown, not as changes.
+    let mut create = String::new();
+    for i in 0..200 {
+        create += &format!("EXEC (N'CREATE PROCEDURE fence_api.Extra{i} AS SELECT {i};');\n");
+    }
+    db.exec(&create).await;
+    let started = Instant::now();
+    let large = db.migrate(&shipped()).await.unwrap();
+    let elapsed = started.elapsed();
+    assert!(large.changes.is_empty());
+    assert_eq!(large.plan.procedures.len(), shipped().procedures().len() + 200);
+    assert_eq!(
+        small.round_trips, large.round_trips,
+        "round trips grew with the object count"
+    );
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!(
+            "no-change redeploy: {} round trips with {} and with {} procedures; {:.0} ms with the larger set\n",
+            large.round_trips,
+            shipped().procedures().len(),
+            large.plan.procedures.len(),
+            elapsed.as_secs_f64() * 1000.0
+        )
+        .as_bytes(),
+    );
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn the_rendered_script_deploys_a_fresh_database_that_migrate_then_finds_current() {
+    let Some(db) =
+        TestDatabase::new("the_rendered_script_deploys_a_fresh_database_that_migrate_then_finds_current").await
+    else {
+        return;
+    };
+    let script = fencepost::deploy::render_script(&shipped());
+    // sqlcmd directives (lines starting with ':') are for sqlcmd, not the server.
+    let sql: String = script
+        .lines()
+        .filter(|l| !l.starts_with(':'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let mut conn = db.connect().await;
+    for pass in 0..2 {
+        for batch in fencepost::deploy::split_batches(&sql).unwrap() {
+            support::exec(&mut conn, &batch.text).await;
+        }
+        let plan = fencepost::deploy::status(&mut conn, &shipped()).await.unwrap();
+        assert!(plan.is_current(), "after script pass {pass}: {plan:?}");
+    }
+    let report = db.migrate(&shipped()).await.unwrap();
+    assert!(report.changes.is_empty(), "{:?}", report.changes);
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_wrong_password_and_a_missing_database_get_one_line_each_and_exit_status_2() {
+    let Some(server) =
+        support::server_or_skip("a_wrong_password_and_a_missing_database_get_one_line_each_and_exit_status_2")
+    else {
+        return;
+    };
+    let wrong_password = support::replace_ado_value(&server, "password", "Not-The-Password#9");
+    let missing_db = format!("{};Database=fp_no_such_database", server.trim_end_matches(';'));
+    for (ado, expected) in [
+        (wrong_password, "login failed for user"),
+        (missing_db, "cannot open database 'fp_no_such_database'"),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_fencepost"))
+            .args(["status"])
+            .env("FENCEPOST_CONNECTION", &ado)
+            .output()
+            .await
+            .unwrap();
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(expected), "{err}");
+        assert!(!err.contains("Not-The-Password#9"), "the password leaked: {err}");
+    }
+}
+
+#[tokio::test]
+async fn a_deploy_that_cannot_get_the_lock_says_another_deployment_holds_it() {
+    let Some(db) = TestDatabase::deployed("a_deploy_that_cannot_get_the_lock_says_another_deployment_holds_it").await
+    else {
+        return;
+    };
+    let mut holder = db.connect().await;
+    support::exec(
+        &mut holder,
+        "DECLARE @s int; EXEC @s = sp_getapplock @Resource = N'fencepost:deploy', @LockMode = N'Exclusive', \
+         @LockOwner = N'Session', @LockTimeout = 0; IF @s < 0 THROW 50000, N'lock not taken', 1;",
+    )
+    .await;
+    let output = Command::new(env!("CARGO_BIN_EXE_fencepost"))
+        .args(["migrate", "--lock-timeout", "1"])
+        .env("FENCEPOST_CONNECTION", db.ado())
+        .output()
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("another deployment has held the deploy lock"), "{err}");
+    drop(holder);
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_dry_run_shows_the_plan_and_changes_nothing() {
+    let Some(db) = TestDatabase::new("a_dry_run_shows_the_plan_and_changes_nothing").await else {
+        return;
+    };
+    let output = Command::new(env!("CARGO_BIN_EXE_fencepost"))
+        .args(["migrate", "--dry-run"])
+        .env("FENCEPOST_CONNECTION", db.ado())
+        .output()
+        .await
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(out.contains("would apply migration V1__lease_tables"), "{out}");
+    assert!(out.contains("would deploy procedure fence_api.Publish"), "{out}");
+    let schemas = db
+        .query("SELECT COUNT(*) FROM sys.schemas WHERE name LIKE N'fence%';")
+        .await;
+    assert_eq!(schemas[0].get::<i32, usize>(0), Some(0), "a dry run created a schema");
     db.drop().await;
 }

@@ -1,6 +1,7 @@
 //! The command-line front end: parses flags, calls the library, renders
 //! results and picks the exit status.
 
+mod check;
 mod migrate;
 mod opt;
 mod script;
@@ -26,6 +27,7 @@ pub async fn run(options: Options) -> Result<u8> {
         Command::Migrate(args) => migrate::run(args).await,
         Command::Status(args) => status::run(args).await,
         Command::Script(args) => script::run(args),
+        Command::Check(args) => check::run(args).await,
     }
 }
 

@@ -38,6 +38,15 @@ pub enum Command {
     /// For reviewers, and for pipelines that cannot connect: run the result
     /// with `sqlcmd -i` or in SSMS with SQLCMD mode on.
     Script(ScriptArgs),
+    /// Prove that nothing but the fence procedures can write the fence tables.
+    ///
+    /// Reads the database's catalog (principals, role memberships, permissions,
+    /// owners, modules) and reports every path to the fence that bypasses the
+    /// procedures, with the statement that closes it. Where the engine's catalog
+    /// cannot show what a rule needs, the rule is reported as "cannot verify".
+    /// Exits 0 clean, 1 findings, 2 could not verify or could not connect.
+    /// With --offline, lints the shipped T-SQL instead, with no server.
+    Check(CheckArgs),
 }
 
 /// How to reach the database.
@@ -112,4 +121,35 @@ pub struct ScriptArgs {
     /// Write the script to this file instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// Output format of `check`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    /// A readable table of rules, then each finding with its fix.
+    #[default]
+    Text,
+    /// One JSON document.
+    Json,
+    /// JUnit XML, one test case per rule, for CI systems.
+    Junit,
+}
+
+/// `fencepost check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Lint the shipped T-SQL (grants and procedure bodies) without a server.
+    #[arg(long)]
+    pub offline: bool,
+    /// Also treat this database principal as a service principal (repeatable).
+    /// The three fence roles and their members always are.
+    #[arg(long = "principal", value_name = "NAME")]
+    pub principals: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: CheckFormat,
 }

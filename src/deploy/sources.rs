@@ -197,6 +197,13 @@ impl Sources {
         Ok(self)
     }
 
+    /// The same sources without permission scripts (for tests that must see
+    /// what survives a deploy without them).
+    pub fn without_permissions(mut self) -> Self {
+        self.permissions.clear();
+        self
+    }
+
     /// Adds a migration (for tests and tools that deploy a modified source set).
     pub fn with_migration(mut self, file: &str, text: &str) -> Result<Self, SourceError> {
         let added = MigrationSource::parse(file, &normalize(text))?;

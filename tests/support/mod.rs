@@ -177,3 +177,24 @@ pub async fn exec(conn: &mut Connection, sql: &str) {
         .await
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
+
+/// Whether the login of `ado` may EXECUTE `procedure`, as the server answers
+/// HAS_PERMS_BY_NAME for it; `None` when the engine cannot say.
+pub async fn has_execute(ado: &str, procedure: &str) -> Option<bool> {
+    let mut conn = connect_ado(ado).await;
+    let sql = format!("SELECT HAS_PERMS_BY_NAME(N'{procedure}', N'OBJECT', N'EXECUTE');");
+    let row = conn.simple_query(sql).await.ok()?.into_row().await.ok()??;
+    row.get::<i32, usize>(0).map(|v| v == 1)
+}
+
+/// `ado` with the value of `key` replaced (keys compared without case or spaces).
+pub fn replace_ado_value(ado: &str, key: &str, value: &str) -> String {
+    let kept: Vec<&str> = ado
+        .split(';')
+        .filter(|pair| {
+            pair.split_once('=')
+                .is_none_or(|(k, _)| k.trim().to_ascii_lowercase().replace(' ', "") != key)
+        })
+        .collect();
+    format!("{};{key}={value}", kept.join(";").trim_end_matches(';'))
+}

@@ -1,0 +1,47 @@
+//! `fencepost check`: proves that nothing but the shipped procedures can
+//! write the fence.
+//!
+//! The rules are one pure function, [`evaluate`], from a [`Catalog`] snapshot
+//! and a [`Policy`] to a [`Report`]; [`read_catalog`] takes the snapshot from
+//! a live database in one round trip, and [`lint_offline`] applies the rules
+//! that need no server to the shipped T-SQL. Where a catalog cannot show what
+//! a rule needs, the report says "cannot verify" with the reason, and
+//! [`Report::exit_code`] is 2, never a clean 0.
+//!
+//! ```no_run
+//! # async fn run(mut connection: fencepost::Connection) -> Result<(), fencepost::audit::AuditError> {
+//! use fencepost::audit::{self, Format, Policy};
+//!
+//! let catalog = audit::read_catalog(&mut connection).await?;
+//! let report = audit::evaluate(&catalog, &Policy::default());
+//! print!("{}", audit::render(&report, Format::Text));
+//! std::process::exit(report.exit_code());
+//! # }
+//! ```
+
+mod catalog;
+mod definition_hash;
+mod error;
+mod finding;
+mod offline;
+mod policy;
+mod read;
+mod render;
+mod report;
+mod rule;
+mod rules;
+mod sqltext;
+
+pub use catalog::{
+    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, Membership, Object, ObjectKind, Permission,
+    PermissionState, Principal, PrincipalKind, Schema, Securable, ServerFacts, ServerPermission,
+};
+pub use error::AuditError;
+pub use finding::{CannotVerify, Finding};
+pub use offline::{Source, Sources, lint_offline};
+pub use policy::{Policy, ShippedProcedure};
+pub use read::read_catalog;
+pub use render::{Format, render};
+pub use report::{Report, RuleOutcome};
+pub use rule::Rule;
+pub use rules::evaluate;

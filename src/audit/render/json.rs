@@ -1,0 +1,50 @@
+//! `--format json`: the report plus what a pipeline branches on, with rules
+//! named by id.
+
+use serde::Serialize;
+
+use super::super::{CannotVerify, Finding, Report, RuleOutcome};
+
+#[derive(Serialize)]
+struct Document<'a> {
+    target: &'a str,
+    status: &'static str,
+    exit_code: i32,
+    rules: Vec<RuleLine>,
+    findings: &'a [Finding],
+    cannot_verify: &'a [CannotVerify],
+}
+
+#[derive(Serialize)]
+struct RuleLine {
+    id: &'static str,
+    title: &'static str,
+    outcome: &'static str,
+}
+
+pub(super) fn render(report: &Report) -> String {
+    let document = Document {
+        target: &report.target,
+        status: super::status(report),
+        exit_code: report.exit_code(),
+        rules: report
+            .rules_checked
+            .iter()
+            .map(|&rule| RuleLine {
+                id: rule.id(),
+                title: rule.title(),
+                outcome: match report.outcome(rule) {
+                    RuleOutcome::Passed => "passed",
+                    RuleOutcome::Failed => "failed",
+                    RuleOutcome::CannotVerify => "cannot_verify",
+                },
+            })
+            .collect(),
+        findings: &report.findings,
+        cannot_verify: &report.cannot_verify,
+    };
+    // Only strings, numbers and lists: serializing cannot fail.
+    let mut json = serde_json::to_string_pretty(&document).expect("a report serializes to JSON");
+    json.push('\n');
+    json
+}

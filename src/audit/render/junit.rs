@@ -1,0 +1,60 @@
+//! `--format junit`: one test case per rule, so CI systems list each rule
+//! as passed, failed (findings) or errored (cannot verify).
+
+use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
+
+use super::super::{Report, RuleOutcome};
+
+pub(super) fn render(report: &Report) -> String {
+    let mut suite = TestSuite::new(format!("fencepost check of {}", report.target));
+    for &rule in &report.rules_checked {
+        let status = match report.outcome(rule) {
+            RuleOutcome::Passed => TestCaseStatus::success(),
+            RuleOutcome::Failed => {
+                let findings: Vec<String> = report
+                    .findings_of(rule)
+                    .map(|f| {
+                        format!(
+                            "{} {} {}: {}\nfix: {}",
+                            f.principal.as_deref().unwrap_or("-"),
+                            f.object,
+                            f.permission.as_deref().unwrap_or("-"),
+                            f.why,
+                            f.fix
+                        )
+                    })
+                    .collect();
+                let mut description = findings.join("\n\n");
+                for c in report.cannot_verify_of(rule) {
+                    description.push_str(&format!("\n\ncannot verify the rest: {}", c.reason));
+                }
+                let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                status
+                    .set_message(format!("{} finding(s)", findings.len()))
+                    .set_type("finding")
+                    .set_description(description);
+                status
+            }
+            RuleOutcome::CannotVerify => {
+                let reasons: Vec<&str> = report.cannot_verify_of(rule).map(|c| c.reason.as_str()).collect();
+                let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+                status
+                    .set_message("cannot verify")
+                    .set_type("cannot_verify")
+                    .set_description(reasons.join("\n"));
+                status
+            }
+        };
+        let mut case = TestCase::new(format!("{} {}", rule.id(), rule.title()), status);
+        case.set_classname("fencepost.check");
+        suite.add_test_case(case);
+    }
+    let mut junit = quick_junit::Report::new("fencepost check");
+    junit.add_test_suite(suite);
+    // Serializing to memory fails only on invalid XML names, and ours are fixed.
+    let mut xml = junit.to_string().expect("a report serializes to JUnit XML");
+    if !xml.ends_with('\n') {
+        xml.push('\n');
+    }
+    xml
+}

@@ -1,0 +1,65 @@
+//! The default output: a table with one line per rule, then the detail a
+//! reviewer acts on.
+
+use std::fmt::Write;
+
+use super::super::{Report, RuleOutcome};
+
+pub(super) fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let headline = match report.exit_code() {
+        0 => "clean: nothing but the shipped procedures can write the fence".to_string(),
+        1 => format!(
+            "FAILED: {} found",
+            count(report.findings.len(), "way", "ways") + " past the fence"
+        ),
+        _ => "CANNOT VERIFY: no way past the fence found, but not everything could be checked".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "fencepost check of {}: {headline} (exit {})",
+        report.target,
+        report.exit_code()
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(out, "{:<6} {:<14} TITLE", "RULE", "RESULT");
+    for &rule in &report.rules_checked {
+        let result = match report.outcome(rule) {
+            RuleOutcome::Passed => "pass".to_string(),
+            RuleOutcome::Failed => format!("FAIL ({})", report.findings_of(rule).count()),
+            RuleOutcome::CannotVerify => "CANNOT VERIFY".to_string(),
+        };
+        let _ = writeln!(out, "{:<6} {:<14} {}", rule.id(), result, rule.title());
+    }
+    for f in &report.findings {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "{} {}", f.rule.id(), f.rule.title());
+        if let Some(p) = &f.principal {
+            let _ = writeln!(out, "  principal   {p}");
+        }
+        let _ = writeln!(out, "  object      {}", f.object);
+        if let Some(p) = &f.permission {
+            let _ = writeln!(out, "  permission  {p}");
+        }
+        let _ = writeln!(out, "  why         {}", f.why);
+        let _ = writeln!(out, "  fix         {}", f.fix);
+    }
+    // One engine gap usually blinds several rules; say it once.
+    let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
+    for c in &report.cannot_verify {
+        match reasons.iter_mut().find(|(r, _)| *r == c.reason) {
+            Some((_, rules)) => rules.push(c.rule.id()),
+            None => reasons.push((&c.reason, vec![c.rule.id()])),
+        }
+    }
+    for (reason, rules) in reasons {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "cannot verify {}", rules.join(", "));
+        let _ = writeln!(out, "  reason      {reason}");
+    }
+    out
+}
+
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}

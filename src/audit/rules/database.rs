@@ -1,0 +1,54 @@
+//! FP012, FP013 and FP014: database options and the guest user, which widen
+//! who can reach the fence from outside the database.
+
+use super::super::catalog::Securable;
+use super::{CannotVerify, Context, Finding, Report, Rule, is_one_of};
+
+pub(super) fn check(ctx: &Context, report: &mut Report) {
+    let db = &ctx.catalog.database;
+    match ctx.catalog.settings {
+        None => {
+            for rule in [Rule::CrossDatabaseChaining, Rule::Trustworthy] {
+                report.cannot_verify.push(CannotVerify {
+                    rule,
+                    reason: "the database's options (sys.databases) could not be read".into(),
+                });
+            }
+        }
+        Some(settings) => {
+            if settings.db_chaining {
+                report.findings.push(Finding {
+                    rule: Rule::CrossDatabaseChaining,
+                    principal: None,
+                    object: format!("DATABASE::{db}"),
+                    permission: Some("DB_CHAINING ON".into()),
+                    why: "code in another database whose owner owns the fence tables here reaches them without a \
+                          permission check"
+                        .into(),
+                    fix: "ALTER DATABASE CURRENT SET DB_CHAINING OFF;".into(),
+                });
+            }
+            if settings.trustworthy {
+                report.findings.push(Finding {
+                    rule: Rule::Trustworthy,
+                    principal: None,
+                    object: format!("DATABASE::{db}"),
+                    permission: Some("TRUSTWORTHY ON".into()),
+                    why: "code here may impersonate at server level, and anyone who can change code in this \
+                          database may become the database owner's login"
+                        .into(),
+                    fix: "ALTER DATABASE CURRENT SET TRUSTWORTHY OFF;".into(),
+                });
+            }
+        }
+    }
+    for p in ctx.grants() {
+        if p.grantee.eq_ignore_ascii_case("guest")
+            && is_one_of(&p.permission, &["CONNECT"])
+            && p.on == Securable::Database
+        {
+            let why = "every login on the server may enter the database as guest and holds whatever public holds";
+            report.findings.push(ctx.grant_finding(Rule::GuestConnect, p, why));
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! FP005 and FP006: rights that do not touch the fence tables but let a
+//! principal write code that does, or become someone who can.
+
+use super::super::catalog::Securable;
+use super::super::sqltext::{quote, quote2};
+use super::{Context, Finding, Report, Rule, is_one_of};
+
+const CREATE_CODE: [&str; 4] = ["CREATE PROCEDURE", "CREATE VIEW", "CREATE FUNCTION", "ALTER ANY SCHEMA"];
+const CHANGE: [&str; 3] = ["ALTER", "CONTROL", "TAKE OWNERSHIP"];
+const MANAGE_PRINCIPALS: [&str; 3] = ["ALTER ANY USER", "ALTER ANY ROLE", "ALTER ANY APPLICATION ROLE"];
+const ON_PRINCIPAL: [&str; 4] = ["IMPERSONATE", "ALTER", "CONTROL", "TAKE OWNERSHIP"];
+
+pub(super) fn check(ctx: &Context, report: &mut Report) {
+    let tables_owner = ctx.catalog.schema_owner(&ctx.policy.fence_schema);
+    for p in ctx.grants() {
+        let serves = !ctx.services_reached_by(&p.grantee).is_empty();
+        let perm = p.permission.to_uppercase();
+        let (rule, why) = match &p.on {
+            Securable::Database if serves && is_one_of(&perm, &CREATE_CODE) => (
+                Rule::CodeChange,
+                format!(
+                    "{perm} lets {} add code; code owned by the tables' owner reaches the fence tables through ownership chaining",
+                    p.grantee
+                ),
+            ),
+            Securable::Schema { schema }
+                if is_one_of(&perm, &CHANGE)
+                    && ctx.policy.code_schemas.iter().any(|s| s.eq_ignore_ascii_case(schema)) =>
+            {
+                (
+                    Rule::CodeChange,
+                    format!(
+                        "{perm} on {schema} lets {} alter or add procedures that run with the tables' owner's rights",
+                        p.grantee
+                    ),
+                )
+            }
+            // Any schema owned by the fence tables' owner: a procedure created
+            // there chains ownership straight to the fence tables.
+            Securable::Schema { schema }
+                if serves
+                    && is_one_of(&perm, &CHANGE)
+                    && !schema.eq_ignore_ascii_case(&ctx.policy.fence_schema)
+                    && tables_owner.is_some_and(|o| {
+                        ctx.catalog
+                            .schema_owner(schema)
+                            .is_some_and(|s| s.eq_ignore_ascii_case(o))
+                    }) =>
+            {
+                (
+                    Rule::CodeChange,
+                    format!(
+                        "{perm} on {schema}, which the fence tables' owner owns, lets {} create procedures there that chain ownership to the fence tables",
+                        p.grantee
+                    ),
+                )
+            }
+            Securable::Object { schema, name, .. }
+                if is_one_of(&perm, &CHANGE) && ctx.policy.procedure(&format!("{schema}.{name}")).is_some() =>
+            {
+                (
+                    Rule::CodeChange,
+                    format!(
+                        "{perm} on a shipped procedure lets {} rewrite it to update the fence tables unconditionally",
+                        p.grantee
+                    ),
+                )
+            }
+            Securable::Database if serves && is_one_of(&perm, &MANAGE_PRINCIPALS) => (
+                Rule::PrincipalControl,
+                format!(
+                    "{perm} lets {} create or change principals and memberships, and so hand out rights on the fence",
+                    p.grantee
+                ),
+            ),
+            Securable::Principal { name } if serves && is_one_of(&perm, &ON_PRINCIPAL) => (
+                Rule::PrincipalControl,
+                format!(
+                    "{perm} on {name} lets {} act as or reshape {name}, and so use every right {name} has",
+                    p.grantee
+                ),
+            ),
+            _ => continue,
+        };
+        report.findings.push(ctx.grant_finding(rule, p, &why));
+    }
+    code_owners(ctx, report);
+}
+
+/// Owning a code schema or a shipped procedure is ALTER on it.
+fn code_owners(ctx: &Context, report: &mut Report) {
+    for schema in &ctx.policy.code_schemas {
+        let Some(owner) = ctx.catalog.schema_owner(schema) else {
+            continue;
+        };
+        if !ctx.services_reached_by(owner).is_empty() {
+            report.findings.push(Finding {
+                rule: Rule::CodeChange,
+                principal: Some(owner.to_string()),
+                object: format!("SCHEMA::{schema}"),
+                permission: Some("owner".into()),
+                why: format!(
+                    "{owner} owns {schema} and so may alter the shipped procedures in it{}",
+                    ctx.reach_note(owner)
+                ),
+                fix: format!("ALTER AUTHORIZATION ON SCHEMA::{} TO [dbo];", quote(schema)),
+            });
+        }
+    }
+    for proc in ctx.catalog.objects.iter().filter(|o| ctx.is_shipped(o)) {
+        let Some(owner) = proc.owner.as_deref() else {
+            continue;
+        };
+        if !ctx.services_reached_by(owner).is_empty() {
+            report.findings.push(Finding {
+                rule: Rule::CodeChange,
+                principal: Some(owner.to_string()),
+                object: proc.qualified_name(),
+                permission: Some("owner".into()),
+                why: format!(
+                    "{owner} owns a shipped procedure and so may rewrite it{}",
+                    ctx.reach_note(owner)
+                ),
+                fix: format!(
+                    "ALTER AUTHORIZATION ON OBJECT::{} TO SCHEMA OWNER;",
+                    quote2(&proc.schema, &proc.name)
+                ),
+            });
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! FP003 and FP004: permissions on the fence tables themselves, on their
+//! schema, or on the whole database, and owning them.
+
+use super::super::catalog::{ObjectKind, Securable};
+use super::super::sqltext::{quote, quote2};
+use super::{Context, Finding, Report, Rule, is_one_of};
+
+/// Permissions that let a principal change the fence rows or the tables.
+const WRITE: [&str; 6] = ["INSERT", "UPDATE", "DELETE", "ALTER", "CONTROL", "TAKE OWNERSHIP"];
+
+pub(super) fn check(ctx: &Context, report: &mut Report) {
+    let fence = &ctx.policy.fence_schema;
+    for p in ctx.grants() {
+        let write = is_one_of(&p.permission, &WRITE);
+        let read = is_one_of(&p.permission, &["SELECT"]);
+        if !write && !read {
+            continue;
+        }
+        // The fence schema is granted to nobody, so any grant on it is a
+        // finding; a database-wide grant matters when a service holds it.
+        let scope = match &p.on {
+            Securable::Object { schema, name, .. } if ctx.is_fence_table(schema, name) => "on a fence table",
+            Securable::Schema { schema } if schema.eq_ignore_ascii_case(fence) => "on the fence schema",
+            Securable::Database if !ctx.services_reached_by(&p.grantee).is_empty() => "on the whole database",
+            _ => continue,
+        };
+        let perm = p.permission.to_uppercase();
+        let why = if write {
+            format!(
+                "{perm} {scope} lets {} change the fence rows without the procedures' checks of owner, \
+                 generation and expiry",
+                p.grantee
+            )
+        } else {
+            format!(
+                "SELECT {scope} lets {} read each holder's owner id, and owner plus generation is what a \
+                 publish presents",
+                p.grantee
+            )
+        };
+        let rule = if write { Rule::WriteAccess } else { Rule::ReadAccess };
+        report.findings.push(ctx.grant_finding(rule, p, &why));
+    }
+    owners(ctx, report);
+}
+
+/// An owner needs no grant: owning the fence schema or a fence table is
+/// CONTROL over it.
+fn owners(ctx: &Context, report: &mut Report) {
+    let fence = &ctx.policy.fence_schema;
+    if let Some(owner) = ctx.catalog.schema_owner(fence)
+        && !ctx.services_reached_by(owner).is_empty()
+    {
+        report.findings.push(Finding {
+            rule: Rule::WriteAccess,
+            principal: Some(owner.to_string()),
+            object: format!("SCHEMA::{fence}"),
+            permission: Some("owner".into()),
+            why: format!(
+                "{owner} owns the fence schema and so controls every fence table{}",
+                ctx.reach_note(owner)
+            ),
+            fix: format!("ALTER AUTHORIZATION ON SCHEMA::{} TO [dbo];", quote(fence)),
+        });
+    }
+    for table in ctx.catalog.objects.iter().filter(|o| o.kind == ObjectKind::Table) {
+        let Some(owner) = table.owner.as_deref() else {
+            continue;
+        };
+        if ctx.is_fence_table(&table.schema, &table.name) && !ctx.services_reached_by(owner).is_empty() {
+            report.findings.push(Finding {
+                rule: Rule::WriteAccess,
+                principal: Some(owner.to_string()),
+                object: table.qualified_name(),
+                permission: Some("owner".into()),
+                why: format!(
+                    "{owner} owns a fence table and so may change it at will{}",
+                    ctx.reach_note(owner)
+                ),
+                fix: format!(
+                    "ALTER AUTHORIZATION ON OBJECT::{} TO SCHEMA OWNER;",
+                    quote2(&table.schema, &table.name)
+                ),
+            });
+        }
+    }
+}

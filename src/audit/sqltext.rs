@@ -1,0 +1,263 @@
+//! Just enough T-SQL lexing to read procedure texts and permission scripts:
+//! comments never count, string literals count only where dynamic SQL could
+//! run them, and identifiers compare without their brackets or quotes.
+
+/// The text with every comment replaced by a space, string literals kept.
+/// T-SQL block comments nest, and `--` inside a string or a bracketed name is
+/// not a comment, so a plain search would misread both.
+pub(crate) fn without_comments(sql: &str) -> String {
+    lex(sql, Strings::Keep)
+}
+
+/// The text with comments and the contents of string literals blanked, so
+/// that words inside messages (`N'... EXECUTE AS ...'`) are not read as code.
+pub(crate) fn code_only(sql: &str) -> String {
+    lex(sql, Strings::Blank)
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Strings {
+    Keep,
+    Blank,
+}
+
+fn lex(sql: &str, strings: Strings) -> String {
+    let chars: Vec<char> = sql.chars().collect();
+    let mut out = String::with_capacity(sql.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        match c {
+            '-' if next == Some('-') => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+                out.push(' ');
+            }
+            '/' if next == Some('*') => {
+                let mut depth = 0;
+                while i < chars.len() {
+                    if chars[i] == '/' && chars.get(i + 1) == Some(&'*') {
+                        depth += 1;
+                        i += 2;
+                    } else if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+                out.push(' ');
+            }
+            '\'' | '[' | '"' => {
+                let close = if c == '[' { ']' } else { c };
+                let blank = c == '\'' && strings == Strings::Blank;
+                out.push(c);
+                i += 1;
+                while i < chars.len() {
+                    if chars[i] == close {
+                        if chars.get(i + 1) == Some(&close) {
+                            if !blank {
+                                out.push(close);
+                                out.push(close);
+                            }
+                            i += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    if !blank {
+                        out.push(chars[i]);
+                    }
+                    i += 1;
+                }
+                if i < chars.len() {
+                    out.push(close);
+                    i += 1;
+                }
+            }
+            _ => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Lower-cased text with brackets and double quotes removed and no spaces
+/// around dots, so `[fence] . [Resource]` and `fence.resource` read alike.
+pub(crate) fn normalized(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    for c in sql.chars().filter(|c| !matches!(c, '[' | ']' | '"')) {
+        if c == '.' {
+            while out.ends_with(char::is_whitespace) {
+                out.pop();
+            }
+        }
+        if c.is_whitespace() && out.ends_with('.') {
+            continue;
+        }
+        out.extend(c.to_lowercase());
+    }
+    out
+}
+
+fn is_ident_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '_' | '@' | '#' | '$')
+}
+
+/// Whether `needle` (already normalized) occurs in `haystack` as whole words.
+pub(crate) fn contains_words(haystack: &str, needle: &str) -> bool {
+    haystack.match_indices(needle).any(|(at, _)| {
+        let before = haystack[..at].chars().next_back();
+        let after = haystack[at + needle.len()..].chars().next();
+        !before.is_some_and(is_ident_char) && !after.is_some_and(is_ident_char)
+    })
+}
+
+/// Whether a module's text names `schema.name`, in code or inside a string
+/// that dynamic SQL could run.
+#[cfg(test)]
+pub(crate) fn references(definition: &str, schema: &str, name: &str) -> bool {
+    let text = normalized(&without_comments(definition));
+    let needle = normalized(&format!("{schema}.{name}"));
+    contains_words(&text, &needle)
+}
+
+/// Which of `tables` (names in `schema`) a module's text names, read once.
+pub(crate) fn referenced_tables<'t>(
+    definition: &str,
+    schema: &str,
+    tables: impl IntoIterator<Item = &'t String>,
+) -> Vec<&'t String> {
+    let text = normalized(&without_comments(definition));
+    tables
+        .into_iter()
+        .filter(|t| contains_words(&text, &normalized(&format!("{schema}.{t}"))))
+        .collect()
+}
+
+/// The constructs in a module's text that run SQL built at run time or run as
+/// someone else: both step outside what the catalog can show about it.
+pub(crate) fn dynamic_constructs(definition: &str) -> Vec<&'static str> {
+    let words = words(&code_only(definition));
+    let mut found = Vec::new();
+    let mut push = |what: &'static str| {
+        if !found.contains(&what) {
+            found.push(what);
+        }
+    };
+    for (i, w) in words.iter().enumerate() {
+        let next = words.get(i + 1).map(String::as_str);
+        if w == "sp_executesql" || w.ends_with(".sp_executesql") {
+            push("sp_executesql");
+        }
+        match w.as_str() {
+            "exec" | "execute" => match next {
+                Some("(") => push("EXEC (string)"),
+                Some("as") => push("EXECUTE AS"),
+                Some(n) if n.starts_with('@') && words.get(i + 2).map(String::as_str) != Some("=") => {
+                    push("EXEC @variable")
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    found
+}
+
+/// Lower-cased words and single punctuation characters of code, brackets
+/// and quotes dropped, so `EXEC(` and `EXEC (` read alike.
+pub(crate) fn words(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for c in code.chars() {
+        if matches!(c, '[' | ']' | '"') {
+            continue;
+        }
+        if is_ident_char(c) || c == '.' {
+            current.extend(c.to_lowercase());
+            continue;
+        }
+        if !current.is_empty() {
+            out.push(std::mem::take(&mut current));
+        }
+        if !c.is_whitespace() {
+            out.push(c.to_string());
+        }
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
+}
+
+/// A `[name]`-quoted identifier, safe to paste into a fix statement.
+pub(crate) fn quote(name: &str) -> String {
+    format!("[{}]", name.replace(']', "]]"))
+}
+
+/// `[schema].[name]`.
+pub(crate) fn quote2(schema: &str, name: &str) -> String {
+    format!("{}.{}", quote(schema), quote(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_hide_references_but_strings_do_not() {
+        assert!(!references("-- UPDATE fence.Resource\nSELECT 1", "fence", "Resource"));
+        assert!(!references(
+            "/* outer /* inner */ fence.Resource */ SELECT 1",
+            "fence",
+            "Resource"
+        ));
+        assert!(references(
+            "EXEC (N'UPDATE fence.Resource SET Generation = 0')",
+            "fence",
+            "Resource"
+        ));
+        assert!(references("UPDATE [fence] . [Resource] SET x = 1", "fence", "Resource"));
+        assert!(references("update FENCE.RESOURCE set x = 1", "fence", "Resource"));
+        assert!(references("SELECT * FROM otherdb.fence.Resource", "fence", "Resource"));
+    }
+
+    #[test]
+    fn a_longer_name_is_not_a_reference() {
+        assert!(!references("SELECT * FROM fence.ResourceArchive", "fence", "Resource"));
+        assert!(!references("SELECT * FROM myfence.Resource", "fence", "Resource"));
+    }
+
+    #[test]
+    fn a_string_holding_a_comment_marker_does_not_start_a_comment() {
+        let sql = "SELECT N'--'; UPDATE fence.Resource SET x = 1";
+        assert!(references(sql, "fence", "Resource"));
+    }
+
+    #[test]
+    fn dynamic_sql_and_execute_as_are_found_in_code_only() {
+        assert_eq!(dynamic_constructs("EXEC (@sql)"), ["EXEC (string)"]);
+        assert_eq!(dynamic_constructs("EXECUTE sys.sp_executesql @s"), ["sp_executesql"]);
+        assert_eq!(
+            dynamic_constructs("CREATE PROCEDURE p WITH EXECUTE AS OWNER AS SELECT 1"),
+            ["EXECUTE AS"]
+        );
+        assert_eq!(dynamic_constructs("EXEC @proc"), ["EXEC @variable"]);
+        assert!(dynamic_constructs("EXEC @rc = dbo.p").is_empty());
+        assert!(dynamic_constructs("THROW 50000, N'do not EXECUTE AS or EXEC (x)', 1; -- EXEC (x)").is_empty());
+        assert!(dynamic_constructs("EXEC dbo.p @a = 1").is_empty());
+    }
+
+    #[test]
+    fn quoting_doubles_closing_brackets() {
+        assert_eq!(quote2("fence", "odd]name"), "[fence].[odd]]name]");
+    }
+}

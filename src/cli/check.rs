@@ -1,0 +1,27 @@
+//! `fencepost check`.
+
+use anyhow::Result;
+use fencepost::audit::{self, Format, Policy};
+
+use super::opt::{CheckArgs, CheckFormat};
+use super::{connect, sources};
+
+pub async fn run(args: CheckArgs) -> Result<u8> {
+    let mut policy = Policy::default();
+    for principal in &args.principals {
+        policy.add_principal(principal);
+    }
+    let report = if args.offline {
+        audit::lint_offline(&audit::Sources::from(&sources(&args.source)?), &policy)
+    } else {
+        let (_, mut conn) = connect(&args.connect).await?;
+        audit::evaluate(&audit::read_catalog(&mut conn).await?, &policy)
+    };
+    let format = match args.format {
+        CheckFormat::Text => Format::Text,
+        CheckFormat::Json => Format::Json,
+        CheckFormat::Junit => Format::Junit,
+    };
+    print!("{}", audit::render(&report, format));
+    Ok(u8::try_from(report.exit_code()).unwrap_or(super::EXIT_ERROR))
+}

@@ -1,0 +1,248 @@
+//! Fixture catalogs for the audit rules: a clean v1 deployment, built from
+//! the shipped procedure texts, and the small T-SQL-shaped edits that break it.
+#![allow(dead_code)]
+
+use fencepost::audit::{
+    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, Membership, Object, ObjectKind, Permission,
+    PermissionState, Principal, PrincipalKind, Schema, Securable, ServerFacts,
+};
+use sha2::{Digest, Sha256};
+
+/// The shipped procedures, as `procedures/` holds them.
+pub fn shipped_procedures() -> Vec<(String, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("procedures");
+    let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .expect("procedures/")
+        .map(|e| {
+            let path = e.expect("entry").path();
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            (file, std::fs::read_to_string(&path).expect("procedure text"))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// The shipped permission scripts, as `permissions/` holds them.
+pub fn shipped_permissions() -> Vec<(String, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("permissions");
+    let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .expect("permissions/")
+        .map(|e| {
+            let path = e.expect("entry").path();
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            (file, std::fs::read_to_string(&path).expect("script text"))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// What SQL Server's `HASHBYTES('SHA2_256', nvarchar)` gives: SHA-256 over
+/// UTF-16LE, as upper-case hex.
+pub fn server_hash(definition: &str) -> String {
+    let bytes: Vec<u8> = definition.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    hex::encode_upper(Sha256::digest(&bytes))
+}
+
+fn role(name: &str) -> Principal {
+    Principal {
+        name: name.into(),
+        kind: PrincipalKind::Role,
+        login: None,
+    }
+}
+
+fn user(name: &str, login: Option<&str>) -> Principal {
+    Principal {
+        name: name.into(),
+        kind: PrincipalKind::User,
+        login: login.map(String::from),
+    }
+}
+
+pub fn member(role: &str, member: &str) -> Membership {
+    Membership {
+        role: role.into(),
+        member: member.into(),
+    }
+}
+
+pub fn grant(grantee: &str, permission: &str, on: Securable) -> Permission {
+    Permission {
+        grantee: grantee.into(),
+        permission: permission.into(),
+        state: PermissionState::Grant,
+        on,
+    }
+}
+
+pub fn object(schema: &str, name: &str) -> Securable {
+    Securable::Object {
+        schema: schema.into(),
+        name: name.into(),
+        column: None,
+    }
+}
+
+pub fn schema(name: &str) -> Securable {
+    Securable::Schema { schema: name.into() }
+}
+
+pub fn module(schema: &str, name: &str, kind: ObjectKind, definition: &str) -> Object {
+    Object {
+        schema: schema.into(),
+        name: name.into(),
+        kind,
+        owner: None,
+        parent: None,
+        definition: Some(definition.into()),
+        definition_hash: None,
+        execute_as: None,
+    }
+}
+
+/// A v1 deployment as `fencepost migrate` leaves it on SQL Server, with a
+/// service user in each fence role, a DBA in db_owner and unrelated objects
+/// that must not trip anything.
+pub fn clean() -> Catalog {
+    let mut c = Catalog {
+        database: "orders".into(),
+        engine: Engine::default(),
+        settings: Some(DatabaseSettings {
+            trustworthy: false,
+            db_chaining: false,
+        }),
+        ..Catalog::default()
+    };
+    c.principals = vec![
+        user("dbo", Some("sa")),
+        user("guest", None),
+        role("public"),
+        role("db_owner"),
+        role("db_datawriter"),
+        role("db_datareader"),
+        role("db_ddladmin"),
+        role("fence_service"),
+        role("fence_reader"),
+        role("fence_operator"),
+        user("orders_svc", Some("orders_svc")),
+        user("dashboard", Some("dashboard")),
+        user("oncall", Some("oncall")),
+        user("deployer", Some("deployer")),
+        user("reporting", Some("reporting")),
+    ];
+    c.memberships = vec![
+        member("db_owner", "dbo"),
+        member("db_owner", "deployer"),
+        member("db_datareader", "reporting"),
+        member("fence_service", "orders_svc"),
+        member("fence_reader", "dashboard"),
+        member("fence_operator", "oncall"),
+    ];
+    let api = [
+        "Provision",
+        "Acquire",
+        "Renew",
+        "Publish",
+        "Release",
+        "GetOutcome",
+        "ReadPublication",
+        "Inspect",
+    ];
+    for p in api {
+        c.permissions
+            .push(grant("fence_service", "EXECUTE", object("fence_api", p)));
+    }
+    for p in ["ReadPublication", "Inspect"] {
+        c.permissions
+            .push(grant("fence_reader", "EXECUTE", object("fence_api", p)));
+    }
+    c.permissions.push(grant(
+        "fence_operator",
+        "EXECUTE",
+        object("fence_admin", "ForceRelease"),
+    ));
+    for r in ["fence_service", "fence_reader", "fence_operator"] {
+        for p in [
+            "SELECT",
+            "INSERT",
+            "UPDATE",
+            "DELETE",
+            "ALTER",
+            "CONTROL",
+            "TAKE OWNERSHIP",
+        ] {
+            c.permissions.push(Permission {
+                state: PermissionState::Deny,
+                ..grant(r, p, schema("fence"))
+            });
+        }
+    }
+    for u in ["dbo", "orders_svc", "dashboard", "oncall", "deployer", "reporting"] {
+        c.permissions.push(grant(u, "CONNECT", Securable::Database));
+    }
+    c.permissions
+        .push(grant("reporting", "SELECT", object("dbo", "Orders")));
+    c.permissions
+        .push(grant("orders_svc", "UPDATE", object("dbo", "Orders")));
+    c.schemas = ["dbo", "fence", "fence_api", "fence_admin", "guest"]
+        .iter()
+        .map(|s| Schema {
+            name: s.to_string(),
+            owner: if *s == "guest" { "guest" } else { "dbo" }.into(),
+        })
+        .collect();
+    for t in ["Resource", "PublishedOperation", "DeployedProcedure", "SchemaHistory"] {
+        c.objects.push(Object {
+            kind: ObjectKind::Table,
+            definition: None,
+            ..module("fence", t, ObjectKind::Table, "")
+        });
+    }
+    c.objects.push(Object {
+        kind: ObjectKind::Table,
+        definition: None,
+        ..module("dbo", "Orders", ObjectKind::Table, "")
+    });
+    let mut journal = Vec::new();
+    let mut dependencies = Vec::new();
+    for (file, text) in shipped_procedures() {
+        let name = file.trim_end_matches(".sql");
+        let (s, n) = name.split_once('.').unwrap();
+        let mut proc = module(s, n, ObjectKind::Procedure, &text);
+        proc.definition_hash = Some(server_hash(&text));
+        journal.push(DeployedProcedure {
+            name: name.into(),
+            definition_hash: Some(server_hash(&text)),
+        });
+        dependencies.push(Dependency {
+            referencing: name.into(),
+            referenced: "fence.Resource".into(),
+        });
+        c.objects.push(proc);
+    }
+    // Mentions the fence only in a comment, and writes only its own table.
+    c.objects.push(module(
+        "dbo",
+        "ShipOrder",
+        ObjectKind::Procedure,
+        "-- Never touches fence.Resource: leases go through fence_api.\n\
+         CREATE PROCEDURE dbo.ShipOrder @Id int AS UPDATE dbo.Orders SET Shipped = 1 WHERE Id = @Id;",
+    ));
+    c.dependencies = Some(dependencies);
+    c.deployed = Some(journal);
+    c.server = Some(ServerFacts {
+        role_members: vec![member("sysadmin", "sa"), member("sysadmin", "deployer")],
+        permissions: Vec::new(),
+    });
+    c
+}
+
+/// Shorthand for editing one object of a catalog in place.
+pub fn object_mut<'c>(c: &'c mut Catalog, qualified: &str) -> &'c mut Object {
+    c.objects
+        .iter_mut()
+        .find(|o| o.is(qualified))
+        .unwrap_or_else(|| panic!("{qualified} in fixture"))
+}

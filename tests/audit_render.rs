@@ -1,0 +1,66 @@
+//! Snapshots of each output format, for a clean deployment and for one with
+//! findings and rules that cannot be verified.
+
+mod audit_fixtures;
+
+use audit_fixtures::*;
+use fencepost::audit::{Format, ObjectKind, Policy, Report, evaluate, render};
+
+fn clean_report() -> Report {
+    evaluate(&clean(), &Policy::default())
+}
+
+/// A Babelfish-like catalog (no permissions shown) after two attacks.
+fn broken_report() -> Report {
+    let mut c = clean();
+    c.permissions.clear();
+    c.memberships.push(member("db_datawriter", "orders_svc"));
+    c.objects.push(module(
+        "dbo",
+        "RepairLease",
+        ObjectKind::Procedure,
+        "CREATE PROCEDURE dbo.RepairLease AS UPDATE fence.Resource SET Owner = NULL;",
+    ));
+    evaluate(&c, &Policy::default())
+}
+
+#[test]
+fn text_of_a_clean_check() {
+    insta::assert_snapshot!(render(&clean_report(), Format::Text));
+}
+
+#[test]
+fn text_with_findings_and_cannot_verify() {
+    insta::assert_snapshot!(render(&broken_report(), Format::Text));
+}
+
+#[test]
+fn json_with_findings_and_cannot_verify() {
+    let out = render(&broken_report(), Format::Json);
+    let parsed: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
+    assert_eq!(parsed["exit_code"], 1);
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn json_of_a_clean_check() {
+    let out = render(&clean_report(), Format::Json);
+    let parsed: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
+    assert_eq!(parsed["status"], "clean");
+    assert_eq!(parsed["rules"].as_array().unwrap().len(), 14);
+}
+
+#[test]
+fn junit_has_one_test_case_per_rule() {
+    let out = render(&broken_report(), Format::Junit);
+    assert_eq!(out.matches("<testcase ").count(), 14);
+    assert_eq!(out.matches("<failure ").count(), 2);
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn junit_of_a_clean_check() {
+    let out = render(&clean_report(), Format::Junit);
+    assert!(!out.contains("<failure") && !out.contains("<error"));
+    insta::assert_snapshot!(out);
+}

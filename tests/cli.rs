@@ -1,0 +1,112 @@
+//! The real binary, driven as a pipeline would drive it, with no server.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn fencepost(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fencepost"))
+        .args(args)
+        .env_remove("FENCEPOST_CONNECTION")
+        .output()
+        .expect("run fencepost")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn help_explains_every_command() {
+    for command in [&[][..], &["migrate"], &["status"], &["script"], &["check"]] {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let output = fencepost(&args);
+        assert!(output.status.success());
+        let name = if command.is_empty() {
+            "help".to_string()
+        } else {
+            format!("help_{}", command[0])
+        };
+        insta::assert_snapshot!(name, stdout(&output));
+    }
+}
+
+#[test]
+fn script_renders_the_whole_deployment() {
+    let output = fencepost(&["script"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    insta::assert_snapshot!("script", stdout(&output));
+}
+
+#[test]
+fn script_writes_to_a_file_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("deploy.sql");
+    let output = fencepost(&["script", "--output", path.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), stdout(&fencepost(&["script"])));
+}
+
+#[test]
+fn a_missing_connection_names_the_flag_and_the_variable() {
+    let output = fencepost(&["status"]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(
+        err.contains("--connection") && err.contains("FENCEPOST_CONNECTION"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unreachable_server_is_one_line_and_exit_status_2() {
+    // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+    let output = fencepost(&[
+        "status",
+        "--connection",
+        "Server=tcp:127.0.0.1,1;User ID=u;Password=Secret#1",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("cannot reach 127.0.0.1:1"), "{err}");
+    assert!(!err.contains("Secret#1"), "the password leaked: {err}");
+}
+
+#[test]
+fn a_malformed_connection_string_is_refused() {
+    let output = fencepost(&["migrate", "--connection", "Server=x;Connect Timeout=soon"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("Connect Timeout"), "{}", stderr(&output));
+}
+
+#[test]
+fn an_invalid_source_folder_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for folder in ["migrations", "procedures", "permissions"] {
+        std::fs::create_dir(dir.path().join(folder)).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("procedures/fence_api.Twice.sql"),
+        "CREATE PROCEDURE fence_api.Twice AS SELECT 1;\nCREATE PROCEDURE fence_api.Again AS SELECT 2;\n",
+    )
+    .unwrap();
+    let output = fencepost(&["script", "--source-dir", dir.path().to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("procedures/fence_api.Twice.sql"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn the_repository_folders_render_the_same_script_as_the_binary() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let from_dir = fencepost(&["script", "--source-dir", root.to_str().unwrap()]);
+    assert_eq!(stdout(&from_dir), stdout(&fencepost(&["script"])));
+}
