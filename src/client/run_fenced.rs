@@ -121,8 +121,9 @@ impl Client {
             Ok(payload) => payload,
             Err(error) => return Ok(Fenced::Failed(error)),
         };
-        // Renewals stop here; the last one left at least two thirds of the
-        // lease for the publish, and the fence refuses it if that runs out.
+        // Renewals stop here. A renewal confirmed within the last third of
+        // the lease leaves most of it for the publish; if the lease runs out
+        // anyway, the fence refuses the publish, which is the point.
         let operation_id = Uuid::new_v4();
         Ok(match self.publish(lease, operation_id, &payload).await? {
             // `AlreadyPublished` cannot answer a first send of a fresh id, but
