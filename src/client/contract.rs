@@ -107,12 +107,14 @@ impl Procedure {
 }
 
 /// Lists every `fence_api` procedure with its parameters, one row per parameter.
+/// `sys.all_parameters` rather than `sys.parameters`: both hold user procedures'
+/// parameters on SQL Server, and only the former exists on Babelfish.
 pub(crate) const CATALOG_QUERY: &str = "\
 SELECT p.name AS ProcedureName, prm.name AS ParameterName, t.name AS TypeName, \
        CAST(prm.max_length AS int) AS MaxLength \
   FROM sys.procedures AS p \
   JOIN sys.schemas AS s ON s.schema_id = p.schema_id \
-  LEFT JOIN sys.parameters AS prm ON prm.object_id = p.object_id \
+  LEFT JOIN sys.all_parameters AS prm ON prm.object_id = p.object_id \
   LEFT JOIN sys.types AS t ON t.user_type_id = prm.user_type_id \
  WHERE s.name = N'fence_api' \
  ORDER BY p.name, prm.parameter_id";
