@@ -148,6 +148,8 @@ async fn the_procedures_refuse_bad_input_with_the_documented_numbers_and_change_
     let renew = "EXEC fence_api.Renew @ResourceKey = @P1, @Owner = @P2, @Generation = @P3, @LeaseSeconds = @P4";
     let publish = "EXEC fence_api.Publish @ResourceKey = @P1, @Owner = @P2, @Generation = @P3, @OperationId = @P4, @Payload = @P5";
     let release = "EXEC fence_api.Release @ResourceKey = @P1, @Owner = @P2, @Generation = @P3";
+    // NULLs are written as literals: Babelfish refuses an untyped NULL string
+    // parameter in the RPC stream itself (error 8009), before any procedure runs.
     let cases: Vec<(&str, &str, Vec<Arg>, u32)> = vec![
         ("empty key", acquire, vec![k(""), fresh(), Int(Some(5))], 50101),
         (
@@ -158,8 +160,8 @@ async fn the_procedures_refuse_bad_input_with_the_documented_numbers_and_change_
         ),
         (
             "NULL key",
-            "EXEC fence_api.Provision @ResourceKey = @P1",
-            vec![Text(None)],
+            "EXEC fence_api.Provision @ResourceKey = NULL",
+            vec![],
             50101,
         ),
         (
@@ -174,7 +176,12 @@ async fn the_procedures_refuse_bad_input_with_the_documented_numbers_and_change_
             vec![k(&key), Id(Some(Uuid::nil())), Int(Some(5))],
             50102,
         ),
-        ("NULL owner", release, vec![k(&key), Id(None), Big(Some(1))], 50102),
+        (
+            "NULL owner",
+            "EXEC fence_api.Release @ResourceKey = @P1, @Owner = NULL, @Generation = @P2",
+            vec![k(&key), Big(Some(1))],
+            50102,
+        ),
         ("zero lease", acquire, vec![k(&key), fresh(), Int(Some(0))], 50103),
         (
             "negative lease",
@@ -219,8 +226,9 @@ async fn the_procedures_refuse_bad_input_with_the_documented_numbers_and_change_
         ),
         (
             "NULL payload",
-            publish,
-            vec![k(&key), owner, generation, fresh(), Text(None)],
+            "EXEC fence_api.Publish @ResourceKey = @P1, @Owner = @P2, @Generation = @P3, @OperationId = @P4, \
+             @Payload = NULL",
+            vec![k(&key), owner, generation, fresh()],
             50106,
         ),
         (
