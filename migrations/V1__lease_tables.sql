@@ -57,7 +57,7 @@ CREATE TABLE fence.DeployedProcedure
 (
     ProcedureName  nvarchar(256) NOT NULL,
     SourceChecksum char(64)      NOT NULL,
-    DefinitionHash char(64)      NULL,
+    DefinitionHash binary(32)    NULL,
     DeployedAtUtc  datetime2(7)  NOT NULL,
     CONSTRAINT PK_DeployedProcedure PRIMARY KEY (ProcedureName)
 );

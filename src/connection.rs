@@ -16,8 +16,9 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// SQL Server error numbers that mean "the login failed".
 const LOGIN_FAILED: u32 = 18456;
-/// "Cannot open database requested by the login."
-const CANNOT_OPEN_DATABASE: u32 = 4060;
+/// "Cannot open database requested by the login." (SQL Server), and
+/// "database does not exist" (Babelfish answers a missing database so).
+const CANNOT_OPEN_DATABASE: [u32; 2] = [4060, 911];
 
 /// Why a connection could not be opened. Each variant names what to fix; none
 /// of them carries the password.
@@ -71,7 +72,7 @@ pub enum ConnectError {
         database: String,
     },
     /// Anything else the driver reported while connecting.
-    #[error("cannot connect to {server}: {source}")]
+    #[error("cannot connect to {server}")]
     Other {
         /// `host:port` that was tried.
         server: String,
@@ -213,7 +214,7 @@ impl ConnectionString {
                 server,
                 user: self.user.clone(),
             },
-            Error::Server(ref e) if e.code() == CANNOT_OPEN_DATABASE => ConnectError::DatabaseUnavailable {
+            Error::Server(ref e) if CANNOT_OPEN_DATABASE.contains(&e.code()) => ConnectError::DatabaseUnavailable {
                 server,
                 database: self.database.clone(),
             },

@@ -89,10 +89,7 @@ async fn a_changed_procedure_is_altered_alone_and_keeps_its_grants() {
         .find(|p| p.qualified_name() == "fence_api.Inspect")
         .unwrap()
         .clone();
-    let changed_text = inspect.text().replace(
-        "-- Shows a resource's lease state.",
-        "-- Shows a resource's lease state (v2).",
-    );
+    let changed_text = inspect.text().replacen("SET NOCOUNT ON;", "SET NOCOUNT ON; -- (v2)", 1);
     assert_ne!(changed_text, inspect.text());
     // No permission scripts in this source set: a grant can only survive the ALTER itself.
     let sources = shipped()
@@ -119,6 +116,9 @@ async fn a_changed_procedure_is_altered_alone_and_keeps_its_grants() {
         Some(true),
         "fence_service lost EXECUTE on the altered procedure"
     );
+    // The same question for a login outside the role, so the check above can fail.
+    let outsider = db.login_in_role(None).await;
+    assert_eq!(support::has_execute(&outsider, "fence_api.Inspect").await, Some(false));
     db.drop().await;
 }
 
@@ -186,12 +186,7 @@ async fn two_deploys_started_together_both_succeed_and_apply_each_migration_once
     // Hold the deploy lock so both processes queue behind it; release it
     // only once both have said they are taking it.
     let mut holder = db.connect().await;
-    support::exec(
-        &mut holder,
-        "DECLARE @s int; EXEC @s = sp_getapplock @Resource = N'fencepost:deploy', @LockMode = N'Exclusive', \
-         @LockOwner = N'Session', @LockTimeout = 0; IF @s < 0 THROW 50000, N'lock not taken', 1;",
-    )
-    .await;
+    support::hold_deploy_lock(&mut holder).await;
     let mut children = Vec::new();
     for _ in 0..2 {
         let mut child = Command::new(env!("CARGO_BIN_EXE_fencepost"))
@@ -209,11 +204,8 @@ async fn two_deploys_started_together_both_succeed_and_apply_each_migration_once
         }
         children.push((child, stderr));
     }
-    support::exec(
-        &mut holder,
-        "EXEC sp_releaseapplock @Resource = N'fencepost:deploy', @LockOwner = N'Session';",
-    )
-    .await;
+    support::release_deploy_lock(&mut holder).await;
+    drop(holder);
 
     let mut applied = 0;
     for (child, mut stderr) in children {
@@ -372,6 +364,7 @@ async fn the_rendered_script_deploys_a_fresh_database_that_migrate_then_finds_cu
         let plan = fencepost::deploy::status(&mut conn, &shipped()).await.unwrap();
         assert!(plan.is_current(), "after script pass {pass}: {plan:?}");
     }
+    drop(conn);
     let report = db.migrate(&shipped()).await.unwrap();
     assert!(report.changes.is_empty(), "{:?}", report.changes);
     db.drop().await;
@@ -411,12 +404,7 @@ async fn a_deploy_that_cannot_get_the_lock_says_another_deployment_holds_it() {
         return;
     };
     let mut holder = db.connect().await;
-    support::exec(
-        &mut holder,
-        "DECLARE @s int; EXEC @s = sp_getapplock @Resource = N'fencepost:deploy', @LockMode = N'Exclusive', \
-         @LockOwner = N'Session', @LockTimeout = 0; IF @s < 0 THROW 50000, N'lock not taken', 1;",
-    )
-    .await;
+    support::hold_deploy_lock(&mut holder).await;
     let output = Command::new(env!("CARGO_BIN_EXE_fencepost"))
         .args(["migrate", "--lock-timeout", "1"])
         .env("FENCEPOST_CONNECTION", db.ado())

@@ -4,8 +4,11 @@
 
 /// The T-SQL expression, over `sys.sql_modules AS m`, that the deploy runner
 /// records in `fence.DeployedProcedure.DefinitionHash`. Both sides must use
-/// the same one, or every procedure would read as drifted.
-pub(crate) const DEFINITION_HASH_SQL: &str = "CONVERT(char(64), HASHBYTES('SHA2_256', m.definition), 2)";
+/// the same one, or every procedure would read as drifted: it comes from the
+/// runner. Its value is binary; the reader turns it into hex.
+pub(crate) fn definition_hash_sql() -> String {
+    crate::deploy::definition_hash_sql("m.definition")
+}
 
 /// Whether two recorded hashes name the same definition. Hex case and
 /// `char(64)` padding differ between engines and drivers, not definitions.

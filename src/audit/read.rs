@@ -8,7 +8,7 @@ use super::catalog::{
     Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, Membership, Object, ObjectKind, Permission,
     PermissionState, Principal, PrincipalKind, Schema, Securable, ServerFacts, ServerPermission,
 };
-use super::definition_hash::DEFINITION_HASH_SQL;
+use super::definition_hash::definition_hash_sql;
 use crate::Connection;
 
 /// One catalog query. Optional ones read views some engines lack; their
@@ -101,9 +101,10 @@ fn queries() -> Vec<Query> {
             what: "definition hashes of the fence procedures",
             sql: format!(
                 "SELECT CAST(SCHEMA_NAME(o.schema_id) AS nvarchar(256)), CAST(o.name AS nvarchar(256)),
-                        CAST({DEFINITION_HASH_SQL} AS nvarchar(64))
+                        {}
                    FROM sys.objects AS o JOIN sys.sql_modules AS m ON m.object_id = o.object_id
-                  WHERE SCHEMA_NAME(o.schema_id) IN (N'fence_api', N'fence_admin')"
+                  WHERE SCHEMA_NAME(o.schema_id) IN (N'fence_api', N'fence_admin')",
+                definition_hash_sql()
             ),
             required: false,
         },
@@ -127,9 +128,9 @@ fn queries() -> Vec<Query> {
         q(
             "the deploy journal",
             "IF OBJECT_ID(N'fence.DeployedProcedure', N'U') IS NULL
-                 SELECT CAST(0 AS int), CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(64))
+                 SELECT CAST(0 AS int), CAST(NULL AS nvarchar(256)), CAST(NULL AS varbinary(32))
              ELSE
-                 SELECT CAST(1 AS int), CAST(ProcedureName AS nvarchar(256)), CAST(DefinitionHash AS nvarchar(64))
+                 SELECT CAST(1 AS int), CAST(ProcedureName AS nvarchar(256)), CAST(DefinitionHash AS varbinary(32))
                    FROM fence.DeployedProcedure",
             false,
         ),
@@ -318,7 +319,11 @@ fn build(next: &mut Next) -> Result<Catalog, AuditError> {
 
     let (rows, what) = next();
     for row in rows.iter().flatten() {
-        let (schema, name, hash) = (required(row, 0, what)?, required(row, 1, what)?, text(row, 2, what)?);
+        let (schema, name, hash) = (
+            required(row, 0, what)?,
+            required(row, 1, what)?,
+            crate::deploy::hash_hex(row, 2),
+        );
         if let Some(o) = catalog
             .objects
             .iter_mut()
@@ -364,7 +369,7 @@ fn build(next: &mut Next) -> Result<Catalog, AuditError> {
                 .map(|row| {
                     Ok(DeployedProcedure {
                         name: required(row, 1, what)?,
-                        definition_hash: text(row, 2, what)?,
+                        definition_hash: crate::deploy::hash_hex(row, 2),
                     })
                 })
                 .collect::<Result<_, AuditError>>()?,

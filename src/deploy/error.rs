@@ -140,7 +140,7 @@ pub enum DeployError {
         message: String,
     },
     /// Any other server or network failure.
-    #[error("{context}: {source}")]
+    #[error("{context}")]
     Server {
         /// What fencepost was doing.
         context: String,

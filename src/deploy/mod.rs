@@ -29,6 +29,7 @@ pub use procedure::{PROCEDURE_SCHEMAS, ProcedureSource};
 pub use script::render as render_script;
 pub use sources::{MigrationSource, ScriptSource, Sources, checksum, normalize};
 pub use state::{HISTORY_TABLE, ServerState};
+pub(crate) use state::{definition_hash_sql, hash_hex};
 
 use crate::connection::Connection;
 

@@ -7,17 +7,22 @@ use super::session::Session;
 /// Where fencepost keeps its migration history (refinery's table).
 pub const HISTORY_TABLE: &str = "fence.SchemaHistory";
 
-/// The one expression that fingerprints a procedure as the server holds it.
-/// The journal records it right after a deploy; a later difference is drift.
-/// `{definition}` is replaced by the column or expression holding the text.
-const DEFINITION_HASH: &str = "CONVERT(char(64), HASHBYTES('SHA2_256', {definition}), 2)";
+/// The one expression that fingerprints a procedure as the server holds it,
+/// over the expression `definition` that yields its text. The journal records
+/// it right after a deploy; a later difference is drift. It stays binary:
+/// not every engine converts varbinary to hex text in SQL.
+pub(crate) fn definition_hash_sql(definition: &str) -> String {
+    format!("HASHBYTES('SHA2_256', {definition})")
+}
 
 /// The definition hash of one procedure, as a SQL expression.
 pub(crate) fn definition_hash_of(object_name_literal: &str) -> String {
-    DEFINITION_HASH.replace(
-        "{definition}",
-        &format!("OBJECT_DEFINITION(OBJECT_ID({object_name_literal}))"),
-    )
+    definition_hash_sql(&format!("OBJECT_DEFINITION(OBJECT_ID({object_name_literal}))"))
+}
+
+/// A hash column read as lower-case hex.
+pub(crate) fn hash_hex(row: &tiberius::Row, index: usize) -> Option<String> {
+    row.get::<&[u8], usize>(index).map(hex::encode)
 }
 
 /// One row of the migration history.
@@ -62,7 +67,7 @@ pub struct ServerState {
 /// holds. Missing tables (a database never deployed) give empty sets; their
 /// queries go through EXEC so the batch compiles without them.
 fn state_query() -> String {
-    let hash = DEFINITION_HASH.replace("{definition}", "m.definition");
+    let hash = definition_hash_sql("m.definition");
     format!(
         "SET NOCOUNT ON;
 IF OBJECT_ID(N'{HISTORY_TABLE}', N'U') IS NOT NULL
@@ -81,7 +86,7 @@ SELECT CAST(s.name + N'.' + p.name AS nvarchar(256)) AS ProcedureName, {hash} AS
 IF OBJECT_ID(N'fence.DeployedProcedure', N'U') IS NOT NULL
     EXEC (N'SELECT ProcedureName, SourceChecksum, DefinitionHash FROM fence.DeployedProcedure;');
 ELSE
-    SELECT CAST(NULL AS nvarchar(256)), CAST(NULL AS char(64)), CAST(NULL AS char(64)) WHERE 1 = 0;"
+    SELECT CAST(NULL AS nvarchar(256)), CAST(NULL AS char(64)), CAST(NULL AS binary(32)) WHERE 1 = 0;"
     )
 }
 
@@ -111,7 +116,7 @@ pub async fn read_state(session: &mut Session<'_>) -> Result<ServerState, Deploy
     for row in &procedures {
         state.procedures.push(ServerProcedure {
             name: text(row, 0).unwrap_or_default(),
-            definition_hash: text(row, 1),
+            definition_hash: hash_hex(row, 1),
             deployed_checksum: None,
             deployed_definition_hash: None,
         });
@@ -131,7 +136,7 @@ pub async fn read_state(session: &mut Session<'_>) -> Result<ServerState, Deploy
             }
         };
         state.procedures[index].deployed_checksum = text(row, 1);
-        state.procedures[index].deployed_definition_hash = text(row, 2);
+        state.procedures[index].deployed_definition_hash = hash_hex(row, 2);
     }
     Ok(state)
 }

@@ -6,8 +6,15 @@ use std::time::Duration;
 use super::procedure::ProcedureSource;
 use super::state::{HISTORY_TABLE, definition_hash_of};
 
-/// The name of the deploy lock (`sp_getapplock` resource).
-pub const DEPLOY_LOCK: &str = "fencepost:deploy";
+/// The name of the deploy lock (`sp_getapplock` resource), followed by the
+/// database name. SQL Server scopes application locks to a database already;
+/// engines whose locks are server-wide (Babelfish) need the name to keep
+/// deploys of different databases independent.
+pub const DEPLOY_LOCK: &str = "fencepost:deploy:";
+
+fn deploy_lock_resource() -> String {
+    format!("{} + DB_NAME()", literal(DEPLOY_LOCK))
+}
 
 /// A T-SQL string literal: `N'...'` with quotes doubled.
 pub fn literal(text: &str) -> String {
@@ -35,19 +42,19 @@ IF OBJECT_ID(N'{HISTORY_TABLE}', N'U') IS NULL
 pub fn take_deploy_lock(timeout: Duration) -> String {
     let millis = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
     format!(
-        "DECLARE @Status int;
-EXEC @Status = sp_getapplock @Resource = {lock}, @LockMode = N'Exclusive',
+        "DECLARE @Status int, @Resource nvarchar(255) = {lock};
+EXEC @Status = sp_getapplock @Resource = @Resource, @LockMode = N'Exclusive',
                              @LockOwner = N'Session', @LockTimeout = {millis};
 SELECT @Status AS Status;",
-        lock = literal(DEPLOY_LOCK)
+        lock = deploy_lock_resource()
     )
 }
 
 /// Releases the deploy lock (closing the session would too).
 pub fn release_deploy_lock() -> String {
     format!(
-        "EXEC sp_releaseapplock @Resource = {}, @LockOwner = N'Session';",
-        literal(DEPLOY_LOCK)
+        "DECLARE @Resource nvarchar(255) = {};\nEXEC sp_releaseapplock @Resource = @Resource, @LockOwner = N'Session';",
+        deploy_lock_resource()
     )
 }
 

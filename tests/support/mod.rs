@@ -54,7 +54,9 @@ impl TestDatabase {
         let server_ado = server_or_skip(test)?;
         let name = format!("fp_{}", unique_suffix());
         let mut admin = connect_ado(&server_ado).await;
-        exec(&mut admin, &format!("CREATE DATABASE [{name}];")).await;
+        if let Err(e) = with_catalog_retry(&mut admin, &format!("CREATE DATABASE [{name}];")).await {
+            panic!("creating the test database: {e}");
+        }
         Some(Self {
             name,
             server_ado,
@@ -137,7 +139,9 @@ impl TestDatabase {
         )
     }
 
-    /// Drops the database and the logins made for it.
+    /// Drops the database and the logins made for it. Connections the test
+    /// still holds make the drop wait and retry, then give up with a warning:
+    /// cleanup never fails a test.
     pub async fn drop(self) {
         let mut admin = connect_ado(&self.server_ado).await;
         for login in &self.logins {
@@ -145,8 +149,8 @@ impl TestDatabase {
         }
         // Sessions still open in the pool of a test's client keep the
         // database in use; a failed drop is left for the engine to clean.
-        if let Ok(stream) = admin.simple_query(format!("DROP DATABASE [{}];", self.name)).await {
-            let _ = stream.into_results().await;
+        if let Err(e) = with_catalog_retry(&mut admin, &format!("DROP DATABASE [{}];", self.name)).await {
+            let _ = writeln!(std::io::stderr(), "warning: database {} left behind: {e}", self.name);
         }
     }
 }
@@ -157,6 +161,27 @@ fn ado_value(ado: &str, key: &str) -> Option<String> {
         let (k, v) = pair.split_once('=')?;
         (k.trim().to_ascii_lowercase().replace(' ', "") == key).then(|| v.trim().to_string())
     })
+}
+
+/// Runs a CREATE or DROP DATABASE, retrying while another session is in the
+/// way: Babelfish refuses concurrent catalog changes ("tuple concurrently
+/// updated") where SQL Server would queue them, and a just-closed connection
+/// may still hold the database for a moment.
+async fn with_catalog_retry(admin: &mut Connection, sql: &str) -> Result<(), tiberius::error::Error> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let result = match admin.simple_query(sql).await {
+            Ok(stream) => stream.into_results().await.map(drop),
+            Err(e) => Err(e),
+        };
+        match result {
+            Err(e) if attempt < 20 && (e.to_string().contains("concurrently") || e.to_string().contains("in use")) => {
+                tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await;
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Opens a connection from an ADO string, panicking with the reason.
@@ -197,4 +222,26 @@ pub fn replace_ado_value(ado: &str, key: &str, value: &str) -> String {
         })
         .collect();
     format!("{};{key}={value}", kept.join(";").trim_end_matches(';'))
+}
+
+/// Takes the deploy lock of the connection's database, as another deployment
+/// would (the resource name is the runner's: `fencepost:deploy:` + database).
+pub async fn hold_deploy_lock(conn: &mut Connection) {
+    exec(
+        conn,
+        "DECLARE @s int, @r nvarchar(255) = N'fencepost:deploy:' + DB_NAME();
+         EXEC @s = sp_getapplock @Resource = @r, @LockMode = N'Exclusive', @LockOwner = N'Session', @LockTimeout = 0;
+         IF @s < 0 THROW 50000, N'the deploy lock is taken', 1;",
+    )
+    .await;
+}
+
+/// Releases what [`hold_deploy_lock`] took.
+pub async fn release_deploy_lock(conn: &mut Connection) {
+    exec(
+        conn,
+        "DECLARE @r nvarchar(255) = N'fencepost:deploy:' + DB_NAME();
+         EXEC sp_releaseapplock @Resource = @r, @LockOwner = N'Session';",
+    )
+    .await;
 }
