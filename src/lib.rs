@@ -11,7 +11,7 @@
 //! - [`deploy`]: the T-SQL (migrations, procedures, permissions) embedded in
 //!   the binary, and the runner behind `fencepost migrate`, `status` and `script`;
 //! - [`client`]: the typed API services use, which calls only the procedures;
-//! - `audit`: `fencepost check`, which proves nothing else can write the fence.
+//! - [`audit`]: `fencepost check`, which proves nothing else can write the fence.
 //!
 //! # A service holding a lease
 //!
