@@ -114,6 +114,41 @@ fn fp002_control_server_through_a_server_role() {
 }
 
 #[test]
+fn fp002_without_a_server_permission_catalog_control_server_cannot_be_ruled_out_for_a_service_login() {
+    // Babelfish: sysadmin members show, sys.server_permissions does not exist.
+    let mut c = clean();
+    c.server.as_mut().unwrap().permissions_unreadable =
+        Some("Babelfish for PostgreSQL has no server permission catalog (sys.server_permissions)".into());
+    let report = check(&c);
+    assert!(report.findings.is_empty(), "{report:#?}");
+    assert_eq!(cannot_verify_rules(&report), ["FP002"]);
+    assert!(
+        report.cannot_verify[0]
+            .reason
+            .ends_with("so CONTROL SERVER held by service logins dashboard, oncall, orders_svc cannot be ruled out"),
+        "{report:#?}"
+    );
+    // A sysadmin member is still named.
+    c.server
+        .as_mut()
+        .unwrap()
+        .role_members
+        .push(member("sysadmin", "orders_svc"));
+    assert_eq!(check(&c).findings_of(Rule::ServerControl).count(), 1);
+}
+
+#[test]
+fn fp002_without_a_server_permission_catalog_and_no_service_login_has_nothing_to_rule_out() {
+    let mut c = clean();
+    c.server.as_mut().unwrap().permissions_unreadable = Some("no catalog".into());
+    for p in &mut c.principals {
+        p.login = None;
+    }
+    let report = check(&c);
+    assert_eq!(report.exit_code(), 0, "{report:#?}");
+}
+
+#[test]
 fn fp003_update_on_the_resource_table_to_fence_service() {
     let mut c = clean();
     c.permissions
@@ -386,6 +421,36 @@ fn fp011_a_procedure_altered_by_hand_or_missing() {
             ("fence_api.GetOutcome", "missing"),
             ("fence_api.Release", "definition changed since deploy")
         ]
+    );
+}
+
+/// Babelfish lists object names lower-cased (`fence_api.release`), while
+/// the policy and the shipped files spell them `fence_api.Release`.
+fn lower_cased_names(c: &mut Catalog) {
+    for o in &mut c.objects {
+        o.name = o.name.to_lowercase();
+    }
+}
+
+#[test]
+fn lower_cased_catalog_names_match_the_policy_as_the_default_collation_does() {
+    let mut c = clean();
+    lower_cased_names(&mut c);
+    let report = check(&c);
+    assert_eq!(report.findings, vec![], "{report:#?}");
+    assert_eq!(report.exit_code(), 0);
+}
+
+#[test]
+fn fp011_drift_in_a_lower_cased_catalog_points_at_the_shipped_file() {
+    let mut c = clean();
+    lower_cased_names(&mut c);
+    object_mut(&mut c, "fence_api.Release").definition_hash = Some(server_hash("ALTER PROCEDURE x AS SELECT 1"));
+    let f = found(&c, Rule::Drift);
+    assert_eq!(f[0].object, "fence_api.release");
+    assert_eq!(
+        f[0].fix,
+        "ALTER PROCEDURE [fence_api].[Release] with the shipped text of procedures/fence_api.Release.sql"
     );
 }
 

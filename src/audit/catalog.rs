@@ -258,6 +258,10 @@ pub struct ServerFacts {
     pub role_members: Vec<Membership>,
     /// Granted server permissions, by login or server role.
     pub permissions: Vec<ServerPermission>,
+    /// Why `permissions` could not be read, when it could not: then an empty
+    /// list proves nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions_unreadable: Option<String>,
 }
 
 /// A server-level permission granted to a login or server role.

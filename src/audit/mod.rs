@@ -40,7 +40,7 @@ pub use error::AuditError;
 pub use finding::{CannotVerify, Finding};
 pub use offline::{Source, Sources, lint_offline};
 pub use policy::{Policy, ShippedProcedure};
-pub use read::read_catalog;
+pub use read::{read_catalog, read_catalog_counted};
 pub use render::{Format, render};
 pub use report::{Report, RuleOutcome};
 pub use rule::Rule;

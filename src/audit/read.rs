@@ -1,6 +1,8 @@
 //! Takes a [`Catalog`] snapshot from a live database: one batch of catalog
 //! queries, one round trip, however many objects the database holds.
 
+use std::collections::HashMap;
+
 use tiberius::Row;
 
 use super::AuditError;
@@ -18,6 +20,16 @@ struct Query {
     sql: String,
     required: bool,
 }
+
+/// The visibility marker and the server role memberships.
+const SERVER_ROLES: &str = "SELECT N'visible', CAST(CASE WHEN IS_SRVROLEMEMBER(N'sysadmin') = 1
+                                         OR HAS_PERMS_BY_NAME(NULL, NULL, N'VIEW ANY DEFINITION') = 1
+                                         THEN N'1' ELSE N'0' END AS nvarchar(256)), CAST(NULL AS nvarchar(256))
+                     UNION ALL
+                     SELECT N'member', CAST(r.name AS nvarchar(256)), CAST(m.name AS nvarchar(256))
+                       FROM sys.server_role_members AS rm
+                       JOIN sys.server_principals AS r ON r.principal_id = rm.role_principal_id
+                       JOIN sys.server_principals AS m ON m.principal_id = rm.member_principal_id";
 
 fn queries() -> Vec<Query> {
     let q = |what, sql: &str, required| Query {
@@ -80,38 +92,44 @@ fn queries() -> Vec<Query> {
             "SELECT CAST(s.name AS nvarchar(256)), CAST(USER_NAME(s.principal_id) AS nvarchar(256)) FROM sys.schemas AS s",
             true,
         ),
+        // Objects and module texts are read apart and joined here by id:
+        // on Babelfish each catalog view is costly per row, and joining the
+        // two in SQL costs more than reading both.
         q(
-            "objects and module definitions",
-            "SELECT CAST(SCHEMA_NAME(o.schema_id) AS nvarchar(256)), CAST(o.name AS nvarchar(256)),
-                    CAST(o.type AS nvarchar(2)), CAST(USER_NAME(o.principal_id) AS nvarchar(256)),
+            "objects",
+            "SELECT o.object_id, CAST(SCHEMA_NAME(o.schema_id) AS nvarchar(256)), CAST(o.name AS nvarchar(256)),
+                    CAST(o.type AS nvarchar(2)),
+                    -- Babelfish answers USER_NAME(NULL) with the current user;
+                    -- a NULL owner means the schema's.
+                    CAST(CASE WHEN o.principal_id IS NOT NULL THEN USER_NAME(o.principal_id) END AS nvarchar(256)),
                     CAST(CASE WHEN o.parent_object_id <> 0
                               THEN OBJECT_SCHEMA_NAME(o.parent_object_id) + N'.' + OBJECT_NAME(o.parent_object_id)
-                         END AS nvarchar(520)),
-                    CAST(m.definition AS nvarchar(max)),
-                    CAST(CASE m.execute_as_principal_id WHEN -2 THEN N'OWNER'
-                         ELSE USER_NAME(m.execute_as_principal_id) END AS nvarchar(256))
+                         END AS nvarchar(520))
                FROM sys.objects AS o
-               LEFT JOIN sys.sql_modules AS m ON m.object_id = o.object_id
               WHERE o.is_ms_shipped = 0 AND o.type IN ('U', 'P', 'V', 'FN', 'IF', 'TF', 'TR')",
             true,
         ),
         // Hashing is limited to the code schemas: only shipped procedures
         // are compared with the deploy journal.
         Query {
-            what: "definition hashes of the fence procedures",
+            what: "module definitions",
             sql: format!(
-                "SELECT CAST(SCHEMA_NAME(o.schema_id) AS nvarchar(256)), CAST(o.name AS nvarchar(256)),
-                        {}
-                   FROM sys.objects AS o JOIN sys.sql_modules AS m ON m.object_id = o.object_id
-                  WHERE SCHEMA_NAME(o.schema_id) IN (N'fence_api', N'fence_admin')",
+                "SELECT m.object_id, CAST(m.definition AS nvarchar(max)),
+                        -- NULL is EXECUTE AS CALLER (and USER_NAME(NULL) the current user on Babelfish).
+                        CAST(CASE WHEN m.execute_as_principal_id IS NULL THEN NULL
+                                  WHEN m.execute_as_principal_id = -2 THEN N'OWNER'
+                                  ELSE USER_NAME(m.execute_as_principal_id) END AS nvarchar(256)),
+                        CASE WHEN OBJECT_SCHEMA_NAME(m.object_id) IN (N'fence_api', N'fence_admin') THEN {} END
+                   FROM sys.sql_modules AS m",
                 definition_hash_sql()
             ),
-            required: false,
+            required: true,
         },
         q(
             "synonyms",
             "SELECT CAST(SCHEMA_NAME(s.schema_id) AS nvarchar(256)), CAST(s.name AS nvarchar(256)),
-                    CAST(USER_NAME(s.principal_id) AS nvarchar(256)), CAST(s.base_object_name AS nvarchar(1035))
+                    CAST(CASE WHEN s.principal_id IS NOT NULL THEN USER_NAME(s.principal_id) END AS nvarchar(256)),
+                    CAST(s.base_object_name AS nvarchar(1035))
                FROM sys.synonyms AS s",
             false,
         ),
@@ -136,23 +154,25 @@ fn queries() -> Vec<Query> {
         ),
         // Without VIEW ANY DEFINITION a login sees only its own server roles,
         // so an empty answer would prove nothing; the first row says which.
-        q(
-            "server roles and permissions",
-            "SELECT N'visible', CAST(CASE WHEN IS_SRVROLEMEMBER(N'sysadmin') = 1
-                                         OR HAS_PERMS_BY_NAME(NULL, NULL, N'VIEW ANY DEFINITION') = 1
-                                         THEN N'1' ELSE N'0' END AS nvarchar(256)), CAST(NULL AS nvarchar(256))
-             UNION ALL
-             SELECT N'member', CAST(r.name AS nvarchar(256)), CAST(m.name AS nvarchar(256))
-               FROM sys.server_role_members AS rm
-               JOIN sys.server_principals AS r ON r.principal_id = rm.role_principal_id
-               JOIN sys.server_principals AS m ON m.principal_id = rm.member_principal_id
-             UNION ALL
-             SELECT N'permission', CAST(p.permission_name AS nvarchar(256)), CAST(g.name AS nvarchar(256))
-               FROM sys.server_permissions AS p
-               JOIN sys.server_principals AS g ON g.principal_id = p.grantee_principal_id
-              WHERE p.state IN ('G', 'W') AND p.permission_name = N'CONTROL SERVER'",
-            false,
-        ),
+        // An engine without sys.server_permissions (Babelfish) gets a marker
+        // row instead of those grants: naming the view would fail the batch.
+        Query {
+            what: "server roles and permissions",
+            sql: format!(
+                "IF OBJECT_ID(N'sys.server_permissions') IS NULL
+                     {SERVER_ROLES}
+                     UNION ALL
+                     SELECT N'no permission catalog', CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(256))
+                 ELSE
+                     {SERVER_ROLES}
+                     UNION ALL
+                     SELECT N'permission', CAST(p.permission_name AS nvarchar(256)), CAST(g.name AS nvarchar(256))
+                       FROM sys.server_permissions AS p
+                       JOIN sys.server_principals AS g ON g.principal_id = p.grantee_principal_id
+                      WHERE p.state IN ('G', 'W') AND p.permission_name = N'CONTROL SERVER'"
+            ),
+            required: false,
+        },
     ]
 }
 
@@ -163,13 +183,21 @@ fn queries() -> Vec<Query> {
 /// the views the engine has still count. A required view that fails is an
 /// error; an optional one leaves its part of the snapshot `None`.
 pub async fn read_catalog(connection: &mut Connection) -> Result<Catalog, AuditError> {
+    read_catalog_counted(connection).await.map(|(catalog, _)| catalog)
+}
+
+/// [`read_catalog`], also returning how many round trips it took: 1, unless
+/// the engine failed the batch and the queries went one by one.
+pub async fn read_catalog_counted(connection: &mut Connection) -> Result<(Catalog, usize), AuditError> {
     let queries = queries();
     let batch: String = queries.iter().map(|q| format!("{};\n", q.sql)).collect();
+    let mut round_trips = 1;
     let results: Vec<Option<Vec<Row>>> = match run(connection, &batch).await {
         Ok(sets) if sets.len() == queries.len() => sets.into_iter().map(Some).collect(),
         _ => {
             let mut sets = Vec::with_capacity(queries.len());
             for q in &queries {
+                round_trips += 1;
                 match run(connection, &q.sql).await {
                     Ok(mut result) if result.len() == 1 => sets.push(result.pop()),
                     Ok(result) if q.required => {
@@ -192,7 +220,7 @@ pub async fn read_catalog(connection: &mut Connection) -> Result<Catalog, AuditE
         let (rows, q) = sets.next().expect("one result per query");
         (rows, q.what)
     };
-    build(&mut next)
+    build(&mut next).map(|catalog| (catalog, round_trips))
 }
 
 async fn run(connection: &mut Connection, sql: &str) -> tiberius::Result<Vec<Vec<Row>>> {
@@ -245,7 +273,11 @@ fn build(next: &mut Next) -> Result<Catalog, AuditError> {
     for row in rows.iter().flatten() {
         let user = required(row, 0, what)?;
         let login = text(row, 1, what)?;
-        if let Some(p) = catalog.principals.iter_mut().find(|p| p.name == user) {
+        if let Some(p) = catalog
+            .principals
+            .iter_mut()
+            .find(|p| p.name.eq_ignore_ascii_case(&user))
+        {
             p.login = login;
         }
     }
@@ -297,40 +329,39 @@ fn build(next: &mut Next) -> Result<Catalog, AuditError> {
     }
 
     let (rows, what) = next();
+    let mut by_id = HashMap::new();
     for row in rows.iter().flatten() {
-        let kind = match text(row, 2, what)?.as_deref().map(str::trim) {
+        let kind = match text(row, 3, what)?.as_deref().map(str::trim) {
             Some("U") => ObjectKind::Table,
             Some("P") => ObjectKind::Procedure,
             Some("V") => ObjectKind::View,
             Some("TR") => ObjectKind::Trigger,
             _ => ObjectKind::Function,
         };
+        if let Some(id) = int(row, 0, what)? {
+            by_id.insert(id, catalog.objects.len());
+        }
         catalog.objects.push(Object {
-            schema: required(row, 0, what)?,
-            name: required(row, 1, what)?,
+            schema: required(row, 1, what)?,
+            name: required(row, 2, what)?,
             kind,
-            owner: text(row, 3, what)?,
-            parent: text(row, 4, what)?,
-            definition: text(row, 5, what)?,
+            owner: text(row, 4, what)?,
+            parent: text(row, 5, what)?,
+            definition: None,
             definition_hash: None,
-            execute_as: text(row, 6, what)?,
+            execute_as: None,
         });
     }
 
     let (rows, what) = next();
     for row in rows.iter().flatten() {
-        let (schema, name, hash) = (
-            required(row, 0, what)?,
-            required(row, 1, what)?,
-            crate::deploy::hash_hex(row, 2),
-        );
-        if let Some(o) = catalog
-            .objects
-            .iter_mut()
-            .find(|o| o.schema == schema && o.name == name)
-        {
-            o.definition_hash = hash;
-        }
+        let Some(&at) = int(row, 0, what)?.and_then(|id| by_id.get(&id)) else {
+            continue;
+        };
+        let object = &mut catalog.objects[at];
+        object.definition = text(row, 1, what)?;
+        object.execute_as = text(row, 2, what)?;
+        object.definition_hash = crate::deploy::hash_hex(row, 3);
     }
 
     let (rows, what) = next();
@@ -391,6 +422,12 @@ fn build(next: &mut Next) -> Result<Catalog, AuditError> {
                         permission: required(row, 1, what)?,
                         grantee: required(row, 2, what)?,
                     }),
+                    Some("no permission catalog") => {
+                        facts.permissions_unreadable = Some(format!(
+                            "{} has no server permission catalog (sys.server_permissions)",
+                            catalog.engine.product
+                        ));
+                    }
                     _ => {}
                 }
             }

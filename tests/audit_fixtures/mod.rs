@@ -235,6 +235,7 @@ pub fn clean() -> Catalog {
     c.server = Some(ServerFacts {
         role_members: vec![member("sysadmin", "sa"), member("sysadmin", "deployer")],
         permissions: Vec::new(),
+        permissions_unreadable: None,
     });
     c
 }

@@ -121,6 +121,41 @@ impl TestDatabase {
             &format!("CREATE LOGIN [{login}] WITH PASSWORD = '{password}';"),
         )
         .await;
+        self.user_for_login(login, password, role).await
+    }
+
+    /// [`TestDatabase::login_in_role`], retrying CREATE LOGIN while it races
+    /// a concurrent DROP DATABASE: Babelfish adds each new login to every
+    /// database's guest role and fails (`role "x_guest" does not exist`)
+    /// when one of them is being dropped.
+    pub async fn login_in_role_retrying(&mut self, role: Option<&str>) -> String {
+        let login = format!("fp_login_{}", unique_suffix());
+        let password = format!("Pw#{}", uuid::Uuid::new_v4().simple());
+        let mut admin = connect_ado(&self.server_ado).await;
+        let create = format!("CREATE LOGIN [{login}] WITH PASSWORD = '{password}';");
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = match admin.simple_query(create.as_str()).await {
+                Ok(stream) => stream.into_results().await.map(drop),
+                Err(e) => Err(e),
+            };
+            match result {
+                Ok(()) => break,
+                Err(e)
+                    if attempt < 20
+                        && (e.to_string().contains("_guest\" does not exist")
+                            || e.to_string().contains("concurrently")) =>
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await;
+                }
+                Err(e) => panic!("{create}: {e}"),
+            }
+        }
+        self.user_for_login(login, password, role).await
+    }
+
+    async fn user_for_login(&mut self, login: String, password: String, role: Option<&str>) -> String {
         self.logins.push(login.clone());
         let mut add = format!("CREATE USER [{login}] FOR LOGIN [{login}];");
         if let Some(role) = role {

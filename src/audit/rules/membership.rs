@@ -74,10 +74,14 @@ fn server(ctx: &Context, report: &mut Report) {
         });
         return;
     };
+    let mut unchecked = Vec::new();
     for service in ctx.service_principals() {
         let Some(login) = ctx.catalog.principal(service).and_then(|p| p.login.as_deref()) else {
             continue;
         };
+        if server.permissions_unreadable.is_some() {
+            unchecked.push(login.to_string());
+        }
         // Server roles nest; every login is also in `public`.
         let mut holders = vec![login.to_string(), "public".to_string()];
         let mut i = 0;
@@ -136,5 +140,16 @@ fn server(ctx: &Context, report: &mut Report) {
                 });
             }
         }
+    }
+    // Only service logins need the grants: with none, there is nothing to rule out.
+    if let (Some(why), false) = (&server.permissions_unreadable, unchecked.is_empty()) {
+        report.cannot_verify.push(CannotVerify {
+            rule: Rule::ServerControl,
+            reason: format!(
+                "{why}, so CONTROL SERVER held by service login{} {} cannot be ruled out",
+                if unchecked.len() == 1 { "" } else { "s" },
+                unchecked.join(", ")
+            ),
+        });
     }
 }

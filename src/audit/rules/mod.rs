@@ -69,7 +69,12 @@ impl<'a> Context<'a> {
         }
         let mut fence_tables: BTreeSet<String> = policy.fence_tables.iter().cloned().collect();
         for o in &catalog.objects {
-            if o.kind == ObjectKind::Table && o.schema.eq_ignore_ascii_case(&policy.fence_schema) {
+            // Babelfish lists `resource` for the `Resource` of the policy:
+            // one table, as the default collation compares names.
+            if o.kind == ObjectKind::Table
+                && o.schema.eq_ignore_ascii_case(&policy.fence_schema)
+                && !fence_tables.iter().any(|t| t.eq_ignore_ascii_case(&o.name))
+            {
                 fence_tables.insert(o.name.clone());
             }
         }

@@ -147,11 +147,18 @@ fn ownership(ctx: &Context, report: &mut Report) {
     }
 }
 
-fn redeploy(proc: &Object) -> String {
+/// The shipped file is named as the policy spells the procedure, which need
+/// not be how the catalog does (Babelfish lists names lower-cased).
+fn redeploy(ctx: &Context, proc: &Object) -> String {
+    let qualified = proc.qualified_name();
+    let shipped = ctx
+        .policy
+        .procedure(&qualified)
+        .map_or(qualified.as_str(), |p| p.name.as_str());
+    let (schema, name) = shipped.split_once('.').unwrap_or((&proc.schema, &proc.name));
     format!(
-        "ALTER PROCEDURE {} with the shipped text of procedures/{}.sql",
-        quote2(&proc.schema, &proc.name),
-        proc.qualified_name()
+        "ALTER PROCEDURE {} with the shipped text of procedures/{shipped}.sql",
+        quote2(schema, name)
     )
 }
 
@@ -178,7 +185,7 @@ fn dynamic_sql(ctx: &Context, report: &mut Report) {
                       EXECUTE AS changes whose rights the body runs with: either way the catalog no longer \
                       shows who can write the fence"
                     .into(),
-                fix: redeploy(proc),
+                fix: redeploy(ctx, proc),
             });
         }
     }
@@ -235,7 +242,7 @@ fn drift(ctx: &Context, report: &mut Report) {
                     why: "the procedure on the server is not the one deployed: it was altered by hand, and \
                           what it does to the fence rows is no longer what shipped"
                         .into(),
-                    fix: redeploy(proc),
+                    fix: redeploy(ctx, proc),
                 });
             }
             (Some(_), Some(_)) => {}
