@@ -116,41 +116,9 @@ impl TestDatabase {
         let login = format!("fp_login_{}", unique_suffix());
         let password = format!("Pw#{}", uuid::Uuid::new_v4().simple());
         let mut admin = connect_ado(&self.server_ado).await;
-        exec(
-            &mut admin,
-            &format!("CREATE LOGIN [{login}] WITH PASSWORD = '{password}';"),
-        )
-        .await;
-        self.user_for_login(login, password, role).await
-    }
-
-    /// [`TestDatabase::login_in_role`], retrying CREATE LOGIN while it races
-    /// a concurrent DROP DATABASE: Babelfish adds each new login to every
-    /// database's guest role and fails (`role "x_guest" does not exist`)
-    /// when one of them is being dropped.
-    pub async fn login_in_role_retrying(&mut self, role: Option<&str>) -> String {
-        let login = format!("fp_login_{}", unique_suffix());
-        let password = format!("Pw#{}", uuid::Uuid::new_v4().simple());
-        let mut admin = connect_ado(&self.server_ado).await;
         let create = format!("CREATE LOGIN [{login}] WITH PASSWORD = '{password}';");
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let result = match admin.simple_query(create.as_str()).await {
-                Ok(stream) => stream.into_results().await.map(drop),
-                Err(e) => Err(e),
-            };
-            match result {
-                Ok(()) => break,
-                Err(e)
-                    if attempt < 20
-                        && (e.to_string().contains("_guest\" does not exist")
-                            || e.to_string().contains("concurrently")) =>
-                {
-                    tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await;
-                }
-                Err(e) => panic!("{create}: {e}"),
-            }
+        if let Err(e) = with_catalog_retry(&mut admin, &create).await {
+            panic!("{create}: {e}");
         }
         self.user_for_login(login, password, role).await
     }
@@ -198,10 +166,12 @@ fn ado_value(ado: &str, key: &str) -> Option<String> {
     })
 }
 
-/// Runs a CREATE or DROP DATABASE, retrying while another session is in the
-/// way: Babelfish refuses concurrent catalog changes ("tuple concurrently
-/// updated") where SQL Server would queue them, and a just-closed connection
-/// may still hold the database for a moment.
+/// Runs a CREATE or DROP DATABASE or a CREATE LOGIN, retrying while another
+/// session is in the way: Babelfish refuses concurrent catalog changes ("tuple
+/// concurrently updated") where SQL Server would queue them, adds each new
+/// login to every database's guest role (failing with `role "x_guest" does
+/// not exist` while one is being dropped), and a just-closed connection may
+/// still hold a database for a moment.
 async fn with_catalog_retry(admin: &mut Connection, sql: &str) -> Result<(), tiberius::error::Error> {
     let mut attempt = 0;
     loop {
@@ -211,12 +181,18 @@ async fn with_catalog_retry(admin: &mut Connection, sql: &str) -> Result<(), tib
             Err(e) => Err(e),
         };
         match result {
-            Err(e) if attempt < 20 && (e.to_string().contains("concurrently") || e.to_string().contains("in use")) => {
+            Err(e) if attempt < 20 && is_transient_catalog_conflict(&e.to_string()) => {
                 tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await;
             }
             other => return other,
         }
     }
+}
+
+fn is_transient_catalog_conflict(message: &str) -> bool {
+    ["concurrently", "in use", "_guest\" does not exist"]
+        .iter()
+        .any(|m| message.contains(m))
 }
 
 /// Opens a connection from an ADO string, panicking with the reason.
