@@ -21,6 +21,8 @@ async fn a_deployed_database_holds_the_contract() {
     };
     let client = Client::connect(&db.ado()).await.unwrap();
     client.verify_contract().await.unwrap();
+    // Close the pools first: open sessions keep the database in use.
+    drop(client);
     db.drop().await;
 }
 
@@ -33,6 +35,8 @@ async fn an_empty_database_is_reported_procedure_by_procedure() {
     let found = problems(client.verify_contract().await);
     assert_eq!(found.len(), 8, "{found:?}");
     assert!(found.contains(&"fence_api.Publish is missing".to_string()), "{found:?}");
+    // Close the pools first: open sessions keep the database in use.
+    drop(client);
     db.drop().await;
 }
 
@@ -64,5 +68,7 @@ async fn a_dropped_or_changed_procedure_is_named() {
     }
     .to_string();
     assert!(message.contains("fence_api.GetOutcome is missing"), "{message}");
+    // Close the pools first: open sessions keep the database in use.
+    drop(client);
     db.drop().await;
 }

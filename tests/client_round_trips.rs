@@ -81,5 +81,7 @@ async fn each_lease_operation_is_one_procedure_call() {
     eprintln!("run_fenced with quick work: {requests} requests, {messages} messages");
     assert!(matches!(outcome, Fenced::Published { .. }), "{outcome:?}");
     assert_eq!((requests, messages), (3, 3));
+    // Close the pools first: open sessions keep the database in use.
+    drop(client);
     db.drop().await;
 }

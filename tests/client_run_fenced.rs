@@ -57,6 +57,8 @@ async fn a_job_longer_than_its_lease_publishes_while_renewals_work() {
     ));
     // Released at the end: free for the next worker at once.
     assert!(matches!(client.inspect(&key).await.unwrap(), Inspection::Found(s) if !s.is_held));
+    // Close the pools first: open sessions keep the database in use.
+    drop(client);
     db.drop().await;
 }
 
@@ -89,6 +91,8 @@ async fn a_lease_fenced_out_by_an_operator_cancels_the_work_and_publishes_nothin
         client.read_publication(&key).await.unwrap(),
         Publication::NothingPublished
     );
+    // Close the pools first: open sessions keep the database in use.
+    drop(client);
     db.drop().await;
 }
 
@@ -153,5 +157,7 @@ async fn a_renewal_that_cannot_reach_the_server_in_time_cancels_the_work_before_
         observer.read_publication(&key).await.unwrap(),
         Publication::NothingPublished
     );
+    // Close the pools first: open sessions keep the database in use.
+    drop((client, observer));
     db.drop().await;
 }

@@ -439,3 +439,28 @@ async fn a_dry_run_shows_the_plan_and_changes_nothing() {
     assert_eq!(schemas[0].get::<i32, usize>(0), Some(0), "a dry run created a schema");
     db.drop().await;
 }
+
+#[tokio::test]
+async fn a_certificate_that_does_not_match_is_a_one_line_tls_error() {
+    let Some(server) = support::server_or_skip("a_certificate_that_does_not_match_is_a_one_line_tls_error") else {
+        return;
+    };
+    // Validate the certificate against a name it cannot carry, whatever the
+    // server: the handshake must fail and say it was TLS.
+    let strict = support::replace_ado_value(&server, "trustservercertificate", "false");
+    let strict = support::replace_ado_value(&strict, "encrypt", "true");
+    let mismatched = support::replace_ado_value(&strict, "hostnameincertificate", "no-such-name.invalid");
+    let output = Command::new(env!("CARGO_BIN_EXE_fencepost"))
+        .args(["status"])
+        .env("FENCEPOST_CONNECTION", &mismatched)
+        .output()
+        .await
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("TLS with") && err.contains("TrustServerCertificate"),
+        "{err}"
+    );
+}

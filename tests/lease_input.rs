@@ -60,6 +60,8 @@ async fn the_client_refuses_bad_input_naming_the_parameter_and_changes_nothing()
 
     assert_eq!(state(&a, &key).await, before);
     assert_eq!(a.read_publication(&key).await.unwrap(), Publication::NothingPublished);
+    // Close the pools first: open sessions keep the database in use.
+    drop(a);
     db.drop().await;
 }
 
@@ -96,6 +98,8 @@ async fn an_operation_id_reused_in_another_generation_is_rejected_by_the_server_
         other => panic!("expected a 50107 rejection, got {other:?}"),
     }
     assert_eq!(state(&a, &key).await, before);
+    // Close the pools first: open sessions keep the database in use.
+    drop(a);
     db.drop().await;
 }
 
@@ -251,6 +255,8 @@ async fn the_procedures_refuse_bad_input_with_the_documented_numbers_and_change_
 
     assert_eq!((state(&a, &key).await, state(&a, &other_key).await), before);
     assert_eq!(a.read_publication(&key).await.unwrap(), Publication::NothingPublished);
+    // Close the pools first: open sessions keep the database in use.
+    drop(a);
     db.drop().await;
 }
 
@@ -275,5 +281,7 @@ async fn a_key_of_256_characters_and_a_large_payload_are_accepted_whole() {
         Publication::Found { payload: read, .. } => assert!(read == payload, "payload changed on the way"),
         other => panic!("{other:?}"),
     }
+    // Close the pools first: open sessions keep the database in use.
+    drop(a);
     db.drop().await;
 }

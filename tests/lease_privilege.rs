@@ -80,6 +80,8 @@ async fn a_service_login_runs_the_whole_cycle_through_the_client() {
     ));
     assert_eq!(state(&service, &key).await.0, lease.generation());
     assert_eq!(service.release(&lease).await.unwrap(), Release::Released);
+    // Close the pools first: open sessions keep the database in use.
+    drop(service);
     db.drop().await;
 }
 
@@ -135,5 +137,7 @@ async fn a_service_login_is_refused_direct_reads_and_writes_of_the_fence_tables(
         .query("SELECT COUNT(*) AS N FROM fence.Resource WHERE ResourceKey = N'intruder';")
         .await;
     assert_eq!(intruders[0].get::<i32, _>("N"), Some(0));
+    // Close the pools first: open sessions keep the database in use.
+    drop(admin);
     db.drop().await;
 }

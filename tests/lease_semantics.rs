@@ -134,6 +134,8 @@ async fn publish_and_renew_after_expiry_with_no_successor_are_refused() {
     assert_eq!(state(&a, &key).await, before);
     assert_eq!(before.0, lease.generation());
     assert_eq!(published(&a, &key).await, Publication::NothingPublished);
+    // Close the pools first: open sessions keep the database in use.
+    drop(a);
     db.drop().await;
 }
 
@@ -155,6 +157,8 @@ async fn a_second_publish_in_one_generation_is_refused() {
         Publish::Refused(RefusalReason::GenerationAlreadyPublished)
     );
     assert!(matches!(published(&a, &key).await, Publication::Found { payload, .. } if payload == "first"));
+    // Close the pools first: open sessions keep the database in use.
+    drop(a);
     db.drop().await;
 }
 
@@ -188,6 +192,8 @@ async fn a_replay_with_the_same_operation_id_is_already_published_and_writes_onc
         OperationOutcome::Published { resource_key, generation, .. }
             if resource_key == key && generation == lease.generation()
     ));
+    // Close the pools first: open sessions keep the database in use.
+    drop((a, other));
     db.drop().await;
 }
 
@@ -222,6 +228,8 @@ async fn the_generation_never_goes_down() {
     seen.push(state(&a, &key).await.0);
 
     assert_eq!(seen, [0, 1, 1, 1, 2, 2, 3]);
+    // Close the pools first: open sessions keep the database in use.
+    drop(a);
     db.drop().await;
 }
 
@@ -242,6 +250,8 @@ async fn an_acquire_retried_by_the_holder_keeps_its_generation() {
         a.publish(&first, Uuid::new_v4(), "x").await.unwrap(),
         Publish::Published
     );
+    // Close the pools first: open sessions keep the database in use.
+    drop(a);
     db.drop().await;
 }
 
@@ -258,6 +268,8 @@ async fn busy_carries_the_holders_expiry() {
         Acquire::Busy { until } => assert_eq!(until, lease.until()),
         other => panic!("expected Busy, got {other:?}"),
     }
+    // Close the pools first: open sessions keep the database in use.
+    drop((a, b));
     db.drop().await;
 }
 
@@ -272,6 +284,8 @@ async fn an_unknown_key_is_not_provisioned() {
     assert!(matches!(a.acquire(key, SHORT).await.unwrap(), Acquire::NotProvisioned));
     assert_eq!(a.inspect(key).await.unwrap(), Inspection::NotProvisioned);
     assert_eq!(published(&a, key).await, Publication::NotProvisioned);
+    // Close the pools first: open sessions keep the database in use.
+    drop(a);
     db.drop().await;
 }
 
@@ -311,5 +325,7 @@ async fn inspect_never_shows_the_owner() {
             );
         }
     }
+    // Close the pools first: open sessions keep the database in use.
+    drop(a);
     db.drop().await;
 }
