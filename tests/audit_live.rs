@@ -275,8 +275,8 @@ async fn check_stays_one_batch_with_thousands_of_objects() {
     }
     assert!(catalog.objects.len() >= made);
     assert!(report.findings.is_empty(), "{report:#?}");
-    assert!(read.as_secs_f64() < 5.0, "reading the catalog took {read:?}");
-    assert!(again.as_secs_f64() < 5.0, "reading the catalog again took {again:?}");
+    // Time is reported, not asserted: benches/round_trips.rs measures it
+    // against a baseline.
     // An open session keeps the database from being dropped.
     drop(conn);
     db.drop().await;
