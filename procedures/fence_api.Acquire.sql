@@ -46,8 +46,11 @@ BEGIN
 
     IF @Taken = 1
         SELECT CAST(N'Acquired' AS nvarchar(32)) AS Outcome, @Generation AS Generation, @Until AS LeaseUntilUtc;
+    -- The holder may have released between the UPDATE and the read-back:
+    -- then the lease is free from now on, and a retry can take it at once.
     ELSE IF @Found = 1
-        SELECT CAST(N'Busy' AS nvarchar(32)) AS Outcome, CAST(NULL AS bigint) AS Generation, @HolderUntil AS LeaseUntilUtc;
+        SELECT CAST(N'Busy' AS nvarchar(32)) AS Outcome, CAST(NULL AS bigint) AS Generation,
+               COALESCE(@HolderUntil, @Now) AS LeaseUntilUtc;
     ELSE
         SELECT CAST(N'NotProvisioned' AS nvarchar(32)) AS Outcome, CAST(NULL AS bigint) AS Generation,
                CAST(NULL AS datetime2(7)) AS LeaseUntilUtc;
