@@ -11,6 +11,16 @@ use support::TestDatabase;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
+/// Runs the real binary against `ado`, as a pipeline would.
+async fn fencepost_cli(args: &[&str], ado: &str) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_fencepost"))
+        .args(args)
+        .env("FENCEPOST_CONNECTION", ado)
+        .output()
+        .await
+        .expect("run fencepost")
+}
+
 fn shipped() -> Sources {
     Sources::embedded().expect("embedded sources")
 }
@@ -252,12 +262,7 @@ async fn a_procedure_altered_by_hand_shows_as_drifted_and_the_next_deploy_restor
     db.exec("ALTER PROCEDURE fence_api.Inspect @ResourceKey nvarchar(4000) AS SELECT N'Found' AS Outcome;")
         .await;
 
-    let output = Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .args(["status", "--format", "json"])
-        .env("FENCEPOST_CONNECTION", db.ado())
-        .output()
-        .await
-        .unwrap();
+    let output = fencepost_cli(&["status", "--format", "json"], &db.ado()).await;
     assert_eq!(
         output.status.code(),
         Some(1),
@@ -383,12 +388,7 @@ async fn a_wrong_password_and_a_missing_database_get_one_line_each_and_exit_stat
         (wrong_password, "login failed for user"),
         (missing_db, "cannot open database 'fp_no_such_database'"),
     ] {
-        let output = Command::new(env!("CARGO_BIN_EXE_fencepost"))
-            .args(["status"])
-            .env("FENCEPOST_CONNECTION", &ado)
-            .output()
-            .await
-            .unwrap();
+        let output = fencepost_cli(&["status"], &ado).await;
         let err = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
@@ -405,12 +405,7 @@ async fn a_deploy_that_cannot_get_the_lock_says_another_deployment_holds_it() {
     };
     let mut holder = db.connect().await;
     support::hold_deploy_lock(&mut holder).await;
-    let output = Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .args(["migrate", "--lock-timeout", "1"])
-        .env("FENCEPOST_CONNECTION", db.ado())
-        .output()
-        .await
-        .unwrap();
+    let output = fencepost_cli(&["migrate", "--lock-timeout", "1"], &db.ado()).await;
     let err = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{err}");
     assert!(err.contains("another deployment has held the deploy lock"), "{err}");
@@ -423,12 +418,7 @@ async fn a_dry_run_shows_the_plan_and_changes_nothing() {
     let Some(db) = TestDatabase::new("a_dry_run_shows_the_plan_and_changes_nothing").await else {
         return;
     };
-    let output = Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .args(["migrate", "--dry-run"])
-        .env("FENCEPOST_CONNECTION", db.ado())
-        .output()
-        .await
-        .unwrap();
+    let output = fencepost_cli(&["migrate", "--dry-run"], &db.ado()).await;
     let out = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(out.contains("would apply migration V1__lease_tables"), "{out}");
@@ -450,12 +440,7 @@ async fn a_certificate_that_does_not_match_is_a_one_line_tls_error() {
     let strict = support::replace_ado_value(&server, "trustservercertificate", "false");
     let strict = support::replace_ado_value(&strict, "encrypt", "true");
     let mismatched = support::replace_ado_value(&strict, "hostnameincertificate", "no-such-name.invalid");
-    let output = Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .args(["status"])
-        .env("FENCEPOST_CONNECTION", &mismatched)
-        .output()
-        .await
-        .unwrap();
+    let output = fencepost_cli(&["status"], &mismatched).await;
     let err = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");

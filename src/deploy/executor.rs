@@ -9,7 +9,7 @@ use refinery_core::traits::r#async::{AsyncMigrate, AsyncQuery, AsyncTransaction}
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use super::batch::{Batch, split_batches};
+use super::batch::split_batches;
 use super::error::DeployError;
 use super::session::Session;
 use super::sources::MigrationSource;
@@ -39,7 +39,7 @@ pub struct DriverError(String);
 pub struct MigrationDriver<'s, 'c> {
     session: &'s mut Session<'c>,
     /// Shipped migrations by their SQL text, which is how refinery hands them over.
-    by_text: HashMap<String, (String, Vec<Batch>)>,
+    by_text: HashMap<String, MigrationSource>,
     on_event: &'s mut (dyn FnMut(MigrationEvent) + Send),
     failure: Option<DeployError>,
     applied: Vec<String>,
@@ -54,10 +54,7 @@ impl<'s, 'c> MigrationDriver<'s, 'c> {
     ) -> Self {
         let by_text = migrations
             .iter()
-            .filter_map(|m| {
-                let text = m.migration().sql()?.to_string();
-                Some((text, (format!("migrations/{}", m.file()), m.batches().to_vec())))
-            })
+            .filter_map(|m| Some((m.migration().sql()?.to_string(), m.clone())))
             .collect();
         Self {
             session,
@@ -86,14 +83,10 @@ impl<'s, 'c> MigrationDriver<'s, 'c> {
         let mut migration = None;
         for query in &queries {
             let (file, batches) = match self.by_text.get(*query) {
-                Some((file, batches)) => {
-                    let name = file
-                        .trim_start_matches("migrations/")
-                        .trim_end_matches(".sql")
-                        .to_string();
-                    (self.on_event)(MigrationEvent::Started(name.clone()));
-                    migration = Some((name, Instant::now()));
-                    (file.clone(), batches.clone())
+                Some(shipped) => {
+                    (self.on_event)(MigrationEvent::Started(shipped.name()));
+                    migration = Some((shipped.name(), Instant::now()));
+                    (format!("migrations/{}", shipped.file()), shipped.batches().to_vec())
                 }
                 None => (
                     "fencepost's migration history".to_string(),

@@ -101,7 +101,7 @@ pub async fn migrate(
             permissions_applied: Vec::new(),
             dry_run: true,
             lock_wait_seconds: 0.0,
-            round_trips: 1,
+            round_trips: session.round_trips(),
         });
     }
 

@@ -81,8 +81,7 @@ fn render_migration(out: &mut String, migration: &MigrationSource) {
         }
     }
     let m = migration.migration();
-    let record = record_migration(m.version(), m.name(), "{applied_on}", m.checksum())
-        .replace(&literal("{applied_on}"), SERVER_NOW_RFC3339);
+    let record = record_migration(m.version(), m.name(), SERVER_NOW_RFC3339, m.checksum());
     let _ = writeln!(out, "{guard}\n    {record}\nCOMMIT TRANSACTION;\nGO\n");
 }
 

@@ -84,12 +84,13 @@ pub fn stub_if_missing(procedure: &ProcedureSource) -> String {
     )
 }
 
-/// The row refinery's history keeps for an applied migration.
-pub fn record_migration(version: i32, name: &str, applied_on: &str, checksum: u64) -> String {
+/// The row refinery's history keeps for an applied migration, stamped by
+/// the SQL expression `applied_on_sql` (RFC 3339 text, as refinery writes it).
+pub fn record_migration(version: i32, name: &str, applied_on_sql: &str, checksum: u64) -> String {
     format!(
-        "INSERT INTO {HISTORY_TABLE} (version, name, applied_on, checksum) VALUES ({version}, {}, {}, N'{checksum}');",
-        literal(name),
-        literal(applied_on)
+        "INSERT INTO {HISTORY_TABLE} (version, name, applied_on, checksum) \
+         VALUES ({version}, {}, {applied_on_sql}, N'{checksum}');",
+        literal(name)
     )
 }
 
