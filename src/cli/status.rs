@@ -42,7 +42,9 @@ pub fn procedure_word(state: ProcedureState) -> &'static str {
         ProcedureState::Current => "current",
         ProcedureState::Missing => "pending: missing",
         ProcedureState::Changed => "pending: shipped text changed",
-        ProcedureState::Drifted => "DRIFTED: altered on the server since it was deployed",
+        ProcedureState::Drifted => {
+            "DRIFTED: not the definition deployed (altered on the server, or unreadable to this login)"
+        }
         ProcedureState::Untracked => "pending: not deployed by fencepost",
         ProcedureState::NotShipped => "UNKNOWN: not shipped by fencepost",
     }

@@ -15,7 +15,7 @@ use super::procedure::ProcedureSource;
 use super::session::Session;
 use super::sources::Sources;
 use super::state::{HISTORY_TABLE, read_state};
-use super::statements::record_procedure;
+use super::statements::{begin_procedure_deploy, record_procedure};
 
 /// How to run a deploy.
 #[derive(Clone, Debug)]
@@ -165,7 +165,7 @@ async fn deploy_locked(
         let Some(procedure) = sources.procedures().iter().find(|p| p.qualified_name() == status.name) else {
             continue;
         };
-        deploy_procedure(session, procedure, status.state).await?;
+        deploy_procedure(session, procedure).await?;
         on_progress(Progress::ProcedureDeployed(status.name.clone(), status.state));
         changes.push(Change::Procedure {
             name: status.name.clone(),
@@ -183,20 +183,13 @@ async fn deploy_locked(
     Ok((plan, changes, permissions_applied))
 }
 
-/// Creates (as a stub, when missing) and alters one procedure, and journals
-/// it, in one transaction: a failure leaves the previous definition in place.
-async fn deploy_procedure(
-    session: &mut Session<'_>,
-    procedure: &ProcedureSource,
-    was: ProcedureState,
-) -> Result<(), DeployError> {
+/// Creates (as a stub, when `OBJECT_ID` finds none) and alters one procedure,
+/// and journals it, in one transaction: a failure leaves the previous
+/// definition in place.
+async fn deploy_procedure(session: &mut Session<'_>, procedure: &ProcedureSource) -> Result<(), DeployError> {
     let file = format!("procedures/{}", procedure.file());
-    let begin = session.run("SET XACT_ABORT ON; BEGIN TRANSACTION;").await;
-    begin.map_err(DeployError::server(format!("deploying {}", procedure.qualified_name())))?;
     let steps = async {
-        if was == ProcedureState::Missing {
-            session.run_one(&file, &procedure.stub_text()).await?;
-        }
+        session.run_one(&file, &begin_procedure_deploy(procedure)).await?;
         session.run_one(&file, &procedure.alter_text()).await?;
         session.run_one(&file, &record_procedure(procedure)).await?;
         session

@@ -31,8 +31,9 @@ pub enum ProcedureState {
     Missing,
     /// The shipped text differs from the one last deployed.
     Changed,
-    /// The definition on the server is no longer the one deployed: someone
-    /// altered it by hand.
+    /// The definition on the server is no longer the one deployed (someone
+    /// altered it by hand), or it cannot be read (encrypted, or no VIEW
+    /// DEFINITION), so it cannot be shown to be the one deployed.
     Drifted,
     /// On the server, but never deployed by fencepost (or its journal entry is gone).
     Untracked,
@@ -113,7 +114,10 @@ impl Plan {
             let on_server = state.procedures.iter().find(|p| p.name.eq_ignore_ascii_case(&name));
             let procedure_state = match on_server {
                 None => ProcedureState::Missing,
-                Some(p) if p.definition_hash.is_none() => ProcedureState::Missing,
+                Some(p) if !p.exists => ProcedureState::Missing,
+                // It exists, so a deploy must alter it, never create it; and
+                // what it holds cannot be shown to be what was deployed.
+                Some(p) if p.definition_hash.is_none() => ProcedureState::Drifted,
                 Some(p) if p.deployed_checksum.is_none() || p.deployed_definition_hash.is_none() => {
                     ProcedureState::Untracked
                 }
@@ -131,7 +135,7 @@ impl Plan {
                 .procedures()
                 .iter()
                 .any(|s| s.qualified_name().eq_ignore_ascii_case(&found.name));
-            if !shipped && found.definition_hash.is_some() {
+            if !shipped && found.exists {
                 procedures.push(ProcedureStatus {
                     name: found.name.clone(),
                     state: ProcedureState::NotShipped,
@@ -208,6 +212,7 @@ mod tests {
     fn deployed(sources: &Sources, server_hash: &str) -> ServerProcedure {
         ServerProcedure {
             name: "fence_api.P".into(),
+            exists: true,
             definition_hash: Some(server_hash.into()),
             deployed_checksum: Some(sources.procedures()[0].checksum().into()),
             deployed_definition_hash: Some("H1".into()),
@@ -245,6 +250,68 @@ mod tests {
         let plan = Plan::new(&s, &state);
         assert_eq!(plan.procedures[0].state, ProcedureState::Drifted);
         assert!(!plan.is_current());
+    }
+
+    #[test]
+    fn a_procedure_whose_definition_cannot_be_read_is_drifted_not_missing() {
+        let s = sources();
+        let mut unreadable = deployed(&s, "H1");
+        unreadable.definition_hash = None;
+        let state = ServerState {
+            migrations: vec![applied(&s, 0), applied(&s, 1)],
+            procedures: vec![unreadable],
+        };
+        let plan = Plan::new(&s, &state);
+        assert_eq!(plan.procedures[0].state, ProcedureState::Drifted);
+        assert_eq!(plan.procedures_to_deploy().count(), 1);
+    }
+
+    /// A procedure the login sees but whose definition it cannot read, with
+    /// no journal row.
+    fn unreadable(name: &str) -> ServerProcedure {
+        ServerProcedure {
+            name: name.into(),
+            exists: true,
+            definition_hash: None,
+            deployed_checksum: None,
+            deployed_definition_hash: None,
+        }
+    }
+
+    fn only(procedure: ServerProcedure) -> ServerState {
+        ServerState {
+            migrations: vec![],
+            procedures: vec![procedure],
+        }
+    }
+
+    #[test]
+    fn an_unreadable_procedure_never_deployed_by_fencepost_is_drifted_not_missing() {
+        let plan = Plan::new(&sources(), &only(unreadable("fence_api.P")));
+        assert_eq!(plan.procedures[0].state, ProcedureState::Drifted);
+    }
+
+    #[test]
+    fn a_procedure_with_only_a_journal_row_is_missing() {
+        let s = sources();
+        let mut dropped = deployed(&s, "H1");
+        dropped.exists = false;
+        dropped.definition_hash = None;
+        assert_eq!(
+            Plan::new(&s, &only(dropped)).procedures[0].state,
+            ProcedureState::Missing
+        );
+    }
+
+    #[test]
+    fn an_unshipped_procedure_is_reported_even_when_its_definition_cannot_be_read() {
+        let plan = Plan::new(&sources(), &only(unreadable("fence_api.Repair")));
+        assert!(
+            plan.procedures
+                .iter()
+                .any(|p| p.name == "fence_api.Repair" && p.state == ProcedureState::NotShipped),
+            "{plan:?}"
+        );
     }
 
     #[test]
@@ -297,6 +364,7 @@ mod tests {
         let s = sources();
         let rogue = ServerProcedure {
             name: "fence_api.Repair".into(),
+            exists: true,
             definition_hash: Some("X".into()),
             deployed_checksum: None,
             deployed_definition_hash: None,

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use super::sources::{MigrationSource, Sources};
 use super::state::HISTORY_TABLE;
-use super::statements::{bootstrap, literal, record_migration, record_procedure, stub_if_missing};
+use super::statements::{begin_procedure_deploy, bootstrap, literal, record_migration, record_procedure};
 
 /// A fixed timestamp for history rows written by scripts is wrong; the server
 /// stamps them instead, in refinery's RFC 3339 format.
@@ -43,9 +43,9 @@ GO
     for procedure in sources.procedures() {
         let _ = writeln!(
             out,
-            "-- procedures/{file}\nSET XACT_ABORT ON;\nBEGIN TRANSACTION;\nGO\n{stub}\nGO\n{alter}\nGO\n{record}\nCOMMIT TRANSACTION;\nGO\n",
+            "-- procedures/{file}\n{begin}\nGO\n{alter}\nGO\n{record}\nCOMMIT TRANSACTION;\nGO\n",
             file = procedure.file(),
-            stub = stub_if_missing(procedure),
+            begin = begin_procedure_deploy(procedure),
             alter = procedure.alter_text().trim_end(),
             record = record_procedure(procedure),
         );

@@ -44,8 +44,11 @@ pub struct AppliedMigration {
 pub struct ServerProcedure {
     /// `schema.name`.
     pub name: String,
+    /// Whether the procedure exists; `false` when only a journal row does.
+    pub exists: bool,
     /// The fingerprint of the definition the server holds now; `None` when the
-    /// procedure does not exist (only a journal row does).
+    /// procedure does not exist, or exists but its definition cannot be read
+    /// (encrypted, or the login lacks VIEW DEFINITION).
     pub definition_hash: Option<String>,
     /// The shipped text's checksum recorded at the last deploy, if any.
     pub deployed_checksum: Option<String>,
@@ -65,7 +68,9 @@ pub struct ServerState {
 
 /// The state query: a fixed number of result sets, whatever the database
 /// holds. Missing tables (a database never deployed) give empty sets; their
-/// queries go through EXEC so the batch compiles without them.
+/// queries go through EXEC so the batch compiles without them. Every
+/// procedure the login can see is listed, including one whose definition it
+/// cannot read (a NULL hash): that one exists, and must never be created again.
 fn state_query() -> String {
     let hash = definition_hash_sql("m.definition");
     format!(
@@ -80,7 +85,7 @@ ELSE
 SELECT CAST(s.name + N'.' + p.name AS nvarchar(256)) AS ProcedureName, {hash} AS DefinitionHash
   FROM sys.procedures AS p
   JOIN sys.schemas AS s ON s.schema_id = p.schema_id
-  JOIN sys.sql_modules AS m ON m.object_id = p.object_id
+  LEFT JOIN sys.sql_modules AS m ON m.object_id = p.object_id
  WHERE s.name IN (N'fence_api', N'fence_admin');
 
 IF OBJECT_ID(N'fence.DeployedProcedure', N'U') IS NOT NULL
@@ -116,6 +121,7 @@ pub async fn read_state(session: &mut Session<'_>) -> Result<ServerState, Deploy
     for row in &procedures {
         state.procedures.push(ServerProcedure {
             name: text(row, 0).unwrap_or_default(),
+            exists: true,
             definition_hash: hash_hex(row, 1),
             deployed_checksum: None,
             deployed_definition_hash: None,
@@ -128,6 +134,7 @@ pub async fn read_state(session: &mut Session<'_>) -> Result<ServerState, Deploy
             None => {
                 state.procedures.push(ServerProcedure {
                     name,
+                    exists: false,
                     definition_hash: None,
                     deployed_checksum: None,
                     deployed_definition_hash: None,

@@ -74,11 +74,14 @@ IF @@ROWCOUNT = 0
     )
 }
 
-/// Creates a placeholder for `procedure` only when it does not exist yet, for
-/// scripts that cannot ask the server first.
-pub fn stub_if_missing(procedure: &ProcedureSource) -> String {
+/// Opens the transaction that deploys `procedure`, and creates a placeholder
+/// for the `ALTER` that follows only when `OBJECT_ID` finds no procedure. The
+/// server decides, not the plan: a procedure whose definition the deploy login
+/// cannot read (encrypted, or no VIEW DEFINITION) still exists, and creating
+/// it again would fail.
+pub fn begin_procedure_deploy(procedure: &ProcedureSource) -> String {
     format!(
-        "IF OBJECT_ID({}, N'P') IS NULL\n    EXEC ({});",
+        "SET XACT_ABORT ON;\nBEGIN TRANSACTION;\nIF OBJECT_ID({}, N'P') IS NULL\n    EXEC ({});",
         literal(&procedure.qualified_name()),
         literal(&procedure.stub_text())
     )
@@ -101,6 +104,15 @@ mod tests {
     #[test]
     fn literals_double_their_quotes() {
         assert_eq!(literal("it's"), "N'it''s'");
+    }
+
+    #[test]
+    fn a_procedure_deploy_creates_its_stub_only_where_object_id_finds_none() {
+        let p = ProcedureSource::parse("fence_api.P.sql", "CREATE PROCEDURE fence_api.P AS SELECT 1;").unwrap();
+        let begin = begin_procedure_deploy(&p);
+        let guard = "IF OBJECT_ID(N'fence_api.P', N'P') IS NULL\n    EXEC (N'CREATE PROCEDURE [fence_api].[P]";
+        assert!(begin.contains(guard), "{begin}");
+        assert_eq!(begin.matches("CREATE PROCEDURE").count(), 1, "{begin}");
     }
 
     #[test]
