@@ -87,19 +87,49 @@ fn render_migration(out: &mut String, migration: &MigrationSource) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::batch::split_batches;
     use super::*;
+
+    /// The script cut where sqlcmd cuts it: at each line that is `GO`,
+    /// optionally with a repeat count. The text after the last `GO` is the
+    /// last element.
+    fn sqlcmd_batches(script: &str) -> Vec<String> {
+        let mut batches = vec![String::new()];
+        for line in script.lines() {
+            let mut words = line.split_whitespace();
+            let is_go = words.next().is_some_and(|w| w.eq_ignore_ascii_case("GO"))
+                && words.next().is_none_or(|count| count.parse::<u32>().is_ok())
+                && words.next().is_none();
+            if is_go {
+                batches.push(String::new());
+            } else {
+                let last = batches.last_mut().unwrap();
+                last.push_str(line);
+                last.push('\n');
+            }
+        }
+        batches
+    }
+
+    /// Code a server would run: not blank, not a comment, not a sqlcmd directive.
+    fn holds_code(batch: &str) -> bool {
+        batch
+            .lines()
+            .map(str::trim)
+            .any(|l| !l.is_empty() && !l.starts_with("--") && !l.starts_with(':'))
+    }
 
     #[test]
     fn the_script_splits_into_batches_that_each_hold_code() {
-        let script = render(&Sources::embedded().unwrap());
-        let without_directives: String = script
-            .lines()
-            .filter(|l| !l.starts_with(':'))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        let batches = split_batches(&without_directives).unwrap();
-        assert!(batches.len() > 20);
+        let mut batches = sqlcmd_batches(&render(&Sources::embedded().unwrap()));
+        let after_last_go = batches.pop().unwrap();
+        assert!(
+            after_last_go.trim().is_empty(),
+            "text after the last GO: {after_last_go}"
+        );
+        assert!(batches.len() > 20, "{} batches", batches.len());
+        for (i, batch) in batches.iter().enumerate() {
+            assert!(holds_code(batch), "batch {} holds no code:\n{batch}", i + 1);
+        }
     }
 
     #[test]
