@@ -13,7 +13,10 @@ use super::statements::{begin_procedure_deploy, bootstrap, literal, record_migra
 /// stamps them instead, in refinery's RFC 3339 format.
 const SERVER_NOW_RFC3339: &str = "CONVERT(nvarchar(33), SYSUTCDATETIME(), 127) + N'Z'";
 
-/// Renders the deployment script.
+/// Renders the deployment script. Its first batch sets QUOTED_IDENTIFIER and
+/// ANSI_NULLS ON as the runner's connection has them: a procedure keeps the
+/// settings of the session that created or altered it, and sqlcmd starts with
+/// QUOTED_IDENTIFIER OFF.
 pub fn render(sources: &Sources) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -24,6 +27,8 @@ pub fn render(sources: &Sources) -> String {
 :on error exit
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
+SET QUOTED_IDENTIFIER ON;
+SET ANSI_NULLS ON;
 GO
 ",
         env!("CARGO_PKG_VERSION"),
@@ -130,6 +135,19 @@ mod tests {
         for (i, batch) in batches.iter().enumerate() {
             assert!(holds_code(batch), "batch {} holds no code:\n{batch}", i + 1);
         }
+    }
+
+    #[test]
+    fn the_first_batch_sets_quoted_identifier_and_ansi_nulls_before_any_procedure_exists() {
+        let script = render(&Sources::embedded().unwrap());
+        let first = &sqlcmd_batches(&script)[0];
+        for setting in ["SET QUOTED_IDENTIFIER ON;", "SET ANSI_NULLS ON;"] {
+            assert!(
+                first.lines().any(|l| l == setting),
+                "{setting} is not in the first batch:\n{first}"
+            );
+        }
+        assert!(!first.contains("PROCEDURE"), "{first}");
     }
 
     #[test]
