@@ -226,31 +226,100 @@ impl From<Vec<String>> for Error {
 mod tests {
     use super::*;
 
-    fn catalog() -> Vec<CatalogRow> {
+    use crate::deploy::{Sources, tokenize};
+
+    /// The rows the catalog query lists for the shipped
+    /// `procedures/fence_api.*.sql`, read from their parameter lists.
+    fn shipped_catalog() -> Vec<CatalogRow> {
+        let sources = Sources::embedded().unwrap();
+        let api = sources
+            .procedures()
+            .iter()
+            .filter(|p| p.file().starts_with("fence_api."));
+        api.flat_map(|p| declared_parameters(p.text())).collect()
+    }
+
+    /// Reads `CREATE PROCEDURE schema.Name @P type[(n|max)] [= default], ... AS`
+    /// as `sys.all_parameters` and `sys.types` would list it.
+    fn declared_parameters(text: &str) -> Vec<CatalogRow> {
+        let code: Vec<&str> = tokenize(text)
+            .iter()
+            .filter(|t| !t.is_trivia())
+            .map(|t| t.text)
+            .collect();
+        let unquoted = |w: &str| w.trim_matches(|c| matches!(c, '[' | ']' | '"')).to_string();
+        let create = code.iter().position(|w| w.eq_ignore_ascii_case("CREATE")).unwrap();
+        // CREATE PROCEDURE schema . Name
+        let procedure = unquoted(code[create + 4]);
         let mut rows = Vec::new();
-        for procedure in Procedure::ALL {
-            for (parameter, ty) in procedure.parameters() {
-                let (type_name, max_length) = match ty {
-                    T::WideKey => ("nvarchar", 8000),
-                    T::NVarCharMax => ("nvarchar", -1),
-                    T::UniqueIdentifier => ("uniqueidentifier", 16),
-                    T::Int => ("int", 4),
-                    T::BigInt => ("bigint", 8),
-                };
-                rows.push(CatalogRow {
-                    procedure: procedure.name()["fence_api.".len()..].to_lowercase(),
-                    parameter: Some(parameter.name().to_string()),
-                    type_name: Some(type_name.into()),
-                    max_length: Some(max_length),
+        let mut i = create + 5;
+        while !code[i].eq_ignore_ascii_case("AS") {
+            let (parameter, type_name) = (code[i], unquoted(code[i + 1]).to_lowercase());
+            assert!(
+                parameter.starts_with('@'),
+                "{procedure}: expected a parameter, found {parameter}"
+            );
+            i += 2;
+            // Bytes, as sys.all_parameters counts them; only nvarchar's matter here.
+            let mut max_length = None;
+            if code[i] == "(" {
+                let per_char = if type_name.starts_with('n') { 2 } else { 1 };
+                max_length = Some(match code[i + 1] {
+                    max if max.eq_ignore_ascii_case("max") => -1,
+                    chars => chars.parse::<i32>().unwrap() * per_char,
                 });
+                i += 3;
             }
+            // A default or OUTPUT runs to the next comma or to AS.
+            while code[i] != "," && !code[i].eq_ignore_ascii_case("AS") {
+                i += 1;
+            }
+            i += usize::from(code[i] == ",");
+            rows.push(CatalogRow {
+                procedure: procedure.clone(),
+                parameter: Some(parameter.to_string()),
+                type_name: Some(type_name),
+                max_length,
+            });
         }
         rows
     }
 
+    /// Names as Babelfish's catalog lists them: lower-cased.
+    fn folded(rows: Vec<CatalogRow>) -> Vec<CatalogRow> {
+        let lower = |s: Option<String>| s.map(|s| s.to_lowercase());
+        rows.into_iter()
+            .map(|r| CatalogRow {
+                procedure: r.procedure.to_lowercase(),
+                parameter: lower(r.parameter),
+                ..r
+            })
+            .collect()
+    }
+
+    fn catalog() -> Vec<CatalogRow> {
+        folded(shipped_catalog())
+    }
+
     #[test]
     fn the_shipped_contract_has_no_differences_even_with_folded_names() {
-        assert_eq!(differences(&catalog()), Vec::<String>::new());
+        let shipped = shipped_catalog();
+        assert_eq!(differences(&shipped), Vec::<String>::new());
+        assert_eq!(differences(&folded(shipped)), Vec::<String>::new());
+    }
+
+    #[test]
+    fn one_altered_shipped_parameter_is_a_difference() {
+        let mut rows = shipped_catalog();
+        let generation = rows
+            .iter_mut()
+            .find(|r| r.procedure == "Release" && r.parameter.as_deref() == Some("@Generation"))
+            .unwrap();
+        generation.type_name = Some("int".into());
+        assert_eq!(
+            differences(&rows),
+            ["fence_api.Release declares @Generation as int, expected bigint"]
+        );
     }
 
     #[test]
@@ -275,7 +344,7 @@ mod tests {
         let mut rows = catalog();
         let generation = rows
             .iter_mut()
-            .find(|r| r.procedure == "renew" && r.parameter.as_deref() == Some("@Generation"))
+            .find(|r| r.procedure == "renew" && r.parameter.as_deref() == Some("@generation"))
             .unwrap();
         generation.parameter = Some("@Gen".into());
         assert_eq!(
