@@ -6,7 +6,7 @@ use tiberius::{FromSql, Row, ToSql};
 use time::OffsetDateTime;
 
 use super::contract::Procedure;
-use super::error::{Error, Parameter};
+use super::error::Error;
 use super::pool::{LastConnectError, Manager};
 
 /// Sends `EXEC <procedure> ...` with `arguments` bound in contract order and
@@ -68,23 +68,7 @@ pub(crate) async fn call(
 fn classify(procedure: Procedure, error: tiberius::error::Error) -> Error {
     use tiberius::error::Error as E;
     match error {
-        E::Server(token) => {
-            let number = token.code();
-            let message = token.message().to_string();
-            match Parameter::for_error_number(number) {
-                Some(parameter) => Error::Rejected {
-                    procedure: procedure.name(),
-                    number,
-                    parameter,
-                    message,
-                },
-                None => Error::Server {
-                    procedure: procedure.name(),
-                    number,
-                    message,
-                },
-            }
-        }
+        E::Server(token) => Error::from_server(procedure.name(), token.code(), token.message().to_string()),
         E::Io { kind, message } => Error::Network {
             procedure: procedure.name(),
             reason: message,

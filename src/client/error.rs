@@ -192,6 +192,25 @@ impl Error {
         }
     }
 
+    /// An error the server raised in `procedure`: one of the contract's numbers
+    /// becomes [`Error::Rejected`] with the parameter that number is about,
+    /// whatever the message says; any other number stays a server error.
+    pub(crate) fn from_server(procedure: &'static str, number: u32, message: String) -> Self {
+        match Parameter::for_error_number(number) {
+            Some(parameter) => Error::Rejected {
+                procedure,
+                number,
+                parameter,
+                message,
+            },
+            None => Error::Server {
+                procedure,
+                number,
+                message,
+            },
+        }
+    }
+
     pub(crate) fn invalid(parameter: Parameter, reason: impl Into<String>) -> Self {
         Error::InvalidInput {
             parameter,
@@ -246,15 +265,20 @@ mod tests {
 
     #[test]
     fn a_rejection_is_neither_transient_nor_nameless() {
-        let e = Error::Rejected {
-            procedure: "fence_api.Acquire",
-            number: 50103,
-            parameter: Parameter::LeaseSeconds,
-            message: "@LeaseSeconds must be between 1 and 86400.".into(),
-        };
+        // The message names no parameter: the parameter must come from 50103.
+        let message = "a lease lasts from 1 to 86400 seconds";
+        let e = Error::from_server("fence_api.Acquire", 50103, message.into());
+        assert!(matches!(e, Error::Rejected { .. }), "{e:?}");
         assert!(!e.is_transient());
         assert_eq!(e.parameter(), Some(Parameter::LeaseSeconds));
         assert!(e.to_string().contains("@LeaseSeconds"), "{e}");
+    }
+
+    #[test]
+    fn a_server_error_outside_the_contract_names_no_parameter() {
+        let e = Error::from_server("fence_api.Acquire", 229, "The EXECUTE permission was denied.".into());
+        assert!(matches!(e, Error::Server { number: 229, .. }), "{e:?}");
+        assert_eq!(e.parameter(), None);
     }
 
     #[test]
