@@ -4,6 +4,7 @@
 mod audit_fixtures;
 
 use fencepost::audit::{Policy, Report, Rule, Source, Sources, lint_offline};
+use fencepost::deploy::normalize;
 
 fn shipped() -> Sources {
     let pairs = |v: Vec<(String, String)>| v.into_iter().map(|(n, t)| Source::new(n, t)).collect();
@@ -33,11 +34,40 @@ fn what_ships_passes() {
     assert_eq!(report.rules_checked, Rule::OFFLINE.to_vec());
 }
 
+/// `(file, text)` pairs with line ends as the binary keeps them.
+fn normalized(files: Vec<(String, String)>) -> Vec<(String, String)> {
+    files.into_iter().map(|(f, t)| (f, normalize(&t))).collect()
+}
+
+fn pairs_of(sources: &[Source]) -> Vec<(String, String)> {
+    sources.iter().map(|s| (s.name.clone(), s.text.clone())).collect()
+}
+
 #[test]
 fn the_embedded_sources_are_what_the_folders_hold() {
     let embedded = fencepost::deploy::Sources::embedded().expect("embedded sources");
+    let mut migrations: Vec<(String, String)> = embedded
+        .migrations()
+        .iter()
+        .map(|m| {
+            (
+                m.file().to_string(),
+                m.migration().sql().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    migrations.sort();
+    assert_eq!(migrations, normalized(audit_fixtures::shipped_migrations()));
+    // What `check --offline` lints when given no folder.
     let from_binary = Sources::from(&embedded);
-    assert_eq!(from_binary.procedures.len(), shipped().procedures.len());
+    assert_eq!(
+        pairs_of(&from_binary.procedures),
+        normalized(audit_fixtures::shipped_procedures())
+    );
+    assert_eq!(
+        pairs_of(&from_binary.permissions),
+        normalized(audit_fixtures::shipped_permissions())
+    );
     assert_eq!(lint(&from_binary).exit_code(), 0);
 }
 

@@ -280,12 +280,53 @@ mod tests {
         Sources::from_files(vec![("V1__a.sql".into(), text.as_bytes().to_vec())], vec![], vec![]).unwrap()
     }
 
+    const FOLDERS: [&str; 3] = ["migrations", "procedures", "permissions"];
+
+    /// `(file, text)` of each `.sql` file of a repository folder, read from disk.
+    fn on_disk(folder: &str) -> Vec<(String, String)> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(folder);
+        let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|e| e == "sql"))
+            .map(|path| {
+                let text = std::fs::read_to_string(&path).unwrap();
+                (
+                    path.file_name().unwrap().to_string_lossy().into_owned(),
+                    normalize(&text),
+                )
+            })
+            .collect();
+        assert!(!files.is_empty(), "{} holds no .sql file", dir.display());
+        files.sort();
+        files
+    }
+
+    /// `(file, text)` of each file of a source set, folder by folder, by name.
+    fn texts(s: &Sources) -> [Vec<(String, String)>; 3] {
+        let pair = |file: &str, text: &str| (file.to_string(), text.to_string());
+        let mut migrations: Vec<_> = s
+            .migrations()
+            .iter()
+            .map(|m| pair(m.file(), m.migration().sql().unwrap_or_default()))
+            .collect();
+        migrations.sort();
+        [
+            migrations,
+            s.procedures().iter().map(|p| pair(p.file(), p.text())).collect(),
+            s.permissions().iter().map(|p| pair(p.file(), p.text())).collect(),
+        ]
+    }
+
+    fn assert_same_as_disk(sources: &Sources) {
+        for (folder, files) in FOLDERS.iter().zip(texts(sources)) {
+            assert_eq!(files, on_disk(folder), "{folder}/ differs");
+        }
+    }
+
     #[test]
-    fn the_embedded_sources_are_valid() {
-        let sources = Sources::embedded().unwrap();
-        assert!(!sources.migrations().is_empty());
-        assert_eq!(sources.procedures().len(), 9);
-        assert!(!sources.permissions().is_empty());
+    fn the_embedded_sources_are_the_repository_folders_file_by_file() {
+        assert_same_as_disk(&Sources::embedded().unwrap());
     }
 
     #[test]
@@ -356,15 +397,7 @@ mod tests {
     }
 
     #[test]
-    fn reading_the_repository_folders_gives_the_embedded_set() {
-        let from_dir = Sources::from_dir(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
-        let embedded = Sources::embedded().unwrap();
-        let names = |s: &Sources| {
-            s.procedures()
-                .iter()
-                .map(|p| p.checksum().to_string())
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(names(&from_dir), names(&embedded));
+    fn reading_the_repository_folders_gives_their_files_file_by_file() {
+        assert_same_as_disk(&Sources::from_dir(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap());
     }
 }

@@ -8,34 +8,34 @@ use fencepost::audit::{
 };
 use sha2::{Digest, Sha256};
 
-/// The shipped procedures, as `procedures/` holds them.
-pub fn shipped_procedures() -> Vec<(String, String)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("procedures");
+/// The `(file, text)` pairs of one shipped folder, by file name.
+fn shipped_folder(folder: &str) -> Vec<(String, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(folder);
     let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
-        .expect("procedures/")
+        .unwrap_or_else(|e| panic!("{folder}/: {e}"))
         .map(|e| {
             let path = e.expect("entry").path();
             let file = path.file_name().unwrap().to_string_lossy().into_owned();
-            (file, std::fs::read_to_string(&path).expect("procedure text"))
+            (file, std::fs::read_to_string(&path).expect("file text"))
         })
         .collect();
     files.sort();
     files
 }
 
+/// The shipped migrations, as `migrations/` holds them.
+pub fn shipped_migrations() -> Vec<(String, String)> {
+    shipped_folder("migrations")
+}
+
+/// The shipped procedures, as `procedures/` holds them.
+pub fn shipped_procedures() -> Vec<(String, String)> {
+    shipped_folder("procedures")
+}
+
 /// The shipped permission scripts, as `permissions/` holds them.
 pub fn shipped_permissions() -> Vec<(String, String)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("permissions");
-    let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
-        .expect("permissions/")
-        .map(|e| {
-            let path = e.expect("entry").path();
-            let file = path.file_name().unwrap().to_string_lossy().into_owned();
-            (file, std::fs::read_to_string(&path).expect("script text"))
-        })
-        .collect();
-    files.sort();
-    files
+    shipped_folder("permissions")
 }
 
 /// What SQL Server's `HASHBYTES('SHA2_256', nvarchar)` gives: SHA-256 over
