@@ -4,16 +4,26 @@
 mod audit_fixtures;
 
 use audit_fixtures::*;
-use fencepost::audit::{Format, ObjectKind, Policy, Report, evaluate, render};
+use fencepost::audit::{Engine, Format, ObjectKind, Policy, Report, evaluate, render};
 
 fn clean_report() -> Report {
     evaluate(&clean(), &Policy::default())
 }
 
-/// A Babelfish-like catalog (no permissions shown) after two attacks.
+/// The clean deployment as `read_catalog` sees it on Babelfish, after two
+/// attacks. Babelfish does not chain ownership, its `sys.database_permissions`
+/// is always empty, it has no `sys.server_permissions`, and it lists object
+/// names lower-cased.
 fn broken_report() -> Report {
     let mut c = clean();
+    c.engine = Engine {
+        chains_ownership: false,
+        product: "Babelfish for PostgreSQL".into(),
+    };
     c.permissions.clear();
+    let server = c.server.as_mut().expect("the clean fixture shows server facts");
+    server.permissions_unreadable =
+        Some("Babelfish for PostgreSQL has no server permission catalog (sys.server_permissions)".into());
     c.memberships.push(member("db_datawriter", "orders_svc"));
     c.objects.push(module(
         "dbo",
@@ -21,6 +31,9 @@ fn broken_report() -> Report {
         ObjectKind::Procedure,
         "CREATE PROCEDURE dbo.RepairLease AS UPDATE fence.Resource SET Owner = NULL;",
     ));
+    for o in &mut c.objects {
+        o.name = o.name.to_lowercase();
+    }
     evaluate(&c, &Policy::default())
 }
 
