@@ -105,6 +105,17 @@ fn an_invalid_source_folder_is_refused_naming_the_file() {
 }
 
 #[test]
+fn check_refuses_a_source_dir_it_would_not_read() {
+    // Without --offline, check reads the catalog: a folder would be ignored.
+    let root = env!("CARGO_MANIFEST_DIR");
+    let output = fencepost(&["check", "--source-dir", root]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--offline"), "{}", stderr(&output));
+    let offline = fencepost(&["check", "--offline", "--source-dir", root]);
+    assert_eq!(offline.status.code(), Some(0), "{}", stdout(&offline));
+}
+
+#[test]
 fn the_repository_folders_render_the_same_script_as_the_binary() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let from_dir = fencepost(&["script", "--source-dir", root.to_str().unwrap()]);

@@ -12,7 +12,7 @@ pub async fn run(args: CheckArgs) -> Result<u8> {
         policy.add_principal(principal);
     }
     let report = if args.offline {
-        audit::lint_offline(&audit::Sources::from(&sources(&args.source)?), &policy)
+        audit::lint_offline(&audit::Sources::from(&sources(args.source_dir.as_deref())?), &policy)
     } else {
         let (_, mut conn) = connect(&args.connect).await?;
         audit::evaluate(&audit::read_catalog(&mut conn).await?, &policy)

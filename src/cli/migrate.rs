@@ -10,7 +10,7 @@ use super::status::procedure_word;
 use super::{EXIT_OK, connect, sources};
 
 pub async fn run(args: MigrateArgs) -> Result<u8> {
-    let sources = sources(&args.source)?;
+    let sources = sources(args.source.source_dir.as_deref())?;
     let (target, mut conn) = connect(&args.connect).await?;
     let options = MigrateOptions {
         lock_timeout: Duration::from_secs(args.lock_timeout),

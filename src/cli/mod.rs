@@ -7,12 +7,14 @@ mod opt;
 mod script;
 mod status;
 
+use std::path::Path;
+
 use anyhow::{Context, Result, bail};
 use fencepost::ConnectionString;
 use fencepost::deploy::Sources;
 
 pub use opt::Options;
-use opt::{Command, ConnectArgs, SourceArgs};
+use opt::{Command, ConnectArgs};
 
 /// Success, or nothing to report.
 pub const EXIT_OK: u8 = 0;
@@ -50,8 +52,8 @@ async fn connect(args: &ConnectArgs) -> Result<(ConnectionString, fencepost::Con
 }
 
 /// The embedded T-SQL, or the folder given with --source-dir.
-fn sources(args: &SourceArgs) -> Result<Sources> {
-    match &args.source_dir {
+fn sources(source_dir: Option<&Path>) -> Result<Sources> {
+    match source_dir {
         None => Sources::embedded().context("the T-SQL built into this binary is invalid"),
         Some(dir) => Sources::from_dir(dir).with_context(|| format!("reading T-SQL from {}", dir.display())),
     }

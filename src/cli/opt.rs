@@ -64,7 +64,9 @@ pub struct ConnectArgs {
     pub connection: Option<String>,
 }
 
-/// Where the T-SQL comes from.
+/// Where the T-SQL a deploy applies comes from (`migrate`, `script`).
+/// `status` and `check` declare their own `--source-dir`, whose help says
+/// what that command does with the folder.
 #[derive(Debug, Args)]
 pub struct SourceArgs {
     /// Deploy the T-SQL under this folder (with migrations/, procedures/ and
@@ -106,8 +108,10 @@ pub struct MigrateArgs {
 pub struct StatusArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
-    #[command(flatten)]
-    pub source: SourceArgs,
+    /// Compare the database with the T-SQL under this folder (with migrations/,
+    /// procedures/ and permissions/) instead of the copy built into this binary.
+    #[arg(long, value_name = "DIR")]
+    pub source_dir: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
@@ -140,8 +144,11 @@ pub enum CheckFormat {
 pub struct CheckArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
-    #[command(flatten)]
-    pub source: SourceArgs,
+    /// With --offline, lint the T-SQL under this folder (with migrations/,
+    /// procedures/ and permissions/) instead of the copy built into this binary.
+    /// A check of a database reads its catalog, so this needs --offline.
+    #[arg(long, value_name = "DIR", requires = "offline")]
+    pub source_dir: Option<PathBuf>,
     /// Lint the shipped T-SQL (grants and procedure bodies) without a server.
     #[arg(long)]
     pub offline: bool,

@@ -7,7 +7,7 @@ use super::opt::ScriptArgs;
 use super::{EXIT_OK, sources};
 
 pub fn run(args: ScriptArgs) -> Result<u8> {
-    let script = render_script(&sources(&args.source)?);
+    let script = render_script(&sources(args.source.source_dir.as_deref())?);
     match &args.output {
         None => print!("{script}"),
         Some(path) => {

@@ -8,7 +8,7 @@ use super::opt::{Format, StatusArgs};
 use super::{EXIT_ATTENTION, EXIT_OK, connect, sources};
 
 pub async fn run(args: StatusArgs) -> Result<u8> {
-    let sources = sources(&args.source)?;
+    let sources = sources(args.source_dir.as_deref())?;
     let (target, mut conn) = connect(&args.connect).await?;
     let plan = deploy::status(&mut conn, &sources).await?;
     let where_ = format!("{} / {}", target.server(), target.database());
