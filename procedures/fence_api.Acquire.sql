@@ -9,21 +9,47 @@ AS
 BEGIN
     SET NOCOUNT ON;
     SET XACT_ABORT ON;
+    -- Decide under READ COMMITTED whatever isolation level the caller chose (a
+    -- SET inside a procedure reverts when it returns). Babelfish refuses this SET
+    -- in any call whose level differs, and its READ UNCOMMITTED reads only
+    -- committed rows anyway.
+    IF SERVERPROPERTY(N'Babelfish') IS NULL
+        SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 
-    -- LEN ignores trailing spaces; the appended character makes them count.
-    IF @ResourceKey IS NULL OR LEN(@ResourceKey + N'.') - 1 NOT BETWEEN 1 AND 256
-        THROW 50101, N'@ResourceKey must be 1 to 256 characters long.', 1;
+    -- Keys are exact identifiers: 1 to 256 UTF-16 code units (what nvarchar(256)
+    -- stores; DATALENGTH counts two bytes each), compared binary, and never
+    -- ending in a space, which comparisons ignore. Babelfish stores UTF-8, so
+    -- there a character outside the BMP is counted twice by hand.
+    DECLARE @KeyUnits int = DATALENGTH(@ResourceKey) / 2, @KeyAt int = 0;
+    IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
+        SET @KeyUnits = LEN(@ResourceKey + N'.') - 1;
+    WHILE SERVERPROPERTY(N'Babelfish') IS NOT NULL AND @KeyUnits BETWEEN 129 AND 256
+          AND @KeyAt < LEN(@ResourceKey + N'.') - 1
+    BEGIN
+        SET @KeyAt += 1;
+        IF UNICODE(SUBSTRING(@ResourceKey, @KeyAt, 1)) > 65535
+            SET @KeyUnits += 1;
+    END;
+    IF @ResourceKey IS NULL OR @KeyUnits NOT BETWEEN 1 AND 256
+        THROW 50101, N'@ResourceKey must be 1 to 256 UTF-16 code units long.', 1;
+    IF UNICODE(RIGHT(@ResourceKey, 1)) = 32
+        THROW 50101, N'@ResourceKey must not end with a space: keys are exact identifiers.', 1;
     IF @Owner IS NULL OR @Owner = '00000000-0000-0000-0000-000000000000'
         THROW 50102, N'@Owner must be a non-nil uniqueidentifier, fresh for each acquisition.', 1;
     IF @LeaseSeconds IS NULL OR @LeaseSeconds NOT BETWEEN 1 AND 86400
         THROW 50103, N'@LeaseSeconds must be between 1 and 86400.', 1;
 
-    -- Lease times come from the server clock only.
-    DECLARE @Now datetime2(7) = SYSUTCDATETIME();
-    DECLARE @Until datetime2(7) = DATEADD(SECOND, @LeaseSeconds, @Now);
-    DECLARE @Generation bigint, @HolderUntil datetime2(7), @Taken int, @Found int;
+    DECLARE @Now datetime2(7), @Until datetime2(7);
+    DECLARE @Generation bigint, @HolderUntil datetime2(7), @Found int, @Taken int;
 
     BEGIN TRANSACTION;
+
+    -- Lock the row before reading the clock: a call that waited for another
+    -- session's lock is judged at the moment it got the row, not when it was sent.
+    UPDATE fence.Resource SET Generation = Generation WHERE ResourceKey = @ResourceKey;
+    SET @Found = @@ROWCOUNT;
+    SET @Now = SYSUTCDATETIME();
+    SET @Until = DATEADD(SECOND, @LeaseSeconds, @Now);
 
     UPDATE fence.Resource
        SET Generation    = CASE WHEN Owner = @Owner AND LeaseUntilUtc > @Now
@@ -35,22 +61,19 @@ BEGIN
        AND (Owner IS NULL OR LeaseUntilUtc <= @Now OR Owner = @Owner);
     SET @Taken = @@ROWCOUNT;
 
-    -- Read back inside the transaction: the row is ours until COMMIT, and this is
-    -- exact on every engine, unlike OUTPUT under concurrent updates.
+    -- Read back under the lock: exact on every engine, unlike OUTPUT under
+    -- concurrent updates.
     SELECT @Generation = Generation, @HolderUntil = LeaseUntilUtc
       FROM fence.Resource
      WHERE ResourceKey = @ResourceKey;
-    SET @Found = @@ROWCOUNT;
 
     COMMIT TRANSACTION;
 
     IF @Taken = 1
         SELECT CAST(N'Acquired' AS nvarchar(32)) AS Outcome, @Generation AS Generation, @Until AS LeaseUntilUtc;
-    -- The holder may have released between the UPDATE and the read-back:
-    -- then the lease is free from now on, and a retry can take it at once.
     ELSE IF @Found = 1
         SELECT CAST(N'Busy' AS nvarchar(32)) AS Outcome, CAST(NULL AS bigint) AS Generation,
-               COALESCE(@HolderUntil, @Now) AS LeaseUntilUtc;
+               @HolderUntil AS LeaseUntilUtc;
     ELSE
         SELECT CAST(N'NotProvisioned' AS nvarchar(32)) AS Outcome, CAST(NULL AS bigint) AS Generation,
                CAST(NULL AS datetime2(7)) AS LeaseUntilUtc;

@@ -5,6 +5,12 @@ AS
 BEGIN
     SET NOCOUNT ON;
     SET XACT_ABORT ON;
+    -- Decide under READ COMMITTED whatever isolation level the caller chose (a
+    -- SET inside a procedure reverts when it returns). Babelfish refuses this SET
+    -- in any call whose level differs, and its READ UNCOMMITTED reads only
+    -- committed rows anyway.
+    IF SERVERPROPERTY(N'Babelfish') IS NULL
+        SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 
     IF @OperationId IS NULL OR @OperationId = '00000000-0000-0000-0000-000000000000'
         THROW 50105, N'@OperationId must be a non-nil uniqueidentifier, fresh for each publish and reused only to replay it.', 1;

@@ -1,4 +1,4 @@
--- Writes a result under a lease: the fence itself. The UPDATE succeeds only
+-- Writes a result under a lease: the fence itself. The write succeeds only
 -- while the caller still owns the current, unexpired generation and nothing was
 -- published in it yet; the outcome record commits in the same transaction, so
 -- a caller whose reply was lost can ask GetOutcome or replay safely.
@@ -12,10 +12,31 @@ AS
 BEGIN
     SET NOCOUNT ON;
     SET XACT_ABORT ON;
+    -- Decide under READ COMMITTED whatever isolation level the caller chose (a
+    -- SET inside a procedure reverts when it returns). Babelfish refuses this SET
+    -- in any call whose level differs, and its READ UNCOMMITTED reads only
+    -- committed rows anyway.
+    IF SERVERPROPERTY(N'Babelfish') IS NULL
+        SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 
-    -- LEN ignores trailing spaces; the appended character makes them count.
-    IF @ResourceKey IS NULL OR LEN(@ResourceKey + N'.') - 1 NOT BETWEEN 1 AND 256
-        THROW 50101, N'@ResourceKey must be 1 to 256 characters long.', 1;
+    -- Keys are exact identifiers: 1 to 256 UTF-16 code units (what nvarchar(256)
+    -- stores; DATALENGTH counts two bytes each), compared binary, and never
+    -- ending in a space, which comparisons ignore. Babelfish stores UTF-8, so
+    -- there a character outside the BMP is counted twice by hand.
+    DECLARE @KeyUnits int = DATALENGTH(@ResourceKey) / 2, @KeyAt int = 0;
+    IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
+        SET @KeyUnits = LEN(@ResourceKey + N'.') - 1;
+    WHILE SERVERPROPERTY(N'Babelfish') IS NOT NULL AND @KeyUnits BETWEEN 129 AND 256
+          AND @KeyAt < LEN(@ResourceKey + N'.') - 1
+    BEGIN
+        SET @KeyAt += 1;
+        IF UNICODE(SUBSTRING(@ResourceKey, @KeyAt, 1)) > 65535
+            SET @KeyUnits += 1;
+    END;
+    IF @ResourceKey IS NULL OR @KeyUnits NOT BETWEEN 1 AND 256
+        THROW 50101, N'@ResourceKey must be 1 to 256 UTF-16 code units long.', 1;
+    IF UNICODE(RIGHT(@ResourceKey, 1)) = 32
+        THROW 50101, N'@ResourceKey must not end with a space: keys are exact identifiers.', 1;
     IF @Owner IS NULL OR @Owner = '00000000-0000-0000-0000-000000000000'
         THROW 50102, N'@Owner must be a non-nil uniqueidentifier, fresh for each acquisition.', 1;
     IF @Generation IS NULL OR @Generation < 1
@@ -24,20 +45,31 @@ BEGIN
         THROW 50105, N'@OperationId must be a non-nil uniqueidentifier, fresh for each publish and reused only to replay it.', 1;
     IF @Payload IS NULL
         THROW 50106, N'@Payload must not be NULL (an empty string is allowed).', 1;
-    IF EXISTS (SELECT 1
-                 FROM fence.PublishedOperation
-                WHERE OperationId = @OperationId
-                  AND (ResourceKey <> @ResourceKey OR Generation <> @Generation))
-        THROW 50107, N'@OperationId was already used by a publish to another resource or generation.', 1;
 
-    DECLARE @Now datetime2(7) = SYSUTCDATETIME();
-    DECLARE @Outcome nvarchar(32);
-    DECLARE @CurrentGeneration bigint, @CurrentOwner uniqueidentifier,
-            @PublishedGeneration bigint, @Found int;
+    DECLARE @Now datetime2(7), @Outcome nvarchar(32), @Found int, @Replay int, @Accepted int;
+    DECLARE @CurrentGeneration bigint, @CurrentOwner uniqueidentifier, @PublishedGeneration bigint;
 
     BEGIN TRANSACTION;
 
-    IF EXISTS (SELECT 1 FROM fence.PublishedOperation WHERE OperationId = @OperationId)
+    -- Lock the row before reading the clock: a call that waited for another
+    -- session's lock is judged at the moment it got the row, not when it was sent.
+    -- The lock also serialises replays of one operation on this key.
+    UPDATE fence.Resource SET Generation = Generation WHERE ResourceKey = @ResourceKey;
+    SET @Found = @@ROWCOUNT;
+    SET @Now = SYSUTCDATETIME();
+
+    -- Decided under the lock: an operation id already used elsewhere is an
+    -- error, one used here is a replay.
+    -- COLLATE names the key column's own collation: Babelfish cannot choose one
+    -- for a comparison inside an expression.
+    SELECT @Replay = CASE WHEN ResourceKey = @ResourceKey COLLATE Latin1_General_100_BIN2
+                           AND Generation = @Generation THEN 1 ELSE 0 END
+      FROM fence.PublishedOperation
+     WHERE OperationId = @OperationId;
+    IF @Replay = 0
+        THROW 50107, N'@OperationId was already used by a publish to another resource or generation.', 1;
+
+    IF @Replay = 1
         SET @Outcome = N'AlreadyPublished';
     ELSE
     BEGIN
@@ -50,24 +82,30 @@ BEGIN
            AND Generation = @Generation
            AND LeaseUntilUtc > @Now
            AND (PublishedGeneration IS NULL OR PublishedGeneration < @Generation);
+        SET @Accepted = @@ROWCOUNT;
 
-        IF @@ROWCOUNT = 1
+        IF @Accepted = 1
         BEGIN
-            INSERT INTO fence.PublishedOperation (OperationId, ResourceKey, Generation, PublishedAtUtc)
-            VALUES (@OperationId, @ResourceKey, @Generation, @Now);
+            -- A publish of this operation id to another key can race this one
+            -- past the check above; the key insert decides, and the loser is
+            -- told what the contract says, not "duplicate key".
+            BEGIN TRY
+                INSERT INTO fence.PublishedOperation (OperationId, ResourceKey, Generation, PublishedAtUtc)
+                VALUES (@OperationId, @ResourceKey, @Generation, @Now);
+            END TRY
+            BEGIN CATCH
+                IF ERROR_NUMBER() IN (2601, 2627)
+                    THROW 50107, N'@OperationId was already used by a publish to another resource or generation.', 1;
+                THROW;
+            END CATCH;
             SET @Outcome = N'Published';
         END;
-        -- Refused. A concurrent replay of this operation may have committed while
-        -- this UPDATE waited for the row: that is a replay, not a refusal.
-        ELSE IF EXISTS (SELECT 1 FROM fence.PublishedOperation WHERE OperationId = @OperationId)
-            SET @Outcome = N'AlreadyPublished';
         ELSE
         BEGIN
             SELECT @CurrentGeneration = Generation, @CurrentOwner = Owner,
                    @PublishedGeneration = PublishedGeneration
               FROM fence.Resource
              WHERE ResourceKey = @ResourceKey;
-            SET @Found = @@ROWCOUNT;
 
             SET @Outcome =
                 CASE

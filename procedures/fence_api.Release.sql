@@ -8,10 +8,31 @@ AS
 BEGIN
     SET NOCOUNT ON;
     SET XACT_ABORT ON;
+    -- Decide under READ COMMITTED whatever isolation level the caller chose (a
+    -- SET inside a procedure reverts when it returns). Babelfish refuses this SET
+    -- in any call whose level differs, and its READ UNCOMMITTED reads only
+    -- committed rows anyway.
+    IF SERVERPROPERTY(N'Babelfish') IS NULL
+        SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 
-    -- LEN ignores trailing spaces; the appended character makes them count.
-    IF @ResourceKey IS NULL OR LEN(@ResourceKey + N'.') - 1 NOT BETWEEN 1 AND 256
-        THROW 50101, N'@ResourceKey must be 1 to 256 characters long.', 1;
+    -- Keys are exact identifiers: 1 to 256 UTF-16 code units (what nvarchar(256)
+    -- stores; DATALENGTH counts two bytes each), compared binary, and never
+    -- ending in a space, which comparisons ignore. Babelfish stores UTF-8, so
+    -- there a character outside the BMP is counted twice by hand.
+    DECLARE @KeyUnits int = DATALENGTH(@ResourceKey) / 2, @KeyAt int = 0;
+    IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
+        SET @KeyUnits = LEN(@ResourceKey + N'.') - 1;
+    WHILE SERVERPROPERTY(N'Babelfish') IS NOT NULL AND @KeyUnits BETWEEN 129 AND 256
+          AND @KeyAt < LEN(@ResourceKey + N'.') - 1
+    BEGIN
+        SET @KeyAt += 1;
+        IF UNICODE(SUBSTRING(@ResourceKey, @KeyAt, 1)) > 65535
+            SET @KeyUnits += 1;
+    END;
+    IF @ResourceKey IS NULL OR @KeyUnits NOT BETWEEN 1 AND 256
+        THROW 50101, N'@ResourceKey must be 1 to 256 UTF-16 code units long.', 1;
+    IF UNICODE(RIGHT(@ResourceKey, 1)) = 32
+        THROW 50101, N'@ResourceKey must not end with a space: keys are exact identifiers.', 1;
     IF @Owner IS NULL OR @Owner = '00000000-0000-0000-0000-000000000000'
         THROW 50102, N'@Owner must be a non-nil uniqueidentifier, fresh for each acquisition.', 1;
     IF @Generation IS NULL OR @Generation < 1

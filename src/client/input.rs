@@ -8,17 +8,28 @@ use uuid::Uuid;
 
 use super::error::{Error, Parameter};
 
-/// The longest key the contract allows, in characters.
-pub const MAX_KEY_CHARS: usize = 256;
+/// The longest key the contract allows, in UTF-16 code units: what
+/// `nvarchar(256)` stores, so a character outside the Basic Multilingual Plane
+/// counts two.
+pub const MAX_KEY_UTF16_UNITS: usize = 256;
 /// The longest lease the contract allows.
 pub const MAX_LEASE: Duration = Duration::from_secs(86_400);
 
+/// A key is an exact identifier. One that ends in a space is refused: SQL
+/// Server's comparisons ignore trailing spaces, so `"job "` would otherwise be
+/// the fence of `"job"`.
 pub(crate) fn key(key: &str) -> Result<&str, Error> {
-    let chars = key.chars().count();
-    if chars == 0 || chars > MAX_KEY_CHARS {
+    let units = key.encode_utf16().count();
+    if units == 0 || units > MAX_KEY_UTF16_UNITS {
         return Err(Error::invalid(
             Parameter::ResourceKey,
-            format!("must be 1 to {MAX_KEY_CHARS} characters long, not {chars}"),
+            format!("must be 1 to {MAX_KEY_UTF16_UNITS} UTF-16 code units long, not {units}"),
+        ));
+    }
+    if key.ends_with(' ') {
+        return Err(Error::invalid(
+            Parameter::ResourceKey,
+            "must not end with a space: keys are exact identifiers",
         ));
     }
     Ok(key)
@@ -68,9 +79,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn keys_of_one_and_256_characters_pass_and_0_and_257_do_not() {
+    fn keys_of_one_and_256_code_units_pass_and_0_and_257_do_not() {
         assert!(key("k").is_ok());
         assert!(key(&"é".repeat(256)).is_ok());
+        assert!(key(&"😀".repeat(128)).is_ok());
+        assert_eq!(
+            key(&format!("{}k", "😀".repeat(128))).unwrap_err().parameter(),
+            Some(Parameter::ResourceKey),
+            "a character outside the BMP counts two, as nvarchar stores it"
+        );
         assert_eq!(key("").unwrap_err().parameter(), Some(Parameter::ResourceKey));
         assert_eq!(
             key(&"k".repeat(257)).unwrap_err().parameter(),
@@ -79,8 +96,11 @@ mod tests {
     }
 
     #[test]
-    fn a_key_of_spaces_counts_its_spaces() {
-        assert!(key("   ").is_ok());
+    fn a_key_ending_in_a_space_is_refused_and_inner_and_leading_spaces_are_kept() {
+        assert_eq!(key("job ").unwrap_err().parameter(), Some(Parameter::ResourceKey));
+        assert_eq!(key("   ").unwrap_err().parameter(), Some(Parameter::ResourceKey));
+        assert!(key(" job").is_ok());
+        assert!(key("daily job").is_ok());
     }
 
     #[test]

@@ -23,7 +23,7 @@ use std::sync::Arc;
 pub use config::ClientConfig;
 pub use contract::CONTRACT_VERSION;
 pub use error::{Error, Parameter};
-pub use input::{MAX_KEY_CHARS, MAX_LEASE};
+pub use input::{MAX_KEY_UTF16_UNITS, MAX_LEASE};
 pub use lease::Lease;
 pub use outcome::{
     Acquire, Inspection, LeaseState, OperationOutcome, Provision, Publication, Publish, RefusalReason, Release, Renew,

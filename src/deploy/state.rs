@@ -15,9 +15,14 @@ pub(crate) fn definition_hash_sql(definition: &str) -> String {
     format!("HASHBYTES('SHA2_256', {definition})")
 }
 
-/// The definition hash of one procedure, as a SQL expression.
+/// The definition hash of one procedure, as a SQL expression. Read from
+/// `sys.sql_modules`: Babelfish's `OBJECT_DEFINITION` is `nvarchar(4000)` and
+/// fails on a longer definition.
 pub(crate) fn definition_hash_of(object_name_literal: &str) -> String {
-    definition_hash_sql(&format!("OBJECT_DEFINITION(OBJECT_ID({object_name_literal}))"))
+    format!(
+        "(SELECT {} FROM sys.sql_modules AS m WHERE m.object_id = OBJECT_ID({object_name_literal}))",
+        definition_hash_sql("m.definition")
+    )
 }
 
 /// A hash column read as lower-case hex.
