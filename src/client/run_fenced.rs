@@ -71,9 +71,13 @@ impl Client {
     /// for old work. Finally the lease is released, bounded by the configured
     /// release timeout; a failed release is logged, not returned.
     ///
+    /// A publish whose reply is lost is replayed with the same operation id, so
+    /// a result is published at most once and is not dropped for a lost reply.
+    ///
     /// `Err` means the server or the network failed: acquiring, a renewal
     /// that failed for a reason that retrying will not fix, or the publish
-    /// (an [`Error::OutcomeUnknown`] names the operation id to resolve).
+    /// when its replays were lost too (an [`Error::OutcomeUnknown`] names the
+    /// operation id to resolve).
     ///
     /// Dropping the returned future stops everything without releasing; the
     /// lease then simply expires.
@@ -102,38 +106,64 @@ impl Client {
         work: impl Future<Output = Result<String, E>>,
         cancel: &CancellationToken,
     ) -> Result<Fenced<E>, Error> {
-        let renewals = self.keep_renewed(lease.clone());
-        tokio::pin!(work, renewals);
-        let finished = tokio::select! {
-            result = &mut work => result,
-            loss = &mut renewals => {
-                cancel.cancel();
-                // Let the work wind down on its own terms; its result is not
-                // published, whatever it is.
-                let _ = work.await;
-                return match loss {
-                    Loss::Lost(reason) => Ok(Fenced::Lost(reason)),
-                    Loss::Failed(error) => Err(error),
-                };
+        let finished = {
+            let renewals = self.keep_renewed(lease.clone());
+            tokio::pin!(work, renewals);
+            tokio::select! {
+                // A loss seen together with a finished work wins: the work's
+                // result may have been made without the lease.
+                biased;
+                loss = &mut renewals => {
+                    cancel.cancel();
+                    // Let the work wind down on its own terms; its result is not
+                    // published, whatever it is.
+                    let _ = work.await;
+                    return match loss {
+                        Loss::Lost(reason) => Ok(Fenced::Lost(reason)),
+                        Loss::Failed(error) => Err(error),
+                    };
+                }
+                result = &mut work => result,
             }
+            // The renewals end with this block, so a renewal in flight gives
+            // its connection back before the publish needs one.
         };
         let payload = match finished {
             Ok(payload) => payload,
             Err(error) => return Ok(Fenced::Failed(error)),
         };
-        // Renewals stop here. A renewal confirmed within the last third of
-        // the lease leaves most of it for the publish; if the lease runs out
-        // anyway, the fence refuses the publish, which is the point.
+        // A renewal confirmed within the last third of the lease leaves most of
+        // it for the publish; if the lease runs out anyway, the fence refuses
+        // the publish, which is the point.
         let operation_id = Uuid::new_v4();
-        Ok(match self.publish(lease, operation_id, &payload).await? {
-            // `AlreadyPublished` cannot answer a first send of a fresh id, but
-            // it would mean the same thing: this operation committed.
+        Ok(match self.publish_resolved(lease, operation_id, &payload).await? {
+            // `AlreadyPublished` answers a replay of a publish whose reply was
+            // lost: this operation committed.
             Publish::Published | Publish::AlreadyPublished => Fenced::Published {
                 generation: lease.generation(),
                 operation_id,
             },
             Publish::Refused(reason) => Fenced::Refused(reason),
         })
+    }
+
+    /// Publishes, and when the reply is lost replays the same operation id,
+    /// which is always safe: a committed publish answers `AlreadyPublished`,
+    /// and one that never arrived is judged afresh. Gives up with
+    /// [`Error::OutcomeUnknown`] after a few attempts.
+    async fn publish_resolved(&self, lease: &Lease, operation_id: Uuid, payload: &str) -> Result<Publish, Error> {
+        const ATTEMPTS: u32 = 3;
+        let mut attempt = 1;
+        loop {
+            match self.publish(lease, operation_id, payload).await {
+                Err(error @ Error::OutcomeUnknown { .. }) if attempt < ATTEMPTS => {
+                    tracing::debug!(key = lease.key(), %operation_id, %error, "publish reply lost; replaying");
+                    tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Renews until the lease is lost; never returns while it is held.

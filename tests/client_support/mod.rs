@@ -1,12 +1,13 @@
 //! A loopback TCP proxy between a client and the engine. It counts the TDS
 //! request messages the client sends, which is what a round trip costs, without
-//! trusting any counter of the client's own, and it can hold traffic in either
-//! direction to make a server unreachable or a reply go missing.
+//! trusting any counter of the client's own; it can hold traffic in either
+//! direction to make a server unreachable or a reply go missing, and cut the
+//! connection at a chosen point of the next request.
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -21,8 +22,25 @@ const END_OF_MESSAGE: u8 = 0x01;
 struct Counts {
     requests: AtomicU64,
     messages: AtomicU64,
+    connections: AtomicU64,
+    cuts: AtomicU64,
     framing_lost: AtomicBool,
 }
+
+/// Where to cut the connection that carries the next request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cut {
+    /// The request never reaches the server.
+    BeforeRequest,
+    /// The request reaches the server, which runs it; no byte of the reply
+    /// reaches the client.
+    BeforeReply,
+    /// The reply starts to arrive, and the connection closes half way.
+    MidReply,
+}
+
+/// A cut waiting for the next request, shared by every connection.
+type Armed = Arc<Mutex<Option<Cut>>>;
 
 /// A running proxy; it stops when dropped with the test's runtime.
 pub struct Proxy {
@@ -31,6 +49,7 @@ pub struct Proxy {
     counts: Arc<Counts>,
     hold_requests: watch::Sender<bool>,
     hold_replies: watch::Sender<bool>,
+    armed: Armed,
 }
 
 impl Proxy {
@@ -42,20 +61,27 @@ impl Proxy {
         let (hold_requests, requests_held) = watch::channel(false);
         let (hold_replies, replies_held) = watch::channel(false);
         let shared = counts.clone();
+        let armed = Armed::default();
+        let shared_armed = armed.clone();
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let Ok(server) = TcpStream::connect(&upstream).await else {
                     continue;
                 };
+                shared.connections.fetch_add(1, Ordering::SeqCst);
                 let (client_read, client_write) = client.into_split();
                 let (server_read, server_write) = server.into_split();
+                // What the request side decided for this connection's reply.
+                let (cut_reply, reply_cut) = watch::channel(None);
                 tokio::spawn(requests(
                     client_read,
                     server_write,
                     shared.clone(),
                     requests_held.clone(),
+                    shared_armed.clone(),
+                    cut_reply,
                 ));
-                tokio::spawn(replies(server_read, client_write, replies_held.clone()));
+                tokio::spawn(replies(server_read, client_write, replies_held.clone(), reply_cut));
             }
         });
         Proxy {
@@ -63,7 +89,28 @@ impl Proxy {
             counts,
             hold_requests,
             hold_replies,
+            armed,
         }
+    }
+
+    /// Cuts the connection that carries the next request, at `cut`.
+    pub fn cut_next(&self, cut: Cut) {
+        *self.armed.lock().unwrap() = Some(cut);
+    }
+
+    /// Whether a cut is still waiting for its request.
+    pub fn cut_pending(&self) -> bool {
+        self.armed.lock().unwrap().is_some()
+    }
+
+    /// Connections cut so far.
+    pub fn cuts(&self) -> u64 {
+        self.counts.cuts.load(Ordering::SeqCst)
+    }
+
+    /// Connections opened through the proxy so far.
+    pub fn connections(&self) -> u64 {
+        self.counts.connections.load(Ordering::SeqCst)
     }
 
     /// Request messages (batch, RPC, transaction) forwarded so far.
@@ -125,11 +172,14 @@ async fn wait_while_held(held: &mut watch::Receiver<bool>) {
 }
 
 /// Forwards client packets one at a time, counting each finished message.
+/// The last packet of a request takes an armed cut with it.
 async fn requests(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
     counts: Arc<Counts>,
     mut held: watch::Receiver<bool>,
+    armed: Armed,
+    cut_reply: watch::Sender<Option<Cut>>,
 ) {
     let mut header = [0u8; 8];
     loop {
@@ -151,6 +201,18 @@ async fn requests(
             return;
         }
         wait_while_held(&mut held).await;
+        let last_of_request = header[1] & END_OF_MESSAGE != 0 && REQUEST_TYPES.contains(&header[0]);
+        if last_of_request && let Some(cut) = armed.lock().unwrap().take() {
+            counts.cuts.fetch_add(1, Ordering::SeqCst);
+            if cut == Cut::BeforeRequest {
+                // Closing both halves here and the reply side below ends the
+                // connection with the request unsent.
+                cut_reply.send_replace(Some(cut));
+                return;
+            }
+            // Set before the request leaves, so no reply byte can beat it.
+            cut_reply.send_replace(Some(cut));
+        }
         if to.write_all(&packet).await.is_err() {
             return;
         }
@@ -163,19 +225,31 @@ async fn requests(
     }
 }
 
+/// Forwards server bytes to the client until a cut ends the connection.
 async fn replies(
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
     mut held: watch::Receiver<bool>,
+    mut cut: watch::Receiver<Option<Cut>>,
 ) {
     let mut buffer = vec![0u8; 16 * 1024];
     loop {
-        let n = match from.read(&mut buffer).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => n,
+        let n = tokio::select! {
+            read = from.read(&mut buffer) => match read {
+                Ok(0) | Err(_) => return,
+                Ok(n) => n,
+            },
+            // A request cut before it was sent: there will be no reply.
+            _ = cut.wait_for(|c| *c == Some(Cut::BeforeRequest)) => return,
         };
         wait_while_held(&mut held).await;
-        if to.write_all(&buffer[..n]).await.is_err() {
+        let forward = match *cut.borrow() {
+            None => n,
+            Some(Cut::MidReply) => n / 2,
+            Some(Cut::BeforeReply | Cut::BeforeRequest) => 0,
+        };
+        if to.write_all(&buffer[..forward]).await.is_err() || forward < n {
+            // Dropping both halves closes the client's connection.
             return;
         }
     }
