@@ -1,0 +1,511 @@
+//! The client-side ledger of a stress run and the invariants of the fence,
+//! checked against it and against the tables afterwards.
+//!
+//! Server times order what the server decided: a grant or renewal was decided
+//! at its `LeaseUntilUtc` minus its length (the procedure read the clock once,
+//! under the row lock), and a publish at its `PublishedAtUtc`. Client instants
+//! order what one worker saw before it sent something else.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use fencepost::Connection;
+use fencepost::client::{Lease, Publish};
+use time::OffsetDateTime;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+#[derive(Clone, Debug)]
+pub enum Event {
+    Granted {
+        key: String,
+        owner: Uuid,
+        generation: i64,
+        decided: OffsetDateTime,
+        until: OffsetDateTime,
+    },
+    Renewed {
+        key: String,
+        generation: i64,
+        decided: OffsetDateTime,
+        until: OffsetDateTime,
+    },
+    Publish {
+        key: String,
+        owner: Uuid,
+        generation: i64,
+        operation: Uuid,
+        payload: String,
+        outcome: Publish,
+        replay: bool,
+        sent: Instant,
+    },
+    Released {
+        key: String,
+        generation: i64,
+        received: Instant,
+    },
+    Fenced {
+        key: String,
+        generation: i64,
+        received: Instant,
+    },
+    Busy {
+        key: String,
+    },
+    Lost {
+        key: String,
+    },
+    NotHolder {
+        key: String,
+        sent: Instant,
+    },
+    Failed {
+        what: String,
+    },
+}
+
+impl Event {
+    pub fn granted(lease: &Lease) -> Event {
+        Event::Granted {
+            key: lease.key().to_string(),
+            owner: lease.owner(),
+            generation: lease.generation(),
+            decided: lease.until() - lease.length(),
+            until: lease.until(),
+        }
+    }
+
+    pub fn renewed(lease: &Lease) -> Event {
+        Event::Renewed {
+            key: lease.key().to_string(),
+            generation: lease.generation(),
+            decided: lease.until() - lease.length(),
+            until: lease.until(),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Event::Granted { .. } => "acquired",
+            Event::Renewed { .. } => "renewed",
+            Event::Publish { replay: false, .. } => "publish",
+            Event::Publish { replay: true, .. } => "replay",
+            Event::Released { .. } => "released",
+            Event::Fenced { .. } => "force-released",
+            Event::Busy { .. } => "busy",
+            Event::Lost { .. } => "lost",
+            Event::NotHolder { .. } => "not-holder",
+            Event::Failed { .. } => "failed",
+        }
+    }
+}
+
+/// What the tables hold after the run.
+#[derive(Debug, Default)]
+pub struct TableState {
+    /// Operation id → (key, generation, published at).
+    pub operations: BTreeMap<Uuid, (String, i64, OffsetDateTime)>,
+    /// Key → (published generation, payload).
+    pub resources: BTreeMap<String, (Option<i64>, Option<String>)>,
+}
+
+impl TableState {
+    /// Reads the rows of the keys that start with `prefix`.
+    pub async fn read(conn: &mut Connection, prefix: &str) -> TableState {
+        let mut state = TableState::default();
+        let rows = conn
+            .query(
+                "SELECT OperationId, ResourceKey, Generation, PublishedAtUtc FROM fence.PublishedOperation
+                  WHERE ResourceKey LIKE @P1 + N'%'",
+                &[&prefix],
+            )
+            .await
+            .unwrap()
+            .into_first_result()
+            .await
+            .unwrap();
+        for row in rows {
+            let at: time::PrimitiveDateTime = row.get(3).unwrap();
+            state.operations.insert(
+                row.get(0).unwrap(),
+                (
+                    row.get::<&str, _>(1).unwrap().to_string(),
+                    row.get(2).unwrap(),
+                    at.assume_utc(),
+                ),
+            );
+        }
+        let rows = conn
+            .query(
+                "SELECT ResourceKey, PublishedGeneration, Payload FROM fence.Resource WHERE ResourceKey LIKE @P1 + N'%'",
+                &[&prefix],
+            )
+            .await
+            .unwrap()
+            .into_first_result()
+            .await
+            .unwrap();
+        for row in rows {
+            state.resources.insert(
+                row.get::<&str, _>(0).unwrap().to_string(),
+                (row.get(1), row.get::<&str, _>(2).map(str::to_string)),
+            );
+        }
+        state
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Ledger {
+    pub events: Vec<Event>,
+}
+
+/// An accepted publish as the ledger saw it.
+pub struct Accepted<'a> {
+    pub key: &'a str,
+    pub owner: Uuid,
+    pub generation: i64,
+    pub operation: Uuid,
+    pub payload: &'a str,
+    pub sent: Instant,
+}
+
+impl Ledger {
+    /// Counts per kind of operation, e.g. "acquired 812, renewed 640, ...".
+    pub fn summary(&self) -> String {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for event in &self.events {
+            *counts.entry(event.kind()).or_default() += 1;
+        }
+        counts
+            .iter()
+            .map(|(kind, n)| format!("{kind} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    pub fn accepted(&self) -> impl Iterator<Item = Accepted<'_>> {
+        self.events.iter().filter_map(|event| match event {
+            Event::Publish {
+                key,
+                owner,
+                generation,
+                operation,
+                payload,
+                outcome: Publish::Published,
+                sent,
+                ..
+            } => Some(Accepted {
+                key,
+                owner: *owner,
+                generation: *generation,
+                operation: *operation,
+                payload,
+                sent: *sent,
+            }),
+            _ => None,
+        })
+    }
+
+    /// Every broken invariant, described; empty when the fence held.
+    pub fn violations(&self, table: &TableState) -> Vec<String> {
+        let mut found = Vec::new();
+        self.calls_failed(&mut found);
+        self.generations_granted_once_and_rising(&mut found);
+        self.one_publication_per_generation(&mut found);
+        self.publications_only_from_current_leases(table, &mut found);
+        self.tables_match_the_ledger(table, &mut found);
+        found
+    }
+
+    fn calls_failed(&self, found: &mut Vec<String>) {
+        for event in &self.events {
+            if let Event::Failed { what } = event {
+                found.push(format!("a call failed where the contract has an outcome: {what}"));
+            }
+        }
+    }
+
+    fn grants(&self) -> impl Iterator<Item = (&str, Uuid, i64, OffsetDateTime, OffsetDateTime)> {
+        self.events.iter().filter_map(|event| match event {
+            Event::Granted {
+                key,
+                owner,
+                generation,
+                decided,
+                until,
+            } => Some((key.as_str(), *owner, *generation, *decided, *until)),
+            _ => None,
+        })
+    }
+
+    fn generations_granted_once_and_rising(&self, found: &mut Vec<String>) {
+        let mut owners: BTreeMap<(&str, i64), BTreeSet<Uuid>> = BTreeMap::new();
+        let mut by_key: BTreeMap<&str, Vec<(OffsetDateTime, i64)>> = BTreeMap::new();
+        for (key, owner, generation, decided, _) in self.grants() {
+            owners.entry((key, generation)).or_default().insert(owner);
+            by_key.entry(key).or_default().push((decided, generation));
+        }
+        for ((key, generation), owners) in owners {
+            if owners.len() > 1 {
+                found.push(format!(
+                    "{key} generation {generation} was granted to {} owners",
+                    owners.len()
+                ));
+            }
+        }
+        for (key, mut grants) in by_key {
+            grants.sort();
+            for pair in grants.windows(2) {
+                if pair[1].1 <= pair[0].1 {
+                    found.push(format!(
+                        "{key}: generation {} granted at {} after generation {} at {}",
+                        pair[1].1, pair[1].0, pair[0].1, pair[0].0
+                    ));
+                }
+            }
+        }
+    }
+
+    fn one_publication_per_generation(&self, found: &mut Vec<String>) {
+        let mut operations: BTreeMap<(&str, i64), BTreeSet<Uuid>> = BTreeMap::new();
+        for accepted in self.accepted() {
+            operations
+                .entry((accepted.key, accepted.generation))
+                .or_default()
+                .insert(accepted.operation);
+        }
+        for ((key, generation), operations) in operations {
+            if operations.len() > 1 {
+                found.push(format!(
+                    "{key} generation {generation} accepted {} publications",
+                    operations.len()
+                ));
+            }
+        }
+        let accepted: BTreeSet<Uuid> = self.accepted().map(|a| a.operation).collect();
+        for event in &self.events {
+            if let Event::Publish {
+                operation,
+                outcome: Publish::AlreadyPublished,
+                ..
+            } = event
+                && !accepted.contains(operation)
+            {
+                found.push(format!(
+                    "operation {operation} answered AlreadyPublished but was never accepted"
+                ));
+            }
+        }
+    }
+
+    fn publications_only_from_current_leases(&self, table: &TableState, found: &mut Vec<String>) {
+        for p in self.accepted() {
+            let Some((_, _, at)) = table.operations.get(&p.operation) else {
+                continue; // reported by tables_match_the_ledger
+            };
+            let at = *at;
+            let grant = self
+                .grants()
+                .find(|(key, _, generation, _, _)| *key == p.key && *generation == p.generation);
+            let Some((_, owner, _, _, granted_until)) = grant else {
+                found.push(format!(
+                    "{} generation {} published but never granted",
+                    p.key, p.generation
+                ));
+                continue;
+            };
+            if owner != p.owner {
+                found.push(format!(
+                    "{} generation {} published by an owner it was not granted to",
+                    p.key, p.generation
+                ));
+            }
+            let renewed_until = self.events.iter().filter_map(|event| match event {
+                Event::Renewed {
+                    key,
+                    generation,
+                    decided,
+                    until,
+                } if *key == p.key && *generation == p.generation && *decided <= at => Some(*until),
+                _ => None,
+            });
+            let lease_end = renewed_until.fold(granted_until, OffsetDateTime::max);
+            if at >= lease_end {
+                found.push(format!(
+                    "{} generation {} published at {at}, after its lease ended at {lease_end}",
+                    p.key, p.generation
+                ));
+            }
+            for (key, _, generation, decided, _) in self.grants() {
+                if key == p.key && generation > p.generation && decided <= at {
+                    found.push(format!(
+                        "{key} generation {} published at {at}, after generation {generation} was granted at {decided}",
+                        p.generation
+                    ));
+                }
+            }
+            for event in &self.events {
+                match event {
+                    Event::Fenced {
+                        key,
+                        generation,
+                        received,
+                    } if *key == p.key && *generation > p.generation && *received < p.sent => found.push(format!(
+                        "{key} generation {} published after a ForceRelease had fenced it",
+                        p.generation
+                    )),
+                    Event::Released {
+                        key,
+                        generation,
+                        received,
+                    } if *key == p.key && *generation == p.generation && *received < p.sent => found.push(format!(
+                        "{key} generation {} published after it was released",
+                        p.generation
+                    )),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn tables_match_the_ledger(&self, table: &TableState, found: &mut Vec<String>) {
+        let ledger: BTreeMap<Uuid, (String, i64)> = self
+            .accepted()
+            .map(|a| (a.operation, (a.key.to_string(), a.generation)))
+            .collect();
+        let stored: BTreeMap<Uuid, (String, i64)> = table
+            .operations
+            .iter()
+            .map(|(operation, (key, generation, _))| (*operation, (key.clone(), *generation)))
+            .collect();
+        if ledger != stored {
+            let missing = ledger.keys().filter(|o| !stored.contains_key(o)).count();
+            let extra = stored.keys().filter(|o| !ledger.contains_key(o)).count();
+            found.push(format!(
+                "fence.PublishedOperation differs from the accepted publishes: {missing} missing, {extra} not accepted"
+            ));
+        }
+        for (key, (generation, payload)) in &table.resources {
+            let last = self.accepted().filter(|a| a.key == key).max_by_key(|a| a.generation);
+            let expected = (
+                last.as_ref().map(|a| a.generation),
+                last.as_ref().map(|a| a.payload.to_string()),
+            );
+            if (generation.as_ref().copied(), payload.clone()) != expected {
+                found.push(format!(
+                    "{key} holds generation {generation:?} payload {payload:?}, the last accepted publish was {expected:?}"
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(second: i64) -> OffsetDateTime {
+        OffsetDateTime::UNIX_EPOCH + time::Duration::seconds(second)
+    }
+
+    fn grant(key: &str, owner: Uuid, generation: i64, at: i64) -> Event {
+        Event::Granted {
+            key: key.into(),
+            owner,
+            generation,
+            decided: t(at),
+            until: t(at + 2),
+        }
+    }
+
+    fn published(key: &str, owner: Uuid, generation: i64, operation: Uuid, sent: Instant) -> Event {
+        Event::Publish {
+            key: key.into(),
+            owner,
+            generation,
+            operation,
+            payload: format!("{operation}"),
+            outcome: Publish::Published,
+            replay: false,
+            sent,
+        }
+    }
+
+    fn table(rows: &[(Uuid, &str, i64, i64)], last: Option<(i64, Uuid)>) -> TableState {
+        let mut state = TableState::default();
+        for (operation, key, generation, at) in rows {
+            state
+                .operations
+                .insert(*operation, (key.to_string(), *generation, t(*at)));
+        }
+        state
+            .resources
+            .insert("k".into(), (last.map(|l| l.0), last.map(|l| l.1.to_string())));
+        state
+    }
+
+    #[test]
+    fn a_clean_history_has_no_violations() {
+        let (a, b, op) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let ledger = Ledger {
+            events: vec![
+                grant("k", a, 1, 0),
+                grant("k", b, 2, 3),
+                published("k", b, 2, op, Instant::now()),
+            ],
+        };
+        assert_eq!(
+            ledger.violations(&table(&[(op, "k", 2, 4)], Some((2, op)))),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn a_publish_after_the_lease_ended_or_a_successor_was_granted_is_a_violation() {
+        let (a, b, op) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let ledger = Ledger {
+            events: vec![
+                grant("k", a, 1, 0),
+                grant("k", b, 2, 3),
+                published("k", a, 1, op, Instant::now()),
+            ],
+        };
+        let found = ledger.violations(&table(&[(op, "k", 1, 4)], Some((1, op))));
+        assert!(found.iter().any(|v| v.contains("after its lease ended")), "{found:?}");
+        assert!(
+            found.iter().any(|v| v.contains("after generation 2 was granted")),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn a_generation_granted_twice_or_published_twice_is_a_violation() {
+        let (a, b, one, two) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let now = Instant::now();
+        let ledger = Ledger {
+            events: vec![
+                grant("k", a, 1, 0),
+                grant("k", b, 1, 1),
+                published("k", a, 1, one, now),
+                published("k", a, 1, two, now),
+            ],
+        };
+        let found = ledger.violations(&table(&[(one, "k", 1, 1), (two, "k", 1, 1)], Some((1, two))));
+        assert!(found.iter().any(|v| v.contains("granted to 2 owners")), "{found:?}");
+        assert!(found.iter().any(|v| v.contains("accepted 2 publications")), "{found:?}");
+        assert!(found.iter().any(|v| v.contains("granted at")), "{found:?}");
+    }
+
+    #[test]
+    fn a_table_that_differs_from_the_ledger_is_a_violation() {
+        let (a, op) = (Uuid::new_v4(), Uuid::new_v4());
+        let ledger = Ledger {
+            events: vec![grant("k", a, 1, 0), published("k", a, 1, op, Instant::now())],
+        };
+        let found = ledger.violations(&table(&[], None));
+        assert!(found.iter().any(|v| v.contains("1 missing")), "{found:?}");
+        assert!(found.iter().any(|v| v.contains("last accepted publish")), "{found:?}");
+    }
+}
