@@ -139,7 +139,7 @@ async fn a_migration_whose_second_batch_fails_leaves_nothing_behind() {
     };
     let broken = shipped()
         .with_migration(
-            "V2__broken.sql",
+            "V90__broken.sql",
             // The result set before the THROW is what a driver that stops
             // reading after the first result would see, missing the error.
             "CREATE TABLE fence.HalfDone (Id int NOT NULL);\nGO\nINSERT INTO fence.HalfDone (Id) VALUES (1);\n\
@@ -154,7 +154,7 @@ async fn a_migration_whose_second_batch_fails_leaves_nothing_behind() {
             line,
             message,
         } => {
-            assert_eq!(file, "migrations/V2__broken.sql");
+            assert_eq!(file, "migrations/V90__broken.sql");
             assert_eq!(*batch, 2);
             assert_eq!(*line, 5, "THROW is on line 5 of the file");
             assert!(message.contains("the second batch fails"), "{message}");
@@ -162,7 +162,7 @@ async fn a_migration_whose_second_batch_fails_leaves_nothing_behind() {
         other => panic!("expected a batch failure, got {other:?}"),
     }
     assert!(
-        error.to_string().contains("migrations/V2__broken.sql, batch 2"),
+        error.to_string().contains("migrations/V90__broken.sql, batch 2"),
         "{error}"
     );
 
@@ -176,12 +176,12 @@ async fn a_migration_whose_second_batch_fails_leaves_nothing_behind() {
         .query("SELECT version FROM fence.SchemaHistory ORDER BY version;")
         .await;
     let versions: Vec<i32> = history.iter().map(|r| r.get::<i32, usize>(0).unwrap()).collect();
-    assert_eq!(versions, vec![1]);
+    assert_eq!(versions, vec![1, 2]);
     let status = fencepost::deploy::status(&mut db.connect().await, &broken)
         .await
         .unwrap();
     assert_eq!(
-        status.migrations.iter().find(|m| m.version == 2).unwrap().state,
+        status.migrations.iter().find(|m| m.version == 90).unwrap().state,
         MigrationState::Pending
     );
     db.drop().await;
