@@ -9,3 +9,4 @@ GRANT EXECUTE ON fence_api.Release TO fence_service;
 GRANT EXECUTE ON fence_api.GetOutcome TO fence_service;
 GRANT EXECUTE ON fence_api.ReadPublication TO fence_service;
 GRANT EXECUTE ON fence_api.Inspect TO fence_service;
+GRANT EXECUTE ON fence_api.AssertHolder TO fence_service;

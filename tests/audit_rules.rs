@@ -500,7 +500,7 @@ fn an_empty_permission_catalog_cannot_be_verified_never_passes() {
         ["FP003", "FP004", "FP005", "FP006", "FP007", "FP014"]
     );
     assert!(
-        report.cannot_verify[0].reason.contains("none of the 11 EXECUTE grants"),
+        report.cannot_verify[0].reason.contains("none of the 12 EXECUTE grants"),
         "{report:#?}"
     );
     assert_eq!(report.exit_code(), 2);

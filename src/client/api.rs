@@ -5,7 +5,7 @@ use tiberius::ToSql;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use super::call::{Reply, call};
+use super::call::{Reply, call, checkout};
 use super::contract::{self, CatalogRow, Procedure};
 use super::error::Error;
 use super::outcome::{self, LeaseState};
@@ -208,15 +208,7 @@ impl Client {
                 timed_out: false,
             },
         };
-        let mut session = self.pool.get().await.map_err(|e| match e {
-            bb8::RunError::User(error) => Error::Connect(error),
-            bb8::RunError::TimedOut => Error::Unavailable {
-                reason: self
-                    .last_connect_error
-                    .take()
-                    .unwrap_or_else(|| "all connections stayed busy".into()),
-            },
-        })?;
+        let mut session = checkout(&self.pool, &self.last_connect_error).await?;
         session.in_call = true;
         let rows = session
             .connection

@@ -19,16 +19,7 @@ pub(crate) async fn call(
     procedure: Procedure,
     arguments: &[&dyn ToSql],
 ) -> Result<Reply, Error> {
-    let mut session = match pool.get().await {
-        Ok(session) => session,
-        Err(bb8::RunError::User(error)) => return Err(Error::Connect(error)),
-        Err(bb8::RunError::TimedOut) => {
-            let reason = last_connect_error
-                .take()
-                .unwrap_or_else(|| format!("all {} connections stayed busy", pool.state().connections));
-            return Err(Error::Unavailable { reason });
-        }
-    };
+    let mut session = checkout(pool, last_connect_error).await?;
     session.in_call = true;
     let statement = procedure.statement();
     let exchange = async {
@@ -63,9 +54,26 @@ pub(crate) async fn call(
     })
 }
 
+/// A pooled connection, or why none could be had (nothing was sent).
+pub(crate) async fn checkout<'p>(
+    pool: &'p bb8::Pool<Manager>,
+    last_connect_error: &LastConnectError,
+) -> Result<bb8::PooledConnection<'p, Manager>, Error> {
+    match pool.get().await {
+        Ok(session) => Ok(session),
+        Err(bb8::RunError::User(error)) => Err(Error::Connect(error)),
+        Err(bb8::RunError::TimedOut) => {
+            let reason = last_connect_error
+                .take()
+                .unwrap_or_else(|| format!("all {} connections stayed busy", pool.state().connections));
+            Err(Error::Unavailable { reason })
+        }
+    }
+}
+
 /// Sorts a driver error into the client's kinds. The contract's own numbers
 /// become [`Error::Rejected`] with the parameter they are about.
-fn classify(procedure: Procedure, error: tiberius::error::Error) -> Error {
+pub(crate) fn classify(procedure: Procedure, error: tiberius::error::Error) -> Error {
     use tiberius::error::Error as E;
     match error {
         E::Server(token) => Error::from_server(procedure.name(), token.code(), token.message().to_string()),

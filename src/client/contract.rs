@@ -18,6 +18,7 @@ pub(crate) enum Procedure {
     GetOutcome,
     ReadPublication,
     Inspect,
+    AssertHolder,
 }
 
 /// A parameter's declared type as the catalog names it.
@@ -37,7 +38,7 @@ use Parameter as P;
 use SqlType as T;
 
 impl Procedure {
-    pub(crate) const ALL: [Procedure; 8] = [
+    pub(crate) const ALL: [Procedure; 9] = [
         Procedure::Provision,
         Procedure::Acquire,
         Procedure::Renew,
@@ -46,6 +47,7 @@ impl Procedure {
         Procedure::GetOutcome,
         Procedure::ReadPublication,
         Procedure::Inspect,
+        Procedure::AssertHolder,
     ];
 
     /// The schema-qualified name, as used in messages.
@@ -59,6 +61,7 @@ impl Procedure {
             Procedure::GetOutcome => "fence_api.GetOutcome",
             Procedure::ReadPublication => "fence_api.ReadPublication",
             Procedure::Inspect => "fence_api.Inspect",
+            Procedure::AssertHolder => "fence_api.AssertHolder",
         }
     }
 
@@ -83,7 +86,7 @@ impl Procedure {
                 (P::OperationId, T::UniqueIdentifier),
                 (P::Payload, T::NVarCharMax),
             ],
-            Procedure::Release => &[
+            Procedure::Release | Procedure::AssertHolder => &[
                 (P::ResourceKey, T::WideKey),
                 (P::Owner, T::UniqueIdentifier),
                 (P::Generation, T::BigInt),

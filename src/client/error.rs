@@ -11,7 +11,7 @@ use crate::connection::ConnectError;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Parameter {
-    /// `@ResourceKey`: 1 to 256 characters.
+    /// `@ResourceKey`: 1 to 256 UTF-16 code units, not ending in a space.
     ResourceKey,
     /// `@Owner`: a non-nil id, fresh for each acquisition.
     Owner,

@@ -11,6 +11,7 @@ mod call;
 mod config;
 mod contract;
 mod error;
+mod fenced_transaction;
 mod input;
 mod lease;
 mod outcome;
@@ -23,6 +24,7 @@ use std::sync::Arc;
 pub use config::ClientConfig;
 pub use contract::CONTRACT_VERSION;
 pub use error::{Error, Parameter};
+pub use fenced_transaction::{FencedTransaction, FencedTx};
 pub use input::{MAX_KEY_UTF16_UNITS, MAX_LEASE};
 pub use lease::Lease;
 pub use outcome::{

@@ -1,0 +1,234 @@
+//! Fencing the service's own tables with `fence_api.AssertHolder`, in the
+//! T-SQL pattern any language uses (BEGIN TRAN; EXEC AssertHolder; own
+//! writes; COMMIT) and through `Client::fenced_transaction`, on a user table.
+
+mod caller_support;
+mod lease_support;
+mod support;
+
+use std::time::Duration;
+
+use caller_support::{Answer, Caller};
+use fencepost::client::{FencedTransaction, FencedTx, Publish, RefusalReason};
+use lease_support::{acquired, provisioned, wait_until_expired, worker};
+use support::TestDatabase;
+use uuid::Uuid;
+
+const ASSERT: &str = "EXEC fence_api.AssertHolder @ResourceKey = @P1, @Owner = @P2, @Generation = @P3";
+const REPORT: &str = "CREATE TABLE dbo.Report (Id int IDENTITY PRIMARY KEY, Writer nvarchar(20) NOT NULL);";
+
+async fn writers(db: &TestDatabase) -> Vec<String> {
+    db.query("SELECT Writer FROM dbo.Report ORDER BY Id")
+        .await
+        .iter()
+        .map(|row| row.get::<&str, _>(0).unwrap().to_string())
+        .collect()
+}
+
+async fn insert(caller: &mut Caller, writer: &str) {
+    caller
+        .conn
+        .execute("INSERT INTO dbo.Report (Writer) VALUES (@P1)", &[&writer])
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_late_writers_rows_are_rolled_back_and_its_successors_commit() {
+    let Some(db) = TestDatabase::deployed("a_late_writers_rows_are_rolled_back_and_its_successors_commit").await else {
+        return;
+    };
+    db.exec(REPORT).await;
+    let (a, b) = (worker(&db.ado()).await, worker(&db.ado()).await);
+    let key = provisioned(&a, "report").await;
+    let late = acquired(a.acquire(&key, Duration::from_secs(2)).await.unwrap());
+    wait_until_expired(&b, &key).await;
+    let current = acquired(b.acquire(&key, Duration::from_secs(60)).await.unwrap());
+
+    let mut caller_a = Caller::new(db.connect().await);
+    caller_a.begin("READ COMMITTED").await.unwrap();
+    insert(&mut caller_a, "A").await;
+    let refused = caller_a
+        .call(ASSERT, &[&key.as_str(), &late.owner(), &late.generation()])
+        .await;
+    assert_eq!(refused.error_number(), Some(50110), "{refused:?}");
+    assert_eq!(caller_a.trancount().await, 0, "the refusal rolled the transaction back");
+
+    let mut caller_b = Caller::new(db.connect().await);
+    caller_b.begin("READ COMMITTED").await.unwrap();
+    let holding = caller_b
+        .call(ASSERT, &[&key.as_str(), &current.owner(), &current.generation()])
+        .await;
+    assert_eq!(holding.outcome(), "Holding");
+    assert_eq!(holding.big("Generation"), Some(current.generation()));
+    insert(&mut caller_b, "B").await;
+    caller_b.commit().await.unwrap();
+
+    assert_eq!(writers(&db).await, ["B"]);
+    drop((a, b, caller_a, caller_b));
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn an_expired_lease_with_no_successor_is_50111_and_nothing_commits() {
+    let Some(db) = TestDatabase::deployed("an_expired_lease_with_no_successor_is_50111_and_nothing_commits").await
+    else {
+        return;
+    };
+    db.exec(REPORT).await;
+    let a = worker(&db.ado()).await;
+    let key = provisioned(&a, "report").await;
+    let lease = acquired(a.acquire(&key, Duration::from_secs(2)).await.unwrap());
+    wait_until_expired(&a, &key).await;
+
+    let mut caller = Caller::new(db.connect().await);
+    caller.begin("READ COMMITTED").await.unwrap();
+    insert(&mut caller, "A").await;
+    let refused = caller
+        .call(ASSERT, &[&key.as_str(), &lease.owner(), &lease.generation()])
+        .await;
+    assert_eq!(refused.error_number(), Some(50111), "{refused:?}");
+    caller.rollback().await;
+    assert_eq!(writers(&db).await, Vec::<String>::new());
+    drop((a, caller));
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_successor_waits_for_the_holders_transaction_and_the_holder_is_then_superseded() {
+    let Some(db) =
+        TestDatabase::deployed("a_successor_waits_for_the_holders_transaction_and_the_holder_is_then_superseded").await
+    else {
+        return;
+    };
+    db.exec(REPORT).await;
+    let (a, b) = (worker(&db.ado()).await, worker(&db.ado()).await);
+    let key = provisioned(&a, "report").await;
+    let lease = acquired(a.acquire(&key, Duration::from_secs(2)).await.unwrap());
+
+    let mut holder = Caller::new(db.connect().await);
+    holder.begin("READ COMMITTED").await.unwrap();
+    let holding = holder
+        .call(ASSERT, &[&key.as_str(), &lease.owner(), &lease.generation()])
+        .await;
+    assert_eq!(holding.outcome(), "Holding");
+    let until = holding.time("LeaseUntilUtc").unwrap();
+    let successor = tokio::spawn({
+        let key = key.clone();
+        async move { b.acquire(&key, Duration::from_secs(60)).await.unwrap() }
+    });
+    // The holder's transaction keeps the row past the lease's end.
+    while holder.server_now().await <= until + time::Duration::milliseconds(200) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        !successor.is_finished(),
+        "the successor did not wait for the holder's transaction"
+    );
+    insert(&mut holder, "A").await;
+    holder.commit().await.unwrap();
+    let next = acquired(successor.await.unwrap());
+
+    assert_eq!(next.generation(), lease.generation() + 1);
+    assert_eq!(
+        writers(&db).await,
+        ["A"],
+        "the holder's rows, written under the lock, commit"
+    );
+    assert_eq!(
+        a.publish(&lease, Uuid::new_v4(), "late").await.unwrap(),
+        Publish::Refused(RefusalReason::Superseded)
+    );
+    drop((a, holder));
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn assert_holder_outside_a_transaction_and_bad_input_are_refused_and_change_nothing() {
+    let Some(db) =
+        TestDatabase::deployed("assert_holder_outside_a_transaction_and_bad_input_are_refused_and_change_nothing")
+            .await
+    else {
+        return;
+    };
+    let a = worker(&db.ado()).await;
+    let key = provisioned(&a, "report").await;
+    let lease = acquired(a.acquire(&key, Duration::from_secs(60)).await.unwrap());
+    let before = lease_support::state(&a, &key).await;
+    let mut caller = Caller::new(db.connect().await);
+
+    let outside = caller
+        .call(ASSERT, &[&key.as_str(), &lease.owner(), &lease.generation()])
+        .await;
+    assert_eq!(outside.error_number(), Some(50113), "{outside:?}");
+
+    let nil = Uuid::nil();
+    let cases: [(&str, Uuid, i64, u32); 5] = [
+        ("", lease.owner(), lease.generation(), 50101),
+        ("report ", lease.owner(), lease.generation(), 50101),
+        (key.as_str(), nil, lease.generation(), 50102),
+        (key.as_str(), lease.owner(), 0, 50104),
+        ("never-provisioned", lease.owner(), lease.generation(), 50112),
+    ];
+    for (k, owner, generation, number) in cases {
+        caller.begin("READ COMMITTED").await.unwrap();
+        let answer = caller.call(ASSERT, &[&k, &owner, &generation]).await;
+        assert!(
+            matches!(answer, Answer::Error { number: n, .. } if n == number),
+            "{k:?}: {answer:?}"
+        );
+        assert_eq!(
+            caller.trancount().await,
+            0,
+            "{k:?}: the refusal left a transaction open"
+        );
+    }
+    assert_eq!(lease_support::state(&a, &key).await, before);
+    drop((a, caller));
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_fenced_transaction_commits_for_the_holder_and_writes_nothing_for_a_late_one() {
+    let Some(db) =
+        TestDatabase::deployed("a_fenced_transaction_commits_for_the_holder_and_writes_nothing_for_a_late_one").await
+    else {
+        return;
+    };
+    db.exec(REPORT).await;
+    let (a, b) = (worker(&db.ado()).await, worker(&db.ado()).await);
+    let key = provisioned(&a, "report").await;
+    let late = acquired(a.acquire(&key, Duration::from_secs(2)).await.unwrap());
+    let write = |writer: &'static str| {
+        async move |tx: &mut FencedTx<'_>| {
+            tx.execute("INSERT INTO dbo.Report (Writer) VALUES (@P1)", &[&writer])
+                .await?;
+            Ok::<_, tiberius::error::Error>(writer)
+        }
+    };
+
+    let first = a.fenced_transaction(&late, write("A1")).await.unwrap();
+    assert!(matches!(first, FencedTransaction::Committed("A1")), "{first:?}");
+    wait_until_expired(&b, &key).await;
+    let current = acquired(b.acquire(&key, Duration::from_secs(60)).await.unwrap());
+    let refused = a.fenced_transaction(&late, write("A2")).await.unwrap();
+    assert!(
+        matches!(refused, FencedTransaction::Refused(RefusalReason::Superseded)),
+        "{refused:?}"
+    );
+    let failed = b
+        .fenced_transaction(&current, async |tx: &mut FencedTx<'_>| {
+            tx.execute("INSERT INTO dbo.Report (Writer) VALUES (N'B-failed')", &[])
+                .await?;
+            tx.execute("INSERT INTO dbo.Missing (Writer) VALUES (N'x')", &[]).await
+        })
+        .await
+        .unwrap();
+    assert!(matches!(failed, FencedTransaction::Failed(_)), "{failed:?}");
+    let second = b.fenced_transaction(&current, write("B")).await.unwrap();
+    assert!(matches!(second, FencedTransaction::Committed("B")), "{second:?}");
+
+    assert_eq!(writers(&db).await, ["A1", "B"]);
+    drop((a, b));
+    db.drop().await;
+}
