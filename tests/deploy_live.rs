@@ -4,7 +4,7 @@
 mod support;
 
 use std::process::Stdio;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use fencepost::deploy::{Change, DeployError, MigrationState, ProcedureState, Sources};
 use support::TestDatabase;
@@ -187,6 +187,9 @@ async fn a_migration_whose_second_batch_fails_leaves_nothing_behind() {
     db.drop().await;
 }
 
+/// How long the concurrent-deploy test watches the deploys wait.
+const LOCK_WAIT_OBSERVED: Duration = Duration::from_secs(3);
+
 #[tokio::test]
 async fn two_deploys_started_together_both_succeed_and_apply_each_migration_once() {
     let Some(db) = TestDatabase::new("two_deploys_started_together_both_succeed_and_apply_each_migration_once").await
@@ -194,7 +197,8 @@ async fn two_deploys_started_together_both_succeed_and_apply_each_migration_once
         return;
     };
     // Hold the deploy lock so both processes queue behind it; release it
-    // only once both have said they are taking it.
+    // only once both have said they are taking it, and have been seen to
+    // wait for it.
     let mut holder = db.connect().await;
     support::hold_deploy_lock(&mut holder).await;
     let mut children = Vec::new();
@@ -214,6 +218,23 @@ async fn two_deploys_started_together_both_succeed_and_apply_each_migration_once
         }
         children.push((child, stderr));
     }
+    // Long enough for either to have connected, asked for the lock and,
+    // had it not waited, created the fence schema and its journal.
+    tokio::time::sleep(LOCK_WAIT_OBSERVED).await;
+    for (child, _) in &mut children {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "a deploy finished while another session held the deploy lock"
+        );
+    }
+    let schemas = db
+        .query("SELECT COUNT(*) FROM sys.schemas WHERE name LIKE N'fence%';")
+        .await;
+    assert_eq!(
+        schemas[0].get::<i32, usize>(0),
+        Some(0),
+        "a deploy changed the database while another session held the deploy lock"
+    );
     support::release_deploy_lock(&mut holder).await;
     drop(holder);
 
@@ -226,6 +247,12 @@ async fn two_deploys_started_together_both_succeed_and_apply_each_migration_once
         }
         assert!(output.status.success(), "a deploy failed: {rest}");
         let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        // What each says it waited agrees with what the test saw.
+        let waited = report["lock_wait_seconds"].as_f64().unwrap();
+        assert!(
+            waited >= LOCK_WAIT_OBSERVED.as_secs_f64() - 0.5,
+            "the deploy says it waited {waited}s for the lock"
+        );
         applied += report["changes"]
             .as_array()
             .unwrap()
