@@ -1,12 +1,14 @@
 //! Live deploy tests: each makes its own database on the engine named by
 //! FENCEPOST_TEST_MSSQL and deploys with the real runner.
 
+mod client_support;
 mod support;
 
 use std::process::Stdio;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use fencepost::deploy::{Change, DeployError, MigrationState, ProcedureState, Sources};
+use client_support::Proxy;
+use fencepost::deploy::{self, Change, DeployError, MigrateOptions, MigrationState, ProcedureState, Sources};
 use support::TestDatabase;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
@@ -187,6 +189,9 @@ async fn a_migration_whose_second_batch_fails_leaves_nothing_behind() {
     db.drop().await;
 }
 
+/// How long the concurrent-deploy test watches the deploys wait.
+const LOCK_WAIT_OBSERVED: Duration = Duration::from_secs(3);
+
 #[tokio::test]
 async fn two_deploys_started_together_both_succeed_and_apply_each_migration_once() {
     let Some(db) = TestDatabase::new("two_deploys_started_together_both_succeed_and_apply_each_migration_once").await
@@ -194,7 +199,8 @@ async fn two_deploys_started_together_both_succeed_and_apply_each_migration_once
         return;
     };
     // Hold the deploy lock so both processes queue behind it; release it
-    // only once both have said they are taking it.
+    // only once both have said they are taking it, and have been seen to
+    // wait for it.
     let mut holder = db.connect().await;
     support::hold_deploy_lock(&mut holder).await;
     let mut children = Vec::new();
@@ -214,6 +220,23 @@ async fn two_deploys_started_together_both_succeed_and_apply_each_migration_once
         }
         children.push((child, stderr));
     }
+    // Long enough for either to have connected, asked for the lock and,
+    // had it not waited, created the fence schema and its journal.
+    tokio::time::sleep(LOCK_WAIT_OBSERVED).await;
+    for (child, _) in &mut children {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "a deploy finished while another session held the deploy lock"
+        );
+    }
+    let schemas = db
+        .query("SELECT COUNT(*) FROM sys.schemas WHERE name LIKE N'fence%';")
+        .await;
+    assert_eq!(
+        schemas[0].get::<i32, usize>(0),
+        Some(0),
+        "a deploy changed the database while another session held the deploy lock"
+    );
     support::release_deploy_lock(&mut holder).await;
     drop(holder);
 
@@ -226,6 +249,12 @@ async fn two_deploys_started_together_both_succeed_and_apply_each_migration_once
         }
         assert!(output.status.success(), "a deploy failed: {rest}");
         let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        // What each says it waited agrees with what the test saw.
+        let waited = report["lock_wait_seconds"].as_f64().unwrap();
+        assert!(
+            waited >= LOCK_WAIT_OBSERVED.as_secs_f64() - 0.5,
+            "the deploy says it waited {waited}s for the lock"
+        );
         applied += report["changes"]
             .as_array()
             .unwrap()
@@ -270,7 +299,7 @@ async fn a_procedure_altered_by_hand_shows_as_drifted_and_the_next_deploy_restor
         String::from_utf8_lossy(&output.stderr)
     );
     let status: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let states: Vec<(String, String)> = status["procedures"]
+    let mut states: Vec<(String, String)> = status["procedures"]
         .as_array()
         .unwrap()
         .iter()
@@ -281,14 +310,23 @@ async fn a_procedure_altered_by_hand_shows_as_drifted_and_the_next_deploy_restor
             )
         })
         .collect();
-    for (name, state) in &states {
-        let expected = if name == "fence_api.Inspect" {
-            "drifted"
-        } else {
-            "current"
-        };
-        assert_eq!(state, expected, "{name}");
-    }
+    states.sort();
+    // Every shipped procedure is listed, once, and only Inspect has drifted.
+    let mut expected: Vec<(String, String)> = shipped()
+        .procedures()
+        .iter()
+        .map(|p| {
+            let name = p.qualified_name();
+            let state = if name == "fence_api.Inspect" {
+                "drifted"
+            } else {
+                "current"
+            };
+            (name, state.to_string())
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(states, expected);
 
     let report = db.migrate(&shipped()).await.unwrap();
     assert_eq!(
@@ -307,6 +345,18 @@ async fn a_procedure_altered_by_hand_shows_as_drifted_and_the_next_deploy_restor
     db.drop().await;
 }
 
+/// Deploys the shipped sources on a session through `proxy`, and returns the
+/// report and the requests the proxy saw on the wire, which is what a round
+/// trip costs whatever the runner counts.
+async fn redeploy_through(proxy: &Proxy, db: &TestDatabase) -> (deploy::MigrateReport, u64) {
+    let mut conn = support::connect_ado(&proxy.ado(&db.ado())).await;
+    let before = proxy.requests();
+    let report = deploy::migrate(&mut conn, &shipped(), &MigrateOptions::default(), &mut |_| {})
+        .await
+        .unwrap();
+    (report, proxy.requests() - before)
+}
+
 #[tokio::test]
 async fn a_no_change_redeploy_costs_the_same_round_trips_however_many_objects_exist() {
     let Some(db) =
@@ -314,7 +364,8 @@ async fn a_no_change_redeploy_costs_the_same_round_trips_however_many_objects_ex
     else {
         return;
     };
-    let small = db.migrate(&shipped()).await.unwrap();
+    let proxy = Proxy::start(db.connection_string().server()).await;
+    let (small, small_requests) = redeploy_through(&proxy, &db).await;
     assert!(small.changes.is_empty());
 
     // Two hundred more procedures in a fence schema: every one is a row the
@@ -325,18 +376,19 @@ async fn a_no_change_redeploy_costs_the_same_round_trips_however_many_objects_ex
     }
     db.exec(&create).await;
     let started = Instant::now();
-    let large = db.migrate(&shipped()).await.unwrap();
+    let (large, large_requests) = redeploy_through(&proxy, &db).await;
     let elapsed = started.elapsed();
     assert!(large.changes.is_empty());
     assert_eq!(large.plan.procedures.len(), shipped().procedures().len() + 200);
     assert_eq!(
-        small.round_trips, large.round_trips,
-        "round trips grew with the object count"
+        small_requests, large_requests,
+        "requests on the wire grew with the object count"
     );
     let _ = std::io::Write::write_all(
         &mut std::io::stderr(),
         format!(
-            "no-change redeploy: {} round trips with {} and with {} procedures; {:.0} ms with the larger set\n",
+            "no-change redeploy: {large_requests} requests on the wire (the runner counts {}) with {} and with \
+             {} procedures; {:.0} ms with the larger set\n",
             large.round_trips,
             shipped().procedures().len(),
             large.plan.procedures.len(),

@@ -20,6 +20,14 @@ async fn published(client: &fencepost::Client, key: &str) -> Publication {
     client.read_publication(key).await.unwrap()
 }
 
+/// The server clock, as `Inspect` reads it.
+async fn server_utc(client: &fencepost::Client, key: &str) -> time::OffsetDateTime {
+    match client.inspect(key).await.unwrap() {
+        Inspection::Found(state) => state.server_utc,
+        Inspection::NotProvisioned => panic!("{key} is not provisioned"),
+    }
+}
+
 #[tokio::test]
 async fn a_superseded_publish_is_refused_while_the_successors_lands() {
     let Some(db) = TestDatabase::deployed("a_superseded_publish_is_refused_while_the_successors_lands").await else {
@@ -242,10 +250,21 @@ async fn an_acquire_retried_by_the_holder_keeps_its_generation() {
     let key = provisioned(&a, "report").await;
     let owner = Uuid::new_v4();
     let first = acquired(a.acquire_as(&key, owner, SHORT * 5).await.unwrap());
+    // The retry must come at a later server time than the first acquire, or
+    // an equal expiry could not tell "extended" from "left alone".
+    let acquired_at = first.until() - SHORT * 5;
+    while server_utc(&a, &key).await <= acquired_at {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     let retry = acquired(a.acquire_as(&key, owner, SHORT * 5).await.unwrap());
 
     assert_eq!(retry.generation(), first.generation());
-    assert!(retry.until() >= first.until(), "the retry extends the lease");
+    assert!(
+        retry.until() > first.until(),
+        "the retry extends the lease: {:?} after {:?}",
+        retry.until(),
+        first.until()
+    );
     assert_eq!(
         a.publish(&first, Uuid::new_v4(), "x").await.unwrap(),
         Publish::Published

@@ -51,6 +51,13 @@ pub enum LostReason {
     },
 }
 
+/// How long before the local deadline of an unconfirmed lease `run_fenced`
+/// cancels the work (at most a tenth of the lease). The local deadline is the
+/// earliest the server's lease can end, often by well under a millisecond: a
+/// timer firing late, or a busy runtime, would otherwise let the work see
+/// the cancel after the lease has ended.
+const CANCEL_AHEAD: Duration = Duration::from_millis(100);
+
 /// What ended the renewals before the work finished.
 enum Loss {
     Lost(LostReason),
@@ -63,13 +70,14 @@ impl Client {
     ///
     /// The lease is taken once (no waiting: `Busy` is returned as is), then
     /// renewed in the background about every third of `length`. If a renewal
-    /// answers `Lost`, or none is confirmed before the lease would end (judged
-    /// on the local clock from when each request was sent), the token passed
-    /// to `work` is cancelled; `work` should stop when it sees that. Its
-    /// result is then dropped unpublished. A work that finishes in time is
-    /// published under the lease it ran under; a lease is never re-acquired
-    /// for old work. Finally the lease is released, bounded by the configured
-    /// release timeout; a failed release is logged, not returned.
+    /// answers `Lost`, or none is confirmed by 100 ms (a tenth of a shorter
+    /// lease) before the lease would end, judged on the local clock from when
+    /// each request was sent, the token passed to `work` is cancelled; `work`
+    /// should stop when it sees that. Its result is then dropped unpublished.
+    /// A work that finishes in time is published under the lease it ran
+    /// under; a lease is never re-acquired for old work. Finally the lease is
+    /// released, bounded by the configured release timeout; a failed release
+    /// is logged, not returned.
     ///
     /// A publish whose reply is lost is replayed with the same operation id, so
     /// a result is published at most once and is not dropped for a lost reply.
@@ -170,11 +178,12 @@ impl Client {
     async fn keep_renewed(&self, mut lease: Lease) -> Loss {
         let period = lease.length() / 3;
         let retry_pause = (period / 4).max(Duration::from_millis(50));
+        let ahead = CANCEL_AHEAD.min(lease.length() / 10);
         let mut next = lease.local_deadline() - lease.length() + period;
         let mut last_error = None;
         loop {
             tokio::time::sleep_until(next).await;
-            let deadline = lease.local_deadline();
+            let deadline = lease.local_deadline() - ahead;
             let attempt = tokio::time::timeout_at(deadline, self.renew(&mut lease)).await;
             match attempt {
                 Err(_) => {

@@ -4,6 +4,10 @@
 //! Without the variable, [`TestDatabase::new`] prints
 //! "skipped: FENCEPOST_TEST_MSSQL not set" and returns `None`, and the test
 //! returns early: a skip that says so, never a silent pass.
+//!
+//! A [`TestDatabase`] is dropped from the server whatever happens to the test:
+//! by [`TestDatabase::drop`] at the end, or, when a failed assertion unwinds
+//! past that call, by its `Drop`.
 #![allow(dead_code)]
 
 use std::io::Write;
@@ -29,12 +33,21 @@ pub fn server_or_skip(test: &str) -> Option<String> {
     }
 }
 
-/// A database made for one test and dropped by [`TestDatabase::drop`].
+/// Prints the line that marks `test` as skipped, and why, past the test
+/// harness's capture: a skip must be seen, not counted as a pass.
+pub fn skip(test: &str, reason: &str) {
+    let _ = writeln!(std::io::stderr(), "{test}: skipped: {reason}");
+}
+
+/// A database made for one test and dropped by [`TestDatabase::drop`], or by
+/// `Drop` when the test panicked before it got there.
 pub struct TestDatabase {
     /// The database name.
     pub name: String,
     server_ado: String,
     logins: Vec<String>,
+    /// Set once the database and logins are gone, so `Drop` has nothing to do.
+    dropped: bool,
 }
 
 fn unique_suffix() -> String {
@@ -61,6 +74,7 @@ impl TestDatabase {
             name,
             server_ado,
             logins: Vec::new(),
+            dropped: false,
         })
     }
 
@@ -81,6 +95,16 @@ impl TestDatabase {
     /// The parsed connection string for this database.
     pub fn connection_string(&self) -> ConnectionString {
         ConnectionString::parse(&self.ado()).expect("test connection string")
+    }
+
+    /// Whether the engine is Babelfish, on the evidence `fencepost check`
+    /// uses (`SERVERPROPERTY('Babelfish')` is NULL on SQL Server). Tests skip
+    /// over a known gap of Babelfish only when this says so.
+    pub async fn is_babelfish(&self) -> bool {
+        let rows = self
+            .query("SELECT CAST(CASE WHEN SERVERPROPERTY('Babelfish') IS NULL THEN 0 ELSE 1 END AS int);")
+            .await;
+        rows[0].get::<i32, usize>(0) == Some(1)
     }
 
     /// A new connection to this database.
@@ -145,15 +169,71 @@ impl TestDatabase {
     /// Drops the database and the logins made for it. Connections the test
     /// still holds make the drop wait and retry, then give up with a warning:
     /// cleanup never fails a test.
-    pub async fn drop(self) {
-        let mut admin = connect_ado(&self.server_ado).await;
-        for login in &self.logins {
-            let _ = admin.simple_query(format!("DROP LOGIN [{login}];")).await.map(drop);
+    pub async fn drop(mut self) {
+        teardown(&self.server_ado, &self.name, &self.logins).await;
+        self.dropped = true;
+    }
+}
+
+impl Drop for TestDatabase {
+    /// The teardown of a test that never reached [`TestDatabase::drop`]: it
+    /// panicked, or returned early. Locals declared after the database (the
+    /// test's clients and connections) are dropped before it, so their
+    /// sessions are closed by now.
+    fn drop(&mut self) {
+        if self.dropped {
+            return;
         }
-        // Sessions still open in the pool of a test's client keep the
-        // database in use; a failed drop is left for the engine to clean.
-        if let Err(e) = with_catalog_retry(&mut admin, &format!("DROP DATABASE [{}];", self.name)).await {
-            let _ = writeln!(std::io::stderr(), "warning: database {} left behind: {e}", self.name);
+        let (server_ado, name, logins) = (self.server_ado.clone(), self.name.clone(), self.logins.clone());
+        // This may run on the test's own runtime thread, which cannot block
+        // on a future: the teardown gets a thread and a runtime of its own,
+        // and the test waits for it so the process cannot exit first.
+        let cleanup = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime for the teardown")
+                .block_on(teardown(&server_ado, &name, &logins));
+        });
+        if cleanup.join().is_err() {
+            // The thread's panic message has been printed; panicking again
+            // here, perhaps while unwinding, would abort the test process.
+            let _ = writeln!(std::io::stderr(), "warning: database {} left behind", self.name);
+        }
+    }
+}
+
+/// Drops `logins` and the database `name`.
+async fn teardown(server_ado: &str, name: &str, logins: &[String]) {
+    let mut admin = connect_ado(server_ado).await;
+    // The test is over, but a connection it still held, or the pool of a
+    // client a failed test never closed, would keep a login logged in and
+    // the database in use, and both would be left behind: end them first.
+    for login in logins {
+        end_sessions(&mut admin, &format!("login_name = N'{login}'")).await;
+        if let Err(e) = with_catalog_retry(&mut admin, &format!("DROP LOGIN [{login}];")).await {
+            let _ = writeln!(std::io::stderr(), "warning: login {login} left behind: {e}");
+        }
+    }
+    end_sessions(&mut admin, &format!("database_id = DB_ID(N'{name}')")).await;
+    if let Err(e) = with_catalog_retry(&mut admin, &format!("DROP DATABASE [{name}];")).await {
+        let _ = writeln!(std::io::stderr(), "warning: database {name} left behind: {e}");
+    }
+}
+
+/// KILLs every other session that matches `filter` (a condition on
+/// `sys.dm_exec_sessions`). Both engines support KILL; a failure only leaves
+/// the drop to retry and warn.
+async fn end_sessions(admin: &mut Connection, filter: &str) {
+    let sql =
+        format!("SELECT CAST(session_id AS int) FROM sys.dm_exec_sessions WHERE {filter} AND session_id <> @@SPID;");
+    let sessions = match admin.simple_query(sql).await {
+        Ok(stream) => stream.into_first_result().await.unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    for id in sessions.iter().filter_map(|row| row.get::<i32, usize>(0)) {
+        if let Ok(stream) = admin.simple_query(format!("KILL {id};")).await {
+            let _ = stream.into_results().await;
         }
     }
 }
@@ -171,7 +251,7 @@ fn ado_value(ado: &str, key: &str) -> Option<String> {
 /// concurrently updated") where SQL Server would queue them, adds each new
 /// login to every database's guest role (failing with `role "x_guest" does
 /// not exist` while one is being dropped), and a just-closed connection may
-/// still hold a database for a moment.
+/// still hold a database or a login for a moment.
 async fn with_catalog_retry(admin: &mut Connection, sql: &str) -> Result<(), tiberius::error::Error> {
     let mut attempt = 0;
     loop {
@@ -190,9 +270,14 @@ async fn with_catalog_retry(admin: &mut Connection, sql: &str) -> Result<(), tib
 }
 
 fn is_transient_catalog_conflict(message: &str) -> bool {
-    ["concurrently", "in use", "_guest\" does not exist"]
-        .iter()
-        .any(|m| message.contains(m))
+    [
+        "concurrently",
+        "in use",
+        "_guest\" does not exist",
+        "currently logged in",
+    ]
+    .iter()
+    .any(|m| message.contains(m))
 }
 
 /// Opens a connection from an ADO string, panicking with the reason.
