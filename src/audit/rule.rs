@@ -37,6 +37,18 @@ pub enum Rule {
     Trustworthy,
     /// FP014: `guest` can connect.
     GuestConnect,
+    /// FP015: a service principal enters the database as `dbo`.
+    ServiceIsDbo,
+    /// FP016: a service login holds a server role or permission that reaches
+    /// the fence (securityadmin, ALTER ANY DATABASE, IMPERSONATE ANY LOGIN,
+    /// ...).
+    ServerPrivilege,
+    /// FP017: code other than the shipped procedures that a service can run
+    /// and that runs as someone else (EXECUTE AS, a signature).
+    RunsAsSomeoneElse,
+    /// FP018: a service is `db_owner` of another TRUSTWORTHY database owned
+    /// by a privileged login.
+    TrustworthyElsewhere,
     /// FP101: a GRANT in the shipped permission scripts other than EXECUTE on
     /// a shipped procedure to a fence role.
     ShippedGrant,
@@ -46,7 +58,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule `evaluate` applies to a live catalog, in id order.
-    pub const LIVE: [Rule; 14] = [
+    pub const LIVE: [Rule; 18] = [
         Rule::PrivilegedRole,
         Rule::ServerControl,
         Rule::WriteAccess,
@@ -61,6 +73,10 @@ impl Rule {
         Rule::CrossDatabaseChaining,
         Rule::Trustworthy,
         Rule::GuestConnect,
+        Rule::ServiceIsDbo,
+        Rule::ServerPrivilege,
+        Rule::RunsAsSomeoneElse,
+        Rule::TrustworthyElsewhere,
     ];
 
     /// Every rule `lint_offline` applies to the shipped sources, in id order.
@@ -88,6 +104,10 @@ impl Rule {
             Rule::CrossDatabaseChaining => "FP012",
             Rule::Trustworthy => "FP013",
             Rule::GuestConnect => "FP014",
+            Rule::ServiceIsDbo => "FP015",
+            Rule::ServerPrivilege => "FP016",
+            Rule::RunsAsSomeoneElse => "FP017",
+            Rule::TrustworthyElsewhere => "FP018",
             Rule::ShippedGrant => "FP101",
             Rule::ServiceGrantMissing => "FP102",
         }
@@ -110,6 +130,10 @@ impl Rule {
             Rule::CrossDatabaseChaining => "cross-database ownership chaining is on",
             Rule::Trustworthy => "database is TRUSTWORTHY",
             Rule::GuestConnect => "guest can connect",
+            Rule::ServiceIsDbo => "service principal enters the database as dbo",
+            Rule::ServerPrivilege => "service login holds a server privilege that reaches the fence",
+            Rule::RunsAsSomeoneElse => "code a service can run runs as someone else",
+            Rule::TrustworthyElsewhere => "service is db_owner of another TRUSTWORTHY database",
             Rule::ShippedGrant => "shipped GRANT other than EXECUTE on a shipped procedure to a fence role",
             Rule::ServiceGrantMissing => "fence_api procedure not granted to fence_service",
         }
