@@ -222,10 +222,15 @@ pub(super) fn queries() -> Vec<Query> {
             ),
             required: true,
         },
+        // Only names the assembly of CLR modules sys.objects already listed:
+        // without any, the two views are not worth a fresh session's planning.
         q(
             "CLR modules",
-            "SELECT am.object_id, CAST(a.name + N' (' + a.permission_set_desc + N')' AS nvarchar(300))
-               FROM sys.assembly_modules AS am JOIN sys.assemblies AS a ON a.assembly_id = am.assembly_id",
+            "IF EXISTS (SELECT 1 FROM sys.objects AS o WHERE o.type IN ('PC', 'FS', 'FT', 'TA', 'AF'))
+                 SELECT am.object_id, CAST(a.name + N' (' + a.permission_set_desc + N')' AS nvarchar(300))
+                   FROM sys.assembly_modules AS am JOIN sys.assemblies AS a ON a.assembly_id = am.assembly_id
+             ELSE
+                 SELECT CAST(NULL AS int), CAST(NULL AS nvarchar(300)) WHERE 1 = 0",
             false,
         ),
         q("module signatures", SIGNATURES, false),
@@ -277,11 +282,15 @@ pub(super) fn queries() -> Vec<Query> {
             ),
             required: false,
         },
-        // No row (Babelfish lists no such option) leaves it unknown.
+        // No row leaves it unknown. An engine that does not chain ownership
+        // (Babelfish, which lists no such option) is not asked.
         q(
             "server configuration",
-            "SELECT CAST(c.value_in_use AS int) FROM sys.configurations AS c
-              WHERE c.name = N'cross db ownership chaining'",
+            "IF SERVERPROPERTY('Babelfish') IS NULL
+                 SELECT CAST(c.value_in_use AS int) FROM sys.configurations AS c
+                  WHERE c.name = N'cross db ownership chaining'
+             ELSE
+                 SELECT CAST(NULL AS int) WHERE 1 = 0",
             false,
         ),
         q("other TRUSTWORTHY databases", TRUSTWORTHY, false),
