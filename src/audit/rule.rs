@@ -23,7 +23,8 @@ pub enum Rule {
     PrincipalControl,
     /// FP007: EXECUTE beyond the procedures of a principal's role.
     ExecuteBeyondRole,
-    /// FP008: a module referencing a fence table that is not a shipped procedure.
+    /// FP008: a module other than the shipped procedures that references a
+    /// fence table or calls a shipped procedure (a DDL trigger included).
     ForeignModule,
     /// FP009: a shipped procedure not owned by its tables' owner.
     OwnershipChain,
@@ -123,7 +124,7 @@ impl Rule {
             Rule::CodeChange => "permission to create or change code",
             Rule::PrincipalControl => "permission to impersonate or manage principals",
             Rule::ExecuteBeyondRole => "EXECUTE beyond the role's procedures",
-            Rule::ForeignModule => "module other than the shipped procedures references a fence table",
+            Rule::ForeignModule => "module other than the shipped procedures references the fence",
             Rule::OwnershipChain => "shipped procedure not owned by the tables' owner",
             Rule::DynamicSql => "shipped procedure uses dynamic SQL or EXECUTE AS",
             Rule::Drift => "shipped procedure differs from the deployed definition",
