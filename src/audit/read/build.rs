@@ -7,10 +7,11 @@ use tiberius::Row;
 
 use super::super::AuditError;
 use super::super::catalog::{
-    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, Membership, Object, ObjectKind, OtherDatabase,
-    OtherDatabaseUser, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable, ServerFacts,
-    ServerPermission, ServerSettings, Visibility,
+    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, Membership, Object, ObjectKind, Permission,
+    PermissionState, Principal, PrincipalKind, Schema, Securable, ServerSettings,
 };
+use super::facts::{is_visible_marker, server, trustworthy, visibility};
+use super::rows::{int, required, text};
 
 pub(super) type Next<'a> = dyn FnMut() -> (Option<Vec<Row>>, &'static str) + 'a;
 
@@ -249,26 +250,6 @@ fn object(schema: String, name: String, kind: ObjectKind) -> Object {
     }
 }
 
-fn visibility(rows: &[Row], what: &'static str) -> Result<Visibility, AuditError> {
-    let mut v = Visibility::default();
-    let (mut listed, mut view_definition) = (false, false);
-    let (mut exists, mut held) = (false, false);
-    for row in rows {
-        let value = text(row, 1, what)?.unwrap_or_default();
-        match text(row, 0, what)?.as_deref() {
-            Some("sysadmin") => v.sysadmin = value.trim() == "1",
-            Some("listed") => listed = true,
-            Some("held") if value == "VIEW DEFINITION" => view_definition = true,
-            Some("held") if value == "VIEW SECURITY DEFINITION" => held = true,
-            Some("exists") => exists = true,
-            _ => {}
-        }
-    }
-    v.view_definition = listed.then_some(view_definition);
-    v.view_security_definition = (listed && exists).then_some(held);
-    Ok(v)
-}
-
 fn permission(row: &Row, what: &'static str) -> Result<Option<Permission>, AuditError> {
     let on = match int(row, 3, what)? {
         Some(0) => Securable::Database,
@@ -296,86 +277,4 @@ fn permission(row: &Row, what: &'static str) -> Result<Option<Permission>, Audit
         state,
         on,
     }))
-}
-
-fn server(rows: &[Row], what: &'static str, catalog: &Catalog) -> Result<ServerFacts, AuditError> {
-    let mut facts = ServerFacts::default();
-    for row in rows {
-        match text(row, 0, what)?.as_deref() {
-            Some("member") => facts.role_members.push(Membership {
-                role: required(row, 1, what)?,
-                member: required(row, 2, what)?,
-            }),
-            Some("permission") => facts.permissions.push(ServerPermission {
-                permission: required(row, 1, what)?,
-                grantee: required(row, 2, what)?,
-                on_login: text(row, 3, what)?,
-            }),
-            Some("no permission catalog") => {
-                facts.permissions_unreadable = Some(format!(
-                    "{} has no server permission catalog (sys.server_permissions)",
-                    catalog.engine.product
-                ));
-            }
-            _ => {}
-        }
-    }
-    Ok(facts)
-}
-
-/// One row per TRUSTWORTHY database and db_owner member (or one row with no
-/// member when the checking login could not read them).
-fn trustworthy(rows: &[Row], what: &'static str) -> Result<Vec<OtherDatabase>, AuditError> {
-    let mut databases: Vec<OtherDatabase> = Vec::new();
-    for row in rows {
-        let name = required(row, 0, what)?;
-        let readable = int(row, 2, what)? == Some(1);
-        let at = match databases.iter().position(|d| d.name == name) {
-            Some(at) => at,
-            None => {
-                databases.push(OtherDatabase {
-                    name: name.clone(),
-                    owner: text(row, 1, what)?,
-                    db_owners: readable.then(Vec::new),
-                });
-                databases.len() - 1
-            }
-        };
-        if let (Some(owners), Some(user)) = (databases[at].db_owners.as_mut(), text(row, 3, what)?) {
-            owners.push(OtherDatabaseUser {
-                via: text(row, 5, what)?.unwrap_or_else(|| user.clone()),
-                login: text(row, 4, what)?,
-                user,
-            });
-        }
-    }
-    Ok(databases)
-}
-
-/// The marker row saying the login can see every login's server roles.
-fn is_visible_marker(row: &Row, what: &'static str) -> bool {
-    matches!((text(row, 0, what), text(row, 1, what)), (Ok(Some(k)), Ok(Some(v))) if k == "visible" && v == "1")
-}
-
-fn text(row: &Row, i: usize, what: &'static str) -> Result<Option<String>, AuditError> {
-    row.try_get::<&str, usize>(i)
-        .map(|v| v.map(str::to_string))
-        .map_err(|e| AuditError::UnexpectedShape {
-            what,
-            reason: format!("column {i}: {e}"),
-        })
-}
-
-fn required(row: &Row, i: usize, what: &'static str) -> Result<String, AuditError> {
-    text(row, i, what)?.ok_or(AuditError::UnexpectedShape {
-        what,
-        reason: format!("column {i} is NULL"),
-    })
-}
-
-fn int(row: &Row, i: usize, what: &'static str) -> Result<Option<i32>, AuditError> {
-    row.try_get::<i32, usize>(i).map_err(|e| AuditError::UnexpectedShape {
-        what,
-        reason: format!("column {i}: {e}"),
-    })
 }

@@ -2,7 +2,9 @@
 //! queries, one round trip, however many objects the database holds.
 
 mod build;
+mod facts;
 mod queries;
+mod rows;
 
 use tiberius::Row;
 
