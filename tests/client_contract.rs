@@ -1,11 +1,26 @@
-//! `verify_contract` on a live engine: silent on a deployed database, and
-//! naming what is missing or different otherwise.
+//! `verify_contract` on a live engine: silent on a deployed database for a
+//! service login, naming what is missing or different otherwise, and
+//! refusing to start with a login that can write the fence directly.
 
 mod support;
 
-use fencepost::Client;
 use fencepost::client::Error;
+use fencepost::{Client, ClientConfig, ConnectionString};
 use support::TestDatabase;
+
+/// A client that may run as the deploy login, which is dbo.
+async fn privileged(ado: &str) -> Client {
+    let mut config = ClientConfig::new(ConnectionString::parse(ado).unwrap());
+    config.allow_privileged_login(true);
+    Client::connect_with(config).await.unwrap()
+}
+
+fn reasons(result: Result<(), Error>) -> Vec<String> {
+    match result {
+        Err(Error::PrivilegedLogin { reasons, .. }) => reasons,
+        other => panic!("expected PrivilegedLogin, got {other:?}"),
+    }
+}
 
 fn problems(result: Result<(), Error>) -> Vec<String> {
     match result {
@@ -19,9 +34,51 @@ async fn a_deployed_database_holds_the_contract() {
     let Some(db) = TestDatabase::deployed("a_deployed_database_holds_the_contract").await else {
         return;
     };
-    let client = Client::connect(&db.ado()).await.unwrap();
+    let client = privileged(&db.ado()).await;
     client.verify_contract().await.unwrap();
     // Close the pools first: open sessions keep the database in use.
+    drop(client);
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn verify_contract_refuses_to_start_as_dbo_unless_told_to() {
+    let Some(db) = TestDatabase::deployed("verify_contract_refuses_to_start_as_dbo_unless_told_to").await else {
+        return;
+    };
+    // The deploy login created the database: it enters as dbo.
+    let client = Client::connect(&db.ado()).await.unwrap();
+    let error = client.verify_contract().await.expect_err("dbo is refused");
+    assert!(error.to_string().contains("allow_privileged_login"), "{error}");
+    let found = reasons(Err(error));
+    assert!(
+        found.iter().any(|r| r.contains("enters the database as dbo")),
+        "{found:?}"
+    );
+    drop(client);
+    privileged(&db.ado()).await.verify_contract().await.unwrap();
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn verify_contract_refuses_a_login_that_may_update_the_fence_table() {
+    let test = "verify_contract_refuses_a_login_that_may_update_the_fence_table";
+    let Some(mut db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let service = db.login_in_role(Some("fence_service")).await;
+    let client = Client::connect(&service).await.unwrap();
+    client
+        .verify_contract()
+        .await
+        .expect("a service login holds the contract and no more");
+    let user = service
+        .split(';')
+        .find_map(|kv| kv.strip_prefix("User ID="))
+        .expect("the support module names the user");
+    db.exec(&format!("GRANT UPDATE ON fence.Resource TO [{user}];")).await;
+    let found = reasons(client.verify_contract().await);
+    assert_eq!(found, ["it holds UPDATE on fence.Resource (HAS_PERMS_BY_NAME)"]);
     drop(client);
     db.drop().await;
 }
@@ -31,7 +88,7 @@ async fn an_empty_database_is_reported_procedure_by_procedure() {
     let Some(db) = TestDatabase::new("an_empty_database_is_reported_procedure_by_procedure").await else {
         return;
     };
-    let client = Client::connect(&db.ado()).await.unwrap();
+    let client = privileged(&db.ado()).await;
     let found = problems(client.verify_contract().await);
     // One problem per shipped fence_api procedure, each named.
     let shipped: Vec<String> = fencepost::deploy::Sources::embedded()
@@ -62,7 +119,7 @@ async fn a_dropped_or_changed_procedure_is_named() {
          AS SELECT CAST(N'NotHolder' AS nvarchar(32)) AS Outcome;",
     )
     .await;
-    let client = Client::connect(&db.ado()).await.unwrap();
+    let client = privileged(&db.ado()).await;
     let error = client
         .verify_contract()
         .await

@@ -73,6 +73,17 @@ impl Policy {
         self
     }
 
+    /// The `--principal` names that match no principal of `catalog` and no
+    /// login behind one (matched by SID): a typo there would otherwise leave
+    /// a service unchecked.
+    pub fn unknown_principals<'p>(&'p self, catalog: &super::Catalog) -> Vec<&'p str> {
+        self.principals
+            .iter()
+            .filter(|name| catalog.principal_or_login(name).is_none())
+            .map(String::as_str)
+            .collect()
+    }
+
     /// The shipped procedure called `schema.name`, if there is one.
     pub fn procedure(&self, qualified: &str) -> Option<&ShippedProcedure> {
         self.procedures.iter().find(|p| p.name.eq_ignore_ascii_case(qualified))

@@ -23,7 +23,8 @@ pub enum Rule {
     PrincipalControl,
     /// FP007: EXECUTE beyond the procedures of a principal's role.
     ExecuteBeyondRole,
-    /// FP008: a module referencing a fence table that is not a shipped procedure.
+    /// FP008: a module other than the shipped procedures that references a
+    /// fence table or calls a shipped procedure (a DDL trigger included).
     ForeignModule,
     /// FP009: a shipped procedure not owned by its tables' owner.
     OwnershipChain,
@@ -37,6 +38,18 @@ pub enum Rule {
     Trustworthy,
     /// FP014: `guest` can connect.
     GuestConnect,
+    /// FP015: a service principal enters the database as `dbo`.
+    ServiceIsDbo,
+    /// FP016: a service login holds a server role or permission that reaches
+    /// the fence (securityadmin, ALTER ANY DATABASE, IMPERSONATE ANY LOGIN,
+    /// ...).
+    ServerPrivilege,
+    /// FP017: code other than the shipped procedures that a service can run
+    /// and that runs as someone else (EXECUTE AS, a signature).
+    RunsAsSomeoneElse,
+    /// FP018: a service is `db_owner` of another TRUSTWORTHY database owned
+    /// by a privileged login.
+    TrustworthyElsewhere,
     /// FP101: a GRANT in the shipped permission scripts other than EXECUTE on
     /// a shipped procedure to a fence role.
     ShippedGrant,
@@ -46,7 +59,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule `evaluate` applies to a live catalog, in id order.
-    pub const LIVE: [Rule; 14] = [
+    pub const LIVE: [Rule; 18] = [
         Rule::PrivilegedRole,
         Rule::ServerControl,
         Rule::WriteAccess,
@@ -61,6 +74,10 @@ impl Rule {
         Rule::CrossDatabaseChaining,
         Rule::Trustworthy,
         Rule::GuestConnect,
+        Rule::ServiceIsDbo,
+        Rule::ServerPrivilege,
+        Rule::RunsAsSomeoneElse,
+        Rule::TrustworthyElsewhere,
     ];
 
     /// Every rule `lint_offline` applies to the shipped sources, in id order.
@@ -88,6 +105,10 @@ impl Rule {
             Rule::CrossDatabaseChaining => "FP012",
             Rule::Trustworthy => "FP013",
             Rule::GuestConnect => "FP014",
+            Rule::ServiceIsDbo => "FP015",
+            Rule::ServerPrivilege => "FP016",
+            Rule::RunsAsSomeoneElse => "FP017",
+            Rule::TrustworthyElsewhere => "FP018",
             Rule::ShippedGrant => "FP101",
             Rule::ServiceGrantMissing => "FP102",
         }
@@ -103,13 +124,17 @@ impl Rule {
             Rule::CodeChange => "permission to create or change code",
             Rule::PrincipalControl => "permission to impersonate or manage principals",
             Rule::ExecuteBeyondRole => "EXECUTE beyond the role's procedures",
-            Rule::ForeignModule => "module other than the shipped procedures references a fence table",
+            Rule::ForeignModule => "module other than the shipped procedures references the fence",
             Rule::OwnershipChain => "shipped procedure not owned by the tables' owner",
             Rule::DynamicSql => "shipped procedure uses dynamic SQL or EXECUTE AS",
             Rule::Drift => "shipped procedure differs from the deployed definition",
             Rule::CrossDatabaseChaining => "cross-database ownership chaining is on",
             Rule::Trustworthy => "database is TRUSTWORTHY",
             Rule::GuestConnect => "guest can connect",
+            Rule::ServiceIsDbo => "service principal enters the database as dbo",
+            Rule::ServerPrivilege => "service login holds a server privilege that reaches the fence",
+            Rule::RunsAsSomeoneElse => "code a service can run runs as someone else",
+            Rule::TrustworthyElsewhere => "service is db_owner of another TRUSTWORTHY database",
             Rule::ShippedGrant => "shipped GRANT other than EXECUTE on a shipped procedure to a fence role",
             Rule::ServiceGrantMissing => "fence_api procedure not granted to fence_service",
         }

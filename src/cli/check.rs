@@ -1,6 +1,6 @@
 //! `fencepost check`.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use fencepost::audit::{self, Format, Policy};
 
 use super::opt::{CheckArgs, CheckFormat};
@@ -15,7 +15,15 @@ pub async fn run(args: CheckArgs) -> Result<u8> {
         audit::lint_offline(&audit::Sources::from(&sources(args.source_dir.as_deref())?), &policy)
     } else {
         let (_, mut conn) = connect(&args.connect).await?;
-        audit::evaluate(&audit::read_catalog(&mut conn).await?, &policy)
+        let catalog = audit::read_catalog(&mut conn).await?;
+        if let [first, ..] = policy.unknown_principals(&catalog)[..] {
+            bail!(
+                "--principal {first}: database {} has no principal of that name, and no user whose login (matched by \
+                 SID) has it",
+                catalog.database
+            );
+        }
+        audit::evaluate(&catalog, &policy)
     };
     let format = match args.format {
         CheckFormat::Text => Format::Text,

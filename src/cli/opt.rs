@@ -152,8 +152,10 @@ pub struct CheckArgs {
     /// Lint the shipped T-SQL (grants and procedure bodies) without a server.
     #[arg(long)]
     pub offline: bool,
-    /// Also treat this database principal as a service principal (repeatable).
-    /// The three fence roles and their members always are.
+    /// Also treat this database principal, or the login of one, as a service
+    /// principal (repeatable); a name that matches neither is an error. The
+    /// three fence roles, their members and whoever may execute a fence
+    /// procedure always are.
     #[arg(long = "principal", value_name = "NAME")]
     pub principals: Vec<String>,
     /// Output format.

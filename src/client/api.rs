@@ -11,6 +11,7 @@ use super::error::Error;
 use super::outcome::{self, LeaseState};
 use super::{
     Acquire, Client, Inspection, Lease, OperationOutcome, Provision, Publication, Publish, Release, Renew, input,
+    privilege,
 };
 
 impl Client {
@@ -192,8 +193,13 @@ impl Client {
 
     /// Checks that the database holds every `fence_api` procedure of contract
     /// [`CONTRACT_VERSION`](super::CONTRACT_VERSION) with the parameters this
-    /// client passes. Call it at start-up: the error names each procedure or
-    /// parameter that is missing or different.
+    /// client passes, and that this client's own login cannot write the fence
+    /// table past them. Call it at start-up: the error names each procedure
+    /// or parameter that is missing or different, or
+    /// ([`Error::PrivilegedLogin`]) why the login is too strong: it holds
+    /// UPDATE on `fence.Resource`, or enters the database as `dbo`. A caller
+    /// that means to run with such a login says so with
+    /// [`ClientConfig::allow_privileged_login`](super::ClientConfig::allow_privileged_login).
     pub async fn verify_contract(&self) -> Result<(), Error> {
         const PROCEDURE: &str = "the catalog query of verify_contract";
         let network = |e: tiberius::error::Error| match e.code() {
@@ -210,15 +216,25 @@ impl Client {
         };
         let mut session = checkout(&self.pool, &self.last_connect_error).await?;
         session.in_call = true;
-        let rows = session
+        // One round trip: the contract's catalog rows, then the session's rights.
+        let batch = format!("{};\n{};", contract::CATALOG_QUERY, privilege::PRIVILEGE_QUERY);
+        let mut sets = session
             .connection
-            .simple_query(contract::CATALOG_QUERY)
+            .simple_query(batch)
             .await
             .map_err(network)?
-            .into_first_result()
+            .into_results()
             .await
             .map_err(network)?;
         session.in_call = false;
+        if sets.len() != 2 {
+            return Err(Error::UnexpectedReply {
+                procedure: PROCEDURE,
+                detail: format!("{} result sets instead of 2", sets.len()),
+            });
+        }
+        let rights = sets.pop().unwrap_or_default();
+        let rows = sets.pop().unwrap_or_default();
         let catalog = rows
             .iter()
             .map(|row| {
@@ -232,10 +248,20 @@ impl Client {
             })
             .collect::<Vec<_>>();
         let problems = contract::differences(&catalog);
-        if problems.is_empty() {
+        if !problems.is_empty() {
+            return Err(problems.into());
+        }
+        let row = rights.first();
+        let user = row.and_then(|r| r.try_get::<&str, _>("UserName").ok().flatten());
+        let can_update = row.and_then(|r| r.try_get::<i32, _>("CanUpdate").ok().flatten());
+        let reasons = privilege::excess(user, can_update);
+        if reasons.is_empty() || self.config.allow_privileged_login {
             Ok(())
         } else {
-            Err(problems.into())
+            Err(Error::PrivilegedLogin {
+                user: user.unwrap_or("unknown").to_string(),
+                reasons,
+            })
         }
     }
 }

@@ -21,12 +21,13 @@ pub struct ClientConfig {
     pub(crate) call_timeout: Duration,
     pub(crate) checkout_timeout: Duration,
     pub(crate) release_timeout: Duration,
+    pub(crate) allow_privileged_login: bool,
 }
 
 impl ClientConfig {
     /// Defaults: at most 4 connections, 30 s per call, 15 s to get a
     /// connection from the pool, 5 s for the release at the end of
-    /// `run_fenced`.
+    /// `run_fenced`, and a privileged login refused by `verify_contract`.
     pub fn new(connection_string: ConnectionString) -> Self {
         Self {
             connection_string,
@@ -34,6 +35,7 @@ impl ClientConfig {
             call_timeout: Duration::from_secs(30),
             checkout_timeout: Duration::from_secs(15),
             release_timeout: Duration::from_secs(5),
+            allow_privileged_login: false,
         }
     }
 
@@ -56,6 +58,16 @@ impl ClientConfig {
     /// sending anything.
     pub fn checkout_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.checkout_timeout = timeout;
+        self
+    }
+
+    /// Lets [`verify_contract`](super::Client::verify_contract) pass for a
+    /// login that may write the fence table directly (it holds UPDATE on
+    /// `fence.Resource`, or enters as `dbo`), which it otherwise refuses: a
+    /// lease taken with such a login fences nothing. For tools and demos that
+    /// run as the deploy login, never for a service.
+    pub fn allow_privileged_login(&mut self, allow: bool) -> &mut Self {
+        self.allow_privileged_login = allow;
         self
     }
 

@@ -138,6 +138,22 @@ pub enum Error {
         /// What was wrong with the reply.
         detail: String,
     },
+    /// [`Client::verify_contract`](super::Client::verify_contract) refused to
+    /// start: this client's own login can write the fence table directly, so
+    /// a lease taken with it would fence nothing. Connect as a login that
+    /// holds only the `fence_service` role, or opt out with
+    /// [`ClientConfig::allow_privileged_login`](super::ClientConfig::allow_privileged_login).
+    #[error(
+        "refusing to start: the login of this client (user {user}) can write the fence directly: {}; connect as a \
+         login that holds only the fence_service role, or opt out with ClientConfig::allow_privileged_login",
+        .reasons.join("; ")
+    )]
+    PrivilegedLogin {
+        /// The session's user in the database.
+        user: String,
+        /// Each reason, one per entry.
+        reasons: Vec<String>,
+    },
     /// The database does not hold the procedures this client expects.
     #[error("the database does not hold the fence_api contract v{version} this client expects: {}", .problems.join("; "))]
     ContractMismatch {

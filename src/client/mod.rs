@@ -16,6 +16,7 @@ mod input;
 mod lease;
 mod outcome;
 mod pool;
+mod privilege;
 mod run_fenced;
 mod wait;
 

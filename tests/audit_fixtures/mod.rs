@@ -3,8 +3,9 @@
 #![allow(dead_code)]
 
 use fencepost::audit::{
-    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, Membership, Object, ObjectKind, Permission,
-    PermissionState, Principal, PrincipalKind, Schema, Securable, ServerFacts,
+    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, Membership, Object, ObjectKind, OtherDatabase,
+    OtherDatabaseUser, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable, ServerFacts,
+    ServerPermission, ServerSettings, Visibility,
 };
 use sha2::{Digest, Sha256};
 
@@ -45,7 +46,7 @@ pub fn server_hash(definition: &str) -> String {
     hex::encode_upper(Sha256::digest(&bytes))
 }
 
-fn role(name: &str) -> Principal {
+pub fn role(name: &str) -> Principal {
     Principal {
         name: name.into(),
         kind: PrincipalKind::Role,
@@ -53,7 +54,7 @@ fn role(name: &str) -> Principal {
     }
 }
 
-fn user(name: &str, login: Option<&str>) -> Principal {
+pub fn user(name: &str, login: Option<&str>) -> Principal {
     Principal {
         name: name.into(),
         kind: PrincipalKind::User,
@@ -99,6 +100,17 @@ pub fn module(schema: &str, name: &str, kind: ObjectKind, definition: &str) -> O
         definition: Some(definition.into()),
         definition_hash: None,
         execute_as: None,
+        signed_by: Vec::new(),
+        assembly: None,
+    }
+}
+
+/// A server-wide permission granted to a login or server role.
+pub fn server_grant(grantee: &str, permission: &str) -> ServerPermission {
+    ServerPermission {
+        grantee: grantee.into(),
+        permission: permission.into(),
+        on_login: None,
     }
 }
 
@@ -109,9 +121,18 @@ pub fn clean() -> Catalog {
     let mut c = Catalog {
         database: "orders".into(),
         engine: Engine::default(),
+        // A deploy login in db_owner on SQL Server 2022 sees everything.
+        visibility: Some(Visibility {
+            sysadmin: false,
+            view_definition: Some(true),
+            view_security_definition: Some(true),
+        }),
         settings: Some(DatabaseSettings {
             trustworthy: false,
             db_chaining: false,
+        }),
+        server_settings: Some(ServerSettings {
+            cross_db_ownership_chaining: false,
         }),
         ..Catalog::default()
     };
@@ -149,6 +170,7 @@ pub fn clean() -> Catalog {
         "GetOutcome",
         "ReadPublication",
         "Inspect",
+        "AssertHolder",
     ];
     for p in api {
         c.permissions
@@ -237,6 +259,17 @@ pub fn clean() -> Catalog {
         permissions: Vec::new(),
         permissions_unreadable: None,
     });
+    // msdb is TRUSTWORTHY and owned by sa on every server; no service is
+    // db_owner there.
+    c.trustworthy_databases = Some(vec![OtherDatabase {
+        name: "msdb".into(),
+        owner: Some("sa".into()),
+        db_owners: Some(vec![OtherDatabaseUser {
+            user: "dbo".into(),
+            login: Some("sa".into()),
+            via: "dbo".into(),
+        }]),
+    }]);
     c
 }
 
@@ -246,4 +279,33 @@ pub fn object_mut<'c>(c: &'c mut Catalog, qualified: &str) -> &'c mut Object {
         .iter_mut()
         .find(|o| o.is(qualified))
         .unwrap_or_else(|| panic!("{qualified} in fixture"))
+}
+
+/// The report of `c` under the default policy.
+pub fn check(c: &Catalog) -> fencepost::audit::Report {
+    fencepost::audit::evaluate(c, &fencepost::audit::Policy::default())
+}
+
+/// The findings of `report`, asserting they all belong to `rule`, that
+/// nothing is left unverified and that the exit status is 1: an attack must
+/// be named by its rule and must not spill into others.
+pub fn only(report: &fencepost::audit::Report, rule: fencepost::audit::Rule) -> Vec<fencepost::audit::Finding> {
+    let others: Vec<_> = report.findings.iter().filter(|f| f.rule != rule).collect();
+    assert!(others.is_empty(), "unexpected findings of other rules: {others:#?}");
+    assert!(
+        report.cannot_verify.is_empty(),
+        "unexpected cannot verify: {:#?}",
+        report.cannot_verify
+    );
+    let found: Vec<_> = report.findings_of(rule).cloned().collect();
+    assert!(!found.is_empty(), "{} found nothing", rule.id());
+    assert_eq!(report.exit_code(), 1);
+    found
+}
+
+/// The ids of the rules `report` could not verify, in order.
+pub fn unverified(report: &fencepost::audit::Report) -> Vec<&'static str> {
+    let mut ids: Vec<&'static str> = report.cannot_verify.iter().map(|c| c.rule.id()).collect();
+    ids.dedup();
+    ids
 }

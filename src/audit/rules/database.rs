@@ -42,6 +42,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             }
         }
     }
+    server_chaining(ctx, report);
     for p in ctx.grants() {
         if p.grantee.eq_ignore_ascii_case("guest")
             && is_one_of(&p.permission, &["CONNECT"])
@@ -50,5 +51,31 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             let why = "every login on the server may enter the database as guest and holds whatever public holds";
             report.findings.push(ctx.grant_finding(Rule::GuestConnect, p, why));
         }
+    }
+}
+
+/// The server option chains ownership across every database, whatever each
+/// database's own DB_CHAINING says. On an engine that does not chain
+/// ownership at all it cannot matter.
+fn server_chaining(ctx: &Context, report: &mut Report) {
+    if !ctx.catalog.engine.chains_ownership {
+        return;
+    }
+    match ctx.catalog.server_settings {
+        None => report.cannot_verify.push(CannotVerify {
+            rule: Rule::CrossDatabaseChaining,
+            reason: "the server option cross db ownership chaining (sys.configurations) could not be read".into(),
+        }),
+        Some(s) if s.cross_db_ownership_chaining => report.findings.push(Finding {
+            rule: Rule::CrossDatabaseChaining,
+            principal: None,
+            object: "SERVER".into(),
+            permission: Some("cross db ownership chaining = 1".into()),
+            why: "the server option turns ownership chaining on across every database: code in another database \
+                  whose owner owns the fence tables here reaches them without a permission check"
+                .into(),
+            fix: "EXEC sp_configure 'cross db ownership chaining', 0; RECONFIGURE;".into(),
+        }),
+        Some(_) => {}
     }
 }

@@ -5,13 +5,24 @@ use super::super::catalog::Securable;
 use super::super::sqltext::{quote, quote2};
 use super::{Context, Finding, Report, Rule, is_one_of};
 
-const CREATE_CODE: [&str; 4] = ["CREATE PROCEDURE", "CREATE VIEW", "CREATE FUNCTION", "ALTER ANY SCHEMA"];
+/// Database permissions that add code: modules, and code that runs on every
+/// DDL statement (a DDL trigger fires as the deployer during `fencepost
+/// migrate`) or outside T-SQL (assemblies).
+const CREATE_CODE: [&str; 7] = [
+    "CREATE PROCEDURE",
+    "CREATE VIEW",
+    "CREATE FUNCTION",
+    "ALTER ANY SCHEMA",
+    "ALTER ANY DATABASE DDL TRIGGER",
+    "ALTER ANY ASSEMBLY",
+    "CREATE ASSEMBLY",
+];
 const CHANGE: [&str; 3] = ["ALTER", "CONTROL", "TAKE OWNERSHIP"];
 const MANAGE_PRINCIPALS: [&str; 3] = ["ALTER ANY USER", "ALTER ANY ROLE", "ALTER ANY APPLICATION ROLE"];
 const ON_PRINCIPAL: [&str; 4] = ["IMPERSONATE", "ALTER", "CONTROL", "TAKE OWNERSHIP"];
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
-    let tables_owner = ctx.catalog.schema_owner(&ctx.policy.fence_schema);
+    let tables_owner = ctx.tables_owner();
     for p in ctx.grants() {
         let serves = !ctx.services_reached_by(&p.grantee).is_empty();
         let perm = p.permission.to_uppercase();
@@ -66,6 +77,26 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                     ),
                 )
             }
+            // Any object the fence tables' owner owns: ALTER on a table lets
+            // its holder add a trigger (the TRUNCATE idiom grants it), ALTER
+            // on a module lets it rewrite it, and either runs as that owner,
+            // chaining to the fence tables.
+            Securable::Object { schema, name, .. }
+                if serves
+                    && is_one_of(&perm, &CHANGE)
+                    && !schema.eq_ignore_ascii_case(&ctx.policy.fence_schema)
+                    && tables_owner
+                        .is_some_and(|o| owner_of(ctx, schema, name).is_some_and(|x| x.eq_ignore_ascii_case(o))) =>
+            {
+                (
+                    Rule::CodeChange,
+                    format!(
+                        "{perm} on {schema}.{name}, which the fence tables' owner owns, lets {} add a trigger to \
+                         it or rewrite it, and that code runs as the owner and chains to the fence tables",
+                        p.grantee
+                    ),
+                )
+            }
             Securable::Database if serves && is_one_of(&perm, &MANAGE_PRINCIPALS) => (
                 Rule::PrincipalControl,
                 format!(
@@ -87,13 +118,22 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
     code_owners(ctx, report);
 }
 
+/// The owner of `schema.name`: the object's own, else its schema's (also for
+/// objects the snapshot does not list, such as sequences or queues).
+fn owner_of<'a>(ctx: &Context<'a>, schema: &str, name: &str) -> Option<&'a str> {
+    match ctx.catalog.object(&format!("{schema}.{name}")) {
+        Some(o) => ctx.catalog.owner_of(o),
+        None => ctx.catalog.schema_owner(schema),
+    }
+}
+
 /// Owning a code schema or a shipped procedure is ALTER on it.
 fn code_owners(ctx: &Context, report: &mut Report) {
     for schema in &ctx.policy.code_schemas {
         let Some(owner) = ctx.catalog.schema_owner(schema) else {
             continue;
         };
-        if !ctx.services_reached_by(owner).is_empty() {
+        if ctx.owner_is_service(owner) {
             report.findings.push(Finding {
                 rule: Rule::CodeChange,
                 principal: Some(owner.to_string()),
@@ -111,7 +151,7 @@ fn code_owners(ctx: &Context, report: &mut Report) {
         let Some(owner) = proc.owner.as_deref() else {
             continue;
         };
-        if !ctx.services_reached_by(owner).is_empty() {
+        if ctx.owner_is_service(owner) {
             report.findings.push(Finding {
                 rule: Rule::CodeChange,
                 principal: Some(owner.to_string()),

@@ -49,7 +49,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
 fn owners(ctx: &Context, report: &mut Report) {
     let fence = &ctx.policy.fence_schema;
     if let Some(owner) = ctx.catalog.schema_owner(fence)
-        && !ctx.services_reached_by(owner).is_empty()
+        && ctx.owner_is_service(owner)
     {
         report.findings.push(Finding {
             rule: Rule::WriteAccess,
@@ -67,7 +67,7 @@ fn owners(ctx: &Context, report: &mut Report) {
         let Some(owner) = table.owner.as_deref() else {
             continue;
         };
-        if ctx.is_fence_table(&table.schema, &table.name) && !ctx.services_reached_by(owner).is_empty() {
+        if ctx.is_fence_table(&table.schema, &table.name) && ctx.owner_is_service(owner) {
             report.findings.push(Finding {
                 rule: Rule::WriteAccess,
                 principal: Some(owner.to_string()),

@@ -1,10 +1,9 @@
-//! FP001, FP002 and the role half of FP004: memberships that hand a service
+//! FP001 and the role half of FP004: memberships that hand a service
 //! principal rights no grant on the fence shows.
 
-use super::super::catalog::Membership;
+use super::super::catalog::{Membership, PrincipalKind};
 use super::super::sqltext::quote;
-use super::{Context, Finding, Report, Rule};
-use crate::audit::CannotVerify;
+use super::{CannotVerify, Context, Finding, Report, Rule};
 
 /// Fixed database roles whose members can write any table or hand out the
 /// right to.
@@ -32,14 +31,24 @@ const PRIVILEGED: [(&str, &str); 5] = [
 ];
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
+    let mut unknown = Vec::new();
     for m in &ctx.catalog.memberships {
-        let reached = ctx.services_reached_by(&m.member);
-        if reached.is_empty() {
+        // dbo is always in db_owner and cannot leave it (error 15405); a
+        // service that enters as dbo is FP015's.
+        if m.member.eq_ignore_ascii_case("dbo") {
             continue;
         }
-        if let Some((role, why)) = PRIVILEGED.iter().find(|(r, _)| r.eq_ignore_ascii_case(&m.role)) {
+        let privileged = PRIVILEGED.iter().find(|(r, _)| r.eq_ignore_ascii_case(&m.role));
+        let reader = m.role.eq_ignore_ascii_case("db_datareader");
+        if ctx.services_reached_by(&m.member).is_empty() {
+            if privileged.is_some() && ctx.permissions_hidden.is_some() {
+                unknown.push(format!("{} (in {})", m.member, m.role));
+            }
+            continue;
+        }
+        if let Some((role, why)) = privileged {
             report.findings.push(finding(ctx, Rule::PrivilegedRole, m, role, why));
-        } else if m.role.eq_ignore_ascii_case("db_datareader") {
+        } else if reader {
             let why = "db_datareader may SELECT every table: the fence tables show each holder's owner id, and \
                        owner plus generation is what a publish presents";
             report
@@ -47,7 +56,44 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                 .push(finding(ctx, Rule::ReadAccess, m, "db_datareader", why));
         }
     }
-    server(ctx, report);
+    if !unknown.is_empty() {
+        report.cannot_verify.push(CannotVerify {
+            rule: Rule::PrivilegedRole,
+            reason: format!(
+                "whoever may execute a fence procedure is a service, and without the permission catalog that \
+                 cannot be told of {}",
+                unknown.join(", ")
+            ),
+        });
+    }
+    if let Some(reason) = group_blindness(ctx) {
+        report.cannot_verify.push(CannotVerify {
+            rule: Rule::PrivilegedRole,
+            reason,
+        });
+    }
+}
+
+/// Why a service's own privileges cannot all be seen, if so: a Windows or
+/// Entra group's members may hold db_owner or sysadmin through other groups,
+/// and no catalog view links a member to its groups.
+pub(super) fn group_blindness(ctx: &Context) -> Option<String> {
+    let groups: Vec<&str> = ctx
+        .service_principals()
+        .filter_map(|s| ctx.catalog.principal(s))
+        .filter(|p| p.kind == PrincipalKind::Group)
+        .map(|p| p.name.as_str())
+        .collect();
+    (!groups.is_empty()).then(|| {
+        format!(
+            "service principal{} {} {} a Windows or Microsoft Entra group: its members may hold privileged \
+             roles through other groups, which the catalog does not link to them; grant the fence roles to the \
+             services' own logins instead",
+            if groups.len() == 1 { "" } else { "s" },
+            groups.join(", "),
+            if groups.len() == 1 { "is" } else { "are" }
+        )
+    })
 }
 
 fn finding(ctx: &Context, rule: Rule, m: &Membership, role: &str, why: &str) -> Finding {
@@ -58,98 +104,5 @@ fn finding(ctx: &Context, rule: Rule, m: &Membership, role: &str, why: &str) -> 
         permission: Some(format!("member of {role}")),
         why: format!("{why}{}", ctx.reach_note(&m.member)),
         fix: format!("ALTER ROLE {} DROP MEMBER {};", quote(role), quote(&m.member)),
-    }
-}
-
-/// A login that is sysadmin or holds CONTROL SERVER is `dbo` in every
-/// database, whatever the database's own catalog says about its user.
-fn server(ctx: &Context, report: &mut Report) {
-    let Some(server) = &ctx.catalog.server else {
-        report.cannot_verify.push(CannotVerify {
-            rule: Rule::ServerControl,
-            reason: "the server's role memberships and permissions are not visible to this login (it needs VIEW \
-                     ANY DEFINITION or VIEW SERVER SECURITY STATE), so a service login in sysadmin cannot be \
-                     ruled out"
-                .into(),
-        });
-        return;
-    };
-    let mut unchecked = Vec::new();
-    for service in ctx.service_principals() {
-        let Some(login) = ctx.catalog.principal(service).and_then(|p| p.login.as_deref()) else {
-            continue;
-        };
-        if server.permissions_unreadable.is_some() {
-            unchecked.push(login.to_string());
-        }
-        // Server roles nest; every login is also in `public`.
-        let mut holders = vec![login.to_string(), "public".to_string()];
-        let mut i = 0;
-        while i < holders.len() {
-            let member = holders[i].clone();
-            for m in server
-                .role_members
-                .iter()
-                .filter(|m| m.member.eq_ignore_ascii_case(&member))
-            {
-                if !holders.iter().any(|h| h.eq_ignore_ascii_case(&m.role)) {
-                    holders.push(m.role.clone());
-                }
-            }
-            i += 1;
-        }
-        let via = |holder: &str| {
-            if holder.eq_ignore_ascii_case(login) {
-                String::new()
-            } else {
-                format!(" through {holder}")
-            }
-        };
-        for holder in &holders {
-            if holder.eq_ignore_ascii_case("sysadmin") {
-                let direct = server
-                    .role_members
-                    .iter()
-                    .find(|m| m.role.eq_ignore_ascii_case("sysadmin") && holders.contains(&m.member))
-                    .map_or(login.to_string(), |m| m.member.clone());
-                report.findings.push(Finding {
-                    rule: Rule::ServerControl,
-                    principal: Some(service.clone()),
-                    object: format!("LOGIN::{login}"),
-                    permission: Some(format!("member of sysadmin{}", via(&direct))),
-                    why: "sysadmin is dbo in every database and skips every permission check, so it can update \
-                          the fence tables directly"
-                        .into(),
-                    fix: format!("ALTER SERVER ROLE [sysadmin] DROP MEMBER {};", quote(&direct)),
-                });
-            }
-        }
-        for p in &server.permissions {
-            if p.permission.eq_ignore_ascii_case("CONTROL SERVER")
-                && holders.iter().any(|h| h.eq_ignore_ascii_case(&p.grantee))
-            {
-                report.findings.push(Finding {
-                    rule: Rule::ServerControl,
-                    principal: Some(service.clone()),
-                    object: format!("LOGIN::{login}"),
-                    permission: Some(format!("CONTROL SERVER{}", via(&p.grantee))),
-                    why: "CONTROL SERVER passes every permission check in every database, so it can update the \
-                          fence tables directly"
-                        .into(),
-                    fix: format!("REVOKE CONTROL SERVER FROM {};", quote(&p.grantee)),
-                });
-            }
-        }
-    }
-    // Only service logins need the grants: with none, there is nothing to rule out.
-    if let (Some(why), false) = (&server.permissions_unreadable, unchecked.is_empty()) {
-        report.cannot_verify.push(CannotVerify {
-            rule: Rule::ServerControl,
-            reason: format!(
-                "{why}, so CONTROL SERVER held by service login{} {} cannot be ruled out",
-                if unchecked.len() == 1 { "" } else { "s" },
-                unchecked.join(", ")
-            ),
-        });
     }
 }

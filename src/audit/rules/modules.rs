@@ -1,42 +1,57 @@
-//! FP008 to FP011: the code that can reach the fence tables. Only the shipped
-//! procedures may, exactly as deployed, owned like the tables, without
-//! dynamic SQL or `EXECUTE AS`.
+//! FP008 and FP009: the code that can reach the fence. Only the shipped
+//! procedures may, owned like the tables they chain to.
 
 use std::collections::BTreeSet;
 
 use super::super::catalog::{Object, ObjectKind};
-use super::super::definition_hash::same_definition;
-use super::super::sqltext::{dynamic_constructs, quote2, referenced_tables};
+use super::super::sqltext::{dynamic_constructs, quote, quote2, referenced_tables};
 use super::{CannotVerify, Context, Finding, Report, Rule};
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
     foreign_modules(ctx, report);
     ownership(ctx, report);
-    dynamic_sql(ctx, report);
-    drift(ctx, report);
 }
 
-fn shipped_present<'c>(ctx: &'c Context) -> impl Iterator<Item = &'c Object> {
+pub(super) fn shipped_present<'c>(ctx: &'c Context) -> impl Iterator<Item = &'c Object> {
     ctx.catalog.objects.iter().filter(|o| ctx.is_shipped(o))
 }
 
-/// The `schema.name` of the fence tables `o` names, by dependency, text, or
-/// (for a trigger) the table it fires on.
-fn fence_references(ctx: &Context, o: &Object) -> BTreeSet<String> {
+/// The `schema.name` of the fence tables and shipped procedures `o` names, by
+/// dependency, text, or (for a trigger) the table it fires on. Calling a
+/// shipped procedure is reaching the fence too: a wrapper over
+/// `fence_admin.ForceRelease` granted to a service hands it the operators'
+/// right.
+pub(super) fn fence_references(ctx: &Context, o: &Object) -> BTreeSet<String> {
     let fence = &ctx.policy.fence_schema;
     let name = o.qualified_name();
     let mut refs = BTreeSet::new();
     for d in ctx.catalog.dependencies.iter().flatten() {
         if d.referencing.eq_ignore_ascii_case(&name)
             && let Some((s, t)) = d.referenced.split_once('.')
-            && ctx.is_fence_table(s, t)
         {
-            refs.insert(format!("{fence}.{t}"));
+            if ctx.is_fence_table(s, t) {
+                refs.insert(format!("{fence}.{t}"));
+            } else if let Some(p) = ctx.policy.procedure(&d.referenced) {
+                refs.insert(p.name.clone());
+            }
         }
     }
     if let Some(def) = &o.definition {
         for t in referenced_tables(def, fence, ctx.fence_tables()) {
             refs.insert(format!("{fence}.{t}"));
+        }
+        for schema in &ctx.policy.code_schemas {
+            let names: Vec<String> = ctx
+                .policy
+                .procedures
+                .iter()
+                .filter_map(|p| p.name.split_once('.'))
+                .filter(|(s, _)| s.eq_ignore_ascii_case(schema))
+                .map(|(_, n)| n.to_string())
+                .collect();
+            for n in referenced_tables(def, schema, &names) {
+                refs.insert(format!("{schema}.{n}"));
+            }
         }
     }
     if let Some((s, t)) = o.parent.as_deref().and_then(|p| p.split_once('.'))
@@ -56,9 +71,19 @@ fn foreign_modules(ctx: &Context, report: &mut Report) {
         .filter(|o| o.kind.is_module() && !ctx.is_shipped(o))
     {
         let refs = fence_references(ctx, o);
-        if refs.is_empty() {
+        // A DDL trigger runs as whoever runs DDL, the deployer during
+        // `fencepost migrate` included: SQL it builds at run time can reach
+        // the fence with the deployer's rights, whatever names its text shows.
+        let dynamic = match (&o.definition, o.kind) {
+            (Some(def), ObjectKind::DatabaseTrigger) => dynamic_constructs(def),
+            _ => Vec::new(),
+        };
+        if refs.is_empty() && dynamic.is_empty() {
             if o.definition.is_none() {
-                hidden.push(o.qualified_name());
+                hidden.push(match &o.assembly {
+                    Some(a) => format!("{} (CLR, assembly {a})", o.qualified_name()),
+                    None => o.qualified_name(),
+                });
             }
             continue;
         }
@@ -68,29 +93,38 @@ fn foreign_modules(ctx: &Context, report: &mut Report) {
             ObjectKind::View => ("VIEW", "whoever may select from it reaches"),
             ObjectKind::Trigger => ("TRIGGER", "it runs on every change to"),
             ObjectKind::Synonym => ("SYNONYM", "code written against it reaches"),
+            ObjectKind::DatabaseTrigger => (
+                "TRIGGER",
+                "it fires on DDL by anyone, the deployer running fencepost migrate included, and so reaches",
+            ),
             ObjectKind::Table => continue,
         };
-        let tables: Vec<String> = refs.into_iter().collect();
+        let mut named: Vec<String> = refs.into_iter().collect();
+        named.extend(dynamic.iter().map(|d| format!("SQL built at run time ({d})")));
+        let fix = match o.kind {
+            ObjectKind::DatabaseTrigger => format!("DROP TRIGGER {} ON DATABASE;", quote(&o.name)),
+            _ => format!("DROP {kind} {};", quote2(&o.schema, &o.name)),
+        };
         report.findings.push(Finding {
             rule: Rule::ForeignModule,
             principal: ctx.catalog.owner_of(o).map(str::to_string),
             object: o.qualified_name(),
             permission: Some(kind.to_lowercase()),
             why: format!(
-                "{} is not a shipped procedure but names {}: {how} the fence rows with its owner's rights, \
-                 outside the procedures' checks of owner, generation and expiry",
+                "{} is not a shipped procedure but names {}: {how} the fence with its owner's rights, outside \
+                 the procedures' checks of owner, generation and expiry",
                 o.qualified_name(),
-                tables.join(", ")
+                named.join(", ")
             ),
-            fix: format!("DROP {kind} {};", quote2(&o.schema, &o.name)),
+            fix,
         });
     }
     if !hidden.is_empty() {
         report.cannot_verify.push(CannotVerify {
             rule: Rule::ForeignModule,
             reason: format!(
-                "the catalog hides the definition of {} (encrypted, or the login lacks VIEW DEFINITION) and \
-                 records no reference to a fence table for it: {}",
+                "the catalog does not show the code of {} (encrypted, compiled CLR, or the login lacks VIEW \
+                 DEFINITION) and records no reference to the fence for it: {}",
                 plural(hidden.len(), "module"),
                 hidden.join(", ")
             ),
@@ -127,6 +161,25 @@ fn ownership(ctx: &Context, report: &mut Report) {
                 continue;
             };
             if !table_owner.eq_ignore_ascii_case(proc_owner) {
+                // Re-own whichever left its schema's owner; when neither
+                // did, the schemas' owners differ.
+                let fix = if t.owner.is_some() {
+                    format!(
+                        "ALTER AUTHORIZATION ON OBJECT::{} TO SCHEMA OWNER;",
+                        quote2(&t.schema, &t.name)
+                    )
+                } else if proc.owner.is_some() {
+                    format!(
+                        "ALTER AUTHORIZATION ON OBJECT::{} TO SCHEMA OWNER;",
+                        quote2(&proc.schema, &proc.name)
+                    )
+                } else {
+                    format!(
+                        "ALTER AUTHORIZATION ON SCHEMA::{} TO {};",
+                        quote(&proc.schema),
+                        quote(table_owner)
+                    )
+                };
                 report.findings.push(Finding {
                     rule: Rule::OwnershipChain,
                     principal: Some(proc_owner.to_string()),
@@ -137,125 +190,10 @@ fn ownership(ctx: &Context, report: &mut Report) {
                          themselves: exactly the grant the fence exists to avoid",
                         proc.qualified_name()
                     ),
-                    fix: format!(
-                        "ALTER AUTHORIZATION ON OBJECT::{} TO SCHEMA OWNER;",
-                        quote2(&proc.schema, &proc.name)
-                    ),
+                    fix,
                 });
             }
         }
-    }
-}
-
-/// The shipped file is named as the policy spells the procedure, which need
-/// not be how the catalog does (Babelfish lists names lower-cased).
-fn redeploy(ctx: &Context, proc: &Object) -> String {
-    let qualified = proc.qualified_name();
-    let shipped = ctx
-        .policy
-        .procedure(&qualified)
-        .map_or(qualified.as_str(), |p| p.name.as_str());
-    let (schema, name) = shipped.split_once('.').unwrap_or((&proc.schema, &proc.name));
-    format!(
-        "fencepost migrate (it restores drifted procedures), or ALTER PROCEDURE {} with the shipped text of \
-         procedures/{shipped}.sql",
-        quote2(schema, name)
-    )
-}
-
-fn dynamic_sql(ctx: &Context, report: &mut Report) {
-    let mut hidden = Vec::new();
-    for proc in shipped_present(ctx) {
-        let Some(def) = &proc.definition else {
-            hidden.push(proc.qualified_name());
-            continue;
-        };
-        let mut found: Vec<String> = dynamic_constructs(def).into_iter().map(String::from).collect();
-        if let Some(who) = &proc.execute_as
-            && !found.iter().any(|f| f == "EXECUTE AS")
-        {
-            found.push(format!("EXECUTE AS {who}"));
-        }
-        if !found.is_empty() {
-            report.findings.push(Finding {
-                rule: Rule::DynamicSql,
-                principal: ctx.catalog.owner_of(proc).map(str::to_string),
-                object: proc.qualified_name(),
-                permission: Some(found.join(", ")),
-                why: "dynamic SQL is checked against the caller's own rights and runs text no review saw, and \
-                      EXECUTE AS changes whose rights the body runs with: either way the catalog no longer \
-                      shows who can write the fence"
-                    .into(),
-                fix: redeploy(ctx, proc),
-            });
-        }
-    }
-    if !hidden.is_empty() {
-        report.cannot_verify.push(CannotVerify {
-            rule: Rule::DynamicSql,
-            reason: format!("the catalog hides the definition of {}", hidden.join(", ")),
-        });
-    }
-}
-
-fn drift(ctx: &Context, report: &mut Report) {
-    let journal = ctx.catalog.deployed.as_ref();
-    if journal.is_none() {
-        report.cannot_verify.push(CannotVerify {
-            rule: Rule::Drift,
-            reason: format!(
-                "the database has no deploy journal ({}.DeployedProcedure), so there is no deployed \
-                 definition to compare with",
-                ctx.policy.fence_schema
-            ),
-        });
-    }
-    let mut unknown = Vec::new();
-    for shipped in &ctx.policy.procedures {
-        let Some(proc) = ctx
-            .catalog
-            .object(&shipped.name)
-            .filter(|o| o.kind == ObjectKind::Procedure)
-        else {
-            let (schema, name) = shipped.name.split_once('.').unwrap_or(("", &shipped.name));
-            report.findings.push(Finding {
-                rule: Rule::Drift,
-                principal: None,
-                object: shipped.name.clone(),
-                permission: Some("missing".into()),
-                why: "a shipped procedure is missing, so services get errors instead of fenced outcomes".into(),
-                fix: format!("fencepost migrate (recreates {})", quote2(schema, name)),
-            });
-            continue;
-        };
-        let Some(journal) = journal else { continue };
-        let recorded = journal
-            .iter()
-            .find(|d| d.name.eq_ignore_ascii_case(&shipped.name))
-            .and_then(|d| d.definition_hash.as_deref());
-        match (recorded, proc.definition_hash.as_deref()) {
-            (Some(recorded), Some(current)) if !same_definition(recorded, current) => {
-                report.findings.push(Finding {
-                    rule: Rule::Drift,
-                    principal: ctx.catalog.owner_of(proc).map(str::to_string),
-                    object: proc.qualified_name(),
-                    permission: Some("definition changed since deploy".into()),
-                    why: "the procedure on the server is not the one deployed: it was altered by hand, and \
-                          what it does to the fence rows is no longer what shipped"
-                        .into(),
-                    fix: redeploy(ctx, proc),
-                });
-            }
-            (Some(_), Some(_)) => {}
-            (None, _) => unknown.push(format!("{} (no hash recorded by the deploy)", proc.qualified_name())),
-            (_, None) => unknown.push(format!("{} (no current definition hash)", proc.qualified_name())),
-        }
-    }
-    if !unknown.is_empty() {
-        report.cannot_verify.push(CannotVerify {
-            rule: Rule::Drift,
-            reason: format!("cannot compare {}", unknown.join(", ")),
-        });
     }
 }
 

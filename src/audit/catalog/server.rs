@@ -1,0 +1,67 @@
+//! What the server shows about the logins behind database users, its
+//! configuration, and the other databases a service could act from.
+
+use serde::{Deserialize, Serialize};
+
+use super::Membership;
+
+/// Server roles and server permissions of logins.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerFacts {
+    /// Server role memberships (`sysadmin`, `##MS_DatabaseManager##`,
+    /// user-defined server roles). The permissions of fixed server roles are
+    /// not listed in `permissions`: the rules know them.
+    pub role_members: Vec<Membership>,
+    /// Granted server permissions, by login or server role.
+    pub permissions: Vec<ServerPermission>,
+    /// Why `permissions` could not be read, when it could not: then an empty
+    /// list proves nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions_unreadable: Option<String>,
+}
+
+/// A server-level permission granted to a login or server role.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerPermission {
+    /// The login or server role.
+    pub grantee: String,
+    /// The permission (`CONTROL SERVER`, `IMPERSONATE`).
+    pub permission: String,
+    /// The login it is on, for a permission on a login
+    /// (`IMPERSONATE ON LOGIN::sa`); `None` for a server-wide one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_login: Option<String>,
+}
+
+/// Server configuration options (`sys.configurations`, value in use).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerSettings {
+    /// `cross db ownership chaining`: every database chains ownership
+    /// across databases, whatever its own DB_CHAINING says.
+    pub cross_db_ownership_chaining: bool,
+}
+
+/// Another TRUSTWORTHY database of the server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OtherDatabase {
+    /// Its name.
+    pub name: String,
+    /// The login that owns it (its `dbo`).
+    pub owner: Option<String>,
+    /// The users in its `db_owner` role, directly or through nested roles;
+    /// `None` when the checking login cannot read them there.
+    pub db_owners: Option<Vec<OtherDatabaseUser>>,
+}
+
+/// A user of another database who is in its `db_owner` role.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OtherDatabaseUser {
+    /// The user's name there.
+    pub user: String,
+    /// The login it maps to, if any.
+    pub login: Option<String>,
+    /// The direct member of `db_owner` it is in `db_owner` through: itself,
+    /// or a role.
+    pub via: String,
+}

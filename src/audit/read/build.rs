@@ -1,0 +1,280 @@
+//! Turns the answers of the catalog queries, in their order, into a
+//! [`Catalog`].
+
+use std::collections::HashMap;
+
+use tiberius::Row;
+
+use super::super::AuditError;
+use super::super::catalog::{
+    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, Membership, Object, ObjectKind, Permission,
+    PermissionState, Principal, PrincipalKind, Schema, Securable, ServerSettings,
+};
+use super::facts::{is_visible_marker, server, trustworthy, visibility};
+use super::rows::{int, required, text};
+
+pub(super) type Next<'a> = dyn FnMut() -> (Option<Vec<Row>>, &'static str) + 'a;
+
+pub(super) fn build(next: &mut Next) -> Result<Catalog, AuditError> {
+    let mut catalog = Catalog::default();
+
+    let (rows, what) = next();
+    let row = rows
+        .as_deref()
+        .and_then(|r| r.first())
+        .ok_or(AuditError::UnexpectedShape {
+            what,
+            reason: "no row".into(),
+        })?;
+    catalog.database = text(row, 0, what)?.unwrap_or_default();
+    catalog.engine = Engine {
+        chains_ownership: int(row, 1, what)? == Some(1),
+        product: text(row, 2, what)?.unwrap_or_default(),
+        azure_database: int(row, 3, what)? == Some(1),
+    };
+
+    let (rows, what) = next();
+    catalog.visibility = match rows {
+        None => None,
+        Some(rows) => Some(visibility(&rows, what)?),
+    };
+
+    let (rows, what) = next();
+    catalog.settings = match rows.as_deref().and_then(|r| r.first()) {
+        Some(row) => Some(DatabaseSettings {
+            trustworthy: int(row, 0, what)? == Some(1),
+            db_chaining: int(row, 1, what)? == Some(1),
+        }),
+        None => None,
+    };
+
+    let (rows, what) = next();
+    for row in rows.iter().flatten() {
+        let kind = match text(row, 1, what)?.as_deref().map(str::trim) {
+            Some("R") => PrincipalKind::Role,
+            Some("A") => PrincipalKind::ApplicationRole,
+            Some("G" | "X") => PrincipalKind::Group,
+            _ => PrincipalKind::User,
+        };
+        catalog.principals.push(Principal {
+            name: required(row, 0, what)?,
+            kind,
+            login: None,
+        });
+    }
+
+    let (rows, what) = next();
+    for row in rows.iter().flatten() {
+        let user = required(row, 0, what)?;
+        let login = text(row, 1, what)?;
+        if let Some(p) = catalog
+            .principals
+            .iter_mut()
+            .find(|p| p.name.eq_ignore_ascii_case(&user))
+        {
+            p.login = login;
+        }
+    }
+
+    let (rows, what) = next();
+    for row in rows.iter().flatten() {
+        catalog.memberships.push(Membership {
+            role: required(row, 0, what)?,
+            member: required(row, 1, what)?,
+        });
+    }
+
+    let (rows, what) = next();
+    for row in rows.iter().flatten() {
+        if let Some(p) = permission(row, what)? {
+            catalog.permissions.push(p);
+        }
+    }
+
+    let (rows, what) = next();
+    for row in rows.iter().flatten() {
+        catalog.schemas.push(Schema {
+            name: required(row, 0, what)?,
+            owner: text(row, 1, what)?.unwrap_or_default(),
+        });
+    }
+
+    let (rows, what) = next();
+    let mut by_id = HashMap::new();
+    for row in rows.iter().flatten() {
+        let kind = match text(row, 3, what)?.as_deref().map(str::trim) {
+            Some("U") => ObjectKind::Table,
+            Some("P" | "PC") => ObjectKind::Procedure,
+            Some("V") => ObjectKind::View,
+            Some("TR" | "TA") => ObjectKind::Trigger,
+            _ => ObjectKind::Function,
+        };
+        if let Some(id) = int(row, 0, what)? {
+            by_id.insert(id, catalog.objects.len());
+        }
+        let mut object = object(required(row, 1, what)?, required(row, 2, what)?, kind);
+        object.owner = text(row, 4, what)?;
+        object.parent = text(row, 5, what)?;
+        catalog.objects.push(object);
+    }
+
+    let (rows, what) = next();
+    for row in rows.iter().flatten() {
+        if let Some(id) = int(row, 0, what)? {
+            by_id.insert(id, catalog.objects.len());
+        }
+        catalog.objects.push(object(
+            String::new(),
+            required(row, 1, what)?,
+            ObjectKind::DatabaseTrigger,
+        ));
+    }
+
+    let (rows, what) = next();
+    for row in rows.iter().flatten() {
+        let Some(&at) = int(row, 0, what)?.and_then(|id| by_id.get(&id)) else {
+            continue;
+        };
+        let object = &mut catalog.objects[at];
+        object.definition = text(row, 1, what)?;
+        object.execute_as = text(row, 2, what)?;
+        object.definition_hash = crate::deploy::hash_hex(row, 3);
+    }
+
+    let (rows, what) = next();
+    for row in rows.iter().flatten() {
+        if let Some(&at) = int(row, 0, what)?.and_then(|id| by_id.get(&id)) {
+            catalog.objects[at].assembly = text(row, 1, what)?;
+        }
+    }
+
+    let (rows, what) = next();
+    match rows {
+        None => {
+            catalog.signatures_unreadable = Some("module signatures (sys.crypt_properties) could not be read".into())
+        }
+        Some(rows) => {
+            for row in &rows {
+                let signer = required(row, 1, what)?;
+                match int(row, 0, what)? {
+                    Some(id) => {
+                        if let Some(&at) = by_id.get(&id) {
+                            catalog.objects[at].signed_by.push(signer);
+                        }
+                    }
+                    None if signer == "signers" => {
+                        catalog.signatures_unreadable = Some(format!(
+                            "{} has certificates or asymmetric keys but no signature catalog \
+                             (sys.crypt_properties)",
+                            catalog.engine.product
+                        ));
+                    }
+                    None => {}
+                }
+            }
+        }
+    }
+
+    let (rows, what) = next();
+    for row in rows.iter().flatten() {
+        let mut synonym = object(required(row, 0, what)?, required(row, 1, what)?, ObjectKind::Synonym);
+        synonym.owner = text(row, 2, what)?;
+        synonym.definition = text(row, 3, what)?;
+        catalog.objects.push(synonym);
+    }
+
+    let (rows, what) = next();
+    catalog.dependencies = match rows {
+        None => None,
+        Some(rows) => Some(
+            rows.iter()
+                .map(|row| {
+                    Ok(Dependency {
+                        referencing: required(row, 0, what)?,
+                        referenced: required(row, 1, what)?,
+                    })
+                })
+                .collect::<Result<_, AuditError>>()?,
+        ),
+    };
+
+    let (rows, what) = next();
+    catalog.deployed = match rows {
+        Some(rows) if rows.iter().all(|r| matches!(int(r, 0, what), Ok(Some(1)))) => Some(
+            rows.iter()
+                .map(|row| {
+                    Ok(DeployedProcedure {
+                        name: required(row, 1, what)?,
+                        definition_hash: crate::deploy::hash_hex(row, 2),
+                    })
+                })
+                .collect::<Result<_, AuditError>>()?,
+        ),
+        _ => None,
+    };
+
+    let (rows, what) = next();
+    catalog.server = match rows {
+        Some(rows) if rows.iter().any(|r| is_visible_marker(r, what)) => Some(server(&rows, what, &catalog)?),
+        _ => None,
+    };
+
+    let (rows, what) = next();
+    catalog.server_settings = match rows.as_deref().and_then(|r| r.first()) {
+        Some(row) => Some(ServerSettings {
+            cross_db_ownership_chaining: int(row, 0, what)? == Some(1),
+        }),
+        None => None,
+    };
+
+    let (rows, what) = next();
+    catalog.trustworthy_databases = match rows {
+        None => None,
+        Some(rows) => Some(trustworthy(&rows, what)?),
+    };
+    Ok(catalog)
+}
+
+fn object(schema: String, name: String, kind: ObjectKind) -> Object {
+    Object {
+        schema,
+        name,
+        kind,
+        owner: None,
+        parent: None,
+        definition: None,
+        definition_hash: None,
+        execute_as: None,
+        signed_by: Vec::new(),
+        assembly: None,
+    }
+}
+
+fn permission(row: &Row, what: &'static str) -> Result<Option<Permission>, AuditError> {
+    let on = match int(row, 3, what)? {
+        Some(0) => Securable::Database,
+        Some(3) => Securable::Schema {
+            schema: required(row, 4, what)?,
+        },
+        Some(1) => Securable::Object {
+            schema: required(row, 4, what)?,
+            name: required(row, 5, what)?,
+            column: text(row, 6, what)?,
+        },
+        Some(4) => Securable::Principal {
+            name: required(row, 5, what)?,
+        },
+        _ => return Ok(None),
+    };
+    let state = match text(row, 2, what)?.as_deref() {
+        Some("D") => PermissionState::Deny,
+        Some("W") => PermissionState::GrantWithGrantOption,
+        _ => PermissionState::Grant,
+    };
+    Ok(Some(Permission {
+        grantee: required(row, 0, what)?,
+        permission: required(row, 1, what)?,
+        state,
+        on,
+    }))
+}

@@ -1,0 +1,298 @@
+//! The catalog queries, in the order [`build`](super::build) reads their
+//! answers. Each is one result set; parts that some engine lacks are guarded
+//! with `IF` so that the whole batch still runs there (a failed batch falls
+//! back to one round trip per query).
+
+use super::super::definition_hash::definition_hash_sql;
+
+/// One catalog query. Optional ones read views some engines lack; their
+/// absence becomes "cannot verify" for the rules that need them.
+pub(super) struct Query {
+    pub(super) what: &'static str,
+    pub(super) sql: String,
+    pub(super) required: bool,
+}
+
+/// The visibility marker and the server role memberships.
+const SERVER_ROLES: &str = "SELECT N'visible', CAST(CASE WHEN IS_SRVROLEMEMBER(N'sysadmin') = 1
+                                         OR HAS_PERMS_BY_NAME(NULL, NULL, N'VIEW ANY DEFINITION') = 1
+                                         THEN N'1' ELSE N'0' END AS nvarchar(256)), CAST(NULL AS nvarchar(256)),
+                            CAST(NULL AS nvarchar(256))
+                     UNION ALL
+                     SELECT N'member', CAST(r.name AS nvarchar(256)), CAST(m.name AS nvarchar(256)),
+                            CAST(NULL AS nvarchar(256))
+                       FROM sys.server_role_members AS rm
+                       JOIN sys.server_principals AS r ON r.principal_id = rm.role_principal_id
+                       JOIN sys.server_principals AS m ON m.principal_id = rm.member_principal_id";
+
+/// Server permissions that reach the fence: server-wide ones, and
+/// IMPERSONATE or CONTROL on a login (class 101).
+const SERVER_PERMISSIONS: &str = "SELECT N'permission', CAST(p.permission_name AS nvarchar(256)),
+                            CAST(g.name AS nvarchar(256)),
+                            CAST(CASE WHEN p.class = 101 THEN SUSER_NAME(p.major_id) END AS nvarchar(256))
+                       FROM sys.server_permissions AS p
+                       JOIN sys.server_principals AS g ON g.principal_id = p.grantee_principal_id
+                      WHERE p.state IN ('G', 'W')
+                        AND ((p.class = 100 AND p.permission_name IN (N'CONTROL SERVER', N'ALTER ANY DATABASE',
+                                  N'IMPERSONATE ANY LOGIN', N'ALTER ANY LOGIN', N'SELECT ALL USER SECURABLES'))
+                          OR (p.class = 101 AND p.permission_name IN (N'IMPERSONATE', N'CONTROL')))";
+
+/// The checking login's own database permissions that decide what the
+/// catalog shows it. Babelfish has no fn_my_permissions; there only
+/// sysadmin can be established.
+const VISIBILITY: &str = "IF SERVERPROPERTY('Babelfish') IS NULL
+         SELECT CAST(N'held' AS nvarchar(16)), CAST(p.permission_name AS nvarchar(128))
+           FROM fn_my_permissions(NULL, N'DATABASE') AS p
+          WHERE p.permission_name IN (N'VIEW DEFINITION', N'VIEW SECURITY DEFINITION')
+         UNION ALL
+         SELECT N'exists', CAST(b.permission_name AS nvarchar(128))
+           FROM sys.fn_builtin_permissions(N'DATABASE') AS b
+          WHERE b.permission_name = N'VIEW SECURITY DEFINITION'
+         UNION ALL
+         SELECT N'sysadmin', CAST(IS_SRVROLEMEMBER(N'sysadmin') AS nvarchar(128))
+         UNION ALL
+         SELECT N'listed', CAST(NULL AS nvarchar(128))
+     ELSE
+         SELECT CAST(N'sysadmin' AS nvarchar(16)), CAST(IS_SRVROLEMEMBER(N'sysadmin') AS nvarchar(128))";
+
+/// Signatures on modules. An engine without `sys.crypt_properties` can still
+/// prove no module is signed: signing needs a certificate or an asymmetric
+/// key, and then it has none.
+const SIGNATURES: &str = "IF OBJECT_ID(N'sys.crypt_properties') IS NULL
+         SELECT CAST(NULL AS int), CAST(CASE WHEN EXISTS (SELECT 1 FROM sys.certificates)
+                                               OR EXISTS (SELECT 1 FROM sys.asymmetric_keys)
+                                             THEN N'signers' ELSE N'no signers' END AS nvarchar(300))
+     ELSE
+         SELECT cp.major_id,
+                CAST(CASE WHEN c.name IS NOT NULL THEN N'CERTIFICATE::' + c.name
+                          WHEN k.name IS NOT NULL THEN N'ASYMMETRIC KEY::' + k.name
+                          ELSE N'an unknown signer' END AS nvarchar(300))
+           FROM sys.crypt_properties AS cp
+           LEFT JOIN sys.certificates AS c ON c.thumbprint = cp.thumbprint
+           LEFT JOIN sys.asymmetric_keys AS k ON k.thumbprint = cp.thumbprint
+          WHERE cp.class = 1";
+
+/// Every other TRUSTWORTHY database, its owner, and who is in its db_owner
+/// role (through nested roles), read with one dynamic query over the
+/// databases the checking login may read. Babelfish has no TRUSTWORTHY
+/// databases and no INSERT ... EXEC: it only lists them.
+const TRUSTWORTHY: &str = "IF SERVERPROPERTY('Babelfish') IS NULL
+     BEGIN
+         DECLARE @fp_owners TABLE (db nvarchar(256), usr nvarchar(256), lgn nvarchar(256), via nvarchar(256));
+         DECLARE @fp_sql nvarchar(max) = N'';
+         SELECT @fp_sql = @fp_sql + N';WITH o (id, via) AS (
+                    SELECT rm.member_principal_id, rm.member_principal_id
+                      FROM ' + QUOTENAME(d.name) + N'.sys.database_role_members AS rm
+                      JOIN ' + QUOTENAME(d.name) + N'.sys.database_principals AS r
+                        ON r.principal_id = rm.role_principal_id AND r.name = N''db_owner''
+                    UNION ALL
+                    SELECT rm.member_principal_id, o.via
+                      FROM ' + QUOTENAME(d.name) + N'.sys.database_role_members AS rm
+                      JOIN o ON rm.role_principal_id = o.id)
+                SELECT ' + QUOTENAME(d.name, N'''') + N', m.name, SUSER_SNAME(m.sid), v.name
+                  FROM o
+                  JOIN ' + QUOTENAME(d.name) + N'.sys.database_principals AS m ON m.principal_id = o.id
+                  JOIN ' + QUOTENAME(d.name) + N'.sys.database_principals AS v ON v.principal_id = o.via
+                 WHERE m.type <> ''R'';'
+           FROM sys.databases AS d
+          WHERE d.is_trustworthy_on = 1 AND d.database_id <> DB_ID() AND HAS_DBACCESS(d.name) = 1
+            AND (IS_SRVROLEMEMBER(N'sysadmin') = 1 OR HAS_PERMS_BY_NAME(d.name, N'DATABASE', N'VIEW DEFINITION') = 1);
+         IF @fp_sql <> N'' INSERT INTO @fp_owners EXEC sp_executesql @fp_sql;
+         SELECT CAST(d.name AS nvarchar(256)), CAST(SUSER_SNAME(d.owner_sid) AS nvarchar(256)),
+                CAST(CASE WHEN HAS_DBACCESS(d.name) = 1
+                           AND (IS_SRVROLEMEMBER(N'sysadmin') = 1
+                                OR HAS_PERMS_BY_NAME(d.name, N'DATABASE', N'VIEW DEFINITION') = 1)
+                          THEN 1 ELSE 0 END AS int),
+                CAST(o.usr AS nvarchar(256)), CAST(o.lgn AS nvarchar(256)), CAST(o.via AS nvarchar(256))
+           FROM sys.databases AS d
+           LEFT JOIN @fp_owners AS o ON o.db = d.name
+          WHERE d.is_trustworthy_on = 1 AND d.database_id <> DB_ID();
+     END
+     ELSE
+         SELECT CAST(d.name AS nvarchar(256)), CAST(SUSER_SNAME(d.owner_sid) AS nvarchar(256)), CAST(0 AS int),
+                CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(256))
+           FROM sys.databases AS d
+          WHERE d.is_trustworthy_on = 1 AND d.database_id <> DB_ID()";
+
+pub(super) fn queries() -> Vec<Query> {
+    let q = |what, sql: &str, required| Query {
+        what,
+        sql: sql.to_string(),
+        required,
+    };
+    vec![
+        // No catalog view says whether an engine chains ownership; the engine
+        // announcing itself is the only evidence there is. EngineEdition 5 is
+        // Azure SQL Database.
+        q(
+            "the database and engine",
+            "SELECT CAST(DB_NAME() AS nvarchar(256)),
+                    CAST(CASE WHEN SERVERPROPERTY('Babelfish') IS NULL THEN 1 ELSE 0 END AS int),
+                    CAST(CASE WHEN SERVERPROPERTY('Babelfish') IS NOT NULL THEN N'Babelfish for PostgreSQL'
+                              WHEN SERVERPROPERTY('EngineEdition') = 5 THEN N'Azure SQL Database'
+                              ELSE N'SQL Server' END AS nvarchar(64)),
+                    CAST(CASE WHEN SERVERPROPERTY('Babelfish') IS NULL AND SERVERPROPERTY('EngineEdition') = 5
+                              THEN 1 ELSE 0 END AS int)",
+            true,
+        ),
+        q("the checking login's view of the catalog", VISIBILITY, false),
+        q(
+            "database options",
+            "SELECT CAST(d.is_trustworthy_on AS int), CAST(d.is_db_chaining_on AS int)
+               FROM sys.databases AS d WHERE d.database_id = DB_ID()",
+            false,
+        ),
+        q(
+            "database principals",
+            "SELECT CAST(dp.name AS nvarchar(256)), CAST(dp.type AS nvarchar(2)) FROM sys.database_principals AS dp",
+            true,
+        ),
+        q(
+            "the logins behind database users",
+            "SELECT CAST(dp.name AS nvarchar(256)), CAST(sp.name AS nvarchar(256))
+               FROM sys.database_principals AS dp JOIN sys.server_principals AS sp ON sp.sid = dp.sid",
+            false,
+        ),
+        q(
+            "role memberships",
+            "SELECT CAST(r.name AS nvarchar(256)), CAST(m.name AS nvarchar(256))
+               FROM sys.database_role_members AS rm
+               JOIN sys.database_principals AS r ON r.principal_id = rm.role_principal_id
+               JOIN sys.database_principals AS m ON m.principal_id = rm.member_principal_id",
+            true,
+        ),
+        q(
+            "database permissions",
+            "SELECT CAST(USER_NAME(p.grantee_principal_id) AS nvarchar(256)),
+                    CAST(p.permission_name AS nvarchar(128)), CAST(p.state AS nvarchar(1)), CAST(p.class AS int),
+                    CAST(CASE p.class WHEN 3 THEN SCHEMA_NAME(p.major_id)
+                                      WHEN 1 THEN OBJECT_SCHEMA_NAME(p.major_id) END AS nvarchar(256)),
+                    CAST(CASE p.class WHEN 1 THEN OBJECT_NAME(p.major_id)
+                                      WHEN 4 THEN USER_NAME(p.major_id) END AS nvarchar(256)),
+                    CAST(CASE WHEN p.class = 1 AND p.minor_id > 0
+                              THEN COL_NAME(p.major_id, p.minor_id) END AS nvarchar(256))
+               FROM sys.database_permissions AS p
+              WHERE p.class IN (0, 1, 3, 4) AND p.state IN ('G', 'W', 'D')",
+            true,
+        ),
+        q(
+            "schemas",
+            "SELECT CAST(s.name AS nvarchar(256)), CAST(USER_NAME(s.principal_id) AS nvarchar(256)) FROM sys.schemas AS s",
+            true,
+        ),
+        // Objects and module texts are read apart and joined here by id:
+        // on Babelfish each catalog view is costly per row, and joining the
+        // two in SQL costs more than reading both. CLR modules (PC, FS, FT,
+        // TA, AF) are listed with the T-SQL ones; their code is in no view.
+        q(
+            "objects",
+            "SELECT o.object_id, CAST(SCHEMA_NAME(o.schema_id) AS nvarchar(256)), CAST(o.name AS nvarchar(256)),
+                    CAST(o.type AS nvarchar(2)),
+                    -- Babelfish answers USER_NAME(NULL) with the current user;
+                    -- a NULL owner means the schema's.
+                    CAST(CASE WHEN o.principal_id IS NOT NULL THEN USER_NAME(o.principal_id) END AS nvarchar(256)),
+                    CAST(CASE WHEN o.parent_object_id <> 0
+                              THEN OBJECT_SCHEMA_NAME(o.parent_object_id) + N'.' + OBJECT_NAME(o.parent_object_id)
+                         END AS nvarchar(520))
+               FROM sys.objects AS o
+              WHERE o.is_ms_shipped = 0
+                AND o.type IN ('U', 'P', 'V', 'FN', 'IF', 'TF', 'TR', 'PC', 'FS', 'FT', 'TA', 'AF')",
+            true,
+        ),
+        // Database DDL triggers belong to no schema and are not in
+        // sys.objects; their texts are in sys.sql_modules, read next.
+        q(
+            "database DDL triggers",
+            "SELECT t.object_id, CAST(t.name AS nvarchar(256)) FROM sys.triggers AS t WHERE t.parent_class = 0",
+            false,
+        ),
+        // Hashing is limited to the code schemas: only shipped procedures
+        // are compared with the deploy journal.
+        Query {
+            what: "module definitions",
+            sql: format!(
+                "SELECT m.object_id, CAST(m.definition AS nvarchar(max)),
+                        -- NULL is EXECUTE AS CALLER (and USER_NAME(NULL) the current user on Babelfish).
+                        CAST(CASE WHEN m.execute_as_principal_id IS NULL THEN NULL
+                                  WHEN m.execute_as_principal_id = -2 THEN N'OWNER'
+                                  ELSE USER_NAME(m.execute_as_principal_id) END AS nvarchar(256)),
+                        CASE WHEN OBJECT_SCHEMA_NAME(m.object_id) IN (N'fence_api', N'fence_admin') THEN {} END
+                   FROM sys.sql_modules AS m",
+                definition_hash_sql()
+            ),
+            required: true,
+        },
+        // Only names the assembly of CLR modules sys.objects already listed:
+        // without any, the two views are not worth a fresh session's planning.
+        q(
+            "CLR modules",
+            "IF EXISTS (SELECT 1 FROM sys.objects AS o WHERE o.type IN ('PC', 'FS', 'FT', 'TA', 'AF'))
+                 SELECT am.object_id, CAST(a.name + N' (' + a.permission_set_desc + N')' AS nvarchar(300))
+                   FROM sys.assembly_modules AS am JOIN sys.assemblies AS a ON a.assembly_id = am.assembly_id
+             ELSE
+                 SELECT CAST(NULL AS int), CAST(NULL AS nvarchar(300)) WHERE 1 = 0",
+            false,
+        ),
+        q("module signatures", SIGNATURES, false),
+        q(
+            "synonyms",
+            "SELECT CAST(SCHEMA_NAME(s.schema_id) AS nvarchar(256)), CAST(s.name AS nvarchar(256)),
+                    CAST(CASE WHEN s.principal_id IS NOT NULL THEN USER_NAME(s.principal_id) END AS nvarchar(256)),
+                    CAST(s.base_object_name AS nvarchar(1035))
+               FROM sys.synonyms AS s",
+            false,
+        ),
+        // References to the fence tables and to the shipped procedures.
+        q(
+            "references to the fence schemas",
+            "SELECT CAST(OBJECT_SCHEMA_NAME(d.referencing_id) + N'.' + OBJECT_NAME(d.referencing_id) AS nvarchar(520)),
+                    CAST(COALESCE(d.referenced_schema_name, OBJECT_SCHEMA_NAME(d.referenced_id)) + N'.'
+                         + d.referenced_entity_name AS nvarchar(520))
+               FROM sys.sql_expression_dependencies AS d
+              WHERE d.referenced_schema_name IN (N'fence', N'fence_api', N'fence_admin')
+                 OR OBJECT_SCHEMA_NAME(d.referenced_id) IN (N'fence', N'fence_api', N'fence_admin')",
+            false,
+        ),
+        // A marker row tells "no journal table" from "an empty journal".
+        q(
+            "the deploy journal",
+            "IF OBJECT_ID(N'fence.DeployedProcedure', N'U') IS NULL
+                 SELECT CAST(0 AS int), CAST(NULL AS nvarchar(256)), CAST(NULL AS varbinary(32))
+             ELSE
+                 SELECT CAST(1 AS int), CAST(ProcedureName AS nvarchar(256)), CAST(DefinitionHash AS varbinary(32))
+                   FROM fence.DeployedProcedure",
+            false,
+        ),
+        // Without VIEW ANY DEFINITION a login sees only its own server roles,
+        // so an empty answer would prove nothing; the first row says which.
+        // An engine without sys.server_permissions (Babelfish) gets a marker
+        // row instead of those grants: naming the view would fail the batch.
+        Query {
+            what: "server roles and permissions",
+            sql: format!(
+                "IF OBJECT_ID(N'sys.server_permissions') IS NULL
+                     {SERVER_ROLES}
+                     UNION ALL
+                     SELECT N'no permission catalog', CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(256)),
+                            CAST(NULL AS nvarchar(256))
+                 ELSE
+                     {SERVER_ROLES}
+                     UNION ALL
+                     {SERVER_PERMISSIONS}"
+            ),
+            required: false,
+        },
+        // No row leaves it unknown. An engine that does not chain ownership
+        // (Babelfish, which lists no such option) is not asked.
+        q(
+            "server configuration",
+            "IF SERVERPROPERTY('Babelfish') IS NULL
+                 SELECT CAST(c.value_in_use AS int) FROM sys.configurations AS c
+                  WHERE c.name = N'cross db ownership chaining'
+             ELSE
+                 SELECT CAST(NULL AS int) WHERE 1 = 0",
+            false,
+        ),
+        q("other TRUSTWORTHY databases", TRUSTWORTHY, false),
+    ]
+}

@@ -1,0 +1,271 @@
+//! A catalog with the questions every rule asks answered once: who is a
+//! service, who reaches whom through roles, which tables are the fence.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::super::catalog::{Catalog, Object, ObjectKind, Permission, PermissionState, PrincipalKind, Securable};
+use super::super::sqltext::{quote, quote2};
+use super::{Finding, Policy, Rule, is_one_of};
+
+/// Permissions that let their holder run a procedure: EXECUTE, and CONTROL,
+/// which implies it. On the whole database only EXECUTE counts: CONTROL of
+/// the database is an administrator's right, found by the rules as such.
+const RUNS: [&str; 2] = ["EXECUTE", "CONTROL"];
+
+pub(crate) struct Context<'a> {
+    pub(crate) catalog: &'a Catalog,
+    pub(crate) policy: &'a Policy,
+    /// Service principals by lower-cased name, with their catalog spelling.
+    service: BTreeMap<String, String>,
+    /// Direct members of each role, by lower-cased role name.
+    members: HashMap<String, Vec<String>>,
+    fence_tables: BTreeSet<String>,
+    /// `--principal` names that match neither a principal nor a login.
+    unresolved: Vec<String>,
+    /// Why the permission catalog cannot be trusted to be complete, if so;
+    /// then who is a service is known only from roles and `--principal`.
+    pub(crate) permissions_hidden: Option<String>,
+}
+
+impl<'a> Context<'a> {
+    pub(crate) fn new(catalog: &'a Catalog, policy: &'a Policy) -> Self {
+        let mut members: HashMap<String, Vec<String>> = HashMap::new();
+        for m in &catalog.memberships {
+            members.entry(m.role.to_lowercase()).or_default().push(m.member.clone());
+        }
+        let mut fence_tables: BTreeSet<String> = policy.fence_tables.iter().cloned().collect();
+        for o in &catalog.objects {
+            // Babelfish lists `resource` for the `Resource` of the policy:
+            // one table, as the default collation compares names.
+            if o.kind == ObjectKind::Table
+                && o.schema.eq_ignore_ascii_case(&policy.fence_schema)
+                && !fence_tables.iter().any(|t| t.eq_ignore_ascii_case(&o.name))
+            {
+                fence_tables.insert(o.name.clone());
+            }
+        }
+        let mut ctx = Self {
+            catalog,
+            policy,
+            service: BTreeMap::new(),
+            members,
+            fence_tables,
+            unresolved: Vec::new(),
+            permissions_hidden: None,
+        };
+        let mut roots: Vec<String> = policy.service_roles.clone();
+        for name in &policy.principals {
+            // A service may be named by its login: its user is found by SID.
+            match catalog.principal_or_login(name) {
+                Some(p) => roots.push(p.name.clone()),
+                None => ctx.unresolved.push(name.clone()),
+            }
+        }
+        roots.extend(ctx.executors());
+        for root in &roots {
+            let spelled = catalog.principal(root).map_or(root.as_str(), |p| p.name.as_str());
+            ctx.service.insert(root.to_lowercase(), spelled.to_string());
+            for member in ctx.members_of(root) {
+                let spelled = catalog.principal(&member).map_or(member.clone(), |p| p.name.clone());
+                ctx.service.insert(member.to_lowercase(), spelled);
+            }
+        }
+        ctx
+    }
+
+    /// Whoever may run a shipped procedure or anything in a code schema is a
+    /// service, in a fence role or not. `public` is left out: its grants
+    /// reach every service already, and each is a finding of its own.
+    fn executors(&self) -> Vec<String> {
+        self.grants()
+            .filter(|p| is_one_of(&p.permission, &RUNS) && !p.grantee.eq_ignore_ascii_case("public"))
+            .filter(|p| match &p.on {
+                Securable::Database => is_one_of(&p.permission, &["EXECUTE"]),
+                Securable::Schema { schema } => self.policy.code_schemas.iter().any(|s| s.eq_ignore_ascii_case(schema)),
+                Securable::Object { schema, name, .. } => self.policy.procedure(&format!("{schema}.{name}")).is_some(),
+                Securable::Principal { .. } => false,
+            })
+            .map(|p| p.grantee.clone())
+            .collect()
+    }
+
+    /// `--principal` names that match no database principal and no login
+    /// behind one.
+    pub(crate) fn unresolved(&self) -> &[String] {
+        &self.unresolved
+    }
+
+    /// Everyone inside `role`, through nested roles, lower-cased.
+    pub(crate) fn members_of(&self, role: &str) -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut queue = vec![role.to_lowercase()];
+        while let Some(r) = queue.pop() {
+            for m in self.members.get(&r).into_iter().flatten() {
+                if seen.insert(m.to_lowercase()) {
+                    queue.push(m.to_lowercase());
+                }
+            }
+        }
+        seen
+    }
+
+    /// Whether `principal`'s rights are everyone's: `public`, and an
+    /// application role, which any service that knows its password enters.
+    pub(crate) fn is_everyones(&self, principal: &str) -> bool {
+        principal.eq_ignore_ascii_case("public")
+            || self
+                .catalog
+                .principal(principal)
+                .is_some_and(|p| p.kind == PrincipalKind::ApplicationRole)
+    }
+
+    /// The service principals that hold whatever `principal` holds: itself,
+    /// the members of a role, everyone for `public` and application roles.
+    pub(crate) fn services_reached_by(&self, principal: &str) -> Vec<String> {
+        if self.is_everyones(principal) {
+            return self.service.values().cloned().collect();
+        }
+        let mut inside = self.members_of(principal);
+        inside.insert(principal.to_lowercase());
+        self.service
+            .iter()
+            .filter(|(k, _)| inside.contains(*k))
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// Whether owning something gives a service control of it. dbo owns the
+    /// fence by design; a service that is dbo is FP015's, where the fix is
+    /// not to re-own the fence to dbo.
+    pub(crate) fn owner_is_service(&self, owner: &str) -> bool {
+        !owner.eq_ignore_ascii_case("dbo") && !self.services_reached_by(owner).is_empty()
+    }
+
+    /// Whether `principal` is a service principal.
+    pub(crate) fn is_service(&self, principal: &str) -> bool {
+        self.service.contains_key(&principal.to_lowercase())
+    }
+
+    /// All service principals, in name order.
+    pub(crate) fn service_principals(&self) -> impl Iterator<Item = &String> {
+        self.service.values()
+    }
+
+    /// The names of the fence tables: the policy's and any table in the schema.
+    pub(crate) fn fence_tables(&self) -> &BTreeSet<String> {
+        &self.fence_tables
+    }
+
+    pub(crate) fn is_fence_table(&self, schema: &str, name: &str) -> bool {
+        schema.eq_ignore_ascii_case(&self.policy.fence_schema)
+            && self.fence_tables().iter().any(|t| t.eq_ignore_ascii_case(name))
+    }
+
+    /// The owner of the fence tables: what every chain to them starts from.
+    pub(crate) fn tables_owner(&self) -> Option<&'a str> {
+        self.catalog.schema_owner(&self.policy.fence_schema)
+    }
+
+    pub(crate) fn is_shipped(&self, object: &Object) -> bool {
+        object.kind == ObjectKind::Procedure && self.policy.procedure(&object.qualified_name()).is_some()
+    }
+
+    /// Granted (not denied) permissions.
+    pub(crate) fn grants(&self) -> impl Iterator<Item = &'a Permission> {
+        self.catalog
+            .permissions
+            .iter()
+            .filter(|p| p.state != PermissionState::Deny)
+    }
+
+    /// `USER::x`, `ROLE::x` or `APPLICATION ROLE::x`, as a fix statement needs.
+    pub(crate) fn principal_class(&self, name: &str) -> &'static str {
+        match self.catalog.principal(name).map(|p| p.kind) {
+            Some(PrincipalKind::Role) => "ROLE",
+            Some(PrincipalKind::ApplicationRole) => "APPLICATION ROLE",
+            _ => "USER",
+        }
+    }
+
+    /// How a securable reads in a finding.
+    pub(crate) fn describe(&self, on: &Securable) -> String {
+        match on {
+            Securable::Database => format!("DATABASE::{}", self.catalog.database),
+            Securable::Schema { schema } => format!("SCHEMA::{schema}"),
+            Securable::Object {
+                schema,
+                name,
+                column: None,
+            } => format!("{schema}.{name}"),
+            Securable::Object {
+                schema,
+                name,
+                column: Some(c),
+            } => format!("{schema}.{name} ({c})"),
+            Securable::Principal { name } => format!("{}::{name}", self.principal_class(name)),
+        }
+    }
+
+    /// The REVOKE that takes `p` away (with CASCADE when it was grantable).
+    pub(crate) fn revoke(&self, p: &Permission) -> String {
+        let on = match &p.on {
+            Securable::Database => String::new(),
+            Securable::Schema { schema } => format!(" ON SCHEMA::{}", quote(schema)),
+            Securable::Object { schema, name, column } => format!(
+                " ON OBJECT::{}{}",
+                quote2(schema, name),
+                column
+                    .as_deref()
+                    .map(|c| format!(" ({})", quote(c)))
+                    .unwrap_or_default()
+            ),
+            Securable::Principal { name } => {
+                format!(" ON {}::{}", self.principal_class(name), quote(name))
+            }
+        };
+        let cascade = if p.state == PermissionState::GrantWithGrantOption {
+            " CASCADE"
+        } else {
+            ""
+        };
+        format!(
+            "REVOKE {}{on} FROM {}{cascade};",
+            p.permission.to_uppercase(),
+            quote(&p.grantee)
+        )
+    }
+
+    /// A finding about permission row `p`, with the REVOKE as its fix.
+    pub(crate) fn grant_finding(&self, rule: Rule, p: &Permission, why: &str) -> Finding {
+        Finding {
+            rule,
+            principal: Some(p.grantee.clone()),
+            object: self.describe(&p.on),
+            permission: Some(p.permission.to_uppercase()),
+            why: format!("{why}{}", self.reach_note(&p.grantee)),
+            fix: self.revoke(p),
+        }
+    }
+
+    /// ` (held by service principals a, b)` when a role passes it on.
+    pub(crate) fn reach_note(&self, principal: &str) -> String {
+        let reached: Vec<String> = self
+            .services_reached_by(principal)
+            .into_iter()
+            .filter(|s| !s.eq_ignore_ascii_case(principal))
+            .collect();
+        if reached.is_empty() {
+            String::new()
+        } else if self.is_everyones(principal) && !principal.eq_ignore_ascii_case("public") {
+            format!(
+                " (an application role: every service that knows its password holds it, {})",
+                reached.join(", ")
+            )
+        } else {
+            format!(
+                " (held through {principal} by service principals {})",
+                reached.join(", ")
+            )
+        }
+    }
+}

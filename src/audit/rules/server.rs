@@ -1,0 +1,293 @@
+//! FP002 and FP016: server roles and server permissions of the logins behind
+//! service principals. A login's server rights reach into every database,
+//! whatever the database's own catalog says about its user.
+
+use super::super::catalog::ServerFacts;
+use super::super::sqltext::quote;
+use super::membership::group_blindness;
+use super::{CannotVerify, Context, Finding, Report, Rule};
+
+/// What fixed server roles hold without a row in `sys.server_permissions`
+/// (the documented permissions of each role), as far as the rules need them.
+const FIXED_ROLE_PERMISSIONS: [(&str, &[&str]); 5] = [
+    ("sysadmin", &["CONTROL SERVER"]),
+    ("securityadmin", &["ALTER ANY LOGIN"]),
+    ("dbcreator", &["CREATE ANY DATABASE"]),
+    ("##MS_DatabaseManager##", &["CREATE ANY DATABASE", "ALTER ANY DATABASE"]),
+    ("##MS_LoginManager##", &["CREATE LOGIN", "ALTER ANY LOGIN"]),
+];
+
+/// Server-wide permissions that reach the fence, and why.
+const PRIVILEGED: [(&str, &str); 4] = [
+    (
+        "ALTER ANY DATABASE",
+        "ALTER ANY DATABASE is ALTER on every database: its holder may create code and grant rights in this \
+         one, the fence tables included",
+    ),
+    (
+        "IMPERSONATE ANY LOGIN",
+        "IMPERSONATE ANY LOGIN lets its holder run EXECUTE AS LOGIN as a sysadmin and update the fence tables",
+    ),
+    (
+        "ALTER ANY LOGIN",
+        "ALTER ANY LOGIN lets its holder create and change logins, and so enter the database as someone who \
+         can write the fence",
+    ),
+    (
+        "SELECT ALL USER SECURABLES",
+        "SELECT ALL USER SECURABLES reads every user table, the fence tables included: they show each holder's \
+         owner id, and owner plus generation is what a publish presents",
+    ),
+];
+
+/// Roles whose members the documentation treats as sysadmin.
+const SYSADMIN_LIKE: [&str; 2] = ["sysadmin", "securityadmin"];
+
+pub(super) fn check(ctx: &Context, report: &mut Report) {
+    if ctx.catalog.engine.azure_database {
+        report.cannot_verify.push(CannotVerify {
+            rule: Rule::ServerControl,
+            reason: format!(
+                "{} has no sysadmin and no CONTROL SERVER to look at: the logins with server-wide rights there \
+                 are its admins, who enter as dbo (FP015)",
+                ctx.catalog.engine.product
+            ),
+        });
+    }
+    let Some(server) = &ctx.catalog.server else {
+        for rule in [Rule::ServerControl, Rule::ServerPrivilege] {
+            report.cannot_verify.push(CannotVerify {
+                rule,
+                reason: "the server's role memberships and permissions are not visible to this login (it needs \
+                         VIEW ANY DEFINITION, or to be sysadmin), so a service login's server rights cannot be \
+                         ruled out"
+                    .into(),
+            });
+        }
+        return;
+    };
+    let mut unchecked = Vec::new();
+    let mut unknown = Vec::new();
+    for p in &ctx.catalog.principals {
+        let Some(login) = p.login.as_deref() else { continue };
+        let service = ctx.is_service(&p.name);
+        if !service {
+            // Without the permission catalog, any user may be a service;
+            // dbo is not one unless named (FP015).
+            if ctx.permissions_hidden.is_some() && !p.name.eq_ignore_ascii_case("dbo") {
+                let rights = privileges(server, login);
+                if !rights.is_empty() {
+                    unknown.push(format!("{} (login {login}: {})", p.name, rights[0].path));
+                }
+            }
+            continue;
+        }
+        if server.permissions_unreadable.is_some() {
+            unchecked.push(login.to_string());
+        }
+        for right in privileges(server, login) {
+            report.findings.push(Finding {
+                rule: right.rule,
+                principal: Some(p.name.clone()),
+                object: format!("LOGIN::{login}"),
+                permission: Some(right.path),
+                why: right.why,
+                fix: right.fix,
+            });
+        }
+    }
+    unchecked.sort();
+    // Only service logins need the grants: with none, there is nothing to rule out.
+    if let (Some(why), false) = (&server.permissions_unreadable, unchecked.is_empty()) {
+        for (rule, what) in [
+            (Rule::ServerControl, "CONTROL SERVER"),
+            (Rule::ServerPrivilege, "server permissions"),
+        ] {
+            report.cannot_verify.push(CannotVerify {
+                rule,
+                reason: format!(
+                    "{why}, so {what} held by service login{} {} cannot be ruled out",
+                    if unchecked.len() == 1 { "" } else { "s" },
+                    unchecked.join(", ")
+                ),
+            });
+        }
+    }
+    if !unknown.is_empty() {
+        for rule in [Rule::ServerControl, Rule::ServerPrivilege] {
+            report.cannot_verify.push(CannotVerify {
+                rule,
+                reason: format!(
+                    "whoever may execute a fence procedure is a service, and without the permission catalog that \
+                     cannot be told of {}",
+                    unknown.join(", ")
+                ),
+            });
+        }
+    }
+    if let Some(reason) = group_blindness(ctx) {
+        for rule in [Rule::ServerControl, Rule::ServerPrivilege] {
+            report.cannot_verify.push(CannotVerify {
+                rule,
+                reason: reason.clone(),
+            });
+        }
+    }
+}
+
+/// One way a login holds a server right that reaches the fence.
+struct Privilege {
+    rule: Rule,
+    /// `member of sysadmin through ops`, `IMPERSONATE ON LOGIN::sa`.
+    path: String,
+    why: String,
+    fix: String,
+}
+
+/// The login and every server role it is in, through nesting; every login
+/// is also in `public`.
+fn holders(server: &ServerFacts, login: &str) -> Vec<String> {
+    let mut holders = vec![login.to_string(), "public".to_string()];
+    let mut i = 0;
+    while i < holders.len() {
+        let member = holders[i].clone();
+        for m in server
+            .role_members
+            .iter()
+            .filter(|m| m.member.eq_ignore_ascii_case(&member))
+        {
+            if !holders.iter().any(|h| h.eq_ignore_ascii_case(&m.role)) {
+                holders.push(m.role.clone());
+            }
+        }
+        i += 1;
+    }
+    holders
+}
+
+fn holds(holders: &[String], name: &str) -> bool {
+    holders.iter().any(|h| h.eq_ignore_ascii_case(name))
+}
+
+/// Whether `login` is sysadmin, or as good as: securityadmin or CONTROL SERVER.
+pub(super) fn is_privileged(server: &ServerFacts, login: &str) -> bool {
+    let holders = holders(server, login);
+    SYSADMIN_LIKE.iter().any(|r| holds(&holders, r))
+        || server.permissions.iter().any(|p| {
+            p.on_login.is_none() && p.permission.eq_ignore_ascii_case("CONTROL SERVER") && holds(&holders, &p.grantee)
+        })
+}
+
+/// Every server right of `login` that reaches the fence, each once, by the
+/// strongest path: sysadmin and CONTROL SERVER (FP002) include the rest.
+fn privileges(server: &ServerFacts, login: &str) -> Vec<Privilege> {
+    let holders = holders(server, login);
+    let via = |holder: &str| {
+        if holder.eq_ignore_ascii_case(login) {
+            String::new()
+        } else {
+            format!(" through {holder}")
+        }
+    };
+    // The role a login is in directly, on its way to `role`, is the one to leave.
+    let direct_member = |role: &str| {
+        server
+            .role_members
+            .iter()
+            .find(|m| m.role.eq_ignore_ascii_case(role) && holds(&holders, &m.member))
+            .map_or(login.to_string(), |m| m.member.clone())
+    };
+    let leave = |role: &str| {
+        let member = direct_member(role);
+        if member.eq_ignore_ascii_case("sa") {
+            // sa cannot leave sysadmin: the service must stop using it.
+            format!(
+                "connect the service with a login of its own that holds only the fence_service role ({} cannot \
+                 leave {role})",
+                quote(&member)
+            )
+        } else {
+            format!("ALTER SERVER ROLE {} DROP MEMBER {};", quote(role), quote(&member))
+        }
+    };
+    if holds(&holders, "sysadmin") {
+        return vec![Privilege {
+            rule: Rule::ServerControl,
+            path: format!("member of sysadmin{}", via(&direct_member("sysadmin"))),
+            why: "sysadmin is dbo in every database and skips every permission check, so it can update the fence \
+                  tables directly"
+                .into(),
+            fix: leave("sysadmin"),
+        }];
+    }
+    let granted = |name: &str| {
+        server
+            .permissions
+            .iter()
+            .find(|p| p.on_login.is_none() && p.permission.eq_ignore_ascii_case(name) && holds(&holders, &p.grantee))
+    };
+    if let Some(p) = granted("CONTROL SERVER") {
+        return vec![Privilege {
+            rule: Rule::ServerControl,
+            path: format!("CONTROL SERVER{}", via(&p.grantee)),
+            why: "CONTROL SERVER passes every permission check in every database, so it can update the fence \
+                  tables directly"
+                .into(),
+            fix: format!("REVOKE CONTROL SERVER FROM {};", quote(&p.grantee)),
+        }];
+    }
+    let mut found = Vec::new();
+    if holds(&holders, "securityadmin") {
+        found.push(Privilege {
+            rule: Rule::ServerPrivilege,
+            path: format!("member of securityadmin{}", via(&direct_member("securityadmin"))),
+            why: "securityadmin may grant server and database permissions and reset logins' passwords; the \
+                  documentation treats it as equal to sysadmin"
+                .into(),
+            fix: leave("securityadmin"),
+        });
+    }
+    for (permission, why) in PRIVILEGED {
+        if found.iter().any(|f| f.path.starts_with("member of securityadmin")) && permission == "ALTER ANY LOGIN" {
+            continue;
+        }
+        if let Some(p) = granted(permission) {
+            found.push(Privilege {
+                rule: Rule::ServerPrivilege,
+                path: format!("{permission}{}", via(&p.grantee)),
+                why: why.into(),
+                fix: format!("REVOKE {permission} FROM {};", quote(&p.grantee)),
+            });
+        } else if let Some((role, _)) = FIXED_ROLE_PERMISSIONS
+            .iter()
+            .find(|(role, held)| held.contains(&permission) && holds(&holders, role))
+        {
+            found.push(Privilege {
+                rule: Rule::ServerPrivilege,
+                path: format!("{permission} as member of {role}{}", via(&direct_member(role))),
+                why: why.into(),
+                fix: leave(role),
+            });
+        }
+    }
+    for p in server.permissions.iter().filter(|p| holds(&holders, &p.grantee)) {
+        let Some(target) = p.on_login.as_deref() else { continue };
+        let permission = p.permission.to_uppercase();
+        if ["IMPERSONATE", "CONTROL"].contains(&permission.as_str()) && is_privileged(server, target) {
+            found.push(Privilege {
+                rule: Rule::ServerPrivilege,
+                path: format!("{permission} ON LOGIN::{target}{}", via(&p.grantee)),
+                why: format!(
+                    "{target} is sysadmin or as good as, and {permission} on it lets its holder act as \
+                     {target} (EXECUTE AS LOGIN, or a new password) and update the fence tables"
+                ),
+                fix: format!(
+                    "REVOKE {permission} ON LOGIN::{} FROM {};",
+                    quote(target),
+                    quote(&p.grantee)
+                ),
+            });
+        }
+    }
+    found
+}

@@ -1,0 +1,90 @@
+//! FP018: a service that is `db_owner` of another TRUSTWORTHY database whose
+//! owner is a privileged login. There, `db_owner` may create a module `WITH
+//! EXECUTE AS OWNER` that runs as that login at server level, and from it
+//! write the fence tables here. msdb is TRUSTWORTHY and owned by sa by
+//! default.
+
+use super::super::sqltext::quote;
+use super::server::is_privileged;
+use super::{CannotVerify, Context, Finding, Report, Rule};
+
+pub(super) fn check(ctx: &Context, report: &mut Report) {
+    let Some(databases) = &ctx.catalog.trustworthy_databases else {
+        report.cannot_verify.push(CannotVerify {
+            rule: Rule::TrustworthyElsewhere,
+            reason: "the server's other TRUSTWORTHY databases (sys.databases) could not be listed".into(),
+        });
+        return;
+    };
+    let service_logins: Vec<(&String, &str)> = ctx
+        .service_principals()
+        .filter_map(|s| Some((s, ctx.catalog.principal(s)?.login.as_deref()?)))
+        .collect();
+    let mut unreadable = Vec::new();
+    for db in databases
+        .iter()
+        .filter(|d| !d.name.eq_ignore_ascii_case(&ctx.catalog.database))
+    {
+        // An owner whose rights cannot be seen may be privileged.
+        let privileged = match (&ctx.catalog.server, db.owner.as_deref()) {
+            (Some(server), Some(owner)) => is_privileged(server, owner),
+            _ => true,
+        };
+        if !privileged {
+            continue;
+        }
+        let Some(owners) = &db.db_owners else {
+            unreadable.push(db.name.clone());
+            continue;
+        };
+        for (service, login) in &service_logins {
+            // The owner's own login is the privileged one: FP002 and FP016
+            // name it, and dbo cannot leave db_owner.
+            if db.owner.as_deref().is_some_and(|o| o.eq_ignore_ascii_case(login)) {
+                continue;
+            }
+            for u in owners
+                .iter()
+                .filter(|u| u.login.as_deref().is_some_and(|l| l.eq_ignore_ascii_case(login)))
+            {
+                report.findings.push(Finding {
+                    rule: Rule::TrustworthyElsewhere,
+                    principal: Some(service.to_string()),
+                    object: format!("DATABASE::{}", db.name),
+                    permission: Some(format!(
+                        "login {login} is db_owner of TRUSTWORTHY {}{}",
+                        db.name,
+                        db.owner
+                            .as_deref()
+                            .map(|o| format!(", owned by {o}"))
+                            .unwrap_or_default()
+                    )),
+                    why: format!(
+                        "in a TRUSTWORTHY database db_owner may create a module WITH EXECUTE AS OWNER that acts as \
+                         the owner's login at server level{}, and so update the fence tables here",
+                        db.owner
+                            .as_deref()
+                            .map(|o| format!(" ({o}, a privileged login)"))
+                            .unwrap_or_default()
+                    ),
+                    fix: format!(
+                        "USE {}; ALTER ROLE [db_owner] DROP MEMBER {};",
+                        quote(&db.name),
+                        quote(&u.via)
+                    ),
+                });
+            }
+        }
+    }
+    if !unreadable.is_empty() && !service_logins.is_empty() {
+        report.cannot_verify.push(CannotVerify {
+            rule: Rule::TrustworthyElsewhere,
+            reason: format!(
+                "the checking login cannot read who is db_owner of the TRUSTWORTHY database{} {}, owned by a \
+                 login that is or may be privileged",
+                if unreadable.len() == 1 { "" } else { "s" },
+                unreadable.join(", ")
+            ),
+        });
+    }
+}
