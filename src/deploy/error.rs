@@ -42,13 +42,13 @@ pub enum SourceError {
         /// The other.
         second: String,
     },
-    /// A `GO` line that cannot be obeyed.
-    #[error("{file}: {source}")]
+    /// A line that starts with `GO` but is not a separator.
+    #[error("{file}, {line}")]
     BadGo {
-        /// The file.
+        /// The file, e.g. `migrations/V2__x.sql`.
         file: String,
-        /// The bad line.
-        source: super::batch::BadRepeatCount,
+        /// The line and what is wrong with it.
+        line: super::batch::BadSeparator,
     },
     /// A procedure file that does not hold exactly one `CREATE PROCEDURE`.
     #[error(

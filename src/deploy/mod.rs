@@ -21,7 +21,7 @@ mod sources;
 mod state;
 mod statements;
 
-pub use batch::{BadRepeatCount, Batch, split_batches};
+pub use batch::{BadSeparator, Batch, split_batches};
 pub use error::{DeployError, SourceError};
 pub use migrate::{Change, MigrateOptions, MigrateReport, Progress, migrate};
 pub use plan::{MigrationState, MigrationStatus, Plan, ProcedureState, ProcedureStatus};

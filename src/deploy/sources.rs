@@ -36,9 +36,9 @@ impl MigrationSource {
         }
         let migration = refinery::Migration::unapplied(stem, text)
             .map_err(|e| bad_name(&format!("{e} (expected V<version>__<name>.sql)")))?;
-        let batches = split_batches(text).map_err(|source| SourceError::BadGo {
-            file: file.to_string(),
-            source,
+        let batches = split_batches(text).map_err(|line| SourceError::BadGo {
+            file: format!("migrations/{file}"),
+            line,
         })?;
         Ok(Self {
             file: file.to_string(),
@@ -84,9 +84,9 @@ pub struct ScriptSource {
 
 impl ScriptSource {
     fn parse(file: &str, text: &str) -> Result<Self, SourceError> {
-        let batches = split_batches(text).map_err(|source| SourceError::BadGo {
-            file: file.to_string(),
-            source,
+        let batches = split_batches(text).map_err(|line| SourceError::BadGo {
+            file: format!("permissions/{file}"),
+            line,
         })?;
         Ok(Self {
             file: file.to_string(),
@@ -394,6 +394,19 @@ mod tests {
     fn a_non_utf8_file_is_refused_naming_it() {
         let err = Sources::from_files(vec![("V1__a.sql".into(), vec![0xff, 0xfe, 0x00])], vec![], vec![]).unwrap_err();
         assert!(matches!(err, SourceError::NotUtf8 { ref file } if file == "V1__a.sql"));
+    }
+
+    #[test]
+    fn a_go_line_that_is_not_a_separator_is_refused_naming_the_file_and_line() {
+        let text = b"CREATE PROCEDURE fence_api.Tmp AS SELECT 1;\nGO;\nDROP TABLE fence.Resource;\n";
+        let err = Sources::from_files(vec![("V2__a.sql".into(), text.to_vec())], vec![], vec![]).unwrap_err();
+        assert!(
+            err.to_string().starts_with("migrations/V2__a.sql, line 2: `GO;`"),
+            "{err}"
+        );
+        let err =
+            Sources::from_files(vec![], vec![], vec![("010_r.sql".into(), b"SELECT 1\nGO 5;".to_vec())]).unwrap_err();
+        assert!(err.to_string().starts_with("permissions/010_r.sql, line 2"), "{err}");
     }
 
     #[test]
