@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use crate::connection::ConnectError;
 
+use super::report::Committed;
+
 /// A problem with the T-SQL sources themselves, found before any server is
 /// touched.
 #[derive(Debug, thiserror::Error)]
@@ -92,8 +94,11 @@ pub enum SourceError {
     },
 }
 
-/// A deployment that could not be completed. Nothing is left half-applied:
-/// each migration and each procedure runs in its own transaction.
+/// A deployment that could not be completed. Each migration and each
+/// procedure commits in its own transaction, so a failure rolls back only the
+/// one that failed: what committed before it stays, and
+/// [`DeployError::Incomplete`] says what that was. Permission scripts are not
+/// transactional: the batches of one that ran before its failure stay applied.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DeployError {
@@ -126,8 +131,9 @@ pub enum DeployError {
         /// The migration as recorded on the server.
         name: String,
     },
-    /// A batch of a script failed on the server; the script's changes were
-    /// rolled back.
+    /// A batch of a script failed on the server. A migration's or a
+    /// procedure's changes were rolled back; a permission script's earlier
+    /// batches stay applied.
     #[error("{file}, batch {batch} (line {line}): {message}")]
     BatchFailed {
         /// The script, e.g. `migrations/V2__x.sql`.
@@ -138,6 +144,43 @@ pub enum DeployError {
         line: usize,
         /// The server's message, with its error number.
         message: String,
+    },
+    /// A migration batch committed, rolled back or opened a transaction of
+    /// its own, or turned on IMPLICIT_TRANSACTIONS: the migration was not
+    /// recorded.
+    #[error(
+        "{file}, batch {batch} (line {line}): {problem}; the migration was rolled back and not recorded \
+         (a migration leaves BEGIN, COMMIT and ROLLBACK to the runner)"
+    )]
+    TransactionMisuse {
+        /// The migration, e.g. `migrations/V2__x.sql`.
+        file: String,
+        /// Which batch, counting from 1.
+        batch: usize,
+        /// The script line where the batch begins.
+        line: usize,
+        /// What the batch did to the transaction.
+        problem: String,
+    },
+    /// A script left a transaction open at the end of the deploy (a
+    /// permission script's BEGIN TRANSACTION, or IMPLICIT_TRANSACTIONS): what
+    /// ran inside it never committed and was rolled back.
+    #[error(
+        "a permission script left {open} transaction(s) open (a BEGIN TRANSACTION without COMMIT, or \
+         IMPLICIT_TRANSACTIONS ON); what ran inside it was rolled back, so the permissions are not all applied"
+    )]
+    TransactionLeftOpen {
+        /// `@@TRANCOUNT` when the deploy ended.
+        open: i32,
+    },
+    /// A deploy failed after committing some changes, which stay.
+    #[error("the deploy stopped part-way; {committed}")]
+    Incomplete {
+        /// What committed before the failure.
+        committed: Box<Committed>,
+        /// Why it stopped.
+        #[source]
+        cause: Box<DeployError>,
     },
     /// Any other server or network failure.
     #[error("{context}")]

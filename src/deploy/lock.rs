@@ -28,11 +28,20 @@ pub async fn take(session: &mut Session<'_>, timeout: Duration) -> Result<Durati
     }
 }
 
-/// Releases the deploy lock.
+/// Releases the deploy lock, first rolling back any transaction a script
+/// left open, which is then an error: its work never committed.
 pub async fn release(session: &mut Session<'_>) -> Result<(), DeployError> {
-    session
+    let rows = session
         .run(&release_deploy_lock())
         .await
-        .map(drop)
-        .map_err(DeployError::server("releasing the deploy lock"))
+        .map_err(DeployError::server("releasing the deploy lock"))?;
+    let open = rows.iter().flatten().find_map(|row| row.get::<i32, usize>(0));
+    match open {
+        Some(0) => Ok(()),
+        Some(open) => Err(DeployError::TransactionLeftOpen { open }),
+        None => Err(DeployError::Server {
+            context: "releasing the deploy lock".into(),
+            source: tiberius::error::Error::Protocol("no transaction count came back".into()),
+        }),
+    }
 }

@@ -204,6 +204,16 @@ impl Sources {
         self
     }
 
+    /// Adds a permission script, or replaces the one with the same file name
+    /// (for tests and tools that deploy a modified source set).
+    pub fn with_permission(mut self, file: &str, text: &str) -> Result<Self, SourceError> {
+        let added = ScriptSource::parse(file, &normalize(text))?;
+        self.permissions.retain(|p| p.file() != file);
+        self.permissions.push(added);
+        self.permissions.sort_by(|a, b| a.file().cmp(b.file()));
+        Ok(self)
+    }
+
     /// Adds a migration (for tests and tools that deploy a modified source set).
     pub fn with_migration(mut self, file: &str, text: &str) -> Result<Self, SourceError> {
         let added = MigrationSource::parse(file, &normalize(text))?;

@@ -50,11 +50,56 @@ SELECT @Status AS Status;",
     )
 }
 
-/// Releases the deploy lock (closing the session would too).
+/// Releases the deploy lock (closing the session would too) and returns, as
+/// one row, how many transactions were still open. Everything the runner
+/// starts it also ends, so an open one is a script's: its work after that
+/// point never committed, and is rolled back here rather than by a disconnect.
 pub fn release_deploy_lock() -> String {
     format!(
-        "DECLARE @Resource nvarchar(255) = {};\nEXEC sp_releaseapplock @Resource = @Resource, @LockOwner = N'Session';",
+        "DECLARE @OpenTransactions int = @@TRANCOUNT;
+IF @OpenTransactions > 0 ROLLBACK TRANSACTION;
+DECLARE @Resource nvarchar(255) = {};
+EXEC sp_releaseapplock @Resource = @Resource, @LockOwner = N'Session';
+SELECT @OpenTransactions AS OpenTransactions;",
         deploy_lock_resource()
+    )
+}
+
+/// The session's transaction state as one row of ints: `@@TRANCOUNT`,
+/// `XACT_STATE()`, and whether IMPLICIT_TRANSACTIONS is on (2) or off (0).
+pub const TRANSACTION_STATE: &str =
+    "SELECT CAST(@@TRANCOUNT AS int), CAST(XACT_STATE() AS int), CAST(@@OPTIONS & 2 AS int);";
+
+/// Throws unless the session is inside exactly one transaction, the one the
+/// runner opened, that can still commit, with IMPLICIT_TRANSACTIONS off. It
+/// opens every batch that records work as done: a script that committed or
+/// rolled back on its own (a ROLLBACK in a CATCH that does not rethrow) would
+/// otherwise have the record autocommit without the work, and one that left a
+/// transaction open would have the COMMIT only lower the count.
+fn in_runner_transaction(what: &str) -> String {
+    let message = literal(&format!(
+        "not recording {what}: the session is not inside the one committable transaction the runner opened for it"
+    ));
+    format!("IF @@TRANCOUNT <> 1 OR XACT_STATE() <> 1 OR (@@OPTIONS & 2) <> 0\n    THROW 50190, {message}, 1;\n")
+}
+
+/// Records `procedure` in the journal and commits its deploy, if and only if
+/// the deploy's transaction is intact.
+pub fn commit_procedure(procedure: &ProcedureSource) -> String {
+    format!(
+        "{}{}\nCOMMIT TRANSACTION;",
+        in_runner_transaction(&format!("procedure {}", procedure.qualified_name())),
+        record_procedure(procedure)
+    )
+}
+
+/// Records a migration in the history and commits it, if and only if the
+/// migration's transaction is intact.
+pub fn commit_migration(version: i32, name: &str, applied_on_sql: &str, checksum: u64) -> String {
+    format!(
+        "{}{}\nCOMMIT TRANSACTION;",
+        in_runner_transaction(&format!("migration V{version}__{name}")),
+        record_migration(version, name, applied_on_sql, checksum)
     )
 }
 
@@ -113,6 +158,26 @@ mod tests {
         let guard = "IF OBJECT_ID(N'fence_api.P', N'P') IS NULL\n    EXEC (N'CREATE PROCEDURE [fence_api].[P]";
         assert!(begin.contains(guard), "{begin}");
         assert_eq!(begin.matches("CREATE PROCEDURE").count(), 1, "{begin}");
+    }
+
+    #[test]
+    fn a_migration_is_recorded_only_after_its_transaction_is_checked() {
+        let commit = commit_migration(2, "b", "N'now'", 7);
+        let guard = commit.find("IF @@TRANCOUNT <> 1 OR XACT_STATE() <> 1 OR (@@OPTIONS & 2) <> 0\n    THROW 50190");
+        let insert = commit.find("INSERT INTO fence.SchemaHistory");
+        let commit_at = commit.find("COMMIT TRANSACTION;");
+        assert!(guard < insert && insert < commit_at && guard.is_some(), "{commit}");
+        assert!(commit.contains("not recording migration V2__b"), "{commit}");
+    }
+
+    #[test]
+    fn a_procedure_is_journaled_only_after_its_transaction_is_checked() {
+        let p = ProcedureSource::parse("fence_api.P.sql", "CREATE PROCEDURE fence_api.P AS SELECT 1;").unwrap();
+        let commit = commit_procedure(&p);
+        let guard = commit.find("IF @@TRANCOUNT <> 1 OR XACT_STATE() <> 1");
+        let journal = commit.find("UPDATE fence.DeployedProcedure");
+        assert!(guard.is_some() && guard < journal, "{commit}");
+        assert!(commit.trim_end().ends_with("COMMIT TRANSACTION;"), "{commit}");
     }
 
     #[test]
