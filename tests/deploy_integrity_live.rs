@@ -302,3 +302,26 @@ async fn a_failed_deploy_with_json_output_reports_what_it_committed() {
     );
     db.drop().await;
 }
+
+#[tokio::test]
+async fn an_out_of_order_pending_migration_is_refused_by_name_before_anything_runs() {
+    let test = "an_out_of_order_pending_migration_is_refused_by_name_before_anything_runs";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let later = shipped()
+        .with_migration("V3__later.sql", "SELECT 3 AS Later;\n")
+        .unwrap();
+    db.migrate(&later).await.expect("deploy V3");
+    let earlier = later
+        .with_migration("V2__earlier.sql", "CREATE TABLE fence.Earlier (Id int NOT NULL);\n")
+        .unwrap();
+    let error = db.migrate(&earlier).await.expect_err("V2 after V3 must be refused");
+    assert!(
+        matches!(&error, DeployError::OutOfOrderMigration { name, latest } if name == "V2__earlier" && latest == "V3__later"),
+        "{error:?}"
+    );
+    assert_eq!(history(&db).await, [1, 3]);
+    assert!(!exists(&db, "fence.Earlier").await);
+    db.drop().await;
+}

@@ -173,6 +173,17 @@ pub enum DeployError {
         /// `@@TRANCOUNT` when the deploy ended.
         open: i32,
     },
+    /// A pending migration is older than one already applied.
+    #[error(
+        "migration {name} is pending, but the database already has the later migration {latest}; \
+         give it a version above {latest}'s"
+    )]
+    OutOfOrderMigration {
+        /// The pending migration, e.g. `V2__x`.
+        name: String,
+        /// The latest applied migration.
+        latest: String,
+    },
     /// A deploy failed after committing some changes, which stay.
     #[error("the deploy stopped part-way; {committed}")]
     Incomplete {

@@ -169,12 +169,27 @@ impl Plan {
     }
 
     /// The reason a deploy must not proceed, if there is one: the database's
-    /// history does not agree with what ships.
+    /// history does not agree with what ships. A pending migration older than
+    /// an applied one is refused here, before anything runs: applied after
+    /// it, it would run against a schema its author never saw.
     pub fn blocker(&self) -> Option<DeployError> {
+        let latest = self
+            .migrations
+            .iter()
+            .filter(|m| m.state != MigrationState::Pending)
+            .max_by_key(|m| m.version);
         self.migrations.iter().find_map(|m| match m.state {
             MigrationState::Divergent => Some(DeployError::DivergentMigration { name: m.name.clone() }),
             MigrationState::NotShipped => Some(DeployError::UnknownMigration { name: m.name.clone() }),
-            _ => None,
+            MigrationState::Pending => {
+                latest
+                    .filter(|l| l.version > m.version)
+                    .map(|l| DeployError::OutOfOrderMigration {
+                        name: m.name.clone(),
+                        latest: l.name.clone(),
+                    })
+            }
+            MigrationState::Applied => None,
         })
     }
 }
@@ -357,6 +372,24 @@ mod tests {
         };
         let plan = Plan::new(&s, &state);
         assert!(matches!(plan.blocker(), Some(DeployError::UnknownMigration { ref name }) if name == "V3__c"));
+    }
+
+    #[test]
+    fn a_pending_migration_older_than_an_applied_one_blocks_the_deploy_by_name() {
+        let s = sources();
+        let plan = Plan::new(
+            &s,
+            &ServerState {
+                migrations: vec![applied(&s, 1)],
+                procedures: vec![],
+            },
+        );
+        let blocker = plan.blocker().expect("an out-of-order migration blocks");
+        assert!(
+            matches!(&blocker, DeployError::OutOfOrderMigration { name, latest } if name == "V1__a" && latest == "V2__b"),
+            "{blocker:?}"
+        );
+        assert!(blocker.to_string().contains("V1__a"), "{blocker}");
     }
 
     #[test]
