@@ -34,6 +34,15 @@ impl MigrationSource {
         if !stem.starts_with('V') {
             return Err(bad_name("a migration file must be named V<version>__<name>.sql"));
         }
+        // A name is written to the history as text and compared on every
+        // deploy; an engine or an older runner that stores it as non-Unicode
+        // text reads `Größe` back as `Gr??e`, and the migration then blocks
+        // every later deploy as divergent.
+        if !stem.is_ascii() {
+            return Err(bad_name(
+                "a migration name must be ASCII (letters a-z, digits and _): the history may store it                  as non-Unicode text, and a changed name blocks every later deploy",
+            ));
+        }
         let migration = refinery::Migration::unapplied(stem, text)
             .map_err(|e| bad_name(&format!("{e} (expected V<version>__<name>.sql)")))?;
         let batches = split_batches(text).map_err(|line| SourceError::BadGo {
@@ -398,6 +407,14 @@ mod tests {
     fn a_badly_named_migration_is_refused_naming_the_file() {
         let err = Sources::from_files(vec![("initial.sql".into(), b"SELECT 1;".to_vec())], vec![], vec![]).unwrap_err();
         assert!(err.to_string().contains("migrations/initial.sql"), "{err}");
+    }
+
+    #[test]
+    fn a_non_ascii_migration_name_is_refused_naming_the_file() {
+        let err =
+            Sources::from_files(vec![("V2__größe.sql".into(), b"SELECT 1;".to_vec())], vec![], vec![]).unwrap_err();
+        assert!(matches!(err, SourceError::MigrationName { ref file, .. } if file == "V2__größe.sql"));
+        assert!(err.to_string().contains("must be ASCII"), "{err}");
     }
 
     #[test]
