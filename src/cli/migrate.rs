@@ -74,6 +74,7 @@ fn describe(event: &Progress) -> String {
         Progress::ProcedureDeployed(name, was) => {
             format!("deployed procedure {name} (was {})", procedure_word(*was))
         }
+        Progress::ProcedureDropped(name) => format!("dropped retired procedure {name}"),
         Progress::PermissionsApplied(file) => format!("applied permissions/{file}"),
     }
 }
@@ -88,6 +89,10 @@ fn summary(where_: &str, report: &MigrateReport) -> String {
             .chain(
                 plan.procedures_to_deploy()
                     .map(|p| format!("  would deploy procedure {} ({})\n", p.name, procedure_word(p.state))),
+            )
+            .chain(
+                plan.procedures_to_drop()
+                    .map(|p| format!("  would drop retired procedure {}\n", p.name)),
             )
             .collect();
         if pending.is_empty() {
@@ -124,6 +129,7 @@ fn summary(where_: &str, report: &MigrateReport) -> String {
                 Change::Procedure { name, was } => {
                     format!("  deployed procedure {name} (was {})\n", procedure_word(*was))
                 }
+                Change::RetiredProcedure { name } => format!("  dropped retired procedure {name}\n"),
             };
         }
     }

@@ -184,6 +184,15 @@ pub enum DeployError {
         /// The latest applied migration.
         latest: String,
     },
+    /// A procedure in a fence schema that fencepost never deployed.
+    #[error(
+        "procedure {name} is in a fence schema but was not deployed by fencepost; a procedure there can \
+         write the fence tables, so drop it or move it out of fence_api and fence_admin before deploying"
+    )]
+    HandMadeProcedure {
+        /// `schema.name`.
+        name: String,
+    },
     /// A deploy failed after committing some changes, which stay.
     #[error("the deploy stopped part-way; {committed}")]
     Incomplete {

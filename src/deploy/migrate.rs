@@ -14,7 +14,7 @@ use super::report::{Change, Committed, MigrateReport};
 use super::session::Session;
 use super::sources::Sources;
 use super::state::{HISTORY_TABLE, read_state};
-use super::statements::{begin_procedure_deploy, commit_procedure};
+use super::statements::{begin_procedure_deploy, commit_procedure, drop_retired_procedure};
 
 /// How to run a deploy.
 #[derive(Clone, Debug)]
@@ -45,6 +45,8 @@ pub enum Progress {
     MigrationCommitted(String, f64),
     /// A procedure was deployed.
     ProcedureDeployed(String, ProcedureState),
+    /// A procedure fencepost had deployed and no longer ships was dropped.
+    ProcedureDropped(String),
     /// A permission script was applied.
     PermissionsApplied(String),
 }
@@ -137,6 +139,20 @@ async fn deploy_locked(
         done.changes.push(Change::Procedure {
             name: status.name.clone(),
             was: status.state,
+        });
+    }
+
+    for status in after_migrations.procedures_to_drop() {
+        session
+            .run(&drop_retired_procedure(&status.name))
+            .await
+            .map_err(DeployError::server(format!(
+                "dropping retired procedure {}",
+                status.name
+            )))?;
+        on_progress(Progress::ProcedureDropped(status.name.clone()));
+        done.changes.push(Change::RetiredProcedure {
+            name: status.name.clone(),
         });
     }
 

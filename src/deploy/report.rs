@@ -23,6 +23,11 @@ pub enum Change {
         /// Why it was deployed: missing, changed, drifted or untracked.
         was: ProcedureState,
     },
+    /// A procedure fencepost had deployed and no longer ships was dropped.
+    RetiredProcedure {
+        /// `schema.name`.
+        name: String,
+    },
 }
 
 impl fmt::Display for Change {
@@ -30,6 +35,7 @@ impl fmt::Display for Change {
         match self {
             Self::Migration { name } => write!(f, "migration {name}"),
             Self::Procedure { name, .. } => write!(f, "procedure {name}"),
+            Self::RetiredProcedure { name } => write!(f, "the drop of retired procedure {name}"),
         }
     }
 }

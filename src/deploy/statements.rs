@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::procedure::ProcedureSource;
+use super::procedure::{ProcedureSource, quote};
 use super::state::{HISTORY_TABLE, definition_hash_of};
 
 /// The name of the deploy lock (`sp_getapplock` resource), followed by the
@@ -132,6 +132,23 @@ pub fn begin_procedure_deploy(procedure: &ProcedureSource) -> String {
     )
 }
 
+/// Drops a procedure fencepost deployed and no longer ships, with its journal
+/// row, in one transaction. `name` is `schema.name` as the server reports it.
+pub fn drop_retired_procedure(name: &str) -> String {
+    let (schema, procedure) = name.split_once('.').unwrap_or(("", name));
+    let quoted = format!("{}.{}", quote(schema), quote(procedure));
+    let name = literal(name);
+    format!(
+        "SET XACT_ABORT ON;
+BEGIN TRANSACTION;
+IF OBJECT_ID({quoted_literal}, N'P') IS NOT NULL
+    DROP PROCEDURE {quoted};
+DELETE FROM fence.DeployedProcedure WHERE ProcedureName = {name};
+COMMIT TRANSACTION;",
+        quoted_literal = literal(&quoted)
+    )
+}
+
 /// The row refinery's history keeps for an applied migration, stamped by
 /// the SQL expression `applied_on_sql` (RFC 3339 text, as refinery writes it).
 pub fn record_migration(version: i32, name: &str, applied_on_sql: &str, checksum: u64) -> String {
@@ -178,6 +195,16 @@ mod tests {
         let journal = commit.find("UPDATE fence.DeployedProcedure");
         assert!(guard.is_some() && guard < journal, "{commit}");
         assert!(commit.trim_end().ends_with("COMMIT TRANSACTION;"), "{commit}");
+    }
+
+    #[test]
+    fn a_retired_procedure_is_dropped_by_its_quoted_name_with_its_journal_row() {
+        let drop = drop_retired_procedure("fence_api.Old]x");
+        assert!(drop.contains("DROP PROCEDURE [fence_api].[Old]]x];"), "{drop}");
+        assert!(
+            drop.contains("DELETE FROM fence.DeployedProcedure WHERE ProcedureName = N'fence_api.Old]x';"),
+            "{drop}"
+        );
     }
 
     #[test]
