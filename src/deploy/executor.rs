@@ -15,7 +15,7 @@ use super::error::DeployError;
 use super::session::Session;
 use super::sources::MigrationSource;
 use super::state::HISTORY_TABLE;
-use super::statements::{bootstrap, commit_migration, literal};
+use super::statements::{SESSION_OPTIONS, bootstrap, commit_migration, literal};
 
 /// What the driver tells the caller as it goes.
 #[derive(Clone, Debug)]
@@ -111,7 +111,7 @@ impl<'s, 'c> MigrationDriver<'s, 'c> {
         (self.on_event)(MigrationEvent::Started(shipped.name()));
         let started = Instant::now();
         self.session
-            .run("SET XACT_ABORT ON; BEGIN TRANSACTION;")
+            .run(&format!("{SESSION_OPTIONS}\nBEGIN TRANSACTION;"))
             .await
             .map_err(DeployError::server("starting a migration transaction"))?;
         let result = self.apply_in_transaction(&shipped).await;

@@ -17,6 +17,7 @@ mod plan;
 mod procedure;
 mod report;
 mod script;
+mod script_guard;
 mod session;
 mod sources;
 mod state;

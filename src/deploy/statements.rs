@@ -16,6 +16,18 @@ fn deploy_lock_resource() -> String {
     format!("{} + DB_NAME()", literal(DEPLOY_LOCK))
 }
 
+/// The session options every deploy runs under, set by the runner when it
+/// takes the deploy lock and again before each migration and procedure (a
+/// migration's `SET` at batch level outlives its batch), and by the first
+/// batch of the script. A procedure keeps the QUOTED_IDENTIFIER and
+/// ANSI_NULLS of the session that created it, and a migration's columns
+/// take their nullability from ANSI_NULL_DFLT_ON: spelled out, they are the
+/// same whichever client runs the deploy (tiberius and sqlcmd differ).
+pub const SESSION_OPTIONS: &str = "SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ANSI_NULL_DFLT_ON, ARITHABORT, \
+CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT, IMPLICIT_TRANSACTIONS OFF;
+SET XACT_ABORT ON;";
+
 /// A T-SQL string literal: `N'...'` with quotes doubled.
 pub fn literal(text: &str) -> String {
     format!("N'{}'", text.replace('\'', "''"))
@@ -42,7 +54,8 @@ IF OBJECT_ID(N'{HISTORY_TABLE}', N'U') IS NULL
 pub fn take_deploy_lock(timeout: Duration) -> String {
     let millis = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
     format!(
-        "DECLARE @Status int, @Resource nvarchar(255) = {lock};
+        "{SESSION_OPTIONS}
+DECLARE @Status int, @Resource nvarchar(255) = {lock};
 EXEC @Status = sp_getapplock @Resource = @Resource, @LockMode = N'Exclusive',
                              @LockOwner = N'Session', @LockTimeout = {millis};
 SELECT @Status AS Status;",
@@ -76,9 +89,9 @@ pub const TRANSACTION_STATE: &str =
 /// rolled back on its own (a ROLLBACK in a CATCH that does not rethrow) would
 /// otherwise have the record autocommit without the work, and one that left a
 /// transaction open would have the COMMIT only lower the count.
-fn in_runner_transaction(what: &str) -> String {
+pub(crate) fn in_runner_transaction(what: &str) -> String {
     let message = literal(&format!(
-        "not recording {what}: the session is not inside the one committable transaction the runner opened for it"
+        "not recording {what}: the session is not inside the one committable transaction the deploy opened for it"
     ));
     format!("IF @@TRANCOUNT <> 1 OR XACT_STATE() <> 1 OR (@@OPTIONS & 2) <> 0\n    THROW 50190, {message}, 1;\n")
 }
@@ -126,7 +139,7 @@ IF @@ROWCOUNT = 0
 /// it again would fail.
 pub fn begin_procedure_deploy(procedure: &ProcedureSource) -> String {
     format!(
-        "SET XACT_ABORT ON;\nBEGIN TRANSACTION;\nIF OBJECT_ID({}, N'P') IS NULL\n    EXEC ({});",
+        "{SESSION_OPTIONS}\nBEGIN TRANSACTION;\nIF OBJECT_ID({}, N'P') IS NULL\n    EXEC ({});",
         literal(&procedure.qualified_name()),
         literal(&procedure.stub_text())
     )
