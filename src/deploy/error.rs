@@ -52,6 +52,17 @@ pub enum SourceError {
         /// The line and what is wrong with it.
         line: super::batch::BadSeparator,
     },
+    /// A migration or permission script with a `USE` statement.
+    #[error(
+        "{file}, line {line}: USE is not allowed: it would move the rest of the deploy, and the deploy lock, \
+         to another database; connect to the database to deploy instead"
+    )]
+    UseStatement {
+        /// The file, e.g. `migrations/V2__x.sql`.
+        file: String,
+        /// The line of the `USE`.
+        line: usize,
+    },
     /// A procedure file that does not hold exactly one `CREATE PROCEDURE`.
     #[error(
         "procedures/{file} holds {found} CREATE PROCEDURE statements; a procedure file holds exactly one \
@@ -110,11 +121,16 @@ pub enum DeployError {
     Connect(#[from] ConnectError),
     /// Another deployment holds the deploy lock.
     #[error(
-        "another deployment has held the deploy lock on this database for {}s; \
-         wait for it to finish or raise --lock-timeout", .waited.as_secs())]
+        "{}; this deploy waited {:.1}s for it: wait for that deployment to finish, or raise --lock-timeout",
+        .holder.as_ref().map_or_else(
+            || "another deployment holds the deploy lock on this database (this engine cannot show which session)".to_string(),
+            |h| format!("the deploy lock on this database is held by {h}")),
+        .waited.as_secs_f64())]
     LockTimeout {
-        /// How long we waited.
+        /// How long this deploy waited.
         waited: Duration,
+        /// The session holding the lock, when the engine can show it.
+        holder: Option<LockHolder>,
     },
     /// An applied migration no longer matches the shipped file.
     #[error(
@@ -216,5 +232,62 @@ impl DeployError {
     pub(crate) fn server(context: impl Into<String>) -> impl FnOnce(tiberius::error::Error) -> Self {
         let context = context.into();
         move |source| Self::Server { context, source }
+    }
+}
+
+/// The session that holds the deploy lock, as the server describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockHolder {
+    /// The session id (`@@SPID` of the holder).
+    pub session_id: i32,
+    /// The login it runs as.
+    pub login: String,
+    /// The client machine it connected from.
+    pub host: String,
+    /// The application name it gave.
+    pub program: String,
+}
+
+impl std::fmt::Display for LockHolder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "session {} (login {}, host {}, program {})",
+            self.session_id, self.login, self.host, self.program
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_timeout_names_the_holder_and_how_long_this_deploy_waited() {
+        let error = DeployError::LockTimeout {
+            waited: Duration::from_millis(1500),
+            holder: Some(LockHolder {
+                session_id: 57,
+                login: "deploy".into(),
+                host: "ci-1".into(),
+                program: "fencepost".into(),
+            }),
+        };
+        assert_eq!(
+            error.to_string(),
+            "the deploy lock on this database is held by session 57 (login deploy, host ci-1, program fencepost); \
+             this deploy waited 1.5s for it: wait for that deployment to finish, or raise --lock-timeout"
+        );
+    }
+
+    #[test]
+    fn a_lock_timeout_says_when_the_engine_cannot_show_the_holder() {
+        let error = DeployError::LockTimeout {
+            waited: Duration::from_secs(2),
+            holder: None,
+        };
+        let text = error.to_string();
+        assert!(text.contains("this engine cannot show which session"), "{text}");
+        assert!(text.contains("this deploy waited 2.0s"), "{text}");
     }
 }

@@ -11,6 +11,7 @@ mod batch;
 mod error;
 mod executor;
 mod lexer;
+mod lint;
 mod lock;
 mod migrate;
 mod plan;
@@ -24,7 +25,7 @@ mod state;
 mod statements;
 
 pub use batch::{BadSeparator, Batch, split_batches};
-pub use error::{DeployError, SourceError};
+pub use error::{DeployError, LockHolder, SourceError};
 pub use migrate::{MigrateOptions, Progress, migrate};
 pub use plan::{MigrationState, MigrationStatus, Plan, ProcedureState, ProcedureStatus};
 pub use procedure::{PROCEDURE_SCHEMAS, ProcedureSource};

@@ -8,6 +8,7 @@ use sha2::{Digest, Sha256};
 
 use super::batch::{Batch, split_batches};
 use super::error::SourceError;
+use super::lint::use_statement_line;
 use super::procedure::ProcedureSource;
 
 static EMBEDDED_MIGRATIONS: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/migrations");
@@ -49,6 +50,7 @@ impl MigrationSource {
             file: format!("migrations/{file}"),
             line,
         })?;
+        refuse_use(&format!("migrations/{file}"), text)?;
         Ok(Self {
             file: file.to_string(),
             migration,
@@ -97,6 +99,7 @@ impl ScriptSource {
             file: format!("permissions/{file}"),
             line,
         })?;
+        refuse_use(&format!("permissions/{file}"), text)?;
         Ok(Self {
             file: file.to_string(),
             text: text.to_string(),
@@ -230,6 +233,16 @@ impl Sources {
         self.migrations.push(added);
         self.migrations.sort_by_key(MigrationSource::version);
         Ok(self)
+    }
+}
+
+fn refuse_use(file: &str, text: &str) -> Result<(), SourceError> {
+    match use_statement_line(text) {
+        Some(line) => Err(SourceError::UseStatement {
+            file: file.to_string(),
+            line,
+        }),
+        None => Ok(()),
     }
 }
 
@@ -415,6 +428,25 @@ mod tests {
             Sources::from_files(vec![("V2__größe.sql".into(), b"SELECT 1;".to_vec())], vec![], vec![]).unwrap_err();
         assert!(matches!(err, SourceError::MigrationName { ref file, .. } if file == "V2__größe.sql"));
         assert!(err.to_string().contains("must be ASCII"), "{err}");
+    }
+
+    #[test]
+    fn a_use_statement_in_a_migration_or_permission_script_is_refused_with_its_line() {
+        let err = Sources::from_files(
+            vec![("V2__a.sql".into(), b"SELECT 1;\nGO\nUSE master;\n".to_vec())],
+            vec![],
+            vec![],
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err, SourceError::UseStatement { ref file, line: 3 } if file == "migrations/V2__a.sql"),
+            "{err:?}"
+        );
+        let err = Sources::from_files(vec![], vec![], vec![("010_r.sql".into(), b"USE other;".to_vec())]).unwrap_err();
+        assert!(
+            err.to_string().starts_with("permissions/010_r.sql, line 1: USE"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -63,6 +63,18 @@ SELECT @Status AS Status;",
     )
 }
 
+/// The session that holds the deploy lock of this database, as one row:
+/// session id, login, host, program. Application locks show their resource
+/// name in `resource_description` (cut after 32 characters, so the match is
+/// on the name's prefix).
+pub const DEPLOY_LOCK_HOLDER: &str =
+    "SELECT TOP (1) CAST(s.session_id AS int), s.login_name, s.host_name, s.program_name
+  FROM sys.dm_tran_locks AS l
+  JOIN sys.dm_exec_sessions AS s ON s.session_id = l.request_session_id
+ WHERE l.resource_type = N'APPLICATION' AND l.resource_database_id = DB_ID()
+   AND l.request_status = N'GRANT' AND l.request_session_id <> @@SPID
+   AND l.resource_description LIKE N'%fencepost:deploy:%';";
+
 /// Releases the deploy lock (closing the session would too) and returns, as
 /// one row, how many transactions were still open. Everything the runner
 /// starts it also ends, so an open one is a script's: its work after that
