@@ -63,6 +63,22 @@ pub enum SourceError {
         /// The line of the `USE`.
         line: usize,
     },
+    /// A migration with a statement SQL Server refuses inside a transaction,
+    /// not marked to run without one.
+    #[error(
+        "{file}, line {line}: {statement} cannot run inside the migration's transaction; if the migration \
+         is safe to re-run from its first batch, put the line `-- fencepost: no-transaction` before its \
+         first statement: it then runs batch by batch without a transaction and is recorded only after \
+         the last batch succeeds"
+    )]
+    NeedsNoTransaction {
+        /// The file, e.g. `migrations/V2__x.sql`.
+        file: String,
+        /// The statement's line.
+        line: usize,
+        /// What it is, e.g. `ALTER DATABASE`.
+        statement: String,
+    },
     /// A procedure file that does not hold exactly one `CREATE PROCEDURE`.
     #[error(
         "procedures/{file} holds {found} CREATE PROCEDURE statements; a procedure file holds exactly one \
@@ -162,10 +178,10 @@ pub enum DeployError {
         message: String,
     },
     /// A migration batch committed, rolled back or opened a transaction of
-    /// its own, or turned on IMPLICIT_TRANSACTIONS: the migration was not
-    /// recorded.
+    /// its own, or turned on IMPLICIT_TRANSACTIONS: the migration was rolled
+    /// back (when it ran in a transaction) and not recorded.
     #[error(
-        "{file}, batch {batch} (line {line}): {problem}; the migration was rolled back and not recorded \
+        "{file}, batch {batch} (line {line}): {problem}; the migration is not recorded \
          (a migration leaves BEGIN, COMMIT and ROLLBACK to the runner)"
     )]
     TransactionMisuse {
@@ -208,6 +224,22 @@ pub enum DeployError {
     HandMadeProcedure {
         /// `schema.name`.
         name: String,
+    },
+    /// A migration marked to run without a transaction failed part-way.
+    #[error(
+        "migration {name} runs without a transaction (`-- fencepost: no-transaction`) and stopped in its \
+         batch {batch}: what ran before the failure stays applied; it is not recorded, so the next deploy \
+         runs it again from its first batch"
+    )]
+    PartlyApplied {
+        /// The migration, e.g. `V2__x`.
+        name: String,
+        /// The batch that failed, counting from 1 (one past the last, when
+        /// recording it failed).
+        batch: usize,
+        /// Why it stopped.
+        #[source]
+        cause: Box<DeployError>,
     },
     /// A deploy failed after committing some changes, which stay.
     #[error("the deploy stopped part-way; {committed}")]

@@ -110,11 +110,15 @@ impl<'s, 'c> MigrationDriver<'s, 'c> {
         };
         (self.on_event)(MigrationEvent::Started(shipped.name()));
         let started = Instant::now();
-        self.session
-            .run(&format!("{SESSION_OPTIONS}\nBEGIN TRANSACTION;"))
-            .await
-            .map_err(DeployError::server("starting a migration transaction"))?;
-        let result = self.apply_in_transaction(&shipped).await;
+        let result = if shipped.is_transactional() {
+            self.session
+                .run(&format!("{SESSION_OPTIONS}\nBEGIN TRANSACTION;"))
+                .await
+                .map_err(DeployError::server("starting a migration transaction"))?;
+            self.apply_in_transaction(&shipped).await
+        } else {
+            self.apply_without_transaction(&shipped).await
+        };
         if result.is_err() {
             self.session.roll_back().await;
         }
@@ -143,6 +147,53 @@ impl<'s, 'c> MigrationDriver<'s, 'c> {
                 }
             }
         }
+        self.record(shipped).await
+    }
+
+    /// Runs a migration marked `-- fencepost: no-transaction` batch by batch
+    /// in autocommit, checking after each that it left no transaction open,
+    /// and records it, in a transaction of its own, only after the last.
+    async fn apply_without_transaction(&mut self, shipped: &MigrationSource) -> Result<(), DeployError> {
+        let file = format!("migrations/{}", shipped.file());
+        self.session
+            .run(SESSION_OPTIONS)
+            .await
+            .map_err(DeployError::server("setting the session options"))?;
+        let mut done = 0;
+        for (index, batch) in shipped.batches().iter().enumerate() {
+            let step = async {
+                for _ in 0..batch.repeat {
+                    self.session.run_batch(&file, index + 1, batch).await?;
+                    let state = self.session.transaction_state().await?;
+                    if let Some(problem) = state.problem_outside_any() {
+                        return Err(DeployError::TransactionMisuse {
+                            file: file.clone(),
+                            batch: index + 1,
+                            line: batch.line,
+                            problem,
+                        });
+                    }
+                }
+                Ok(())
+            };
+            if let Err(cause) = step.await {
+                return Err(partly_applied(shipped, done, cause));
+            }
+            done += 1;
+        }
+        let recorded = async {
+            self.session
+                .run("BEGIN TRANSACTION;")
+                .await
+                .map_err(DeployError::server("starting a migration transaction"))?;
+            self.record(shipped).await
+        };
+        recorded.await.map_err(|cause| partly_applied(shipped, done, cause))
+    }
+
+    /// Writes the history row and commits, inside the transaction the
+    /// session is in.
+    async fn record(&mut self, shipped: &MigrationSource) -> Result<(), DeployError> {
         let m = shipped.migration();
         let applied_on = OffsetDateTime::now_utc()
             .format(&Rfc3339)
@@ -153,6 +204,16 @@ impl<'s, 'c> MigrationDriver<'s, 'c> {
             .await
             .map(drop)
             .map_err(DeployError::server(format!("recording migration {}", shipped.name())))
+    }
+}
+
+/// `cause`, saying that what a migration without a transaction ran before
+/// its batch `done + 1` failed stays applied.
+fn partly_applied(shipped: &MigrationSource, done: usize, cause: DeployError) -> DeployError {
+    DeployError::PartlyApplied {
+        name: shipped.name(),
+        batch: done + 1,
+        cause: Box::new(cause),
     }
 }
 

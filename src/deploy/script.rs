@@ -14,6 +14,7 @@ use super::sources::{MigrationSource, ScriptSource, Sources};
 use super::state::HISTORY_TABLE;
 use super::statements::{
     SESSION_OPTIONS, bootstrap, commit_migration, commit_procedure, in_runner_transaction, literal,
+    outside_any_transaction,
 };
 
 /// A fixed timestamp for history rows written by scripts is wrong; the server
@@ -74,9 +75,14 @@ GO
 /// dynamic SQL included. The body is not indented: its string literals hold
 /// procedure and migration text, which must reach the server as shipped.
 fn all_or_nothing(body: &str) -> String {
+    stop_at_first_error(&format!("    BEGIN TRANSACTION;\n{body}"))
+}
+
+/// `body`, stopping at its first error (a compile error of dynamic SQL
+/// would otherwise let the batch go on) after rolling back any transaction.
+fn stop_at_first_error(body: &str) -> String {
     format!(
         "BEGIN TRY
-    BEGIN TRANSACTION;
 {body}END TRY
 BEGIN CATCH
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
@@ -100,26 +106,35 @@ fn execs(batches: &[Batch], between: &str) -> String {
 
 /// A migration as one batch that runs only while its history row is absent,
 /// checks after each of its batches that the transaction is intact, and
-/// writes the row in the same transaction.
+/// writes the row in the same transaction. One marked
+/// `-- fencepost: no-transaction` runs its batches in autocommit, each
+/// checked for a transaction left open, and is recorded in a transaction of
+/// its own after the last.
 fn render_migration(out: &mut String, sources: &Sources, migration: &MigrationSource, earlier: &[i32]) {
     let m = migration.migration();
-    let name = migration.name();
-    // The commit's own check follows the last batch.
-    let body = format!(
-        "{}{}\n",
-        execs(
-            migration.batches(),
-            &in_runner_transaction(&format!("migration {name}"))
-        ),
-        commit_migration(m.version(), m.name(), SERVER_NOW_RFC3339, m.checksum())
-    );
+    let what = format!("migration {}", migration.name());
+    let commit = commit_migration(m.version(), m.name(), SERVER_NOW_RFC3339, m.checksum());
+    let (note, body) = if migration.is_transactional() {
+        // The commit's own check follows the last batch.
+        let body = format!(
+            "{}{commit}\n",
+            execs(migration.batches(), &in_runner_transaction(&what))
+        );
+        ("", all_or_nothing(&body))
+    } else {
+        let check = outside_any_transaction(&what);
+        let body = format!(
+            "{}{check}BEGIN TRANSACTION;\n{commit}\n",
+            execs(migration.batches(), &check)
+        );
+        (" (runs without a transaction)", stop_at_first_error(&body))
+    };
     let _ = writeln!(
         out,
-        "-- migrations/{file}\n{guard}IF NOT EXISTS (SELECT 1 FROM {HISTORY_TABLE} WHERE version = {version})\nBEGIN\n{body}END;\nGO\n",
+        "-- migrations/{file}{note}\n{guard}IF NOT EXISTS (SELECT 1 FROM {HISTORY_TABLE} WHERE version = {version})\nBEGIN\n{body}END;\nGO\n",
         file = migration.file(),
         guard = script_guard::section(sources, earlier),
         version = m.version(),
-        body = all_or_nothing(&body),
     );
 }
 
@@ -266,6 +281,29 @@ mod tests {
             assert_eq!(checks, runs, "{batch}");
             assert!(batch.contains("BEGIN CATCH"), "{batch}");
         }
+    }
+
+    #[test]
+    fn a_migration_without_a_transaction_opens_one_only_to_record_itself() {
+        let text = "-- fencepost: no-transaction\nCREATE TABLE fence.A (Id int);\nGO\nCREATE TABLE fence.B (Id int);\n";
+        let sources =
+            Sources::from_files(vec![("V1__a.sql".into(), text.as_bytes().to_vec())], vec![], vec![]).unwrap();
+        let batch = section_of(
+            &render(&sources),
+            "-- migrations/V1__a.sql (runs without a transaction)",
+        );
+        assert_eq!(batch.matches("BEGIN TRANSACTION;").count(), 1, "{batch}");
+        let begin = batch.find("BEGIN TRANSACTION;").unwrap();
+        assert!(batch.rfind("EXEC (N'").unwrap() < begin, "{batch}");
+        assert!(
+            begin < batch.find("INSERT INTO fence.SchemaHistory").unwrap(),
+            "{batch}"
+        );
+        assert_eq!(
+            batch.matches("IF @@TRANCOUNT <> 0 OR (@@OPTIONS & 2) <> 0").count(),
+            2,
+            "{batch}"
+        );
     }
 
     #[test]

@@ -22,6 +22,18 @@ pub struct TransactionState {
 }
 
 impl TransactionState {
+    /// What is wrong, for a batch of a migration that runs without a
+    /// transaction: it must leave none open, nor IMPLICIT_TRANSACTIONS on.
+    pub fn problem_outside_any(&self) -> Option<String> {
+        if self.open > 0 {
+            Some(format!("it left a transaction open (@@TRANCOUNT {})", self.open))
+        } else if self.implicit {
+            Some("it turned IMPLICIT_TRANSACTIONS on".into())
+        } else {
+            None
+        }
+    }
+
     /// What is wrong, for a batch that should have left the session inside
     /// exactly one committable transaction with IMPLICIT_TRANSACTIONS off.
     pub fn problem_inside_one(&self) -> Option<String> {

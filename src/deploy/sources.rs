@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 
 use super::batch::{Batch, split_batches};
 use super::error::SourceError;
-use super::lint::use_statement_line;
+use super::lint::{has_no_transaction_marker, statement_needing_no_transaction, use_statement_line};
 use super::procedure::ProcedureSource;
 
 static EMBEDDED_MIGRATIONS: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/migrations");
@@ -21,6 +21,7 @@ pub struct MigrationSource {
     file: String,
     migration: refinery::Migration,
     batches: Vec<Batch>,
+    transactional: bool,
 }
 
 impl MigrationSource {
@@ -51,11 +52,27 @@ impl MigrationSource {
             line,
         })?;
         refuse_use(&format!("migrations/{file}"), text)?;
+        let transactional = !has_no_transaction_marker(text);
+        if let Some((line, statement)) = statement_needing_no_transaction(text).filter(|_| transactional) {
+            return Err(SourceError::NeedsNoTransaction {
+                file: format!("migrations/{file}"),
+                line,
+                statement,
+            });
+        }
         Ok(Self {
             file: file.to_string(),
             migration,
             batches,
+            transactional,
         })
+    }
+
+    /// False for a migration marked `-- fencepost: no-transaction`: its
+    /// batches run one by one without a transaction, and it is recorded only
+    /// after the last succeeds.
+    pub fn is_transactional(&self) -> bool {
+        self.transactional
     }
 
     /// The file name, e.g. `V1__lease_tables.sql`.
@@ -447,6 +464,23 @@ mod tests {
             err.to_string().starts_with("permissions/010_r.sql, line 1: USE"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_statement_that_cannot_run_in_a_transaction_is_refused_unless_the_migration_opts_out() {
+        let text = "ALTER DATABASE CURRENT SET READ_COMMITTED_SNAPSHOT ON;\n";
+        let err =
+            Sources::from_files(vec![("V2__rcsi.sql".into(), text.as_bytes().to_vec())], vec![], vec![]).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("migrations/V2__rcsi.sql, line 1: ALTER DATABASE cannot run"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("-- fencepost: no-transaction"), "{err}");
+        let marked = format!("-- fencepost: no-transaction\n{text}");
+        let s = Sources::from_files(vec![("V2__rcsi.sql".into(), marked.into_bytes())], vec![], vec![]).unwrap();
+        assert!(!s.migrations()[0].is_transactional());
+        assert!(one_migration("SELECT 1;").migrations()[0].is_transactional());
     }
 
     #[test]

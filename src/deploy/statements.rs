@@ -108,6 +108,16 @@ pub(crate) fn in_runner_transaction(what: &str) -> String {
     format!("IF @@TRANCOUNT <> 1 OR XACT_STATE() <> 1 OR (@@OPTIONS & 2) <> 0\n    THROW 50190, {message}, 1;\n")
 }
 
+/// Throws unless the session is in no transaction with IMPLICIT_TRANSACTIONS
+/// off: what each batch of a migration that runs without a transaction must
+/// leave behind.
+pub(crate) fn outside_any_transaction(what: &str) -> String {
+    let message = literal(&format!(
+        "not recording {what}: a batch of it left a transaction open or turned IMPLICIT_TRANSACTIONS on"
+    ));
+    format!("IF @@TRANCOUNT <> 0 OR (@@OPTIONS & 2) <> 0\n    THROW 50190, {message}, 1;\n")
+}
+
 /// Records `procedure` in the journal and commits its deploy, if and only if
 /// the deploy's transaction is intact.
 pub fn commit_procedure(procedure: &ProcedureSource) -> String {
