@@ -12,8 +12,8 @@ use time::format_description::well_known::Rfc3339;
 
 use super::batch::split_batches;
 use super::error::DeployError;
+use super::migration::MigrationSource;
 use super::session::Session;
-use super::sources::MigrationSource;
 use super::state::HISTORY_TABLE;
 use super::statements::{SESSION_OPTIONS, bootstrap, commit_migration, literal};
 

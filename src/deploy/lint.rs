@@ -1,6 +1,7 @@
 //! Statements a migration or permission script must not hold, found before
 //! any server is touched.
 
+use super::error::SourceError;
 use super::lexer::{TokenKind, tokenize};
 
 /// The line (1-based) of the first `USE <database>` statement in `text`, if
@@ -21,6 +22,17 @@ pub fn use_statement_line(text: &str) -> Option<usize> {
             });
         is_statement.then(|| text[..token.start].matches('\n').count() + 1)
     })
+}
+
+/// `use_statement_line` as a source error naming `file`.
+pub fn refuse_use(file: &str, text: &str) -> Result<(), SourceError> {
+    match use_statement_line(text) {
+        Some(line) => Err(SourceError::UseStatement {
+            file: file.to_string(),
+            line,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// The marker, as a line comment among a migration's leading comments, that

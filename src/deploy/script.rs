@@ -8,9 +8,10 @@
 use std::fmt::Write;
 
 use super::batch::Batch;
+use super::migration::MigrationSource;
 use super::procedure::ProcedureSource;
 use super::script_guard;
-use super::sources::{MigrationSource, ScriptSource, Sources};
+use super::sources::{ScriptSource, Sources};
 use super::state::HISTORY_TABLE;
 use super::statements::{
     SESSION_OPTIONS, bootstrap, commit_migration, commit_procedure, in_runner_transaction, literal,
