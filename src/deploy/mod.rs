@@ -2,10 +2,13 @@
 //! `status` and `script`.
 //!
 //! A deploy takes the deploy lock, applies pending migrations through
-//! refinery (split on `GO`, one transaction per migration), then every
-//! procedure whose shipped text changed or whose server definition drifted
-//! (created as a stub when missing, then altered, so grants survive), then
-//! every permission script.
+//! refinery (split on `GO`, one transaction per migration, recorded only when
+//! every batch left it intact), then, from the state the migrations left,
+//! every procedure whose shipped text changed, whose server definition
+//! drifted or that is missing (created as a stub when missing, then altered,
+//! so grants survive), drops the procedures it deployed and no longer ships,
+//! then applies every permission script. A failure part-way reports what
+//! committed before it.
 
 mod batch;
 mod error;
