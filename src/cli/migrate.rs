@@ -3,7 +3,10 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use fencepost::deploy::{self, Change, MigrateOptions, MigrateReport, Progress};
+use fencepost::deploy::{
+    self, Change, Committed, DeployError, MigrateOptions, MigrateReport, MigrationState, ProcedureState, Progress,
+};
+use serde_json::json;
 
 use super::opt::{Format, MigrateArgs};
 use super::status::procedure_word;
@@ -17,7 +20,15 @@ pub async fn run(args: MigrateArgs) -> Result<u8> {
         dry_run: args.dry_run,
     };
     let mut progress = |event: Progress| eprintln!("{}", describe(&event));
-    let report = deploy::migrate(&mut conn, &sources, &options, &mut progress).await?;
+    let report = match deploy::migrate(&mut conn, &sources, &options, &mut progress).await {
+        Ok(report) => report,
+        Err(error) => {
+            if args.format == Format::Json {
+                println!("{}", serde_json::to_string_pretty(&failure_json(&error))?);
+            }
+            return Err(error.into());
+        }
+    };
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
         Format::Text => print!(
@@ -26,6 +37,31 @@ pub async fn run(args: MigrateArgs) -> Result<u8> {
         ),
     }
     Ok(EXIT_OK)
+}
+
+/// The JSON document of a failed deploy: the error and what it committed
+/// (which stays), so a pipeline can tell what the database now holds.
+fn failure_json(error: &DeployError) -> serde_json::Value {
+    let committed = match error {
+        DeployError::Incomplete { committed, .. } => committed.as_ref().clone(),
+        _ => Committed::default(),
+    };
+    json!({
+        "completed": false,
+        "error": with_causes(error),
+        "committed": committed,
+    })
+}
+
+/// The error and its causes on one line, as `{:#}` prints them on stderr.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut line = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        line += &format!(": {next}");
+        cause = next.source();
+    }
+    line
 }
 
 fn describe(event: &Progress) -> String {
@@ -38,6 +74,7 @@ fn describe(event: &Progress) -> String {
         Progress::ProcedureDeployed(name, was) => {
             format!("deployed procedure {name} (was {})", procedure_word(*was))
         }
+        Progress::ProcedureDropped(name) => format!("dropped retired procedure {name}"),
         Progress::PermissionsApplied(file) => format!("applied permissions/{file}"),
     }
 }
@@ -52,6 +89,10 @@ fn summary(where_: &str, report: &MigrateReport) -> String {
             .chain(
                 plan.procedures_to_deploy()
                     .map(|p| format!("  would deploy procedure {} ({})\n", p.name, procedure_word(p.state))),
+            )
+            .chain(
+                plan.procedures_to_drop()
+                    .map(|p| format!("  would drop retired procedure {}\n", p.name)),
             )
             .collect();
         if pending.is_empty() {
@@ -68,11 +109,18 @@ fn summary(where_: &str, report: &MigrateReport) -> String {
     }
     let mut out = String::new();
     if report.changes.is_empty() {
-        out += &format!(
-            "nothing changed on {where_}: {} migration(s) applied, {} procedure(s) current\n",
-            plan.migrations.len(),
-            plan.procedures.len()
-        );
+        let applied = plan
+            .migrations
+            .iter()
+            .filter(|m| m.state == MigrationState::Applied)
+            .count();
+        let current = plan
+            .procedures
+            .iter()
+            .filter(|p| p.state == ProcedureState::Current)
+            .count();
+        out +=
+            &format!("nothing changed on {where_}: {applied} migration(s) applied, {current} procedure(s) current\n");
     } else {
         out += &format!("deployed to {where_}:\n");
         for change in &report.changes {
@@ -81,6 +129,7 @@ fn summary(where_: &str, report: &MigrateReport) -> String {
                 Change::Procedure { name, was } => {
                     format!("  deployed procedure {name} (was {})\n", procedure_word(*was))
                 }
+                Change::RetiredProcedure { name } => format!("  dropped retired procedure {name}\n"),
             };
         }
     }
@@ -90,4 +139,51 @@ fn summary(where_: &str, report: &MigrateReport) -> String {
         report.round_trips
     );
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use fencepost::deploy::{MigrationStatus, Plan, ProcedureStatus};
+
+    use super::*;
+
+    fn report(procedures: &[(&str, ProcedureState)]) -> MigrateReport {
+        MigrateReport {
+            plan: Plan {
+                migrations: vec![MigrationStatus {
+                    version: 1,
+                    name: "V1__a".into(),
+                    state: MigrationState::Applied,
+                }],
+                procedures: procedures
+                    .iter()
+                    .map(|(name, state)| ProcedureStatus {
+                        name: (*name).into(),
+                        state: *state,
+                    })
+                    .collect(),
+                permissions: vec![],
+            },
+            changes: vec![],
+            permissions_applied: vec![],
+            dry_run: false,
+            lock_wait_seconds: 0.0,
+            round_trips: 3,
+        }
+    }
+
+    #[test]
+    fn the_summary_counts_as_current_only_procedures_that_are_current() {
+        let text = summary(
+            "db",
+            &report(&[
+                ("fence_api.A", ProcedureState::Current),
+                ("fence_api.Stray", ProcedureState::NotShipped),
+            ]),
+        );
+        assert!(
+            text.contains("1 migration(s) applied, 1 procedure(s) current"),
+            "{text}"
+        );
+    }
 }

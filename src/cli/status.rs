@@ -46,7 +46,10 @@ pub fn procedure_word(state: ProcedureState) -> &'static str {
             "DRIFTED: not the definition deployed (altered on the server, or unreadable to this login)"
         }
         ProcedureState::Untracked => "pending: not deployed by fencepost",
-        ProcedureState::NotShipped => "UNKNOWN: not shipped by fencepost",
+        ProcedureState::NotShipped => {
+            "UNKNOWN: not deployed by fencepost; migrate refuses to run until it is dropped or moved out of the fence schemas"
+        }
+        ProcedureState::Retired => "pending: retired (fencepost deployed it and no longer ships it; migrate drops it)",
     }
 }
 

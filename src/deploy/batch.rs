@@ -1,11 +1,14 @@
 //! Splitting a script into batches on `GO` lines, as sqlcmd and SSMS do.
 //!
-//! `GO` is not T-SQL: the server never sees it. A line holding only `GO`
-//! (any case, optionally a repeat count and a `--` comment) ends a batch; a
-//! `GO` inside a comment, a string or a quoted identifier, or sharing its line
-//! with code, does not.
+//! `GO` is not T-SQL: the server never sees it. A line whose first token is
+//! `GO` is a separator: `GO`, then optionally a repeat count, then optionally
+//! a comment that ends on that line. Anything else on such a line (`GO;`,
+//! `GO -1`, `GO 5;`) is refused with its line, as sqlcmd refuses it: kept as
+//! SQL, `GO;` after a procedure would become a table alias and pull the next
+//! batch into the procedure's body. A `GO` inside a comment, a string or a
+//! quoted identifier, or after code on its line, is not a separator.
 
-use super::lexer::tokenize;
+use super::lexer::{Token, TokenKind, tokenize};
 
 /// One batch of a script, as the server receives it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,28 +22,35 @@ pub struct Batch {
     pub repeat: u32,
 }
 
-/// A `GO` line that cannot be obeyed.
+/// A line that starts with `GO` but is not a separator sqlcmd would obey.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("line {line}: `GO {count}`: a batch repeat count must be between 1 and {max}", max = u32::MAX)]
-pub struct BadRepeatCount {
+#[error("line {line}: `{text}` is not a batch separator: {reason}")]
+pub struct BadSeparator {
     /// The script line of the `GO`.
     pub line: usize,
-    /// The count as written.
-    pub count: String,
+    /// The line as written, without its line end.
+    pub text: String,
+    /// What is wrong with it.
+    pub reason: &'static str,
 }
 
-/// A `GO` line: where it starts and ends, and its repeat count as written.
-struct Separator<'a> {
+/// A `GO` line: where it starts and ends, and how often to run the batch it ends.
+struct Separator {
     line_start: usize,
     line_end: usize,
-    line: usize,
-    count: Option<&'a str>,
+    repeat: u32,
 }
 
-/// Every `GO` separator line of a script, in order.
-fn separators(script: &str) -> Vec<Separator<'_>> {
+const SEPARATOR_SHAPE: &str = "a GO line holds GO, an optional repeat count and an optional comment, nothing else";
+const COUNT_RANGE: &str = "a batch repeat count must be between 1 and 4294967295";
+const COMMENT_ON_ONE_LINE: &str = "a comment after GO must end on the GO line";
+
+/// Every line of a script whose first token is `GO`, in order: a separator,
+/// or the reason it cannot be one.
+fn go_lines(script: &str) -> Vec<Result<Separator, BadSeparator>> {
+    let tokens = tokenize(script);
     let mut found = Vec::new();
-    for token in tokenize(script) {
+    for (index, token) in tokens.iter().enumerate() {
         if !token.is_keyword("GO") {
             continue;
         }
@@ -50,58 +60,70 @@ fn separators(script: &str) -> Vec<Separator<'_>> {
         }
         let after = token.start + token.text.len();
         let line_end = script[after..].find('\n').map_or(script.len(), |i| after + i);
-        if let Some(count) = repeat_count(&script[after..line_end]) {
-            found.push(Separator {
-                line_start,
-                line_end,
-                line: line_number(script, token.start),
-                count,
-            });
-        }
+        let line = line_number(script, token.start);
+        let bad = |reason| BadSeparator {
+            line,
+            text: script[line_start..line_end].trim_end_matches('\r').to_string(),
+            reason,
+        };
+        found.push(match rest_of_go_line(&tokens[index + 1..]) {
+            Ok(count) => match count.map_or(Ok(1), str::parse::<u32>) {
+                Ok(repeat) if repeat >= 1 => Ok(Separator {
+                    line_start,
+                    line_end,
+                    repeat,
+                }),
+                _ => Err(bad(COUNT_RANGE)),
+            },
+            Err(reason) => Err(bad(reason)),
+        });
     }
     found
 }
 
+/// Reads what follows `GO` up to the end of its line: the repeat count as
+/// written, if any, or why the line is not a separator.
+fn rest_of_go_line<'a>(after_go: &[Token<'a>]) -> Result<Option<&'a str>, &'static str> {
+    let mut count = None;
+    let mut commented = false;
+    for token in after_go {
+        match token.kind {
+            TokenKind::Whitespace if token.text.contains('\n') => break,
+            TokenKind::Whitespace => {}
+            TokenKind::LineComment => break,
+            TokenKind::BlockComment if token.text.contains('\n') => return Err(COMMENT_ON_ONE_LINE),
+            TokenKind::BlockComment => commented = true,
+            TokenKind::Word if count.is_none() && !commented && token.text.bytes().all(|b| b.is_ascii_digit()) => {
+                count = Some(token.text);
+            }
+            TokenKind::Punctuation if token.text == "-" && count.is_none() && !commented => {
+                return Err(COUNT_RANGE);
+            }
+            _ => return Err(SEPARATOR_SHAPE),
+        }
+    }
+    Ok(count)
+}
+
 /// Splits a script into the batches to send, dropping batches that hold only
-/// whitespace and comments.
-pub fn split_batches(script: &str) -> Result<Vec<Batch>, BadRepeatCount> {
+/// whitespace and comments. A line that starts with `GO` but is not a
+/// separator is an error, never SQL.
+pub fn split_batches(script: &str) -> Result<Vec<Batch>, BadSeparator> {
     let mut batches = Vec::new();
     let mut batch_start = 0;
-    for separator in separators(script) {
-        let repeat = match separator.count {
-            None => 1,
-            Some(text) => match text.parse::<u32>() {
-                Ok(n) if n >= 1 => n,
-                _ => {
-                    return Err(BadRepeatCount {
-                        line: separator.line,
-                        count: text.to_string(),
-                    });
-                }
-            },
-        };
-        push_batch(&mut batches, script, batch_start, separator.line_start, repeat);
+    for separator in go_lines(script) {
+        let separator = separator?;
+        push_batch(
+            &mut batches,
+            script,
+            batch_start,
+            separator.line_start,
+            separator.repeat,
+        );
         batch_start = (separator.line_end + 1).min(script.len());
     }
     push_batch(&mut batches, script, batch_start, script.len(), 1);
     Ok(batches)
-}
-
-/// What follows `GO` on its line, if it makes a separator: `Some(None)` for
-/// a bare `GO`, `Some(Some(count))` for `GO count`, `None` when the line holds
-/// anything else.
-fn repeat_count(rest_of_line: &str) -> Option<Option<&str>> {
-    let rest = rest_of_line.trim_end_matches('\r');
-    let code = match rest.find("--") {
-        Some(i) => &rest[..i],
-        None => rest,
-    };
-    let mut words = code.split_whitespace();
-    match (words.next(), words.next()) {
-        (None, _) => Some(None),
-        (Some(count), None) if count.chars().all(|c| c.is_ascii_digit()) => Some(Some(count)),
-        _ => None,
-    }
 }
 
 fn push_batch(batches: &mut Vec<Batch>, script: &str, start: usize, end: usize, repeat: u32) {
@@ -121,9 +143,10 @@ fn line_number(script: &str, offset: usize) -> usize {
     script[..offset].matches('\n').count() + 1
 }
 
-/// True when the text holds a `GO` separator line (procedure files must not).
+/// True when the text holds a line that starts with `GO`, separator or not
+/// (procedure files must hold none).
 pub(crate) fn has_separator(script: &str) -> bool {
-    !separators(script).is_empty()
+    !go_lines(script).is_empty()
 }
 
 #[cfg(test)]
@@ -198,6 +221,56 @@ mod tests {
     fn a_zero_count_is_refused_with_its_line() {
         let err = split_batches("SELECT 1\nGO 0\n").unwrap_err();
         assert_eq!(err.line, 2);
+    }
+
+    #[test]
+    fn go_may_carry_a_block_comment_that_ends_on_its_line() {
+        assert_eq!(texts("SELECT 1\nGO /* c */\nSELECT 2"), ["SELECT 1", "SELECT 2"]);
+        let batches = split_batches("SELECT 1\nGO 2 /* twice */ -- and why\nSELECT 2").unwrap();
+        assert_eq!(batches[0].repeat, 2);
+    }
+
+    fn refusal(script: &str) -> BadSeparator {
+        split_batches(script).expect_err(script)
+    }
+
+    #[test]
+    fn go_followed_by_a_semicolon_is_refused_with_its_line_and_text() {
+        let err = refusal("CREATE PROCEDURE p AS SELECT 1;\nGO;\nDROP TABLE t;\n");
+        assert_eq!(err.line, 2);
+        assert_eq!(err.text, "GO;");
+        assert!(err.to_string().starts_with("line 2: `GO;`"), "{err}");
+    }
+
+    #[test]
+    fn a_line_that_starts_with_go_is_a_separator_or_an_error_never_sql() {
+        for line in [
+            "GO;",
+            "GO 5;",
+            "GO -1",
+            "GO x",
+            "GO 1 2",
+            "GO /* c */ 2",
+            "GO.",
+            "  go(1)",
+        ] {
+            let script = format!("SELECT 1\n{line}\nSELECT 2\n");
+            assert_eq!(refusal(&script).line, 2, "{line}");
+            assert!(has_separator(&script), "{line}");
+        }
+    }
+
+    #[test]
+    fn a_negative_or_oversized_count_is_refused_as_a_count() {
+        for line in ["GO -1", "GO 0", "GO 4294967296"] {
+            assert_eq!(refusal(&format!("SELECT 1\n{line}\n")).reason, COUNT_RANGE, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_comment_after_go_that_runs_past_its_line_is_refused() {
+        let err = refusal("SELECT 1\nGO /* starts here\n and ends here */\nSELECT 2");
+        assert_eq!((err.line, err.reason), (2, COMMENT_ON_ONE_LINE));
     }
 
     #[test]

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use crate::connection::ConnectError;
 
+use super::report::Committed;
+
 /// A problem with the T-SQL sources themselves, found before any server is
 /// touched.
 #[derive(Debug, thiserror::Error)]
@@ -42,13 +44,40 @@ pub enum SourceError {
         /// The other.
         second: String,
     },
-    /// A `GO` line that cannot be obeyed.
-    #[error("{file}: {source}")]
+    /// A line that starts with `GO` but is not a separator.
+    #[error("{file}, {line}")]
     BadGo {
-        /// The file.
+        /// The file, e.g. `migrations/V2__x.sql`.
         file: String,
-        /// The bad line.
-        source: super::batch::BadRepeatCount,
+        /// The line and what is wrong with it.
+        line: super::batch::BadSeparator,
+    },
+    /// A migration or permission script with a `USE` statement.
+    #[error(
+        "{file}, line {line}: USE is not allowed: it would move the rest of the deploy, and the deploy lock, \
+         to another database; connect to the database to deploy instead"
+    )]
+    UseStatement {
+        /// The file, e.g. `migrations/V2__x.sql`.
+        file: String,
+        /// The line of the `USE`.
+        line: usize,
+    },
+    /// A migration with a statement SQL Server refuses inside a transaction,
+    /// not marked to run without one.
+    #[error(
+        "{file}, line {line}: {statement} cannot run inside the migration's transaction; if the migration \
+         is safe to re-run from its first batch, put the line `-- fencepost: no-transaction` before its \
+         first statement: it then runs batch by batch without a transaction and is recorded only after \
+         the last batch succeeds"
+    )]
+    NeedsNoTransaction {
+        /// The file, e.g. `migrations/V2__x.sql`.
+        file: String,
+        /// The statement's line.
+        line: usize,
+        /// What it is, e.g. `ALTER DATABASE`.
+        statement: String,
     },
     /// A procedure file that does not hold exactly one `CREATE PROCEDURE`.
     #[error(
@@ -92,8 +121,11 @@ pub enum SourceError {
     },
 }
 
-/// A deployment that could not be completed. Nothing is left half-applied:
-/// each migration and each procedure runs in its own transaction.
+/// A deployment that could not be completed. Each migration and each
+/// procedure commits in its own transaction, so a failure rolls back only the
+/// one that failed: what committed before it stays, and
+/// [`DeployError::Incomplete`] says what that was. Permission scripts are not
+/// transactional: the batches of one that ran before its failure stay applied.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DeployError {
@@ -105,11 +137,16 @@ pub enum DeployError {
     Connect(#[from] ConnectError),
     /// Another deployment holds the deploy lock.
     #[error(
-        "another deployment has held the deploy lock on this database for {}s; \
-         wait for it to finish or raise --lock-timeout", .waited.as_secs())]
+        "{}; this deploy waited {:.1}s for it: wait for that deployment to finish, or raise --lock-timeout",
+        .holder.as_ref().map_or_else(
+            || "another deployment holds the deploy lock on this database (this engine cannot show which session)".to_string(),
+            |h| format!("the deploy lock on this database is held by {h}")),
+        .waited.as_secs_f64())]
     LockTimeout {
-        /// How long we waited.
+        /// How long this deploy waited.
         waited: Duration,
+        /// The session holding the lock, when the engine can show it.
+        holder: Option<LockHolder>,
     },
     /// An applied migration no longer matches the shipped file.
     #[error(
@@ -126,8 +163,9 @@ pub enum DeployError {
         /// The migration as recorded on the server.
         name: String,
     },
-    /// A batch of a script failed on the server; the script's changes were
-    /// rolled back.
+    /// A batch of a script failed on the server. A migration's or a
+    /// procedure's changes were rolled back; a permission script's earlier
+    /// batches stay applied.
     #[error("{file}, batch {batch} (line {line}): {message}")]
     BatchFailed {
         /// The script, e.g. `migrations/V2__x.sql`.
@@ -138,6 +176,79 @@ pub enum DeployError {
         line: usize,
         /// The server's message, with its error number.
         message: String,
+    },
+    /// A migration batch committed, rolled back or opened a transaction of
+    /// its own, or turned on IMPLICIT_TRANSACTIONS: the migration was rolled
+    /// back (when it ran in a transaction) and not recorded.
+    #[error(
+        "{file}, batch {batch} (line {line}): {problem}; the migration is not recorded \
+         (a migration leaves BEGIN, COMMIT and ROLLBACK to the runner)"
+    )]
+    TransactionMisuse {
+        /// The migration, e.g. `migrations/V2__x.sql`.
+        file: String,
+        /// Which batch, counting from 1.
+        batch: usize,
+        /// The script line where the batch begins.
+        line: usize,
+        /// What the batch did to the transaction.
+        problem: String,
+    },
+    /// A script left a transaction open at the end of the deploy (a
+    /// permission script's BEGIN TRANSACTION, or IMPLICIT_TRANSACTIONS): what
+    /// ran inside it never committed and was rolled back.
+    #[error(
+        "a permission script left {open} transaction(s) open (a BEGIN TRANSACTION without COMMIT, or \
+         IMPLICIT_TRANSACTIONS ON); what ran inside it was rolled back, so the permissions are not all applied"
+    )]
+    TransactionLeftOpen {
+        /// `@@TRANCOUNT` when the deploy ended.
+        open: i32,
+    },
+    /// A pending migration is older than one already applied.
+    #[error(
+        "migration {name} is pending, but the database already has the later migration {latest}; \
+         give it a version above {latest}'s"
+    )]
+    OutOfOrderMigration {
+        /// The pending migration, e.g. `V2__x`.
+        name: String,
+        /// The latest applied migration.
+        latest: String,
+    },
+    /// A procedure in a fence schema that fencepost never deployed.
+    #[error(
+        "procedure {name} is in a fence schema but was not deployed by fencepost; a procedure there can \
+         write the fence tables, so drop it or move it out of fence_api and fence_admin before deploying"
+    )]
+    HandMadeProcedure {
+        /// `schema.name`.
+        name: String,
+    },
+    /// A migration marked to run without a transaction failed part-way.
+    #[error(
+        "migration {name} runs without a transaction (`-- fencepost: no-transaction`) and stopped in its \
+         batch {batch}: what ran before the failure stays applied; it is not recorded, so the next deploy \
+         runs it again from its first batch"
+    )]
+    PartlyApplied {
+        /// The migration, e.g. `V2__x`.
+        name: String,
+        /// The batch that failed, counting from 1 (one past the last, when
+        /// recording it failed).
+        batch: usize,
+        /// Why it stopped.
+        #[source]
+        cause: Box<DeployError>,
+    },
+    /// A deploy failed after committing some changes, which stay.
+    #[error("the deploy stopped part-way; {committed}")]
+    Incomplete {
+        /// What committed before the failure.
+        committed: Box<Committed>,
+        /// Why it stopped.
+        #[source]
+        cause: Box<DeployError>,
     },
     /// Any other server or network failure.
     #[error("{context}")]
@@ -153,5 +264,62 @@ impl DeployError {
     pub(crate) fn server(context: impl Into<String>) -> impl FnOnce(tiberius::error::Error) -> Self {
         let context = context.into();
         move |source| Self::Server { context, source }
+    }
+}
+
+/// The session that holds the deploy lock, as the server describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockHolder {
+    /// The session id (`@@SPID` of the holder).
+    pub session_id: i32,
+    /// The login it runs as.
+    pub login: String,
+    /// The client machine it connected from.
+    pub host: String,
+    /// The application name it gave.
+    pub program: String,
+}
+
+impl std::fmt::Display for LockHolder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "session {} (login {}, host {}, program {})",
+            self.session_id, self.login, self.host, self.program
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_timeout_names_the_holder_and_how_long_this_deploy_waited() {
+        let error = DeployError::LockTimeout {
+            waited: Duration::from_millis(1500),
+            holder: Some(LockHolder {
+                session_id: 57,
+                login: "deploy".into(),
+                host: "ci-1".into(),
+                program: "fencepost".into(),
+            }),
+        };
+        assert_eq!(
+            error.to_string(),
+            "the deploy lock on this database is held by session 57 (login deploy, host ci-1, program fencepost); \
+             this deploy waited 1.5s for it: wait for that deployment to finish, or raise --lock-timeout"
+        );
+    }
+
+    #[test]
+    fn a_lock_timeout_says_when_the_engine_cannot_show_the_holder() {
+        let error = DeployError::LockTimeout {
+            waited: Duration::from_secs(2),
+            holder: None,
+        };
+        let text = error.to_string();
+        assert!(text.contains("this engine cannot show which session"), "{text}");
+        assert!(text.contains("this deploy waited 2.0s"), "{text}");
     }
 }

@@ -1,6 +1,7 @@
 //! refinery's migration driver for fencepost: each migration runs batch by
 //! batch (split on `GO`), inside one transaction with its history row, and
-//! every result of every batch is read so that no server error is lost.
+//! every result of every batch is read so that no server error is lost. A
+//! migration is recorded only when every batch left that transaction intact.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -11,9 +12,10 @@ use time::format_description::well_known::Rfc3339;
 
 use super::batch::split_batches;
 use super::error::DeployError;
+use super::migration::MigrationSource;
 use super::session::Session;
-use super::sources::MigrationSource;
-use super::statements::bootstrap;
+use super::state::HISTORY_TABLE;
+use super::statements::{SESSION_OPTIONS, bootstrap, commit_migration, literal};
 
 /// What the driver tells the caller as it goes.
 #[derive(Clone, Debug)]
@@ -38,8 +40,10 @@ pub struct DriverError(String);
 /// A refinery driver over a deploy session.
 pub struct MigrationDriver<'s, 'c> {
     session: &'s mut Session<'c>,
-    /// Shipped migrations by their SQL text, which is how refinery hands them over.
-    by_text: HashMap<String, MigrationSource>,
+    /// Shipped migrations by version: refinery hands over a migration's text
+    /// and its history insert, and the version in that insert says which one
+    /// it is (two migrations may have the same text).
+    by_version: HashMap<i32, MigrationSource>,
     on_event: &'s mut (dyn FnMut(MigrationEvent) + Send),
     failure: Option<DeployError>,
     applied: Vec<String>,
@@ -52,13 +56,10 @@ impl<'s, 'c> MigrationDriver<'s, 'c> {
         migrations: &[MigrationSource],
         on_event: &'s mut (dyn FnMut(MigrationEvent) + Send),
     ) -> Self {
-        let by_text = migrations
-            .iter()
-            .filter_map(|m| Some((m.migration().sql()?.to_string(), m.clone())))
-            .collect();
+        let by_version = migrations.iter().map(|m| (m.version(), m.clone())).collect();
         Self {
             session,
-            by_text,
+            by_version,
             on_event,
             failure: None,
             applied: Vec::new(),
@@ -75,41 +76,159 @@ impl<'s, 'c> MigrationDriver<'s, 'c> {
         self.failure.take()
     }
 
-    async fn run_in_transaction(&mut self, queries: Vec<&str>) -> Result<usize, DeployError> {
-        self.session
-            .run("SET XACT_ABORT ON; BEGIN TRANSACTION;")
-            .await
-            .map_err(DeployError::server("starting a migration transaction"))?;
-        let mut migration = None;
-        for query in &queries {
-            let (file, batches) = match self.by_text.get(*query) {
-                Some(shipped) => {
-                    (self.on_event)(MigrationEvent::Started(shipped.name()));
-                    migration = Some((shipped.name(), Instant::now()));
-                    (format!("migrations/{}", shipped.file()), shipped.batches().to_vec())
+    /// Runs what refinery sends: a migration with its history row, or the
+    /// runner's own bootstrap.
+    async fn run(&mut self, queries: &[&str]) -> Result<usize, DeployError> {
+        match queries {
+            [sql, insert] => match recorded_version(insert) {
+                Some(version) => self.apply(version, sql).await.map(|()| 2),
+                None => Err(unexpected(&format!("a history row fencepost cannot read: {insert}"))),
+            },
+            _ => {
+                for query in queries {
+                    let batches = split_batches(query).map_err(|e| unexpected(&e.to_string()))?;
+                    self.session
+                        .run_script("fencepost's migration history", &batches)
+                        .await?;
                 }
-                None => (
-                    "fencepost's migration history".to_string(),
-                    split_batches(query).unwrap_or_default(),
-                ),
-            };
-            if let Err(error) = self.session.run_script(&file, &batches).await {
-                self.session.roll_back().await;
-                return Err(error);
+                Ok(queries.len())
             }
         }
-        self.session
-            .run("COMMIT TRANSACTION;")
-            .await
-            .map_err(DeployError::server("committing a migration"))?;
-        if let Some((name, started)) = migration {
-            (self.on_event)(MigrationEvent::Committed {
-                name: name.clone(),
-                seconds: started.elapsed().as_secs_f64(),
-            });
-            self.applied.push(name);
+    }
+
+    /// Applies one migration batch by batch inside one transaction, checks
+    /// after every batch that the batch left that transaction as it found
+    /// it, and records the migration in the batch that commits.
+    async fn apply(&mut self, version: i32, sql: &str) -> Result<(), DeployError> {
+        let shipped = match self.by_version.get(&version) {
+            Some(m) if m.migration().sql() == Some(sql) => m.clone(),
+            _ => {
+                return Err(unexpected(&format!(
+                    "refinery asked to apply a version {version} that does not ship"
+                )));
+            }
+        };
+        (self.on_event)(MigrationEvent::Started(shipped.name()));
+        let started = Instant::now();
+        let result = if shipped.is_transactional() {
+            self.session
+                .run(&format!("{SESSION_OPTIONS}\nBEGIN TRANSACTION;"))
+                .await
+                .map_err(DeployError::server("starting a migration transaction"))?;
+            self.apply_in_transaction(&shipped).await
+        } else {
+            self.apply_without_transaction(&shipped).await
+        };
+        if result.is_err() {
+            self.session.roll_back().await;
         }
-        Ok(queries.len())
+        result?;
+        (self.on_event)(MigrationEvent::Committed {
+            name: shipped.name(),
+            seconds: started.elapsed().as_secs_f64(),
+        });
+        self.applied.push(shipped.name());
+        Ok(())
+    }
+
+    async fn apply_in_transaction(&mut self, shipped: &MigrationSource) -> Result<(), DeployError> {
+        let file = format!("migrations/{}", shipped.file());
+        for (index, batch) in shipped.batches().iter().enumerate() {
+            for _ in 0..batch.repeat {
+                self.session.run_batch(&file, index + 1, batch).await?;
+                let state = self.session.transaction_state().await?;
+                if let Some(problem) = state.problem_inside_one() {
+                    return Err(DeployError::TransactionMisuse {
+                        file,
+                        batch: index + 1,
+                        line: batch.line,
+                        problem,
+                    });
+                }
+            }
+        }
+        self.record(shipped).await
+    }
+
+    /// Runs a migration marked `-- fencepost: no-transaction` batch by batch
+    /// in autocommit, checking after each that it left no transaction open,
+    /// and records it, in a transaction of its own, only after the last.
+    async fn apply_without_transaction(&mut self, shipped: &MigrationSource) -> Result<(), DeployError> {
+        let file = format!("migrations/{}", shipped.file());
+        self.session
+            .run(SESSION_OPTIONS)
+            .await
+            .map_err(DeployError::server("setting the session options"))?;
+        let mut done = 0;
+        for (index, batch) in shipped.batches().iter().enumerate() {
+            let step = async {
+                for _ in 0..batch.repeat {
+                    self.session.run_batch(&file, index + 1, batch).await?;
+                    let state = self.session.transaction_state().await?;
+                    if let Some(problem) = state.problem_outside_any() {
+                        return Err(DeployError::TransactionMisuse {
+                            file: file.clone(),
+                            batch: index + 1,
+                            line: batch.line,
+                            problem,
+                        });
+                    }
+                }
+                Ok(())
+            };
+            if let Err(cause) = step.await {
+                return Err(partly_applied(shipped, done, cause));
+            }
+            done += 1;
+        }
+        let recorded = async {
+            self.session
+                .run("BEGIN TRANSACTION;")
+                .await
+                .map_err(DeployError::server("starting a migration transaction"))?;
+            self.record(shipped).await
+        };
+        recorded.await.map_err(|cause| partly_applied(shipped, done, cause))
+    }
+
+    /// Writes the history row and commits, inside the transaction the
+    /// session is in.
+    async fn record(&mut self, shipped: &MigrationSource) -> Result<(), DeployError> {
+        let m = shipped.migration();
+        let applied_on = OffsetDateTime::now_utc()
+            .format(&Rfc3339)
+            .map_err(|e| unexpected(&e.to_string()))?;
+        let commit = commit_migration(m.version(), m.name(), &literal(&applied_on), m.checksum());
+        self.session
+            .run(&commit)
+            .await
+            .map(drop)
+            .map_err(DeployError::server(format!("recording migration {}", shipped.name())))
+    }
+}
+
+/// `cause`, saying that what a migration without a transaction ran before
+/// its batch `done + 1` failed stays applied.
+fn partly_applied(shipped: &MigrationSource, done: usize, cause: DeployError) -> DeployError {
+    DeployError::PartlyApplied {
+        name: shipped.name(),
+        batch: done + 1,
+        cause: Box::new(cause),
+    }
+}
+
+/// The version in refinery's history insert,
+/// `INSERT INTO <table> (version, name, applied_on, checksum) VALUES (<version>, ...`.
+fn recorded_version(insert: &str) -> Option<i32> {
+    let prefix = format!("INSERT INTO {HISTORY_TABLE} (version, name, applied_on, checksum) VALUES (");
+    let (version, _) = insert.strip_prefix(&prefix)?.split_once(',')?;
+    version.trim().parse().ok()
+}
+
+fn unexpected(what: &str) -> DeployError {
+    DeployError::Server {
+        context: "applying migrations".into(),
+        source: tiberius::error::Error::Protocol(what.to_string().into()),
     }
 }
 
@@ -121,7 +240,7 @@ impl AsyncTransaction for MigrationDriver<'_, '_> {
         queries: T,
     ) -> Result<usize, Self::Error> {
         let queries: Vec<&str> = queries.collect();
-        self.run_in_transaction(queries).await.map_err(|error| {
+        self.run(&queries).await.map_err(|error| {
             let driver_error = DriverError(error.to_string());
             self.failure = Some(error);
             driver_error
@@ -163,5 +282,19 @@ impl AsyncQuery<Vec<refinery::Migration>> for MigrationDriver<'_, '_> {
 impl AsyncMigrate for MigrationDriver<'_, '_> {
     fn assert_migrations_table_query(_migration_table_name: &str) -> String {
         bootstrap()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_version_is_read_from_refinerys_history_insert() {
+        // The text refinery-core 0.10 `insert_migration_query` writes.
+        let insert = "INSERT INTO fence.SchemaHistory (version, name, applied_on, checksum) \
+                      VALUES (12, 'same_text', '2026-01-01T00:00:00Z', '42')";
+        assert_eq!(recorded_version(insert), Some(12));
+        assert_eq!(recorded_version("INSERT INTO other (version) VALUES (1, 'x')"), None);
     }
 }

@@ -2,9 +2,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::error::DeployError;
+use super::error::{DeployError, LockHolder};
 use super::session::Session;
-use super::statements::{release_deploy_lock, take_deploy_lock};
+use super::statements::{DEPLOY_LOCK_HOLDER, release_deploy_lock, take_deploy_lock};
 
 /// Waits up to `timeout` for the session-scoped deploy lock and returns how
 /// long it waited. The lock belongs to the session, so it also ends if the
@@ -18,9 +18,13 @@ pub async fn take(session: &mut Session<'_>, timeout: Duration) -> Result<Durati
     let status = rows.iter().flatten().find_map(|row| row.get::<i32, usize>(0));
     match status {
         Some(0 | 1) => Ok(started.elapsed()),
-        Some(-1) => Err(DeployError::LockTimeout {
-            waited: started.elapsed(),
-        }),
+        Some(-1) => {
+            let waited = started.elapsed();
+            Err(DeployError::LockTimeout {
+                waited,
+                holder: holder(session).await,
+            })
+        }
         other => Err(DeployError::Server {
             context: "taking the deploy lock".into(),
             source: tiberius::error::Error::Protocol(format!("sp_getapplock answered {other:?}").into()),
@@ -28,11 +32,36 @@ pub async fn take(session: &mut Session<'_>, timeout: Duration) -> Result<Durati
     }
 }
 
-/// Releases the deploy lock.
+/// The session holding the deploy lock, when the engine shows application
+/// locks (SQL Server does, to a login with VIEW SERVER STATE; Babelfish has
+/// no `sys.dm_tran_locks`). Any failure to tell is `None`: the timeout is the
+/// error worth reporting.
+async fn holder(session: &mut Session<'_>) -> Option<LockHolder> {
+    let rows = session.run(DEPLOY_LOCK_HOLDER).await.ok()?;
+    let row = rows.iter().flatten().next()?;
+    let text = |i: usize| row.get::<&str, usize>(i).unwrap_or("?").trim().to_string();
+    Some(LockHolder {
+        session_id: row.get::<i32, usize>(0)?,
+        login: text(1),
+        host: text(2),
+        program: text(3),
+    })
+}
+
+/// Releases the deploy lock, first rolling back any transaction a script
+/// left open, which is then an error: its work never committed.
 pub async fn release(session: &mut Session<'_>) -> Result<(), DeployError> {
-    session
+    let rows = session
         .run(&release_deploy_lock())
         .await
-        .map(drop)
-        .map_err(DeployError::server("releasing the deploy lock"))
+        .map_err(DeployError::server("releasing the deploy lock"))?;
+    let open = rows.iter().flatten().find_map(|row| row.get::<i32, usize>(0));
+    match open {
+        Some(0) => Ok(()),
+        Some(open) => Err(DeployError::TransactionLeftOpen { open }),
+        None => Err(DeployError::Server {
+            context: "releasing the deploy lock".into(),
+            source: tiberius::error::Error::Protocol("no transaction count came back".into()),
+        }),
+    }
 }

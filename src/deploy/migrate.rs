@@ -3,8 +3,6 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
-
 use crate::connection::Connection;
 
 use super::error::DeployError;
@@ -12,10 +10,11 @@ use super::executor::{MigrationDriver, MigrationEvent};
 use super::lock;
 use super::plan::{Plan, ProcedureState};
 use super::procedure::ProcedureSource;
+use super::report::{Change, Committed, MigrateReport};
 use super::session::Session;
 use super::sources::Sources;
 use super::state::{HISTORY_TABLE, read_state};
-use super::statements::{begin_procedure_deploy, record_procedure};
+use super::statements::{begin_procedure_deploy, commit_procedure, drop_retired_procedure};
 
 /// How to run a deploy.
 #[derive(Clone, Debug)]
@@ -35,41 +34,6 @@ impl Default for MigrateOptions {
     }
 }
 
-/// One thing a deploy changed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Change {
-    /// A migration was applied.
-    Migration {
-        /// e.g. `V1__lease_tables`.
-        name: String,
-    },
-    /// A procedure was created or altered to the shipped text.
-    Procedure {
-        /// `schema.name`.
-        name: String,
-        /// Why it was deployed: missing, changed, drifted or untracked.
-        was: ProcedureState,
-    },
-}
-
-/// What a deploy found and did.
-#[derive(Clone, Debug, Serialize)]
-pub struct MigrateReport {
-    /// The plan, as found before any change.
-    pub plan: Plan,
-    /// What was changed, in order; empty for a dry run or an up-to-date database.
-    pub changes: Vec<Change>,
-    /// Permission scripts re-applied (they are idempotent); empty for a dry run.
-    pub permissions_applied: Vec<String>,
-    /// True when nothing was changed because it was a dry run.
-    pub dry_run: bool,
-    /// How long the deploy waited for another deployment's lock.
-    pub lock_wait_seconds: f64,
-    /// Round trips made to the server, lock included.
-    pub round_trips: usize,
-}
-
 /// Something worth telling a person while a deploy runs.
 #[derive(Clone, Debug)]
 pub enum Progress {
@@ -81,6 +45,8 @@ pub enum Progress {
     MigrationCommitted(String, f64),
     /// A procedure was deployed.
     ProcedureDeployed(String, ProcedureState),
+    /// A procedure fencepost had deployed and no longer ships was dropped.
+    ProcedureDropped(String),
     /// A permission script was applied.
     PermissionsApplied(String),
 }
@@ -107,80 +73,128 @@ pub async fn migrate(
 
     on_progress(Progress::WaitingForLock);
     let waited = lock::take(&mut session, options.lock_timeout).await?;
-    let outcome = deploy_locked(&mut session, sources, on_progress).await;
+    let mut done = Committed::default();
+    let outcome = deploy_locked(&mut session, sources, &mut done, on_progress).await;
     let released = lock::release(&mut session).await;
-    let (plan, changes, permissions_applied) = outcome?;
-    released?;
+    let plan = match (outcome, released) {
+        (Ok(plan), Ok(())) => plan,
+        (Err(error), _) => return Err(stopped_part_way(done, error)),
+        (Ok(_), Err(error)) => {
+            // The scripts' work inside the open transaction was rolled back:
+            // which of them committed in full cannot be told.
+            done.permissions_applied.clear();
+            return Err(stopped_part_way(done, error));
+        }
+    };
     Ok(MigrateReport {
         plan,
-        changes,
-        permissions_applied,
+        changes: done.changes,
+        permissions_applied: done.permissions_applied,
         dry_run: false,
         lock_wait_seconds: waited.as_secs_f64(),
         round_trips: session.round_trips(),
     })
 }
 
-type Deployed = (Plan, Vec<Change>, Vec<String>);
+/// `error`, wrapped with what committed before it when anything did.
+fn stopped_part_way(done: Committed, error: DeployError) -> DeployError {
+    let committed = Committed::new(done.changes, done.permissions_applied);
+    if committed.is_empty() {
+        error
+    } else {
+        DeployError::Incomplete {
+            committed: Box::new(committed),
+            cause: Box::new(error),
+        }
+    }
+}
 
+/// Applies migrations, then procedures, then permissions, noting in `done`
+/// each change as it commits; returns the plan as found before any change.
 async fn deploy_locked(
     session: &mut Session<'_>,
     sources: &Sources,
+    done: &mut Committed,
     on_progress: &mut (dyn FnMut(Progress) + Send),
-) -> Result<Deployed, DeployError> {
-    let state = read_state(session).await?;
-    let plan = Plan::new(sources, &state);
+) -> Result<Plan, DeployError> {
+    let plan = Plan::new(sources, &read_state(session).await?);
     if let Some(blocker) = plan.blocker() {
         return Err(blocker);
     }
-    let mut changes = Vec::new();
 
+    let mut after_migrations = plan.clone();
     if plan.pending_migrations().next().is_some() {
-        let mut forward = |event: MigrationEvent| match event {
-            MigrationEvent::Started(name) => on_progress(Progress::MigrationStarted(name)),
-            MigrationEvent::Committed { name, seconds } => on_progress(Progress::MigrationCommitted(name, seconds)),
-        };
-        let migrations: Vec<refinery::Migration> = sources.migrations().iter().map(|m| m.migration().clone()).collect();
-        let mut driver = MigrationDriver::new(session, sources.migrations(), &mut forward);
-        let mut runner = refinery::Runner::new(&migrations)
-            .set_abort_divergent(true)
-            .set_abort_missing(true);
-        runner.set_migration_table_name(HISTORY_TABLE);
-        let result = runner.run_async(&mut driver).await;
-        changes.extend(
-            driver
-                .applied()
-                .iter()
-                .map(|name| Change::Migration { name: name.clone() }),
-        );
-        if let Err(error) = result {
-            return Err(driver.take_failure().unwrap_or_else(|| DeployError::Server {
-                context: "applying migrations".into(),
-                source: tiberius::error::Error::Protocol(error.to_string().into()),
-            }));
-        }
+        apply_migrations(session, sources, done, on_progress).await?;
+        // A migration may have dropped or altered a shipped procedure (to
+        // change a type it depends on): plan procedures from what is there now.
+        after_migrations = Plan::new(sources, &read_state(session).await?);
     }
 
-    for status in plan.procedures_to_deploy() {
+    for status in after_migrations.procedures_to_deploy() {
         let Some(procedure) = sources.procedures().iter().find(|p| p.qualified_name() == status.name) else {
             continue;
         };
         deploy_procedure(session, procedure).await?;
         on_progress(Progress::ProcedureDeployed(status.name.clone(), status.state));
-        changes.push(Change::Procedure {
+        done.changes.push(Change::Procedure {
             name: status.name.clone(),
             was: status.state,
         });
     }
 
-    let mut permissions_applied = Vec::new();
+    for status in after_migrations.procedures_to_drop() {
+        session
+            .run(&drop_retired_procedure(&status.name))
+            .await
+            .map_err(DeployError::server(format!(
+                "dropping retired procedure {}",
+                status.name
+            )))?;
+        on_progress(Progress::ProcedureDropped(status.name.clone()));
+        done.changes.push(Change::RetiredProcedure {
+            name: status.name.clone(),
+        });
+    }
+
     for script in sources.permissions() {
         let file = format!("permissions/{}", script.file());
         session.run_script(&file, script.batches()).await?;
         on_progress(Progress::PermissionsApplied(script.file().to_string()));
-        permissions_applied.push(script.file().to_string());
+        done.permissions_applied.push(script.file().to_string());
     }
-    Ok((plan, changes, permissions_applied))
+    Ok(plan)
+}
+
+/// Runs refinery over the shipped migrations, noting each that commits.
+async fn apply_migrations(
+    session: &mut Session<'_>,
+    sources: &Sources,
+    done: &mut Committed,
+    on_progress: &mut (dyn FnMut(Progress) + Send),
+) -> Result<(), DeployError> {
+    let mut forward = |event: MigrationEvent| match event {
+        MigrationEvent::Started(name) => on_progress(Progress::MigrationStarted(name)),
+        MigrationEvent::Committed { name, seconds } => on_progress(Progress::MigrationCommitted(name, seconds)),
+    };
+    let migrations: Vec<refinery::Migration> = sources.migrations().iter().map(|m| m.migration().clone()).collect();
+    let mut driver = MigrationDriver::new(session, sources.migrations(), &mut forward);
+    let mut runner = refinery::Runner::new(&migrations)
+        .set_abort_divergent(true)
+        .set_abort_missing(true);
+    runner.set_migration_table_name(HISTORY_TABLE);
+    let result = runner.run_async(&mut driver).await;
+    done.changes.extend(
+        driver
+            .applied()
+            .iter()
+            .map(|name| Change::Migration { name: name.clone() }),
+    );
+    result.map(drop).map_err(|error| {
+        driver.take_failure().unwrap_or_else(|| DeployError::Server {
+            context: "applying migrations".into(),
+            source: tiberius::error::Error::Protocol(error.to_string().into()),
+        })
+    })
 }
 
 /// Creates (as a stub, when `OBJECT_ID` finds none) and alters one procedure,
@@ -191,15 +205,7 @@ async fn deploy_procedure(session: &mut Session<'_>, procedure: &ProcedureSource
     let steps = async {
         session.run_one(&file, &begin_procedure_deploy(procedure)).await?;
         session.run_one(&file, &procedure.alter_text()).await?;
-        session.run_one(&file, &record_procedure(procedure)).await?;
-        session
-            .run("COMMIT TRANSACTION;")
-            .await
-            .map(drop)
-            .map_err(DeployError::server(format!(
-                "committing {}",
-                procedure.qualified_name()
-            )))
+        session.run_one(&file, &commit_procedure(procedure)).await
     };
     let result = steps.await;
     if result.is_err() {

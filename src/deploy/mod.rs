@@ -2,32 +2,41 @@
 //! `status` and `script`.
 //!
 //! A deploy takes the deploy lock, applies pending migrations through
-//! refinery (split on `GO`, one transaction per migration), then every
-//! procedure whose shipped text changed or whose server definition drifted
-//! (created as a stub when missing, then altered, so grants survive), then
-//! every permission script.
+//! refinery (split on `GO`, one transaction per migration, recorded only when
+//! every batch left it intact), then, from the state the migrations left,
+//! every procedure whose shipped text changed, whose server definition
+//! drifted or that is missing (created as a stub when missing, then altered,
+//! so grants survive), drops the procedures it deployed and no longer ships,
+//! then applies every permission script. A failure part-way reports what
+//! committed before it.
 
 mod batch;
 mod error;
 mod executor;
 mod lexer;
+mod lint;
 mod lock;
 mod migrate;
+mod migration;
 mod plan;
 mod procedure;
+mod report;
 mod script;
+mod script_guard;
 mod session;
 mod sources;
 mod state;
 mod statements;
 
-pub use batch::{BadRepeatCount, Batch, split_batches};
-pub use error::{DeployError, SourceError};
-pub use migrate::{Change, MigrateOptions, MigrateReport, Progress, migrate};
+pub use batch::{BadSeparator, Batch, split_batches};
+pub use error::{DeployError, LockHolder, SourceError};
+pub use migrate::{MigrateOptions, Progress, migrate};
+pub use migration::MigrationSource;
 pub use plan::{MigrationState, MigrationStatus, Plan, ProcedureState, ProcedureStatus};
 pub use procedure::{PROCEDURE_SCHEMAS, ProcedureSource};
+pub use report::{Change, Committed, MigrateReport};
 pub use script::render as render_script;
-pub use sources::{MigrationSource, ScriptSource, Sources, checksum, normalize};
+pub use sources::{ScriptSource, Sources, checksum, normalize};
 pub use state::{HISTORY_TABLE, ServerState};
 pub(crate) use state::{definition_hash_sql, hash_hex};
 // The client's contract test reads the shipped procedures' parameter lists.

@@ -37,8 +37,14 @@ pub enum ProcedureState {
     Drifted,
     /// On the server, but never deployed by fencepost (or its journal entry is gone).
     Untracked,
-    /// In a fence schema on the server, but not shipped by this fencepost.
+    /// In a fence schema on the server and never deployed by fencepost (no
+    /// journal row): made by hand. A deploy refuses to run until it is gone,
+    /// since fencepost cannot tell what it does or who may run it.
     NotShipped,
+    /// Deployed by fencepost (its journal row says so) and no longer
+    /// shipped: a deploy drops it, so no grant left on it keeps a way into
+    /// the fence open.
+    Retired,
 }
 
 impl ProcedureState {
@@ -136,9 +142,13 @@ impl Plan {
                 .iter()
                 .any(|s| s.qualified_name().eq_ignore_ascii_case(&found.name));
             if !shipped && found.exists {
+                let state = match found.deployed_checksum {
+                    Some(_) => ProcedureState::Retired,
+                    None => ProcedureState::NotShipped,
+                };
                 procedures.push(ProcedureStatus {
                     name: found.name.clone(),
-                    state: ProcedureState::NotShipped,
+                    state,
                 });
             }
         }
@@ -162,6 +172,11 @@ impl Plan {
         self.procedures.iter().filter(|p| p.state.needs_deploy())
     }
 
+    /// Procedures fencepost deployed and no longer ships, which a deploy drops.
+    pub fn procedures_to_drop(&self) -> impl Iterator<Item = &ProcedureStatus> {
+        self.procedures.iter().filter(|p| p.state == ProcedureState::Retired)
+    }
+
     /// True when nothing is pending, changed, drifted or unknown.
     pub fn is_current(&self) -> bool {
         self.migrations.iter().all(|m| m.state == MigrationState::Applied)
@@ -169,13 +184,36 @@ impl Plan {
     }
 
     /// The reason a deploy must not proceed, if there is one: the database's
-    /// history does not agree with what ships.
+    /// history does not agree with what ships. A pending migration older than
+    /// an applied one is refused here, before anything runs: applied after
+    /// it, it would run against a schema its author never saw.
     pub fn blocker(&self) -> Option<DeployError> {
-        self.migrations.iter().find_map(|m| match m.state {
-            MigrationState::Divergent => Some(DeployError::DivergentMigration { name: m.name.clone() }),
-            MigrationState::NotShipped => Some(DeployError::UnknownMigration { name: m.name.clone() }),
-            _ => None,
-        })
+        let latest = self
+            .migrations
+            .iter()
+            .filter(|m| m.state != MigrationState::Pending)
+            .max_by_key(|m| m.version);
+        self.migrations
+            .iter()
+            .find_map(|m| match m.state {
+                MigrationState::Divergent => Some(DeployError::DivergentMigration { name: m.name.clone() }),
+                MigrationState::NotShipped => Some(DeployError::UnknownMigration { name: m.name.clone() }),
+                MigrationState::Pending => {
+                    latest
+                        .filter(|l| l.version > m.version)
+                        .map(|l| DeployError::OutOfOrderMigration {
+                            name: m.name.clone(),
+                            latest: l.name.clone(),
+                        })
+                }
+                MigrationState::Applied => None,
+            })
+            .or_else(|| {
+                self.procedures
+                    .iter()
+                    .find(|p| p.state == ProcedureState::NotShipped)
+                    .map(|p| DeployError::HandMadeProcedure { name: p.name.clone() })
+            })
     }
 }
 
@@ -357,6 +395,56 @@ mod tests {
         };
         let plan = Plan::new(&s, &state);
         assert!(matches!(plan.blocker(), Some(DeployError::UnknownMigration { ref name }) if name == "V3__c"));
+    }
+
+    #[test]
+    fn a_pending_migration_older_than_an_applied_one_blocks_the_deploy_by_name() {
+        let s = sources();
+        let plan = Plan::new(
+            &s,
+            &ServerState {
+                migrations: vec![applied(&s, 1)],
+                procedures: vec![],
+            },
+        );
+        let blocker = plan.blocker().expect("an out-of-order migration blocks");
+        assert!(
+            matches!(&blocker, DeployError::OutOfOrderMigration { name, latest } if name == "V1__a" && latest == "V2__b"),
+            "{blocker:?}"
+        );
+        assert!(blocker.to_string().contains("V1__a"), "{blocker}");
+    }
+
+    #[test]
+    fn a_procedure_fencepost_deployed_and_no_longer_ships_is_retired_and_dropped() {
+        let s = sources();
+        let mut retired = deployed(&s, "H1");
+        retired.name = "fence_api.Old".into();
+        let state = ServerState {
+            migrations: vec![applied(&s, 0), applied(&s, 1)],
+            procedures: vec![deployed(&s, "H1"), retired],
+        };
+        let plan = Plan::new(&s, &state);
+        let dropped: Vec<&str> = plan.procedures_to_drop().map(|p| p.name.as_str()).collect();
+        assert_eq!(dropped, ["fence_api.Old"]);
+        assert!(plan.blocker().is_none(), "{:?}", plan.blocker());
+        assert!(!plan.is_current());
+    }
+
+    #[test]
+    fn a_hand_made_procedure_in_a_fence_schema_blocks_the_deploy_by_name() {
+        let s = sources();
+        let state = ServerState {
+            migrations: vec![applied(&s, 0), applied(&s, 1)],
+            procedures: vec![deployed(&s, "H1"), unreadable("fence_admin.Backdoor")],
+        };
+        let plan = Plan::new(&s, &state);
+        assert_eq!(plan.procedures_to_drop().count(), 0);
+        assert!(
+            matches!(plan.blocker(), Some(DeployError::HandMadeProcedure { ref name }) if name == "fence_admin.Backdoor"),
+            "{:?}",
+            plan.blocker()
+        );
     }
 
     #[test]

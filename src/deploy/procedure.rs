@@ -225,6 +225,13 @@ mod tests {
     }
 
     #[test]
+    fn a_go_line_with_a_semicolon_is_rejected_too() {
+        let text = "CREATE PROCEDURE fence_api.X AS SELECT 1;\nGO;\nDROP TABLE fence.Resource;\n";
+        let err = ProcedureSource::parse("fence_api.X.sql", text).unwrap_err();
+        assert!(matches!(err, SourceError::ProcedureHasGo { .. }));
+    }
+
+    #[test]
     fn the_stub_creates_the_same_procedure() {
         let p = ProcedureSource::parse("fence_api.Acquire.sql", ACQUIRE).unwrap();
         assert_eq!(p.stub_text(), "CREATE PROCEDURE [fence_api].[Acquire] AS RETURN 0;");

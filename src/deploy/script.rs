@@ -1,34 +1,46 @@
 //! `fencepost script`: the whole deployment as one sqlcmd script, for
 //! reviewers and for pipelines that cannot connect. It is idempotent: each
 //! migration is guarded by its history row, each procedure is created when
-//! missing and then altered, and the permission scripts are idempotent.
+//! missing and then altered, and the permission scripts are idempotent. It
+//! refuses what `migrate` refuses, and each migration and procedure is one
+//! batch that commits all of itself or nothing.
 
 use std::fmt::Write;
 
-use super::sources::{MigrationSource, Sources};
+use super::batch::Batch;
+use super::migration::MigrationSource;
+use super::procedure::ProcedureSource;
+use super::script_guard;
+use super::sources::{ScriptSource, Sources};
 use super::state::HISTORY_TABLE;
-use super::statements::{begin_procedure_deploy, bootstrap, literal, record_migration, record_procedure};
+use super::statements::{
+    SESSION_OPTIONS, bootstrap, commit_migration, commit_procedure, in_runner_transaction, literal,
+    outside_any_transaction,
+};
 
 /// A fixed timestamp for history rows written by scripts is wrong; the server
 /// stamps them instead, in refinery's RFC 3339 format.
 const SERVER_NOW_RFC3339: &str = "CONVERT(nvarchar(33), SYSUTCDATETIME(), 127) + N'Z'";
 
-/// Renders the deployment script. Its first batch sets QUOTED_IDENTIFIER and
-/// ANSI_NULLS ON as the runner's connection has them: a procedure keeps the
-/// settings of the session that created or altered it, and sqlcmd starts with
-/// QUOTED_IDENTIFIER OFF.
+/// Renders the deployment script. Its first batch sets the session options
+/// the runner sets: a procedure keeps the settings of the session that
+/// created or altered it, and sqlcmd starts with QUOTED_IDENTIFIER OFF.
 pub fn render(sources: &Sources) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
         "-- fencepost {} deployment script: {} migrations, {} procedures, {} permission scripts.
--- Idempotent: safe to run on a new database or on one already deployed.
+-- Idempotent: safe to run on a new database or on one already deployed. It refuses a database
+-- whose migration history this version does not ship (a newer fencepost, or a changed file).
+-- Each migration and each procedure is one batch that commits all of itself or nothing, and
+-- every section first checks that the sections before it completed, so a failure is never
+-- followed by a commit, even in a client that carries on after errors.
+-- Unlike `fencepost migrate`, each batch of a migration runs inside EXEC here: a temporary
+-- table or a SET option does not outlive the batch that made it.
 -- Run with sqlcmd (e.g. sqlcmd -S server -d database -i this-file), or in SSMS with SQLCMD mode on.
 :on error exit
 SET NOCOUNT ON;
-SET XACT_ABORT ON;
-SET QUOTED_IDENTIFIER ON;
-SET ANSI_NULLS ON;
+{SESSION_OPTIONS}
 GO
 ",
         env!("CARGO_PKG_VERSION"),
@@ -36,58 +48,126 @@ GO
         sources.procedures().len(),
         sources.permissions().len(),
     );
-
     let _ = writeln!(
         out,
         "-- fencepost's schema and migration history\n{}\nGO\n",
         bootstrap()
     );
-    for migration in sources.migrations() {
-        render_migration(&mut out, migration);
+    let _ = writeln!(
+        out,
+        "-- the database's migration history must be one this script ships\n{}GO\n",
+        script_guard::history_agrees(sources)
+    );
+    let versions: Vec<i32> = sources.migrations().iter().map(MigrationSource::version).collect();
+    for (index, migration) in sources.migrations().iter().enumerate() {
+        render_migration(&mut out, sources, migration, &versions[..index]);
     }
     for procedure in sources.procedures() {
-        let _ = writeln!(
-            out,
-            "-- procedures/{file}\n{begin}\nGO\n{alter}\nGO\n{record}\nCOMMIT TRANSACTION;\nGO\n",
-            file = procedure.file(),
-            begin = begin_procedure_deploy(procedure),
-            alter = procedure.alter_text().trim_end(),
-            record = record_procedure(procedure),
-        );
+        render_procedure(&mut out, sources, procedure, &versions);
     }
     for script in sources.permissions() {
-        let _ = writeln!(
-            out,
-            "-- permissions/{}\n{}\nGO\n",
-            script.file(),
-            script.text().trim_end()
-        );
+        render_permissions(&mut out, sources, script, &versions);
     }
     out
 }
 
-/// A migration whose batches each run only while its history row is absent;
-/// the row is written in the same transaction as the batches.
-fn render_migration(out: &mut String, migration: &MigrationSource) {
-    let guard = format!(
-        "IF NOT EXISTS (SELECT 1 FROM {HISTORY_TABLE} WHERE version = {})",
-        migration.version()
+/// `body` in one transaction that commits at its end (the body's own
+/// COMMIT) or rolls back and rethrows on any error, a compile error of
+/// dynamic SQL included. The body is not indented: its string literals hold
+/// procedure and migration text, which must reach the server as shipped.
+fn all_or_nothing(body: &str) -> String {
+    stop_at_first_error(&format!("    BEGIN TRANSACTION;\n{body}"))
+}
+
+/// `body`, stopping at its first error (a compile error of dynamic SQL
+/// would otherwise let the batch go on) after rolling back any transaction.
+fn stop_at_first_error(body: &str) -> String {
+    format!(
+        "BEGIN TRY
+{body}END TRY
+BEGIN CATCH
+    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+    THROW;
+END CATCH;
+"
+    )
+}
+
+/// Each batch as an `EXEC` of its own, as often as its `GO n` says, with
+/// `between` after each but the last. EXEC gives each batch a batch of its
+/// own, as CREATE SCHEMA and CREATE PROCEDURE require, inside the section's
+/// one batch.
+fn execs(batches: &[Batch], between: &str) -> String {
+    let runs: Vec<String> = batches
+        .iter()
+        .flat_map(|b| std::iter::repeat_n(format!("EXEC ({});\n", literal(b.text.trim())), b.repeat as usize))
+        .collect();
+    runs.join(between)
+}
+
+/// A migration as one batch that runs only while its history row is absent,
+/// checks after each of its batches that the transaction is intact, and
+/// writes the row in the same transaction. One marked
+/// `-- fencepost: no-transaction` runs its batches in autocommit, each
+/// checked for a transaction left open, and is recorded in a transaction of
+/// its own after the last.
+fn render_migration(out: &mut String, sources: &Sources, migration: &MigrationSource, earlier: &[i32]) {
+    let m = migration.migration();
+    let what = format!("migration {}", migration.name());
+    let commit = commit_migration(m.version(), m.name(), SERVER_NOW_RFC3339, m.checksum());
+    let (note, body) = if migration.is_transactional() {
+        // The commit's own check follows the last batch.
+        let body = format!(
+            "{}{commit}\n",
+            execs(migration.batches(), &in_runner_transaction(&what))
+        );
+        ("", all_or_nothing(&body))
+    } else {
+        let check = outside_any_transaction(&what);
+        let body = format!(
+            "{}{check}BEGIN TRANSACTION;\n{commit}\n",
+            execs(migration.batches(), &check)
+        );
+        (" (runs without a transaction)", stop_at_first_error(&body))
+    };
+    let _ = writeln!(
+        out,
+        "-- migrations/{file}{note}\n{guard}IF NOT EXISTS (SELECT 1 FROM {HISTORY_TABLE} WHERE version = {version})\nBEGIN\n{body}END;\nGO\n",
+        file = migration.file(),
+        guard = script_guard::section(sources, earlier),
+        version = m.version(),
+    );
+}
+
+/// A procedure as one batch: the stub when missing, the ALTER and the
+/// journal row commit together or not at all.
+fn render_procedure(out: &mut String, sources: &Sources, procedure: &ProcedureSource, versions: &[i32]) {
+    let body = format!(
+        "IF OBJECT_ID({name}, N'P') IS NULL\n    EXEC ({stub});\nEXEC ({alter});\n{commit}\n",
+        name = literal(&procedure.qualified_name()),
+        stub = literal(&procedure.stub_text()),
+        alter = literal(procedure.alter_text().trim_end()),
+        commit = commit_procedure(procedure),
     );
     let _ = writeln!(
         out,
-        "-- migrations/{}\nSET XACT_ABORT ON;\nBEGIN TRANSACTION;\nGO",
-        migration.file()
+        "-- procedures/{}\n{}{}GO\n",
+        procedure.file(),
+        script_guard::section(sources, versions),
+        all_or_nothing(&body)
     );
-    for batch in migration.batches() {
-        for _ in 0..batch.repeat {
-            // EXEC gives each batch a batch of its own, as CREATE SCHEMA and
-            // CREATE PROCEDURE require, while the guard stays outside it.
-            let _ = writeln!(out, "{guard}\n    EXEC ({});\nGO", literal(batch.text.trim()));
-        }
-    }
-    let m = migration.migration();
-    let record = record_migration(m.version(), m.name(), SERVER_NOW_RFC3339, m.checksum());
-    let _ = writeln!(out, "{guard}\n    {record}\nCOMMIT TRANSACTION;\nGO\n");
+}
+
+/// A permission script as one batch after the checks; like under `migrate`,
+/// it is not transactional (it is idempotent, and re-applied on every deploy).
+fn render_permissions(out: &mut String, sources: &Sources, script: &ScriptSource, versions: &[i32]) {
+    let _ = writeln!(
+        out,
+        "-- permissions/{}\n{}{}GO\n",
+        script.file(),
+        script_guard::section(sources, versions),
+        execs(script.batches(), "")
+    );
 }
 
 #[cfg(test)]
@@ -125,29 +205,119 @@ mod tests {
 
     #[test]
     fn the_script_splits_into_batches_that_each_hold_code() {
-        let mut batches = sqlcmd_batches(&render(&Sources::embedded().unwrap()));
+        let sources = Sources::embedded().unwrap();
+        let mut batches = sqlcmd_batches(&render(&sources));
         let after_last_go = batches.pop().unwrap();
         assert!(
             after_last_go.trim().is_empty(),
             "text after the last GO: {after_last_go}"
         );
-        assert!(batches.len() > 20, "{} batches", batches.len());
+        // Options, bootstrap, history check, then one batch per section.
+        let sections = sources.migrations().len() + sources.procedures().len() + sources.permissions().len();
+        assert_eq!(batches.len(), 3 + sections);
         for (i, batch) in batches.iter().enumerate() {
             assert!(holds_code(batch), "batch {} holds no code:\n{batch}", i + 1);
         }
     }
 
     #[test]
-    fn the_first_batch_sets_quoted_identifier_and_ansi_nulls_before_any_procedure_exists() {
+    fn the_first_batch_sets_the_session_options_the_runner_sets() {
         let script = render(&Sources::embedded().unwrap());
         let first = &sqlcmd_batches(&script)[0];
-        for setting in ["SET QUOTED_IDENTIFIER ON;", "SET ANSI_NULLS ON;"] {
-            assert!(
-                first.lines().any(|l| l == setting),
-                "{setting} is not in the first batch:\n{first}"
-            );
-        }
+        assert!(first.contains(SESSION_OPTIONS), "{first}");
         assert!(!first.contains("PROCEDURE"), "{first}");
+        for setting in ["QUOTED_IDENTIFIER ON", "ANSI_NULLS, ", "IMPLICIT_TRANSACTIONS OFF"] {
+            assert!(SESSION_OPTIONS.contains(setting), "{setting}");
+        }
+        let lock = super::super::statements::take_deploy_lock(std::time::Duration::from_secs(1));
+        assert!(lock.starts_with(SESSION_OPTIONS), "{lock}");
+    }
+
+    /// The one batch of the script that holds `marker`.
+    fn section_of(script: &str, marker: &str) -> String {
+        let found: Vec<String> = sqlcmd_batches(script)
+            .into_iter()
+            .filter(|b| b.contains(marker))
+            .collect();
+        assert_eq!(found.len(), 1, "{marker} is in {} batches", found.len());
+        found.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn a_procedure_is_one_batch_that_commits_its_stub_alter_and_journal_row_together_or_not_at_all() {
+        let sources = Sources::embedded().unwrap();
+        let script = render(&sources);
+        for p in sources.procedures() {
+            let batch = section_of(&script, &format!("-- procedures/{}", p.file()));
+            let order = [
+                "THROW 50191",
+                "BEGIN TRY",
+                "BEGIN TRANSACTION;",
+                "EXEC (N'CREATE PROCEDURE",
+                "EXEC (N'",
+                "UPDATE fence.DeployedProcedure",
+                "COMMIT TRANSACTION;",
+                "BEGIN CATCH",
+                "ROLLBACK TRANSACTION;",
+                "THROW;",
+            ];
+            let mut at = 0;
+            for part in order {
+                let found = batch[at..]
+                    .find(part)
+                    .unwrap_or_else(|| panic!("{part} out of order in:\n{batch}"));
+                at += found + part.len();
+            }
+        }
+    }
+
+    #[test]
+    fn a_migration_is_one_batch_that_checks_its_transaction_after_each_of_its_batches() {
+        let sources = Sources::embedded().unwrap();
+        let script = render(&sources);
+        for m in sources.migrations() {
+            let batch = section_of(&script, &format!("-- migrations/{}", m.file()));
+            let checks = batch.matches("IF @@TRANCOUNT <> 1 OR XACT_STATE() <> 1").count();
+            let runs: usize = m.batches().iter().map(|b| b.repeat as usize).sum();
+            assert_eq!(checks, runs, "{batch}");
+            assert!(batch.contains("BEGIN CATCH"), "{batch}");
+        }
+    }
+
+    #[test]
+    fn a_migration_without_a_transaction_opens_one_only_to_record_itself() {
+        let text = "-- fencepost: no-transaction\nCREATE TABLE fence.A (Id int);\nGO\nCREATE TABLE fence.B (Id int);\n";
+        let sources =
+            Sources::from_files(vec![("V1__a.sql".into(), text.as_bytes().to_vec())], vec![], vec![]).unwrap();
+        let batch = section_of(
+            &render(&sources),
+            "-- migrations/V1__a.sql (runs without a transaction)",
+        );
+        assert_eq!(batch.matches("BEGIN TRANSACTION;").count(), 1, "{batch}");
+        let begin = batch.find("BEGIN TRANSACTION;").unwrap();
+        assert!(batch.rfind("EXEC (N'").unwrap() < begin, "{batch}");
+        assert!(
+            begin < batch.find("INSERT INTO fence.SchemaHistory").unwrap(),
+            "{batch}"
+        );
+        assert_eq!(
+            batch.matches("IF @@TRANCOUNT <> 0 OR (@@OPTIONS & 2) <> 0").count(),
+            2,
+            "{batch}"
+        );
+    }
+
+    #[test]
+    fn every_section_refuses_a_history_this_script_does_not_ship() {
+        let sources = Sources::embedded().unwrap();
+        let script = render(&sources);
+        let batches = sqlcmd_batches(&script);
+        let sections = batches
+            .iter()
+            .filter(|b| b.contains("-- migrations/") || b.contains("-- procedures/") || b.contains("-- permissions/"));
+        for section in sections {
+            assert!(section.contains("THROW 50191"), "{section}");
+        }
     }
 
     #[test]
@@ -155,7 +325,8 @@ mod tests {
         let sources = Sources::embedded().unwrap();
         let script = render(&sources);
         for p in sources.procedures() {
-            assert!(script.contains(&p.alter_text()), "{} is missing", p.qualified_name());
+            let exec = format!("EXEC ({});", literal(p.alter_text().trim_end()));
+            assert!(script.contains(&exec), "{} is missing", p.qualified_name());
         }
     }
 

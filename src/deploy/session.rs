@@ -7,6 +7,60 @@ use crate::connection::Connection;
 
 use super::batch::Batch;
 use super::error::DeployError;
+use super::statements::TRANSACTION_STATE;
+
+/// A session's transactions, as `@@TRANCOUNT`, `XACT_STATE()` and
+/// IMPLICIT_TRANSACTIONS show them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TransactionState {
+    /// `@@TRANCOUNT`.
+    pub open: i32,
+    /// `XACT_STATE()`: 1 committable, 0 none, -1 can only roll back.
+    pub xact_state: i32,
+    /// Whether IMPLICIT_TRANSACTIONS is on.
+    pub implicit: bool,
+}
+
+impl TransactionState {
+    /// What is wrong, for a batch of a migration that runs without a
+    /// transaction: it must leave none open, nor IMPLICIT_TRANSACTIONS on.
+    pub fn problem_outside_any(&self) -> Option<String> {
+        if self.open > 0 {
+            Some(format!("it left a transaction open (@@TRANCOUNT {})", self.open))
+        } else if self.implicit {
+            Some("it turned IMPLICIT_TRANSACTIONS on".into())
+        } else {
+            None
+        }
+    }
+
+    /// What is wrong, for a batch that should have left the session inside
+    /// exactly one committable transaction with IMPLICIT_TRANSACTIONS off.
+    pub fn problem_inside_one(&self) -> Option<String> {
+        if self.open == 0 {
+            Some(
+                "it ended outside the transaction the runner opened (@@TRANCOUNT 0: it committed or rolled \
+                 back, as a ROLLBACK in a CATCH that does not rethrow does); what it ran after that committed \
+                 on its own"
+                    .into(),
+            )
+        } else if self.open > 1 {
+            Some(format!(
+                "it left a transaction of its own open (@@TRANCOUNT {})",
+                self.open
+            ))
+        } else if self.xact_state != 1 {
+            Some(format!(
+                "it left the transaction unable to commit (XACT_STATE() {}: an error was caught and not rethrown)",
+                self.xact_state
+            ))
+        } else if self.implicit {
+            Some("it turned IMPLICIT_TRANSACTIONS on".into())
+        } else {
+            None
+        }
+    }
+}
 
 /// A connection used by the runner.
 pub struct Session<'c> {
@@ -37,12 +91,33 @@ impl<'c> Session<'c> {
     pub async fn run_script(&mut self, file: &str, batches: &[Batch]) -> Result<(), DeployError> {
         for (index, batch) in batches.iter().enumerate() {
             for _ in 0..batch.repeat {
-                if let Err(error) = self.run(&batch.text).await {
-                    return Err(batch_failed(file, index + 1, batch, error));
-                }
+                self.run_batch(file, index + 1, batch).await?;
             }
         }
         Ok(())
+    }
+
+    /// Runs batch `number` (counting from 1) of `file` once.
+    pub async fn run_batch(&mut self, file: &str, number: usize, batch: &Batch) -> Result<(), DeployError> {
+        match self.run(&batch.text).await {
+            Ok(_) => Ok(()),
+            Err(error) => Err(batch_failed(file, number, batch, error)),
+        }
+    }
+
+    /// Where the session stands with transactions.
+    pub async fn transaction_state(&mut self) -> Result<TransactionState, DeployError> {
+        let rows = self
+            .run(TRANSACTION_STATE)
+            .await
+            .map_err(DeployError::server("reading the transaction state"))?;
+        let row = rows.iter().flatten().next();
+        let int = |i: usize| row.and_then(|r| r.get::<i32, usize>(i)).unwrap_or_default();
+        Ok(TransactionState {
+            open: int(0),
+            xact_state: int(1),
+            implicit: int(2) != 0,
+        })
     }
 
     /// Runs one batch of `file` (a procedure or a statement of the runner's).

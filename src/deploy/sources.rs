@@ -8,70 +8,13 @@ use sha2::{Digest, Sha256};
 
 use super::batch::{Batch, split_batches};
 use super::error::SourceError;
+use super::lint::refuse_use;
+use super::migration::MigrationSource;
 use super::procedure::ProcedureSource;
 
 static EMBEDDED_MIGRATIONS: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/migrations");
 static EMBEDDED_PROCEDURES: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/procedures");
 static EMBEDDED_PERMISSIONS: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/permissions");
-
-/// A versioned migration, `migrations/V<version>__<name>.sql`, run once.
-#[derive(Clone, Debug)]
-pub struct MigrationSource {
-    file: String,
-    migration: refinery::Migration,
-    batches: Vec<Batch>,
-}
-
-impl MigrationSource {
-    fn parse(file: &str, text: &str) -> Result<Self, SourceError> {
-        let bad_name = |reason: &str| SourceError::MigrationName {
-            file: file.to_string(),
-            reason: reason.to_string(),
-        };
-        let stem = file
-            .strip_suffix(".sql")
-            .ok_or_else(|| bad_name("a migration file must end in .sql"))?;
-        if !stem.starts_with('V') {
-            return Err(bad_name("a migration file must be named V<version>__<name>.sql"));
-        }
-        let migration = refinery::Migration::unapplied(stem, text)
-            .map_err(|e| bad_name(&format!("{e} (expected V<version>__<name>.sql)")))?;
-        let batches = split_batches(text).map_err(|source| SourceError::BadGo {
-            file: file.to_string(),
-            source,
-        })?;
-        Ok(Self {
-            file: file.to_string(),
-            migration,
-            batches,
-        })
-    }
-
-    /// The file name, e.g. `V1__lease_tables.sql`.
-    pub fn file(&self) -> &str {
-        &self.file
-    }
-
-    /// The name the history records, e.g. `V1__lease_tables`.
-    pub fn name(&self) -> String {
-        self.migration.to_string()
-    }
-
-    /// The version number.
-    pub fn version(&self) -> i32 {
-        self.migration.version()
-    }
-
-    /// The migration as refinery sees it (its checksum covers name, version and text).
-    pub fn migration(&self) -> &refinery::Migration {
-        &self.migration
-    }
-
-    /// The batches the file splits into on `GO` lines.
-    pub fn batches(&self) -> &[Batch] {
-        &self.batches
-    }
-}
 
 /// A permission script, `permissions/<order>_<name>.sql`, re-applied on every
 /// deploy and therefore written to be idempotent.
@@ -84,10 +27,11 @@ pub struct ScriptSource {
 
 impl ScriptSource {
     fn parse(file: &str, text: &str) -> Result<Self, SourceError> {
-        let batches = split_batches(text).map_err(|source| SourceError::BadGo {
-            file: file.to_string(),
-            source,
+        let batches = split_batches(text).map_err(|line| SourceError::BadGo {
+            file: format!("permissions/{file}"),
+            line,
         })?;
+        refuse_use(&format!("permissions/{file}"), text)?;
         Ok(Self {
             file: file.to_string(),
             text: text.to_string(),
@@ -152,8 +96,8 @@ impl Sources {
             if pair[0].version() == pair[1].version() {
                 return Err(SourceError::DuplicateVersion {
                     version: pair[0].version(),
-                    first: pair[0].file.clone(),
-                    second: pair[1].file.clone(),
+                    first: pair[0].file().to_string(),
+                    second: pair[1].file().to_string(),
                 });
             }
         }
@@ -202,6 +146,16 @@ impl Sources {
     pub fn without_permissions(mut self) -> Self {
         self.permissions.clear();
         self
+    }
+
+    /// Adds a permission script, or replaces the one with the same file name
+    /// (for tests and tools that deploy a modified source set).
+    pub fn with_permission(mut self, file: &str, text: &str) -> Result<Self, SourceError> {
+        let added = ScriptSource::parse(file, &normalize(text))?;
+        self.permissions.retain(|p| p.file() != file);
+        self.permissions.push(added);
+        self.permissions.sort_by(|a, b| a.file().cmp(b.file()));
+        Ok(self)
     }
 
     /// Adds a migration (for tests and tools that deploy a modified source set).
@@ -391,9 +345,41 @@ mod tests {
     }
 
     #[test]
+    fn a_use_statement_in_a_migration_or_permission_script_is_refused_with_its_line() {
+        let err = Sources::from_files(
+            vec![("V2__a.sql".into(), b"SELECT 1;\nGO\nUSE master;\n".to_vec())],
+            vec![],
+            vec![],
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err, SourceError::UseStatement { ref file, line: 3 } if file == "migrations/V2__a.sql"),
+            "{err:?}"
+        );
+        let err = Sources::from_files(vec![], vec![], vec![("010_r.sql".into(), b"USE other;".to_vec())]).unwrap_err();
+        assert!(
+            err.to_string().starts_with("permissions/010_r.sql, line 1: USE"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn a_non_utf8_file_is_refused_naming_it() {
         let err = Sources::from_files(vec![("V1__a.sql".into(), vec![0xff, 0xfe, 0x00])], vec![], vec![]).unwrap_err();
         assert!(matches!(err, SourceError::NotUtf8 { ref file } if file == "V1__a.sql"));
+    }
+
+    #[test]
+    fn a_go_line_that_is_not_a_separator_is_refused_naming_the_file_and_line() {
+        let text = b"CREATE PROCEDURE fence_api.Tmp AS SELECT 1;\nGO;\nDROP TABLE fence.Resource;\n";
+        let err = Sources::from_files(vec![("V2__a.sql".into(), text.to_vec())], vec![], vec![]).unwrap_err();
+        assert!(
+            err.to_string().starts_with("migrations/V2__a.sql, line 2: `GO;`"),
+            "{err}"
+        );
+        let err =
+            Sources::from_files(vec![], vec![], vec![("010_r.sql".into(), b"SELECT 1\nGO 5;".to_vec())]).unwrap_err();
+        assert!(err.to_string().starts_with("permissions/010_r.sql, line 2"), "{err}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::procedure::ProcedureSource;
+use super::procedure::{ProcedureSource, quote};
 use super::state::{HISTORY_TABLE, definition_hash_of};
 
 /// The name of the deploy lock (`sp_getapplock` resource), followed by the
@@ -15,6 +15,18 @@ pub const DEPLOY_LOCK: &str = "fencepost:deploy:";
 fn deploy_lock_resource() -> String {
     format!("{} + DB_NAME()", literal(DEPLOY_LOCK))
 }
+
+/// The session options every deploy runs under, set by the runner when it
+/// takes the deploy lock and again before each migration and procedure (a
+/// migration's `SET` at batch level outlives its batch), and by the first
+/// batch of the script. A procedure keeps the QUOTED_IDENTIFIER and
+/// ANSI_NULLS of the session that created it, and a migration's columns
+/// take their nullability from ANSI_NULL_DFLT_ON: spelled out, they are the
+/// same whichever client runs the deploy (tiberius and sqlcmd differ).
+pub const SESSION_OPTIONS: &str = "SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ANSI_NULL_DFLT_ON, ARITHABORT, \
+CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
+SET NUMERIC_ROUNDABORT, IMPLICIT_TRANSACTIONS OFF;
+SET XACT_ABORT ON;";
 
 /// A T-SQL string literal: `N'...'` with quotes doubled.
 pub fn literal(text: &str) -> String {
@@ -42,7 +54,8 @@ IF OBJECT_ID(N'{HISTORY_TABLE}', N'U') IS NULL
 pub fn take_deploy_lock(timeout: Duration) -> String {
     let millis = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
     format!(
-        "DECLARE @Status int, @Resource nvarchar(255) = {lock};
+        "{SESSION_OPTIONS}
+DECLARE @Status int, @Resource nvarchar(255) = {lock};
 EXEC @Status = sp_getapplock @Resource = @Resource, @LockMode = N'Exclusive',
                              @LockOwner = N'Session', @LockTimeout = {millis};
 SELECT @Status AS Status;",
@@ -50,11 +63,78 @@ SELECT @Status AS Status;",
     )
 }
 
-/// Releases the deploy lock (closing the session would too).
+/// The session that holds the deploy lock of this database, as one row:
+/// session id, login, host, program. Application locks show their resource
+/// name in `resource_description` (cut after 32 characters, so the match is
+/// on the name's prefix).
+pub const DEPLOY_LOCK_HOLDER: &str =
+    "SELECT TOP (1) CAST(s.session_id AS int), s.login_name, s.host_name, s.program_name
+  FROM sys.dm_tran_locks AS l
+  JOIN sys.dm_exec_sessions AS s ON s.session_id = l.request_session_id
+ WHERE l.resource_type = N'APPLICATION' AND l.resource_database_id = DB_ID()
+   AND l.request_status = N'GRANT' AND l.request_session_id <> @@SPID
+   AND l.resource_description LIKE N'%fencepost:deploy:%';";
+
+/// Releases the deploy lock (closing the session would too) and returns, as
+/// one row, how many transactions were still open. Everything the runner
+/// starts it also ends, so an open one is a script's: its work after that
+/// point never committed, and is rolled back here rather than by a disconnect.
 pub fn release_deploy_lock() -> String {
     format!(
-        "DECLARE @Resource nvarchar(255) = {};\nEXEC sp_releaseapplock @Resource = @Resource, @LockOwner = N'Session';",
+        "DECLARE @OpenTransactions int = @@TRANCOUNT;
+IF @OpenTransactions > 0 ROLLBACK TRANSACTION;
+DECLARE @Resource nvarchar(255) = {};
+EXEC sp_releaseapplock @Resource = @Resource, @LockOwner = N'Session';
+SELECT @OpenTransactions AS OpenTransactions;",
         deploy_lock_resource()
+    )
+}
+
+/// The session's transaction state as one row of ints: `@@TRANCOUNT`,
+/// `XACT_STATE()`, and whether IMPLICIT_TRANSACTIONS is on (2) or off (0).
+pub const TRANSACTION_STATE: &str =
+    "SELECT CAST(@@TRANCOUNT AS int), CAST(XACT_STATE() AS int), CAST(@@OPTIONS & 2 AS int);";
+
+/// Throws unless the session is inside exactly one transaction, the one the
+/// runner opened, that can still commit, with IMPLICIT_TRANSACTIONS off. It
+/// opens every batch that records work as done: a script that committed or
+/// rolled back on its own (a ROLLBACK in a CATCH that does not rethrow) would
+/// otherwise have the record autocommit without the work, and one that left a
+/// transaction open would have the COMMIT only lower the count.
+pub(crate) fn in_runner_transaction(what: &str) -> String {
+    let message = literal(&format!(
+        "not recording {what}: the session is not inside the one committable transaction the deploy opened for it"
+    ));
+    format!("IF @@TRANCOUNT <> 1 OR XACT_STATE() <> 1 OR (@@OPTIONS & 2) <> 0\n    THROW 50190, {message}, 1;\n")
+}
+
+/// Throws unless the session is in no transaction with IMPLICIT_TRANSACTIONS
+/// off: what each batch of a migration that runs without a transaction must
+/// leave behind.
+pub(crate) fn outside_any_transaction(what: &str) -> String {
+    let message = literal(&format!(
+        "not recording {what}: a batch of it left a transaction open or turned IMPLICIT_TRANSACTIONS on"
+    ));
+    format!("IF @@TRANCOUNT <> 0 OR (@@OPTIONS & 2) <> 0\n    THROW 50190, {message}, 1;\n")
+}
+
+/// Records `procedure` in the journal and commits its deploy, if and only if
+/// the deploy's transaction is intact.
+pub fn commit_procedure(procedure: &ProcedureSource) -> String {
+    format!(
+        "{}{}\nCOMMIT TRANSACTION;",
+        in_runner_transaction(&format!("procedure {}", procedure.qualified_name())),
+        record_procedure(procedure)
+    )
+}
+
+/// Records a migration in the history and commits it, if and only if the
+/// migration's transaction is intact.
+pub fn commit_migration(version: i32, name: &str, applied_on_sql: &str, checksum: u64) -> String {
+    format!(
+        "{}{}\nCOMMIT TRANSACTION;",
+        in_runner_transaction(&format!("migration V{version}__{name}")),
+        record_migration(version, name, applied_on_sql, checksum)
     )
 }
 
@@ -81,9 +161,26 @@ IF @@ROWCOUNT = 0
 /// it again would fail.
 pub fn begin_procedure_deploy(procedure: &ProcedureSource) -> String {
     format!(
-        "SET XACT_ABORT ON;\nBEGIN TRANSACTION;\nIF OBJECT_ID({}, N'P') IS NULL\n    EXEC ({});",
+        "{SESSION_OPTIONS}\nBEGIN TRANSACTION;\nIF OBJECT_ID({}, N'P') IS NULL\n    EXEC ({});",
         literal(&procedure.qualified_name()),
         literal(&procedure.stub_text())
+    )
+}
+
+/// Drops a procedure fencepost deployed and no longer ships, with its journal
+/// row, in one transaction. `name` is `schema.name` as the server reports it.
+pub fn drop_retired_procedure(name: &str) -> String {
+    let (schema, procedure) = name.split_once('.').unwrap_or(("", name));
+    let quoted = format!("{}.{}", quote(schema), quote(procedure));
+    let name = literal(name);
+    format!(
+        "SET XACT_ABORT ON;
+BEGIN TRANSACTION;
+IF OBJECT_ID({quoted_literal}, N'P') IS NOT NULL
+    DROP PROCEDURE {quoted};
+DELETE FROM fence.DeployedProcedure WHERE ProcedureName = {name};
+COMMIT TRANSACTION;",
+        quoted_literal = literal(&quoted)
     )
 }
 
@@ -113,6 +210,36 @@ mod tests {
         let guard = "IF OBJECT_ID(N'fence_api.P', N'P') IS NULL\n    EXEC (N'CREATE PROCEDURE [fence_api].[P]";
         assert!(begin.contains(guard), "{begin}");
         assert_eq!(begin.matches("CREATE PROCEDURE").count(), 1, "{begin}");
+    }
+
+    #[test]
+    fn a_migration_is_recorded_only_after_its_transaction_is_checked() {
+        let commit = commit_migration(2, "b", "N'now'", 7);
+        let guard = commit.find("IF @@TRANCOUNT <> 1 OR XACT_STATE() <> 1 OR (@@OPTIONS & 2) <> 0\n    THROW 50190");
+        let insert = commit.find("INSERT INTO fence.SchemaHistory");
+        let commit_at = commit.find("COMMIT TRANSACTION;");
+        assert!(guard < insert && insert < commit_at && guard.is_some(), "{commit}");
+        assert!(commit.contains("not recording migration V2__b"), "{commit}");
+    }
+
+    #[test]
+    fn a_procedure_is_journaled_only_after_its_transaction_is_checked() {
+        let p = ProcedureSource::parse("fence_api.P.sql", "CREATE PROCEDURE fence_api.P AS SELECT 1;").unwrap();
+        let commit = commit_procedure(&p);
+        let guard = commit.find("IF @@TRANCOUNT <> 1 OR XACT_STATE() <> 1");
+        let journal = commit.find("UPDATE fence.DeployedProcedure");
+        assert!(guard.is_some() && guard < journal, "{commit}");
+        assert!(commit.trim_end().ends_with("COMMIT TRANSACTION;"), "{commit}");
+    }
+
+    #[test]
+    fn a_retired_procedure_is_dropped_by_its_quoted_name_with_its_journal_row() {
+        let drop = drop_retired_procedure("fence_api.Old]x");
+        assert!(drop.contains("DROP PROCEDURE [fence_api].[Old]]x];"), "{drop}");
+        assert!(
+            drop.contains("DELETE FROM fence.DeployedProcedure WHERE ProcedureName = N'fence_api.Old]x';"),
+            "{drop}"
+        );
     }
 
     #[test]
