@@ -141,7 +141,10 @@ impl Client {
         }
     }
 
-    /// Whether the publish with `operation_id` committed.
+    /// Whether the publish with `operation_id` committed. `Unknown` is final
+    /// only once that publish can no longer arrive: a first send that is
+    /// still waiting for the fence row's lock commits after this answer. To
+    /// settle an unknown outcome for good, replay the publish instead.
     pub async fn outcome(&self, operation_id: Uuid) -> Result<OperationOutcome, Error> {
         let operation_id = input::operation_id(operation_id)?;
         let reply = self.call(Procedure::GetOutcome, &[&operation_id]).await?;

@@ -104,11 +104,18 @@ impl Reply {
 
     /// A column that may be NULL.
     pub(crate) fn get<'a, T: FromSql<'a>>(&'a self, column: &str) -> Result<Option<T>, Error> {
-        if !self.row.columns().iter().any(|c| c.name().eq_ignore_ascii_case(column)) {
+        // Found and read by the same case-blind match: some engines fold
+        // column names.
+        let Some(index) = self
+            .row
+            .columns()
+            .iter()
+            .position(|c| c.name().eq_ignore_ascii_case(column))
+        else {
             return Err(self.unexpected(format!("no column {column}")));
-        }
+        };
         self.row
-            .try_get::<T, _>(column)
+            .try_get::<T, _>(index)
             .map_err(|e| self.unexpected(format!("column {column}: {e}")))
     }
 

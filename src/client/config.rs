@@ -21,6 +21,7 @@ pub struct ClientConfig {
     pub(crate) call_timeout: Duration,
     pub(crate) checkout_timeout: Duration,
     pub(crate) release_timeout: Duration,
+    pub(crate) cancel_grace: Duration,
     pub(crate) allow_privileged_login: bool,
 }
 
@@ -35,6 +36,7 @@ impl ClientConfig {
             call_timeout: Duration::from_secs(30),
             checkout_timeout: Duration::from_secs(15),
             release_timeout: Duration::from_secs(5),
+            cancel_grace: Duration::from_secs(10),
             allow_privileged_login: false,
         }
     }
@@ -75,6 +77,14 @@ impl ClientConfig {
     /// does not finish in time is logged and the lease simply expires.
     pub fn release_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.release_timeout = timeout;
+        self
+    }
+
+    /// How long `run_fenced` waits for a work it cancelled to stop before it
+    /// drops the work and returns `Lost` (default 10 s). A work that ignores
+    /// its token would otherwise keep `run_fenced` waiting for ever.
+    pub fn cancel_grace(&mut self, grace: Duration) -> &mut Self {
+        self.cancel_grace = grace;
         self
     }
 }

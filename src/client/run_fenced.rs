@@ -87,19 +87,27 @@ impl Client {
     /// when its replays were lost too (an [`Error::OutcomeUnknown`] names the
     /// operation id to resolve).
     ///
-    /// Dropping the returned future stops everything without releasing; the
-    /// lease then simply expires.
+    /// A work that does not stop within the configured cancel grace after its
+    /// token was cancelled is dropped. The token is also cancelled when
+    /// `run_fenced` returns or its future is dropped, so tasks the work
+    /// spawned never outlive the lease unknowingly. Dropping the future stops
+    /// everything without releasing; the lease then simply expires.
     pub async fn run_fenced<F, Fut, E>(&self, key: &str, length: Duration, work: F) -> Result<Fenced<E>, Error>
     where
         F: FnOnce(CancellationToken) -> Fut,
         Fut: Future<Output = Result<String, E>>,
     {
-        let lease = match self.acquire(key, length).await? {
+        // A lost reply to an acquire that took the lease is confirmed by a
+        // retry with the same owner; past one lease length it would have
+        // expired anyway.
+        let deadline = Instant::now() + length;
+        let lease = match self.acquire_retrying(key, Uuid::new_v4(), length, deadline).await? {
             Acquire::Acquired(lease) => lease,
             Acquire::Busy { until } => return Ok(Fenced::Busy { until }),
             Acquire::NotProvisioned => return Ok(Fenced::NotProvisioned),
         };
         let cancel = CancellationToken::new();
+        let _cancel_on_exit = cancel.clone().drop_guard();
         let held = self.hold(&lease, work(cancel.clone()), &cancel).await;
         // After a renewal answered `Lost` there is nothing left to release.
         if !matches!(held, Ok(Fenced::Lost(LostReason::Renewal))) {
@@ -123,9 +131,9 @@ impl Client {
                 biased;
                 loss = &mut renewals => {
                     cancel.cancel();
-                    // Let the work wind down on its own terms; its result is not
-                    // published, whatever it is.
-                    let _ = work.await;
+                    // Let the work wind down on its own terms, within the grace;
+                    // its result is not published, whatever it is.
+                    let _ = tokio::time::timeout(self.config.cancel_grace, work).await;
                     return match loss {
                         Loss::Lost(reason) => Ok(Fenced::Lost(reason)),
                         Loss::Failed(error) => Err(error),
@@ -140,11 +148,18 @@ impl Client {
             Ok(payload) => payload,
             Err(error) => return Ok(Fenced::Failed(error)),
         };
-        // A renewal confirmed within the last third of the lease leaves most of
-        // it for the publish; if the lease runs out anyway, the fence refuses
-        // the publish, which is the point.
+        // The publish needs time to arrive before the lease ends. With less
+        // than half of it left on the local clock (a slow renewal, a busy
+        // runtime), renew first; if the lease runs out anyway, the fence
+        // refuses the publish, which is the point.
+        let mut lease = lease.clone();
+        if lease.remaining() < lease.length() / 2
+            && let Ok(Renew::Lost) = self.renew(&mut lease).await
+        {
+            return Ok(Fenced::Lost(LostReason::Renewal));
+        }
         let operation_id = Uuid::new_v4();
-        Ok(match self.publish_resolved(lease, operation_id, &payload).await? {
+        Ok(match self.publish_resolved(&lease, operation_id, &payload).await? {
             // `AlreadyPublished` answers a replay of a publish whose reply was
             // lost: this operation committed.
             Publish::Published | Publish::AlreadyPublished => Fenced::Published {
@@ -155,19 +170,24 @@ impl Client {
         })
     }
 
-    /// Publishes, and when the reply is lost replays the same operation id,
-    /// which is always safe: a committed publish answers `AlreadyPublished`,
-    /// and one that never arrived is judged afresh. Gives up with
-    /// [`Error::OutcomeUnknown`] after a few attempts.
+    /// Publishes, and while the outcome stays unknown, or a transient error
+    /// (a deadlock, an exhausted pool) got in the way, replays the same
+    /// operation id until the lease would end locally. A replay is always
+    /// safe: a committed publish answers `AlreadyPublished`, and one that never
+    /// arrived is judged afresh. Past the lease's end the fence would refuse a
+    /// first arrival anyway, so the last error is returned then.
     async fn publish_resolved(&self, lease: &Lease, operation_id: Uuid, payload: &str) -> Result<Publish, Error> {
-        const ATTEMPTS: u32 = 3;
-        let mut attempt = 1;
+        let mut pause = Duration::from_millis(50);
+        let mut tried_once_more = false;
         loop {
             match self.publish(lease, operation_id, payload).await {
-                Err(error @ Error::OutcomeUnknown { .. }) if attempt < ATTEMPTS => {
-                    tracing::debug!(key = lease.key(), %operation_id, %error, "publish reply lost; replaying");
-                    tokio::time::sleep(Duration::from_millis(100 * u64::from(attempt))).await;
-                    attempt += 1;
+                Err(error) if error.is_transient() && !tried_once_more => {
+                    // One replay even past the deadline: it can only confirm a
+                    // commit or be refused, never publish under a dead lease.
+                    tried_once_more = Instant::now() + pause >= lease.local_deadline();
+                    tracing::debug!(key = lease.key(), %operation_id, %error, "publish not confirmed; replaying");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_secs(1));
                 }
                 other => return other,
             }

@@ -27,14 +27,16 @@ impl Client {
     /// is still busy, that `Busy` is returned. `NotProvisioned` and errors
     /// return at once: a failure is never turned into `Busy`.
     ///
-    /// Every attempt uses the same owner id, so an attempt whose reply was
-    /// lost but which took the lease is simply confirmed by the next one.
+    /// Every attempt uses the same owner id, and a transient error (a lost
+    /// reply, a timeout, a deadlock) is retried until the deadline, so an
+    /// attempt whose reply was lost but which took the lease is confirmed by
+    /// the next one instead of blocking the key under an owner nobody knows.
     pub async fn acquire_waiting(&self, key: &str, length: Duration, wait: Duration) -> Result<Acquire, Error> {
         let deadline = Instant::now() + wait;
         let owner = Uuid::new_v4();
         let mut backoff = Backoff::default();
         loop {
-            let answer = self.acquire_as(key, owner, length).await?;
+            let answer = self.acquire_retrying(key, owner, length, deadline).await?;
             let Acquire::Busy { until } = answer else {
                 return Ok(answer);
             };
@@ -44,6 +46,31 @@ impl Client {
             }
             let pause = backoff.next(until, OffsetDateTime::now_utc(), &mut rand::rng());
             tokio::time::sleep(pause.min(left)).await;
+        }
+    }
+}
+
+impl Client {
+    /// Acquires once as `owner`, retrying transient errors with the same
+    /// owner until `deadline`: the contract makes that retry idempotent, so a
+    /// lost reply never leaves the lease held by an owner nobody knows.
+    pub(crate) async fn acquire_retrying(
+        &self,
+        key: &str,
+        owner: Uuid,
+        length: Duration,
+        deadline: Instant,
+    ) -> Result<Acquire, Error> {
+        let mut pause = MIN_PAUSE;
+        loop {
+            match self.acquire_as(key, owner, length).await {
+                Err(error) if error.is_transient() && Instant::now() + pause < deadline => {
+                    tracing::debug!(key, %owner, %error, "acquire failed; retrying with the same owner");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(MAX_BACKOFF);
+                }
+                other => return other,
+            }
         }
     }
 }

@@ -1,0 +1,113 @@
+//! How `run_fenced` ends when things go wrong around the work: the acquire's
+//! reply is lost, the work ignores its cancel, or the caller drops the run.
+
+mod client_support;
+mod lease_support;
+mod support;
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use client_support::{Cut, Proxy};
+use fencepost::client::Fenced;
+use fencepost::{Client, ClientConfig, ConnectionString};
+use lease_support::{provisioned, warm_up, worker};
+use support::TestDatabase;
+use tokio::sync::oneshot;
+
+#[tokio::test]
+async fn an_acquire_whose_reply_was_lost_is_confirmed_with_the_same_owner() {
+    let Some(db) = TestDatabase::deployed("an_acquire_whose_reply_was_lost_is_confirmed_with_the_same_owner").await
+    else {
+        return;
+    };
+    let proxy = Proxy::start(db.connection_string().server()).await;
+    let client = worker(&proxy.ado(&db.ado())).await;
+    let key = provisioned(&client, "lost-acquire").await;
+    // The server grants the lease; the client never hears it. A fresh owner
+    // on retry would find it Busy under an owner nobody knows.
+    proxy.cut_next(Cut::BeforeReply);
+    let fenced = client
+        .run_fenced(&key, Duration::from_secs(30), |_| async {
+            Ok::<_, Infallible>("result".to_string())
+        })
+        .await
+        .unwrap();
+    assert!(proxy.cuts() == 1, "the cut never happened");
+    assert!(
+        matches!(fenced, Fenced::Published { generation: 1, .. }),
+        "the retry did not confirm the lost grant: {fenced:?}"
+    );
+    drop(client);
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_work_that_ignores_its_cancel_is_dropped_after_the_grace() {
+    let Some(db) = TestDatabase::deployed("a_work_that_ignores_its_cancel_is_dropped_after_the_grace").await else {
+        return;
+    };
+    let mut config = ClientConfig::new(ConnectionString::parse(&db.ado()).unwrap());
+    config.max_connections(1).cancel_grace(Duration::from_millis(500));
+    let client = Client::connect_with(config).await.unwrap();
+    warm_up(&client).await;
+    let key = provisioned(&client, "stubborn").await;
+    let (started, work_started) = oneshot::channel();
+
+    let run = tokio::spawn({
+        let (client, key) = (client.clone(), key.clone());
+        async move {
+            client
+                .run_fenced(&key, Duration::from_secs(3), |_| async move {
+                    let _ = started.send(());
+                    // Never looks at its token.
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    Ok::<_, Infallible>("too late".to_string())
+                })
+                .await
+        }
+    });
+    work_started.await.unwrap();
+    db.exec(&format!("EXEC fence_admin.ForceRelease @ResourceKey = N'{key}';"))
+        .await;
+    // A renewal notices within a third of the lease; then the grace.
+    let ended = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .expect("run_fenced kept waiting for a work that ignores its cancel")
+        .unwrap()
+        .unwrap();
+    assert!(matches!(ended, Fenced::Lost(_)), "{ended:?}");
+    drop(client);
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn dropping_a_run_cancels_what_its_work_spawned() {
+    let Some(db) = TestDatabase::deployed("dropping_a_run_cancels_what_its_work_spawned").await else {
+        return;
+    };
+    let client = worker(&db.ado()).await;
+    let key = provisioned(&client, "dropped").await;
+    let (spawned, watcher) = oneshot::channel();
+
+    let run = tokio::spawn({
+        let (client, key) = (client.clone(), key.clone());
+        async move {
+            client
+                .run_fenced(&key, Duration::from_secs(30), |stop| async move {
+                    // A task of the work's own that stops when the lease does.
+                    let _ = spawned.send(tokio::spawn(async move { stop.cancelled().await }));
+                    std::future::pending::<Result<String, Infallible>>().await
+                })
+                .await
+        }
+    });
+    let watcher = watcher.await.unwrap();
+    run.abort();
+    tokio::time::timeout(Duration::from_secs(5), watcher)
+        .await
+        .expect("the work's task never saw the run end")
+        .unwrap();
+    drop(client);
+    db.drop().await;
+}
