@@ -11,10 +11,10 @@ use deploy_support::{exists, history, shipped};
 use fencepost::deploy::{Change, DeployError, ProcedureState, Sources};
 use support::TestDatabase;
 
-/// Deploys `sources` plus the migration `V2__<name>.sql` holding `text`, and
+/// Deploys `sources` plus the migration `V102__<name>.sql` holding `text`, and
 /// returns the error the deploy must end with.
 async fn deploy_failing_migration(db: &TestDatabase, name: &str, text: &str) -> DeployError {
-    let sources = shipped().with_migration(&format!("V2__{name}.sql"), text).unwrap();
+    let sources = shipped().with_migration(&format!("V102__{name}.sql"), text).unwrap();
     db.migrate(&sources).await.expect_err("the deploy must fail")
 }
 
@@ -56,8 +56,8 @@ CREATE TABLE fence.AfterCatch (Id int NOT NULL);
 ",
     )
     .await;
-    assert_transaction_misuse(&error, "migrations/V2__swallowed.sql", 2, "@@TRANCOUNT 0");
-    assert_eq!(history(&db).await, [1], "the half-done migration was recorded");
+    assert_transaction_misuse(&error, "migrations/V102__swallowed.sql", 2, "@@TRANCOUNT 0");
+    assert_eq!(history(&db).await, [1, 2], "the half-done migration was recorded");
     assert!(
         !exists(&db, "fence.AfterCatch").await,
         "a batch after the rollback ran outside any transaction"
@@ -78,8 +78,8 @@ async fn a_migration_that_leaves_a_transaction_open_is_rolled_back_and_not_recor
         "BEGIN TRANSACTION;\nCREATE TABLE fence.LeftOpen (Id int NOT NULL);\n",
     )
     .await;
-    assert_transaction_misuse(&error, "migrations/V2__open.sql", 1, "@@TRANCOUNT 2");
-    assert_eq!(history(&db).await, [1]);
+    assert_transaction_misuse(&error, "migrations/V102__open.sql", 1, "@@TRANCOUNT 2");
+    assert_eq!(history(&db).await, [1, 2]);
     assert!(!exists(&db, "fence.LeftOpen").await);
     db.drop().await;
 }
@@ -96,8 +96,8 @@ async fn a_migration_that_turns_on_implicit_transactions_is_not_recorded() {
         "SET IMPLICIT_TRANSACTIONS ON;\nGO\nCREATE TABLE fence.Implicit (Id int NOT NULL);\n",
     )
     .await;
-    assert_transaction_misuse(&error, "migrations/V2__implicit.sql", 1, "IMPLICIT_TRANSACTIONS");
-    assert_eq!(history(&db).await, [1]);
+    assert_transaction_misuse(&error, "migrations/V102__implicit.sql", 1, "IMPLICIT_TRANSACTIONS");
+    assert_eq!(history(&db).await, [1, 2]);
     assert!(!exists(&db, "fence.Implicit").await);
     db.drop().await;
 }
@@ -131,23 +131,23 @@ async fn two_migrations_with_the_same_text_are_each_reported_under_their_own_nam
     };
     let same = "SELECT 1 AS Nothing;\n";
     let sources = shipped()
-        .with_migration("V2__first.sql", same)
+        .with_migration("V102__first.sql", same)
         .unwrap()
-        .with_migration("V3__second.sql", same)
+        .with_migration("V103__second.sql", same)
         .unwrap();
     let report = db.migrate(&sources).await.expect("deploy");
     assert_eq!(
         report.changes,
         [
             Change::Migration {
-                name: "V2__first".into()
+                name: "V102__first".into()
             },
             Change::Migration {
-                name: "V3__second".into()
+                name: "V103__second".into()
             }
         ]
     );
-    assert_eq!(history(&db).await, [1, 2, 3]);
+    assert_eq!(history(&db).await, [1, 2, 102, 103]);
     db.drop().await;
 }
 
@@ -159,7 +159,7 @@ async fn a_migration_that_drops_a_shipped_procedure_has_it_deployed_again() {
     };
     // As a migration that changes a type the procedure depends on would.
     let sources = shipped()
-        .with_migration("V2__drop_inspect.sql", "DROP PROCEDURE fence_api.Inspect;\n")
+        .with_migration("V102__drop_inspect.sql", "DROP PROCEDURE fence_api.Inspect;\n")
         .unwrap();
     let report = db.migrate(&sources).await.expect("deploy");
     assert!(
@@ -291,18 +291,18 @@ async fn an_out_of_order_pending_migration_is_refused_by_name_before_anything_ru
         return;
     };
     let later = shipped()
-        .with_migration("V3__later.sql", "SELECT 3 AS Later;\n")
+        .with_migration("V103__later.sql", "SELECT 3 AS Later;\n")
         .unwrap();
     db.migrate(&later).await.expect("deploy V3");
     let earlier = later
-        .with_migration("V2__earlier.sql", "CREATE TABLE fence.Earlier (Id int NOT NULL);\n")
+        .with_migration("V102__earlier.sql", "CREATE TABLE fence.Earlier (Id int NOT NULL);\n")
         .unwrap();
     let error = db.migrate(&earlier).await.expect_err("V2 after V3 must be refused");
     assert!(
-        matches!(&error, DeployError::OutOfOrderMigration { name, latest } if name == "V2__earlier" && latest == "V3__later"),
+        matches!(&error, DeployError::OutOfOrderMigration { name, latest } if name == "V102__earlier" && latest == "V103__later"),
         "{error:?}"
     );
-    assert_eq!(history(&db).await, [1, 3]);
+    assert_eq!(history(&db).await, [1, 2, 103]);
     assert!(!exists(&db, "fence.Earlier").await);
     db.drop().await;
 }

@@ -15,7 +15,7 @@ use support::TestDatabase;
 fn needs_no_transaction() -> Sources {
     shipped()
         .with_migration(
-            "V2__outside.sql",
+            "V102__outside.sql",
             "-- fencepost: no-transaction\n\
              IF @@TRANCOUNT <> 0 THROW 50999, N'this migration cannot run inside a transaction', 1;\n\
              CREATE TABLE fence.Outside (Id int NOT NULL);\n",
@@ -30,7 +30,7 @@ async fn a_migration_marked_no_transaction_runs_outside_one_and_is_recorded_afte
         return;
     };
     db.migrate(&needs_no_transaction()).await.expect("deploy");
-    assert_eq!(history(&db).await, [1, 2]);
+    assert_eq!(history(&db).await, [1, 2, 102]);
     assert!(exists(&db, "fence.Outside").await);
     db.drop().await;
 }
@@ -43,7 +43,7 @@ async fn a_migration_marked_no_transaction_that_fails_part_way_keeps_its_earlier
     };
     let sources = shipped()
         .with_migration(
-            "V2__half.sql",
+            "V102__half.sql",
             "-- fencepost: no-transaction\nCREATE TABLE fence.FirstHalf (Id int NOT NULL);\nGO\n\
              THROW 50999, N'the second batch fails', 1;\n",
         )
@@ -51,7 +51,7 @@ async fn a_migration_marked_no_transaction_that_fails_part_way_keeps_its_earlier
     let error = db.migrate(&sources).await.expect_err("the second batch fails");
     match &error {
         DeployError::PartlyApplied { name, batch, cause } => {
-            assert_eq!((name.as_str(), *batch), ("V2__half", 2));
+            assert_eq!((name.as_str(), *batch), ("V102__half", 2));
             assert!(cause.to_string().contains("the second batch fails"), "{cause}");
         }
         other => panic!("expected a partly applied migration, got {other:?}"),
@@ -62,7 +62,7 @@ async fn a_migration_marked_no_transaction_that_fails_part_way_keeps_its_earlier
     );
     assert_eq!(
         history(&db).await,
-        [1],
+        [1, 2],
         "a migration that stopped part-way was recorded"
     );
     db.drop().await;
@@ -76,7 +76,7 @@ async fn the_script_runs_a_migration_marked_no_transaction_outside_one() {
     };
     let errors = run_carrying_on(&db, &render_script(&needs_no_transaction())).await;
     assert!(errors.is_empty(), "{errors:#?}");
-    assert_eq!(history(&db).await, [1, 2]);
+    assert_eq!(history(&db).await, [1, 2, 102]);
     assert!(exists(&db, "fence.Outside").await);
     db.drop().await;
 }

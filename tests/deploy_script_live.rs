@@ -21,7 +21,7 @@ fn newer() -> Sources {
         .text()
         .replacen("SET NOCOUNT ON;", "SET NOCOUNT ON; -- (newer)", 1);
     shipped()
-        .with_migration("V2__newer.sql", "CREATE TABLE fence.Newer (Id int NOT NULL);\n")
+        .with_migration("V102__newer.sql", "CREATE TABLE fence.Newer (Id int NOT NULL);\n")
         .unwrap()
         .with_procedure("fence_api.Inspect.sql", &inspect)
         .unwrap()
@@ -42,7 +42,7 @@ async fn an_older_script_refuses_a_newer_database_and_rolls_no_procedure_back() 
         "the older script rolled fence_api.Inspect back"
     );
     assert!(
-        errors.iter().any(|e| e.contains("does not ship migration V2__newer")),
+        errors.iter().any(|e| e.contains("does not ship migration V102__newer")),
         "{errors:#?}"
     );
     let status = fencepost::deploy::status(&mut db.connect().await, &newer())
@@ -86,12 +86,12 @@ async fn a_script_migration_that_fails_part_way_is_not_recorded_and_nothing_afte
     };
     let failing = shipped()
         .with_migration(
-            "V2__fails.sql",
+            "V102__fails.sql",
             "CREATE TABLE fence.Before (Id int NOT NULL);\nGO\nTHROW 50999, N'the migration fails', 1;\n\
              GO\nCREATE TABLE fence.After (Id int NOT NULL);\n",
         )
         .unwrap()
-        .with_migration("V3__later.sql", "CREATE TABLE fence.Later (Id int NOT NULL);\n")
+        .with_migration("V103__later.sql", "CREATE TABLE fence.Later (Id int NOT NULL);\n")
         .unwrap();
     let errors = run_carrying_on(&db, &render_script(&failing)).await;
     assert!(
@@ -100,7 +100,7 @@ async fn a_script_migration_that_fails_part_way_is_not_recorded_and_nothing_afte
     );
     assert_eq!(
         history(&db).await,
-        [1],
+        [1, 2],
         "a failed migration, or one after it, was recorded"
     );
     for table in ["fence.Before", "fence.After", "fence.Later"] {

@@ -24,7 +24,7 @@ async fn is_babelfish(db: &TestDatabase) -> bool {
 /// outlives the batch in the deploy's session.
 fn quoted_identifier_off() -> Sources {
     shipped()
-        .with_migration("V2__quoted_off.sql", "SET QUOTED_IDENTIFIER OFF;\n")
+        .with_migration("V102__quoted_off.sql", "SET QUOTED_IDENTIFIER OFF;\n")
         .unwrap()
 }
 
@@ -40,7 +40,7 @@ async fn a_migration_that_turns_quoted_identifier_off_does_not_change_how_the_ne
     };
     let sources = quoted_identifier_off()
         .with_migration(
-            "V3__reads.sql",
+            "V103__reads.sql",
             &format!("CREATE TABLE fence.Quoted (V nvarchar(20) NOT NULL);\nINSERT INTO fence.Quoted (V) {READS_GENERATION};\n"),
         )
         .unwrap();
