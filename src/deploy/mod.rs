@@ -10,6 +10,7 @@
 //! then applies every permission script. A failure part-way reports what
 //! committed before it.
 
+mod babelfish_postgres;
 mod batch;
 mod error;
 mod executor;
@@ -28,6 +29,7 @@ mod sources;
 mod state;
 mod statements;
 
+pub use babelfish_postgres::render as render_babelfish_postgres_script;
 pub use batch::{BadSeparator, Batch, split_batches};
 pub use error::{DeployError, LockHolder, SourceError};
 pub use migrate::{MigrateOptions, Progress, migrate};
