@@ -4,12 +4,15 @@
 
 mod support;
 
+use fencepost::Client;
+use fencepost::client::Provision;
+use fencepost::deploy::{SecurityDefiner, Sources, read_security_definer};
 use support::TestDatabase;
 use support::babelfish_postgres::{postgres_or_skip, procedures_not_security_definer, run_security_definer_script};
 
 /// Every fence procedure, as PostgreSQL names it.
 fn all_fence_procedures() -> Vec<String> {
-    let mut names: Vec<String> = fencepost::deploy::Sources::embedded()
+    let mut names: Vec<String> = Sources::embedded()
         .unwrap()
         .procedures()
         .iter()
@@ -76,5 +79,92 @@ async fn the_script_refuses_a_database_without_the_fence_and_changes_nothing() {
         .cloned()
         .unwrap_or_default();
     assert!(message.contains("run fencepost migrate first"), "{message}");
+    db.drop().await;
+}
+
+/// `fencepost status` on `db`: its exit status and what it printed.
+fn status(db: &TestDatabase) -> (Option<i32>, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_fencepost"))
+        .arg("status")
+        .env("FENCEPOST_CONNECTION", db.ado())
+        .output()
+        .expect("run fencepost status");
+    (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// The shipped sources with fence_api.Inspect changed, as a newer
+/// fencepost would ship it: `migrate` deploys it with ALTER PROCEDURE.
+fn inspect_changed() -> Sources {
+    let shipped = Sources::embedded().unwrap();
+    let inspect = shipped
+        .procedures()
+        .iter()
+        .find(|p| p.qualified_name() == "fence_api.Inspect")
+        .unwrap()
+        .text()
+        .replacen("SET NOCOUNT ON;", "SET NOCOUNT ON; -- (newer)", 1);
+    shipped.with_procedure("fence_api.Inspect.sql", &inspect).unwrap()
+}
+
+#[tokio::test]
+async fn a_redeployed_procedure_loses_security_definer_until_the_script_runs_again() {
+    const TEST: &str = "a_redeployed_procedure_loses_security_definer_until_the_script_runs_again";
+    let Some(mut db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    if !db.is_babelfish().await {
+        support::skip(TEST, "the engine is not Babelfish (SQL Server chains ownership)");
+        db.drop().await;
+        return;
+    }
+    let Some(postgres) = postgres_or_skip(TEST) else {
+        db.drop().await;
+        return;
+    };
+    let definer = async |db: &TestDatabase| read_security_definer(&mut db.connect().await).await.unwrap();
+    let gap = |names: &[&str]| SecurityDefiner::Babelfish {
+        not_security_definer: names.iter().map(|n| n.to_string()).collect(),
+    };
+    let after_migrate = SecurityDefiner::Babelfish {
+        not_security_definer: all_fence_procedures(),
+    };
+    assert_eq!(definer(&db).await, after_migrate);
+    // Deployed and current, yet services cannot run the fence: status says so.
+    let (code, text) = status(&db);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("everything is current")
+            && text.contains(&format!("{} fence procedure(s) are not SECURITY DEFINER", all_fence_procedures().len())),
+        "{text}"
+    );
+
+    run_security_definer_script(&postgres, &db.name);
+    assert_eq!(definer(&db).await, gap(&[]));
+    let (code, text) = status(&db);
+    assert_eq!(code, Some(0), "{text}");
+    let service = Client::connect(&db.login_in_role(Some("fence_service")).await)
+        .await
+        .unwrap();
+    let key = format!("report:{}", uuid::Uuid::new_v4());
+    assert_eq!(service.provision(&key).await.unwrap(), Provision::Created);
+    service.inspect(&key).await.expect("Inspect runs as its owner");
+
+    db.migrate(&inspect_changed()).await.unwrap();
+    assert_eq!(definer(&db).await, gap(&["fence_api.inspect"]));
+    // (status also reports Inspect as changed: this binary ships the old text.)
+    let (_, text) = status(&db);
+    assert!(
+        text.contains("1 fence procedure(s) are not SECURITY DEFINER") && text.contains("  fence_api.inspect\n"),
+        "{text}"
+    );
+    let refused = service.inspect(&key).await.expect_err("Inspect runs with the caller's rights again");
+    assert!(refused.to_string().contains("permission denied"), "{refused}");
+
+    run_security_definer_script(&postgres, &db.name);
+    assert_eq!(definer(&db).await, gap(&[]));
+    service.inspect(&key).await.expect("Inspect runs as its owner again");
+    let (_, text) = status(&db);
+    assert!(text.contains("every fence procedure is SECURITY DEFINER"), "{text}");
+    drop(service);
     db.drop().await;
 }

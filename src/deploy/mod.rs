@@ -24,6 +24,7 @@ mod procedure;
 mod report;
 mod script;
 mod script_guard;
+mod security_definer;
 mod session;
 mod sources;
 mod state;
@@ -38,6 +39,7 @@ pub use plan::{MigrationState, MigrationStatus, Plan, ProcedureState, ProcedureS
 pub use procedure::{PROCEDURE_SCHEMAS, ProcedureSource};
 pub use report::{Change, Committed, MigrateReport};
 pub use script::render as render_script;
+pub use security_definer::{SecurityDefiner, read as read_security_definer};
 pub use sources::{ScriptSource, Sources, checksum, normalize};
 pub use state::{HISTORY_TABLE, ServerState};
 pub(crate) use state::{definition_hash_sql, hash_hex};
