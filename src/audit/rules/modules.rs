@@ -138,7 +138,9 @@ fn ownership(ctx: &Context, report: &mut Report) {
             rule: Rule::OwnershipChain,
             reason: format!(
                 "{} does not chain ownership, so a shared owner of procedures and tables does not mean here \
-                 what the fence relies on",
+                 what the fence relies on; on Babelfish, make the fence procedures run as that owner with \
+                 `fencepost script --target babelfish-postgres` (run with psql after every migrate; \
+                 `fencepost status` lists any that are not SECURITY DEFINER)",
                 ctx.catalog.engine.product
             ),
         });
