@@ -24,8 +24,7 @@ fn all_fence_procedures() -> Vec<String> {
 
 #[tokio::test]
 async fn the_script_makes_every_fence_procedure_security_definer_and_a_second_run_changes_nothing() {
-    const TEST: &str =
-        "the_script_makes_every_fence_procedure_security_definer_and_a_second_run_changes_nothing";
+    const TEST: &str = "the_script_makes_every_fence_procedure_security_definer_and_a_second_run_changes_nothing";
     let Some(db) = TestDatabase::deployed(TEST).await else {
         return;
     };
@@ -47,7 +46,10 @@ async fn the_script_makes_every_fence_procedure_security_definer_and_a_second_ru
         first.contains(&format!("{count} procedure(s) made SECURITY DEFINER, 0 already were")),
         "{first}"
     );
-    assert_eq!(procedures_not_security_definer(&postgres, &db.name), Vec::<String>::new());
+    assert_eq!(
+        procedures_not_security_definer(&postgres, &db.name),
+        Vec::<String>::new()
+    );
 
     let second = run_security_definer_script(&postgres, &db.name);
     assert!(
@@ -74,10 +76,7 @@ async fn the_script_refuses_a_database_without_the_fence_and_changes_nothing() {
     };
     let refused = std::panic::catch_unwind(|| run_security_definer_script(&postgres, &db.name))
         .expect_err("the script ran on a database without the fence");
-    let message = refused
-        .downcast_ref::<String>()
-        .cloned()
-        .unwrap_or_default();
+    let message = refused.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(message.contains("run fencepost migrate first"), "{message}");
     db.drop().await;
 }
@@ -89,7 +88,10 @@ fn status(db: &TestDatabase) -> (Option<i32>, String) {
         .env("FENCEPOST_CONNECTION", db.ado())
         .output()
         .expect("run fencepost status");
-    (output.status.code(), String::from_utf8_lossy(&output.stdout).into_owned())
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
 }
 
 /// The shipped sources with fence_api.Inspect changed, as a newer
@@ -134,7 +136,10 @@ async fn a_redeployed_procedure_loses_security_definer_until_the_script_runs_aga
     assert_eq!(code, Some(1), "{text}");
     assert!(
         text.contains("everything is current")
-            && text.contains(&format!("{} fence procedure(s) are not SECURITY DEFINER", all_fence_procedures().len())),
+            && text.contains(&format!(
+                "{} fence procedure(s) are not SECURITY DEFINER",
+                all_fence_procedures().len()
+            )),
         "{text}"
     );
 
@@ -157,7 +162,10 @@ async fn a_redeployed_procedure_loses_security_definer_until_the_script_runs_aga
         text.contains("1 fence procedure(s) are not SECURITY DEFINER") && text.contains("  fence_api.inspect\n"),
         "{text}"
     );
-    let refused = service.inspect(&key).await.expect_err("Inspect runs with the caller's rights again");
+    let refused = service
+        .inspect(&key)
+        .await
+        .expect_err("Inspect runs with the caller's rights again");
     assert!(refused.to_string().contains("permission denied"), "{refused}");
 
     run_security_definer_script(&postgres, &db.name);

@@ -8,7 +8,9 @@ mod lease_support;
 mod support;
 
 use fencepost::Client;
-use fencepost::client::{FencedTransaction, FencedTx, OperationOutcome, Provision, Publication, Publish, Release, Renew};
+use fencepost::client::{
+    FencedTransaction, FencedTx, OperationOutcome, Provision, Publication, Publish, Release, Renew,
+};
 use lease_support::{SHORT, acquired, state};
 use support::babelfish_postgres::{postgres_or_skip, run_security_definer_script};
 use support::{TestDatabase, connect_ado};

@@ -10,7 +10,9 @@ pub fn run(args: ScriptArgs) -> Result<u8> {
     let script = match (args.target, args.database.as_deref()) {
         (ScriptTarget::Sqlcmd, None) => render_script(&sources(args.source.source_dir.as_deref())?),
         (ScriptTarget::Sqlcmd, Some(_)) => {
-            bail!("--database names the database of --target babelfish-postgres; the sqlcmd script runs in the database sqlcmd connects to")
+            bail!(
+                "--database names the database of --target babelfish-postgres; the sqlcmd script runs in the database sqlcmd connects to"
+            )
         }
         (ScriptTarget::BabelfishPostgres, Some(database)) => render_babelfish_postgres_script(database),
         (ScriptTarget::BabelfishPostgres, None) => bail!("--target babelfish-postgres needs --database NAME"),

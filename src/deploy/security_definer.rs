@@ -36,7 +36,8 @@ const IS_BABELFISH: &str = "SELECT CAST(CASE WHEN SERVERPROPERTY('Babelfish') IS
 /// Babelfish maps the T-SQL database and schema to a PostgreSQL schema
 /// (`<db>_<schema>` in multi-db mode); its PostgreSQL catalog is readable
 /// over TDS. Run only on Babelfish: SQL Server has none of these objects.
-const NOT_SECURITY_DEFINER: &str = "SELECT CAST(e.orig_name AS nvarchar(128)) + N'.' + CAST(p.proname AS nvarchar(128)) AS Name
+const NOT_SECURITY_DEFINER: &str =
+    "SELECT CAST(e.orig_name AS nvarchar(128)) + N'.' + CAST(p.proname AS nvarchar(128)) AS Name
 FROM sys.babelfish_namespace_ext AS e
 JOIN sys.babelfish_sysdatabases AS d ON d.dbid = e.dbid
 JOIN pg_catalog.pg_namespace AS n ON n.nspname = e.nspname
