@@ -94,6 +94,27 @@ fn status(db: &TestDatabase) -> (Option<i32>, String) {
     )
 }
 
+/// What `fencepost check` says of FP009 on `db`: its outcome, and its
+/// reason when it cannot verify.
+fn fp009(db: &TestDatabase) -> (String, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_fencepost"))
+        .args(["check", "--format", "json"])
+        .env("FENCEPOST_CONNECTION", db.ado())
+        .output()
+        .expect("run fencepost check");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("check's JSON");
+    let field = |list: &str, key: &str, value: &str| {
+        report[list]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|entry| entry["id"] == "FP009" || entry["rule"] == "FP009")
+            .map(|entry| entry[key].as_str().unwrap_or_default().to_owned())
+            .unwrap_or_else(|| value.to_owned())
+    };
+    (field("rules", "outcome", "absent"), field("cannot_verify", "reason", ""))
+}
+
 /// The shipped sources with fence_api.Inspect changed, as a newer
 /// fencepost would ship it: `migrate` deploys it with ALTER PROCEDURE.
 fn inspect_changed() -> Sources {
@@ -147,6 +168,8 @@ async fn a_redeployed_procedure_loses_security_definer_until_the_script_runs_aga
     assert_eq!(definer(&db).await, gap(&[]));
     let (code, text) = status(&db);
     assert_eq!(code, Some(0), "{text}");
+    // Running as their owner stands in for chaining: FP009 checks owners.
+    assert_eq!(fp009(&db).0, "passed");
     let service = Client::connect(&db.login_in_role(Some("fence_service")).await)
         .await
         .unwrap();
@@ -161,6 +184,12 @@ async fn a_redeployed_procedure_loses_security_definer_until_the_script_runs_aga
     assert!(
         text.contains("1 fence procedure(s) are not SECURITY DEFINER") && text.contains("  fence_api.inspect\n"),
         "{text}"
+    );
+    let (outcome, reason) = fp009(&db);
+    assert_eq!(outcome, "cannot_verify");
+    assert!(
+        reason.to_lowercase().contains("fence_api.inspect is not security definer"),
+        "{reason}"
     );
     let refused = service
         .inspect(&key)
