@@ -112,7 +112,10 @@ fn fp009(db: &TestDatabase) -> (String, String) {
             .map(|entry| entry[key].as_str().unwrap_or_default().to_owned())
             .unwrap_or_else(|| value.to_owned())
     };
-    (field("rules", "outcome", "absent"), field("cannot_verify", "reason", ""))
+    (
+        field("rules", "outcome", "absent"),
+        field("cannot_verify", "reason", ""),
+    )
 }
 
 /// The shipped sources with fence_api.Inspect changed, as a newer
@@ -188,7 +191,9 @@ async fn a_redeployed_procedure_loses_security_definer_until_the_script_runs_aga
     let (outcome, reason) = fp009(&db);
     assert_eq!(outcome, "cannot_verify");
     assert!(
-        reason.to_lowercase().contains("fence_api.inspect is not security definer"),
+        reason
+            .to_lowercase()
+            .contains("fence_api.inspect is not security definer"),
         "{reason}"
     );
     let refused = service
