@@ -22,6 +22,7 @@ fn broken_report() -> Report {
         chains_ownership: false,
         azure_database: false,
         product: "Babelfish for PostgreSQL".into(),
+        security_definer: None,
     };
     c.permissions.clear();
     c.visibility = Some(Visibility {

@@ -52,6 +52,20 @@ fn script_writes_to_a_file_when_asked() {
 }
 
 #[test]
+fn the_babelfish_postgres_script_names_its_database_and_who_runs_it() {
+    let output = fencepost(&["script", "--target", "babelfish-postgres", "--database", "app"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    insta::assert_snapshot!("script_babelfish_postgres", stdout(&output));
+}
+
+#[test]
+fn the_babelfish_postgres_script_needs_a_database() {
+    let output = fencepost(&["script", "--target", "babelfish-postgres"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--database"), "{}", stderr(&output));
+}
+
+#[test]
 fn a_missing_connection_names_the_flag_and_the_variable() {
     let output = fencepost(&["status"]);
     assert_eq!(output.status.code(), Some(2));

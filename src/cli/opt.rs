@@ -117,11 +117,30 @@ pub struct StatusArgs {
     pub format: Format,
 }
 
+/// Which side of the engine a script is for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum ScriptTarget {
+    /// The T-SQL deployment, for sqlcmd.
+    #[default]
+    Sqlcmd,
+    /// Babelfish's PostgreSQL side, for psql: makes the fence procedures of
+    /// --database SECURITY DEFINER, which Babelfish needs (it does not chain
+    /// ownership) for services holding only fence_service. Run it after
+    /// every migrate, as a PostgreSQL superuser or the Babelfish database's owner.
+    BabelfishPostgres,
+}
+
 /// `fencepost script`.
 #[derive(Debug, Args)]
 pub struct ScriptArgs {
     #[command(flatten)]
     pub source: SourceArgs,
+    /// What the script is for.
+    #[arg(long, value_enum, default_value_t)]
+    pub target: ScriptTarget,
+    /// The T-SQL database the fence was deployed to (with --target babelfish-postgres).
+    #[arg(long, value_name = "NAME", required_if_eq("target", "babelfish-postgres"))]
+    pub database: Option<String>,
     /// Write the script to this file instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,

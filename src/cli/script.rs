@@ -1,18 +1,27 @@
 //! `fencepost script`.
 
-use anyhow::{Context, Result};
-use fencepost::deploy::render_script;
+use anyhow::{Context, Result, bail};
+use fencepost::deploy::{render_babelfish_postgres_script, render_script};
 
-use super::opt::ScriptArgs;
+use super::opt::{ScriptArgs, ScriptTarget};
 use super::{EXIT_OK, sources};
 
 pub fn run(args: ScriptArgs) -> Result<u8> {
-    let script = render_script(&sources(args.source.source_dir.as_deref())?);
+    let script = match (args.target, args.database.as_deref()) {
+        (ScriptTarget::Sqlcmd, None) => render_script(&sources(args.source.source_dir.as_deref())?),
+        (ScriptTarget::Sqlcmd, Some(_)) => {
+            bail!(
+                "--database names the database of --target babelfish-postgres; the sqlcmd script runs in the database sqlcmd connects to"
+            )
+        }
+        (ScriptTarget::BabelfishPostgres, Some(database)) => render_babelfish_postgres_script(database),
+        (ScriptTarget::BabelfishPostgres, None) => bail!("--target babelfish-postgres needs --database NAME"),
+    };
     match &args.output {
         None => print!("{script}"),
         Some(path) => {
             std::fs::write(path, &script).with_context(|| format!("writing {}", path.display()))?;
-            eprintln!("wrote the deployment script to {}", path.display());
+            eprintln!("wrote the script to {}", path.display());
         }
     }
     Ok(EXIT_OK)

@@ -1,7 +1,7 @@
 //! `fencepost status`.
 
 use anyhow::Result;
-use fencepost::deploy::{self, MigrationState, Plan, ProcedureState};
+use fencepost::deploy::{self, MigrationState, Plan, ProcedureState, SecurityDefiner};
 use serde_json::json;
 
 use super::opt::{Format, StatusArgs};
@@ -11,21 +11,65 @@ pub async fn run(args: StatusArgs) -> Result<u8> {
     let sources = sources(args.source_dir.as_deref())?;
     let (target, mut conn) = connect(&args.connect).await?;
     let plan = deploy::status(&mut conn, &sources).await?;
+    let definer = deploy::read_security_definer(&mut conn).await?;
     let where_ = format!("{} / {}", target.server(), target.database());
+    let current = plan.is_current() && definer_is_current(&definer);
     match args.format {
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
+        Format::Json => {
+            let mut document = json!({
                 "server": target.server(),
                 "database": target.database(),
-                "current": plan.is_current(),
+                "current": current,
                 "migrations": plan.migrations,
                 "procedures": plan.procedures,
-            }))?
-        ),
-        Format::Text => print!("{}", render_text(&where_, &plan)),
+            });
+            // Only Babelfish needs it; other engines' documents stay as they were.
+            if definer != SecurityDefiner::NotNeeded {
+                document["babelfish_security_definer"] = serde_json::to_value(&definer)?;
+            }
+            println!("{}", serde_json::to_string_pretty(&document)?);
+        }
+        Format::Text => {
+            print!("{}", render_text(&where_, &plan));
+            print!("{}", render_security_definer(&definer, target.database()));
+        }
     }
-    Ok(if plan.is_current() { EXIT_OK } else { EXIT_ATTENTION })
+    Ok(if current { EXIT_OK } else { EXIT_ATTENTION })
+}
+
+/// "cannot verify" needs attention too: it is never a pass.
+fn definer_is_current(definer: &SecurityDefiner) -> bool {
+    match definer {
+        SecurityDefiner::Babelfish { not_security_definer } => not_security_definer.is_empty(),
+        SecurityDefiner::CannotVerify { .. } => false,
+        _ => true,
+    }
+}
+
+fn render_security_definer(definer: &SecurityDefiner, database: &str) -> String {
+    let fix = format!(
+        "a PostgreSQL-side administrator runs `fencepost script --target babelfish-postgres --database {database}` with psql"
+    );
+    match definer {
+        SecurityDefiner::Babelfish { not_security_definer } if not_security_definer.is_empty() => {
+            "\nBabelfish: every fence procedure is SECURITY DEFINER\n".to_owned()
+        }
+        SecurityDefiner::Babelfish { not_security_definer } => {
+            let mut out = format!(
+                "\nBabelfish: {} fence procedure(s) are not SECURITY DEFINER, so a fence_service-only login cannot run them \
+                 (a T-SQL ALTER PROCEDURE, as migrate deploys, resets it): {fix}\n",
+                not_security_definer.len()
+            );
+            for name in not_security_definer {
+                out += &format!("  {name}\n");
+            }
+            out
+        }
+        SecurityDefiner::CannotVerify { reason } => {
+            format!("\nBabelfish: cannot verify that the fence procedures are SECURITY DEFINER ({reason}); {fix}\n")
+        }
+        _ => String::new(),
+    }
 }
 
 pub fn migration_word(state: MigrationState) -> &'static str {

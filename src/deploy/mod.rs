@@ -10,6 +10,7 @@
 //! then applies every permission script. A failure part-way reports what
 //! committed before it.
 
+mod babelfish_postgres;
 mod batch;
 mod error;
 mod executor;
@@ -23,11 +24,13 @@ mod procedure;
 mod report;
 mod script;
 mod script_guard;
+mod security_definer;
 mod session;
 mod sources;
 mod state;
 mod statements;
 
+pub use babelfish_postgres::render as render_babelfish_postgres_script;
 pub use batch::{BadSeparator, Batch, split_batches};
 pub use error::{DeployError, LockHolder, SourceError};
 pub use migrate::{MigrateOptions, Progress, migrate};
@@ -36,6 +39,7 @@ pub use plan::{MigrationState, MigrationStatus, Plan, ProcedureState, ProcedureS
 pub use procedure::{PROCEDURE_SCHEMAS, ProcedureSource};
 pub use report::{Change, Committed, MigrateReport};
 pub use script::render as render_script;
+pub use security_definer::{SecurityDefiner, read as read_security_definer};
 pub use sources::{ScriptSource, Sources, checksum, normalize};
 pub use state::{HISTORY_TABLE, ServerState};
 pub(crate) use state::{definition_hash_sql, hash_hex};

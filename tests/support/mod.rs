@@ -10,6 +10,8 @@
 //! past that call, by its `Drop`.
 #![allow(dead_code)]
 
+pub mod babelfish_postgres;
+
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
 

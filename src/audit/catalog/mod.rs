@@ -73,6 +73,10 @@ pub struct Engine {
     pub azure_database: bool,
     /// The engine's own name for itself, for messages only.
     pub product: String,
+    /// Babelfish: the fence procedures (`schema.name`, lower case) that run
+    /// as their owner (PostgreSQL's SECURITY DEFINER), which stands in for
+    /// ownership chaining there; `None` when unknown or not Babelfish.
+    pub security_definer: Option<Vec<String>>,
 }
 
 impl Default for Engine {
@@ -81,6 +85,7 @@ impl Default for Engine {
             chains_ownership: true,
             azure_database: false,
             product: "SQL Server".into(),
+            security_definer: None,
         }
     }
 }

@@ -31,6 +31,7 @@ pub(super) fn build(next: &mut Next) -> Result<Catalog, AuditError> {
         chains_ownership: int(row, 1, what)? == Some(1),
         product: text(row, 2, what)?.unwrap_or_default(),
         azure_database: int(row, 3, what)? == Some(1),
+        security_definer: None,
     };
 
     let (rows, what) = next();
@@ -232,6 +233,20 @@ pub(super) fn build(next: &mut Next) -> Result<Catalog, AuditError> {
         None => None,
         Some(rows) => Some(trustworthy(&rows, what)?),
     };
+
+    let (rows, what) = next();
+    // Asked of Babelfish only; elsewhere the query answers no rows.
+    if !catalog.engine.chains_ownership
+        && let Some(rows) = rows
+    {
+        let mut definer = Vec::new();
+        for row in &rows {
+            if let Some(name) = text(row, 0, what)? {
+                definer.push(name.to_lowercase());
+            }
+        }
+        catalog.engine.security_definer = Some(definer);
+    }
     Ok(catalog)
 }
 

@@ -294,5 +294,22 @@ pub(super) fn queries() -> Vec<Query> {
             false,
         ),
         q("other TRUSTWORTHY databases", TRUSTWORTHY, false),
+        // Babelfish's PostgreSQL catalog, readable over TDS: which fence
+        // procedures run as their owner. Inside EXEC so that SQL Server,
+        // which has none of these objects, never compiles it.
+        q(
+            "Babelfish SECURITY DEFINER procedures",
+            "IF SERVERPROPERTY('Babelfish') IS NULL
+                 SELECT CAST(NULL AS nvarchar(257)) WHERE 1 = 0
+             ELSE
+                 EXEC (N'SELECT CAST(e.orig_name AS nvarchar(128)) + N''.'' + CAST(p.proname AS nvarchar(128))
+                  FROM sys.babelfish_namespace_ext AS e
+                  JOIN sys.babelfish_sysdatabases AS d ON d.dbid = e.dbid
+                  JOIN pg_catalog.pg_namespace AS n ON n.nspname = e.nspname
+                  JOIN pg_catalog.pg_proc AS p ON p.pronamespace = n.oid
+                  WHERE d.name = DB_NAME() AND e.orig_name IN (N''fence_api'', N''fence_admin'')
+                    AND CAST(p.prosecdef AS int) = 1')",
+            false,
+        ),
     ]
 }

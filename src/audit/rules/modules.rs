@@ -134,15 +134,37 @@ fn foreign_modules(ctx: &Context, report: &mut Report) {
 
 fn ownership(ctx: &Context, report: &mut Report) {
     if !ctx.catalog.engine.chains_ownership {
-        report.cannot_verify.push(CannotVerify {
-            rule: Rule::OwnershipChain,
-            reason: format!(
-                "{} does not chain ownership, so a shared owner of procedures and tables does not mean here \
-                 what the fence relies on",
-                ctx.catalog.engine.product
-            ),
+        // SECURITY DEFINER makes a procedure run as its owner, as a chain
+        // would: then the owners below are what matters, as on SQL Server.
+        let not_definer: Option<Vec<String>> = ctx.catalog.engine.security_definer.as_ref().map(|definer| {
+            shipped_present(ctx)
+                .map(Object::qualified_name)
+                .filter(|name| !definer.contains(&name.to_lowercase()))
+                .collect()
         });
-        return;
+        let script = "make the fence procedures run as that owner with `fencepost script --target \
+                      babelfish-postgres` (run with psql after every migrate; `fencepost status` lists any that \
+                      are not SECURITY DEFINER)";
+        let reason = match not_definer {
+            Some(missing) if missing.is_empty() => None,
+            Some(missing) => Some(format!(
+                "{} does not chain ownership, and {} not SECURITY DEFINER (a T-SQL ALTER PROCEDURE resets it): {script}",
+                ctx.catalog.engine.product,
+                missing.join(", ") + if missing.len() == 1 { " is" } else { " are" }
+            )),
+            None => Some(format!(
+                "{} does not chain ownership, so a shared owner of procedures and tables does not mean here \
+                 what the fence relies on; on Babelfish, {script}",
+                ctx.catalog.engine.product
+            )),
+        };
+        if let Some(reason) = reason {
+            report.cannot_verify.push(CannotVerify {
+                rule: Rule::OwnershipChain,
+                reason,
+            });
+            return;
+        }
     }
     let fence = &ctx.policy.fence_schema;
     for proc in shipped_present(ctx) {
