@@ -116,18 +116,19 @@ impl Report {
                 .collect();
             let _ = writeln!(out, "| {} |", cells.join(" | "));
             if i == 0 {
+                // Markdown: numbers align right, the colon against the pipe.
                 let rule: Vec<String> = widths
                     .iter()
                     .enumerate()
                     .map(|(c, w)| {
                         if c == 0 {
-                            "-".repeat(*w)
+                            "-".repeat(w + 2)
                         } else {
-                            format!("{}:", "-".repeat(w - 1))
+                            format!("{}:", "-".repeat(w + 1))
                         }
                     })
                     .collect();
-                let _ = writeln!(out, "|-{}-|", rule.join("-|-"));
+                let _ = writeln!(out, "|{}|", rule.join("|"));
             }
         }
         out
@@ -185,6 +186,16 @@ mod tests {
         let r = report(vec![scenario("select1", 1.0), scenario("acquire", 3.0)]);
         assert!(!r.scenarios[1].ratio_to.contains_key("raw_update"));
         assert!(!r.to_text().contains("raw_update"));
+    }
+
+    #[test]
+    fn the_text_is_a_markdown_table_with_numbers_aligned_right() {
+        let text = report(vec![scenario("select1", 1.0)]).to_text();
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with('|')).collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines[1].starts_with("|----") && lines[1].ends_with("-:|"), "{text}");
+        assert!(!lines[1].contains(":-"), "{text}");
+        assert!(lines.iter().all(|l| l.len() == lines[0].len()), "{text}");
     }
 
     #[test]
