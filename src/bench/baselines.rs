@@ -85,7 +85,9 @@ pub(crate) struct ApplockCycle {
 
 impl ApplockCycle {
     pub(crate) fn new(conn: Connection, scratch: &Scratch, key: String) -> ApplockCycle {
-        // The lock's name is the bench's own key: ASCII, no quote.
+        // The lock's name is the bench's own key, inlined with its quotes
+        // doubled: the requests that open and close the transaction stay
+        // plain batches, never a nested sp_executesql scope.
         let resource = key.replace('\'', "''");
         ApplockCycle {
             conn,

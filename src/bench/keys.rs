@@ -42,8 +42,8 @@ impl RunKeys {
     /// login without DELETE on the fence tables (a service): the caller says
     /// what was left.
     pub(crate) async fn delete(&self, admin: &mut Connection) -> Result<(), tiberius::error::Error> {
-        // The root is ASCII letters, digits, ':' '/' '-' and '_' at most from
-        // the prefix: '_' is escaped so LIKE matches it as itself.
+        // The prefix is the user's: LIKE's wildcards in it are escaped so the
+        // pattern matches this run's keys and nothing else.
         let pattern = format!(
             "{}%",
             self.root.replace('[', "[[]").replace('_', "[_]").replace('%', "[%]")
