@@ -42,6 +42,7 @@
 #![warn(missing_docs)]
 
 pub mod audit;
+pub mod bench;
 pub mod client;
 pub mod connection;
 pub mod deploy;

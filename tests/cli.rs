@@ -21,7 +21,7 @@ fn stderr(output: &Output) -> String {
 
 #[test]
 fn help_explains_every_command() {
-    for command in [&[][..], &["migrate"], &["status"], &["script"], &["check"]] {
+    for command in [&[][..], &["migrate"], &["status"], &["script"], &["check"], &["bench"]] {
         let mut args = command.to_vec();
         args.push("--help");
         let output = fencepost(&args);
@@ -134,4 +134,41 @@ fn the_repository_folders_render_the_same_script_as_the_binary() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let from_dir = fencepost(&["script", "--source-dir", root.to_str().unwrap()]);
     assert_eq!(stdout(&from_dir), stdout(&fencepost(&["script"])));
+}
+
+#[test]
+fn bench_refuses_both_a_duration_and_a_count_of_operations() {
+    let output = fencepost(&["bench", "--duration", "2s", "--operations", "50"]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(err.contains("--duration") && err.contains("--operations"), "{err}");
+}
+
+#[test]
+fn bench_refuses_a_duration_it_cannot_read_and_zero_workers() {
+    let output = fencepost(&["bench", "--duration", "soon"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("not a duration"), "{}", stderr(&output));
+    let output = fencepost(&["bench", "--workers", "0"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--workers"), "{}", stderr(&output));
+}
+
+#[test]
+fn bench_refuses_an_unknown_workload_naming_the_known_ones() {
+    let output = fencepost(&["bench", "--workload", "cycle,storm"]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(err.contains("storm") && err.contains("contended"), "{err}");
+}
+
+#[test]
+fn bench_without_a_connection_names_the_flag_and_the_variable() {
+    let output = fencepost(&["bench", "--operations", "5"]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(
+        err.contains("--connection") && err.contains("FENCEPOST_CONNECTION"),
+        "{err}"
+    );
 }

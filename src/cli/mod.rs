@@ -1,6 +1,7 @@
 //! The command-line front end: parses flags, calls the library, renders
 //! results and picks the exit status.
 
+mod bench;
 mod check;
 mod migrate;
 mod opt;
@@ -30,6 +31,7 @@ pub async fn run(options: Options) -> Result<u8> {
         Command::Status(args) => status::run(args).await,
         Command::Script(args) => script::run(args),
         Command::Check(args) => check::run(args).await,
+        Command::Bench(args) => bench::run(args).await,
     }
 }
 

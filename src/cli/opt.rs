@@ -1,6 +1,7 @@
 //! Every command-line flag, in one place.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -47,6 +48,29 @@ pub enum Command {
     /// Exits 0 clean, 1 findings, 2 could not verify or could not connect.
     /// With --offline, lints the shipped T-SQL instead, with no server.
     Check(CheckArgs),
+    /// Measure the lease calls against a deployed database, beside what a
+    /// user would run instead.
+    ///
+    /// Runs the baselines `select1`, `raw_update` (the fence's conditional
+    /// UPDATE alone, on a scratch table the bench creates and drops; skipped,
+    /// saying so, when the login may not create it) and `applock_cycle`
+    /// (sp_getapplock, UPDATE, sp_releaseapplock in one transaction), then the
+    /// workloads through fencepost::Client, every scenario on the same number
+    /// of connections (one per worker). Works on keys of its own under
+    /// --key-prefix and deletes them afterwards (which needs a login that may
+    /// delete from the fence tables, such as the deploy login).
+    ///
+    /// Refuses a database without the fence procedures (run `fencepost
+    /// migrate` first). The client's refusal of a privileged login is turned
+    /// off (ClientConfig::allow_privileged_login), so the deploy login may run
+    /// it.
+    ///
+    /// Round trips per operation are requests counted as they are sent: each
+    /// client call is one (a waiting acquire counts each attempt), a fenced
+    /// cycle three; select1 and raw_update one, applock_cycle three. Latency
+    /// percentiles are exact, over every measured operation; warm-up is left
+    /// out. `ratio_to` is the p50 divided by each baseline's p50.
+    Bench(BenchArgs),
 }
 
 /// How to reach the database.
@@ -180,4 +204,90 @@ pub struct CheckArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: CheckFormat,
+}
+
+/// A workload of `bench`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum WorkloadArg {
+    /// Each worker: acquire, publish, release on its own key (scenarios
+    /// acquire, publish, release and fenced_cycle).
+    Cycle,
+    /// Every worker on one key with a waiting acquire and a 1 s lease, then
+    /// publish and release (a waiting acquire sleeps until the holder's lease
+    /// would end).
+    Contended,
+    /// Each worker renewing a lease it holds.
+    Renew,
+}
+
+/// `fencepost bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Concurrent workers, each on a connection of its own.
+    #[arg(long, default_value_t = 4, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub workers: u32,
+    /// How long to measure each scenario, e.g. 10s, 500ms, 2m [default: 10s].
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, conflicts_with = "operations")]
+    pub duration: Option<Duration>,
+    /// Measure this many operations of each scenario (over all workers)
+    /// instead of a duration.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub operations: Option<u64>,
+    /// Unmeasured operations each worker runs before each scenario.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub warmup: u32,
+    /// Workloads to run after the baselines (repeatable or comma-separated)
+    /// [default: all].
+    #[arg(long = "workload", value_enum, value_delimiter = ',', value_name = "WORKLOAD")]
+    pub workloads: Vec<WorkloadArg>,
+    /// The start of every key the bench makes; a run id follows it.
+    #[arg(long, default_value = "fencepost-bench:", value_name = "PREFIX")]
+    pub key_prefix: String,
+    /// Output format (progress goes to stderr when it is a terminal).
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `2s`, `500ms`, `1m`, or a bare number of seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration: write e.g. 10s, 500ms or 2m"))?;
+    let seconds = match unit.trim() {
+        "" | "s" => value,
+        "ms" => value / 1000.0,
+        "m" | "min" => value * 60.0,
+        other => return Err(format!("unknown unit '{other}': use ms, s or m")),
+    };
+    if !(seconds > 0.0 && seconds.is_finite()) {
+        return Err("the duration must be more than zero".into());
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_take_ms_s_and_m_or_bare_seconds() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn a_duration_without_a_number_or_with_an_unknown_unit_is_refused() {
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("2h").unwrap_err().contains("unknown unit"));
+        assert!(parse_duration("0s").is_err());
+    }
 }

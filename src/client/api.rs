@@ -16,6 +16,7 @@ use super::{
 
 impl Client {
     async fn call(&self, procedure: Procedure, arguments: &[&dyn ToSql]) -> Result<Reply, Error> {
+        self.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         call(
             &self.pool,
             &self.last_connect_error,

@@ -21,6 +21,7 @@ mod run_fenced;
 mod wait;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use config::ClientConfig;
 pub use contract::CONTRACT_VERSION;
@@ -43,6 +44,9 @@ pub struct Client {
     pool: bb8::Pool<Manager>,
     config: Arc<ClientConfig>,
     last_connect_error: LastConnectError,
+    /// Procedure calls made, shared by clones: what a benchmark or a metric
+    /// divides by, counted where each request is sent rather than guessed.
+    requests: Arc<AtomicU64>,
 }
 
 impl Client {
@@ -74,12 +78,21 @@ impl Client {
             pool,
             config: Arc::new(config),
             last_connect_error,
+            requests: Arc::default(),
         })
     }
 
     /// The settings this client runs with.
     pub fn config(&self) -> &ClientConfig {
         &self.config
+    }
+
+    /// How many procedure calls this client and its clones have made, each
+    /// one request to the server: one per lease method call, one per attempt
+    /// of [`acquire_waiting`](Client::acquire_waiting). The start-up check and
+    /// the statements of a fenced transaction are not counted.
+    pub fn requests_sent(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
     }
 }
 

@@ -1,0 +1,283 @@
+//! `fencepost bench`: the fence's lease calls measured side by side with what
+//! a user would run instead, in one run, on the same number of connections.
+//!
+//! Every worker has a connection of its own. Baselines run first (`select1`,
+//! `raw_update`, `applock_cycle`), then the workloads (`cycle`, `contended`,
+//! `renew`) through [`Client`](crate::Client). Each scenario warms up, then
+//! measures for a duration or a number of operations. The bench works on keys
+//! of its own under a prefix and deletes them afterwards, with its scratch
+//! table.
+
+mod baselines;
+mod engine;
+mod error;
+mod keys;
+mod report;
+mod runner;
+mod scratch;
+mod stats;
+mod workloads;
+
+use std::time::Duration;
+
+pub use error::BenchError;
+pub use report::{BASELINES, Report, Scenario};
+
+use crate::client::{self, Provision};
+use crate::{Client, ClientConfig, Connection, ConnectionString};
+use baselines::{ApplockCycle, RawUpdate, Select1};
+use keys::RunKeys;
+use scratch::Scratch;
+use workloads::{CYCLE_SCENARIOS, Contended, Cycle, Renewing};
+
+/// When a scenario's measured phase ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// After this long (an operation under way finishes).
+    Duration(Duration),
+    /// After this many operations over all workers.
+    Operations(u64),
+}
+
+/// A workload of the fence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// Each worker: acquire → publish → release on its own key.
+    Cycle,
+    /// Every worker on one key, with a waiting acquire.
+    Contended,
+    /// Holders renewing their leases.
+    Renew,
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct BenchOptions {
+    /// Concurrent workers, each on a connection of its own.
+    pub workers: u32,
+    /// When each scenario's measurement ends.
+    pub stop: Stop,
+    /// Operations each worker runs, unmeasured, before each scenario.
+    pub warmup: u32,
+    /// The workloads to run after the baselines.
+    pub workloads: Vec<Workload>,
+    /// The start of every key the bench makes.
+    pub key_prefix: String,
+}
+
+/// Something to show while the bench runs.
+#[derive(Clone, Debug)]
+pub enum Event<'a> {
+    /// A scenario's progress: operations measured so far, and time since its
+    /// measurement began (`None` while warming up).
+    Progress {
+        /// The scenario (for `cycle`, `fenced_cycle`).
+        scenario: &'a str,
+        /// Operations measured so far.
+        operations: u64,
+        /// Time measured so far.
+        elapsed: Option<Duration>,
+    },
+    /// A scenario skipped or something left behind, and why.
+    Note(String),
+}
+
+/// A finished run.
+#[derive(Debug)]
+pub struct BenchRun {
+    /// What was measured.
+    pub report: Report,
+    /// Whether every key and the scratch table were removed.
+    pub cleaned_up: bool,
+}
+
+/// Runs the bench against the database of `target`. Refuses with
+/// [`BenchError::NotDeployed`] before creating anything when the database
+/// does not hold the procedures the client calls.
+pub async fn run(
+    target: &ConnectionString,
+    options: &BenchOptions,
+    events: &mut dyn FnMut(Event<'_>),
+) -> Result<BenchRun, BenchError> {
+    let workers = options.workers.max(1) as usize;
+    let mut admin = target.connect().await?;
+    let engine = engine::name(&mut admin).await?;
+    let clients = connect_clients(target, workers).await?;
+    let keys = RunKeys::new(&options.key_prefix);
+    let scratch = match Scratch::create(&mut admin, &keys, workers).await {
+        Ok(scratch) => Some(scratch),
+        Err(reason) => {
+            events(Event::Note(format!(
+                "raw_update and applock_cycle skipped: this login may not create the scratch table {}: {reason}",
+                keys.scratch_table()
+            )));
+            None
+        }
+    };
+    let measured = scenarios(target, options, &keys, scratch.as_ref(), &clients, events).await;
+    drop(clients);
+    let cleaned_up = clean_up(&mut admin, &keys, scratch.as_ref(), events).await;
+    let mut report = Report {
+        engine,
+        workers: workers as u32,
+        scenarios: measured?,
+    };
+    report.compute_ratios();
+    Ok(BenchRun { report, cleaned_up })
+}
+
+/// One client per worker, each with one connection, so a worker's calls
+/// never wait for another's. The bench runs as whatever login it is given,
+/// the deploy login included, so the privileged-login refusal is off: the
+/// contract check stays on.
+async fn connect_clients(target: &ConnectionString, workers: usize) -> Result<Vec<Client>, BenchError> {
+    let mut clients = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        let mut config = ClientConfig::new(target.clone());
+        config.max_connections(1).allow_privileged_login(true);
+        let client = Client::connect_with(config)
+            .await
+            .map_err(BenchError::client("connecting a worker"))?;
+        if clients.is_empty() {
+            match client.verify_contract().await {
+                Ok(()) => {}
+                Err(client::Error::ContractMismatch { problems, .. }) => {
+                    return Err(BenchError::NotDeployed { problems });
+                }
+                Err(other) => return Err(BenchError::client("checking the fence contract")(other)),
+            }
+        }
+        clients.push(client);
+    }
+    Ok(clients)
+}
+
+async fn scenarios(
+    target: &ConnectionString,
+    options: &BenchOptions,
+    keys: &RunKeys,
+    scratch: Option<&Scratch>,
+    clients: &[Client],
+    events: &mut dyn FnMut(Event<'_>),
+) -> Result<Vec<Scenario>, BenchError> {
+    let (stop, warmup) = (options.stop, options.warmup);
+    let mut all = Vec::new();
+    let conns = |n| connect_all(target, n);
+    let workers = clients.len();
+
+    let select1 = conns(workers).await?.into_iter().map(|conn| Select1 { conn }).collect();
+    all.extend(runner::measure(&["select1"], select1, stop, warmup, events).await?.1);
+    if let Some(scratch) = scratch {
+        let statement = RawUpdate::statement(scratch);
+        let raw: Vec<RawUpdate> = conns(workers)
+            .await?
+            .into_iter()
+            .enumerate()
+            .map(|(w, conn)| RawUpdate {
+                conn,
+                statement: statement.clone(),
+                key: keys.key("raw_update", Some(w)),
+                scratch: scratch.clone(),
+            })
+            .collect();
+        all.extend(runner::measure(&["raw_update"], raw, stop, warmup, events).await?.1);
+        let applock: Vec<ApplockCycle> = conns(workers)
+            .await?
+            .into_iter()
+            .enumerate()
+            .map(|(w, conn)| ApplockCycle::new(conn, scratch, keys.key("applock_cycle", Some(w))))
+            .collect();
+        all.extend(
+            runner::measure(&["applock_cycle"], applock, stop, warmup, events)
+                .await?
+                .1,
+        );
+    }
+
+    let has = |w: Workload| options.workloads.contains(&w);
+    if has(Workload::Cycle) {
+        let mut cycle = Vec::new();
+        for (w, client) in clients.iter().enumerate() {
+            let key = keys.key("cycle", Some(w));
+            provision(client, &key).await?;
+            cycle.push(Cycle {
+                client: client.clone(),
+                key,
+            });
+        }
+        all.extend(runner::measure(&CYCLE_SCENARIOS, cycle, stop, warmup, events).await?.1);
+    }
+    if has(Workload::Contended) {
+        let key = keys.key("contended", None);
+        provision(&clients[0], &key).await?;
+        let contended = clients
+            .iter()
+            .map(|client| Contended {
+                client: client.clone(),
+                key: key.clone(),
+            })
+            .collect();
+        all.extend(
+            runner::measure(&["contended"], contended, stop, warmup, events)
+                .await?
+                .1,
+        );
+    }
+    if has(Workload::Renew) {
+        let mut renewing = Vec::new();
+        for (w, client) in clients.iter().enumerate() {
+            let key = keys.key("renew", Some(w));
+            provision(client, &key).await?;
+            renewing.push(Renewing::start(client.clone(), key).await?);
+        }
+        let (renewing, measured) = runner::measure(&["renew"], renewing, stop, warmup, events).await?;
+        for worker in renewing {
+            worker.finish().await?;
+        }
+        all.extend(measured);
+    }
+    Ok(all)
+}
+
+async fn provision(client: &Client, key: &str) -> Result<Provision, BenchError> {
+    client
+        .provision(key)
+        .await
+        .map_err(BenchError::client("provisioning a key"))
+}
+
+async fn connect_all(target: &ConnectionString, n: usize) -> Result<Vec<Connection>, BenchError> {
+    let mut conns = Vec::with_capacity(n);
+    for _ in 0..n {
+        conns.push(target.connect().await?);
+    }
+    Ok(conns)
+}
+
+/// Deletes the run's keys and drops the scratch table; says what it could
+/// not remove, and how to.
+async fn clean_up(
+    admin: &mut Connection,
+    keys: &RunKeys,
+    scratch: Option<&Scratch>,
+    events: &mut dyn FnMut(Event<'_>),
+) -> bool {
+    let mut clean = true;
+    if let Err(reason) = keys.delete(admin).await {
+        clean = false;
+        events(Event::Note(format!(
+            "the bench's keys under '{}' are left in fence.Resource (a deploy login can delete them): {reason}",
+            keys.root
+        )));
+    }
+    if let Some(scratch) = scratch
+        && let Err(reason) = scratch.drop(admin).await
+    {
+        clean = false;
+        events(Event::Note(format!(
+            "the scratch table {} is left behind: {reason}",
+            scratch.table
+        )));
+    }
+    clean
+}

@@ -1,0 +1,222 @@
+//! What a run measured, as the JSON document `--format json` prints and as
+//! the text table.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use serde::Serialize;
+
+/// The scenarios every other one is compared with, in the order they run.
+pub const BASELINES: [&str; 3] = ["select1", "raw_update", "applock_cycle"];
+
+/// One run of the bench.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// The engine, as it names itself.
+    pub engine: String,
+    /// Concurrent workers, each on a connection of its own.
+    pub workers: u32,
+    /// Every scenario that ran, baselines first.
+    pub scenarios: Vec<Scenario>,
+}
+
+/// One measured scenario.
+#[derive(Clone, Debug, Serialize)]
+pub struct Scenario {
+    /// `select1`, `raw_update`, `applock_cycle`, `acquire`, `publish`,
+    /// `release`, `fenced_cycle`, `contended` or `renew`.
+    pub name: String,
+    /// Operations measured (warm-up excluded).
+    pub operations: u64,
+    /// Operations per second over all workers.
+    pub ops_per_s: f64,
+    /// Median latency of one operation.
+    pub p50_ms: f64,
+    /// 95th percentile latency.
+    pub p95_ms: f64,
+    /// 99th percentile latency.
+    pub p99_ms: f64,
+    /// Requests sent per operation, counted as they were sent.
+    pub round_trips_per_op: f64,
+    /// This scenario's p50 divided by each baseline's p50 (itself left out).
+    pub ratio_to: BTreeMap<String, f64>,
+}
+
+impl Report {
+    /// Fills every scenario's `ratio_to` from the baselines that ran.
+    pub fn compute_ratios(&mut self) {
+        let baselines: Vec<(String, f64)> = self
+            .scenarios
+            .iter()
+            .filter(|s| BASELINES.contains(&s.name.as_str()) && s.p50_ms > 0.0)
+            .map(|s| (s.name.clone(), s.p50_ms))
+            .collect();
+        for scenario in &mut self.scenarios {
+            scenario.ratio_to = baselines
+                .iter()
+                .filter(|(name, _)| *name != scenario.name)
+                .map(|(name, p50)| (name.clone(), round(scenario.p50_ms / p50, 2)))
+                .collect();
+        }
+    }
+
+    /// A table for people: one row per scenario, and the p50 ratio to each
+    /// baseline that ran.
+    pub fn to_text(&self) -> String {
+        let baselines: Vec<&str> = BASELINES
+            .iter()
+            .copied()
+            .filter(|b| self.scenarios.iter().any(|s| s.name == *b))
+            .collect();
+        let mut header = vec![
+            "scenario",
+            "ops",
+            "ops/s",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "round trips/op",
+        ];
+        let ratio_headers: Vec<String> = baselines.iter().map(|b| format!("p50 / {b}")).collect();
+        header.extend(ratio_headers.iter().map(String::as_str));
+        let mut rows = vec![header.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
+        for s in &self.scenarios {
+            let mut row = vec![
+                s.name.clone(),
+                s.operations.to_string(),
+                format!("{:.0}", s.ops_per_s),
+                format!("{:.2}", s.p50_ms),
+                format!("{:.2}", s.p95_ms),
+                format!("{:.2}", s.p99_ms),
+                format!("{:.2}", s.round_trips_per_op),
+            ];
+            row.extend(
+                baselines
+                    .iter()
+                    .map(|b| s.ratio_to.get(*b).map_or("-".to_string(), |r| format!("{r:.2}"))),
+            );
+            rows.push(row);
+        }
+        let widths: Vec<usize> = (0..rows[0].len())
+            .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
+            .collect();
+        let mut out = format!("engine: {}\nworkers: {}\n\n", self.engine, self.workers);
+        for (i, row) in rows.iter().enumerate() {
+            let cells: Vec<String> = row
+                .iter()
+                .zip(&widths)
+                .enumerate()
+                .map(|(c, (cell, w))| {
+                    if c == 0 {
+                        format!("{cell:<w$}")
+                    } else {
+                        format!("{cell:>w$}")
+                    }
+                })
+                .collect();
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+            if i == 0 {
+                // Markdown: numbers align right, the colon against the pipe.
+                let rule: Vec<String> = widths
+                    .iter()
+                    .enumerate()
+                    .map(|(c, w)| {
+                        if c == 0 {
+                            "-".repeat(w + 2)
+                        } else {
+                            format!("{}:", "-".repeat(w + 1))
+                        }
+                    })
+                    .collect();
+                let _ = writeln!(out, "|{}|", rule.join("|"));
+            }
+        }
+        out
+    }
+}
+
+/// `value` rounded to `places` decimals, so the JSON shows what a person reads.
+pub(crate) fn round(value: f64, places: i32) -> f64 {
+    let scale = 10f64.powi(places);
+    (value * scale).round() / scale
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(name: &str, p50_ms: f64) -> Scenario {
+        Scenario {
+            name: name.to_string(),
+            operations: 10,
+            ops_per_s: 100.0,
+            p50_ms,
+            p95_ms: p50_ms,
+            p99_ms: p50_ms,
+            round_trips_per_op: 1.0,
+            ratio_to: BTreeMap::new(),
+        }
+    }
+
+    fn report(scenarios: Vec<Scenario>) -> Report {
+        let mut report = Report {
+            engine: "engine".into(),
+            workers: 2,
+            scenarios,
+        };
+        report.compute_ratios();
+        report
+    }
+
+    #[test]
+    fn each_scenario_is_compared_with_every_baseline_but_itself() {
+        let r = report(vec![
+            scenario("select1", 1.0),
+            scenario("raw_update", 2.0),
+            scenario("acquire", 3.0),
+        ]);
+        assert_eq!(r.scenarios[2].ratio_to["select1"], 3.0);
+        assert_eq!(r.scenarios[2].ratio_to["raw_update"], 1.5);
+        assert!(!r.scenarios[0].ratio_to.contains_key("select1"));
+        assert_eq!(r.scenarios[1].ratio_to["select1"], 2.0);
+    }
+
+    #[test]
+    fn a_skipped_baseline_is_in_no_ratio_and_no_column() {
+        let r = report(vec![scenario("select1", 1.0), scenario("acquire", 3.0)]);
+        assert!(!r.scenarios[1].ratio_to.contains_key("raw_update"));
+        assert!(!r.to_text().contains("raw_update"));
+    }
+
+    #[test]
+    fn the_text_is_a_markdown_table_with_numbers_aligned_right() {
+        let text = report(vec![scenario("select1", 1.0)]).to_text();
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with('|')).collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines[1].starts_with("|----") && lines[1].ends_with("-:|"), "{text}");
+        assert!(!lines[1].contains(":-"), "{text}");
+        assert!(lines.iter().all(|l| l.len() == lines[0].len()), "{text}");
+    }
+
+    #[test]
+    fn the_json_has_the_documented_shape() {
+        let r = report(vec![scenario("select1", 1.0)]);
+        let json = serde_json::to_value(&r).unwrap();
+        // serde_json's map is sorted here: compare the set of keys.
+        let keys: Vec<&String> = json["scenarios"][0].as_object().unwrap().keys().collect();
+        let mut expected = [
+            "name",
+            "operations",
+            "ops_per_s",
+            "p50_ms",
+            "p95_ms",
+            "p99_ms",
+            "round_trips_per_op",
+            "ratio_to",
+        ];
+        expected.sort_unstable();
+        assert_eq!(keys, expected);
+        assert_eq!(json["workers"], 2);
+        assert_eq!(json["engine"], "engine");
+    }
+}

@@ -1,0 +1,75 @@
+//! `fencepost bench`.
+
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use anyhow::Result;
+use fencepost::bench::{self, BenchOptions, Event, Stop, Workload};
+
+use super::opt::{BenchArgs, Format, WorkloadArg};
+use super::{EXIT_ATTENTION, EXIT_OK, connection_string};
+
+const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+
+pub async fn run(args: BenchArgs) -> Result<u8> {
+    let mut target = connection_string(&args.connect)?;
+    target.set_application_name("fencepost bench");
+    let options = options(&args);
+    let terminal = std::io::stderr().is_terminal();
+    let mut progress_shown = false;
+    let mut on_event = |event: Event<'_>| match event {
+        Event::Progress {
+            scenario,
+            operations,
+            elapsed,
+        } if terminal => {
+            let phase = match elapsed {
+                None => "warming up".to_string(),
+                Some(t) => format!("{operations} ops in {:.1} s", t.as_secs_f64()),
+            };
+            // \r and "erase to end of line": one line, rewritten in place.
+            eprint!("\r\x1b[Kbench: {scenario}: {phase}");
+            progress_shown = true;
+        }
+        Event::Progress { .. } => {}
+        Event::Note(note) => eprintln!("{}bench: {note}", if terminal { "\r\x1b[K" } else { "" }),
+    };
+    let outcome = bench::run(&target, &options, &mut on_event).await;
+    if progress_shown {
+        eprint!("\r\x1b[K");
+    }
+    let run = outcome?;
+    let text = match args.format {
+        Format::Json => serde_json::to_string_pretty(&run.report)? + "\n",
+        Format::Text => run.report.to_text(),
+    };
+    // A reader that closed the pipe early (`| head`) is not an error.
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    Ok(if run.cleaned_up { EXIT_OK } else { EXIT_ATTENTION })
+}
+
+fn options(args: &BenchArgs) -> BenchOptions {
+    let stop = match (args.operations, args.duration) {
+        (Some(n), _) => Stop::Operations(n),
+        (None, duration) => Stop::Duration(duration.unwrap_or(DEFAULT_DURATION)),
+    };
+    let mut workloads: Vec<Workload> = args
+        .workloads
+        .iter()
+        .map(|w| match w {
+            WorkloadArg::Cycle => Workload::Cycle,
+            WorkloadArg::Contended => Workload::Contended,
+            WorkloadArg::Renew => Workload::Renew,
+        })
+        .collect();
+    if workloads.is_empty() {
+        workloads = vec![Workload::Cycle, Workload::Contended, Workload::Renew];
+    }
+    BenchOptions {
+        workers: args.workers,
+        stop,
+        warmup: args.warmup,
+        workloads,
+        key_prefix: args.key_prefix.clone(),
+    }
+}

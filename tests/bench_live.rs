@@ -1,0 +1,108 @@
+//! `fencepost bench` against a real engine: the real binary, a short run,
+//! every scenario in its JSON, and nothing of the bench's left behind.
+
+mod support;
+
+use std::process::{Command, Output};
+
+use support::TestDatabase;
+
+fn bench(ado: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fencepost"))
+        .arg("bench")
+        .args(args)
+        .env("FENCEPOST_CONNECTION", ado)
+        .output()
+        .expect("run fencepost bench")
+}
+
+fn count(rows: Vec<tiberius::Row>) -> i32 {
+    rows[0].get::<i32, usize>(0).expect("a count")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_short_run_reports_every_scenario_and_leaves_nothing_behind() {
+    let Some(db) = TestDatabase::deployed("bench_live").await else {
+        return;
+    };
+    let output = bench(
+        &db.ado(),
+        &[
+            "--workers",
+            "2",
+            "--duration",
+            "2s",
+            "--warmup",
+            "1",
+            "--format",
+            "json",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON document on stdout");
+    assert_eq!(report["workers"], 2);
+    assert!(report["engine"].as_str().is_some_and(|e| !e.is_empty()), "{report}");
+    let scenarios = report["scenarios"].as_array().expect("scenarios");
+    let find = |name: &str| {
+        scenarios
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no scenario {name} in {report}"))
+    };
+    let expected = [
+        ("select1", 1.0),
+        ("raw_update", 1.0),
+        ("applock_cycle", 3.0),
+        ("acquire", 1.0),
+        ("publish", 1.0),
+        ("release", 1.0),
+        ("fenced_cycle", 3.0),
+        ("renew", 1.0),
+    ];
+    for (name, round_trips) in expected {
+        let scenario = find(name);
+        assert_eq!(scenario["round_trips_per_op"], round_trips, "{name}: {scenario}");
+        assert!(scenario["operations"].as_u64().unwrap() > 0, "{name}: {scenario}");
+        for field in ["ops_per_s", "p50_ms", "p95_ms", "p99_ms"] {
+            assert!(scenario[field].as_f64().unwrap() > 0.0, "{name}.{field}: {scenario}");
+        }
+        if name != "select1" {
+            assert!(scenario["ratio_to"]["select1"].as_f64().is_some(), "{name}: {scenario}");
+        }
+    }
+    // A waiting acquire may try more than once: at least a whole cycle.
+    let contended = find("contended");
+    assert!(contended["round_trips_per_op"].as_f64().unwrap() >= 3.0, "{contended}");
+
+    let keys = db
+        .query("SELECT COUNT(*) FROM fence.Resource WHERE ResourceKey LIKE N'fencepost-bench:%';")
+        .await;
+    assert_eq!(count(keys), 0, "the bench's keys are left behind");
+    let operations = db
+        .query("SELECT COUNT(*) FROM fence.PublishedOperation WHERE ResourceKey LIKE N'fencepost-bench:%';")
+        .await;
+    assert_eq!(count(operations), 0, "the bench's publish records are left behind");
+    let tables = db
+        .query("SELECT COUNT(*) FROM sys.tables WHERE name LIKE N'fencepost[_]bench[_]%';")
+        .await;
+    assert_eq!(count(tables), 0, "the scratch table is left behind");
+    db.drop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_empty_database_is_refused_with_the_command_that_deploys_it() {
+    let Some(db) = TestDatabase::new("bench_live").await else {
+        return;
+    };
+    let output = bench(&db.ado(), &["--workers", "1", "--operations", "5"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("fencepost migrate"), "{stderr}");
+    assert!(output.stdout.is_empty(), "nothing measured, nothing printed");
+    let tables = db
+        .query("SELECT COUNT(*) FROM sys.tables WHERE name LIKE N'fencepost[_]bench[_]%';")
+        .await;
+    assert_eq!(count(tables), 0, "a refused run creates nothing");
+    db.drop().await;
+}
