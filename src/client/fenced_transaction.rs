@@ -99,7 +99,12 @@ impl Client {
             Err(e) => Err(e),
         };
         if let Err(error) = asserted {
-            // A refusal is an error that XACT_ABORT already rolled back.
+            // Only after a server error is the connection in step to roll back
+            // on; after a network error it is dropped, and the server rolls
+            // back. A refusal was already rolled back by XACT_ABORT.
+            if !matches!(error, tiberius::error::Error::Server(_)) {
+                return Err(network(error));
+            }
             let refused = error.code().and_then(refusal);
             rollback(connection).await.map_err(network)?;
             session.in_call = false;
