@@ -23,13 +23,6 @@ async fn catalog(db: &TestDatabase) -> Catalog {
     read_catalog(&mut db.connect().await).await.expect("read the catalog")
 }
 
-async fn on_babelfish(db: &TestDatabase) -> bool {
-    let rows = db
-        .query("SELECT CAST(CASE WHEN SERVERPROPERTY('Babelfish') IS NULL THEN 0 ELSE 1 END AS int);")
-        .await;
-    rows[0].get::<i32, usize>(0) == Some(1)
-}
-
 /// The user (and login) name in an ADO string made by the support module.
 fn user_of(ado: &str) -> String {
     ado.split(';')
@@ -54,7 +47,7 @@ async fn attack(test: &str, db: &TestDatabase, sql: &str) -> bool {
         "only sysadmin role is supported",
     ];
     assert!(
-        on_babelfish(db).await && unsupported.iter().any(|m| message.contains(m)),
+        db.is_babelfish().await && unsupported.iter().any(|m| message.contains(m)),
         "the engine refused `{sql}`: {message}"
     );
     say(&format!("{test}: skipped: Babelfish refuses `{sql}`: {message}"));

@@ -12,14 +12,6 @@ use deploy_support::shipped;
 use fencepost::deploy::Sources;
 use support::TestDatabase;
 
-/// Whether the engine is Babelfish, where some behaviours cannot be shown.
-async fn is_babelfish(db: &TestDatabase) -> bool {
-    let rows = db
-        .query("SELECT CASE WHEN @@VERSION LIKE N'%Babelfish%' THEN 1 ELSE 0 END;")
-        .await;
-    rows[0].get::<i32, usize>(0) == Some(1)
-}
-
 /// Sources whose V2 turns QUOTED_IDENTIFIER off at batch level, which
 /// outlives the batch in the deploy's session.
 fn quoted_identifier_off() -> Sources {
@@ -60,7 +52,7 @@ async fn a_migration_that_turns_quoted_identifier_off_does_not_change_how_proced
     let Some(db) = TestDatabase::deployed(test).await else {
         return;
     };
-    if is_babelfish(&db).await {
+    if db.is_babelfish().await {
         let _ = writeln!(
             std::io::stderr(),
             "{test}: skipped: Babelfish keeps the QUOTED_IDENTIFIER a procedure was created with and ignores \

@@ -10,7 +10,7 @@ mod support;
 use std::io::Write;
 use std::time::Duration;
 
-use caller_support::{Answer, Caller, LEVELS, engine_limit, is_babelfish};
+use caller_support::{Answer, Caller, LEVELS, engine_limit};
 use support::TestDatabase;
 use uuid::Uuid;
 
@@ -27,9 +27,9 @@ struct Fixture {
 
 async fn fixture(test: &str) -> Option<Fixture> {
     let db = TestDatabase::deployed(test).await?;
-    let mut a = Caller::new(db.connect().await);
+    let a = Caller::new(db.connect().await);
     let b = Caller::new(db.connect().await);
-    let babelfish = is_babelfish(&mut a.conn).await;
+    let babelfish = db.is_babelfish().await;
     // SQL Server runs SNAPSHOT transactions only where the database allows them.
     if !babelfish {
         db.exec(&format!(

@@ -167,19 +167,6 @@ impl Caller {
     }
 }
 
-/// Whether the engine is Babelfish, as it says of itself.
-pub async fn is_babelfish(conn: &mut Connection) -> bool {
-    let row = conn
-        .simple_query("SELECT CAST(SERVERPROPERTY('Babelfish') AS nvarchar(32))")
-        .await
-        .unwrap()
-        .into_row()
-        .await
-        .unwrap()
-        .unwrap();
-    row.get::<&str, _>(0).is_some()
-}
-
 /// Why a schedule could not show its outcome on this engine. Only the two
 /// documented Babelfish limits qualify; any other failure fails the test.
 pub fn engine_limit(babelfish: bool, level: &str, failure: &str) -> Option<String> {
