@@ -12,6 +12,7 @@ mod config;
 mod contract;
 mod error;
 mod fenced_transaction;
+mod guard;
 mod input;
 mod lease;
 mod outcome;
@@ -28,11 +29,12 @@ pub use contract::CONTRACT_VERSION;
 pub use error::{Error, Parameter};
 pub use fenced_transaction::{FencedTransaction, FencedTx};
 pub use input::{MAX_KEY_UTF16_UNITS, MAX_LEASE};
+pub use guard::{LeaseGuard, LostReason};
 pub use lease::Lease;
 pub use outcome::{
     Acquire, Inspection, LeaseState, OperationOutcome, Provision, Publication, Publish, RefusalReason, Release, Renew,
 };
-pub use run_fenced::{Fenced, LostReason};
+pub use run_fenced::Fenced;
 
 use crate::connection::ConnectionString;
 use pool::{LastConnectError, Manager};

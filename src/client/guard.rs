@@ -1,0 +1,328 @@
+//! The value a held lease lives in: it renews in the background, says when the
+//! lease is lost, and gives the lease back when released or dropped.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Mutex, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{Client, Error, FencedTransaction, FencedTx, Lease, Release, Renew};
+
+/// Why a lease was given up as lost.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LostReason {
+    /// A renewal answered `Lost`: the lease expired or someone took over.
+    Renewal,
+    /// No renewal was confirmed before the lease would have ended, so a
+    /// successor may already hold it.
+    Unconfirmed {
+        /// The last error a renewal attempt met, if any.
+        last_error: Option<String>,
+    },
+}
+
+/// How long before the local deadline of an unconfirmed lease the guard
+/// declares it lost (at most a tenth of the lease). The local deadline is the
+/// earliest the server's lease can end, often by well under a millisecond: a
+/// timer firing late, or a busy runtime, would otherwise let the work see the
+/// loss after the lease has ended.
+const LOSS_AHEAD: Duration = Duration::from_millis(100);
+
+/// The shortest time one renewal attempt is given, however little is left.
+const MIN_ATTEMPT: Duration = Duration::from_millis(250);
+
+/// What the renewals share with the guard.
+#[derive(Clone)]
+struct Held {
+    /// The lease as last confirmed.
+    lease: Lease,
+    /// Set once, when the lease is lost.
+    lost: Option<LostReason>,
+}
+
+/// How the renewal task ended.
+pub(crate) enum Ending {
+    /// The guard stopped it.
+    Stopped,
+    /// The lease was lost.
+    Lost(LostReason),
+    /// A renewal failed for a reason retrying will not fix; the lease is
+    /// treated as lost too.
+    Failed(Error),
+}
+
+/// A held lease, kept renewed in the background about every third of its
+/// length until it is released, dropped, or lost. Made by
+/// [`Client::guard`].
+///
+/// Each renewal attempt may take at most about half of the time left, so a
+/// connection that hangs leaves time for another attempt on another
+/// connection. If a renewal answers `Lost`, or none is confirmed by 100 ms (a
+/// tenth of a shorter lease) before the lease would end on the local clock,
+/// the lease is lost: [`lost`](LeaseGuard::lost) resolves and
+/// [`token`](LeaseGuard::token) is cancelled. The guard never re-acquires.
+///
+/// Dropping the guard stops the renewals and releases the lease in the
+/// background, bounded by the client's release timeout, so a successor can
+/// take it at once instead of waiting for it to expire.
+#[must_use = "dropping the guard releases the lease"]
+pub struct LeaseGuard {
+    client: Client,
+    state: watch::Receiver<Held>,
+    /// Stops the renewal task.
+    stop: CancellationToken,
+    /// Cancelled when the lease is lost, released or dropped.
+    ended: CancellationToken,
+    /// Held by each renewal attempt and by each fenced transaction of this
+    /// guard, so a renewal never waits on the row lock of its own holder.
+    row: Arc<Mutex<()>>,
+    /// `None` once released.
+    renewals: Option<JoinHandle<Ending>>,
+}
+
+impl Client {
+    /// Keeps `lease` renewed in the background and returns the guard that
+    /// holds it. Must be called inside a tokio runtime.
+    pub fn guard(&self, lease: Lease) -> LeaseGuard {
+        let (sender, state) = watch::channel(Held { lease, lost: None });
+        let stop = CancellationToken::new();
+        let ended = CancellationToken::new();
+        let row = Arc::new(Mutex::new(()));
+        let renewals = tokio::spawn(renew_until_stopped(
+            self.clone(),
+            sender,
+            stop.clone(),
+            ended.clone(),
+            row.clone(),
+        ));
+        LeaseGuard {
+            client: self.clone(),
+            state,
+            stop,
+            ended,
+            row,
+            renewals: Some(renewals),
+        }
+    }
+}
+
+impl LeaseGuard {
+    /// The lease as last confirmed: its expiry and local deadline move with
+    /// each renewal.
+    pub fn lease(&self) -> Lease {
+        self.state.borrow().lease.clone()
+    }
+
+    /// Why the lease was lost, if it was.
+    pub fn lost_reason(&self) -> Option<LostReason> {
+        self.state.borrow().lost.clone()
+    }
+
+    /// Resolves when the lease is lost: a renewal answered `Lost`, or none
+    /// could be confirmed in time. Never resolves while the lease is held.
+    pub async fn lost(&self) -> LostReason {
+        let mut state = self.state.clone();
+        let lost = match state.wait_for(|held| held.lost.is_some()).await {
+            Ok(held) => held.lost.clone(),
+            Err(_) => None,
+        };
+        match lost {
+            Some(reason) => reason,
+            // The renewals stopped without a loss: the guard is being released.
+            None => std::future::pending().await,
+        }
+    }
+
+    /// A token cancelled when the lease is lost, released or dropped: hand it
+    /// to work that must stop when the lease ends.
+    pub fn token(&self) -> CancellationToken {
+        self.ended.child_token()
+    }
+
+    /// Runs `work` in a transaction fenced by this lease, as
+    /// [`Client::fenced_transaction`] does. While it holds the fence row's
+    /// lock, this guard's renewals wait for it instead of queueing on the
+    /// lock, and renew right after the commit.
+    pub async fn fenced_transaction<T, E>(
+        &self,
+        work: impl AsyncFnOnce(&mut FencedTx<'_>) -> Result<T, E>,
+    ) -> Result<FencedTransaction<T, E>, Error> {
+        let _row = self.row.lock().await;
+        let lease = self.lease();
+        self.client.fenced_transaction(&lease, work).await
+    }
+
+    /// Stops the renewals and gives the lease back. A lease already lost to a
+    /// successor answers `NotHolder` without a call.
+    pub async fn release(mut self) -> Result<Release, Error> {
+        let ending = self.stop_renewing().await;
+        self.ended.cancel();
+        if matches!(ending, Some(Ending::Lost(LostReason::Renewal))) {
+            return Ok(Release::NotHolder);
+        }
+        self.client.release(&self.lease()).await
+    }
+
+    /// Stops the renewals, waiting until a renewal in flight has given its
+    /// connection back, and returns how they ended (`None` when already
+    /// stopped). The lease stays held until released or dropped.
+    pub(crate) async fn stop_renewing(&mut self) -> Option<Ending> {
+        let renewals = self.renewals.take()?;
+        self.stop.cancel();
+        Some(renewals.await.unwrap_or(Ending::Stopped))
+    }
+
+    /// Forgets the lease without releasing it, after it was lost to a
+    /// successor.
+    pub(crate) fn forget(mut self) {
+        self.stop.cancel();
+        self.renewals = None;
+    }
+}
+
+impl Drop for LeaseGuard {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        self.ended.cancel();
+        let Some(renewals) = self.renewals.take() else {
+            return;
+        };
+        if self.lost_reason() == Some(LostReason::Renewal) {
+            return;
+        }
+        let lease = self.lease();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            tracing::debug!(key = lease.key(), "guard dropped outside a runtime; the lease will expire");
+            return;
+        };
+        let client = self.client.clone();
+        runtime.spawn(async move {
+            // A renewal in flight ends first, so it cannot land after the release.
+            let _ = renewals.await;
+            client.release_quietly(&lease).await;
+        });
+    }
+}
+
+impl std::fmt::Debug for LeaseGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LeaseGuard")
+            .field("lease", &self.lease())
+            .field("lost", &self.lost_reason())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The renewal task: renews until stopped or lost, and tells the guard.
+async fn renew_until_stopped(
+    client: Client,
+    state: watch::Sender<Held>,
+    stop: CancellationToken,
+    ended: CancellationToken,
+    row: Arc<Mutex<()>>,
+) -> Ending {
+    let ending = tokio::select! {
+        biased;
+        _ = stop.cancelled() => return Ending::Stopped,
+        ending = keep_renewed(&client, &state, &row) => ending,
+    };
+    let reason = match &ending {
+        Ending::Lost(reason) => reason.clone(),
+        Ending::Failed(error) => LostReason::Unconfirmed {
+            last_error: Some(error.to_string()),
+        },
+        Ending::Stopped => return ending,
+    };
+    state.send_modify(|held| held.lost = Some(reason));
+    ended.cancel();
+    ending
+}
+
+/// Renews until the lease is lost; never returns while it is held.
+async fn keep_renewed(client: &Client, state: &watch::Sender<Held>, row: &Mutex<()>) -> Ending {
+    let mut lease = state.borrow().lease.clone();
+    let length = lease.length();
+    let period = length / 3;
+    let retry_pause = (period / 4).max(Duration::from_millis(50));
+    let ahead = LOSS_AHEAD.min(length / 10);
+    let mut next = lease.local_deadline() - length + period;
+    let mut last_error = None;
+    loop {
+        let give_up = lease.local_deadline() - ahead;
+        tokio::time::sleep_until(next.min(give_up)).await;
+        // A fenced transaction of this guard holds the row: wait for its
+        // commit rather than queue a renewal behind its lock.
+        let Ok(_row) = tokio::time::timeout_at(give_up, row.lock()).await else {
+            return unconfirmed(last_error);
+        };
+        let now = Instant::now();
+        let left = give_up.saturating_duration_since(now);
+        if left.is_zero() {
+            return unconfirmed(last_error);
+        }
+        // At most half of what is left, so a connection that hangs leaves
+        // time to try another one.
+        let bound = (left / 2).max(MIN_ATTEMPT.min(left));
+        match tokio::time::timeout(bound, client.renew(&mut lease)).await {
+            Err(_) => {
+                // The connection that hung is discarded by the pool; the next
+                // attempt goes out at once on another.
+                tracing::debug!(key = lease.key(), bound_ms = bound.as_millis() as u64, "renewal hung; retrying");
+                last_error = Some(format!("a renewal got no reply within {} ms", bound.as_millis()));
+                next = Instant::now();
+            }
+            Ok(Ok(Renew::Renewed { .. })) => {
+                state.send_modify(|held| held.lease = lease.clone());
+                last_error = None;
+                next = lease.local_deadline() - length + period;
+            }
+            Ok(Ok(Renew::Lost)) => return Ending::Lost(LostReason::Renewal),
+            Ok(Err(error)) if error.is_transient() => {
+                tracing::debug!(key = lease.key(), %error, "renewal failed; retrying");
+                last_error = Some(error.to_string());
+                next = now + retry_pause;
+            }
+            Ok(Err(error)) => return Ending::Failed(error),
+        }
+    }
+}
+
+fn unconfirmed(last_error: Option<String>) -> Ending {
+    let waited = "no renewal was answered before the lease would end".to_string();
+    Ending::Lost(LostReason::Unconfirmed {
+        last_error: last_error.or(Some(waited)),
+    })
+}
+
+impl Client {
+    /// Releases a lease whose outcome no longer depends on it. A failure here
+    /// is logged, and the lease simply expires.
+    pub(crate) async fn release_quietly(&self, lease: &Lease) {
+        let timeout = self.config.release_timeout;
+        match tokio::time::timeout(timeout, self.release(lease)).await {
+            Ok(Ok(Release::Released)) => {}
+            Ok(Ok(Release::NotHolder)) => {
+                tracing::debug!(
+                    key = lease.key(),
+                    generation = lease.generation(),
+                    "lease had already ended"
+                );
+            }
+            Ok(Err(error)) => tracing::warn!(
+                key = lease.key(),
+                generation = lease.generation(),
+                %error,
+                "release failed; the lease will expire on its own"
+            ),
+            Err(_) => tracing::warn!(
+                key = lease.key(),
+                generation = lease.generation(),
+                timeout_ms = timeout.as_millis() as u64,
+                "release did not finish in time; the lease will expire on its own"
+            ),
+        }
+    }
+}
