@@ -195,7 +195,10 @@ impl Drop for LeaseGuard {
         }
         let lease = self.lease();
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            tracing::debug!(key = lease.key(), "guard dropped outside a runtime; the lease will expire");
+            tracing::debug!(
+                key = lease.key(),
+                "guard dropped outside a runtime; the lease will expire"
+            );
             return;
         };
         let client = self.client.clone();
@@ -270,7 +273,11 @@ async fn keep_renewed(client: &Client, state: &watch::Sender<Held>, row: &Mutex<
             Err(_) => {
                 // The connection that hung is discarded by the pool; the next
                 // attempt goes out at once on another.
-                tracing::debug!(key = lease.key(), bound_ms = bound.as_millis() as u64, "renewal hung; retrying");
+                tracing::debug!(
+                    key = lease.key(),
+                    bound_ms = bound.as_millis() as u64,
+                    "renewal hung; retrying"
+                );
                 last_error = Some(format!("a renewal got no reply within {} ms", bound.as_millis()));
                 next = Instant::now();
             }

@@ -28,8 +28,8 @@ pub use config::ClientConfig;
 pub use contract::CONTRACT_VERSION;
 pub use error::{Error, Parameter};
 pub use fenced_transaction::{FencedTransaction, FencedTx};
-pub use input::{MAX_KEY_UTF16_UNITS, MAX_LEASE};
 pub use guard::{LeaseGuard, LostReason};
+pub use input::{MAX_KEY_UTF16_UNITS, MAX_LEASE};
 pub use lease::Lease;
 pub use outcome::{
     Acquire, Inspection, LeaseState, OperationOutcome, Provision, Publication, Publish, RefusalReason, Release, Renew,

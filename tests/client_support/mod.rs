@@ -37,6 +37,9 @@ pub enum Cut {
     BeforeReply,
     /// The reply starts to arrive, and the connection closes half way.
     MidReply,
+    /// The request never reaches the server and the connection stays open,
+    /// silent both ways: a half-open connection that only a timeout ends.
+    Hang,
 }
 
 /// A cut waiting for the next request, shared by every connection.
@@ -202,8 +205,21 @@ async fn requests(
         }
         wait_while_held(&mut held).await;
         let last_of_request = header[1] & END_OF_MESSAGE != 0 && REQUEST_TYPES.contains(&header[0]);
-        if last_of_request && let Some(cut) = armed.lock().unwrap().take() {
+        let taken = if last_of_request {
+            armed.lock().unwrap().take()
+        } else {
+            None
+        };
+        if let Some(cut) = taken {
             counts.cuts.fetch_add(1, Ordering::SeqCst);
+            if cut == Cut::Hang {
+                // Keeps both halves open, forwarding nothing, until the
+                // client gives up on the connection.
+                cut_reply.send_replace(Some(cut));
+                let mut sink = [0u8; 1024];
+                while matches!(from.read(&mut sink).await, Ok(n) if n > 0) {}
+                return;
+            }
             if cut == Cut::BeforeRequest {
                 // Closing both halves here and the reply side below ends the
                 // connection with the request unsent.
@@ -247,6 +263,8 @@ async fn replies(
             None => n,
             Some(Cut::MidReply) => n / 2,
             Some(Cut::BeforeReply | Cut::BeforeRequest) => 0,
+            // The server sends nothing for the request it never saw.
+            Some(Cut::Hang) => continue,
         };
         if to.write_all(&buffer[..forward]).await.is_err() || forward < n {
             // Dropping both halves closes the client's connection.
