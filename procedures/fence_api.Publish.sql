@@ -1,13 +1,16 @@
 -- Writes a result under a lease: the fence itself. The write succeeds only
 -- while the caller still owns the current, unexpired generation and nothing was
 -- published in it yet; the outcome record commits in the same transaction, so
--- a caller whose reply was lost can ask GetOutcome or replay safely.
+-- a caller whose reply was lost can ask GetOutcome or replay safely. With
+-- @Release = 1 an accepted publish also gives the lease back, in the same
+-- update: a whole acquire-publish-release cycle is two calls.
 CREATE PROCEDURE fence_api.Publish
     @ResourceKey nvarchar(4000), -- wider than a key may be, so an over-long key is refused, not truncated
     @Owner       uniqueidentifier,
     @Generation  bigint,
     @OperationId uniqueidentifier,
-    @Payload     nvarchar(max)
+    @Payload     nvarchar(max),
+    @Release     bit = 0 -- contract v1.2; callers of v1 keep the lease after a publish
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -45,6 +48,8 @@ BEGIN
         THROW 50105, N'@OperationId must be a non-nil uniqueidentifier, fresh for each publish and reused only to replay it.', 1;
     IF @Payload IS NULL
         THROW 50106, N'@Payload must not be NULL (an empty string is allowed).', 1;
+    IF @Release IS NULL
+        THROW 50108, N'@Release must be 0 (keep the lease) or 1 (release it with an accepted publish).', 1;
 
     DECLARE @Now datetime2(7), @Outcome nvarchar(32), @Found int, @Replay int, @Accepted int;
     DECLARE @CurrentGeneration bigint, @CurrentOwner uniqueidentifier, @PublishedGeneration bigint;
@@ -76,7 +81,10 @@ BEGIN
         UPDATE fence.Resource
            SET PublishedGeneration = @Generation,
                Payload             = @Payload,
-               PublishedAtUtc      = @Now
+               PublishedAtUtc      = @Now,
+               -- As Release does: the generation stays, the lease ends.
+               Owner               = CASE WHEN @Release = 1 THEN NULL ELSE Owner END,
+               LeaseUntilUtc       = CASE WHEN @Release = 1 THEN NULL ELSE LeaseUntilUtc END
          WHERE ResourceKey = @ResourceKey
            AND Owner = @Owner
            AND Generation = @Generation

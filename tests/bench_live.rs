@@ -57,7 +57,7 @@ async fn a_short_run_reports_every_scenario_and_leaves_nothing_behind() {
         ("acquire", 1.0),
         ("publish", 1.0),
         ("release", 1.0),
-        ("fenced_cycle", 3.0),
+        ("fenced_cycle", 2.0),
         ("renew", 1.0),
     ];
     for (name, round_trips) in expected {

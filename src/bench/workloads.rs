@@ -32,8 +32,9 @@ async fn step<T>(client: &Client, call: impl Future<Output = T>) -> (T, Step) {
     (value, step)
 }
 
-/// `cycle`: acquire → publish → release on the worker's own key. Reports
-/// `acquire`, `publish`, `release` and the whole as `fenced_cycle`.
+/// `cycle`: acquire → publish → release on the worker's own key, reported as
+/// `acquire`, `publish` and `release`; then the cycle `run_fenced` runs,
+/// acquire → publish releasing in the same call, reported as `fenced_cycle`.
 pub(crate) struct Cycle {
     pub client: Client,
     pub key: String,
@@ -41,14 +42,20 @@ pub(crate) struct Cycle {
 
 pub(crate) const CYCLE_SCENARIOS: [&str; 4] = ["acquire", "publish", "release", "fenced_cycle"];
 
+impl Cycle {
+    async fn acquire(&self) -> Result<(Lease, Step), BenchError> {
+        let (acquired, acquire) = step(&self.client, self.client.acquire(&self.key, LEASE)).await;
+        match acquired.map_err(BenchError::client("acquire"))? {
+            Acquire::Acquired(lease) => Ok((lease, acquire)),
+            other => Err(BenchError::unexpected("acquire", format!("{other:?}"))),
+        }
+    }
+}
+
 impl Worker for Cycle {
     async fn operation(&mut self) -> Result<Vec<Step>, BenchError> {
         let client = &self.client;
-        let (acquired, acquire) = step(client, client.acquire(&self.key, LEASE)).await;
-        let lease = match acquired.map_err(BenchError::client("acquire"))? {
-            Acquire::Acquired(lease) => lease,
-            other => return Err(BenchError::unexpected("acquire", format!("{other:?}"))),
-        };
+        let (lease, acquire) = self.acquire().await?;
         let (published, publish) = step(client, client.publish(&lease, Uuid::new_v4(), PAYLOAD)).await;
         match published.map_err(BenchError::client("publish"))? {
             Publish::Published => {}
@@ -59,9 +66,17 @@ impl Worker for Cycle {
             Release::Released => {}
             other => return Err(BenchError::unexpected("release", format!("{other:?}"))),
         }
+
+        let (lease, fenced_acquire) = self.acquire().await?;
+        let (published, fenced_publish) =
+            step(client, client.publish_and_release(&lease, Uuid::new_v4(), PAYLOAD)).await;
+        match published.map_err(BenchError::client("fenced_cycle: publish_and_release"))? {
+            Publish::Published => {}
+            other => return Err(BenchError::unexpected("fenced_cycle", format!("{other:?}"))),
+        }
         let cycle = Step {
-            elapsed: acquire.elapsed + publish.elapsed + release.elapsed,
-            requests: acquire.requests + publish.requests + release.requests,
+            elapsed: fenced_acquire.elapsed + fenced_publish.elapsed,
+            requests: fenced_acquire.requests + fenced_publish.requests,
         };
         Ok(vec![acquire, publish, release, cycle])
     }

@@ -104,6 +104,30 @@ impl Client {
     /// error is [`Error::OutcomeUnknown`]; resolve it with
     /// [`outcome`](Client::outcome) or by replaying.
     pub async fn publish(&self, lease: &Lease, operation_id: Uuid, payload: &str) -> Result<Publish, Error> {
+        self.publish_with(lease, operation_id, payload, false).await
+    }
+
+    /// Publishes as [`publish`](Client::publish) does and, when the publish is
+    /// accepted, gives the lease back in the same transaction: a whole
+    /// acquire-publish-release cycle in two calls. A refused publish changes
+    /// nothing, and the lease stays as it was. A replay answers
+    /// `AlreadyPublished`; the first arrival already released.
+    pub async fn publish_and_release(
+        &self,
+        lease: &Lease,
+        operation_id: Uuid,
+        payload: &str,
+    ) -> Result<Publish, Error> {
+        self.publish_with(lease, operation_id, payload, true).await
+    }
+
+    async fn publish_with(
+        &self,
+        lease: &Lease,
+        operation_id: Uuid,
+        payload: &str,
+        release: bool,
+    ) -> Result<Publish, Error> {
         let operation_id = input::operation_id(operation_id)?;
         let reply = self
             .call(
@@ -114,6 +138,7 @@ impl Client {
                     &lease.generation(),
                     &operation_id,
                     &payload,
+                    &release,
                 ],
             )
             .await

@@ -32,6 +32,7 @@ enum SqlType {
     UniqueIdentifier,
     Int,
     BigInt,
+    Bit,
 }
 
 use Parameter as P;
@@ -85,6 +86,7 @@ impl Procedure {
                 (P::Generation, T::BigInt),
                 (P::OperationId, T::UniqueIdentifier),
                 (P::Payload, T::NVarCharMax),
+                (P::Release, T::Bit),
             ],
             Procedure::Release | Procedure::AssertHolder => &[
                 (P::ResourceKey, T::WideKey),
@@ -190,6 +192,7 @@ impl SqlType {
             T::UniqueIdentifier => "uniqueidentifier",
             T::Int => "int",
             T::BigInt => "bigint",
+            T::Bit => "bit",
         }
     }
 }
@@ -204,6 +207,7 @@ fn matches_type(expected: SqlType, row: &CatalogRow) -> bool {
         T::UniqueIdentifier => name.eq_ignore_ascii_case("uniqueidentifier"),
         T::Int => name.eq_ignore_ascii_case("int"),
         T::BigInt => name.eq_ignore_ascii_case("bigint"),
+        T::Bit => name.eq_ignore_ascii_case("bit"),
     }
 }
 
@@ -363,7 +367,7 @@ mod tests {
     fn each_statement_binds_the_parameters_by_name_in_order() {
         assert_eq!(
             Procedure::Publish.statement(),
-            "EXEC fence_api.Publish @ResourceKey = @P1, @Owner = @P2, @Generation = @P3, @OperationId = @P4, @Payload = @P5"
+            "EXEC fence_api.Publish @ResourceKey = @P1, @Owner = @P2, @Generation = @P3, @OperationId = @P4, @Payload = @P5, @Release = @P6"
         );
     }
 }

@@ -23,6 +23,8 @@ pub enum Parameter {
     OperationId,
     /// `@Payload`: any text, never NULL.
     Payload,
+    /// `@Release` of `Publish`: 0 or 1, never NULL.
+    Release,
 }
 
 impl Parameter {
@@ -35,10 +37,11 @@ impl Parameter {
             Parameter::Generation => "@Generation",
             Parameter::OperationId => "@OperationId",
             Parameter::Payload => "@Payload",
+            Parameter::Release => "@Release",
         }
     }
 
-    /// The parameter a documented contract error number (50101–50107) is about.
+    /// The parameter a documented contract error number (50101–50108) is about.
     pub fn for_error_number(number: u32) -> Option<Parameter> {
         Some(match number {
             50101 => Parameter::ResourceKey,
@@ -47,6 +50,7 @@ impl Parameter {
             50104 => Parameter::Generation,
             50105 | 50107 => Parameter::OperationId,
             50106 => Parameter::Payload,
+            50108 => Parameter::Release,
             _ => return None,
         })
     }
@@ -72,7 +76,7 @@ pub enum Error {
         reason: String,
     },
     /// The procedure refused the input with one of the contract's error
-    /// numbers (50101–50107). Nothing was changed.
+    /// numbers (50101–50108). Nothing was changed.
     #[error("{procedure} refused {parameter} (error {number}): {message}")]
     Rejected {
         /// The procedure, e.g. `fence_api.Publish`.
@@ -249,7 +253,7 @@ mod tests {
 
     #[test]
     fn every_contract_error_number_names_its_parameter() {
-        let names: Vec<_> = (50101..=50107)
+        let names: Vec<_> = (50101..=50108)
             .map(|n| Parameter::for_error_number(n).map(Parameter::name))
             .collect();
         assert_eq!(
@@ -262,9 +266,10 @@ mod tests {
                 Some("@OperationId"),
                 Some("@Payload"),
                 Some("@OperationId"),
+                Some("@Release"),
             ]
         );
-        assert_eq!(Parameter::for_error_number(50108), None);
+        assert_eq!(Parameter::for_error_number(50109), None);
     }
 
     #[test]

@@ -48,8 +48,10 @@ impl Client {
     /// guard finds the lease lost, the token passed to `work` is cancelled;
     /// `work` should stop when it sees that. Its result is then dropped
     /// unpublished. A work that finishes in time is published under the lease
-    /// it ran under; a lease is never re-acquired for old work. Finally the
-    /// lease is released, bounded by the configured release timeout; a failed
+    /// it ran under; a lease is never re-acquired for old work. An accepted
+    /// publish gives the lease back in the same call, so a quick work costs
+    /// two round trips: acquire and publish. Otherwise the lease is released
+    /// at the end, bounded by the configured release timeout; a failed
     /// release is logged, not returned.
     ///
     /// A publish whose reply is lost is replayed with the same operation id, so
@@ -83,8 +85,9 @@ impl Client {
         let cancel = guard.token();
         let _cancel_on_exit = cancel.clone().drop_guard();
         let held = self.hold(&mut guard, work(cancel.clone()), &cancel).await;
-        // After a renewal answered `Lost` there is nothing left to release.
-        if matches!(held, Ok(Fenced::Lost(LostReason::Renewal))) {
+        // An accepted publish released the lease with it, and after a renewal
+        // answered `Lost` there is nothing left to release.
+        if matches!(held, Ok(Fenced::Published { .. } | Fenced::Lost(LostReason::Renewal))) {
             guard.forget();
         } else {
             guard.stop_renewing().await;
@@ -163,7 +166,7 @@ impl Client {
         let mut pause = Duration::from_millis(50);
         let mut tried_once_more = false;
         loop {
-            match self.publish(lease, operation_id, payload).await {
+            match self.publish_and_release(lease, operation_id, payload).await {
                 Err(error) if error.is_transient() && !tried_once_more => {
                     // One replay even past the deadline: it can only confirm a
                     // commit or be refused, never publish under a dead lease.
