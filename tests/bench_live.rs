@@ -42,6 +42,10 @@ async fn a_short_run_reports_every_scenario_and_leaves_nothing_behind() {
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON document on stdout");
     assert_eq!(report["workers"], 2);
+    assert!(
+        report["client_peak_memory_kib"].as_u64().is_some_and(|kib| kib > 0),
+        "{report}"
+    );
     assert!(report["engine"].as_str().is_some_and(|e| !e.is_empty()), "{report}");
     let scenarios = report["scenarios"].as_array().expect("scenarios");
     let find = |name: &str| {
@@ -64,7 +68,7 @@ async fn a_short_run_reports_every_scenario_and_leaves_nothing_behind() {
         let scenario = find(name);
         assert_eq!(scenario["round_trips_per_op"], round_trips, "{name}: {scenario}");
         assert!(scenario["operations"].as_u64().unwrap() > 0, "{name}: {scenario}");
-        for field in ["ops_per_s", "p50_ms", "p95_ms", "p99_ms"] {
+        for field in ["ops_per_s", "p50_ms", "p95_ms", "p99_ms", "client_cpu_us_per_op"] {
             assert!(scenario[field].as_f64().unwrap() > 0.0, "{name}.{field}: {scenario}");
         }
         if name != "select1" {

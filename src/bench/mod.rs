@@ -16,6 +16,7 @@ mod report;
 mod runner;
 mod scratch;
 mod stats;
+mod usage;
 mod workloads;
 
 use std::time::Duration;
@@ -120,6 +121,7 @@ pub async fn run(
     let mut report = Report {
         engine,
         workers: workers as u32,
+        client_peak_memory_kib: usage::peak_memory_kib(),
         scenarios: measured?,
     };
     report.compute_ratios();

@@ -16,6 +16,10 @@ pub struct Report {
     pub engine: String,
     /// Concurrent workers, each on a connection of its own.
     pub workers: u32,
+    /// The largest resident memory the bench process had, in KiB: the
+    /// clients, the baselines' connections and the bench's fixed-size
+    /// histograms. `null` where the platform cannot tell.
+    pub client_peak_memory_kib: Option<u64>,
     /// Every scenario that ran, baselines first.
     pub scenarios: Vec<Scenario>,
 }
@@ -38,6 +42,10 @@ pub struct Scenario {
     pub p99_ms: f64,
     /// Requests sent per operation, counted as they were sent.
     pub round_trips_per_op: f64,
+    /// CPU time (user and system) the bench process spent per operation
+    /// while measuring; the scenarios of one workload share it by the
+    /// requests each sent. `null` where the platform cannot tell.
+    pub client_cpu_us_per_op: Option<f64>,
     /// This scenario's p50 divided by each baseline's p50 (itself left out).
     pub ratio_to: BTreeMap<String, f64>,
 }
@@ -76,6 +84,7 @@ impl Report {
             "p95 ms",
             "p99 ms",
             "round trips/op",
+            "client CPU us/op",
         ];
         let ratio_headers: Vec<String> = baselines.iter().map(|b| format!("p50 / {b}")).collect();
         header.extend(ratio_headers.iter().map(String::as_str));
@@ -89,6 +98,7 @@ impl Report {
                 format!("{:.2}", s.p95_ms),
                 format!("{:.2}", s.p99_ms),
                 format!("{:.2}", s.round_trips_per_op),
+                s.client_cpu_us_per_op.map_or("-".to_string(), |c| format!("{c:.0}")),
             ];
             row.extend(
                 baselines
@@ -98,9 +108,15 @@ impl Report {
             rows.push(row);
         }
         let widths: Vec<usize> = (0..rows[0].len())
-            .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
+            .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
             .collect();
-        let mut out = format!("engine: {}\nworkers: {}\n\n", self.engine, self.workers);
+        let memory = self
+            .client_peak_memory_kib
+            .map_or("unknown".to_string(), |kib| format!("{kib} KiB"));
+        let mut out = format!(
+            "engine: {}\nworkers: {}\nclient peak memory: {memory}\n\n",
+            self.engine, self.workers
+        );
         for (i, row) in rows.iter().enumerate() {
             let cells: Vec<String> = row
                 .iter()
@@ -154,6 +170,7 @@ mod tests {
             p95_ms: p50_ms,
             p99_ms: p50_ms,
             round_trips_per_op: 1.0,
+            client_cpu_us_per_op: Some(42.0),
             ratio_to: BTreeMap::new(),
         }
     }
@@ -162,6 +179,7 @@ mod tests {
         let mut report = Report {
             engine: "engine".into(),
             workers: 2,
+            client_peak_memory_kib: Some(1024),
             scenarios,
         };
         report.compute_ratios();
@@ -212,11 +230,13 @@ mod tests {
             "p95_ms",
             "p99_ms",
             "round_trips_per_op",
+            "client_cpu_us_per_op",
             "ratio_to",
         ];
         expected.sort_unstable();
         assert_eq!(keys, expected);
         assert_eq!(json["workers"], 2);
         assert_eq!(json["engine"], "engine");
+        assert_eq!(json["client_peak_memory_kib"], 1024);
     }
 }

@@ -12,7 +12,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::report::{Scenario, round};
-use super::stats::Percentiles;
+use super::stats::{Latencies, Percentiles};
+use super::usage;
 use super::{BenchError, Event, Stop};
 
 /// One timed part of an operation, and the requests it sent.
@@ -33,7 +34,8 @@ struct Shared {
     stop: Stop,
     warmup: u32,
     barrier: Barrier,
-    start: OnceLock<Instant>,
+    /// When measuring started, and the process's CPU time then.
+    start: OnceLock<(Instant, Option<Duration>)>,
     tickets: AtomicU64,
     measured: AtomicU64,
 }
@@ -41,7 +43,7 @@ struct Shared {
 /// What one worker measured.
 struct Tally<W> {
     worker: W,
-    samples: Vec<Vec<Duration>>,
+    samples: Vec<Latencies>,
     requests: Vec<u64>,
     finished: Instant,
 }
@@ -82,31 +84,45 @@ pub(crate) async fn measure<W: Worker>(
             _ = ticks.tick() => events(Event::Progress {
                 scenario: label,
                 operations: shared.measured.load(Ordering::Relaxed),
-                elapsed: shared.start.get().map(|s| s.elapsed()),
+                elapsed: shared.start.get().map(|(s, _)| s.elapsed()),
             }),
         }
     }
-    let start = shared.start.get().copied().unwrap_or_else(Instant::now);
+    let cpu_spent = usage::cpu_time();
+    let (start, cpu_at_start) = shared.start.get().copied().unwrap_or_else(|| (Instant::now(), None));
+    let cpu = cpu_at_start.zip(cpu_spent).map(|(from, to)| to.saturating_sub(from));
     let wall = tallies
         .iter()
         .map(|t| t.finished.saturating_duration_since(start))
         .max()
         .unwrap_or_default();
+    let all_requests: u64 = tallies.iter().flat_map(|t| t.requests.iter()).sum();
     let scenarios = names
         .iter()
         .enumerate()
         .map(|(i, name)| {
-            let mut samples: Vec<Duration> = tallies.iter().flat_map(|t| t.samples[i].iter().copied()).collect();
+            let mut latencies = Latencies::default();
+            for tally in &tallies {
+                latencies.merge(&tally.samples[i]);
+            }
             let requests: u64 = tallies.iter().map(|t| t.requests[i]).sum();
-            summarize(name, &mut samples, requests, wall)
+            // A workload that reports several scenarios spent its CPU on all
+            // of them: each gets the share its requests sent.
+            let share = if all_requests == 0 {
+                0.0
+            } else {
+                requests as f64 / all_requests as f64
+            };
+            let cpu = cpu.map(|c| c.mul_f64(share));
+            summarize(name, &latencies, requests, wall, cpu)
         })
         .collect();
     Ok((tallies.into_iter().map(|t| t.worker).collect(), scenarios))
 }
 
-fn summarize(name: &str, samples: &mut [Duration], requests: u64, wall: Duration) -> Scenario {
-    let operations = samples.len() as u64;
-    let p = Percentiles::of(samples);
+fn summarize(name: &str, latencies: &Latencies, requests: u64, wall: Duration, cpu: Option<Duration>) -> Scenario {
+    let operations = latencies.len();
+    let p = Percentiles::of(latencies);
     let per_op = |v: f64| if operations == 0 { 0.0 } else { v / operations as f64 };
     Scenario {
         name: name.to_string(),
@@ -116,6 +132,7 @@ fn summarize(name: &str, samples: &mut [Duration], requests: u64, wall: Duration
         p95_ms: round(p.p95_ms, 3),
         p99_ms: round(p.p99_ms, 3),
         round_trips_per_op: round(per_op(requests as f64), 2),
+        client_cpu_us_per_op: cpu.map(|c| round(per_op(c.as_secs_f64() * 1e6), 1)),
         ratio_to: Default::default(),
     }
 }
@@ -127,8 +144,8 @@ async fn drive<W: Worker>(mut worker: W, steps: usize, shared: Arc<Shared>) -> R
         worker.operation().await?;
     }
     shared.barrier.wait().await;
-    let start = *shared.start.get_or_init(Instant::now);
-    let mut samples = vec![Vec::new(); steps];
+    let (start, _) = *shared.start.get_or_init(|| (Instant::now(), usage::cpu_time()));
+    let mut samples = vec![Latencies::default(); steps];
     let mut requests = vec![0; steps];
     loop {
         let more = match shared.stop {
@@ -139,7 +156,7 @@ async fn drive<W: Worker>(mut worker: W, steps: usize, shared: Arc<Shared>) -> R
             break;
         }
         for (i, step) in worker.operation().await?.into_iter().enumerate().take(steps) {
-            samples[i].push(step.elapsed);
+            samples[i].record(step.elapsed);
             requests[i] += step.requests;
         }
         shared.measured.fetch_add(1, Ordering::Relaxed);
