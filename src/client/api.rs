@@ -17,14 +17,7 @@ use super::{
 impl Client {
     async fn call(&self, procedure: Procedure, arguments: &[&dyn ToSql]) -> Result<Reply, Error> {
         self.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        call(
-            &self.pool,
-            &self.last_connect_error,
-            self.config.call_timeout,
-            procedure,
-            arguments,
-        )
-        .await
+        call(&self.pool, &self.last_connect_error, &self.config, procedure, arguments).await
     }
 
     /// Creates the fence row for `key` if it does not exist. Never resets a
@@ -218,18 +211,18 @@ impl Client {
                 timed_out: false,
             },
         };
-        let mut session = checkout(&self.pool, &self.last_connect_error).await?;
+        let mut session = checkout(&self.pool, &self.last_connect_error, &self.config).await?;
         session.in_call = true;
         // One round trip: the contract's catalog rows, then the session's rights.
         let batch = format!("{};\n{};", contract::CATALOG_QUERY, privilege::PRIVILEGE_QUERY);
-        let mut sets = session
-            .connection
-            .simple_query(batch)
-            .await
-            .map_err(network)?
-            .into_results()
-            .await
-            .map_err(network)?;
+        let exchange = async { session.connection.simple_query(batch).await?.into_results().await };
+        let timeout = self.config.call_timeout;
+        // Bounded like every procedure call; on a timeout `in_call` stays set
+        // and the pool drops the connection with its unread reply.
+        let mut sets = match tokio::time::timeout(timeout, exchange).await {
+            Err(_) => return Err(Error::timed_out(PROCEDURE, timeout)),
+            Ok(result) => result.map_err(network)?,
+        };
         session.in_call = false;
         if sets.len() != 2 {
             return Err(Error::UnexpectedReply {

@@ -59,9 +59,7 @@ impl Client {
     /// wrong address or password fails here with its reason; the pool opens
     /// the others as calls need them.
     pub async fn connect_with(config: ClientConfig) -> Result<Client, Error> {
-        let manager = Manager {
-            connection_string: config.connection_string.clone(),
-        };
+        let manager = Manager::new(&config);
         let first = bb8::ManageConnection::connect(&manager).await?;
         let last_connect_error = LastConnectError::default();
         let pool = bb8::Pool::builder()
