@@ -213,8 +213,16 @@ impl Client {
         };
         let mut session = checkout(&self.pool, &self.last_connect_error, &self.config).await?;
         session.in_call = true;
-        // One round trip: the contract's catalog rows, then the session's rights.
-        let batch = format!("{};\n{};", contract::CATALOG_QUERY, privilege::PRIVILEGE_QUERY);
+        // One round trip: the contract's catalog rows, the session's rights,
+        // the procedures' texts, then the deployed version (absent when the
+        // procedure that answers it is missing).
+        let batch = format!(
+            "{};\n{};\n{};\n{};",
+            contract::CATALOG_QUERY,
+            privilege::PRIVILEGE_QUERY,
+            contract::DEFINITION_QUERY,
+            contract::VERSION_QUERY
+        );
         let exchange = async { session.connection.simple_query(batch).await?.into_results().await };
         let timeout = self.config.call_timeout;
         // Bounded like every procedure call; on a timeout `in_call` stays set
@@ -224,12 +232,14 @@ impl Client {
             Ok(result) => result.map_err(network)?,
         };
         session.in_call = false;
-        if sets.len() != 2 {
+        if !(3..=4).contains(&sets.len()) {
             return Err(Error::UnexpectedReply {
                 procedure: PROCEDURE,
-                detail: format!("{} result sets instead of 2", sets.len()),
+                detail: format!("{} result sets instead of 3 or 4", sets.len()),
             });
         }
+        let version = if sets.len() == 4 { sets.pop() } else { None };
+        let texts = sets.pop().unwrap_or_default();
         let rights = sets.pop().unwrap_or_default();
         let rows = sets.pop().unwrap_or_default();
         let catalog = rows
@@ -244,9 +254,26 @@ impl Client {
                 }
             })
             .collect::<Vec<_>>();
-        let problems = contract::differences(&catalog);
+        let definitions = texts
+            .iter()
+            .map(|row| {
+                let text = |column: &str| row.try_get::<&str, _>(column).ok().flatten().map(str::to_string);
+                (text("ProcedureName").unwrap_or_default(), text("Definition"))
+            })
+            .collect::<Vec<_>>();
+        let found = contract::differences(&catalog, &definitions);
+        let mut problems = found.problems;
+        if let Some(rows) = version {
+            match contract::read_version(&rows) {
+                Some(deployed) => problems.extend(contract::version_problem(deployed)),
+                None => problems.push("fence_api.ContractVersion did not answer one Version row".to_string()),
+            }
+        }
         if !problems.is_empty() {
             return Err(problems.into());
+        }
+        for warning in &found.warnings {
+            tracing::warn!("{warning}");
         }
         let row = rights.first();
         let user = row.and_then(|r| r.try_get::<&str, _>("UserName").ok().flatten());

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use config::ClientConfig;
-pub use contract::CONTRACT_VERSION;
+pub use contract::{CONTRACT_VERSION, ContractVersion};
 pub use error::{Error, Parameter};
 pub use fenced_transaction::{FencedTransaction, FencedTx};
 pub use input::{MAX_KEY_UTF16_UNITS, MAX_LEASE};
@@ -35,6 +35,17 @@ pub use outcome::{
 pub use run_fenced::{Fenced, LostReason};
 
 use crate::connection::ConnectionString;
+
+/// The statement that reads the deployed contract version (no result set when
+/// the procedure is missing).
+pub(crate) fn contract_version_query() -> &'static str {
+    contract::VERSION_QUERY
+}
+
+/// The version in the rows [`contract_version_query`] answered.
+pub(crate) fn read_contract_version(rows: &[tiberius::Row]) -> Option<ContractVersion> {
+    contract::read_version(rows)
+}
 use pool::{LastConnectError, Manager};
 
 /// A pool of connections to one fence database and the typed calls on it.
