@@ -3,11 +3,12 @@
 -- accepts the same major and a minor at least as new as the one it needs:
 -- the minor rises with every compatible addition (a column, an outcome, an
 -- optional parameter, a procedure), the major with any change of meaning.
+-- v1.2: this procedure, and Acquire's ServerUtc column.
 CREATE PROCEDURE fence_api.ContractVersion
 AS
 BEGIN
     SET NOCOUNT ON;
     SET XACT_ABORT ON;
 
-    SELECT CAST(N'Version' AS nvarchar(32)) AS Outcome, CAST(1 AS int) AS Major, CAST(1 AS int) AS Minor;
+    SELECT CAST(N'Version' AS nvarchar(32)) AS Outcome, CAST(1 AS int) AS Major, CAST(2 AS int) AS Minor;
 END;

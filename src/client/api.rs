@@ -43,14 +43,25 @@ impl Client {
     /// generation and extends the lease, so a call whose reply was lost can be
     /// retried safely.
     pub async fn acquire_as(&self, key: &str, owner: Uuid, length: std::time::Duration) -> Result<Acquire, Error> {
+        Ok(self.acquire_timed(key, owner, length).await?.0)
+    }
+
+    /// [`acquire_as`](Client::acquire_as), with the local instant just before
+    /// the request was sent: what a `Busy`'s `remaining` counts from.
+    pub(crate) async fn acquire_timed(
+        &self,
+        key: &str,
+        owner: Uuid,
+        length: std::time::Duration,
+    ) -> Result<(Acquire, Instant), Error> {
         let key = input::key(key)?;
         let owner = input::owner(owner)?;
         let seconds = input::lease_seconds(length)?;
         // Taken before the request leaves, so the local deadline is never
-        // later than the server's.
+        // later than the server's, and a waiter never wakes early.
         let sent_at = Instant::now();
         let reply = self.call(Procedure::Acquire, &[&key, &owner, &seconds]).await?;
-        match reply.outcome()? {
+        let answer = match reply.outcome()? {
             "Acquired" => Ok(Acquire::Acquired(Lease::new(
                 key,
                 owner,
@@ -59,12 +70,18 @@ impl Client {
                 reply.required_utc("LeaseUntilUtc")?,
                 sent_at,
             ))),
-            "Busy" => Ok(Acquire::Busy {
-                until: reply.required_utc("LeaseUntilUtc")?,
-            }),
+            "Busy" => {
+                let until = reply.required_utc("LeaseUntilUtc")?;
+                let server_utc = reply.required_utc("ServerUtc")?;
+                Ok(Acquire::Busy {
+                    until,
+                    remaining: outcome::remaining(until, server_utc),
+                })
+            }
             "NotProvisioned" => Ok(Acquire::NotProvisioned),
             _ => Err(reply.unknown_outcome()),
-        }
+        };
+        Ok((answer?, sent_at))
     }
 
     /// Extends `lease` by its length from now (server clock). On `Renewed`

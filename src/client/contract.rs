@@ -7,7 +7,10 @@ use super::error::{Error, Parameter};
 /// The version of the procedure contract this client speaks, and the oldest
 /// one it accepts: a database answering the same major and this minor or a
 /// later one (`fence_api.ContractVersion`) holds everything it calls.
-pub const CONTRACT_VERSION: ContractVersion = ContractVersion { major: 1, minor: 1 };
+///
+/// v1.2 added `fence_api.ContractVersion` and `ServerUtc` on `fence_api.Acquire`'s
+/// row, which [`acquire_waiting`](super::Client::acquire_waiting) times its pauses by.
+pub const CONTRACT_VERSION: ContractVersion = ContractVersion { major: 1, minor: 2 };
 
 /// A procedure contract version, as `fence_api.ContractVersion` answers it.
 /// Minors add (columns, outcomes, optional parameters, procedures); a major

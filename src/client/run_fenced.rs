@@ -103,7 +103,7 @@ impl Client {
         let deadline = Instant::now() + length;
         let lease = match self.acquire_retrying(key, Uuid::new_v4(), length, deadline).await? {
             Acquire::Acquired(lease) => lease,
-            Acquire::Busy { until } => return Ok(Fenced::Busy { until }),
+            Acquire::Busy { until, .. } => return Ok(Fenced::Busy { until }),
             Acquire::NotProvisioned => return Ok(Fenced::NotProvisioned),
         };
         let cancel = CancellationToken::new();
