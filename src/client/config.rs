@@ -52,8 +52,11 @@ impl ClientConfig {
     }
 
     /// How long one procedure call may take from sending the request to the
-    /// last byte of the reply. A call that runs out reports a network error
-    /// (for a publish: [`Error::OutcomeUnknown`](super::Error::OutcomeUnknown)).
+    /// last byte of the reply, `verify_contract` included. A call that runs
+    /// out reports a network error (for a publish:
+    /// [`Error::OutcomeUnknown`](super::Error::OutcomeUnknown)). The driver's
+    /// own command timeout is set 5 s past it, so a value above the driver's
+    /// default 30 s is honoured.
     pub fn call_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.call_timeout = timeout;
         self
