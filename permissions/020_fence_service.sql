@@ -10,3 +10,4 @@ GRANT EXECUTE ON fence_api.GetOutcome TO fence_service;
 GRANT EXECUTE ON fence_api.ReadPublication TO fence_service;
 GRANT EXECUTE ON fence_api.Inspect TO fence_service;
 GRANT EXECUTE ON fence_api.AssertHolder TO fence_service;
+GRANT EXECUTE ON fence_api.ContractVersion TO fence_service;

@@ -1,3 +1,5 @@
--- Readers see published results and lease state, and can change nothing.
+-- Readers see published results, lease state and the contract version, and can
+-- change nothing.
 GRANT EXECUTE ON fence_api.ReadPublication TO fence_reader;
 GRANT EXECUTE ON fence_api.Inspect TO fence_reader;
+GRANT EXECUTE ON fence_api.ContractVersion TO fence_reader;

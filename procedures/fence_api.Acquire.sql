@@ -69,12 +69,16 @@ BEGIN
 
     COMMIT TRANSACTION;
 
+    -- ServerUtc (contract v1.2) is the clock reading the lease was judged by:
+    -- a waiter times its pause as LeaseUntilUtc - ServerUtc on its own clock,
+    -- so a server clock set apart from the caller's changes nothing.
     IF @Taken = 1
-        SELECT CAST(N'Acquired' AS nvarchar(32)) AS Outcome, @Generation AS Generation, @Until AS LeaseUntilUtc;
+        SELECT CAST(N'Acquired' AS nvarchar(32)) AS Outcome, @Generation AS Generation, @Until AS LeaseUntilUtc,
+               @Now AS ServerUtc;
     ELSE IF @Found = 1
         SELECT CAST(N'Busy' AS nvarchar(32)) AS Outcome, CAST(NULL AS bigint) AS Generation,
-               @HolderUntil AS LeaseUntilUtc;
+               @HolderUntil AS LeaseUntilUtc, @Now AS ServerUtc;
     ELSE
         SELECT CAST(N'NotProvisioned' AS nvarchar(32)) AS Outcome, CAST(NULL AS bigint) AS Generation,
-               CAST(NULL AS datetime2(7)) AS LeaseUntilUtc;
+               CAST(NULL AS datetime2(7)) AS LeaseUntilUtc, @Now AS ServerUtc;
 END;

@@ -166,6 +166,12 @@ impl ConnectionString {
         self.config.command_timeout(timeout);
     }
 
+    /// The per-round-trip timeout the driver applies (see
+    /// [`set_command_timeout`](Self::set_command_timeout)).
+    pub fn command_timeout(&self) -> Option<Duration> {
+        self.config.get_command_timeout()
+    }
+
     /// Sets the application name the server records for these sessions.
     pub fn set_application_name(&mut self, name: &str) {
         self.config.application_name(name);

@@ -132,11 +132,158 @@ async fn a_dropped_or_changed_procedure_is_named() {
     ];
     assert_eq!(problems(Err(error)), expected);
     // What a service logs: the message verify_contract returned names every problem.
-    let version = format!("contract v{}", fencepost::client::CONTRACT_VERSION);
+    let version = format!("contract {}", fencepost::client::CONTRACT_VERSION);
     for part in expected.iter().copied().chain([version.as_str()]) {
         assert!(message.contains(part), "{part:?} is not in {message}");
     }
     // Close the pools first: open sessions keep the database in use.
+    drop(client);
+    db.drop().await;
+}
+
+/// The shipped text of `procedure` as an `ALTER`, with `edit` applied.
+fn altered(procedure: &str, edit: impl Fn(String) -> String) -> String {
+    let sources = fencepost::deploy::Sources::embedded().unwrap();
+    let shipped = sources
+        .procedures()
+        .iter()
+        .find(|p| p.qualified_name() == procedure)
+        .expect("a shipped procedure")
+        .text()
+        .to_string();
+    let create = format!("CREATE PROCEDURE {procedure}");
+    assert!(shipped.contains(&create), "{procedure}: {create} not found");
+    edit(shipped.replacen(&create, &format!("ALTER PROCEDURE {procedure}"), 1))
+}
+
+/// `fence_api.ContractVersion` altered to answer `major.minor`.
+fn answering(major: u32, minor: u32) -> String {
+    format!(
+        "ALTER PROCEDURE fence_api.ContractVersion AS \
+         SELECT CAST(N'Version' AS nvarchar(32)) AS Outcome, CAST({major} AS int) AS Major, CAST({minor} AS int) AS Minor;"
+    )
+}
+
+#[tokio::test]
+async fn the_deployed_contract_version_is_the_one_this_client_speaks() {
+    let test = "the_deployed_contract_version_is_the_one_this_client_speaks";
+    let Some(mut db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let rows = db.query("EXEC fence_api.ContractVersion;").await;
+    let version = fencepost::client::CONTRACT_VERSION;
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].get::<&str, _>("Outcome"), Some("Version"));
+    assert_eq!(rows[0].get::<i32, _>("Major"), Some(version.major as i32));
+    assert_eq!(rows[0].get::<i32, _>("Minor"), Some(version.minor as i32));
+    // A service login and a reader may both ask.
+    let service = db.login_in_role(Some("fence_service")).await;
+    Client::connect(&service)
+        .await
+        .unwrap()
+        .verify_contract()
+        .await
+        .unwrap();
+    let reader = db.login_in_role(Some("fence_reader")).await;
+    let mut reader = support::connect_ado(&reader).await;
+    let answered = reader
+        .simple_query("EXEC fence_api.ContractVersion;")
+        .await
+        .unwrap()
+        .into_first_result()
+        .await
+        .unwrap();
+    assert_eq!(answered.len(), 1);
+    drop(reader);
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn an_older_minor_or_another_major_is_refused_naming_both_versions() {
+    let test = "an_older_minor_or_another_major_is_refused_naming_both_versions";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let needed = fencepost::client::CONTRACT_VERSION;
+    let client = privileged(&db.ado()).await;
+    let mut refused = vec![(needed.major + 1, needed.minor)];
+    if needed.minor > 0 {
+        refused.push((needed.major, needed.minor - 1));
+    }
+    for (major, minor) in refused {
+        db.exec(&answering(major, minor)).await;
+        let error = client.verify_contract().await.expect_err("an incompatible version");
+        let message = error.to_string();
+        assert_eq!(problems(Err(error)).len(), 1, "only the version differs: {message}");
+        for part in [format!("v{major}.{minor}"), needed.to_string()] {
+            assert!(message.contains(&part), "{part} is not in {message}");
+        }
+    }
+    // A newer minor is compatible.
+    db.exec(&answering(needed.major, needed.minor + 1)).await;
+    client.verify_contract().await.unwrap();
+    drop(client);
+    db.drop().await;
+}
+
+/// Collects what the client logs while the test runs.
+#[derive(Clone, Default)]
+struct Logged(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logged {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn an_appended_optional_parameter_passes_with_a_warning_and_a_required_one_is_refused() {
+    let test = "an_appended_optional_parameter_passes_with_a_warning_and_a_required_one_is_refused";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let logged = Logged::default();
+    let writer = logged.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let with_parameter = |procedure: &'static str, declaration: &'static str| {
+        altered(procedure, move |text| {
+            text.replacen(
+                "@ResourceKey nvarchar(4000)",
+                &format!("@ResourceKey nvarchar(4000), {declaration}"),
+                1,
+            )
+        })
+    };
+    db.exec(&with_parameter("fence_api.Inspect", "@Detail int = 0")).await;
+    let client = privileged(&db.ado()).await;
+    client.verify_contract().await.unwrap();
+    let log = String::from_utf8(logged.0.lock().unwrap().clone()).unwrap();
+    assert!(log.contains("WARN"), "{log}");
+    assert!(
+        log.to_lowercase()
+            .contains("fence_api.inspect has an optional parameter @detail"),
+        "{log}"
+    );
+
+    // Another procedure: Babelfish cannot ALTER a parameter's default away.
+    db.exec(&with_parameter("fence_api.ReadPublication", "@Detail int"))
+        .await;
+    let found = problems(client.verify_contract().await);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0]
+            .to_lowercase()
+            .contains("readpublication has a parameter @detail without a default"),
+        "{found:?}"
+    );
     drop(client);
     db.drop().await;
 }

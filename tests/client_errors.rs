@@ -74,3 +74,77 @@ async fn a_publish_whose_reply_is_lost_is_resolved_by_outcome_and_by_replay() {
     drop((client, other));
     db.drop().await;
 }
+
+/// The shipped text of `fence_api.Publish`, with its `CREATE PROCEDURE` line
+/// replaced by `header`.
+fn shipped_publish(header: &str) -> String {
+    let sources = fencepost::deploy::Sources::embedded().unwrap();
+    let text = sources
+        .procedures()
+        .iter()
+        .find(|p| p.qualified_name() == "fence_api.Publish")
+        .unwrap()
+        .text()
+        .to_string();
+    assert!(text.contains("CREATE PROCEDURE fence_api.Publish\n"));
+    text.replacen("CREATE PROCEDURE fence_api.Publish\n", &format!("{header}\n"), 1)
+}
+
+#[tokio::test]
+async fn a_server_error_after_the_published_row_is_outcome_unknown_and_a_replay_resolves_it() {
+    let test = "a_server_error_after_the_published_row_is_outcome_unknown_and_a_replay_resolves_it";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    // Warmed up (a publish included) before the procedure changes.
+    let proxy = Proxy::start(db.connection_string().server()).await;
+    let client = worker(&proxy.ado(&db.ado())).await;
+    // The real publish runs, commits and answers its row; then the reply
+    // carries an error. Measured on Babelfish 4.2: the reply holds the row's
+    // metadata, the row, then the error token (code 50000, class 16), in that
+    // order, as on SQL Server, and tiberius yields the row before the error.
+    db.exec(&shipped_publish("CREATE PROCEDURE fence_api.PublishInner"))
+        .await;
+    db.exec(
+        "ALTER PROCEDURE fence_api.Publish \
+           @ResourceKey nvarchar(4000), @Owner uniqueidentifier, @Generation bigint, \
+           @OperationId uniqueidentifier, @Payload nvarchar(max) \
+         AS BEGIN \
+           SET NOCOUNT ON; \
+           EXEC fence_api.PublishInner @ResourceKey = @ResourceKey, @Owner = @Owner, @Generation = @Generation, \
+                @OperationId = @OperationId, @Payload = @Payload; \
+           RAISERROR('after the row', 16, 1); \
+         END;",
+    )
+    .await;
+    let key = provisioned(&client, "after-row").await;
+    let lease = acquired(client.acquire(&key, SHORT * 10).await.unwrap());
+    let operation = Uuid::new_v4();
+    let connections = proxy.connections();
+
+    let error = client.publish(&lease, operation, "payload").await.unwrap_err();
+    assert_eq!(error.unknown_operation(), Some(operation), "{error:?}");
+    assert!(
+        matches!(&error, Error::OutcomeUnknown { reason, .. } if reason.contains("after the row")),
+        "{error:?}"
+    );
+    // A class 16 error leaves the connection in step: it is used again.
+    assert!(matches!(
+        client.outcome(operation).await.unwrap(),
+        OperationOutcome::Published { generation, .. } if generation == lease.generation()
+    ));
+    assert_eq!(proxy.connections(), connections, "the connection was discarded");
+
+    // With the shipped procedure back, the replay settles it.
+    db.exec(&shipped_publish("ALTER PROCEDURE fence_api.Publish")).await;
+    assert_eq!(
+        client.publish(&lease, operation, "payload").await.unwrap(),
+        Publish::AlreadyPublished
+    );
+    assert!(matches!(
+        client.read_publication(&key).await.unwrap(),
+        Publication::Found { generation, ref payload, .. } if generation == lease.generation() && payload == "payload"
+    ));
+    drop(client);
+    db.drop().await;
+}

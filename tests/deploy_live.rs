@@ -530,3 +530,32 @@ async fn a_certificate_that_does_not_match_is_a_one_line_tls_error() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn status_shows_the_deployed_contract_version() {
+    let Some(db) = TestDatabase::deployed("status_shows_the_deployed_contract_version").await else {
+        return;
+    };
+    let version = fencepost::client::CONTRACT_VERSION;
+    let output = fencepost_cli(&["status", "--format", "json"], &db.ado()).await;
+    let status: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        status["contract_version"],
+        format!("{}.{}", version.major, version.minor),
+        "{status}"
+    );
+    let output = fencepost_cli(&["status"], &db.ado()).await;
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains(&format!(
+            "contract {version} deployed (this fencepost speaks {version})"
+        )),
+        "{text}"
+    );
+    // Without the procedure, status says so rather than guessing.
+    db.exec("DROP PROCEDURE fence_api.ContractVersion;").await;
+    let output = fencepost_cli(&["status", "--format", "json"], &db.ado()).await;
+    let status: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(status["contract_version"].is_null(), "{status}");
+    db.drop().await;
+}

@@ -284,10 +284,48 @@ async fn busy_carries_the_holders_expiry() {
     let lease = acquired(a.acquire(&key, SHORT * 5).await.unwrap());
 
     match b.acquire(&key, SHORT).await.unwrap() {
-        Acquire::Busy { until } => assert_eq!(until, lease.until()),
+        Acquire::Busy { until, .. } => assert_eq!(until, lease.until()),
         other => panic!("expected Busy, got {other:?}"),
     }
     // Close the pools first: open sessions keep the database in use.
+    drop((a, b));
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn busy_carries_the_server_time_it_was_judged_at_and_the_time_left() {
+    let test = "busy_carries_the_server_time_it_was_judged_at_and_the_time_left";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let (a, b) = (worker(&db.ado()).await, worker(&db.ado()).await);
+    let key = provisioned(&a, "report").await;
+    let length = SHORT * 5;
+    let lease = acquired(a.acquire(&key, length).await.unwrap());
+
+    match b.acquire(&key, SHORT).await.unwrap() {
+        Acquire::Busy { until, remaining } => {
+            assert_eq!(until, lease.until());
+            assert!(remaining <= length, "{remaining:?}");
+            assert!(remaining > length - SHORT, "{remaining:?}");
+        }
+        other => panic!("expected Busy, got {other:?}"),
+    }
+    // The row itself: ServerUtc is the server's reading, between the lease's
+    // start and its end.
+    let rows = db
+        .query(&format!(
+            "EXEC fence_api.Acquire @ResourceKey = N'{key}', @Owner = '{}', @LeaseSeconds = 2;",
+            uuid::Uuid::new_v4()
+        ))
+        .await;
+    assert_eq!(rows[0].get::<&str, _>("Outcome"), Some("Busy"));
+    let server_utc = rows[0]
+        .get::<time::PrimitiveDateTime, _>("ServerUtc")
+        .expect("ServerUtc is set")
+        .assume_utc();
+    assert!(server_utc < lease.until(), "{server_utc} >= {}", lease.until());
+    assert!(server_utc >= lease.until() - length, "{server_utc}");
     drop((a, b));
     db.drop().await;
 }

@@ -58,6 +58,7 @@ impl Default for Policy {
                 api("fence_api.ReadPublication", &[SERVICE, READER]),
                 api("fence_api.Inspect", &[SERVICE, READER]),
                 api("fence_api.AssertHolder", &[SERVICE]),
+                api("fence_api.ContractVersion", &[SERVICE, READER]),
                 api("fence_admin.ForceRelease", &[OPERATOR]),
             ],
             service_roles: vec![SERVICE.into(), READER.into(), OPERATOR.into()],

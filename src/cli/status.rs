@@ -1,6 +1,7 @@
 //! `fencepost status`.
 
 use anyhow::Result;
+use fencepost::client::ContractVersion;
 use fencepost::deploy::{self, MigrationState, Plan, ProcedureState, SecurityDefiner};
 use serde_json::json;
 
@@ -12,6 +13,7 @@ pub async fn run(args: StatusArgs) -> Result<u8> {
     let (target, mut conn) = connect(&args.connect).await?;
     let plan = deploy::status(&mut conn, &sources).await?;
     let definer = deploy::read_security_definer(&mut conn).await?;
+    let contract = deploy::read_contract_version(&mut conn).await?;
     let where_ = format!("{} / {}", target.server(), target.database());
     let current = plan.is_current() && definer_is_current(&definer);
     match args.format {
@@ -20,6 +22,7 @@ pub async fn run(args: StatusArgs) -> Result<u8> {
                 "server": target.server(),
                 "database": target.database(),
                 "current": current,
+                "contract_version": contract.map(|v| format!("{}.{}", v.major, v.minor)),
                 "migrations": plan.migrations,
                 "procedures": plan.procedures,
             });
@@ -31,6 +34,7 @@ pub async fn run(args: StatusArgs) -> Result<u8> {
         }
         Format::Text => {
             print!("{}", render_text(&where_, &plan));
+            print!("{}", render_contract(contract));
             print!("{}", render_security_definer(&definer, target.database()));
         }
     }
@@ -94,6 +98,15 @@ pub fn procedure_word(state: ProcedureState) -> &'static str {
             "UNKNOWN: not deployed by fencepost; migrate refuses to run until it is dropped or moved out of the fence schemas"
         }
         ProcedureState::Retired => "pending: retired (fencepost deployed it and no longer ships it; migrate drops it)",
+    }
+}
+
+/// The contract line, with what the fencepost that prints it speaks.
+fn render_contract(deployed: Option<ContractVersion>) -> String {
+    let speaks = fencepost::client::CONTRACT_VERSION;
+    match deployed {
+        Some(version) => format!("\ncontract {version} deployed (this fencepost speaks {speaks})\n"),
+        None => format!("\ncontract: no fence_api.ContractVersion deployed (this fencepost speaks {speaks})\n"),
     }
 }
 

@@ -17,14 +17,7 @@ use super::{
 impl Client {
     async fn call(&self, procedure: Procedure, arguments: &[&dyn ToSql]) -> Result<Reply, Error> {
         self.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        call(
-            &self.pool,
-            &self.last_connect_error,
-            self.config.call_timeout,
-            procedure,
-            arguments,
-        )
-        .await
+        call(&self.pool, &self.last_connect_error, &self.config, procedure, arguments).await
     }
 
     /// Creates the fence row for `key` if it does not exist. Never resets a
@@ -50,14 +43,25 @@ impl Client {
     /// generation and extends the lease, so a call whose reply was lost can be
     /// retried safely.
     pub async fn acquire_as(&self, key: &str, owner: Uuid, length: std::time::Duration) -> Result<Acquire, Error> {
+        Ok(self.acquire_timed(key, owner, length).await?.0)
+    }
+
+    /// [`acquire_as`](Client::acquire_as), with the local instant just before
+    /// the request was sent: what a `Busy`'s `remaining` counts from.
+    pub(crate) async fn acquire_timed(
+        &self,
+        key: &str,
+        owner: Uuid,
+        length: std::time::Duration,
+    ) -> Result<(Acquire, Instant), Error> {
         let key = input::key(key)?;
         let owner = input::owner(owner)?;
         let seconds = input::lease_seconds(length)?;
         // Taken before the request leaves, so the local deadline is never
-        // later than the server's.
+        // later than the server's, and a waiter never wakes early.
         let sent_at = Instant::now();
         let reply = self.call(Procedure::Acquire, &[&key, &owner, &seconds]).await?;
-        match reply.outcome()? {
+        let answer = match reply.outcome()? {
             "Acquired" => Ok(Acquire::Acquired(Lease::new(
                 key,
                 owner,
@@ -66,12 +70,18 @@ impl Client {
                 reply.required_utc("LeaseUntilUtc")?,
                 sent_at,
             ))),
-            "Busy" => Ok(Acquire::Busy {
-                until: reply.required_utc("LeaseUntilUtc")?,
-            }),
+            "Busy" => {
+                let until = reply.required_utc("LeaseUntilUtc")?;
+                let server_utc = reply.required_utc("ServerUtc")?;
+                Ok(Acquire::Busy {
+                    until,
+                    remaining: outcome::remaining(until, server_utc),
+                })
+            }
             "NotProvisioned" => Ok(Acquire::NotProvisioned),
             _ => Err(reply.unknown_outcome()),
-        }
+        };
+        Ok((answer?, sent_at))
     }
 
     /// Extends `lease` by its length from now (server clock). On `Renewed`
@@ -243,25 +253,35 @@ impl Client {
                 timed_out: false,
             },
         };
-        let mut session = checkout(&self.pool, &self.last_connect_error).await?;
+        let mut session = checkout(&self.pool, &self.last_connect_error, &self.config).await?;
         session.in_call = true;
-        // One round trip: the contract's catalog rows, then the session's rights.
-        let batch = format!("{};\n{};", contract::CATALOG_QUERY, privilege::PRIVILEGE_QUERY);
-        let mut sets = session
-            .connection
-            .simple_query(batch)
-            .await
-            .map_err(network)?
-            .into_results()
-            .await
-            .map_err(network)?;
+        // One round trip: the contract's catalog rows, the session's rights,
+        // the procedures' texts, then the deployed version (absent when the
+        // procedure that answers it is missing).
+        let batch = format!(
+            "{};\n{};\n{};\n{};",
+            contract::CATALOG_QUERY,
+            privilege::PRIVILEGE_QUERY,
+            contract::DEFINITION_QUERY,
+            contract::VERSION_QUERY
+        );
+        let exchange = async { session.connection.simple_query(batch).await?.into_results().await };
+        let timeout = self.config.call_timeout;
+        // Bounded like every procedure call; on a timeout `in_call` stays set
+        // and the pool drops the connection with its unread reply.
+        let mut sets = match tokio::time::timeout(timeout, exchange).await {
+            Err(_) => return Err(Error::timed_out(PROCEDURE, timeout)),
+            Ok(result) => result.map_err(network)?,
+        };
         session.in_call = false;
-        if sets.len() != 2 {
+        if !(3..=4).contains(&sets.len()) {
             return Err(Error::UnexpectedReply {
                 procedure: PROCEDURE,
-                detail: format!("{} result sets instead of 2", sets.len()),
+                detail: format!("{} result sets instead of 3 or 4", sets.len()),
             });
         }
+        let version = if sets.len() == 4 { sets.pop() } else { None };
+        let texts = sets.pop().unwrap_or_default();
         let rights = sets.pop().unwrap_or_default();
         let rows = sets.pop().unwrap_or_default();
         let catalog = rows
@@ -276,9 +296,26 @@ impl Client {
                 }
             })
             .collect::<Vec<_>>();
-        let problems = contract::differences(&catalog);
+        let definitions = texts
+            .iter()
+            .map(|row| {
+                let text = |column: &str| row.try_get::<&str, _>(column).ok().flatten().map(str::to_string);
+                (text("ProcedureName").unwrap_or_default(), text("Definition"))
+            })
+            .collect::<Vec<_>>();
+        let found = contract::differences(&catalog, &definitions);
+        let mut problems = found.problems;
+        if let Some(rows) = version {
+            match contract::read_version(&rows) {
+                Some(deployed) => problems.extend(contract::version_problem(deployed)),
+                None => problems.push("fence_api.ContractVersion did not answer one Version row".to_string()),
+            }
+        }
         if !problems.is_empty() {
             return Err(problems.into());
+        }
+        for warning in &found.warnings {
+            tracing::warn!("{warning}");
         }
         let row = rights.first();
         let user = row.and_then(|r| r.try_get::<&str, _>("UserName").ok().flatten());

@@ -1,13 +1,13 @@
 //! One procedure call: one request, one round trip, exactly one row back.
 
-use std::time::Duration;
-
-use tiberius::{FromSql, Row, ToSql};
+use futures_util::TryStreamExt;
+use tiberius::{FromSql, QueryItem, Row, ToSql};
 use time::OffsetDateTime;
 
+use super::config::ClientConfig;
 use super::contract::Procedure;
 use super::error::Error;
-use super::pool::{LastConnectError, Manager};
+use super::pool::{self, LastConnectError, Manager};
 
 /// Sends `EXEC <procedure> ...` with `arguments` bound in contract order and
 /// returns its single row. The call is bounded by `timeout` from check-out to
@@ -15,33 +15,47 @@ use super::pool::{LastConnectError, Manager};
 pub(crate) async fn call(
     pool: &bb8::Pool<Manager>,
     last_connect_error: &LastConnectError,
-    timeout: Duration,
+    config: &ClientConfig,
     procedure: Procedure,
     arguments: &[&dyn ToSql],
 ) -> Result<Reply, Error> {
-    let mut session = checkout(pool, last_connect_error).await?;
+    let timeout = config.call_timeout;
+    let mut session = checkout(pool, last_connect_error, config).await?;
     session.in_call = true;
     let statement = procedure.statement();
+    // Read item by item: tiberius reports a server error only where its token
+    // arrives, and collecting the whole reply at once would drop the rows read
+    // before it, such as a publish's `Published`.
     let exchange = async {
-        let stream = session.connection.query(statement, arguments).await?;
-        stream.into_results().await
+        let mut stream = match session.connection.query(statement, arguments).await {
+            Ok(stream) => stream,
+            Err(error) => return Err((Vec::new(), error)),
+        };
+        let mut rows = Vec::new();
+        loop {
+            match stream.try_next().await {
+                Ok(Some(QueryItem::Row(row))) => rows.push(row),
+                Ok(Some(QueryItem::Metadata(_))) => {}
+                Ok(None) => return Ok(rows),
+                Err(error) => return Err((rows, error)),
+            }
+        }
     };
-    let results = match tokio::time::timeout(timeout, exchange).await {
+    let mut rows = match tokio::time::timeout(timeout, exchange).await {
         // `in_call` stays set: the reply may still be on its way, so the pool
         // drops this connection.
         Err(_) => return Err(Error::timed_out(procedure.name(), timeout)),
-        Ok(Err(error)) => {
-            // After a server error the connection is in step: the driver reads
-            // the rest of the reply before the next request.
-            if matches!(error, tiberius::error::Error::Server(_)) {
+        Ok(Err((rows, error))) => {
+            if keeps_connection(server_error_class(&error)) {
                 session.in_call = false;
+                session.last_used = tokio::time::Instant::now();
             }
-            return Err(classify(procedure, error));
+            return Err(error_after(procedure, &rows, error));
         }
-        Ok(Ok(results)) => results,
+        Ok(Ok(rows)) => rows,
     };
     session.in_call = false;
-    let mut rows: Vec<Row> = results.into_iter().flatten().collect();
+    session.last_used = tokio::time::Instant::now();
     if rows.len() != 1 {
         return Err(Error::UnexpectedReply {
             procedure: procedure.name(),
@@ -54,8 +68,87 @@ pub(crate) async fn call(
     })
 }
 
+/// The severity of a server error, `None` for any other failure.
+fn server_error_class(error: &tiberius::error::Error) -> Option<u8> {
+    match error {
+        tiberius::error::Error::Server(token) => Some(token.class()),
+        _ => None,
+    }
+}
+
+/// Whether a connection may go back to the pool after a failed call. After a
+/// server error of class below 20 it is in step: the driver reads the rest of
+/// the reply before the next request. Class 20 and above ends the session on
+/// the server (a fatal error), and any other failure (network, protocol)
+/// leaves the reply half read: such a connection is discarded.
+pub(crate) fn keeps_connection(server_error_class: Option<u8>) -> bool {
+    server_error_class.is_some_and(|class| class < 20)
+}
+
+/// The error of a call that failed after `rows` had arrived. A publish whose
+/// row said it committed (`Published`, `AlreadyPublished`) and whose reply
+/// then carried an error did commit, or may have: it is an unexpected reply,
+/// which `publish` reports as `OutcomeUnknown` with the operation id, never as
+/// a server error that would read as "nothing was written".
+fn error_after(procedure: Procedure, rows: &[Row], error: tiberius::error::Error) -> Error {
+    let committed = procedure == Procedure::Publish
+        && rows.iter().any(|row| {
+            // Case-blind, as `Reply::get`: some engines fold column names.
+            let outcome = row
+                .columns()
+                .iter()
+                .position(|c| c.name().eq_ignore_ascii_case("Outcome"))
+                .and_then(|index| row.try_get::<&str, _>(index).ok().flatten());
+            matches!(outcome, Some("Published" | "AlreadyPublished"))
+        });
+    if committed {
+        return Error::UnexpectedReply {
+            procedure: procedure.name(),
+            detail: format!("the server reported an error after the row that answered the publish: {error}"),
+        };
+    }
+    classify(procedure, error)
+}
+
 /// A pooled connection, or why none could be had (nothing was sent).
+///
+/// A connection idle for longer than `idle_check_after` is checked with one
+/// `SELECT 1` first and replaced when that fails: after a server restart every
+/// pooled connection is dead, and the call must not be the one that finds
+/// out. A connection in steady use is handed out unchecked, so a lease call
+/// stays one round trip.
 pub(crate) async fn checkout<'p>(
+    pool: &'p bb8::Pool<Manager>,
+    last_connect_error: &LastConnectError,
+    config: &ClientConfig,
+) -> Result<bb8::PooledConnection<'p, Manager>, Error> {
+    // Each stale connection found is dropped, so this ends once the pool
+    // hands out a fresh or a working one; the bound only guards against a
+    // server that breaks every connection as soon as it is made.
+    let attempts = pool.state().connections.max(config.max_connections) + 1;
+    for _ in 0..attempts {
+        let mut session = get(pool, last_connect_error).await?;
+        if !pool::needs_check(session.last_used, tokio::time::Instant::now(), config.idle_check_after) {
+            return Ok(session);
+        }
+        session.in_call = true;
+        match tokio::time::timeout(config.call_timeout, pool::ping(&mut session.connection)).await {
+            Ok(Ok(())) => {
+                session.in_call = false;
+                session.last_used = tokio::time::Instant::now();
+                return Ok(session);
+            }
+            // `in_call` stays set: dropping the session discards it.
+            Ok(Err(error)) => tracing::debug!("replacing an idle connection that no longer answers: {error}"),
+            Err(_) => tracing::debug!("replacing an idle connection that did not answer a ping in time"),
+        }
+    }
+    Err(Error::Unavailable {
+        reason: format!("{attempts} connections in a row were broken when checked before use"),
+    })
+}
+
+async fn get<'p>(
     pool: &'p bb8::Pool<Manager>,
     last_connect_error: &LastConnectError,
 ) -> Result<bb8::PooledConnection<'p, Manager>, Error> {
@@ -149,5 +242,19 @@ impl Reply {
             procedure: self.procedure.name(),
             detail,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_connection_goes_back_to_the_pool_only_after_a_server_error_below_class_20() {
+        assert!(keeps_connection(Some(16)));
+        assert!(keeps_connection(Some(19)));
+        assert!(!keeps_connection(Some(20)), "fatal: the server ended the session");
+        assert!(!keeps_connection(Some(25)));
+        assert!(!keeps_connection(None), "a network or protocol failure");
     }
 }

@@ -23,12 +23,14 @@ pub struct ClientConfig {
     pub(crate) release_timeout: Duration,
     pub(crate) cancel_grace: Duration,
     pub(crate) allow_privileged_login: bool,
+    pub(crate) idle_check_after: Duration,
 }
 
 impl ClientConfig {
     /// Defaults: at most 4 connections, 30 s per call, 15 s to get a
     /// connection from the pool, 5 s for the release at the end of
-    /// `run_fenced`, and a privileged login refused by `verify_contract`.
+    /// `run_fenced`, a pooled connection idle for more than 5 s checked
+    /// before use, and a privileged login refused by `verify_contract`.
     pub fn new(connection_string: ConnectionString) -> Self {
         Self {
             connection_string,
@@ -38,6 +40,7 @@ impl ClientConfig {
             release_timeout: Duration::from_secs(5),
             cancel_grace: Duration::from_secs(10),
             allow_privileged_login: false,
+            idle_check_after: Duration::from_secs(5),
         }
     }
 
@@ -49,8 +52,11 @@ impl ClientConfig {
     }
 
     /// How long one procedure call may take from sending the request to the
-    /// last byte of the reply. A call that runs out reports a network error
-    /// (for a publish: [`Error::OutcomeUnknown`](super::Error::OutcomeUnknown)).
+    /// last byte of the reply, `verify_contract` included. A call that runs
+    /// out reports a network error (for a publish:
+    /// [`Error::OutcomeUnknown`](super::Error::OutcomeUnknown)). The driver's
+    /// own command timeout is set 5 s past it, so a value above the driver's
+    /// default 30 s is honoured.
     pub fn call_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.call_timeout = timeout;
         self
@@ -85,6 +91,16 @@ impl ClientConfig {
     /// its token would otherwise keep `run_fenced` waiting for ever.
     pub fn cancel_grace(&mut self, grace: Duration) -> &mut Self {
         self.cancel_grace = grace;
+        self
+    }
+
+    /// How long a pooled connection may sit idle before it is checked with a
+    /// `SELECT 1` on its next use (default 5 s). A server restart or failover
+    /// leaves idle connections dead; without the check the first call on each
+    /// would fail, and a publish would report `OutcomeUnknown` for a request
+    /// that never arrived. Connections in steady use are not checked.
+    pub fn idle_check_after(&mut self, after: Duration) -> &mut Self {
+        self.idle_check_after = after;
         self
     }
 }

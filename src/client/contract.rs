@@ -4,8 +4,73 @@
 
 use super::error::{Error, Parameter};
 
-/// The version of the procedure contract this client speaks.
-pub const CONTRACT_VERSION: u32 = 1;
+/// The version of the procedure contract this client speaks, and the oldest
+/// one it accepts: a database answering the same major and this minor or a
+/// later one (`fence_api.ContractVersion`) holds everything it calls.
+///
+/// v1.2 added `fence_api.ContractVersion` and `ServerUtc` on `fence_api.Acquire`'s
+/// row, which [`acquire_waiting`](super::Client::acquire_waiting) times its pauses by.
+pub const CONTRACT_VERSION: ContractVersion = ContractVersion { major: 1, minor: 2 };
+
+/// A procedure contract version, as `fence_api.ContractVersion` answers it.
+/// Minors add (columns, outcomes, optional parameters, procedures); a major
+/// changes meaning. Shown as `v1.1`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ContractVersion {
+    /// Changes of meaning.
+    pub major: u32,
+    /// Compatible additions.
+    pub minor: u32,
+}
+
+impl std::fmt::Display for ContractVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "v{}.{}", self.major, self.minor)
+    }
+}
+
+impl ContractVersion {
+    /// Whether a database answering `self` holds what a client speaking
+    /// `needed` calls: the same major, and a minor at least as new.
+    pub fn satisfies(self, needed: ContractVersion) -> bool {
+        self.major == needed.major && self.minor >= needed.minor
+    }
+}
+
+/// The version in `fence_api.ContractVersion`'s one row.
+pub(crate) fn read_version(rows: &[tiberius::Row]) -> Option<ContractVersion> {
+    let [row] = rows else { return None };
+    let column = |name: &str| {
+        let index = row.columns().iter().position(|c| c.name().eq_ignore_ascii_case(name))?;
+        row.try_get::<i32, _>(index).ok().flatten()
+    };
+    let outcome_index = row
+        .columns()
+        .iter()
+        .position(|c| c.name().eq_ignore_ascii_case("Outcome"))?;
+    if row.try_get::<&str, _>(outcome_index).ok().flatten() != Some("Version") {
+        return None;
+    }
+    Some(ContractVersion {
+        major: u32::try_from(column("Major")?).ok()?,
+        minor: u32::try_from(column("Minor")?).ok()?,
+    })
+}
+
+/// Why the deployed version does not do for this client, or `None` when it does.
+pub(crate) fn version_problem(deployed: ContractVersion) -> Option<String> {
+    if deployed.satisfies(CONTRACT_VERSION) {
+        return None;
+    }
+    let why = if deployed.major != CONTRACT_VERSION.major {
+        "a different major version"
+    } else {
+        "an older minor version"
+    };
+    Some(format!(
+        "the database speaks contract {deployed}, this client needs {CONTRACT_VERSION} ({why})"
+    ))
+}
 
 /// A `fence_api` procedure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,6 +84,7 @@ pub(crate) enum Procedure {
     ReadPublication,
     Inspect,
     AssertHolder,
+    ContractVersion,
 }
 
 /// A parameter's declared type as the catalog names it.
@@ -39,7 +105,7 @@ use Parameter as P;
 use SqlType as T;
 
 impl Procedure {
-    pub(crate) const ALL: [Procedure; 9] = [
+    pub(crate) const ALL: [Procedure; 10] = [
         Procedure::Provision,
         Procedure::Acquire,
         Procedure::Renew,
@@ -49,6 +115,7 @@ impl Procedure {
         Procedure::ReadPublication,
         Procedure::Inspect,
         Procedure::AssertHolder,
+        Procedure::ContractVersion,
     ];
 
     /// The schema-qualified name, as used in messages.
@@ -63,6 +130,7 @@ impl Procedure {
             Procedure::ReadPublication => "fence_api.ReadPublication",
             Procedure::Inspect => "fence_api.Inspect",
             Procedure::AssertHolder => "fence_api.AssertHolder",
+            Procedure::ContractVersion => "fence_api.ContractVersion",
         }
     }
 
@@ -94,6 +162,7 @@ impl Procedure {
                 (P::Generation, T::BigInt),
             ],
             Procedure::GetOutcome => &[(P::OperationId, T::UniqueIdentifier)],
+            Procedure::ContractVersion => &[],
         }
     }
 
@@ -124,6 +193,22 @@ SELECT p.name AS ProcedureName, prm.name AS ParameterName, t.name AS TypeName, \
  WHERE s.name = N'fence_api' \
  ORDER BY p.name, prm.parameter_id";
 
+/// The deployed contract version, when the procedure that answers it exists
+/// (a database older than the procedure gets a "missing" from the catalog
+/// check instead of a failed batch).
+pub(crate) const VERSION_QUERY: &str = "\
+IF OBJECT_ID(N'fence_api.ContractVersion', N'P') IS NOT NULL EXEC fence_api.ContractVersion";
+
+/// The text of every `fence_api` procedure, NULL where the login may not read
+/// it: only the text says whether an extra parameter has a default
+/// (`has_default_value` is 0 for T-SQL procedures on SQL Server and on Babelfish).
+pub(crate) const DEFINITION_QUERY: &str = "\
+SELECT p.name AS ProcedureName, CAST(m.definition AS nvarchar(max)) AS Definition \
+  FROM sys.procedures AS p \
+  JOIN sys.schemas AS s ON s.schema_id = p.schema_id \
+  LEFT JOIN sys.sql_modules AS m ON m.object_id = p.object_id \
+ WHERE s.name = N'fence_api'";
+
 /// One row of [`CATALOG_QUERY`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct CatalogRow {
@@ -136,8 +221,12 @@ pub(crate) struct CatalogRow {
 
 /// Compares the catalog with the contract and names every difference.
 /// Names compare without regard to case: the catalog of some engines folds them.
-pub(crate) fn differences(catalog: &[CatalogRow]) -> Vec<String> {
+/// `definitions` holds each procedure's text (None where unreadable), read
+/// only to tell an appended optional parameter, a compatible change, from one
+/// every call would have to pass.
+pub(crate) fn differences(catalog: &[CatalogRow], definitions: &[(String, Option<String>)]) -> Differences {
     let mut problems = Vec::new();
+    let mut warnings = Vec::new();
     for procedure in Procedure::ALL {
         let short = &procedure.name()["fence_api.".len()..];
         let rows: Vec<&CatalogRow> = catalog
@@ -173,15 +262,65 @@ pub(crate) fn differences(catalog: &[CatalogRow]) -> Vec<String> {
                 .parameters()
                 .iter()
                 .any(|(p, _)| name.trim_start_matches('@').eq_ignore_ascii_case(&p.name()[1..]));
-            if !known {
-                problems.push(format!(
-                    "{} has a parameter {name} this client does not pass",
+            if known {
+                continue;
+            }
+            let text = definitions
+                .iter()
+                .find(|(p, _)| p.eq_ignore_ascii_case(short))
+                .and_then(|(_, text)| text.as_deref());
+            match text.map(|text| has_default(text, name)) {
+                Some(false) => problems.push(format!(
+                    "{} has a parameter {name} without a default, which this client does not pass",
                     procedure.name()
-                ));
+                )),
+                Some(true) => warnings.push(format!(
+                    "{} has an optional parameter {name} this client does not pass (a later contract's addition)",
+                    procedure.name()
+                )),
+                None => warnings.push(format!(
+                    "{} has a parameter {name} this client does not pass; the contract makes added parameters \
+                     optional, and the login may not read the definition to confirm it",
+                    procedure.name()
+                )),
             }
         }
     }
-    problems
+    Differences { problems, warnings }
+}
+
+/// What [`differences`] found: `problems` refuse the contract, `warnings`
+/// are compatible changes worth a log line.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Differences {
+    pub problems: Vec<String>,
+    pub warnings: Vec<String>,
+}
+
+/// Whether `parameter` is declared with a default in a procedure's `text`:
+/// an `=` between its name and the next parameter or the `AS` that ends the
+/// list. Not found reads as no default.
+pub(crate) fn has_default(text: &str, parameter: &str) -> bool {
+    let code: Vec<&str> = crate::deploy::tokenize(text)
+        .iter()
+        .filter(|t| !t.is_trivia())
+        .map(|t| t.text)
+        .collect();
+    let Some(start) = code.iter().position(|w| w.eq_ignore_ascii_case(parameter)) else {
+        return false;
+    };
+    let mut depth = 0usize;
+    for word in &code[start + 1..] {
+        match *word {
+            "(" => depth += 1,
+            ")" => depth = depth.saturating_sub(1),
+            "," if depth == 0 => return false,
+            "=" if depth == 0 => return true,
+            w if depth == 0 && (w.eq_ignore_ascii_case("AS") || w.starts_with('@')) => return false,
+            _ => {}
+        }
+    }
+    false
 }
 
 impl SqlType {
@@ -289,7 +428,20 @@ mod tests {
                 max_length,
             });
         }
+        if rows.is_empty() {
+            // The catalog's LEFT JOIN lists a procedure without parameters once.
+            rows.push(CatalogRow {
+                procedure,
+                parameter: None,
+                type_name: None,
+                max_length: None,
+            });
+        }
         rows
+    }
+
+    fn problems(rows: &[CatalogRow]) -> Vec<String> {
+        differences(rows, &[]).problems
     }
 
     /// Names as Babelfish's catalog lists them: lower-cased.
@@ -311,8 +463,8 @@ mod tests {
     #[test]
     fn the_shipped_contract_has_no_differences_even_with_folded_names() {
         let shipped = shipped_catalog();
-        assert_eq!(differences(&shipped), Vec::<String>::new());
-        assert_eq!(differences(&folded(shipped)), Vec::<String>::new());
+        assert_eq!(problems(&shipped), Vec::<String>::new());
+        assert_eq!(problems(&folded(shipped)), Vec::<String>::new());
     }
 
     #[test]
@@ -324,7 +476,7 @@ mod tests {
             .unwrap();
         generation.type_name = Some("int".into());
         assert_eq!(
-            differences(&rows),
+            problems(&rows),
             ["fence_api.Release declares @Generation as int, expected bigint"]
         );
     }
@@ -332,7 +484,7 @@ mod tests {
     #[test]
     fn a_missing_procedure_is_named() {
         let rows: Vec<_> = catalog().into_iter().filter(|r| r.procedure != "getoutcome").collect();
-        assert_eq!(differences(&rows), ["fence_api.GetOutcome is missing"]);
+        assert_eq!(problems(&rows), ["fence_api.GetOutcome is missing"]);
     }
 
     #[test]
@@ -341,7 +493,7 @@ mod tests {
         let key = rows.iter_mut().find(|r| r.procedure == "acquire").unwrap();
         key.max_length = Some(512);
         assert_eq!(
-            differences(&rows),
+            problems(&rows),
             ["fence_api.Acquire declares @ResourceKey as nvarchar(256), expected nvarchar wider than 256 characters"]
         );
     }
@@ -354,11 +506,13 @@ mod tests {
             .find(|r| r.procedure == "renew" && r.parameter.as_deref() == Some("@generation"))
             .unwrap();
         generation.parameter = Some("@Gen".into());
+        let text = "CREATE PROCEDURE fence_api.Renew @ResourceKey nvarchar(4000), @Owner uniqueidentifier, \
+                    @Gen bigint, @LeaseSeconds int AS SELECT 1";
         assert_eq!(
-            differences(&rows),
+            differences(&rows, &[("renew".to_string(), Some(text.to_string()))]).problems,
             [
                 "fence_api.Renew has no parameter @Generation",
-                "fence_api.Renew has a parameter @Gen this client does not pass"
+                "fence_api.Renew has a parameter @Gen without a default, which this client does not pass"
             ]
         );
     }
@@ -369,5 +523,75 @@ mod tests {
             Procedure::Publish.statement(),
             "EXEC fence_api.Publish @ResourceKey = @P1, @Owner = @P2, @Generation = @P3, @OperationId = @P4, @Payload = @P5, @Release = @P6"
         );
+    }
+
+    #[test]
+    fn a_deployed_version_is_accepted_with_the_same_major_and_a_minor_as_new() {
+        let v = |major, minor| ContractVersion { major, minor };
+        let needed = CONTRACT_VERSION;
+        assert_eq!(version_problem(needed), None);
+        assert_eq!(version_problem(v(needed.major, needed.minor + 1)), None);
+        assert_eq!(
+            version_problem(v(needed.major + 1, 0)),
+            Some(format!(
+                "the database speaks contract v{}.0, this client needs {needed} (a different major version)",
+                needed.major + 1
+            ))
+        );
+        if needed.minor > 0 {
+            let older = v(needed.major, needed.minor - 1);
+            assert_eq!(
+                version_problem(older),
+                Some(format!(
+                    "the database speaks contract {older}, this client needs {needed} (an older minor version)"
+                ))
+            );
+        }
+    }
+
+    #[test]
+    fn an_appended_parameter_with_a_default_is_a_warning_and_without_one_a_problem() {
+        let mut rows = catalog();
+        let extra = |name: &str| CatalogRow {
+            procedure: "inspect".into(),
+            parameter: Some(name.into()),
+            type_name: Some("int".into()),
+            max_length: Some(4),
+        };
+        rows.push(extra("@detail"));
+        let text = |default: &str| {
+            vec![(
+                "Inspect".to_string(),
+                Some(format!(
+                    "CREATE PROCEDURE fence_api.Inspect @ResourceKey nvarchar(4000), @Detail int{default} AS SELECT 1;"
+                )),
+            )]
+        };
+        let optional = differences(&rows, &text(" = 0"));
+        assert_eq!(optional.problems, Vec::<String>::new());
+        assert_eq!(
+            optional.warnings,
+            [
+                "fence_api.Inspect has an optional parameter @detail this client does not pass (a later contract's addition)"
+            ]
+        );
+        let required = differences(&rows, &text(""));
+        assert_eq!(
+            required.problems,
+            ["fence_api.Inspect has a parameter @detail without a default, which this client does not pass"]
+        );
+        // Unreadable text: the contract's promise, with a warning that says so.
+        let unreadable = differences(&rows, &[("Inspect".to_string(), None)]);
+        assert!(unreadable.problems.is_empty());
+        assert_eq!(unreadable.warnings.len(), 1);
+    }
+
+    #[test]
+    fn a_default_is_found_after_a_sized_type_and_not_in_the_next_parameter() {
+        let text = "CREATE PROCEDURE x.P @A nvarchar(10), @B int = 1, @C decimal(5, 2) = NULL AS SELECT 1";
+        assert!(!has_default(text, "@a"));
+        assert!(has_default(text, "@B"));
+        assert!(has_default(text, "@C"));
+        assert!(!has_default(text, "@Missing"));
     }
 }

@@ -159,10 +159,10 @@ pub enum Error {
         reasons: Vec<String>,
     },
     /// The database does not hold the procedures this client expects.
-    #[error("the database does not hold the fence_api contract v{version} this client expects: {}", .problems.join("; "))]
+    #[error("the database does not hold the fence_api contract {version} this client expects: {}", .problems.join("; "))]
     ContractMismatch {
         /// The contract version this client speaks.
-        version: u32,
+        version: super::ContractVersion,
         /// Each missing or different procedure or parameter, one per entry.
         problems: Vec<String>,
     },

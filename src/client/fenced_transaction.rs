@@ -77,7 +77,7 @@ impl Client {
     ) -> Result<FencedTransaction<T, E>, Error> {
         let key = input::key(lease.key())?;
         let procedure = Procedure::AssertHolder;
-        let mut session = checkout(&self.pool, &self.last_connect_error).await?;
+        let mut session = checkout(&self.pool, &self.last_connect_error, &self.config).await?;
         // Left set if anything below is abandoned half way: the pool then
         // drops the connection, and the server rolls its transaction back.
         session.in_call = true;

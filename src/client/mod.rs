@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use config::ClientConfig;
-pub use contract::CONTRACT_VERSION;
+pub use contract::{CONTRACT_VERSION, ContractVersion};
 pub use error::{Error, Parameter};
 pub use fenced_transaction::{FencedTransaction, FencedTx};
 pub use guard::{LeaseGuard, LostReason};
@@ -37,6 +37,17 @@ pub use outcome::{
 pub use run_fenced::Fenced;
 
 use crate::connection::ConnectionString;
+
+/// The statement that reads the deployed contract version (no result set when
+/// the procedure is missing).
+pub(crate) fn contract_version_query() -> &'static str {
+    contract::VERSION_QUERY
+}
+
+/// The version in the rows [`contract_version_query`] answered.
+pub(crate) fn read_contract_version(rows: &[tiberius::Row]) -> Option<ContractVersion> {
+    contract::read_version(rows)
+}
 use pool::{LastConnectError, Manager};
 
 /// A pool of connections to one fence database and the typed calls on it.
@@ -61,9 +72,7 @@ impl Client {
     /// wrong address or password fails here with its reason; the pool opens
     /// the others as calls need them.
     pub async fn connect_with(config: ClientConfig) -> Result<Client, Error> {
-        let manager = Manager {
-            connection_string: config.connection_string.clone(),
-        };
+        let manager = Manager::new(&config);
         let first = bb8::ManageConnection::connect(&manager).await?;
         let last_connect_error = LastConnectError::default();
         let pool = bb8::Pool::builder()

@@ -1,6 +1,8 @@
 //! The outcomes each procedure can answer, as values. A refusal the contract
 //! names is an outcome, never an error.
 
+use std::time::Duration;
+
 use time::OffsetDateTime;
 
 /// What `Provision` did.
@@ -21,9 +23,19 @@ pub enum Acquire {
     Busy {
         /// The holder's expiry, on the server clock.
         until: OffsetDateTime,
+        /// How long the holder's lease had left when the server judged it
+        /// (`until` minus the server's `ServerUtc`; zero when already past).
+        /// Measured on the server clock alone, so it holds whatever the local
+        /// clock says: wait on a monotonic clock from when the request was sent.
+        remaining: Duration,
     },
     /// No fence row exists for the key; `provision` it first.
     NotProvisioned,
+}
+
+/// `until - server_utc`, both on the server clock, never negative.
+pub(crate) fn remaining(until: OffsetDateTime, server_utc: OffsetDateTime) -> Duration {
+    Duration::try_from(until - server_utc).unwrap_or(Duration::ZERO)
 }
 
 /// What `Renew` answered.

@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use rand::RngExt;
-use time::OffsetDateTime;
 use tokio::time::Instant;
 use uuid::Uuid;
 
@@ -19,10 +18,12 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 impl Client {
     /// Acquires the lease on `key`, waiting up to `wait` while it is busy.
     ///
-    /// After a `Busy`, the next attempt is timed from the holder's
-    /// `LeaseUntilUtc`, plus a random jitter so that waiters do not all
-    /// arrive at once. When that expiry already looks past on the local clock
-    /// (the clocks disagree, or the holder renewed), the pause grows
+    /// After a `Busy`, the next attempt is timed by the lease's `remaining`
+    /// time as the server judged it, counted on the local monotonic clock from
+    /// when the request was sent (the wall clocks of caller and server are
+    /// never compared), plus a random jitter so that waiters do not all
+    /// arrive at once. When the lease had already run out (the holder's
+    /// expiry is being processed, or it just renewed), the pause grows
     /// exponentially instead. One last attempt is made at the deadline; if it
     /// is still busy, that `Busy` is returned. `NotProvisioned` and errors
     /// return at once: a failure is never turned into `Busy`.
@@ -36,15 +37,16 @@ impl Client {
         let owner = Uuid::new_v4();
         let mut backoff = Backoff::default();
         loop {
-            let answer = self.acquire_retrying(key, owner, length, deadline).await?;
-            let Acquire::Busy { until } = answer else {
+            let (answer, sent_at) = self.acquire_retrying_timed(key, owner, length, deadline).await?;
+            let Acquire::Busy { remaining, .. } = answer else {
                 return Ok(answer);
             };
-            let left = deadline.saturating_duration_since(Instant::now());
+            let now = Instant::now();
+            let left = deadline.saturating_duration_since(now);
             if left.is_zero() {
                 return Ok(answer);
             }
-            let pause = backoff.next(until, OffsetDateTime::now_utc(), &mut rand::rng());
+            let pause = backoff.next(remaining, now.saturating_duration_since(sent_at), &mut rand::rng());
             tokio::time::sleep(pause.min(left)).await;
         }
     }
@@ -61,9 +63,21 @@ impl Client {
         length: Duration,
         deadline: Instant,
     ) -> Result<Acquire, Error> {
+        Ok(self.acquire_retrying_timed(key, owner, length, deadline).await?.0)
+    }
+
+    /// [`acquire_retrying`](Client::acquire_retrying), with the instant the
+    /// answered attempt was sent.
+    async fn acquire_retrying_timed(
+        &self,
+        key: &str,
+        owner: Uuid,
+        length: Duration,
+        deadline: Instant,
+    ) -> Result<(Acquire, Instant), Error> {
         let mut pause = MIN_PAUSE;
         loop {
-            match self.acquire_as(key, owner, length).await {
+            match self.acquire_timed(key, owner, length).await {
                 Err(error) if error.is_transient() && Instant::now() + pause < deadline => {
                     tracing::debug!(key, %owner, %error, "acquire failed; retrying with the same owner");
                     tokio::time::sleep(pause).await;
@@ -83,8 +97,11 @@ struct Backoff {
 }
 
 impl Backoff {
-    fn next(&mut self, holder_until: OffsetDateTime, now: OffsetDateTime, rng: &mut impl rand::Rng) -> Duration {
-        let until_expiry = Duration::try_from(holder_until - now).unwrap_or(Duration::ZERO);
+    /// `remaining` is the lease's time left as the server judged it, and
+    /// `since_sent` how long ago (local monotonic clock) that request left:
+    /// the pause ends at `sent_at + remaining`, plus jitter.
+    fn next(&mut self, remaining: Duration, since_sent: Duration, rng: &mut impl rand::Rng) -> Duration {
+        let until_expiry = remaining.saturating_sub(since_sent);
         let base = if until_expiry > MIN_PAUSE {
             self.stale = 0;
             until_expiry
@@ -102,6 +119,9 @@ impl Backoff {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+    use time::OffsetDateTime;
+
+    use crate::client::outcome::remaining;
 
     fn rng() -> rand::rngs::StdRng {
         rand::rngs::StdRng::seed_from_u64(7)
@@ -109,28 +129,66 @@ mod tests {
 
     #[test]
     fn the_pause_waits_for_the_holders_expiry_plus_some_jitter() {
-        let now = OffsetDateTime::UNIX_EPOCH;
-        let pause = Backoff::default().next(now + Duration::from_secs(2), now, &mut rng());
+        let pause = Backoff::default().next(Duration::from_secs(2), Duration::ZERO, &mut rng());
         assert!(pause >= Duration::from_secs(2), "{pause:?}");
         assert!(pause <= Duration::from_millis(2520), "{pause:?}");
     }
 
     #[test]
+    fn the_pause_counts_from_when_the_request_was_sent() {
+        let pause = Backoff::default().next(Duration::from_secs(2), Duration::from_millis(500), &mut rng());
+        assert!(pause >= Duration::from_millis(1500), "{pause:?}");
+        assert!(pause < Duration::from_secs(2), "{pause:?}");
+    }
+
+    #[test]
+    fn a_server_clock_an_hour_ahead_or_behind_does_not_change_the_pause() {
+        // The local wall clock plays no part: the server's own two readings
+        // give the time left, so only their difference matters.
+        let local = OffsetDateTime::now_utc();
+        let hour = Duration::from_secs(3600);
+        let pauses: Vec<Duration> = [local - hour, local, local + hour]
+            .into_iter()
+            .map(|server_now| {
+                let until = server_now + Duration::from_secs(2);
+                Backoff::default().next(remaining(until, server_now), Duration::ZERO, &mut rng())
+            })
+            .collect();
+        assert_eq!(pauses[0], pauses[1]);
+        assert_eq!(pauses[1], pauses[2]);
+        assert!(pauses[1] >= Duration::from_secs(2) && pauses[1] <= Duration::from_millis(2520));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn acquire_waiting_wakes_at_the_lease_end_on_the_local_monotonic_clock() {
+        // A busy answer judged by a server an hour ahead: the pause is timed
+        // from the request's send instant, on tokio's (paused) clock.
+        let server_now = OffsetDateTime::now_utc() + Duration::from_secs(3600);
+        let until = server_now + Duration::from_secs(3);
+        let sent_at = Instant::now();
+        tokio::time::advance(Duration::from_millis(400)).await;
+        let pause = Backoff::default().next(remaining(until, server_now), sent_at.elapsed(), &mut rng());
+        tokio::time::sleep(pause).await;
+        let woke = sent_at.elapsed();
+        assert!(woke >= Duration::from_secs(3), "{woke:?}");
+        assert!(woke <= Duration::from_millis(3770), "{woke:?}");
+    }
+
+    #[test]
     fn two_waiters_do_not_wake_at_the_same_instant() {
-        let now = OffsetDateTime::UNIX_EPOCH;
-        let until = now + Duration::from_secs(1);
         let mut r = rng();
-        let pauses: Vec<_> = (0..8).map(|_| Backoff::default().next(until, now, &mut r)).collect();
+        let pauses: Vec<_> = (0..8)
+            .map(|_| Backoff::default().next(Duration::from_secs(1), Duration::ZERO, &mut r))
+            .collect();
         assert!(pauses.windows(2).any(|w| w[0] != w[1]), "{pauses:?}");
     }
 
     #[test]
-    fn an_expiry_already_past_locally_backs_off_exponentially_to_a_ceiling() {
-        let now = OffsetDateTime::UNIX_EPOCH + Duration::from_secs(60);
+    fn an_expiry_already_past_backs_off_exponentially_to_a_ceiling() {
         let mut backoff = Backoff::default();
         let mut r = rng();
         let pauses: Vec<_> = (0..10)
-            .map(|_| backoff.next(OffsetDateTime::UNIX_EPOCH, now, &mut r))
+            .map(|_| backoff.next(Duration::ZERO, Duration::from_millis(5), &mut r))
             .collect();
         assert!(pauses[0] < Duration::from_millis(100), "{pauses:?}");
         assert!(pauses[3] > pauses[0], "{pauses:?}");
@@ -138,5 +196,12 @@ mod tests {
             pauses.iter().all(|p| *p <= MAX_BACKOFF + MAX_BACKOFF / 4 + MIN_PAUSE),
             "{pauses:?}"
         );
+    }
+
+    #[test]
+    fn a_lease_already_past_on_the_server_leaves_zero_remaining() {
+        let now = OffsetDateTime::UNIX_EPOCH + Duration::from_secs(60);
+        assert_eq!(remaining(OffsetDateTime::UNIX_EPOCH, now), Duration::ZERO);
+        assert_eq!(remaining(now + Duration::from_secs(5), now), Duration::from_secs(5));
     }
 }

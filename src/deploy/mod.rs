@@ -12,6 +12,7 @@
 
 mod babelfish_postgres;
 mod batch;
+mod contract_version;
 mod error;
 mod executor;
 mod lexer;
@@ -32,6 +33,7 @@ mod statements;
 
 pub use babelfish_postgres::render as render_babelfish_postgres_script;
 pub use batch::{BadSeparator, Batch, split_batches};
+pub use contract_version::read_contract_version;
 pub use error::{DeployError, LockHolder, SourceError};
 pub use migrate::{MigrateOptions, Progress, migrate};
 pub use migration::MigrationSource;
@@ -43,8 +45,7 @@ pub use security_definer::{SecurityDefiner, read as read_security_definer};
 pub use sources::{ScriptSource, Sources, checksum, normalize};
 pub use state::{HISTORY_TABLE, ServerState};
 pub(crate) use state::{definition_hash_sql, hash_hex};
-// The client's contract test reads the shipped procedures' parameter lists.
-#[cfg(test)]
+// The client's contract check reads procedures' parameter lists.
 pub(crate) use lexer::tokenize;
 
 use crate::connection::Connection;

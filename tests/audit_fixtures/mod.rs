@@ -171,12 +171,13 @@ pub fn clean() -> Catalog {
         "ReadPublication",
         "Inspect",
         "AssertHolder",
+        "ContractVersion",
     ];
     for p in api {
         c.permissions
             .push(grant("fence_service", "EXECUTE", object("fence_api", p)));
     }
-    for p in ["ReadPublication", "Inspect"] {
+    for p in ["ReadPublication", "Inspect", "ContractVersion"] {
         c.permissions
             .push(grant("fence_reader", "EXECUTE", object("fence_api", p)));
     }

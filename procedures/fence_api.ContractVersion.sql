@@ -1,0 +1,14 @@
+-- The version of the procedure contract this database speaks, so a client can
+-- refuse an old procedure body whose parameters still look right. A client
+-- accepts the same major and a minor at least as new as the one it needs:
+-- the minor rises with every compatible addition (a column, an outcome, an
+-- optional parameter, a procedure), the major with any change of meaning.
+-- v1.2: this procedure, and Acquire's ServerUtc column.
+CREATE PROCEDURE fence_api.ContractVersion
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET XACT_ABORT ON;
+
+    SELECT CAST(N'Version' AS nvarchar(32)) AS Outcome, CAST(1 AS int) AS Major, CAST(2 AS int) AS Minor;
+END;
