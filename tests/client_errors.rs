@@ -108,11 +108,11 @@ async fn a_server_error_after_the_published_row_is_outcome_unknown_and_a_replay_
     db.exec(
         "ALTER PROCEDURE fence_api.Publish \
            @ResourceKey nvarchar(4000), @Owner uniqueidentifier, @Generation bigint, \
-           @OperationId uniqueidentifier, @Payload nvarchar(max) \
+           @OperationId uniqueidentifier, @Payload nvarchar(max), @Release bit = 0 \
          AS BEGIN \
            SET NOCOUNT ON; \
            EXEC fence_api.PublishInner @ResourceKey = @ResourceKey, @Owner = @Owner, @Generation = @Generation, \
-                @OperationId = @OperationId, @Payload = @Payload; \
+                @OperationId = @OperationId, @Payload = @Payload, @Release = @Release; \
            RAISERROR('after the row', 16, 1); \
          END;",
     )
