@@ -14,6 +14,10 @@ const MIN_PAUSE: Duration = Duration::from_millis(20);
 /// The longest pause while the holder's expiry looks already past on the
 /// local clock (clock skew, or a holder that just renewed).
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// The longest pause between attempts however long the holder's lease: a
+/// lease released early is noticed within about this long, not at its
+/// expiry.
+const RECHECK: Duration = Duration::from_secs(1);
 
 impl Client {
     /// Acquires the lease on `key`, waiting up to `wait` while it is busy.
@@ -24,7 +28,9 @@ impl Client {
     /// never compared), plus a random jitter so that waiters do not all
     /// arrive at once. When the lease had already run out (the holder's
     /// expiry is being processed, or it just renewed), the pause grows
-    /// exponentially instead. One last attempt is made at the deadline; if it
+    /// exponentially instead. No pause is longer than a second, so a lease
+    /// its holder released early is taken within about a second rather than
+    /// at its expiry. One last attempt is made at the deadline; if it
     /// is still busy, that `Busy` is returned. `NotProvisioned` and errors
     /// return at once: a failure is never turned into `Busy`.
     ///
@@ -47,7 +53,7 @@ impl Client {
                 return Ok(answer);
             }
             let pause = backoff.next(remaining, now.saturating_duration_since(sent_at), &mut rand::rng());
-            tokio::time::sleep(pause.min(left)).await;
+            tokio::time::sleep(pause.min(RECHECK).min(left)).await;
         }
     }
 }

@@ -1,0 +1,50 @@
+//! `acquire_waiting` on a live engine: a waiter takes a lease its holder
+//! released early within about a second, not when the lease would have
+//! expired.
+
+mod lease_support;
+mod support;
+
+use std::time::Duration;
+
+use fencepost::client::{Acquire, Release};
+use lease_support::{acquired, provisioned, worker};
+use support::TestDatabase;
+use tokio::time::Instant;
+
+#[tokio::test]
+async fn a_waiter_takes_a_lease_released_early_within_about_a_second() {
+    const TEST: &str = "a_waiter_takes_a_lease_released_early_within_about_a_second";
+    let Some(db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let holder = worker(&db.ado()).await;
+    let waiter = worker(&db.ado()).await;
+    let key = provisioned(&holder, "report").await;
+    let lease = acquired(holder.acquire(&key, Duration::from_secs(600)).await.unwrap());
+
+    let waiting = tokio::spawn({
+        let (waiter, key) = (waiter.clone(), key.clone());
+        async move {
+            let answer = waiter
+                .acquire_waiting(&key, Duration::from_secs(30), Duration::from_secs(20))
+                .await
+                .unwrap();
+            (answer, Instant::now())
+        }
+    });
+    // The waiter has found the key busy at least once and sleeps.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(holder.release(&lease).await.unwrap(), Release::Released);
+    let released = Instant::now();
+
+    let (answer, taken) = waiting.await.unwrap();
+    assert!(matches!(answer, Acquire::Acquired(_)), "{answer:?}");
+    let after = taken.saturating_duration_since(released);
+    assert!(
+        after < Duration::from_millis(2500),
+        "the waiter took the released lease {after:?} after the release"
+    );
+    drop((holder, waiter));
+    db.drop().await;
+}
