@@ -3,10 +3,7 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use fencepost::deploy::{
-    self, Change, Committed, DeployError, MigrateOptions, MigrateReport, MigrationState, ProcedureState, Progress,
-};
-use serde_json::json;
+use fencepost::deploy::{self, Change, MigrateOptions, MigrateReport, MigrationState, ProcedureState, Progress};
 
 use super::opt::{Format, MigrateArgs};
 use super::status::procedure_word;
@@ -19,16 +16,9 @@ pub async fn run(args: MigrateArgs) -> Result<u8> {
         lock_timeout: Duration::from_secs(args.lock_timeout),
         dry_run: args.dry_run,
     };
-    let mut progress = |event: Progress| eprintln!("{}", describe(&event));
-    let report = match deploy::migrate(&mut conn, &sources, &options, &mut progress).await {
-        Ok(report) => report,
-        Err(error) => {
-            if args.format == Format::Json {
-                println!("{}", serde_json::to_string_pretty(&failure_json(&error))?);
-            }
-            return Err(error.into());
-        }
-    };
+    let mut progress = |event: Progress| super::progress(format_args!("{}", describe(&event)));
+    // A failure is rendered by the caller, JSON included, with what committed.
+    let report = deploy::migrate(&mut conn, &sources, &options, &mut progress).await?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
         Format::Text => print!(
@@ -37,31 +27,6 @@ pub async fn run(args: MigrateArgs) -> Result<u8> {
         ),
     }
     Ok(EXIT_OK)
-}
-
-/// The JSON document of a failed deploy: the error and what it committed
-/// (which stays), so a pipeline can tell what the database now holds.
-fn failure_json(error: &DeployError) -> serde_json::Value {
-    let committed = match error {
-        DeployError::Incomplete { committed, .. } => committed.as_ref().clone(),
-        _ => Committed::default(),
-    };
-    json!({
-        "completed": false,
-        "error": with_causes(error),
-        "committed": committed,
-    })
-}
-
-/// The error and its causes on one line, as `{:#}` prints them on stderr.
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut line = error.to_string();
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        line += &format!(": {next}");
-        cause = next.source();
-    }
-    line
 }
 
 fn describe(event: &Progress) -> String {
