@@ -35,8 +35,9 @@ pub enum Command {
     ///
     /// Takes a deploy lock so two pipelines never deploy at once, applies
     /// pending migrations (each in its own transaction), deploys every
-    /// procedure whose shipped text changed or that was altered by hand, and
-    /// re-applies the permission scripts. A second run changes nothing.
+    /// procedure whose shipped text changed, and re-applies the permission
+    /// scripts. A procedure altered on the server by hand stops the deploy
+    /// unless --overwrite-drift is given. A second run changes nothing.
     Migrate(MigrateArgs),
     /// Show applied, pending and drifted objects, changing nothing.
     ///
@@ -141,9 +142,15 @@ pub struct MigrateArgs {
     pub connect: ConnectArgs,
     #[command(flatten)]
     pub source: SourceArgs,
-    /// Show what would change, and change nothing.
+    /// Show what would change, and change nothing. Exits 0 when there is
+    /// nothing to do, 1 when changes are pending, 2 when a deploy would stop.
     #[arg(long)]
     pub dry_run: bool,
+    /// Redeploy shipped procedures that were altered on the server since
+    /// fencepost deployed them (drift). Without it, drift stops the deploy
+    /// before anything changes; `fencepost status --diff` shows it.
+    #[arg(long)]
+    pub overwrite_drift: bool,
     /// Seconds to wait for another deployment of the same database to finish.
     #[arg(long, default_value_t = 60, value_name = "SECONDS")]
     pub lock_timeout: u64,
@@ -161,6 +168,10 @@ pub struct StatusArgs {
     /// procedures/ and permissions/) instead of the copy built into this binary.
     #[arg(long, value_name = "DIR")]
     pub source_dir: Option<PathBuf>,
+    /// Also show, as a unified diff, how each drifted procedure's definition
+    /// on the server differs from the shipped text.
+    #[arg(long)]
+    pub diff: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
