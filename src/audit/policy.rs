@@ -60,6 +60,7 @@ impl Default for Policy {
                 api("fence_api.AssertHolder", &[SERVICE]),
                 api("fence_api.ContractVersion", &[SERVICE, READER]),
                 api("fence_admin.ForceRelease", &[OPERATOR]),
+                api("fence_admin.ListLeases", &[OPERATOR]),
             ],
             service_roles: vec![SERVICE.into(), READER.into(), OPERATOR.into()],
             principals: Vec::new(),

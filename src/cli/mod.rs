@@ -5,6 +5,7 @@ mod bench;
 mod check;
 mod config;
 pub mod failure;
+mod lease;
 mod migrate;
 mod opt;
 mod script;
@@ -96,6 +97,7 @@ impl FailureDocument {
                 CheckFormat::Json => true,
                 CheckFormat::Junit => return Some(FailureDocument::Junit("check")),
             },
+            Command::Lease(lease) => lease.format() == Format::Json,
             Command::Script(_) | Command::Completions(_) | Command::Man => false,
         };
         json.then_some(FailureDocument::Json)
@@ -118,6 +120,7 @@ pub async fn run(options: Options) -> Result<u8> {
         Command::Script(args) => script::run(args),
         Command::Check(args) => check::run(args).await,
         Command::Bench(args) => bench::run(args).await,
+        Command::Lease(command) => lease::run(command).await,
         Command::Completions(args) => {
             let mut command = <Options as clap::CommandFactory>::command().version(version());
             clap_complete::generate(args.shell, &mut command, "fencepost", &mut std::io::stdout());

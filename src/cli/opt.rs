@@ -85,11 +85,66 @@ pub enum Command {
     /// process's CPU time per operation and its peak memory are reported
     /// beside them.
     Bench(BenchArgs),
+    /// Look at leases and end a stuck one, as an operator.
+    ///
+    /// Runs through the fence procedures with the operator's login, never
+    /// against the tables: `inspect` needs fence_reader (or fence_service),
+    /// `list` and `force-release` need fence_operator. No command ever shows
+    /// an owner id.
+    #[command(subcommand)]
+    Lease(LeaseCommand),
     /// Print a shell completion script, e.g. `fencepost completions bash >
     /// /etc/bash_completion.d/fencepost`.
     Completions(CompletionsArgs),
     /// Print the manual page (roff), e.g. `fencepost man > fencepost.1`.
     Man,
+}
+
+/// `fencepost lease ...`.
+#[derive(Debug, Subcommand)]
+pub enum LeaseCommand {
+    /// Show one resource's lease: generation, whether it is held and until
+    /// when (server clock), and the last published generation. Exits 1 when
+    /// the key has no fence row.
+    Inspect(LeaseKeyArgs),
+    /// List resources and their leases in key order.
+    List(LeaseListArgs),
+    /// Fence out the current holder of a key: raises its generation and
+    /// clears the lease, so the holder's next renew, publish or fenced
+    /// transaction is refused and the next acquirer gets the lease at once.
+    /// Exits 1 when the key has no fence row.
+    ForceRelease(LeaseKeyArgs),
+}
+
+/// A lease command on one key.
+#[derive(Debug, Args)]
+pub struct LeaseKeyArgs {
+    /// The resource key, exactly (keys compare binary).
+    pub key: String,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `fencepost lease list`.
+#[derive(Debug, Args)]
+pub struct LeaseListArgs {
+    /// Only keys that start with this.
+    #[arg(long, default_value = "", value_name = "PREFIX")]
+    pub prefix: String,
+    /// Only leases held now (server clock).
+    #[arg(long)]
+    pub held: bool,
+    /// At most this many rows.
+    #[arg(long, default_value_t = 1000, value_name = "N", value_parser = clap::value_parser!(i32).range(1..=100_000))]
+    pub limit: i32,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
 }
 
 /// `fencepost completions`.

@@ -181,11 +181,10 @@ pub fn clean() -> Catalog {
         c.permissions
             .push(grant("fence_reader", "EXECUTE", object("fence_api", p)));
     }
-    c.permissions.push(grant(
-        "fence_operator",
-        "EXECUTE",
-        object("fence_admin", "ForceRelease"),
-    ));
+    for p in ["ForceRelease", "ListLeases"] {
+        c.permissions
+            .push(grant("fence_operator", "EXECUTE", object("fence_admin", p)));
+    }
     for r in ["fence_service", "fence_reader", "fence_operator"] {
         for p in [
             "SELECT",

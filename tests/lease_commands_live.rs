@@ -1,0 +1,142 @@
+//! `fencepost lease inspect | list | force-release` on a live engine, through
+//! the fence procedures: what an operator sees, and the lever that ends a
+//! stuck lease so the next acquirer gets it at once.
+
+mod lease_support;
+mod support;
+
+use std::process::Output;
+use std::time::Duration;
+
+use fencepost::client::{Acquire, Publish, Renew};
+use lease_support::{acquired, provisioned, worker};
+use support::TestDatabase;
+use tokio::process::Command;
+use uuid::Uuid;
+
+async fn lease(args: &[&str], ado: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fencepost"))
+        .arg("lease")
+        .args(args)
+        .env("FENCEPOST_CONNECTION", ado)
+        .env_remove("FENCEPOST_ENVIRONMENT")
+        .output()
+        .await
+        .expect("run fencepost")
+}
+
+fn json(output: &Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+#[tokio::test]
+async fn inspect_and_list_show_leases_without_owners() {
+    let Some(db) = TestDatabase::deployed("inspect_and_list_show_leases_without_owners").await else {
+        return;
+    };
+    let client = worker(&db.ado()).await;
+    let held = provisioned(&client, "report:held").await;
+    let free = provisioned(&client, "report:free").await;
+    let other = provisioned(&client, "invoice").await;
+    let lease_on_held = acquired(client.acquire(&held, Duration::from_secs(600)).await.unwrap());
+    let ado = db.ado();
+
+    let inspected = lease(&["inspect", &held, "--format", "json"], &ado).await;
+    assert_eq!(inspected.status.code(), Some(0));
+    let document = json(&inspected);
+    assert_eq!(document["lease"]["generation"], lease_on_held.generation());
+    assert_eq!(document["lease"]["is_held"], true);
+    assert!(
+        !document.to_string().contains(&lease_on_held.owner().to_string()),
+        "an owner leaked"
+    );
+
+    let missing = lease(&["inspect", "report:nothing-here"], &ado).await;
+    assert_eq!(missing.status.code(), Some(1));
+
+    let listed = json(&lease(&["list", "--prefix", "report:", "--format", "json"], &ado).await);
+    let keys: Vec<&str> = listed["leases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["key"].as_str().unwrap())
+        .collect();
+    let mut expected = vec![free.as_str(), held.as_str()];
+    expected.sort();
+    assert_eq!(keys, expected, "{listed}");
+    assert!(!keys.contains(&other.as_str()));
+
+    let only_held = json(&lease(&["list", "--prefix", "report:", "--held", "--format", "json"], &ado).await);
+    assert_eq!(only_held["leases"].as_array().unwrap().len(), 1, "{only_held}");
+    assert_eq!(only_held["leases"][0]["key"], held.as_str());
+
+    let limited = json(&lease(&["list", "--limit", "1", "--format", "json"], &ado).await);
+    assert_eq!(limited["leases"].as_array().unwrap().len(), 1);
+    assert_eq!(limited["truncated"], true);
+    drop(client);
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn force_release_fences_the_holder_out_and_frees_the_key_at_once() {
+    let Some(db) = TestDatabase::deployed("force_release_fences_the_holder_out_and_frees_the_key_at_once").await else {
+        return;
+    };
+    let holder = worker(&db.ado()).await;
+    let successor = worker(&db.ado()).await;
+    let key = provisioned(&holder, "stuck").await;
+    let mut stuck = acquired(holder.acquire(&key, Duration::from_secs(600)).await.unwrap());
+
+    let output = lease(&["force-release", &key, "--format", "json"], &db.ado()).await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let document = json(&output);
+    assert_eq!(document["outcome"], "Fenced");
+    assert_eq!(document["generation"], stuck.generation() + 1);
+
+    assert_eq!(holder.renew(&mut stuck).await.unwrap(), Renew::Lost);
+    assert!(matches!(
+        holder.publish(&stuck, Uuid::new_v4(), "late").await.unwrap(),
+        Publish::Refused(_)
+    ));
+    assert!(matches!(
+        successor.acquire(&key, Duration::from_secs(30)).await.unwrap(),
+        Acquire::Acquired(_)
+    ));
+
+    let missing = lease(&["force-release", "no-such-key"], &db.ado()).await;
+    assert_eq!(missing.status.code(), Some(1));
+    drop((holder, successor));
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_null_or_out_of_range_list_argument_is_refused_naming_it() {
+    let Some(db) = TestDatabase::deployed("a_null_or_out_of_range_list_argument_is_refused_naming_it").await else {
+        return;
+    };
+    for (sql, number, parameter) in [
+        ("EXEC fence_admin.ListLeases @Prefix = NULL", 50120, "@Prefix"),
+        ("EXEC fence_admin.ListLeases @HeldOnly = NULL", 50121, "@HeldOnly"),
+        ("EXEC fence_admin.ListLeases @MaxRows = 0", 50122, "@MaxRows"),
+    ] {
+        let mut conn = db.connect().await;
+        let error = match conn.simple_query(sql).await {
+            Ok(stream) => stream.into_results().await.expect_err(sql),
+            Err(error) => error,
+        };
+        assert_eq!(error.code(), Some(number), "{sql}: {error}");
+        assert!(error.to_string().contains(parameter), "{sql}: {error}");
+    }
+    db.drop().await;
+}
