@@ -110,3 +110,55 @@ async fn an_empty_database_is_refused_with_the_command_that_deploys_it() {
     assert_eq!(count(tables), 0, "a refused run creates nothing");
     db.drop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_stops_the_run_and_still_cleans_up() {
+    let Some(db) = TestDatabase::deployed("bench_live").await else {
+        return;
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fencepost"))
+        .args(["bench", "--workers", "2", "--duration", "120s", "--format", "json"])
+        .env("FENCEPOST_CONNECTION", db.ado())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run fencepost bench");
+    // The scratch table exists from setup until clean-up: once it is there,
+    // the run is under way.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let tables = db
+            .query("SELECT COUNT(*) FROM sys.tables WHERE name LIKE N'fencepost[_]bench[_]%';")
+            .await;
+        if count(tables) > 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < give_up,
+            "the bench never created its scratch table"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // SAFETY: signals the child process this test started.
+    let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(sent, 0);
+    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON document");
+    assert_eq!(document["error"]["kind"], "interrupted", "{document}");
+    let tables = db
+        .query("SELECT COUNT(*) FROM sys.tables WHERE name LIKE N'fencepost[_]bench[_]%';")
+        .await;
+    assert_eq!(count(tables), 0, "the scratch table is left behind");
+    let keys = db
+        .query("SELECT COUNT(*) FROM fence.Resource WHERE ResourceKey LIKE N'fencepost-bench:%';")
+        .await;
+    assert_eq!(count(keys), 0, "the bench's keys are left behind");
+    db.drop().await;
+}

@@ -38,6 +38,10 @@ pub enum BenchError {
         #[source]
         source: tiberius::error::Error,
     },
+    /// The run was stopped (Ctrl-C) before it finished; nothing was reported,
+    /// and its keys and scratch table were removed as after a full run.
+    #[error("interrupted: the run stopped before it finished, so nothing was measured in full")]
+    Interrupted,
     /// An answer the bench cannot count as the operation it measures.
     #[error("{scenario}: {detail}")]
     Unexpected {

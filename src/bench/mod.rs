@@ -21,6 +21,8 @@ mod workloads;
 
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
+
 pub use error::BenchError;
 pub use report::{BASELINES, Report, Scenario};
 
@@ -64,6 +66,9 @@ pub struct BenchOptions {
     pub workloads: Vec<Workload>,
     /// The start of every key the bench makes.
     pub key_prefix: String,
+    /// Cancelled to stop the run early (Ctrl-C): it then cleans up as after
+    /// a full run and answers [`BenchError::Interrupted`].
+    pub interrupt: CancellationToken,
 }
 
 /// Something to show while the bench runs.
@@ -115,7 +120,13 @@ pub async fn run(
             None
         }
     };
-    let measured = scenarios(target, options, &keys, scratch.as_ref(), &clients, events).await;
+    // Stopping early drops the scenario in flight, its connections with it;
+    // the clean-up below runs all the same.
+    let measured = tokio::select! {
+        biased;
+        _ = options.interrupt.cancelled() => Err(BenchError::Interrupted),
+        measured = scenarios(target, options, &keys, scratch.as_ref(), &clients, events) => measured,
+    };
     drop(clients);
     let cleaned_up = clean_up(&mut admin, &keys, scratch.as_ref(), events).await;
     let mut report = Report {

@@ -15,6 +15,13 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
     let mut target = connection_string(&args.connect)?;
     target.set_application_name("fencepost bench");
     let options = options(&args);
+    // Ctrl-C stops the run; the bench still removes its keys and scratch table.
+    let interrupt = options.interrupt.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            interrupt.cancel();
+        }
+    });
     // The progress line is rewritten in place, so only on a terminal.
     let terminal = std::io::stderr().is_terminal() && !super::quiet();
     let mut progress_shown = false;
@@ -72,5 +79,6 @@ fn options(args: &BenchArgs) -> BenchOptions {
         warmup: args.warmup,
         workloads,
         key_prefix: args.key_prefix.clone(),
+        interrupt: Default::default(),
     }
 }

@@ -26,7 +26,7 @@ pub fn one_line(error: &anyhow::Error) -> String {
 }
 
 /// What kind of failure this is, for a pipeline to branch on: `connect`,
-/// `source`, `lock_timeout`, `deploy`, `not_deployed`, `bench`, or `usage`
+/// `source`, `lock_timeout`, `deploy`, `not_deployed`, `bench`, `interrupted`, or `usage`
 /// for input the command itself refused.
 pub fn kind(error: &anyhow::Error) -> &'static str {
     for cause in error.chain() {
@@ -48,6 +48,7 @@ pub fn kind(error: &anyhow::Error) -> &'static str {
             return match bench {
                 BenchError::NotDeployed { .. } => "not_deployed",
                 BenchError::Connect(_) => "connect",
+                BenchError::Interrupted => "interrupted",
                 _ => "bench",
             };
         }

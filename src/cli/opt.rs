@@ -14,7 +14,7 @@ use fencepost::deploy::Grant;
     after_help = "Exit status: 0 success; 1 something needs attention (status: pending or drifted \
 objects; check: findings); 2 error (bad input, unreachable server, failed deploy, or check could not verify). \
 With --format json (or junit, for check) a failure prints a document on stdout too: \
-{\"error\": {\"kind\", \"message\"}}, kind one of connect, source, lock_timeout, deploy, not_deployed, bench, usage."
+{\"error\": {\"kind\", \"message\"}}, kind one of connect, source, lock_timeout, deploy, not_deployed, bench, interrupted, usage."
 )]
 pub struct Options {
     /// What to do.
@@ -69,7 +69,8 @@ pub enum Command {
     /// workloads through fencepost::Client, every scenario on the same number
     /// of connections (one per worker). Works on keys of its own under
     /// --key-prefix and deletes them afterwards (which needs a login that may
-    /// delete from the fence tables, such as the deploy login).
+    /// delete from the fence tables, such as the deploy login), also when
+    /// stopped with Ctrl-C.
     ///
     /// Refuses a database without the fence procedures (run `fencepost
     /// migrate` first). The client's refusal of a privileged login is turned
