@@ -116,7 +116,7 @@ async fn ctrl_c_stops_the_run_and_still_cleans_up() {
     let Some(db) = TestDatabase::deployed("bench_live").await else {
         return;
     };
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fencepost"))
+    let child = Command::new(env!("CARGO_BIN_EXE_fencepost"))
         .args(["bench", "--workers", "2", "--duration", "120s", "--format", "json"])
         .env("FENCEPOST_CONNECTION", db.ado())
         .stdout(std::process::Stdio::piped())
