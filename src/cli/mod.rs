@@ -35,13 +35,28 @@ pub async fn run(options: Options) -> Result<u8> {
     }
 }
 
-/// The connection string from the flag or the environment, parsed.
+/// The connection string from the flag or the environment, parsed, with the
+/// access token from --access-token-file or FENCEPOST_ACCESS_TOKEN if given.
 fn connection_string(args: &ConnectArgs) -> Result<ConnectionString> {
     let Some(ado) = args.connection.as_deref() else {
         bail!("no connection given: pass --connection \"Server=...;Database=...\" or set FENCEPOST_CONNECTION");
     };
-    Ok(ConnectionString::parse(ado)?)
+    let mut target = ConnectionString::parse(ado)?;
+    let token = match &args.access_token_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading the access token from {}", path.display()))?,
+        ),
+        None => std::env::var(ACCESS_TOKEN_ENV).ok().filter(|t| !t.trim().is_empty()),
+    };
+    if let Some(token) = token {
+        target.set_access_token(&token)?;
+    }
+    Ok(target)
 }
+
+/// The variable that may hold a Microsoft Entra ID access token.
+const ACCESS_TOKEN_ENV: &str = "FENCEPOST_ACCESS_TOKEN";
 
 /// Opens a connection for a deploy: no per-call timeout, since waiting for
 /// another deployment's lock or a long migration is expected.

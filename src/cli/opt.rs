@@ -77,7 +77,8 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct ConnectArgs {
     /// ADO.NET connection string, e.g.
-    /// "Server=tcp:db,1433;Database=app;User ID=deploy;Password=...;Encrypt=true".
+    /// "Server=tcp:db,1433;Database=app;User ID=deploy;Password=...;Encrypt=true",
+    /// or a JDBC URL, e.g. "jdbc:sqlserver://db:1433;databaseName=app;user=deploy;password=...".
     #[arg(
         long,
         short = 'c',
@@ -86,6 +87,10 @@ pub struct ConnectArgs {
         value_name = "ADO_STRING"
     )]
     pub connection: Option<String>,
+    /// Sign in with the Microsoft Entra ID access token in this file (Azure
+    /// SQL) instead of a SQL login [default: the token in FENCEPOST_ACCESS_TOKEN, if set].
+    #[arg(long, value_name = "PATH")]
+    pub access_token_file: Option<PathBuf>,
 }
 
 /// Where the T-SQL a deploy applies comes from (`migrate`, `script`).
