@@ -38,7 +38,9 @@ pub enum ConnectError {
         reason: String,
     },
     /// The string asks for an access token and none was given.
-    #[error("the connection string asks for Authentication={authentication}, but no access token was given; {TOKEN_ADVICE}")]
+    #[error(
+        "the connection string asks for Authentication={authentication}, but no access token was given; {TOKEN_ADVICE}"
+    )]
     MissingAccessToken {
         /// The `Authentication` value.
         authentication: String,
@@ -52,7 +54,9 @@ pub enum ConnectError {
         reason: String,
     },
     /// The SQL Browser did not give a port for the named instance.
-    #[error("cannot find instance {server}: {reason} (check the instance name and that the SQL Browser service answers on UDP port 1434, or give the port: Server=host,port)")]
+    #[error(
+        "cannot find instance {server}: {reason} (check the instance name and that the SQL Browser service answers on UDP port 1434, or give the port: Server=host,port)"
+    )]
     InstanceNotFound {
         /// `host\INSTANCE` that was asked for.
         server: String,
@@ -78,7 +82,9 @@ pub enum ConnectError {
     },
     /// The TCP connection opened, then the server closed it during the login
     /// handshake.
-    #[error("{server} closed the connection during login (is it a SQL Server (TDS) endpoint? does it need TLS: Encrypt=true, or refuse it: Encrypt=DANGER_PLAINTEXT?)")]
+    #[error(
+        "{server} closed the connection during login (is it a SQL Server (TDS) endpoint? does it need TLS: Encrypt=true, or refuse it: Encrypt=DANGER_PLAINTEXT?)"
+    )]
     ClosedDuringLogin {
         /// `host:port` that was connected to.
         server: String,
@@ -100,7 +106,9 @@ pub enum ConnectError {
         user: String,
     },
     /// The server refused the access token.
-    #[error("{server} refused the access token (it may have expired, be for another resource than https://database.windows.net/, or name an identity with no user in the database)")]
+    #[error(
+        "{server} refused the access token (it may have expired, be for another resource than https://database.windows.net/, or name an identity with no user in the database)"
+    )]
     TokenRefused {
         /// `host:port` that was tried.
         server: String,
@@ -170,7 +178,10 @@ impl ConnectionString {
         let keys = Keys::parse(text).map_err(invalid)?;
         let server = keys.server().map_err(invalid)?;
         let sign_in = keys.sign_in().map_err(invalid)?;
-        let connect_timeout = keys.connect_timeout().map_err(invalid)?.unwrap_or(DEFAULT_CONNECT_TIMEOUT);
+        let connect_timeout = keys
+            .connect_timeout()
+            .map_err(invalid)?
+            .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
         let config = if keys::is_jdbc(text) {
             Config::from_jdbc_string(text.trim())
         } else {
@@ -315,7 +326,10 @@ impl ConnectionString {
                 Err(_) => return Err(timed_out()),
                 Ok(Ok(tcp)) => tcp,
                 Ok(Err(tiberius::error::Error::Io { message, .. })) => {
-                    return Err(ConnectError::Unreachable { server: shown, reason: message });
+                    return Err(ConnectError::Unreachable {
+                        server: shown,
+                        reason: message,
+                    });
                 }
                 Ok(Err(e)) => {
                     return Err(ConnectError::InstanceNotFound {
@@ -403,7 +417,10 @@ impl ConnectionString {
 enum Opened {
     Connected(Connection),
     /// An Azure SQL gateway sent us to another host.
-    Redirected { host: String, port: u16 },
+    Redirected {
+        host: String,
+        port: u16,
+    },
 }
 
 /// The driver's reason for refusing a string, without its advice on how to
@@ -477,17 +494,47 @@ mod tests {
     /// (string, server, user, database).
     const TABLE: &[(&str, &str, &str, &str)] = &[
         ("Server=db;User ID=u;Password=p;Database=app", "db:1433", "u", "app"),
-        ("Server=tcp:db,1444;uid=first;User ID=second;Password=p", "db:1444", "first", "master"),
-        ("Server=db;User ID=second;uid=first;Password=p", "db:1433", "first", "master"),
+        (
+            "Server=tcp:db,1444;uid=first;User ID=second;Password=p",
+            "db:1444",
+            "first",
+            "master",
+        ),
+        (
+            "Server=db;User ID=second;uid=first;Password=p",
+            "db:1433",
+            "first",
+            "master",
+        ),
         ("Server=db;user=a;username=b;Password=p", "db:1433", "b", "master"),
-        ("Server=db;User ID=u;Initial Catalog=cat;Database=db1", "db:1433", "u", "db1"),
+        (
+            "Server=db;User ID=u;Initial Catalog=cat;Database=db1",
+            "db:1433",
+            "u",
+            "db1",
+        ),
         ("Server=db;User ID=u;Initial Catalog=cat", "db:1433", "u", "cat"),
         ("Server=db;User ID=u;DatabaseName=dn", "db:1433", "u", "dn"),
-        ("Server=db;User ID=u;DatabaseName=dn;Initial Catalog=cat", "db:1433", "u", "cat"),
+        (
+            "Server=db;User ID=u;DatabaseName=dn;Initial Catalog=cat",
+            "db:1433",
+            "u",
+            "cat",
+        ),
         ("Server=db;User ID=u;Database=one;Database=two", "db:1433", "u", "two"),
         ("Server=db;User ID=one;User ID=two", "db:1433", "two", "master"),
-        ("Server=db;USER id = spaced ;DATABASE=Upper", "db:1433", "spaced", "Upper"),
-        ("Server=db;User ID='a;b';Database=\"c;\"\"d\"", "db:1433", "a;b", "c;\"d"),
+        (
+            "Server=db;USER id = spaced ;DATABASE=Upper",
+            "db:1433",
+            "spaced",
+            "Upper",
+        ),
+        (
+            "Server=db;User ID='a;b';Database=\"c;\"\"d\"",
+            "db:1433",
+            "a;b",
+            "c;\"d",
+        ),
         ("Server=db;User ID={x;y};Database={p=q}", "db:1433", "x;y", "p=q"),
         ("Data Source=(local),1500;User ID=u", "localhost:1500", "u", "master"),
         ("Server=db\\INST;User ID=u", "db\\INST", "u", "master"),
@@ -499,25 +546,57 @@ mod tests {
             "ju",
             "jdb",
         ),
-        ("jdbc:sqlserver://jhost;database=a;databaseName=b;user=ju", "jhost:1433", "ju", "a"),
-        ("jdbc:sqlserver://jhost;user=one;user=two;password={p;w}", "jhost:1433", "two", "master"),
+        (
+            "jdbc:sqlserver://jhost;database=a;databaseName=b;user=ju",
+            "jhost:1433",
+            "ju",
+            "a",
+        ),
+        (
+            "jdbc:sqlserver://jhost;user=one;user=two;password={p;w}",
+            "jhost:1433",
+            "two",
+            "master",
+        ),
         ("jdbc:sqlserver://jhost\\INST;user=ju", "jhost\\INST", "ju", "master"),
-        ("jdbc:sqlserver://jhost\\INST:1700;user=ju", "jhost:1700", "ju", "master"),
-        ("jdbc:sqlserver://jhost:1433;userName=ju;Initial Catalog=ic", "jhost:1433", "ju", "ic"),
+        (
+            "jdbc:sqlserver://jhost\\INST:1700;user=ju",
+            "jhost:1700",
+            "ju",
+            "master",
+        ),
+        (
+            "jdbc:sqlserver://jhost:1433;userName=ju;Initial Catalog=ic",
+            "jhost:1433",
+            "ju",
+            "ic",
+        ),
     ];
 
     #[test]
     fn fencepost_reads_user_database_and_server_as_the_driver_does() {
         for (text, server, user, database) in TABLE {
             let s = ConnectionString::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
-            assert_eq!((s.server().as_str(), s.user(), s.database()), (*server, *user, *database), "{text}");
+            assert_eq!(
+                (s.server().as_str(), s.user(), s.database()),
+                (*server, *user, *database),
+                "{text}"
+            );
             let (driver_user, driver_database, token) = driver_reading(&s);
             assert_eq!(driver_user.as_deref(), Some(*user), "driver's user for {text}");
-            let expected_database = (*database != "master" || text.to_ascii_lowercase().contains("=master"))
-                .then_some(*database);
-            assert_eq!(driver_database.as_deref(), expected_database, "driver's database for {text}");
+            let expected_database =
+                (*database != "master" || text.to_ascii_lowercase().contains("=master")).then_some(*database);
+            assert_eq!(
+                driver_database.as_deref(),
+                expected_database,
+                "driver's database for {text}"
+            );
             assert!(!token, "{text}");
-            assert_eq!(s.server.addr(), s.driver_config().get_addr(), "driver's address for {text}");
+            assert_eq!(
+                s.server.addr(),
+                s.driver_config().get_addr(),
+                "driver's address for {text}"
+            );
         }
     }
 
@@ -558,7 +637,10 @@ mod tests {
         ] {
             let err = ConnectionString::parse(text).unwrap_err().to_string();
             assert!(err.contains("not supported by this build"), "{text}: {err}");
-            assert!(err.contains("User ID and Password") && err.contains("FENCEPOST_ACCESS_TOKEN"), "{text}: {err}");
+            assert!(
+                err.contains("User ID and Password") && err.contains("FENCEPOST_ACCESS_TOKEN"),
+                "{text}: {err}"
+            );
         }
         for text in [
             "Server=x;Integrated Security=false;User ID=u;Password=p",
@@ -587,11 +669,7 @@ mod tests {
             let mut s = ConnectionString::parse(text).unwrap();
             s.set_access_token("  eyJ0eXAi.token\n").unwrap();
             assert!(s.uses_access_token());
-            assert_eq!(
-                format!("{:?}", s.driver_config()).contains("AADToken("),
-                true,
-                "{text}"
-            );
+            assert_eq!(format!("{:?}", s.driver_config()).contains("AADToken("), true, "{text}");
             assert!(!format!("{s:?}{:?}", s.driver_config()).contains("eyJ0eXAi"));
         }
     }

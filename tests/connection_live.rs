@@ -10,8 +10,14 @@ use tokio::process::Command;
 fn jdbc_url(db: &TestDatabase) -> String {
     let ado = db.ado();
     let parsed = ConnectionString::parse(&ado).expect("test connection string");
-    let (host, port) = parsed.server().rsplit_once(':').map(|(h, p)| (h.to_string(), p.to_string())).unwrap();
-    let password = support::ado_value(&ado, "password").or_else(|| support::ado_value(&ado, "pwd")).unwrap_or_default();
+    let (host, port) = parsed
+        .server()
+        .rsplit_once(':')
+        .map(|(h, p)| (h.to_string(), p.to_string()))
+        .unwrap();
+    let password = support::ado_value(&ado, "password")
+        .or_else(|| support::ado_value(&ado, "pwd"))
+        .unwrap_or_default();
     let encrypt = support::ado_value(&ado, "encrypt").unwrap_or_else(|| "true".into());
     let trust = support::ado_value(&ado, "trustservercertificate").unwrap_or_else(|| "false".into());
     format!(
@@ -48,7 +54,11 @@ async fn a_jdbc_url_deploys_and_reads_status_like_an_ado_string() {
     let rows = db
         .query("SELECT CAST(COUNT(*) AS int) FROM sys.procedures WHERE SCHEMA_NAME(schema_id) = 'fence_api';")
         .await;
-    assert!(rows[0].get::<i32, usize>(0).unwrap_or(0) > 0, "no fence_api procedures in {}", db.name);
+    assert!(
+        rows[0].get::<i32, usize>(0).unwrap_or(0) > 0,
+        "no fence_api procedures in {}",
+        db.name
+    );
 
     // Exit 1 on Babelfish, whose procedures also need a PostgreSQL-side step
     // that status reports; what matters here is that the URL reached the same

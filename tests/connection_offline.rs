@@ -58,7 +58,9 @@ fn tds_recorder() -> (u16, mpsc::Receiver<(u8, Vec<u8>)>) {
     thread::spawn(move || {
         let (mut stream, _) = listener.accept().unwrap();
         stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let Ok((0x12, _)) = read_message(&mut stream) else { return };
+        let Ok((0x12, _)) = read_message(&mut stream) else {
+            return;
+        };
         stream.write_all(&prelogin_reply()).unwrap();
         if let Ok(login) = read_message(&mut stream) {
             let _ = tx.send(login);
@@ -107,7 +109,11 @@ async fn an_access_token_is_sent_as_a_fedauth_login_not_a_sql_login() {
     assert_eq!(kind, 0x10, "a LOGIN7 message");
     let login = login7(&payload);
     assert!(login.extension, "the login carries a feature extension");
-    assert_eq!((login.user_chars, login.password_chars), (0, 0), "no SQL login name or password");
+    assert_eq!(
+        (login.user_chars, login.password_chars),
+        (0, 0),
+        "no SQL login name or password"
+    );
     // FeatureExt: FEDAUTH (0x02), then the token in UTF-16.
     assert!(contains(&login.bytes, &utf16("eyJ0eXAiOiJKV1Qi.test-token")));
     assert!(login.bytes.contains(&0x02));
@@ -141,7 +147,10 @@ async fn a_server_that_closes_during_login_is_named_so() {
     let err = s.connect().await.unwrap_err();
     assert!(matches!(err, ConnectError::ClosedDuringLogin { .. }), "{err:?}");
     let text = err.to_string();
-    assert!(text.contains("closed the connection during login") && text.contains("TDS"), "{text}");
+    assert!(
+        text.contains("closed the connection during login") && text.contains("TDS"),
+        "{text}"
+    );
     assert!(!text.contains("cannot reach"), "{text}");
 }
 
@@ -155,15 +164,20 @@ async fn a_server_that_stays_silent_is_a_handshake_timeout_not_driver_advice() {
         let _ = hold_rx.recv_timeout(Duration::from_secs(10));
         drop(stream);
     });
-    let s = ConnectionString::parse(&format!("Server=tcp:127.0.0.1,{port};User ID=u;Password=p;Connect Timeout=1"))
-        .unwrap();
+    let s = ConnectionString::parse(&format!(
+        "Server=tcp:127.0.0.1,{port};User ID=u;Password=p;Connect Timeout=1"
+    ))
+    .unwrap();
     let started = std::time::Instant::now();
     let err = s.connect().await.unwrap_err();
     drop(hold_tx);
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(matches!(err, ConnectError::HandshakeTimedOut { .. }), "{err:?}");
     let text = format!("{err:#}");
-    assert!(text.contains("accepted the connection but did not complete the login within 1s"), "{text}");
+    assert!(
+        text.contains("accepted the connection but did not complete the login within 1s"),
+        "{text}"
+    );
     for advice in ["Config::", "tracing", "cannot reach"] {
         assert!(!text.contains(advice), "{text}");
     }
@@ -179,7 +193,8 @@ fn sql_browser(socket: UdpSocket, tcp_port: Option<u16>) -> mpsc::Receiver<Vec<u
         if let Ok((len, from)) = socket.recv_from(&mut buf) {
             let _ = tx.send(buf[..len].to_vec());
             if let Some(port) = tcp_port {
-                let data = format!("ServerName;TESTHOST;InstanceName;FENCE;IsClustered;No;Version;16.0.1000.6;tcp;{port};;");
+                let data =
+                    format!("ServerName;TESTHOST;InstanceName;FENCE;IsClustered;No;Version;16.0.1000.6;tcp;{port};;");
                 let mut reply = vec![0x05];
                 reply.extend_from_slice(&(data.len() as u16).to_le_bytes());
                 reply.extend_from_slice(data.as_bytes());
@@ -234,9 +249,13 @@ async fn a_named_instance_s_port_comes_from_the_sql_browser_and_an_explicit_port
     let s = ConnectionString::parse("Server=127.0.0.1\\FENCE;User ID=u;Password=p").unwrap();
     assert_eq!(s.server(), "127.0.0.1\\FENCE");
     let err = s.connect().await.unwrap_err();
-    let request = requests.recv_timeout(Duration::from_secs(5)).expect("a SQL Browser request");
+    let request = requests
+        .recv_timeout(Duration::from_secs(5))
+        .expect("a SQL Browser request");
     assert_eq!(request, b"\x04FENCE", "CLNT_UCAST_INST for the instance");
-    accepted.recv_timeout(Duration::from_secs(5)).expect("a TCP connection to the port the browser named");
+    accepted
+        .recv_timeout(Duration::from_secs(5))
+        .expect("a TCP connection to the port the browser named");
     let text = err.to_string();
     assert!(text.contains(&format!("127.0.0.1\\FENCE (port {tcp_port})")), "{text}");
     assert!(text.contains("closed the connection during login"), "{text}");
@@ -247,8 +266,13 @@ async fn a_named_instance_s_port_comes_from_the_sql_browser_and_an_explicit_port
     let s = ConnectionString::parse(&format!("Server=127.0.0.1\\FENCE,{tcp_port};User ID=u;Password=p")).unwrap();
     assert_eq!(s.server(), format!("127.0.0.1:{tcp_port}"));
     let _ = s.connect().await.unwrap_err();
-    accepted.recv_timeout(Duration::from_secs(5)).expect("a TCP connection to the explicit port");
-    assert!(requests.recv_timeout(Duration::from_millis(300)).is_err(), "no browser request");
+    accepted
+        .recv_timeout(Duration::from_secs(5))
+        .expect("a TCP connection to the explicit port");
+    assert!(
+        requests.recv_timeout(Duration::from_millis(300)).is_err(),
+        "no browser request"
+    );
 
     // A browser that does not answer: the instance is named in the error.
     let requests = sql_browser(bind().unwrap(), None);
@@ -257,7 +281,10 @@ async fn a_named_instance_s_port_comes_from_the_sql_browser_and_an_explicit_port
     assert!(requests.recv_timeout(Duration::from_secs(5)).is_ok());
     assert!(matches!(err, ConnectError::InstanceNotFound { .. }), "{err:?}");
     let text = err.to_string();
-    assert!(text.contains("127.0.0.1\\NOPE") && text.contains("UDP port 1434"), "{text}");
+    assert!(
+        text.contains("127.0.0.1\\NOPE") && text.contains("UDP port 1434"),
+        "{text}"
+    );
 
     // With a live engine: the browser points at it, and the login completes.
     let Some(server_ado) = support::server_or_skip("named_instance_live") else {
@@ -272,7 +299,14 @@ async fn a_named_instance_s_port_comes_from_the_sql_browser_and_an_explicit_port
         .connect()
         .await
         .unwrap_or_else(|e| panic!("{e}"));
-    let row = conn.simple_query("SELECT 1;").await.unwrap().into_row().await.unwrap().unwrap();
+    let row = conn
+        .simple_query("SELECT 1;")
+        .await
+        .unwrap()
+        .into_row()
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(row.get::<i32, usize>(0), Some(1));
 }
 
@@ -338,7 +372,10 @@ fn the_cli_signs_in_with_the_token_in_a_file() {
     let (_, payload) = rx.recv_timeout(Duration::from_secs(10)).expect("a login packet");
     let login = login7(&payload);
     assert!(login.extension && login.user_chars == 0);
-    assert!(contains(&login.bytes, &utf16("file-token-value")), "the file wins over the variable");
+    assert!(
+        contains(&login.bytes, &utf16("file-token-value")),
+        "the file wins over the variable"
+    );
     let err = String::from_utf8_lossy(&output.stderr);
     assert!(!err.contains("file-token-value"), "the token leaked: {err}");
 }

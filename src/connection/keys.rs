@@ -49,9 +49,7 @@ impl ServerName {
     /// `host:port` as tiberius dials it (1434, the SQL Browser, for a named
     /// instance without a port).
     pub(crate) fn addr(&self) -> String {
-        let port = self
-            .port
-            .unwrap_or(if self.instance.is_some() { 1434 } else { 1433 });
+        let port = self.port.unwrap_or(if self.instance.is_some() { 1434 } else { 1433 });
         format!("{}:{port}", self.host)
     }
 
@@ -67,9 +65,7 @@ impl ServerName {
 
 /// Whether `s` is a JDBC URL rather than an ADO.NET string.
 pub(crate) fn is_jdbc(s: &str) -> bool {
-    s.trim_start()
-        .get(..5)
-        .is_some_and(|p| p.eq_ignore_ascii_case("jdbc:"))
+    s.trim_start().get(..5).is_some_and(|p| p.eq_ignore_ascii_case("jdbc:"))
 }
 
 impl Keys {
@@ -140,7 +136,9 @@ impl Keys {
         let value = value.strip_prefix("tcp:").unwrap_or(value);
         let parts: Vec<&str> = value.split(',').collect();
         if parts.len() > 2 {
-            return Err(format!("Server='{value}' has more than one ',' (expected host, host,port or host\\instance)"));
+            return Err(format!(
+                "Server='{value}' has more than one ',' (expected host, host,port or host\\instance)"
+            ));
         }
         let port = match parts.get(1) {
             None => None,
@@ -232,7 +230,9 @@ fn parse_ado(input: &str) -> Result<HashMap<String, String>, String> {
         loop {
             if i >= n || b[i] == b';' {
                 let pair = input[start..i].trim();
-                return Err(format!("'{pair}' has no '=' (expected key=value pairs separated by ';')"));
+                return Err(format!(
+                    "'{pair}' has no '=' (expected key=value pairs separated by ';')"
+                ));
             }
             if b[i] == b'=' {
                 if i + 1 < n && b[i + 1] == b'=' {
