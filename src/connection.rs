@@ -64,7 +64,7 @@ pub enum ConnectError {
         reason: String,
     },
     /// The TCP connection itself did not open in time.
-    #[error("{server} did not answer within {}s (check the address, firewall and Encrypt setting)", .after.as_secs())]
+    #[error("{server} did not accept a TCP connection within {}s (check the address and the firewall)", .after.as_secs())]
     TimedOut {
         /// `host:port` that was tried.
         server: String,
