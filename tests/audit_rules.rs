@@ -445,7 +445,7 @@ fn fp011_drift_in_a_lower_cased_catalog_points_at_the_shipped_file() {
     assert_eq!(f[0].object, "fence_api.release");
     assert_eq!(
         f[0].fix,
-        "fencepost migrate (it restores drifted procedures), or ALTER PROCEDURE [fence_api].[Release] with the \
+        "fencepost migrate --overwrite-drift (it restores drifted procedures), or ALTER PROCEDURE [fence_api].[Release] with the \
          shipped text of procedures/fence_api.Release.sql"
     );
 }

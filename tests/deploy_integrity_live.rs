@@ -275,7 +275,7 @@ async fn a_failed_deploy_with_json_output_reports_what_it_committed() {
     assert_eq!(report["committed"]["changes"][0]["name"], "fence_api.Added");
     assert_eq!(report["committed"]["without_grants"][0], "fence_api.Added");
     assert!(
-        report["error"]
+        report["error"]["message"]
             .as_str()
             .unwrap()
             .contains("the permission script fails"),

@@ -282,13 +282,13 @@ async fn two_deploys_started_together_both_succeed_and_apply_each_migration_once
 }
 
 #[tokio::test]
-async fn a_procedure_altered_by_hand_shows_as_drifted_and_the_next_deploy_restores_it() {
+async fn a_procedure_altered_by_hand_stops_migrate_until_drift_may_be_overwritten() {
     let Some(db) =
-        TestDatabase::deployed("a_procedure_altered_by_hand_shows_as_drifted_and_the_next_deploy_restores_it").await
+        TestDatabase::deployed("a_procedure_altered_by_hand_stops_migrate_until_drift_may_be_overwritten").await
     else {
         return;
     };
-    db.exec("ALTER PROCEDURE fence_api.Inspect @ResourceKey nvarchar(4000) AS SELECT N'Found' AS Outcome;")
+    db.exec("ALTER PROCEDURE fence_api.Inspect @ResourceKey nvarchar(4000) AS SELECT N'Found by hand' AS Outcome;")
         .await;
 
     let output = fencepost_cli(&["status", "--format", "json"], &db.ado()).await;
@@ -328,19 +328,77 @@ async fn a_procedure_altered_by_hand_shows_as_drifted_and_the_next_deploy_restor
     expected.sort();
     assert_eq!(states, expected);
 
-    let report = db.migrate(&shipped()).await.unwrap();
-    assert_eq!(
-        report.changes,
-        vec![Change::Procedure {
-            name: "fence_api.Inspect".into(),
-            was: ProcedureState::Drifted
-        }]
+    // The diff shows the hand-made line against the shipped text.
+    let diff = fencepost_cli(&["status", "--diff"], &db.ado()).await;
+    let text = String::from_utf8_lossy(&diff.stdout);
+    assert!(text.contains("--- shipped procedures/fence_api.Inspect.sql"), "{text}");
+    assert!(text.contains("+++ server fence_api.Inspect"), "{text}");
+    assert!(
+        text.contains("+ALTER PROCEDURE fence_api.Inspect @ResourceKey nvarchar(4000) AS SELECT N'Found by hand'"),
+        "{text}"
     );
+    assert!(text.contains("-    SET NOCOUNT ON;"), "{text}");
+
+    // A dry run says a deploy would stop (2), and a deploy stops, changing nothing.
+    let dry = fencepost_cli(&["migrate", "--dry-run"], &db.ado()).await;
+    assert_eq!(dry.status.code(), Some(2), "{}", String::from_utf8_lossy(&dry.stdout));
+    let stopped = fencepost_cli(&["migrate"], &db.ado()).await;
+    assert_eq!(stopped.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&stopped.stderr);
+    assert!(
+        err.contains("fence_api.Inspect") && err.contains("--overwrite-drift"),
+        "{err}"
+    );
+    let still = fencepost::deploy::status(&mut db.connect().await, &shipped())
+        .await
+        .unwrap();
+    assert!(
+        still
+            .procedures
+            .iter()
+            .any(|p| p.name == "fence_api.Inspect" && p.state == ProcedureState::Drifted)
+    );
+
+    // Told to overwrite, the deploy restores the shipped text.
+    let restored = fencepost_cli(&["migrate", "--overwrite-drift", "--format", "json"], &db.ado()).await;
+    assert_eq!(
+        restored.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&restored.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&restored.stdout).unwrap();
+    assert_eq!(report["changes"][0]["name"], "fence_api.Inspect", "{report}");
     assert!(
         fencepost::deploy::status(&mut db.connect().await, &shipped())
             .await
             .unwrap()
             .is_current()
+    );
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_dry_run_exits_0_when_current_and_1_when_changes_are_pending() {
+    let Some(db) = TestDatabase::new("a_dry_run_exits_0_when_current_and_1_when_changes_are_pending").await else {
+        return;
+    };
+    let pending = fencepost_cli(&["migrate", "--dry-run", "--format", "json"], &db.ado()).await;
+    assert_eq!(
+        pending.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&pending.stderr)
+    );
+    let plan: serde_json::Value = serde_json::from_slice(&pending.stdout).unwrap();
+    assert_eq!(plan["would_stop"], serde_json::Value::Null, "{plan}");
+    assert_eq!(fencepost_cli(&["migrate"], &db.ado()).await.status.code(), Some(0));
+    let current = fencepost_cli(&["migrate", "--dry-run"], &db.ado()).await;
+    assert_eq!(
+        current.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&current.stdout)
     );
     db.drop().await;
 }
@@ -501,7 +559,13 @@ async fn a_dry_run_shows_the_plan_and_changes_nothing() {
     };
     let output = fencepost_cli(&["migrate", "--dry-run"], &db.ado()).await;
     let out = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    // Changes are pending.
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert!(out.contains("would apply migration V1__lease_tables"), "{out}");
     assert!(out.contains("would deploy procedure fence_api.Publish"), "{out}");
     let schemas = db

@@ -29,7 +29,7 @@ async fn deploy_behind_a_held_lock(db: &TestDatabase) -> (DeployError, i32) {
         .unwrap();
     let options = MigrateOptions {
         lock_timeout: Duration::from_secs(1),
-        dry_run: false,
+        ..MigrateOptions::default()
     };
     let error = fencepost::deploy::migrate(&mut db.connect().await, &shipped(), &options, &mut |_| {})
         .await

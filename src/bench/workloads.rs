@@ -14,8 +14,9 @@ use crate::client::{Acquire, Lease, Publish, Release, Renew};
 
 /// Long enough that no lease of `cycle` or `renew` runs out mid-run.
 const LEASE: Duration = Duration::from_secs(30);
-/// `contended`'s lease: the shortest there is, since a waiting acquire sleeps
-/// until the holder's lease would run out, even when it was released sooner.
+/// `contended`'s lease: the shortest there is, so that a waiting acquire,
+/// which sleeps until the holder's lease would run out (at most a second),
+/// wakes soon after a release.
 pub(crate) const CONTENDED_LEASE: Duration = Duration::from_secs(1);
 /// How long a `contended` worker waits for the key before it gives up.
 const CONTENDED_WAIT: Duration = Duration::from_secs(60);

@@ -15,7 +15,8 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
     let mut target = connection_string(&args.connect)?;
     target.set_application_name("fencepost bench");
     let options = options(&args);
-    let terminal = std::io::stderr().is_terminal();
+    // The progress line is rewritten in place, so only on a terminal.
+    let terminal = std::io::stderr().is_terminal() && !super::quiet();
     let mut progress_shown = false;
     let mut on_event = |event: Event<'_>| match event {
         Event::Progress {
@@ -32,7 +33,7 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
             progress_shown = true;
         }
         Event::Progress { .. } => {}
-        Event::Note(note) => eprintln!("{}bench: {note}", if terminal { "\r\x1b[K" } else { "" }),
+        Event::Note(note) => super::progress(format_args!("{}bench: {note}", if terminal { "\r\x1b[K" } else { "" })),
     };
     let outcome = bench::run(&target, &options, &mut on_event).await;
     if progress_shown {

@@ -3,14 +3,11 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use fencepost::deploy::{
-    self, Change, Committed, DeployError, MigrateOptions, MigrateReport, MigrationState, ProcedureState, Progress,
-};
-use serde_json::json;
+use fencepost::deploy::{self, Change, MigrateOptions, MigrateReport, MigrationState, ProcedureState, Progress};
 
 use super::opt::{Format, MigrateArgs};
 use super::status::procedure_word;
-use super::{EXIT_OK, connect, sources};
+use super::{EXIT_ATTENTION, EXIT_ERROR, EXIT_OK, connect, sources};
 
 pub async fn run(args: MigrateArgs) -> Result<u8> {
     let sources = sources(args.source.source_dir.as_deref())?;
@@ -18,50 +15,51 @@ pub async fn run(args: MigrateArgs) -> Result<u8> {
     let options = MigrateOptions {
         lock_timeout: Duration::from_secs(args.lock_timeout),
         dry_run: args.dry_run,
+        overwrite_drift: args.overwrite_drift,
     };
-    let mut progress = |event: Progress| eprintln!("{}", describe(&event));
-    let report = match deploy::migrate(&mut conn, &sources, &options, &mut progress).await {
-        Ok(report) => report,
-        Err(error) => {
-            if args.format == Format::Json {
-                println!("{}", serde_json::to_string_pretty(&failure_json(&error))?);
-            }
-            return Err(error.into());
-        }
-    };
+    let mut progress = |event: Progress| super::progress(format_args!("{}", describe(&event)));
+    // A failure is rendered by the caller, JSON included, with what committed.
+    let report = deploy::migrate(&mut conn, &sources, &options, &mut progress).await?;
+    let would_stop = report.dry_run.then(|| would_stop(&report, &options)).flatten();
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Format::Json => {
+            let mut document = serde_json::to_value(&report)?;
+            if report.dry_run {
+                document["would_stop"] = serde_json::json!(would_stop);
+            }
+            println!("{}", serde_json::to_string_pretty(&document)?);
+        }
         Format::Text => print!(
             "{}",
-            summary(&format!("{} / {}", target.server(), target.database()), &report)
+            summary(
+                &format!("{} / {}", target.server(), target.database()),
+                &report,
+                would_stop.as_deref()
+            )
         ),
     }
-    Ok(EXIT_OK)
+    Ok(exit_status(&report, would_stop.is_some()))
 }
 
-/// The JSON document of a failed deploy: the error and what it committed
-/// (which stays), so a pipeline can tell what the database now holds.
-fn failure_json(error: &DeployError) -> serde_json::Value {
-    let committed = match error {
-        DeployError::Incomplete { committed, .. } => committed.as_ref().clone(),
-        _ => Committed::default(),
-    };
-    json!({
-        "completed": false,
-        "error": with_causes(error),
-        "committed": committed,
-    })
+/// Why a deploy of this plan would stop, as its error would say.
+fn would_stop(report: &MigrateReport, options: &MigrateOptions) -> Option<String> {
+    let plan = &report.plan;
+    let drift = plan.drift().filter(|_| !options.overwrite_drift);
+    plan.blocker().or(drift).map(|error| error.to_string())
 }
 
-/// The error and its causes on one line, as `{:#}` prints them on stderr.
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut line = error.to_string();
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        line += &format!(": {next}");
-        cause = next.source();
+/// A deploy exits 0. A dry run exits 0 when there is nothing to do, 1 when
+/// changes are pending, 2 when a deploy would stop.
+fn exit_status(report: &MigrateReport, would_stop: bool) -> u8 {
+    if !report.dry_run {
+        EXIT_OK
+    } else if would_stop {
+        EXIT_ERROR
+    } else if report.plan.is_current() {
+        EXIT_OK
+    } else {
+        EXIT_ATTENTION
     }
-    line
 }
 
 fn describe(event: &Progress) -> String {
@@ -79,7 +77,7 @@ fn describe(event: &Progress) -> String {
     }
 }
 
-fn summary(where_: &str, report: &MigrateReport) -> String {
+fn summary(where_: &str, report: &MigrateReport, would_stop: Option<&str>) -> String {
     let plan = &report.plan;
     if report.dry_run {
         let mut out = format!("dry run against {where_}: nothing was changed\n");
@@ -102,8 +100,8 @@ fn summary(where_: &str, report: &MigrateReport) -> String {
         for file in &plan.permissions {
             out += &format!("  would re-apply permissions/{file}\n");
         }
-        if let Some(blocker) = plan.blocker() {
-            out += &format!("  a deploy would stop: {blocker}\n");
+        if let Some(reason) = would_stop {
+            out += &format!("  a deploy would stop: {reason}\n");
         }
         return out;
     }
@@ -180,6 +178,7 @@ mod tests {
                 ("fence_api.A", ProcedureState::Current),
                 ("fence_api.Stray", ProcedureState::NotShipped),
             ]),
+            None,
         );
         assert!(
             text.contains("1 migration(s) applied, 1 procedure(s) current"),

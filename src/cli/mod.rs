@@ -3,12 +3,14 @@
 
 mod bench;
 mod check;
+pub mod failure;
 mod migrate;
 mod opt;
 mod script;
 mod status;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, bail};
 use fencepost::ConnectionString;
@@ -24,6 +26,89 @@ pub const EXIT_ATTENTION: u8 = 1;
 /// An error: bad input, unreachable server, failed deploy, could not verify.
 pub const EXIT_ERROR: u8 = 2;
 
+/// Set by `--quiet`: progress lines are not printed.
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// The version `--version` prints: the crate's, and the procedure contract
+/// it deploys and speaks.
+pub fn version() -> String {
+    format!(
+        "{} (procedure contract {})",
+        env!("CARGO_PKG_VERSION"),
+        fencepost::client::CONTRACT_VERSION
+    )
+}
+
+/// Sends log lines to stderr: warnings by default, more with each -v, only
+/// errors with -q; FENCEPOST_LOG, an env-filter directive, overrides both.
+pub fn init_logging(options: &Options) {
+    QUIET.store(options.quiet, Ordering::Relaxed);
+    let level = match (options.quiet, options.verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, 2) => "debug",
+        (false, _) => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("FENCEPOST_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("fencepost={level}")));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_target(false)
+        .try_init();
+}
+
+/// Whether --quiet was given.
+fn quiet() -> bool {
+    QUIET.load(Ordering::Relaxed)
+}
+
+/// A progress line on stderr, unless --quiet.
+pub fn progress(line: std::fmt::Arguments<'_>) {
+    if !quiet() {
+        eprintln!("{line}");
+    }
+}
+
+/// The document a failed command prints on stdout, by its `--format`.
+#[derive(Clone, Copy, Debug)]
+pub enum FailureDocument {
+    /// `{"error": {"kind", "message"}}`.
+    Json,
+    /// A JUnit report with one test case in error, for `command`.
+    Junit(&'static str),
+}
+
+impl FailureDocument {
+    /// The document `command` prints if it fails, when its format is one a
+    /// pipeline parses.
+    pub fn of(command: &Command) -> Option<FailureDocument> {
+        use opt::{CheckFormat, Format};
+        let json = match command {
+            Command::Migrate(args) => args.format == Format::Json,
+            Command::Status(args) => args.format == Format::Json,
+            Command::Bench(args) => args.format == Format::Json,
+            Command::Check(args) => match args.format {
+                CheckFormat::Text => false,
+                CheckFormat::Json => true,
+                CheckFormat::Junit => return Some(FailureDocument::Junit("check")),
+            },
+            Command::Script(_) | Command::Completions(_) | Command::Man => false,
+        };
+        json.then_some(FailureDocument::Json)
+    }
+
+    /// The document for `error`.
+    pub fn render(self, error: &anyhow::Error) -> String {
+        match self {
+            FailureDocument::Json => failure::json(error),
+            FailureDocument::Junit(command) => failure::junit(command, error),
+        }
+    }
+}
+
 /// Runs one command and returns its exit status.
 pub async fn run(options: Options) -> Result<u8> {
     match options.command {
@@ -32,6 +117,16 @@ pub async fn run(options: Options) -> Result<u8> {
         Command::Script(args) => script::run(args),
         Command::Check(args) => check::run(args).await,
         Command::Bench(args) => bench::run(args).await,
+        Command::Completions(args) => {
+            let mut command = <Options as clap::CommandFactory>::command().version(version());
+            clap_complete::generate(args.shell, &mut command, "fencepost", &mut std::io::stdout());
+            Ok(EXIT_OK)
+        }
+        Command::Man => {
+            let command = <Options as clap::CommandFactory>::command().version(version());
+            clap_mangen::Man::new(command).render(&mut std::io::stdout())?;
+            Ok(EXIT_OK)
+        }
     }
 }
 

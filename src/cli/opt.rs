@@ -11,12 +11,21 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[command(name = "fencepost", version, propagate_version = true)]
 #[command(
     after_help = "Exit status: 0 success; 1 something needs attention (status: pending or drifted \
-objects; check: findings); 2 error (bad input, unreachable server, failed deploy, or check could not verify)."
+objects; check: findings); 2 error (bad input, unreachable server, failed deploy, or check could not verify). \
+With --format json (or junit, for check) a failure prints a document on stdout too: \
+{\"error\": {\"kind\", \"message\"}}, kind one of connect, source, lock_timeout, deploy, not_deployed, bench, usage."
 )]
 pub struct Options {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Log more on stderr: -v what the command does, -vv each call.
+    /// FENCEPOST_LOG (e.g. "fencepost=debug,tiberius=info") overrides both.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// Print only errors on stderr: no progress lines, no warnings.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
 }
 
 /// The subcommands.
@@ -26,8 +35,9 @@ pub enum Command {
     ///
     /// Takes a deploy lock so two pipelines never deploy at once, applies
     /// pending migrations (each in its own transaction), deploys every
-    /// procedure whose shipped text changed or that was altered by hand, and
-    /// re-applies the permission scripts. A second run changes nothing.
+    /// procedure whose shipped text changed, and re-applies the permission
+    /// scripts. A procedure altered on the server by hand stops the deploy
+    /// unless --overwrite-drift is given. A second run changes nothing.
     Migrate(MigrateArgs),
     /// Show applied, pending and drifted objects, changing nothing.
     ///
@@ -67,10 +77,26 @@ pub enum Command {
     ///
     /// Round trips per operation are requests counted as they are sent: each
     /// client call is one (a waiting acquire counts each attempt), a fenced
-    /// cycle three; select1 and raw_update one, applock_cycle three. Latency
-    /// percentiles are exact, over every measured operation; warm-up is left
-    /// out. `ratio_to` is the p50 divided by each baseline's p50.
+    /// cycle two (acquire, and a publish that releases); select1 and
+    /// raw_update one, applock_cycle three. Latency percentiles come from a
+    /// histogram over every measured operation (within 0.1%); warm-up is left
+    /// out. `ratio_to` is the p50 divided by each baseline's p50. The
+    /// process's CPU time per operation and its peak memory are reported
+    /// beside them.
     Bench(BenchArgs),
+    /// Print a shell completion script, e.g. `fencepost completions bash >
+    /// /etc/bash_completion.d/fencepost`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), e.g. `fencepost man > fencepost.1`.
+    Man,
+}
+
+/// `fencepost completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// How to reach the database.
@@ -121,9 +147,15 @@ pub struct MigrateArgs {
     pub connect: ConnectArgs,
     #[command(flatten)]
     pub source: SourceArgs,
-    /// Show what would change, and change nothing.
+    /// Show what would change, and change nothing. Exits 0 when there is
+    /// nothing to do, 1 when changes are pending, 2 when a deploy would stop.
     #[arg(long)]
     pub dry_run: bool,
+    /// Redeploy shipped procedures that were altered on the server since
+    /// fencepost deployed them (drift). Without it, drift stops the deploy
+    /// before anything changes; `fencepost status --diff` shows it.
+    #[arg(long)]
+    pub overwrite_drift: bool,
     /// Seconds to wait for another deployment of the same database to finish.
     #[arg(long, default_value_t = 60, value_name = "SECONDS")]
     pub lock_timeout: u64,
@@ -141,6 +173,10 @@ pub struct StatusArgs {
     /// procedures/ and permissions/) instead of the copy built into this binary.
     #[arg(long, value_name = "DIR")]
     pub source_dir: Option<PathBuf>,
+    /// Also show, as a unified diff, how each drifted procedure's definition
+    /// on the server differs from the shipped text.
+    #[arg(long)]
+    pub diff: bool,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
@@ -215,11 +251,11 @@ pub struct CheckArgs {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum WorkloadArg {
     /// Each worker: acquire, publish, release on its own key (scenarios
-    /// acquire, publish, release and fenced_cycle).
+    /// acquire, publish and release), then acquire and a publish that
+    /// releases (scenario fenced_cycle, as run_fenced does it).
     Cycle,
     /// Every worker on one key with a waiting acquire and a 1 s lease, then
-    /// publish and release (a waiting acquire sleeps until the holder's lease
-    /// would end).
+    /// publish and release.
     Contended,
     /// Each worker renewing a lease it holds.
     Renew,

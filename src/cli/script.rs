@@ -21,7 +21,7 @@ pub fn run(args: ScriptArgs) -> Result<u8> {
         None => print!("{script}"),
         Some(path) => {
             std::fs::write(path, &script).with_context(|| format!("writing {}", path.display()))?;
-            eprintln!("wrote the script to {}", path.display());
+            super::progress(format_args!("wrote the script to {}", path.display()));
         }
     }
     Ok(EXIT_OK)

@@ -14,6 +14,11 @@ pub async fn run(args: StatusArgs) -> Result<u8> {
     let plan = deploy::status(&mut conn, &sources).await?;
     let definer = deploy::read_security_definer(&mut conn).await?;
     let contract = deploy::read_contract_version(&mut conn).await?;
+    let diffs = if args.diff {
+        drift_diffs(&mut conn, &sources, &plan).await?
+    } else {
+        Vec::new()
+    };
     let where_ = format!("{} / {}", target.server(), target.database());
     let current = plan.is_current() && definer_is_current(&definer);
     match args.format {
@@ -26,6 +31,13 @@ pub async fn run(args: StatusArgs) -> Result<u8> {
                 "migrations": plan.migrations,
                 "procedures": plan.procedures,
             });
+            if args.diff {
+                document["diffs"] = diffs
+                    .iter()
+                    .map(|(name, diff)| (name.clone(), json!(diff)))
+                    .collect::<serde_json::Map<_, _>>()
+                    .into();
+            }
             // Only Babelfish needs it; other engines' documents stay as they were.
             if definer != SecurityDefiner::NotNeeded {
                 document["babelfish_security_definer"] = serde_json::to_value(&definer)?;
@@ -34,11 +46,38 @@ pub async fn run(args: StatusArgs) -> Result<u8> {
         }
         Format::Text => {
             print!("{}", render_text(&where_, &plan));
+            for (name, diff) in &diffs {
+                match diff {
+                    Some(diff) => print!("\n{diff}"),
+                    None => println!("\n{name}: this login cannot read its definition on the server"),
+                }
+            }
             print!("{}", render_contract(contract));
             print!("{}", render_security_definer(&definer, target.database()));
         }
     }
     Ok(if current { EXIT_OK } else { EXIT_ATTENTION })
+}
+
+/// Each drifted procedure with its diff from the shipped text, or `None`
+/// when the server's definition cannot be read.
+async fn drift_diffs(
+    conn: &mut fencepost::Connection,
+    sources: &deploy::Sources,
+    plan: &Plan,
+) -> Result<Vec<(String, Option<String>)>> {
+    let mut diffs = Vec::new();
+    for status in plan.procedures.iter().filter(|p| p.state == ProcedureState::Drifted) {
+        let Some(shipped) = sources.procedures().iter().find(|p| p.qualified_name() == status.name) else {
+            continue;
+        };
+        let server = deploy::read_definition(conn, &status.name).await?;
+        diffs.push((
+            status.name.clone(),
+            server.map(|text| deploy::definition_diff(shipped, &text)),
+        ));
+    }
+    Ok(diffs)
 }
 
 /// "cannot verify" needs attention too: it is never a pass.
@@ -138,6 +177,11 @@ fn render_text(where_: &str, plan: &Plan) -> String {
             .count();
     if attention == 0 {
         out += "\neverything is current\n";
+    } else if plan.drift().is_some() {
+        out += &format!(
+            "\n{attention} item(s) need attention: drifted procedures stop `fencepost migrate`; review them with \
+             `fencepost status --diff`, then run `fencepost migrate --overwrite-drift` to restore what ships\n"
+        );
     } else {
         out += &format!("\n{attention} item(s) need attention: run `fencepost migrate` to deploy what ships\n");
     }

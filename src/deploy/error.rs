@@ -225,6 +225,19 @@ pub enum DeployError {
         /// `schema.name`.
         name: String,
     },
+    /// Shipped procedures on the server are not what fencepost deployed:
+    /// someone altered them, or this login cannot read them. A deploy does
+    /// not overwrite that unless told to.
+    #[error(
+        "{} on the server differ{} from what fencepost deployed (altered by hand, or unreadable to this login): \
+         review with `fencepost status --diff`, then deploy with --overwrite-drift to restore the shipped text, \
+         or ship the change in the procedure's file",
+        .names.join(", "), if .names.len() == 1 { "s" } else { "" }
+    )]
+    Drift {
+        /// `schema.name` of each drifted procedure.
+        names: Vec<String>,
+    },
     /// A migration marked to run without a transaction failed part-way.
     #[error(
         "migration {name} runs without a transaction (`-- fencepost: no-transaction`) and stopped in its \

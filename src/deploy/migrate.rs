@@ -23,6 +23,9 @@ pub struct MigrateOptions {
     pub lock_timeout: Duration,
     /// Show the plan and change nothing.
     pub dry_run: bool,
+    /// Redeploy shipped procedures altered on the server (drift) instead of
+    /// stopping.
+    pub overwrite_drift: bool,
 }
 
 impl Default for MigrateOptions {
@@ -30,6 +33,7 @@ impl Default for MigrateOptions {
         Self {
             lock_timeout: Duration::from_secs(60),
             dry_run: false,
+            overwrite_drift: false,
         }
     }
 }
@@ -74,7 +78,7 @@ pub async fn migrate(
     on_progress(Progress::WaitingForLock);
     let waited = lock::take(&mut session, options.lock_timeout).await?;
     let mut done = Committed::default();
-    let outcome = deploy_locked(&mut session, sources, &mut done, on_progress).await;
+    let outcome = deploy_locked(&mut session, sources, options, &mut done, on_progress).await;
     let released = lock::release(&mut session).await;
     let plan = match (outcome, released) {
         (Ok(plan), Ok(())) => plan,
@@ -114,12 +118,19 @@ fn stopped_part_way(done: Committed, error: DeployError) -> DeployError {
 async fn deploy_locked(
     session: &mut Session<'_>,
     sources: &Sources,
+    options: &MigrateOptions,
     done: &mut Committed,
     on_progress: &mut (dyn FnMut(Progress) + Send),
 ) -> Result<Plan, DeployError> {
     let plan = Plan::new(sources, &read_state(session).await?);
     if let Some(blocker) = plan.blocker() {
         return Err(blocker);
+    }
+    // Judged before migrations run: one of them may alter a procedure itself.
+    if !options.overwrite_drift
+        && let Some(drift) = plan.drift()
+    {
+        return Err(drift);
     }
 
     let mut after_migrations = plan.clone();

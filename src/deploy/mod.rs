@@ -13,6 +13,7 @@
 mod babelfish_postgres;
 mod batch;
 mod contract_version;
+mod definition;
 mod error;
 mod executor;
 mod lexer;
@@ -34,6 +35,7 @@ mod statements;
 pub use babelfish_postgres::render as render_babelfish_postgres_script;
 pub use batch::{BadSeparator, Batch, split_batches};
 pub use contract_version::read_contract_version;
+pub use definition::{definition_diff, read_definition};
 pub use error::{DeployError, LockHolder, SourceError};
 pub use migrate::{MigrateOptions, Progress, migrate};
 pub use migration::MigrationSource;

@@ -183,6 +183,18 @@ impl Plan {
             && self.procedures.iter().all(|p| p.state == ProcedureState::Current)
     }
 
+    /// The shipped procedures whose definition on the server is not the one
+    /// deployed, as a refusal to overwrite them.
+    pub fn drift(&self) -> Option<DeployError> {
+        let names: Vec<String> = self
+            .procedures
+            .iter()
+            .filter(|p| p.state == ProcedureState::Drifted)
+            .map(|p| p.name.clone())
+            .collect();
+        (!names.is_empty()).then_some(DeployError::Drift { names })
+    }
+
     /// The reason a deploy must not proceed, if there is one: the database's
     /// history does not agree with what ships. A pending migration older than
     /// an applied one is refused here, before anything runs: applied after

@@ -22,7 +22,7 @@ fn redeploy(ctx: &Context, proc: &Object) -> String {
         .map_or(qualified.as_str(), |p| p.name.as_str());
     let (schema, name) = shipped.split_once('.').unwrap_or((&proc.schema, &proc.name));
     format!(
-        "fencepost migrate (it restores drifted procedures), or ALTER PROCEDURE {} with the shipped text of \
+        "fencepost migrate --overwrite-drift (it restores drifted procedures), or ALTER PROCEDURE {} with the shipped text of \
          procedures/{shipped}.sql",
         quote2(schema, name)
     )

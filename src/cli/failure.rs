@@ -1,0 +1,120 @@
+//! What a failed command tells a pipeline: one line on stderr, and with
+//! `--format json` or `--format junit` a document on stdout too, so there is
+//! always something to parse.
+
+use fencepost::ConnectError;
+use fencepost::bench::BenchError;
+use fencepost::deploy::{Committed, DeployError, SourceError};
+use serde_json::json;
+
+/// The error and its causes on one line. A cause whose text the line already
+/// holds (an error that repeats its source in its own message) is left out,
+/// so each is printed once.
+pub fn one_line(error: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
+}
+
+/// What kind of failure this is, for a pipeline to branch on: `connect`,
+/// `source`, `lock_timeout`, `deploy`, `not_deployed`, `bench`, or `usage`
+/// for input the command itself refused.
+pub fn kind(error: &anyhow::Error) -> &'static str {
+    for cause in error.chain() {
+        if cause.is::<ConnectError>() {
+            return "connect";
+        }
+        if cause.is::<SourceError>() {
+            return "source";
+        }
+        if let Some(deploy) = cause.downcast_ref::<DeployError>() {
+            return match deploy {
+                DeployError::Source(_) => "source",
+                DeployError::Connect(_) => "connect",
+                DeployError::LockTimeout { .. } => "lock_timeout",
+                _ => "deploy",
+            };
+        }
+        if let Some(bench) = cause.downcast_ref::<BenchError>() {
+            return match bench {
+                BenchError::NotDeployed { .. } => "not_deployed",
+                BenchError::Connect(_) => "connect",
+                _ => "bench",
+            };
+        }
+    }
+    "usage"
+}
+
+/// `{"error": {"kind", "message"}}`; for a deploy that stopped half way,
+/// also `"completed": false` and what it had committed (which stays).
+pub fn json(error: &anyhow::Error) -> String {
+    let mut document = json!({
+        "error": { "kind": kind(error), "message": one_line(error) },
+    });
+    if let Some(deploy) = error.chain().find_map(|c| c.downcast_ref::<DeployError>()) {
+        let committed = match deploy {
+            DeployError::Incomplete { committed, .. } => committed.as_ref().clone(),
+            _ => Committed::default(),
+        };
+        document["completed"] = json!(false);
+        document["committed"] = json!(committed);
+    }
+    serde_json::to_string_pretty(&document).unwrap_or_default()
+}
+
+/// A JUnit document with one test case, `fencepost`, in error.
+pub fn junit(command: &str, error: &anyhow::Error) -> String {
+    use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+    let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+    status.set_type(kind(error));
+    status.set_message(one_line(error));
+    let mut suite = TestSuite::new(format!("fencepost {command}"));
+    suite.add_test_case(TestCase::new("fencepost", status));
+    let mut report = Report::new("fencepost");
+    report.add_test_suite(suite);
+    report.to_string().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_already_in_the_message_is_printed_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory (os error 2)");
+        let error = anyhow::Error::new(io)
+            .context("cannot read /x/migrations: No such file or directory (os error 2)")
+            .context("reading T-SQL from /x");
+        assert_eq!(
+            one_line(&error),
+            "reading T-SQL from /x: cannot read /x/migrations: No such file or directory (os error 2)"
+        );
+    }
+
+    #[test]
+    fn input_the_command_refused_is_a_usage_error_in_json() {
+        let error = anyhow::anyhow!("no connection given");
+        let document: serde_json::Value = serde_json::from_str(&json(&error)).unwrap();
+        assert_eq!(document["error"]["kind"], "usage");
+        assert_eq!(document["error"]["message"], "no connection given");
+        assert!(document.get("completed").is_none());
+    }
+
+    #[test]
+    fn the_junit_document_has_one_test_case_in_error() {
+        let text = junit("check", &anyhow::anyhow!("cannot reach db:1433"));
+        assert!(text.contains("<testsuite name=\"fencepost check\""), "{text}");
+        assert!(text.contains("errors=\"1\""), "{text}");
+        assert!(text.contains("message=\"cannot reach db:1433\""), "{text}");
+    }
+}
