@@ -138,3 +138,40 @@ fn completions_and_the_manual_page_cover_every_command() {
     assert_eq!(unknown.status.code(), Some(2));
     assert!(text(&unknown.stderr).contains("bash"), "{}", text(&unknown.stderr));
 }
+
+#[test]
+fn a_grant_outside_the_fence_roles_is_refused_before_connecting() {
+    let output = fencepost(&["migrate", "--grant", "db_owner=svc", "--connection", UNREACHABLE]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = text(&output.stderr);
+    assert!(
+        err.contains("not a fence role") && err.contains("fence_service"),
+        "{err}"
+    );
+    assert!(!err.contains("cannot reach"), "it connected first: {err}");
+}
+
+#[test]
+fn an_environment_without_a_file_says_where_it_looked() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_fencepost"))
+        .args(["status", "--environment", "prod"])
+        .current_dir(dir.path())
+        .env_remove("FENCEPOST_CONNECTION")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let err = text(&output.stderr);
+    assert!(err.contains("fencepost.toml") && err.contains("--config"), "{err}");
+}
+
+#[test]
+fn an_environment_the_file_lacks_is_named_with_the_ones_it_has() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("deploy.toml");
+    std::fs::write(&file, "[environments.staging]\nconnection_env = \"STAGING_DB\"\n").unwrap();
+    let output = fencepost(&["status", "-e", "prod", "--config", file.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = text(&output.stderr);
+    assert!(err.contains("prod") && err.contains("staging"), "{err}");
+}

@@ -11,6 +11,10 @@ pub async fn run(args: CheckArgs) -> Result<u8> {
     for principal in &args.principals {
         policy.add_principal(principal);
     }
+    // The users an environment grants the fence roles are services to audit.
+    for grant in super::environment_grants(&args.connect)? {
+        policy.add_principal(&grant.member);
+    }
     let report = if args.offline {
         audit::lint_offline(&audit::Sources::from(&sources(args.source_dir.as_deref())?), &policy)
     } else {
@@ -18,8 +22,8 @@ pub async fn run(args: CheckArgs) -> Result<u8> {
         let catalog = audit::read_catalog(&mut conn).await?;
         if let [first, ..] = policy.unknown_principals(&catalog)[..] {
             bail!(
-                "--principal {first}: database {} has no principal of that name, and no user whose login (matched by \
-                 SID) has it",
+                "service principal {first} (from --principal or --environment's grants): database {} has no principal \
+                 of that name, and no user whose login (matched by SID) has it",
                 catalog.database
             );
         }

@@ -3,11 +3,13 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use fencepost::deploy::{self, Change, MigrateOptions, MigrateReport, MigrationState, ProcedureState, Progress};
+use fencepost::deploy::{
+    self, Change, Grant, GrantOutcome, MigrateOptions, MigrateReport, MigrationState, ProcedureState, Progress,
+};
 
 use super::opt::{Format, MigrateArgs};
 use super::status::procedure_word;
-use super::{EXIT_ATTENTION, EXIT_ERROR, EXIT_OK, connect, sources};
+use super::{EXIT_ATTENTION, EXIT_ERROR, EXIT_OK, connect, environment_grants, sources};
 
 pub async fn run(args: MigrateArgs) -> Result<u8> {
     let sources = sources(args.source.source_dir.as_deref())?;
@@ -19,26 +21,61 @@ pub async fn run(args: MigrateArgs) -> Result<u8> {
     };
     let mut progress = |event: Progress| super::progress(format_args!("{}", describe(&event)));
     // A failure is rendered by the caller, JSON included, with what committed.
+    // Flags override the environment's grants.
+    let grants = if args.grants.is_empty() {
+        environment_grants(&args.connect)?
+    } else {
+        args.grants.clone()
+    };
     let report = deploy::migrate(&mut conn, &sources, &options, &mut progress).await?;
     let would_stop = report.dry_run.then(|| would_stop(&report, &options)).flatten();
+    // After the deploy, so the roles exist; a dry run adds nobody.
+    let granted = if report.dry_run {
+        Vec::new()
+    } else {
+        deploy::ensure_members(&mut conn, &grants).await?
+    };
     match args.format {
         Format::Json => {
             let mut document = serde_json::to_value(&report)?;
             if report.dry_run {
                 document["would_stop"] = serde_json::json!(would_stop);
+                document["would_grant"] = serde_json::to_value(&grants)?;
+            } else {
+                document["grants"] = serde_json::to_value(&granted)?;
             }
             println!("{}", serde_json::to_string_pretty(&document)?);
         }
-        Format::Text => print!(
-            "{}",
-            summary(
-                &format!("{} / {}", target.server(), target.database()),
-                &report,
-                would_stop.as_deref()
-            )
-        ),
+        Format::Text => {
+            print!(
+                "{}",
+                summary(
+                    &format!("{} / {}", target.server(), target.database()),
+                    &report,
+                    would_stop.as_deref()
+                )
+            );
+            print!("{}", grants_text(report.dry_run, &grants, &granted));
+        }
     }
     Ok(exit_status(&report, would_stop.is_some()))
+}
+
+/// One line per membership: added, already there, or (dry run) to ensure.
+fn grants_text(dry_run: bool, grants: &[Grant], granted: &[GrantOutcome]) -> String {
+    if dry_run {
+        return grants
+            .iter()
+            .map(|g| format!("  would add {} to {} (unless a member already)\n", g.member, g.role))
+            .collect();
+    }
+    granted
+        .iter()
+        .map(|g| match g.added {
+            true => format!("added {} to {}\n", g.member, g.role),
+            false => format!("{} is already a member of {}\n", g.member, g.role),
+        })
+        .collect()
 }
 
 /// Why a deploy of this plan would stop, as its error would say.

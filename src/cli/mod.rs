@@ -3,6 +3,7 @@
 
 mod bench;
 mod check;
+mod config;
 pub mod failure;
 mod migrate;
 mod opt;
@@ -130,13 +131,29 @@ pub async fn run(options: Options) -> Result<u8> {
     }
 }
 
-/// The connection string from the flag or the environment, parsed, with the
-/// access token from --access-token-file or FENCEPOST_ACCESS_TOKEN if given.
+/// The connection string, parsed: from --connection, else from the variable
+/// --environment names, else from FENCEPOST_CONNECTION; with the access token
+/// from --access-token-file or FENCEPOST_ACCESS_TOKEN if given.
 fn connection_string(args: &ConnectArgs) -> Result<ConnectionString> {
-    let Some(ado) = args.connection.as_deref() else {
-        bail!("no connection given: pass --connection \"Server=...;Database=...\" or set FENCEPOST_CONNECTION");
+    let ado = match (&args.connection, &args.environment) {
+        (Some(ado), _) => ado.clone(),
+        (None, Some(name)) => {
+            let environment = config::environment(args.config.as_deref(), name)?;
+            let variable = &environment.connection_env;
+            match std::env::var(variable) {
+                Ok(ado) if !ado.trim().is_empty() => ado,
+                _ => bail!("--environment {name} reads its connection string from {variable}, which is not set"),
+            }
+        }
+        (None, None) => match std::env::var("FENCEPOST_CONNECTION") {
+            Ok(ado) if !ado.trim().is_empty() => ado,
+            _ => bail!(
+                "no connection given: pass --connection \"Server=...;Database=...\", set FENCEPOST_CONNECTION, \
+                 or name an --environment of fencepost.toml"
+            ),
+        },
     };
-    let mut target = ConnectionString::parse(ado)?;
+    let mut target = ConnectionString::parse(&ado)?;
     let token = match &args.access_token_file {
         Some(path) => Some(
             std::fs::read_to_string(path)
@@ -148,6 +165,14 @@ fn connection_string(args: &ConnectArgs) -> Result<ConnectionString> {
         target.set_access_token(&token)?;
     }
     Ok(target)
+}
+
+/// The users --environment adds to the fence roles (none without one).
+fn environment_grants(args: &ConnectArgs) -> Result<Vec<fencepost::deploy::Grant>> {
+    match &args.environment {
+        Some(name) => config::environment(args.config.as_deref(), name)?.grants(name),
+        None => Ok(Vec::new()),
+    }
 }
 
 /// The variable that may hold a Microsoft Entra ID access token.

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use fencepost::deploy::Grant;
 
 /// Fenced leases on SQL Server: deploy the fence, check its state, and prove
 /// that nothing but its procedures can write it.
@@ -105,18 +106,21 @@ pub struct ConnectArgs {
     /// ADO.NET connection string, e.g.
     /// "Server=tcp:db,1433;Database=app;User ID=deploy;Password=...;Encrypt=true",
     /// or a JDBC URL, e.g. "jdbc:sqlserver://db:1433;databaseName=app;user=deploy;password=...".
-    #[arg(
-        long,
-        short = 'c',
-        env = "FENCEPOST_CONNECTION",
-        hide_env_values = true,
-        value_name = "ADO_STRING"
-    )]
+    /// Without it, the variable named by --environment's connection_env,
+    /// then FENCEPOST_CONNECTION, is read.
+    #[arg(long, short = 'c', value_name = "ADO_STRING")]
     pub connection: Option<String>,
     /// Sign in with the Microsoft Entra ID access token in this file (Azure
     /// SQL) instead of a SQL login [default: the token in FENCEPOST_ACCESS_TOKEN, if set].
     #[arg(long, value_name = "PATH")]
     pub access_token_file: Option<PathBuf>,
+    /// An environment of fencepost.toml: where its connection string is, and
+    /// the users `migrate` adds to the fence roles. Flags override it.
+    #[arg(long, short = 'e', env = "FENCEPOST_ENVIRONMENT", value_name = "NAME")]
+    pub environment: Option<String>,
+    /// The file that defines --environment [default: ./fencepost.toml].
+    #[arg(long, value_name = "FILE", requires = "environment")]
+    pub config: Option<PathBuf>,
 }
 
 /// Where the T-SQL a deploy applies comes from (`migrate`, `script`).
@@ -151,6 +155,11 @@ pub struct MigrateArgs {
     /// nothing to do, 1 when changes are pending, 2 when a deploy would stop.
     #[arg(long)]
     pub dry_run: bool,
+    /// Add an existing database user to a fence role after the deploy, e.g.
+    /// fence_service=svc_reports (repeatable; idempotent; names quoted by the
+    /// server). Replaces the grants of --environment.
+    #[arg(long = "grant", value_name = "ROLE=USER", value_parser = parse_grant)]
+    pub grants: Vec<Grant>,
     /// Redeploy shipped procedures that were altered on the server since
     /// fencepost deployed them (drift). Without it, drift stops the deploy
     /// before anything changes; `fencepost status --diff` shows it.
@@ -239,7 +248,7 @@ pub struct CheckArgs {
     /// Also treat this database principal, or the login of one, as a service
     /// principal (repeatable); a name that matches neither is an error. The
     /// three fence roles, their members and whoever may execute a fence
-    /// procedure always are.
+    /// procedure always are, and so are the users --environment grants.
     #[arg(long = "principal", value_name = "NAME")]
     pub principals: Vec<String>,
     /// Output format.
@@ -289,6 +298,11 @@ pub struct BenchArgs {
     /// Output format (progress goes to stderr when it is a terminal).
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+}
+
+/// `ROLE=USER`, for a fence role.
+fn parse_grant(text: &str) -> Result<Grant, String> {
+    Grant::parse(text)
 }
 
 /// `2s`, `500ms`, `1m`, or a bare number of seconds.

@@ -238,6 +238,17 @@ pub enum DeployError {
         /// `schema.name` of each drifted procedure.
         names: Vec<String>,
     },
+    /// A grant names a user the database does not have.
+    #[error(
+        "cannot add {member} to {role}: the database has no user {member} (create it first, e.g. \
+         CREATE USER [{member}] FOR LOGIN [{member}])"
+    )]
+    NoSuchUser {
+        /// The user named.
+        member: String,
+        /// The role it was to join.
+        role: String,
+    },
     /// A migration marked to run without a transaction failed part-way.
     #[error(
         "migration {name} runs without a transaction (`-- fencepost: no-transaction`) and stopped in its \

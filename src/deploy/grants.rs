@@ -1,0 +1,124 @@
+//! Adding a service's database users to the fence roles, as a deploy
+//! pipeline does for each environment: idempotent, and with every name
+//! quoted by the server (QUOTENAME), never spliced into the statement.
+
+use serde::Serialize;
+
+use crate::connection::Connection;
+
+use super::error::DeployError;
+
+/// The roles a deploy may add members to: the fence's own, nothing else.
+pub const FENCE_ROLES: [&str; 3] = ["fence_service", "fence_reader", "fence_operator"];
+
+/// One role membership to ensure.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Grant {
+    /// One of [`FENCE_ROLES`].
+    pub role: String,
+    /// A database user (or role) in the target database.
+    pub member: String,
+}
+
+/// What ensuring a membership did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GrantOutcome {
+    /// The role.
+    pub role: String,
+    /// The member.
+    pub member: String,
+    /// True when this run added it; false when it was a member already.
+    pub added: bool,
+}
+
+impl Grant {
+    /// Reads `ROLE=MEMBER`, refusing a role that is not a fence role.
+    pub fn parse(text: &str) -> Result<Grant, String> {
+        let Some((role, member)) = text.split_once('=') else {
+            return Err(format!("'{text}' is not ROLE=USER, e.g. fence_service=svc_reports"));
+        };
+        let (role, member) = (role.trim(), member.trim());
+        if !FENCE_ROLES.contains(&role) {
+            return Err(format!(
+                "'{role}' is not a fence role: grant one of {}",
+                FENCE_ROLES.join(", ")
+            ));
+        }
+        if member.is_empty() || member.len() > 128 {
+            return Err(format!("'{text}': the user name must be 1 to 128 characters"));
+        }
+        Ok(Grant {
+            role: role.to_string(),
+            member: member.to_string(),
+        })
+    }
+}
+
+/// Adds the member to the role unless it is one already; the names are
+/// parameters, quoted by QUOTENAME on the server.
+const ENSURE_MEMBER: &str = "\
+DECLARE @Role sysname = @P1, @Member sysname = @P2;
+IF DATABASE_PRINCIPAL_ID(@Member) IS NULL
+    SELECT CAST(N'NoSuchUser' AS nvarchar(32)) AS Outcome;
+ELSE IF EXISTS (SELECT 1 FROM sys.database_role_members AS rm
+                 WHERE rm.role_principal_id = DATABASE_PRINCIPAL_ID(@Role)
+                   AND rm.member_principal_id = DATABASE_PRINCIPAL_ID(@Member))
+    SELECT CAST(N'AlreadyMember' AS nvarchar(32)) AS Outcome;
+ELSE
+BEGIN
+    DECLARE @Statement nvarchar(400) = N'ALTER ROLE ' + QUOTENAME(@Role) + N' ADD MEMBER ' + QUOTENAME(@Member) + N';';
+    EXEC sys.sp_executesql @Statement;
+    SELECT CAST(N'Added' AS nvarchar(32)) AS Outcome;
+END;";
+
+/// Ensures each membership, in order, one round trip each. A user that does
+/// not exist stops with an error naming it; memberships added before it stay.
+pub async fn ensure_members(conn: &mut Connection, grants: &[Grant]) -> Result<Vec<GrantOutcome>, DeployError> {
+    let mut outcomes = Vec::with_capacity(grants.len());
+    for grant in grants {
+        let context = format!("adding {} to {}", grant.member, grant.role);
+        let row = conn
+            .query(ENSURE_MEMBER, &[&grant.role.as_str(), &grant.member.as_str()])
+            .await
+            .map_err(DeployError::server(context.clone()))?
+            .into_row()
+            .await
+            .map_err(DeployError::server(context.clone()))?;
+        let outcome = row.as_ref().and_then(|r| r.get::<&str, usize>(0)).unwrap_or_default();
+        let added = match outcome {
+            "Added" => true,
+            "AlreadyMember" => false,
+            _ => {
+                return Err(DeployError::NoSuchUser {
+                    member: grant.member.clone(),
+                    role: grant.role.clone(),
+                });
+            }
+        };
+        outcomes.push(GrantOutcome {
+            role: grant.role.clone(),
+            member: grant.member.clone(),
+            added,
+        });
+    }
+    Ok(outcomes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grant_names_a_fence_role_and_a_user() {
+        assert_eq!(
+            Grant::parse("fence_service=svc_reports"),
+            Ok(Grant {
+                role: "fence_service".into(),
+                member: "svc_reports".into()
+            })
+        );
+        assert!(Grant::parse("db_owner=svc").unwrap_err().contains("not a fence role"));
+        assert!(Grant::parse("fence_service").unwrap_err().contains("ROLE=USER"));
+        assert!(Grant::parse("fence_service=").is_err());
+    }
+}
