@@ -1,11 +1,16 @@
-//! Opening a TDS connection from an ADO.NET connection string, with failures
-//! sorted into what the operator has to fix.
+//! Opening a TDS connection from an ADO.NET connection string or a JDBC URL,
+//! with failures sorted into what the operator has to fix.
+
+mod keys;
 
 use std::time::Duration;
 
-use tiberius::{Client, Config};
+use tiberius::{AuthMethod, Client, Config, SqlBrowser};
 use tokio::net::TcpStream;
+use tokio::time::Instant;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
+
+use keys::{Keys, ServerName, SignIn, TOKEN_ADVICE};
 
 /// An open TDS connection.
 pub type Connection = Client<Compat<TcpStream>>;
@@ -21,15 +26,24 @@ const LOGIN_FAILED: u32 = 18456;
 const CANNOT_OPEN_DATABASE: [u32; 2] = [4060, 911];
 
 /// Why a connection could not be opened. Each variant names what to fix; none
-/// of them carries the password.
+/// of them carries the password or the access token.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConnectError {
-    /// The connection string could not be parsed.
+    /// The connection string could not be parsed, or asks for something this
+    /// build cannot do.
     #[error("invalid connection string: {reason}")]
     InvalidConnectionString {
         /// What was wrong with it.
         reason: String,
+    },
+    /// The string asks for an access token and none was given.
+    #[error(
+        "the connection string asks for Authentication={authentication}, but no access token was given; {TOKEN_ADVICE}"
+    )]
+    MissingAccessToken {
+        /// The `Authentication` value.
+        authentication: String,
     },
     /// Nothing answered at the address.
     #[error("cannot reach {server}: {reason} (check Server=host,port and that the server accepts TCP)")]
@@ -39,13 +53,41 @@ pub enum ConnectError {
         /// The operating system's reason.
         reason: String,
     },
-    /// The server did not complete the connection in time.
-    #[error("{server} did not answer within {}s (check the address, firewall and Encrypt setting)", .after.as_secs())]
+    /// The SQL Browser did not give a port for the named instance.
+    #[error(
+        "cannot find instance {server}: {reason} (check the instance name and that the SQL Browser service answers on UDP port 1434, or give the port: Server=host,port)"
+    )]
+    InstanceNotFound {
+        /// `host\INSTANCE` that was asked for.
+        server: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The TCP connection itself did not open in time.
+    #[error("{server} did not accept a TCP connection within {}s (check the address and the firewall)", .after.as_secs())]
     TimedOut {
         /// `host:port` that was tried.
         server: String,
         /// How long we waited.
         after: Duration,
+    },
+    /// The TCP connection opened but the server did not finish the login
+    /// handshake in time.
+    #[error("{server} accepted the connection but did not complete the login within {}s (is it a SQL Server (TDS) endpoint, and does its Encrypt setting match?)", .after.as_secs())]
+    HandshakeTimedOut {
+        /// `host:port` that was connected to.
+        server: String,
+        /// How long we waited in all.
+        after: Duration,
+    },
+    /// The TCP connection opened, then the server closed it during the login
+    /// handshake.
+    #[error(
+        "{server} closed the connection during login (is it a SQL Server (TDS) endpoint? does it need TLS: Encrypt=true, or refuse it: Encrypt=DANGER_PLAINTEXT?)"
+    )]
+    ClosedDuringLogin {
+        /// `host:port` that was connected to.
+        server: String,
     },
     /// The TLS handshake failed.
     #[error("TLS with {server} failed: {reason} (check Encrypt and TrustServerCertificate)")]
@@ -62,6 +104,14 @@ pub enum ConnectError {
         server: String,
         /// The login name given.
         user: String,
+    },
+    /// The server refused the access token.
+    #[error(
+        "{server} refused the access token (it may have expired, be for another resource than https://database.windows.net/, or name an identity with no user in the database)"
+    )]
+    TokenRefused {
+        /// `host:port` that was tried.
+        server: String,
     },
     /// The login worked but the database cannot be opened.
     #[error("cannot open database '{database}' on {server}: it does not exist or the login may not use it")]
@@ -83,14 +133,19 @@ pub enum ConnectError {
 }
 
 /// A parsed connection string: the driver configuration plus the few fields
-/// fencepost reports in messages or applies itself. Its `Debug` output leaves
-/// the credentials out.
+/// fencepost reports in messages or applies itself, read by the same rules as
+/// the driver's. Its `Debug` output leaves the credentials out.
 #[derive(Clone)]
 pub struct ConnectionString {
     config: Config,
+    server: ServerName,
     user: String,
     database: String,
     connect_timeout: Duration,
+    sign_in: SignIn,
+    authentication: Option<String>,
+    has_password: bool,
+    has_token: bool,
 }
 
 impl std::fmt::Debug for ConnectionString {
@@ -99,57 +154,100 @@ impl std::fmt::Debug for ConnectionString {
             .field("server", &self.server())
             .field("database", &self.database)
             .field("user", &self.user)
+            .field("access_token", &self.has_token)
             .finish_non_exhaustive()
     }
 }
 
 impl ConnectionString {
     /// Parses an ADO.NET connection string such as
-    /// `Server=tcp:db,1433;Database=app;User ID=deploy;Password=...;Encrypt=true`.
-    pub fn parse(ado: &str) -> Result<Self, ConnectError> {
+    /// `Server=tcp:db,1433;Database=app;User ID=deploy;Password=...;Encrypt=true`,
+    /// or a JDBC URL such as
+    /// `jdbc:sqlserver://db:1433;databaseName=app;user=deploy;password=...;encrypt=true`.
+    ///
+    /// A string asking for a way of signing in this build cannot honour
+    /// (`Authentication=Active Directory Default`, `Integrated Security=SSPI`,
+    /// ...) is refused here, naming what to use instead.
+    /// `Authentication=ActiveDirectoryAccessToken` is accepted and needs
+    /// [`set_access_token`](Self::set_access_token) before connecting.
+    pub fn parse(text: &str) -> Result<Self, ConnectError> {
         let invalid = |reason: String| ConnectError::InvalidConnectionString { reason };
-        if ado.trim().is_empty() {
+        if text.trim().is_empty() {
             return Err(invalid("it is empty".into()));
         }
-        let pairs = parse_pairs(ado).map_err(invalid)?;
-        let config = Config::from_ado_string(ado).map_err(|e| invalid(e.to_string()))?;
-        let lookup = |names: &[&str]| {
-            pairs
-                .iter()
-                .rev()
-                .find(|(k, _)| names.contains(&k.as_str()))
-                .map(|(_, v)| v.clone())
-        };
-        let connect_timeout = match lookup(&["connect timeout", "connection timeout", "timeout"]) {
-            None => DEFAULT_CONNECT_TIMEOUT,
-            Some(v) => v
-                .trim()
-                .parse::<u64>()
-                .ok()
-                .filter(|s| *s > 0)
-                .map(Duration::from_secs)
-                .ok_or_else(|| {
-                    invalid(format!(
-                        "Connect Timeout must be a positive number of seconds, not '{v}'"
-                    ))
-                })?,
-        };
+        let keys = Keys::parse(text).map_err(invalid)?;
+        let server = keys.server().map_err(invalid)?;
+        let sign_in = keys.sign_in().map_err(invalid)?;
+        let connect_timeout = keys
+            .connect_timeout()
+            .map_err(invalid)?
+            .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
+        let config = if keys::is_jdbc(text) {
+            Config::from_jdbc_string(text.trim())
+        } else {
+            Config::from_ado_string(text)
+        }
+        .map_err(|e| invalid(driver_reason(&e)))?;
         Ok(Self {
             config,
-            user: lookup(&["user id", "uid", "user", "username"]).unwrap_or_default(),
-            database: lookup(&["database", "initial catalog"]).unwrap_or_else(|| "master".into()),
+            server,
+            user: keys.user().unwrap_or_default().to_string(),
+            database: keys.database().unwrap_or("master").to_string(),
             connect_timeout,
+            sign_in,
+            authentication: keys.authentication().map(str::to_string),
+            has_password: keys.user().is_some() || keys.has_password(),
+            has_token: false,
         })
     }
 
-    /// The `host:port` this string points at.
+    /// Signs in with a Microsoft Entra ID access token (for Azure SQL, from
+    /// `az account get-access-token --resource https://database.windows.net/`)
+    /// instead of a SQL login. Refused when the string also gives a User ID or
+    /// Password, as ADO.NET refuses it.
+    pub fn set_access_token(&mut self, token: &str) -> Result<(), ConnectError> {
+        let token = token.trim();
+        if token.is_empty() {
+            return Err(ConnectError::InvalidConnectionString {
+                reason: "the access token is empty".into(),
+            });
+        }
+        if self.has_password {
+            return Err(ConnectError::InvalidConnectionString {
+                reason: "an access token was given, and the connection string also has a User ID or Password: \
+                         leave them out to sign in with the token, or unset the token to use the SQL login"
+                    .into(),
+            });
+        }
+        self.config.authentication(AuthMethod::aad_token(token));
+        self.has_token = true;
+        Ok(())
+    }
+
+    /// Whether connections sign in with an access token.
+    pub fn uses_access_token(&self) -> bool {
+        self.has_token
+    }
+
+    /// The server this string points at: `host:port`, or `host\INSTANCE`
+    /// when the port is to be asked of the SQL Browser.
     pub fn server(&self) -> String {
-        self.config.get_addr()
+        self.server.display()
     }
 
     /// The database named by the string (`master` when none is).
     pub fn database(&self) -> &str {
         &self.database
+    }
+
+    /// The login name given (empty when none is).
+    pub fn user(&self) -> &str {
+        &self.user
+    }
+
+    /// How long connecting may take in all (`Connect Timeout`).
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
     }
 
     /// The same connection string pointed at another database.
@@ -177,45 +275,131 @@ impl ConnectionString {
         self.config.application_name(name);
     }
 
-    /// Opens a connection, following one Azure SQL gateway redirect.
+    /// The driver configuration, for tests that compare fencepost's reading
+    /// of a string with the driver's.
+    #[doc(hidden)]
+    pub fn driver_config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Opens a connection, following one Azure SQL gateway redirect. TCP,
+    /// TLS and login together take at most `Connect Timeout`.
     pub async fn connect(&self) -> Result<Connection, ConnectError> {
-        let server = self.server();
-        let attempt = async {
-            match self.open(self.config.clone()).await {
-                Err(tiberius::error::Error::Routing { host, port }) => {
-                    let mut redirected = self.config.clone();
-                    redirected.host(&host);
-                    redirected.port(port);
-                    self.open(redirected).await
+        if self.sign_in == SignIn::AccessToken && !self.has_token {
+            return Err(ConnectError::MissingAccessToken {
+                authentication: self.authentication.clone().unwrap_or_default(),
+            });
+        }
+        let deadline = Instant::now() + self.connect_timeout;
+        match self.open(self.config.clone(), &self.server, deadline).await? {
+            Opened::Connected(connection) => Ok(*connection),
+            Opened::Redirected { host, port } => {
+                let mut redirected = self.config.clone();
+                redirected.host(&host);
+                redirected.port(port);
+                let server = ServerName {
+                    host,
+                    instance: None,
+                    port: Some(port),
+                };
+                match self.open(redirected, &server, deadline).await? {
+                    Opened::Connected(connection) => Ok(*connection),
+                    Opened::Redirected { host, port } => Err(ConnectError::Other {
+                        server: server.display(),
+                        source: tiberius::error::Error::Routing { host, port },
+                    }),
                 }
-                other => other,
             }
-        };
-        match tokio::time::timeout(self.connect_timeout, attempt).await {
-            Err(_) => Err(ConnectError::TimedOut {
-                server,
-                after: self.connect_timeout,
-            }),
-            Ok(Ok(connection)) => Ok(connection),
-            Ok(Err(error)) => Err(self.classify(server, error)),
         }
     }
 
-    async fn open(&self, mut config: Config) -> tiberius::Result<Connection> {
-        config.handshake_timeout(Some(self.connect_timeout));
-        let tcp = TcpStream::connect(config.get_addr()).await?;
-        tcp.set_nodelay(true)?;
-        Client::connect(config, tcp.compat_write()).await
+    /// One attempt: TCP (through the SQL Browser for a named instance without
+    /// a port), then the TDS handshake, each failure named for its phase.
+    async fn open(&self, mut config: Config, server: &ServerName, deadline: Instant) -> Result<Opened, ConnectError> {
+        let shown = server.display();
+        let timed_out = || ConnectError::TimedOut {
+            server: shown.clone(),
+            after: self.connect_timeout,
+        };
+        let tcp = if server.instance.is_some() && server.port.is_none() {
+            match tokio::time::timeout_at(deadline, TcpStream::connect_named(&config)).await {
+                Err(_) => return Err(timed_out()),
+                Ok(Ok(tcp)) => tcp,
+                Ok(Err(tiberius::error::Error::Io { message, .. })) => {
+                    return Err(ConnectError::Unreachable {
+                        server: shown,
+                        reason: message,
+                    });
+                }
+                Ok(Err(e)) => {
+                    return Err(ConnectError::InstanceNotFound {
+                        server: shown,
+                        reason: browser_reason(&e),
+                    });
+                }
+            }
+        } else {
+            match tokio::time::timeout_at(deadline, TcpStream::connect(server.addr())).await {
+                Err(_) => return Err(timed_out()),
+                Ok(Err(e)) => {
+                    return Err(ConnectError::Unreachable {
+                        server: shown,
+                        reason: e.to_string(),
+                    });
+                }
+                Ok(Ok(tcp)) => {
+                    let _ = tcp.set_nodelay(true);
+                    tcp
+                }
+            }
+        };
+        // Where the SQL Browser sent us, for the messages that follow.
+        let reached = match (&server.instance, server.port, tcp.peer_addr()) {
+            (Some(instance), None, Ok(peer)) => format!("{}\\{instance} (port {})", server.host, peer.port()),
+            _ => shown,
+        };
+        // The whole handshake is bounded here, by the connection string's
+        // timeout, so the driver's own bound (and its advice) never shows.
+        config.handshake_timeout(None);
+        match tokio::time::timeout_at(deadline, Client::connect(config, tcp.compat_write())).await {
+            Err(_) => Err(ConnectError::HandshakeTimedOut {
+                server: reached,
+                after: self.connect_timeout,
+            }),
+            Ok(Ok(connection)) => Ok(Opened::Connected(Box::new(connection))),
+            Ok(Err(tiberius::error::Error::Routing { host, port })) => Ok(Opened::Redirected { host, port }),
+            Ok(Err(error)) => Err(self.classify_handshake(reached, error)),
+        }
     }
 
-    fn classify(&self, server: String, error: tiberius::error::Error) -> ConnectError {
+    fn classify_handshake(&self, server: String, error: tiberius::error::Error) -> ConnectError {
+        use std::io::ErrorKind;
         use tiberius::error::Error;
         match error {
-            Error::Io { message, .. } => ConnectError::Unreachable {
+            Error::Io {
+                kind: ErrorKind::TimedOut,
+                ..
+            } => ConnectError::HandshakeTimedOut {
                 server,
-                reason: message,
+                after: self.connect_timeout,
             },
+            Error::Io {
+                kind:
+                    ErrorKind::UnexpectedEof
+                    | ErrorKind::ConnectionReset
+                    | ErrorKind::ConnectionAborted
+                    | ErrorKind::BrokenPipe,
+                ..
+            } => ConnectError::ClosedDuringLogin { server },
+            Error::Io { message, .. } if message.contains("closed") || message.contains("eof") => {
+                ConnectError::ClosedDuringLogin { server }
+            }
             Error::Tls(reason) => ConnectError::Tls { server, reason },
+            Error::Protocol(ref reason) if reason.contains("encryption level") => ConnectError::Tls {
+                server,
+                reason: "the server does not offer the encryption the string asks for".into(),
+            },
+            Error::Server(ref e) if e.code() == LOGIN_FAILED && self.has_token => ConnectError::TokenRefused { server },
             Error::Server(ref e) if e.code() == LOGIN_FAILED => ConnectError::LoginFailed {
                 server,
                 user: self.user.clone(),
@@ -229,55 +413,39 @@ impl ConnectionString {
     }
 }
 
-/// Splits `key=value;...` into lower-cased keys and unquoted values, honouring
-/// ADO.NET's quoting ('...', "..." or {...}, the closing mark doubled inside).
-fn parse_pairs(ado: &str) -> Result<Vec<(String, String)>, String> {
-    let mut pairs = Vec::new();
-    let mut rest = ado;
-    while !rest.trim().is_empty() {
-        let eq = rest.find('=').ok_or_else(|| {
-            format!(
-                "'{}' has no '=' (expected key=value pairs separated by ';')",
-                rest.trim()
-            )
-        })?;
-        let key = rest[..eq].trim().trim_start_matches(';').trim().to_ascii_lowercase();
-        let after = rest[eq + 1..].trim_start();
-        let (value, remainder) = match after.chars().next() {
-            Some(quote @ ('\'' | '"')) => take_quoted(after, quote)
-                .ok_or_else(|| format!("the value of '{key}' has an unclosed {quote} quote"))?,
-            Some('{') => {
-                take_quoted(after, '}').ok_or_else(|| format!("the value of '{key}' has an unclosed {{ brace"))?
-            }
-            _ => match after.find(';') {
-                Some(end) => (after[..end].trim().to_string(), &after[end + 1..]),
-                None => (after.trim().to_string(), ""),
-            },
-        };
-        pairs.push((key, value));
-        rest = remainder;
-    }
-    Ok(pairs)
+/// What one attempt came to, short of an error.
+enum Opened {
+    Connected(Box<Connection>),
+    /// An Azure SQL gateway sent us to another host.
+    Redirected {
+        host: String,
+        port: u16,
+    },
 }
 
-/// Reads a quoted value (`s` starts at its opening mark) up to `close`, where a
-/// doubled `close` stands for itself.
-fn take_quoted(s: &str, close: char) -> Option<(String, &str)> {
-    let mut value = String::new();
-    let mut chars = s.char_indices().skip(1).peekable();
-    while let Some((i, c)) = chars.next() {
-        if c != close {
-            value.push(c);
-        } else if chars.peek().map(|(_, n)| *n) == Some(close) {
-            value.push(close);
-            chars.next();
-        } else {
-            let rest = &s[i + 1..];
-            let rest = rest.trim_start();
-            return Some((value, rest.strip_prefix(';').unwrap_or(rest)));
-        }
+/// The driver's reason for refusing a string, without its advice on how to
+/// build a driver configuration in code.
+fn driver_reason(error: &tiberius::error::Error) -> String {
+    let text = match error {
+        tiberius::error::Error::Conversion(reason) => reason.to_string(),
+        other => other.to_string(),
+    };
+    text.split(". hint:").next().unwrap_or(&text).trim().to_string()
+}
+
+/// The SQL Browser's failure, without the driver's phrasing of it.
+fn browser_reason(error: &tiberius::error::Error) -> String {
+    let text = match error {
+        tiberius::error::Error::Conversion(reason) => reason.to_string(),
+        other => other.to_string(),
+    };
+    if text.contains("timeout") {
+        "the SQL Browser did not answer within 1s".into()
+    } else if text.contains("Could not resolve") {
+        "the SQL Browser's answer names no TCP port".into()
+    } else {
+        text
     }
-    None
 }
 
 #[cfg(test)]
@@ -296,17 +464,230 @@ mod tests {
         assert_eq!(s.connect_timeout, Duration::from_secs(3));
     }
 
+    /// What the driver made of a string, read from its configuration's
+    /// `Debug` output (it has no getters for these): the login name, the
+    /// database, and whether it signs in with a token.
+    fn driver_reading(s: &ConnectionString) -> (Option<String>, Option<String>, bool) {
+        let debug = format!("{:?}", s.driver_config());
+        let field = |start: &str| {
+            let at = debug.find(start)? + start.len();
+            // A Debug-quoted string: read up to the first unescaped quote.
+            let mut value = String::new();
+            let mut chars = debug[at..].chars();
+            while let Some(c) = chars.next() {
+                match c {
+                    '"' => return Some(value),
+                    '\\' => value.push(chars.next()?),
+                    c => value.push(c),
+                }
+            }
+            None
+        };
+        (
+            field("SqlServerAuth { user: \""),
+            field("database: Some(\""),
+            debug.contains("AADToken("),
+        )
+    }
+
+    /// Strings on which fencepost's reading and the driver's must agree:
+    /// (string, server, user, database).
+    const TABLE: &[(&str, &str, &str, &str)] = &[
+        ("Server=db;User ID=u;Password=p;Database=app", "db:1433", "u", "app"),
+        (
+            "Server=tcp:db,1444;uid=first;User ID=second;Password=p",
+            "db:1444",
+            "first",
+            "master",
+        ),
+        (
+            "Server=db;User ID=second;uid=first;Password=p",
+            "db:1433",
+            "first",
+            "master",
+        ),
+        ("Server=db;user=a;username=b;Password=p", "db:1433", "b", "master"),
+        (
+            "Server=db;User ID=u;Initial Catalog=cat;Database=db1",
+            "db:1433",
+            "u",
+            "db1",
+        ),
+        ("Server=db;User ID=u;Initial Catalog=cat", "db:1433", "u", "cat"),
+        ("Server=db;User ID=u;DatabaseName=dn", "db:1433", "u", "dn"),
+        (
+            "Server=db;User ID=u;DatabaseName=dn;Initial Catalog=cat",
+            "db:1433",
+            "u",
+            "cat",
+        ),
+        ("Server=db;User ID=u;Database=one;Database=two", "db:1433", "u", "two"),
+        ("Server=db;User ID=one;User ID=two", "db:1433", "two", "master"),
+        (
+            "Server=db;USER id = spaced ;DATABASE=Upper",
+            "db:1433",
+            "spaced",
+            "Upper",
+        ),
+        (
+            "Server=db;User ID='a;b';Database=\"c;\"\"d\"",
+            "db:1433",
+            "a;b",
+            "c;\"d",
+        ),
+        ("Server=db;User ID={x;y};Database={p=q}", "db:1433", "x;y", "p=q"),
+        ("Data Source=(local),1500;User ID=u", "localhost:1500", "u", "master"),
+        ("Server=db\\INST;User ID=u", "db\\INST", "u", "master"),
+        ("Server=db\\INST,1600;User ID=u", "db:1600", "u", "master"),
+        ("Server=db;Data Source=other;User ID=u", "db:1433", "u", "master"),
+        (
+            "jdbc:sqlserver://jhost:1555;databaseName=jdb;user=ju;password=p;encrypt=true;trustServerCertificate=true",
+            "jhost:1555",
+            "ju",
+            "jdb",
+        ),
+        (
+            "jdbc:sqlserver://jhost;database=a;databaseName=b;user=ju",
+            "jhost:1433",
+            "ju",
+            "a",
+        ),
+        (
+            "jdbc:sqlserver://jhost;user=one;user=two;password={p;w}",
+            "jhost:1433",
+            "two",
+            "master",
+        ),
+        ("jdbc:sqlserver://jhost\\INST;user=ju", "jhost\\INST", "ju", "master"),
+        (
+            "jdbc:sqlserver://jhost\\INST:1700;user=ju",
+            "jhost:1700",
+            "ju",
+            "master",
+        ),
+        (
+            "jdbc:sqlserver://jhost:1433;userName=ju;Initial Catalog=ic",
+            "jhost:1433",
+            "ju",
+            "ic",
+        ),
+    ];
+
     #[test]
-    fn quoted_values_keep_semicolons_and_doubled_quotes() {
-        let pairs = parse_pairs(r#"a="x;""y";b=2;c={p;w}}d}"#).unwrap();
-        assert_eq!(
-            pairs,
-            vec![
-                ("a".into(), "x;\"y".into()),
-                ("b".into(), "2".into()),
-                ("c".into(), "p;w}d".into())
-            ]
-        );
+    fn fencepost_reads_user_database_and_server_as_the_driver_does() {
+        for (text, server, user, database) in TABLE {
+            let s = ConnectionString::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(
+                (s.server().as_str(), s.user(), s.database()),
+                (*server, *user, *database),
+                "{text}"
+            );
+            let (driver_user, driver_database, token) = driver_reading(&s);
+            assert_eq!(driver_user.as_deref(), Some(*user), "driver's user for {text}");
+            let expected_database =
+                (*database != "master" || text.to_ascii_lowercase().contains("=master")).then_some(*database);
+            assert_eq!(
+                driver_database.as_deref(),
+                expected_database,
+                "driver's database for {text}"
+            );
+            assert!(!token, "{text}");
+            assert_eq!(
+                s.server.addr(),
+                s.driver_config().get_addr(),
+                "driver's address for {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn quoting_follows_the_driver_where_ado_net_differs() {
+        // The driver ends a braced value at the first '}', and refuses what
+        // follows it; fencepost refuses the same string rather than read it
+        // another way.
+        let text = "Server=db;Password={p}}q};User ID=u";
+        assert!(Config::from_ado_string(text).is_err());
+        assert!(ConnectionString::parse(text).is_err());
+        let text = "Server=db;Password='p''q';User ID=u";
+        assert_eq!(ConnectionString::parse(text).unwrap().user(), "u");
+    }
+
+    #[test]
+    fn ways_of_signing_in_this_build_cannot_honour_are_refused_naming_the_token() {
+        for text in [
+            "Server=x.database.windows.net;Authentication=Active Directory Default;Database=app",
+            "Server=x;Authentication=ActiveDirectoryPassword;User ID=a@b;Password=p",
+            "Server=x;Authentication=ActiveDirectoryInteractive",
+            "Server=x;Authentication=Active Directory Managed Identity",
+            "Server=x;Authentication=ActiveDirectoryServicePrincipal;User ID=id;Password=s",
+            "jdbc:sqlserver://x:1433;authentication=ActiveDirectoryMSI",
+        ] {
+            let err = ConnectionString::parse(text).unwrap_err().to_string();
+            assert!(err.contains("Authentication="), "{text}: {err}");
+            assert!(
+                err.contains("FENCEPOST_ACCESS_TOKEN") && err.contains("az account get-access-token"),
+                "{text}: {err}"
+            );
+        }
+        for text in [
+            "Server=x;Integrated Security=true",
+            "Server=x;Integrated Security=SSPI",
+            "Server=x;Trusted_Connection=yes",
+            "jdbc:sqlserver://x;integratedSecurity=true",
+        ] {
+            let err = ConnectionString::parse(text).unwrap_err().to_string();
+            assert!(err.contains("not supported by this build"), "{text}: {err}");
+            assert!(
+                err.contains("User ID and Password") && err.contains("FENCEPOST_ACCESS_TOKEN"),
+                "{text}: {err}"
+            );
+        }
+        for text in [
+            "Server=x;Integrated Security=false;User ID=u;Password=p",
+            "Server=x;Authentication=SqlPassword;User ID=u;Password=p",
+            "Server=x;Authentication=Sql Password;User ID=u;Password=p",
+        ] {
+            assert!(ConnectionString::parse(text).is_ok(), "{text}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_access_token_string_needs_a_token_before_it_connects() {
+        let s = ConnectionString::parse("Server=127.0.0.1,1;Authentication=ActiveDirectoryAccessToken").unwrap();
+        let err = s.connect().await.unwrap_err();
+        assert!(matches!(err, ConnectError::MissingAccessToken { .. }), "{err}");
+        assert!(err.to_string().contains("FENCEPOST_ACCESS_TOKEN"), "{err}");
+    }
+
+    #[test]
+    fn a_token_signs_in_with_the_driver_s_token_method() {
+        for text in [
+            "Server=x.database.windows.net;Database=app;Authentication=ActiveDirectoryAccessToken",
+            "Server=x.database.windows.net;Database=app",
+            "jdbc:sqlserver://x.database.windows.net:1433;databaseName=app;encrypt=true",
+        ] {
+            let mut s = ConnectionString::parse(text).unwrap();
+            s.set_access_token("  eyJ0eXAi.token\n").unwrap();
+            assert!(s.uses_access_token());
+            assert!(format!("{:?}", s.driver_config()).contains("AADToken("), "{text}");
+            assert!(!format!("{s:?}{:?}", s.driver_config()).contains("eyJ0eXAi"));
+        }
+    }
+
+    #[test]
+    fn a_token_beside_a_user_or_password_is_refused() {
+        let mut s = ConnectionString::parse("Server=x;User ID=u;Password=p").unwrap();
+        let err = s.set_access_token("tok").unwrap_err().to_string();
+        assert!(err.contains("User ID or Password"), "{err}");
+        assert!(!s.uses_access_token());
+        let mut s = ConnectionString::parse("Server=x").unwrap();
+        assert!(s.set_access_token(" \n").is_err());
+    }
+
+    #[test]
+    fn a_jdbc_url_s_login_timeout_is_the_connect_timeout() {
+        let s = ConnectionString::parse("jdbc:sqlserver://h:1;loginTimeout=4;user=u").unwrap();
+        assert_eq!(s.connect_timeout(), Duration::from_secs(4));
     }
 
     #[test]

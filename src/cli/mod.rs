@@ -135,7 +135,8 @@ pub async fn run(options: Options) -> Result<u8> {
 }
 
 /// The connection string, parsed: from --connection, else from the variable
-/// --environment names, else from FENCEPOST_CONNECTION.
+/// --environment names, else from FENCEPOST_CONNECTION; with the access token
+/// from --access-token-file or FENCEPOST_ACCESS_TOKEN if given.
 fn connection_string(args: &ConnectArgs) -> Result<ConnectionString> {
     let ado = match (&args.connection, &args.environment) {
         (Some(ado), _) => ado.clone(),
@@ -155,7 +156,18 @@ fn connection_string(args: &ConnectArgs) -> Result<ConnectionString> {
             ),
         },
     };
-    Ok(ConnectionString::parse(&ado)?)
+    let mut target = ConnectionString::parse(&ado)?;
+    let token = match &args.access_token_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading the access token from {}", path.display()))?,
+        ),
+        None => std::env::var(ACCESS_TOKEN_ENV).ok().filter(|t| !t.trim().is_empty()),
+    };
+    if let Some(token) = token {
+        target.set_access_token(&token)?;
+    }
+    Ok(target)
 }
 
 /// The users --environment adds to the fence roles (none without one).
@@ -165,6 +177,9 @@ fn environment_grants(args: &ConnectArgs) -> Result<Vec<fencepost::deploy::Grant
         None => Ok(Vec::new()),
     }
 }
+
+/// The variable that may hold a Microsoft Entra ID access token.
+const ACCESS_TOKEN_ENV: &str = "FENCEPOST_ACCESS_TOKEN";
 
 /// Opens a connection for a deploy: no per-call timeout, since waiting for
 /// another deployment's lock or a long migration is expected.

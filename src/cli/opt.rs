@@ -160,11 +160,16 @@ pub struct CompletionsArgs {
 #[derive(Debug, Args)]
 pub struct ConnectArgs {
     /// ADO.NET connection string, e.g.
-    /// "Server=tcp:db,1433;Database=app;User ID=deploy;Password=...;Encrypt=true".
+    /// "Server=tcp:db,1433;Database=app;User ID=deploy;Password=...;Encrypt=true",
+    /// or a JDBC URL, e.g. "jdbc:sqlserver://db:1433;databaseName=app;user=deploy;password=...".
     /// Without it, the variable named by --environment's connection_env,
     /// then FENCEPOST_CONNECTION, is read.
     #[arg(long, short = 'c', value_name = "ADO_STRING")]
     pub connection: Option<String>,
+    /// Sign in with the Microsoft Entra ID access token in this file (Azure
+    /// SQL) instead of a SQL login [default: the token in FENCEPOST_ACCESS_TOKEN, if set].
+    #[arg(long, value_name = "PATH")]
+    pub access_token_file: Option<PathBuf>,
     /// An environment of fencepost.toml: where its connection string is, and
     /// the users `migrate` adds to the fence roles. Flags override it.
     #[arg(long, short = 'e', env = "FENCEPOST_ENVIRONMENT", value_name = "NAME")]

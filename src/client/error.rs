@@ -206,7 +206,13 @@ impl Error {
     pub fn is_transient(&self) -> bool {
         match self {
             Error::Network { .. } | Error::OutcomeUnknown { .. } | Error::Unavailable { .. } => true,
-            Error::Connect(e) => matches!(e, ConnectError::Unreachable { .. } | ConnectError::TimedOut { .. }),
+            Error::Connect(e) => matches!(
+                e,
+                ConnectError::Unreachable { .. }
+                    | ConnectError::TimedOut { .. }
+                    | ConnectError::HandshakeTimedOut { .. }
+                    | ConnectError::ClosedDuringLogin { .. }
+            ),
             Error::Server { number, .. } => TRANSIENT_SERVER_ERRORS.contains(number),
             _ => false,
         }

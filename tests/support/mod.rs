@@ -241,7 +241,7 @@ async fn end_sessions(admin: &mut Connection, filter: &str) {
 }
 
 /// The value of `key` (lower case, spaces removed) in an ADO string.
-fn ado_value(ado: &str, key: &str) -> Option<String> {
+pub fn ado_value(ado: &str, key: &str) -> Option<String> {
     ado.split(';').find_map(|pair| {
         let (k, v) = pair.split_once('=')?;
         (k.trim().to_ascii_lowercase().replace(' ', "") == key).then(|| v.trim().to_string())

@@ -1,0 +1,321 @@
+//! A connection string's keys, read as tiberius reads them: the same
+//! tokenizer (ADO.NET: tiberius's rules; JDBC: the `connection-string` crate
+//! tiberius uses), the same "last duplicate wins", and the same order among
+//! synonyms (`uid` before `User ID`, `Database` before `Initial Catalog`).
+//! What fencepost reports or applies itself (user, database, server, timeout,
+//! how to sign in) comes from here, so it means what the driver makes of it.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// The variable and file flag that carry an access token, and where to get one.
+pub(crate) const TOKEN_ADVICE: &str = "sign in with an access token instead: set FENCEPOST_ACCESS_TOKEN \
+(or pass --access-token-file) to a token from `az account get-access-token --resource \
+https://database.windows.net/ --query accessToken -o tsv`, and leave User ID and Password out";
+
+/// How the string asks to sign in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SignIn {
+    /// A SQL login (User ID and Password), the default.
+    SqlLogin,
+    /// A Microsoft Entra ID access token handed over separately
+    /// (`Authentication=ActiveDirectoryAccessToken`).
+    AccessToken,
+}
+
+/// The lower-cased keys of a connection string and their unquoted values.
+#[derive(Clone, Debug)]
+pub(crate) struct Keys {
+    pairs: HashMap<String, String>,
+    jdbc: Option<JdbcServer>,
+}
+
+#[derive(Clone, Debug)]
+struct JdbcServer {
+    host: Option<String>,
+    instance: Option<String>,
+    port: Option<u16>,
+}
+
+/// The server part of a string: host, named instance and explicit port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ServerName {
+    pub(crate) host: String,
+    pub(crate) instance: Option<String>,
+    pub(crate) port: Option<u16>,
+}
+
+impl ServerName {
+    /// `host:port` as tiberius dials it (1434, the SQL Browser, for a named
+    /// instance without a port).
+    pub(crate) fn addr(&self) -> String {
+        let port = self.port.unwrap_or(if self.instance.is_some() { 1434 } else { 1433 });
+        format!("{}:{port}", self.host)
+    }
+
+    /// How messages name the server: `host\INSTANCE` while its port is to be
+    /// asked of the SQL Browser, `host:port` otherwise.
+    pub(crate) fn display(&self) -> String {
+        match (&self.instance, self.port) {
+            (Some(instance), None) => format!("{}\\{instance}", self.host),
+            _ => self.addr(),
+        }
+    }
+}
+
+/// Whether `s` is a JDBC URL rather than an ADO.NET string.
+pub(crate) fn is_jdbc(s: &str) -> bool {
+    s.trim_start().get(..5).is_some_and(|p| p.eq_ignore_ascii_case("jdbc:"))
+}
+
+impl Keys {
+    /// Tokenizes an ADO.NET string or a JDBC URL.
+    pub(crate) fn parse(s: &str) -> Result<Self, String> {
+        if is_jdbc(s) {
+            let url: connection_string::JdbcString = s.trim().parse().map_err(|e: connection_string::Error| {
+                let e = e.to_string();
+                format!(
+                    "{} (expected jdbc:sqlserver://host:port;key=value;..., a value holding ';' in braces: password={{p;w}})",
+                    e.strip_prefix("Conversion error: ").unwrap_or(&e)
+                )
+            })?;
+            Ok(Self {
+                pairs: url.properties().clone(),
+                jdbc: Some(JdbcServer {
+                    host: url.server_name().map(str::to_string),
+                    instance: url.instance_name().map(str::to_string),
+                    port: url.port(),
+                }),
+            })
+        } else {
+            Ok(Self {
+                pairs: parse_ado(s)?,
+                jdbc: None,
+            })
+        }
+    }
+
+    /// The value of the first of `names` present (tiberius's order among
+    /// synonyms; within one key the last duplicate has already won).
+    fn first(&self, names: &[&str]) -> Option<&str> {
+        names.iter().find_map(|n| self.pairs.get(*n)).map(String::as_str)
+    }
+
+    /// The login name, as tiberius picks it.
+    pub(crate) fn user(&self) -> Option<&str> {
+        self.first(&["uid", "username", "user", "user id"])
+    }
+
+    /// Whether a password is given.
+    pub(crate) fn has_password(&self) -> bool {
+        self.first(&["password", "pwd"]).is_some()
+    }
+
+    /// The database, as tiberius picks it.
+    pub(crate) fn database(&self) -> Option<&str> {
+        self.first(&["database", "initial catalog", "databasename"])
+    }
+
+    /// The server: `Server`/`Data Source` (`tcp:host,port`, `host\INSTANCE`)
+    /// or the JDBC URL's `//host\INSTANCE:port`.
+    pub(crate) fn server(&self) -> Result<ServerName, String> {
+        if let Some(jdbc) = &self.jdbc {
+            return Ok(ServerName {
+                host: jdbc.host.clone().unwrap_or_else(|| "localhost".into()),
+                instance: jdbc.instance.clone(),
+                port: jdbc.port,
+            });
+        }
+        let Some(value) = self.first(&["server", "data source"]) else {
+            return Ok(ServerName {
+                host: "localhost".into(),
+                instance: None,
+                port: None,
+            });
+        };
+        let value = value.strip_prefix("tcp:").unwrap_or(value);
+        let parts: Vec<&str> = value.split(',').collect();
+        if parts.len() > 2 {
+            return Err(format!(
+                "Server='{value}' has more than one ',' (expected host, host,port or host\\instance)"
+            ));
+        }
+        let port = match parts.get(1) {
+            None => None,
+            Some(p) => Some(
+                p.trim()
+                    .parse::<u16>()
+                    .map_err(|_| format!("the port in Server='{value}' is not a number from 0 to 65535"))?,
+            ),
+        };
+        let mut host_instance = parts[0].split('\\');
+        let host = host_instance.next().unwrap_or_default().replace("(local)", "localhost");
+        let instance = host_instance.next().map(str::to_string);
+        Ok(ServerName { host, instance, port })
+    }
+
+    /// `Connect Timeout` (or a synonym; JDBC `loginTimeout`), in seconds.
+    pub(crate) fn connect_timeout(&self) -> Result<Option<Duration>, String> {
+        let Some(v) = self.first(&["connect timeout", "connection timeout", "timeout", "logintimeout"]) else {
+            return Ok(None);
+        };
+        v.trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|s| *s > 0)
+            .map(|s| Some(Duration::from_secs(s)))
+            .ok_or_else(|| format!("Connect Timeout must be a positive number of seconds, not '{v}'"))
+    }
+
+    /// The `Authentication` value as written.
+    pub(crate) fn authentication(&self) -> Option<&str> {
+        self.pairs.get("authentication").map(String::as_str)
+    }
+
+    /// How the string asks to sign in, or why this build cannot do it.
+    pub(crate) fn sign_in(&self) -> Result<SignIn, String> {
+        if let Some(v) = self.first(&["integrated security", "integratedsecurity", "trusted_connection"]) {
+            let normal = v.trim().to_ascii_lowercase();
+            match normal.as_str() {
+                "false" | "no" => {}
+                "true" | "yes" | "sspi" => {
+                    return Err(format!(
+                        "Integrated Security={v} (Windows or Kerberos sign-in) is not supported by this build: \
+                         use a SQL login (User ID and Password), or on Azure SQL {TOKEN_ADVICE}"
+                    ));
+                }
+                _ => return Err(format!("Integrated Security must be true, false or SSPI, not '{v}'")),
+            }
+        }
+        let Some(v) = self.pairs.get("authentication") else {
+            return Ok(SignIn::SqlLogin);
+        };
+        let normal: String = v
+            .chars()
+            .filter(|c| !c.is_whitespace() && *c != '-' && *c != '_')
+            .collect::<String>()
+            .to_ascii_lowercase();
+        match normal.as_str() {
+            "sqlpassword" | "notspecified" => Ok(SignIn::SqlLogin),
+            "activedirectoryaccesstoken" | "accesstoken" => Ok(SignIn::AccessToken),
+            _ => Err(format!(
+                "Authentication={v} needs a Microsoft Entra ID library this build does not have; {TOKEN_ADVICE}"
+            )),
+        }
+    }
+}
+
+/// Tokenizes an ADO.NET string by tiberius's rules: `;`-separated pairs split
+/// on the first `=` (`==` in a key is a literal `=`), keys trimmed and
+/// lower-cased, values quoted with '…' or "…" (the quote doubled inside) or
+/// {…} (up to the first `}`), unquoted values trimmed, ASCII only, and the
+/// last of duplicate keys wins, as in ADO.NET.
+fn parse_ado(input: &str) -> Result<HashMap<String, String>, String> {
+    if !input.is_ascii() {
+        return Err("it contains non-ASCII characters".into());
+    }
+    let b = input.as_bytes();
+    let n = b.len();
+    let mut i = 0;
+    let mut pairs = HashMap::new();
+    while i < n {
+        while i < n && (b[i] == b';' || b[i].is_ascii_whitespace()) {
+            i += 1;
+        }
+        if i >= n {
+            break;
+        }
+        let start = i;
+        let mut key = String::new();
+        loop {
+            if i >= n || b[i] == b';' {
+                let pair = input[start..i].trim();
+                return Err(format!(
+                    "'{pair}' has no '=' (expected key=value pairs separated by ';')"
+                ));
+            }
+            if b[i] == b'=' {
+                if i + 1 < n && b[i + 1] == b'=' {
+                    key.push('=');
+                    i += 2;
+                    continue;
+                }
+                i += 1;
+                break;
+            }
+            key.push(b[i] as char);
+            i += 1;
+        }
+        let key = key.trim().to_ascii_lowercase();
+        if key.is_empty() {
+            return Err("a key is empty".into());
+        }
+        while i < n && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let value = if i < n && (b[i] == b'\'' || b[i] == b'"') {
+            let quote = b[i];
+            i += 1;
+            let mut v = String::new();
+            loop {
+                if i >= n {
+                    return Err(format!("the value of '{key}' has an unclosed {} quote", quote as char));
+                }
+                if b[i] == quote {
+                    if i + 1 < n && b[i + 1] == quote {
+                        v.push(quote as char);
+                        i += 2;
+                        continue;
+                    }
+                    i += 1;
+                    break;
+                }
+                v.push(b[i] as char);
+                i += 1;
+            }
+            skip_to_separator(b, &mut i, &key)?;
+            v
+        } else if i < n && b[i] == b'{' {
+            i += 1;
+            let mut v = String::new();
+            loop {
+                if i >= n {
+                    return Err(format!("the value of '{key}' has an unclosed {{ brace"));
+                }
+                if b[i] == b'}' {
+                    i += 1;
+                    break;
+                }
+                v.push(b[i] as char);
+                i += 1;
+            }
+            skip_to_separator(b, &mut i, &key)?;
+            v
+        } else {
+            let start = i;
+            while i < n && b[i] != b';' {
+                i += 1;
+            }
+            input[start..i].trim_end().to_string()
+        };
+        pairs.insert(key, value);
+        if i < n && b[i] == b';' {
+            i += 1;
+        }
+    }
+    Ok(pairs)
+}
+
+/// After a closing quote or brace only whitespace may come before `;`.
+fn skip_to_separator(b: &[u8], i: &mut usize, key: &str) -> Result<(), String> {
+    while *i < b.len() && b[*i] != b';' {
+        if !b[*i].is_ascii_whitespace() {
+            return Err(format!(
+                "the value of '{key}' goes on after its closing quote or brace \
+                 (a value holding '}}' must be quoted with '…' or \"…\")"
+            ));
+        }
+        *i += 1;
+    }
+    Ok(())
+}
