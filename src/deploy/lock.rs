@@ -4,20 +4,51 @@ use std::time::{Duration, Instant};
 
 use super::error::{DeployError, LockHolder};
 use super::session::Session;
+use super::state::{ServerState, parse_state, state_query};
 use super::statements::{DEPLOY_LOCK_HOLDER, release_deploy_lock, take_deploy_lock};
 
-/// Waits up to `timeout` for the session-scoped deploy lock and returns how
-/// long it waited. The lock belongs to the session, so it also ends if the
-/// deploying process dies.
-pub async fn take(session: &mut Session<'_>, timeout: Duration) -> Result<Duration, DeployError> {
+/// Waits up to `timeout` for the session-scoped deploy lock and, once it is
+/// granted, reads the deployed state (hashing the definitions of `shipped`)
+/// in the same request: the one round trip a deploy with nothing to do
+/// spends before its permission scripts. Returns how long it waited, and the
+/// state. The lock belongs to the session, so it also ends if the deploying
+/// process dies.
+pub async fn take_reading_state(
+    session: &mut Session<'_>,
+    timeout: Duration,
+    shipped: &[String],
+) -> Result<(Duration, ServerState), DeployError> {
+    const CONTEXT: &str = "taking the deploy lock and reading the deployed state";
     let started = Instant::now();
-    let rows = session
-        .run(&take_deploy_lock(timeout))
-        .await
-        .map_err(DeployError::server("taking the deploy lock"))?;
-    let status = rows.iter().flatten().find_map(|row| row.get::<i32, usize>(0));
+    let sql = format!(
+        "{}\nIF @Status IN (0, 1)\nBEGIN\n{}\nEND;",
+        take_deploy_lock(timeout),
+        state_query(shipped)
+    );
+    let mut results = match session.run(&sql).await {
+        Ok(results) => results,
+        Err(error) => {
+            // The lock may have been granted before the state query failed:
+            // give it back. The first error is the one worth reporting.
+            let _ = release(session).await;
+            return Err(DeployError::server(CONTEXT)(error));
+        }
+    };
+    let status = results
+        .first()
+        .and_then(|rows| rows.first())
+        .and_then(|row| row.get::<i32, usize>(0));
     match status {
-        Some(0 | 1) => Ok(started.elapsed()),
+        Some(0 | 1) => {
+            results.remove(0);
+            match parse_state(results, CONTEXT) {
+                Ok(state) => Ok((started.elapsed(), state)),
+                Err(error) => {
+                    let _ = release(session).await;
+                    Err(error)
+                }
+            }
+        }
         Some(-1) => {
             let waited = started.elapsed();
             Err(DeployError::LockTimeout {
