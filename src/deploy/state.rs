@@ -87,18 +87,23 @@ pub struct ServerState {
 /// and other objects, however many, add no hashing.
 pub(crate) fn state_query(shipped: &[String]) -> String {
     let hash = definition_hash_sql("m.definition");
-    let ids = if shipped.is_empty() {
-        "NULL".to_string()
+    // The ids go into a table first: an IN list of OBJECT_ID calls is
+    // evaluated row by row of sys.sql_modules on some engines (Babelfish),
+    // which grows with the database.
+    let shipped_ids = if shipped.is_empty() {
+        String::new()
     } else {
-        shipped
-            .iter()
-            .map(|name| format!("OBJECT_ID({})", literal(name)))
-            .collect::<Vec<_>>()
-            .join(", ")
+        let names: Vec<String> = shipped.iter().map(|name| format!("({})", literal(name))).collect();
+        format!(
+            "INSERT INTO @Shipped (ObjectId)
+SELECT DISTINCT OBJECT_ID(v.Name) FROM (VALUES {}) AS v (Name) WHERE OBJECT_ID(v.Name) IS NOT NULL;\n",
+            names.join(", ")
+        )
     };
     format!(
         "SET NOCOUNT ON;
-IF OBJECT_ID(N'{HISTORY_TABLE}', N'U') IS NOT NULL
+DECLARE @Shipped TABLE (ObjectId int NOT NULL PRIMARY KEY);
+{shipped_ids}IF OBJECT_ID(N'{HISTORY_TABLE}', N'U') IS NOT NULL
     EXEC (N'SELECT CAST(version AS int), CAST(name AS nvarchar(255)), CAST(applied_on AS nvarchar(255)),
                   CAST(checksum AS nvarchar(255)) FROM {HISTORY_TABLE} ORDER BY version;');
 ELSE
@@ -112,7 +117,7 @@ SELECT CAST(s.name + N'.' + p.name AS nvarchar(256)) AS ProcedureName, CAST(p.ob
 
 SELECT CAST(m.object_id AS int) AS ObjectId, {hash} AS DefinitionHash
   FROM sys.sql_modules AS m
- WHERE m.object_id IN ({ids});
+ WHERE m.object_id IN (SELECT ObjectId FROM @Shipped);
 
 IF OBJECT_ID(N'fence.DeployedProcedure', N'U') IS NOT NULL
     EXEC (N'SELECT ProcedureName, SourceChecksum, DefinitionHash FROM fence.DeployedProcedure;');
@@ -190,4 +195,35 @@ pub(crate) fn parse_state(results: Vec<Vec<tiberius::Row>>, context: &str) -> Re
         state.procedures[index].deployed_definition_hash = hash_hex(row, 2);
     }
     Ok(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_state_query_hashes_only_the_shipped_definitions_and_lists_every_fence_procedure() {
+        let sql = state_query(&["fence_api.A".into(), "fence_admin.B'x".into()]);
+        assert!(
+            sql.contains("FROM (VALUES (N'fence_api.A'), (N'fence_admin.B''x')) AS v (Name)"),
+            "{sql}"
+        );
+        assert!(
+            sql.contains("FROM sys.sql_modules AS m\n WHERE m.object_id IN (SELECT ObjectId FROM @Shipped);"),
+            "{sql}"
+        );
+        assert_eq!(sql.matches("HASHBYTES").count(), 1, "{sql}");
+        let listing = sql.find("FROM sys.procedures AS p").expect("every procedure is listed");
+        assert!(
+            !sql[listing..].starts_with("FROM sys.procedures AS p\n  LEFT JOIN sys.sql_modules"),
+            "{sql}"
+        );
+    }
+
+    #[test]
+    fn with_nothing_shipped_the_state_query_hashes_nothing() {
+        let sql = state_query(&[]);
+        assert!(!sql.contains("INSERT INTO @Shipped"), "{sql}");
+        assert!(sql.contains("IN (SELECT ObjectId FROM @Shipped)"), "{sql}");
+    }
 }
