@@ -3,7 +3,7 @@
 //!
 //! - a no-change redeploy, on a fresh deployment and with 500 more shipped,
 //!   current procedures in a fence schema (every one a row its state query
-//!   reads);
+//!   reads and a definition it hashes);
 //! - `fencepost check`'s catalog read, on a fresh deployment and with 2000
 //!   more objects;
 //! - a lease cycle (acquire, renew, publish, release) through

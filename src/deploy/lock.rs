@@ -20,8 +20,16 @@ pub async fn take_reading_state(
 ) -> Result<(Duration, ServerState), DeployError> {
     const CONTEXT: &str = "taking the deploy lock and reading the deployed state";
     let started = Instant::now();
+    // The wait is timed on the server, around sp_getapplock alone: the time
+    // the request takes also counts compiling and running the state query.
     let sql = format!(
-        "{}\nIF @Status IN (0, 1)\nBEGIN\n{}\nEND;",
+        "DECLARE @LockRequested datetime2 = SYSUTCDATETIME();
+{}
+SELECT DATEDIFF(millisecond, @LockRequested, SYSUTCDATETIME()) AS LockWaitMilliseconds;
+IF @Status IN (0, 1)
+BEGIN
+{}
+END;",
         take_deploy_lock(timeout),
         state_query(shipped)
     );
@@ -34,28 +42,31 @@ pub async fn take_reading_state(
             return Err(DeployError::server(CONTEXT)(error));
         }
     };
-    let status = results
-        .first()
-        .and_then(|rows| rows.first())
-        .and_then(|row| row.get::<i32, usize>(0));
+    let first = |results: &[Vec<tiberius::Row>], set: usize| {
+        results
+            .get(set)
+            .and_then(|rows| rows.first())
+            .and_then(|row| row.get::<i32, usize>(0))
+    };
+    let status = first(&results, 0);
+    let waited = first(&results, 1)
+        .and_then(|ms| u64::try_from(ms).ok())
+        .map_or_else(|| started.elapsed(), Duration::from_millis);
     match status {
         Some(0 | 1) => {
-            results.remove(0);
+            results.drain(..results.len().min(2));
             match parse_state(results, CONTEXT) {
-                Ok(state) => Ok((started.elapsed(), state)),
+                Ok(state) => Ok((waited, state)),
                 Err(error) => {
                     let _ = release(session).await;
                     Err(error)
                 }
             }
         }
-        Some(-1) => {
-            let waited = started.elapsed();
-            Err(DeployError::LockTimeout {
-                waited,
-                holder: holder(session).await,
-            })
-        }
+        Some(-1) => Err(DeployError::LockTimeout {
+            waited,
+            holder: holder(session).await,
+        }),
         other => Err(DeployError::Server {
             context: "taking the deploy lock".into(),
             source: tiberius::error::Error::Protocol(format!("sp_getapplock answered {other:?}").into()),
