@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use super::error::{DeployError, LockHolder};
 use super::session::Session;
 use super::state::{ServerState, parse_state, state_query};
-use super::statements::{DEPLOY_LOCK_HOLDER, release_deploy_lock, take_deploy_lock};
+use super::statements::{DEPLOY_LOCK_HOLDER, literal, release_deploy_lock, take_deploy_lock};
 
 /// Waits up to `timeout` for the session-scoped deploy lock and, once it is
 /// granted, reads the deployed state (hashing the definitions of `shipped`)
@@ -21,17 +21,19 @@ pub async fn take_reading_state(
     const CONTEXT: &str = "taking the deploy lock and reading the deployed state";
     let started = Instant::now();
     // The wait is timed on the server, around sp_getapplock alone: the time
-    // the request takes also counts compiling and running the state query.
+    // the request takes also counts reading the state. The state query runs
+    // through sp_executesql so that it is compiled only once the lock is
+    // granted: compiled with the batch, before the timer starts, its catalog
+    // views can take seconds of a fresh session (Babelfish) that the deploy
+    // spent waiting all the same.
     let sql = format!(
         "DECLARE @LockRequested datetime2 = SYSUTCDATETIME();
 {}
 SELECT DATEDIFF(millisecond, @LockRequested, SYSUTCDATETIME()) AS LockWaitMilliseconds;
 IF @Status IN (0, 1)
-BEGIN
-{}
-END;",
+    EXEC sys.sp_executesql {};",
         take_deploy_lock(timeout),
-        state_query(shipped)
+        literal(&state_query(shipped))
     );
     let mut results = match session.run(&sql).await {
         Ok(results) => results,
