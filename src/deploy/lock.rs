@@ -4,27 +4,71 @@ use std::time::{Duration, Instant};
 
 use super::error::{DeployError, LockHolder};
 use super::session::Session;
-use super::statements::{DEPLOY_LOCK_HOLDER, release_deploy_lock, take_deploy_lock};
+use super::state::{ServerState, parse_state, state_query};
+use super::statements::{DEPLOY_LOCK_HOLDER, literal, release_deploy_lock, take_deploy_lock};
 
-/// Waits up to `timeout` for the session-scoped deploy lock and returns how
-/// long it waited. The lock belongs to the session, so it also ends if the
-/// deploying process dies.
-pub async fn take(session: &mut Session<'_>, timeout: Duration) -> Result<Duration, DeployError> {
+/// Waits up to `timeout` for the session-scoped deploy lock and, once it is
+/// granted, reads the deployed state (hashing the definitions of `shipped`)
+/// in the same request: the one round trip a deploy with nothing to do
+/// spends before its permission scripts. Returns how long it waited, and the
+/// state. The lock belongs to the session, so it also ends if the deploying
+/// process dies.
+pub async fn take_reading_state(
+    session: &mut Session<'_>,
+    timeout: Duration,
+    shipped: &[String],
+) -> Result<(Duration, ServerState), DeployError> {
+    const CONTEXT: &str = "taking the deploy lock and reading the deployed state";
     let started = Instant::now();
-    let rows = session
-        .run(&take_deploy_lock(timeout))
-        .await
-        .map_err(DeployError::server("taking the deploy lock"))?;
-    let status = rows.iter().flatten().find_map(|row| row.get::<i32, usize>(0));
-    match status {
-        Some(0 | 1) => Ok(started.elapsed()),
-        Some(-1) => {
-            let waited = started.elapsed();
-            Err(DeployError::LockTimeout {
-                waited,
-                holder: holder(session).await,
-            })
+    // The wait is timed on the server, around sp_getapplock alone: the time
+    // the request takes also counts reading the state. The state query runs
+    // through sp_executesql so that it is compiled only once the lock is
+    // granted: compiled with the batch, before the timer starts, its catalog
+    // views can take seconds of a fresh session (Babelfish) that the deploy
+    // spent waiting all the same.
+    let sql = format!(
+        "DECLARE @LockRequested datetime2 = SYSUTCDATETIME();
+{}
+SELECT DATEDIFF(millisecond, @LockRequested, SYSUTCDATETIME()) AS LockWaitMilliseconds;
+IF @Status IN (0, 1)
+    EXEC sys.sp_executesql {};",
+        take_deploy_lock(timeout),
+        literal(&state_query(shipped))
+    );
+    let mut results = match session.run(&sql).await {
+        Ok(results) => results,
+        Err(error) => {
+            // The lock may have been granted before the state query failed:
+            // give it back. The first error is the one worth reporting.
+            let _ = release(session).await;
+            return Err(DeployError::server(CONTEXT)(error));
         }
+    };
+    let first = |results: &[Vec<tiberius::Row>], set: usize| {
+        results
+            .get(set)
+            .and_then(|rows| rows.first())
+            .and_then(|row| row.get::<i32, usize>(0))
+    };
+    let status = first(&results, 0);
+    let waited = first(&results, 1)
+        .and_then(|ms| u64::try_from(ms).ok())
+        .map_or_else(|| started.elapsed(), Duration::from_millis);
+    match status {
+        Some(0 | 1) => {
+            results.drain(..results.len().min(2));
+            match parse_state(results, CONTEXT) {
+                Ok(state) => Ok((waited, state)),
+                Err(error) => {
+                    let _ = release(session).await;
+                    Err(error)
+                }
+            }
+        }
+        Some(-1) => Err(DeployError::LockTimeout {
+            waited,
+            holder: holder(session).await,
+        }),
         other => Err(DeployError::Server {
             context: "taking the deploy lock".into(),
             source: tiberius::error::Error::Protocol(format!("sp_getapplock answered {other:?}").into()),

@@ -8,12 +8,13 @@ use crate::connection::Connection;
 use super::error::DeployError;
 use super::executor::{MigrationDriver, MigrationEvent};
 use super::lock;
+use super::permissions;
 use super::plan::{Plan, ProcedureState};
 use super::procedure::ProcedureSource;
 use super::report::{Change, Committed, MigrateReport};
 use super::session::Session;
 use super::sources::Sources;
-use super::state::{HISTORY_TABLE, read_state};
+use super::state::{HISTORY_TABLE, ServerState, read_state};
 use super::statements::{begin_procedure_deploy, commit_procedure, drop_retired_procedure};
 
 /// How to run a deploy.
@@ -63,8 +64,9 @@ pub async fn migrate(
     on_progress: &mut (dyn FnMut(Progress) + Send),
 ) -> Result<MigrateReport, DeployError> {
     let mut session = Session::new(conn);
+    let shipped = shipped_names(sources);
     if options.dry_run {
-        let plan = Plan::new(sources, &read_state(&mut session).await?);
+        let plan = Plan::new(sources, &read_state(&mut session, &shipped).await?);
         return Ok(MigrateReport {
             plan,
             changes: Vec::new(),
@@ -76,20 +78,25 @@ pub async fn migrate(
     }
 
     on_progress(Progress::WaitingForLock);
-    let waited = lock::take(&mut session, options.lock_timeout).await?;
+    let (waited, state) = lock::take_reading_state(&mut session, options.lock_timeout, &shipped).await?;
     let mut done = Committed::default();
-    let outcome = deploy_locked(&mut session, sources, options, &mut done, on_progress).await;
-    let released = lock::release(&mut session).await;
-    let plan = match (outcome, released) {
-        (Ok(plan), Ok(())) => plan,
-        (Err(error), _) => return Err(stopped_part_way(done, error)),
-        (Ok(_), Err(error)) => {
-            // The scripts' work inside the open transaction was rolled back:
-            // which of them committed in full cannot be told.
-            done.permissions_applied.clear();
+    let plan = match deploy_locked(&mut session, sources, options, &shipped, state, &mut done, on_progress).await {
+        Ok(plan) => plan,
+        Err(error) => {
+            // The first error is the one worth reporting.
+            let _ = lock::release(&mut session).await;
             return Err(stopped_part_way(done, error));
         }
     };
+    // The permission scripts, then the release of the lock, in one request.
+    let run = permissions::apply_and_release(&mut session, sources.permissions()).await;
+    for script in &sources.permissions()[..run.applied] {
+        on_progress(Progress::PermissionsApplied(script.file().to_string()));
+        done.permissions_applied.push(script.file().to_string());
+    }
+    if let Some(error) = run.error {
+        return Err(stopped_part_way(done, error));
+    }
     Ok(MigrateReport {
         plan,
         changes: done.changes,
@@ -98,6 +105,16 @@ pub async fn migrate(
         lock_wait_seconds: waited.as_secs_f64(),
         round_trips: session.round_trips(),
     })
+}
+
+/// The names of the shipped procedures, `schema.name`: the definitions the
+/// state query hashes.
+fn shipped_names(sources: &Sources) -> Vec<String> {
+    sources
+        .procedures()
+        .iter()
+        .map(ProcedureSource::qualified_name)
+        .collect()
 }
 
 /// `error`, wrapped with what committed before it when anything did.
@@ -113,16 +130,19 @@ fn stopped_part_way(done: Committed, error: DeployError) -> DeployError {
     }
 }
 
-/// Applies migrations, then procedures, then permissions, noting in `done`
-/// each change as it commits; returns the plan as found before any change.
+/// Applies migrations, then procedures, noting in `done` each change as it
+/// commits; returns the plan as found (from `state`, read under the lock)
+/// before any change.
 async fn deploy_locked(
     session: &mut Session<'_>,
     sources: &Sources,
     options: &MigrateOptions,
+    shipped: &[String],
+    state: ServerState,
     done: &mut Committed,
     on_progress: &mut (dyn FnMut(Progress) + Send),
 ) -> Result<Plan, DeployError> {
-    let plan = Plan::new(sources, &read_state(session).await?);
+    let plan = Plan::new(sources, &state);
     if let Some(blocker) = plan.blocker() {
         return Err(blocker);
     }
@@ -138,7 +158,7 @@ async fn deploy_locked(
         apply_migrations(session, sources, done, on_progress).await?;
         // A migration may have dropped or altered a shipped procedure (to
         // change a type it depends on): plan procedures from what is there now.
-        after_migrations = Plan::new(sources, &read_state(session).await?);
+        after_migrations = Plan::new(sources, &read_state(session, shipped).await?);
     }
 
     for status in after_migrations.procedures_to_deploy() {
@@ -167,12 +187,6 @@ async fn deploy_locked(
         });
     }
 
-    for script in sources.permissions() {
-        let file = format!("permissions/{}", script.file());
-        session.run_script(&file, script.batches()).await?;
-        on_progress(Progress::PermissionsApplied(script.file().to_string()));
-        done.permissions_applied.push(script.file().to_string());
-    }
     Ok(plan)
 }
 

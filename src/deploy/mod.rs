@@ -7,8 +7,8 @@
 //! every procedure whose shipped text changed, whose server definition
 //! drifted or that is missing (created as a stub when missing, then altered,
 //! so grants survive), drops the procedures it deployed and no longer ships,
-//! then applies every permission script. A failure part-way reports what
-//! committed before it.
+//! then applies every permission script and releases the lock in one request.
+//! A failure part-way reports what committed before it.
 
 mod babelfish_postgres;
 mod batch;
@@ -22,6 +22,7 @@ mod lint;
 mod lock;
 mod migrate;
 mod migration;
+mod permissions;
 mod plan;
 mod procedure;
 mod report;
@@ -57,10 +58,16 @@ use crate::connection::Connection;
 /// Compares what ships with what the database holds, changing nothing.
 pub async fn status(conn: &mut Connection, sources: &Sources) -> Result<Plan, DeployError> {
     let mut session = session::Session::new(conn);
-    Ok(Plan::new(sources, &state::read_state(&mut session).await?))
+    let shipped: Vec<String> = sources
+        .procedures()
+        .iter()
+        .map(ProcedureSource::qualified_name)
+        .collect();
+    Ok(Plan::new(sources, &state::read_state(&mut session, &shipped).await?))
 }
 
-/// Reads fencepost's footprint in a database (one round trip).
-pub async fn read_state(conn: &mut Connection) -> Result<ServerState, DeployError> {
-    state::read_state(&mut session::Session::new(conn)).await
+/// Reads fencepost's footprint in a database (one round trip), hashing the
+/// definitions of the procedures named in `shipped` (`schema.name`).
+pub async fn read_state(conn: &mut Connection, shipped: &[String]) -> Result<ServerState, DeployError> {
+    state::read_state(&mut session::Session::new(conn), shipped).await
 }

@@ -1,7 +1,8 @@
 //! The deploy's connection, counting its round trips so a report can show that
 //! a deploy with nothing to do costs the same however many objects exist.
 
-use tiberius::Row;
+use futures_util::TryStreamExt;
+use tiberius::{QueryItem, Row};
 
 use crate::connection::Connection;
 
@@ -86,6 +87,26 @@ impl<'c> Session<'c> {
         self.conn.simple_query(sql).await?.into_results().await
     }
 
+    /// Sends one batch and reads its rows as they arrive, stopping at the
+    /// first error. Returns the rows read before it, and the error: what a
+    /// batch got through before the server ended it.
+    pub async fn run_until_error(&mut self, sql: &str) -> (Vec<Row>, Option<tiberius::error::Error>) {
+        self.round_trips += 1;
+        let mut rows = Vec::new();
+        let mut stream = match self.conn.simple_query(sql).await {
+            Ok(stream) => stream,
+            Err(error) => return (rows, Some(error)),
+        };
+        loop {
+            match stream.try_next().await {
+                Ok(Some(QueryItem::Row(row))) => rows.push(row),
+                Ok(Some(QueryItem::Metadata(_))) => {}
+                Ok(None) => return (rows, None),
+                Err(error) => return (rows, Some(error)),
+            }
+        }
+    }
+
     /// Runs the batches of a script in order, each as often as its `GO n`
     /// says, stopping at the first that fails.
     pub async fn run_script(&mut self, file: &str, batches: &[Batch]) -> Result<(), DeployError> {
@@ -139,7 +160,7 @@ impl<'c> Session<'c> {
 }
 
 /// Places a server error in the script: file, batch and the file's line.
-fn batch_failed(file: &str, batch: usize, at: &Batch, error: tiberius::error::Error) -> DeployError {
+pub(crate) fn batch_failed(file: &str, batch: usize, at: &Batch, error: tiberius::error::Error) -> DeployError {
     match error {
         tiberius::error::Error::Server(e) => DeployError::BatchFailed {
             file: file.to_string(),

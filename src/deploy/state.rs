@@ -1,8 +1,11 @@
 //! What a database holds of fencepost, read in one round trip however many
-//! objects there are.
+//! objects there are, hashing only the definitions of the shipped procedures.
+
+use std::collections::HashMap;
 
 use super::error::DeployError;
 use super::session::Session;
+use super::statements::literal;
 
 /// Where fencepost keeps its migration history (refinery's table).
 pub const HISTORY_TABLE: &str = "fence.SchemaHistory";
@@ -52,8 +55,10 @@ pub struct ServerProcedure {
     /// Whether the procedure exists; `false` when only a journal row does.
     pub exists: bool,
     /// The fingerprint of the definition the server holds now; `None` when the
-    /// procedure does not exist, or exists but its definition cannot be read
-    /// (encrypted, or the login lacks VIEW DEFINITION).
+    /// procedure does not exist, is not one of the shipped procedures the
+    /// state was read for (only those are hashed), or exists but its
+    /// definition cannot be read (encrypted, or the login lacks VIEW
+    /// DEFINITION).
     pub definition_hash: Option<String>,
     /// The shipped text's checksum recorded at the last deploy, if any.
     pub deployed_checksum: Option<String>,
@@ -74,24 +79,45 @@ pub struct ServerState {
 /// The state query: a fixed number of result sets, whatever the database
 /// holds. Missing tables (a database never deployed) give empty sets; their
 /// queries go through EXEC so the batch compiles without them. Every
-/// procedure the login can see is listed, including one whose definition it
-/// cannot read (a NULL hash): that one exists, and must never be created again.
-fn state_query() -> String {
+/// procedure the login can see in a fence schema is listed by name, including
+/// one whose definition it cannot read: that one exists, and must never be
+/// created again, and one never deployed stops the deploy. Only the
+/// definitions of `shipped` (`schema.name`) are hashed, by object id and
+/// joined here rather than on the server: those are all the plan compares,
+/// and other objects, however many, add no hashing.
+pub(crate) fn state_query(shipped: &[String]) -> String {
     let hash = definition_hash_sql("m.definition");
+    // The ids go into a table first: an IN list of OBJECT_ID calls is
+    // evaluated row by row of sys.sql_modules on some engines (Babelfish),
+    // which grows with the database.
+    let shipped_ids = if shipped.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = shipped.iter().map(|name| format!("({})", literal(name))).collect();
+        format!(
+            "INSERT INTO @Shipped (ObjectId)
+SELECT DISTINCT OBJECT_ID(v.Name) FROM (VALUES {}) AS v (Name) WHERE OBJECT_ID(v.Name) IS NOT NULL;\n",
+            names.join(", ")
+        )
+    };
     format!(
         "SET NOCOUNT ON;
-IF OBJECT_ID(N'{HISTORY_TABLE}', N'U') IS NOT NULL
+DECLARE @Shipped TABLE (ObjectId int NOT NULL PRIMARY KEY);
+{shipped_ids}IF OBJECT_ID(N'{HISTORY_TABLE}', N'U') IS NOT NULL
     EXEC (N'SELECT CAST(version AS int), CAST(name AS nvarchar(255)), CAST(applied_on AS nvarchar(255)),
                   CAST(checksum AS nvarchar(255)) FROM {HISTORY_TABLE} ORDER BY version;');
 ELSE
     SELECT CAST(NULL AS int), CAST(NULL AS nvarchar(255)), CAST(NULL AS nvarchar(255)), CAST(NULL AS nvarchar(255))
      WHERE 1 = 0;
 
-SELECT CAST(s.name + N'.' + p.name AS nvarchar(256)) AS ProcedureName, {hash} AS DefinitionHash
+SELECT CAST(s.name + N'.' + p.name AS nvarchar(256)) AS ProcedureName, CAST(p.object_id AS int) AS ObjectId
   FROM sys.procedures AS p
   JOIN sys.schemas AS s ON s.schema_id = p.schema_id
-  LEFT JOIN sys.sql_modules AS m ON m.object_id = p.object_id
  WHERE s.name IN (N'fence_api', N'fence_admin');
+
+SELECT CAST(m.object_id AS int) AS ObjectId, {hash} AS DefinitionHash
+  FROM sys.sql_modules AS m
+ WHERE m.object_id IN (SELECT ObjectId FROM @Shipped);
 
 IF OBJECT_ID(N'fence.DeployedProcedure', N'U') IS NOT NULL
     EXEC (N'SELECT ProcedureName, SourceChecksum, DefinitionHash FROM fence.DeployedProcedure;');
@@ -100,17 +126,30 @@ ELSE
     )
 }
 
-/// Reads the history, the procedures and the journal in one round trip.
-pub async fn read_state(session: &mut Session<'_>) -> Result<ServerState, DeployError> {
-    let context = "reading the deployed state";
+/// How many result sets [`state_query`] returns.
+pub(crate) const STATE_RESULT_SETS: usize = 4;
+
+/// Reads the history, the procedures (hashing the definitions of `shipped`)
+/// and the journal in one round trip.
+pub async fn read_state(session: &mut Session<'_>, shipped: &[String]) -> Result<ServerState, DeployError> {
     let results = session
-        .run(&state_query())
+        .run(&state_query(shipped))
         .await
-        .map_err(DeployError::server(context))?;
-    let [history, procedures, journal] = <[_; 3]>::try_from(results).map_err(|r: Vec<_>| DeployError::Server {
-        context: context.into(),
-        source: tiberius::error::Error::Protocol(format!("expected 3 result sets, got {}", r.len()).into()),
-    })?;
+        .map_err(DeployError::server(STATE_CONTEXT))?;
+    parse_state(results, STATE_CONTEXT)
+}
+
+const STATE_CONTEXT: &str = "reading the deployed state";
+
+/// The [`ServerState`] in the result sets of [`state_query`].
+pub(crate) fn parse_state(results: Vec<Vec<tiberius::Row>>, context: &str) -> Result<ServerState, DeployError> {
+    let [history, procedures, hashes, journal] =
+        <[_; STATE_RESULT_SETS]>::try_from(results).map_err(|r: Vec<_>| DeployError::Server {
+            context: context.into(),
+            source: tiberius::error::Error::Protocol(
+                format!("expected {STATE_RESULT_SETS} result sets, got {}", r.len()).into(),
+            ),
+        })?;
 
     let text = |row: &tiberius::Row, i: usize| row.get::<&str, usize>(i).map(|s| s.trim().to_string());
     let mut state = ServerState::default();
@@ -123,11 +162,16 @@ pub async fn read_state(session: &mut Session<'_>) -> Result<ServerState, Deploy
             checksum,
         });
     }
+    let hashes: HashMap<i32, String> = hashes
+        .iter()
+        .filter_map(|row| Some((row.get::<i32, usize>(0)?, hash_hex(row, 1)?)))
+        .collect();
     for row in &procedures {
+        let id = row.get::<i32, usize>(1);
         state.procedures.push(ServerProcedure {
             name: text(row, 0).unwrap_or_default(),
             exists: true,
-            definition_hash: hash_hex(row, 1),
+            definition_hash: id.and_then(|id| hashes.get(&id).cloned()),
             deployed_checksum: None,
             deployed_definition_hash: None,
         });
@@ -151,4 +195,35 @@ pub async fn read_state(session: &mut Session<'_>) -> Result<ServerState, Deploy
         state.procedures[index].deployed_definition_hash = hash_hex(row, 2);
     }
     Ok(state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_state_query_hashes_only_the_shipped_definitions_and_lists_every_fence_procedure() {
+        let sql = state_query(&["fence_api.A".into(), "fence_admin.B'x".into()]);
+        assert!(
+            sql.contains("FROM (VALUES (N'fence_api.A'), (N'fence_admin.B''x')) AS v (Name)"),
+            "{sql}"
+        );
+        assert!(
+            sql.contains("FROM sys.sql_modules AS m\n WHERE m.object_id IN (SELECT ObjectId FROM @Shipped);"),
+            "{sql}"
+        );
+        assert_eq!(sql.matches("HASHBYTES").count(), 1, "{sql}");
+        let listing = sql.find("FROM sys.procedures AS p").expect("every procedure is listed");
+        assert!(
+            !sql[listing..].starts_with("FROM sys.procedures AS p\n  LEFT JOIN sys.sql_modules"),
+            "{sql}"
+        );
+    }
+
+    #[test]
+    fn with_nothing_shipped_the_state_query_hashes_nothing() {
+        let sql = state_query(&[]);
+        assert!(!sql.contains("INSERT INTO @Shipped"), "{sql}");
+        assert!(sql.contains("IN (SELECT ObjectId FROM @Shipped)"), "{sql}");
+    }
 }

@@ -1,0 +1,191 @@
+//! Live tests of what a redeploy costs on the wire, and of the one request
+//! that carries every permission script and the release of the deploy lock.
+
+mod client_support;
+mod support;
+
+use std::path::Path;
+
+use client_support::Proxy;
+use fencepost::ConnectionString;
+use fencepost::deploy::{self, DeployError, MigrateOptions, Sources};
+use support::TestDatabase;
+
+/// The most round trips a deploy with nothing to do may take, the two sent
+/// while connecting included: lock and state in one request, permissions
+/// and release in another.
+const NO_CHANGE_REDEPLOY_MAX: u64 = 5;
+
+fn shipped() -> Sources {
+    Sources::embedded().expect("embedded sources")
+}
+
+#[tokio::test]
+async fn a_no_change_redeploy_takes_at_most_five_round_trips_and_still_repairs_a_revoked_grant() {
+    let test = "a_no_change_redeploy_takes_at_most_five_round_trips_and_still_repairs_a_revoked_grant";
+    let Some(mut db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let reader = db.login_in_role(Some("fence_reader")).await;
+    // A grant lost by hand: the permission scripts run on every deploy to put
+    // it back, even when nothing else changes.
+    db.exec("REVOKE EXECUTE ON fence_api.Inspect FROM fence_reader;").await;
+    let revoked = support::has_execute(&reader, "fence_api.Inspect").await;
+
+    let proxy = Proxy::start(db.connection_string().server()).await;
+    let (messages, requests) = (proxy.messages(), proxy.requests());
+    let mut conn = ConnectionString::parse(&proxy.ado(&db.ado()))
+        .unwrap()
+        .connect()
+        .await
+        .expect("connect through the proxy");
+    let report = deploy::migrate(&mut conn, &shipped(), &MigrateOptions::default(), &mut |_| {})
+        .await
+        .expect("the redeploy");
+    let on_the_wire = proxy.messages() - messages;
+    let deploy_requests = proxy.requests() - requests;
+    drop(conn);
+
+    assert!(report.changes.is_empty(), "{:?}", report.changes);
+    assert_eq!(report.permissions_applied.len(), shipped().permissions().len());
+    assert!(
+        on_the_wire <= NO_CHANGE_REDEPLOY_MAX,
+        "a no-change redeploy took {on_the_wire} round trips on the wire, connection included \
+         ({deploy_requests} of them deploy requests); at most {NO_CHANGE_REDEPLOY_MAX} expected"
+    );
+    assert_eq!(
+        report.round_trips as u64, deploy_requests,
+        "the runner's own count disagrees with the wire"
+    );
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!("{test}: {on_the_wire} round trips on the wire, {deploy_requests} of them after connecting\n")
+            .as_bytes(),
+    );
+
+    match (revoked, support::has_execute(&reader, "fence_api.Inspect").await) {
+        (Some(false), restored) => assert_eq!(restored, Some(true), "the redeploy did not restore the grant"),
+        (other, _) => support::skip(
+            &format!("{test} (grant repair)"),
+            &format!("the engine does not show the revoked grant as missing ({other:?})"),
+        ),
+    }
+    db.drop().await;
+}
+
+/// The shipped sources with a permission script, between the shipped ones,
+/// whose second batch fails, and one after it that would leave a trace.
+fn failing_second_batch(failing: &str) -> Sources {
+    shipped()
+        .with_permission(
+            "025_fails.sql",
+            &format!("SELECT 1 AS First;\nGO\nSELECT 2 AS Second;\n{failing}\n"),
+        )
+        .unwrap()
+        .with_permission("026_after.sql", "CREATE TABLE dbo.AfterTheFailure (Id int NOT NULL);\n")
+        .unwrap()
+}
+
+/// Whether `OBJECT_ID` finds `object`.
+async fn exists(db: &TestDatabase, object: &str) -> bool {
+    let rows = db
+        .query(&format!(
+            "SELECT CASE WHEN OBJECT_ID(N'{object}') IS NULL THEN 0 ELSE 1 END;"
+        ))
+        .await;
+    rows[0].get::<i32, usize>(0) == Some(1)
+}
+
+/// Fails unless the deploy lock is free: another deployment can start at once.
+async fn assert_lock_released(db: &TestDatabase) {
+    let mut other = db.connect().await;
+    support::hold_deploy_lock(&mut other).await;
+    support::release_deploy_lock(&mut other).await;
+}
+
+/// Writes a source set into `root` in the layout `--source-dir` reads.
+fn write_sources(root: &Path, sources: &Sources) {
+    let mut files: Vec<(String, String)> = Vec::new();
+    for m in sources.migrations() {
+        files.push((format!("migrations/{}", m.file()), m.migration().sql().unwrap().into()));
+    }
+    for p in sources.procedures() {
+        files.push((format!("procedures/{}", p.file()), p.text().into()));
+    }
+    for p in sources.permissions() {
+        files.push((format!("permissions/{}", p.file()), p.text().into()));
+    }
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_permission_script_failing_in_the_combined_request_is_named_and_the_deploy_exits_2() {
+    let test = "a_permission_script_failing_in_the_combined_request_is_named_and_the_deploy_exits_2";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    write_sources(
+        dir.path(),
+        &failing_second_batch("THROW 50999, N'the second batch fails', 1;"),
+    );
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_fencepost"))
+        .args(["migrate", "--source-dir", dir.path().to_str().unwrap()])
+        .env("FENCEPOST_CONNECTION", db.ado())
+        .output()
+        .await
+        .expect("run fencepost");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("permissions/025_fails.sql, batch 2 (line 4): error 50999: the second batch fails"),
+        "{stderr}"
+    );
+    // The scripts before it ran in full, the one after it not at all.
+    assert!(
+        stderr.contains("committed and kept: permissions/010_roles.sql, permissions/020_fence_service.sql;")
+            || stderr.contains("committed and kept: permissions/010_roles.sql, permissions/020_fence_service.sql:"),
+        "{stderr}"
+    );
+    assert!(
+        !exists(&db, "dbo.AfterTheFailure").await,
+        "a script after the failure ran"
+    );
+    assert_lock_released(&db).await;
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_permission_batch_that_ends_the_whole_request_is_still_named_and_the_lock_released() {
+    let test = "a_permission_batch_that_ends_the_whole_request_is_still_named_and_the_lock_released";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    // Babelfish ends the whole request on this error, past any CATCH;
+    // SQL Server lets the CATCH have it. Either way the batch is named.
+    let sources = failing_second_batch("GRANT EXECUTE ON fence_api.NoSuchProcedure TO fence_service;");
+    let error = db.migrate(&sources).await.expect_err("the deploy must fail");
+    let DeployError::Incomplete { committed, cause } = &error else {
+        panic!("expected the shipped scripts before it to count as applied, got {error:?}");
+    };
+    assert_eq!(
+        committed.permissions_applied,
+        ["010_roles.sql", "020_fence_service.sql"],
+        "{committed:?}"
+    );
+    assert!(
+        matches!(cause.as_ref(), DeployError::BatchFailed { file, batch: 2, .. } if file == "permissions/025_fails.sql"),
+        "{cause:?}"
+    );
+    assert!(
+        !exists(&db, "dbo.AfterTheFailure").await,
+        "a script after the failure ran"
+    );
+    assert_lock_released(&db).await;
+    db.migrate(&shipped()).await.expect("the next deploy runs");
+    db.drop().await;
+}
