@@ -206,7 +206,10 @@ async fn a_principal_named_by_its_login_is_found_by_sid_and_an_unknown_name_is_a
         .expect("run fencepost");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("--principal nobody_by_that_name:"), "{stderr}");
+    assert!(
+        stderr.contains("service principal nobody_by_that_name (from --principal"),
+        "{stderr}"
+    );
     db.drop().await;
 }
 
