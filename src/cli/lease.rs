@@ -68,14 +68,7 @@ impl Lease {
 }
 
 async fn inspect(args: LeaseKeyArgs) -> Result<u8> {
-    let (_, mut conn) = connect(&args.connect).await?;
-    let rows = call(
-        &mut conn,
-        "EXEC fence_api.Inspect @ResourceKey = @P1",
-        &[&args.key.as_str()],
-    )
-    .await?;
-    let row = rows.first().context("fence_api.Inspect answered no row")?;
+    let row = &key_call(&args, "fence_api.Inspect").await?;
     let found = outcome(row) == "Found";
     let server_utc = utc(row, "ServerUtc");
     let lease = found.then(|| Lease::from_row(row, Some(&args.key)));
@@ -130,14 +123,7 @@ async fn list(args: LeaseListArgs) -> Result<u8> {
 }
 
 async fn force_release(args: LeaseKeyArgs) -> Result<u8> {
-    let (_, mut conn) = connect(&args.connect).await?;
-    let rows = call(
-        &mut conn,
-        "EXEC fence_admin.ForceRelease @ResourceKey = @P1",
-        &[&args.key.as_str()],
-    )
-    .await?;
-    let row = rows.first().context("fence_admin.ForceRelease answered no row")?;
+    let row = &key_call(&args, "fence_admin.ForceRelease").await?;
     let fenced = outcome(row) == "Fenced";
     let generation: Option<i64> = get(row, "Generation");
     match args.format {
@@ -158,6 +144,16 @@ async fn force_release(args: LeaseKeyArgs) -> Result<u8> {
         Format::Text => println!("{}: no fence row, nothing to release", args.key),
     }
     Ok(if fenced { EXIT_OK } else { EXIT_ATTENTION })
+}
+
+/// Calls `procedure` with the command's key and returns its one row.
+async fn key_call(args: &LeaseKeyArgs, procedure: &str) -> Result<Row> {
+    let (_, mut conn) = connect(&args.connect).await?;
+    let sql = format!("EXEC {procedure} @ResourceKey = @P1");
+    let rows = call(&mut conn, &sql, &[&args.key.as_str()]).await?;
+    rows.into_iter()
+        .next()
+        .with_context(|| format!("{procedure} answered no row"))
 }
 
 /// Runs one procedure call and returns its rows; a server error names the
