@@ -32,16 +32,34 @@ BEGIN
     IF UNICODE(RIGHT(@ResourceKey, 1)) = 32
         THROW 50101, N'@ResourceKey must not end with a space: keys are exact identifiers.', 1;
 
-    DECLARE @Generation bigint, @Fenced int;
+    DECLARE @Now datetime2(7), @Generation bigint, @Fenced int;
 
     BEGIN TRANSACTION;
 
+    UPDATE fence.Resource SET Generation = Generation WHERE ResourceKey = @ResourceKey;
+    SET @Fenced = @@ROWCOUNT;
+    SET @Now = SYSUTCDATETIME();
+
+    -- A holder's tenure ends here: ForceReleased while it was live, Expired
+    -- (at the moment it ran out) when nobody had taken over a lapsed lease.
+    INSERT INTO fence.Tenure (ResourceKey, Generation, OwnerHash, AcquiredAtUtc, EndedAtUtc, Ending, Published)
+    SELECT ResourceKey, Generation,
+           HASHBYTES('SHA2_256', CAST(UPPER(CAST(Owner AS char(36))) AS varchar(36))),
+           AcquiredAtUtc,
+           CASE WHEN LeaseUntilUtc > @Now THEN @Now ELSE LeaseUntilUtc END,
+           CASE WHEN LeaseUntilUtc > @Now THEN N'ForceReleased' ELSE N'Expired' END,
+           CASE WHEN PublishedGeneration = Generation THEN 1 ELSE 0 END
+      FROM fence.Resource
+     WHERE ResourceKey = @ResourceKey
+       AND Owner IS NOT NULL;
+
+    -- The new generation is one nobody holds.
     UPDATE fence.Resource
        SET Generation    = Generation + 1,
            Owner         = NULL,
-           LeaseUntilUtc = NULL
+           LeaseUntilUtc = NULL,
+           AcquiredAtUtc = NULL
      WHERE ResourceKey = @ResourceKey;
-    SET @Fenced = @@ROWCOUNT;
 
     SELECT @Generation = Generation FROM fence.Resource WHERE ResourceKey = @ResourceKey;
 

@@ -1,6 +1,7 @@
 -- Takes the lease when it is free or expired, raising the generation: every
 -- acquisition fences out all earlier holders. A retry by the owner that still
--- holds the unexpired lease keeps its generation and extends the lease.
+-- holds the unexpired lease keeps its generation and extends the lease. Taking
+-- over a lease that ran out records its tenure in fence.Tenure.
 CREATE PROCEDURE fence_api.Acquire
     @ResourceKey  nvarchar(4000), -- wider than a key may be, so an over-long key is refused, not truncated
     @Owner        uniqueidentifier,
@@ -39,8 +40,9 @@ BEGIN
     IF @LeaseSeconds IS NULL OR @LeaseSeconds NOT BETWEEN 1 AND 86400
         THROW 50103, N'@LeaseSeconds must be between 1 and 86400.', 1;
 
-    DECLARE @Now datetime2(7), @Until datetime2(7);
-    DECLARE @Generation bigint, @HolderUntil datetime2(7), @Found int, @Taken int;
+    DECLARE @Now datetime2(7), @Until datetime2(7), @Found int, @Taken int = 0;
+    DECLARE @Generation bigint, @Holder uniqueidentifier, @HolderUntil datetime2(7),
+            @HolderAcquiredAt datetime2(7), @PublishedGeneration bigint;
 
     BEGIN TRANSACTION;
 
@@ -51,21 +53,38 @@ BEGIN
     SET @Now = SYSUTCDATETIME();
     SET @Until = DATEADD(SECOND, @LeaseSeconds, @Now);
 
-    UPDATE fence.Resource
-       SET Generation    = CASE WHEN Owner = @Owner AND LeaseUntilUtc > @Now
-                                THEN Generation
-                                ELSE Generation + 1 END,
-           Owner         = @Owner,
-           LeaseUntilUtc = @Until
-     WHERE ResourceKey = @ResourceKey
-       AND (Owner IS NULL OR LeaseUntilUtc <= @Now OR Owner = @Owner);
-    SET @Taken = @@ROWCOUNT;
-
-    -- Read back under the lock: exact on every engine, unlike OUTPUT under
+    -- Read under the lock: exact on every engine, unlike OUTPUT under
     -- concurrent updates.
-    SELECT @Generation = Generation, @HolderUntil = LeaseUntilUtc
+    SELECT @Generation = Generation, @Holder = Owner, @HolderUntil = LeaseUntilUtc,
+           @HolderAcquiredAt = AcquiredAtUtc, @PublishedGeneration = PublishedGeneration
       FROM fence.Resource
      WHERE ResourceKey = @ResourceKey;
+
+    IF @Found = 1 AND @Holder = @Owner AND @HolderUntil > @Now
+    BEGIN
+        -- The holder's retry: same generation, a longer lease.
+        UPDATE fence.Resource SET LeaseUntilUtc = @Until WHERE ResourceKey = @ResourceKey;
+        SET @Taken = 1;
+    END;
+    ELSE IF @Found = 1 AND (@Holder IS NULL OR @HolderUntil <= @Now)
+    BEGIN
+        -- A lease that ran out ends its tenure here, when the next one begins.
+        IF @Holder IS NOT NULL
+            INSERT INTO fence.Tenure (ResourceKey, Generation, OwnerHash, AcquiredAtUtc, EndedAtUtc, Ending, Published)
+            VALUES (@ResourceKey, @Generation,
+                    HASHBYTES('SHA2_256', CAST(UPPER(CAST(@Holder AS char(36))) AS varchar(36))),
+                    @HolderAcquiredAt, @HolderUntil, N'Expired',
+                    CASE WHEN @PublishedGeneration = @Generation THEN 1 ELSE 0 END);
+
+        SET @Generation += 1;
+        UPDATE fence.Resource
+           SET Generation    = @Generation,
+               Owner         = @Owner,
+               LeaseUntilUtc = @Until,
+               AcquiredAtUtc = @Now
+         WHERE ResourceKey = @ResourceKey;
+        SET @Taken = 1;
+    END;
 
     COMMIT TRANSACTION;
 

@@ -106,6 +106,14 @@ BEGIN
                     THROW 50107, N'@OperationId was already used by a publish to another resource or generation.', 1;
                 THROW;
             END CATCH;
+            -- Publishing with @Release = 1 ends the tenure, published.
+            IF @Release = 1
+                INSERT INTO fence.Tenure (ResourceKey, Generation, OwnerHash, AcquiredAtUtc, EndedAtUtc, Ending, Published)
+                SELECT ResourceKey, Generation,
+                       HASHBYTES('SHA2_256', CAST(UPPER(CAST(@Owner AS char(36))) AS varchar(36))),
+                       AcquiredAtUtc, @Now, N'Released', 1
+                  FROM fence.Resource
+                 WHERE ResourceKey = @ResourceKey;
             SET @Outcome = N'Published';
         END;
         ELSE

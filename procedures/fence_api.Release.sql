@@ -1,5 +1,6 @@
 -- Gives the lease up early. Only the exact owner and generation can release,
--- so a superseded holder can never clear its successor's lease.
+-- so a superseded holder can never clear its successor's lease. The ended
+-- tenure is recorded in fence.Tenure in the same transaction.
 CREATE PROCEDURE fence_api.Release
     @ResourceKey nvarchar(4000), -- wider than a key may be, so an over-long key is refused, not truncated
     @Owner       uniqueidentifier,
@@ -38,15 +39,39 @@ BEGIN
     IF @Generation IS NULL OR @Generation < 1
         THROW 50104, N'@Generation must be a generation returned by Acquire (1 or more).', 1;
 
-    -- The generation stays: releasing never lowers it, and the next acquisition raises it.
-    UPDATE fence.Resource
-       SET Owner = NULL,
-           LeaseUntilUtc = NULL
+    DECLARE @Now datetime2(7), @Released int;
+
+    BEGIN TRANSACTION;
+
+    -- Lock the row, then read the clock, then decide.
+    UPDATE fence.Resource SET Generation = Generation WHERE ResourceKey = @ResourceKey;
+    SET @Now = SYSUTCDATETIME();
+
+    -- The tenure ends here. Releasing a lease that already ran out (nobody took
+    -- over) records it as Expired, at the moment it ran out.
+    INSERT INTO fence.Tenure (ResourceKey, Generation, OwnerHash, AcquiredAtUtc, EndedAtUtc, Ending, Published)
+    SELECT ResourceKey, Generation,
+           HASHBYTES('SHA2_256', CAST(UPPER(CAST(@Owner AS char(36))) AS varchar(36))),
+           AcquiredAtUtc,
+           CASE WHEN LeaseUntilUtc > @Now THEN @Now ELSE LeaseUntilUtc END,
+           CASE WHEN LeaseUntilUtc > @Now THEN N'Released' ELSE N'Expired' END,
+           CASE WHEN PublishedGeneration = Generation THEN 1 ELSE 0 END
+      FROM fence.Resource
      WHERE ResourceKey = @ResourceKey
        AND Owner = @Owner
        AND Generation = @Generation;
+    SET @Released = @@ROWCOUNT;
 
-    IF @@ROWCOUNT = 1
+    -- The generation stays: releasing never lowers it, and the next acquisition raises it.
+    IF @Released = 1
+        UPDATE fence.Resource
+           SET Owner = NULL,
+               LeaseUntilUtc = NULL
+         WHERE ResourceKey = @ResourceKey;
+
+    COMMIT TRANSACTION;
+
+    IF @Released = 1
         SELECT CAST(N'Released' AS nvarchar(32)) AS Outcome;
     ELSE
         SELECT CAST(N'NotHolder' AS nvarchar(32)) AS Outcome;

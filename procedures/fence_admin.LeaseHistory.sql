@@ -1,0 +1,70 @@
+-- A resource's tenures, newest first, at most @MaxRows: the open one from
+-- fence.Resource (Ending NULL, with its LeaseUntilUtc), then the ended ones
+-- from fence.Tenure. The owner appears only as OwnerHash, SHA-256 of the
+-- owner's upper-case text, so nobody can read an owner id here and present it.
+CREATE PROCEDURE fence_admin.LeaseHistory
+    @ResourceKey nvarchar(4000), -- wider than a key may be, so an over-long key is refused, not truncated
+    @MaxRows     int = 100
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET XACT_ABORT ON;
+    -- Decide under READ COMMITTED whatever isolation level the caller chose (a
+    -- SET inside a procedure reverts when it returns). Babelfish refuses this SET
+    -- in any call whose level differs, and its READ UNCOMMITTED reads only
+    -- committed rows anyway.
+    IF SERVERPROPERTY(N'Babelfish') IS NULL
+        SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+
+    -- Keys are exact identifiers: 1 to 256 UTF-16 code units (what nvarchar(256)
+    -- stores; DATALENGTH counts two bytes each), compared binary, and never
+    -- ending in a space, which comparisons ignore. Babelfish stores UTF-8, so
+    -- there a character outside the BMP is counted twice by hand.
+    DECLARE @KeyUnits int = DATALENGTH(@ResourceKey) / 2, @KeyAt int = 0;
+    IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
+        SET @KeyUnits = LEN(@ResourceKey + N'.') - 1;
+    WHILE SERVERPROPERTY(N'Babelfish') IS NOT NULL AND @KeyUnits BETWEEN 129 AND 256
+          AND @KeyAt < LEN(@ResourceKey + N'.') - 1
+    BEGIN
+        SET @KeyAt += 1;
+        IF UNICODE(SUBSTRING(@ResourceKey, @KeyAt, 1)) > 65535
+            SET @KeyUnits += 1;
+    END;
+    IF @ResourceKey IS NULL OR @KeyUnits NOT BETWEEN 1 AND 256
+        THROW 50101, N'@ResourceKey must be 1 to 256 UTF-16 code units long.', 1;
+    IF UNICODE(RIGHT(@ResourceKey, 1)) = 32
+        THROW 50101, N'@ResourceKey must not end with a space: keys are exact identifiers.', 1;
+    IF @MaxRows IS NULL OR @MaxRows NOT BETWEEN 1 AND 100000
+        THROW 50122, N'@MaxRows must be 1 to 100000.', 1;
+
+    DECLARE @Now datetime2(7) = SYSUTCDATETIME();
+
+    IF NOT EXISTS (SELECT 1 FROM fence.Resource WHERE ResourceKey = @ResourceKey)
+    BEGIN
+        SELECT CAST(N'NotProvisioned' AS nvarchar(32)) AS Outcome, CAST(NULL AS bigint) AS Generation,
+               CAST(NULL AS binary(32)) AS OwnerHash, CAST(NULL AS datetime2(7)) AS AcquiredAtUtc,
+               CAST(NULL AS datetime2(7)) AS EndedAtUtc, CAST(NULL AS nvarchar(32)) AS Ending,
+               CAST(NULL AS bit) AS Published, CAST(NULL AS datetime2(7)) AS LeaseUntilUtc, @Now AS ServerUtc;
+        RETURN;
+    END;
+
+    SELECT TOP (@MaxRows)
+           CAST(N'Found' AS nvarchar(32)) AS Outcome, t.Generation, t.OwnerHash, t.AcquiredAtUtc,
+           t.EndedAtUtc, t.Ending, t.Published, t.LeaseUntilUtc, @Now AS ServerUtc
+      FROM (SELECT r.Generation,
+                   HASHBYTES('SHA2_256', CAST(UPPER(CAST(r.Owner AS char(36))) AS varchar(36))) AS OwnerHash,
+                   r.AcquiredAtUtc,
+                   CAST(NULL AS datetime2(7)) AS EndedAtUtc,
+                   CAST(NULL AS nvarchar(32)) AS Ending,
+                   CAST(CASE WHEN r.PublishedGeneration = r.Generation THEN 1 ELSE 0 END AS bit) AS Published,
+                   r.LeaseUntilUtc
+              FROM fence.Resource AS r
+             WHERE r.ResourceKey = @ResourceKey
+               AND r.Owner IS NOT NULL
+            UNION ALL
+            SELECT e.Generation, e.OwnerHash, e.AcquiredAtUtc, e.EndedAtUtc, e.Ending, e.Published,
+                   CAST(NULL AS datetime2(7))
+              FROM fence.Tenure AS e
+             WHERE e.ResourceKey = @ResourceKey) AS t
+     ORDER BY t.Generation DESC;
+END;

@@ -1,0 +1,98 @@
+-- After a restore from backup or a failover that lost recent writes, the
+-- database may have forgotten generations it already handed out. Recover
+-- raises every resource's generation to the start of a new epoch: a multiple
+-- of 2^40 above both the highest generation the database holds and @Floor (the
+-- highest generation the operator knows was issued anywhere, e.g. stored by a
+-- downstream system). The next acquisition of every resource therefore gets a
+-- generation above any issued before. Every open lease is voided, so its
+-- holder's publish answers Superseded and its renew Lost.
+--
+-- Idempotent per @RecoveryId: repeating a recovery answers AlreadyRecovered
+-- and changes nothing. @DatabaseIdentity, when given, is recorded as the
+-- database identity this recovery answers, which `check` and `status` compare.
+CREATE PROCEDURE fence_admin.Recover
+    @RecoveryId       uniqueidentifier,
+    @Floor            bigint = NULL,
+    @DatabaseIdentity uniqueidentifier = NULL
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET XACT_ABORT ON;
+    -- Decide under READ COMMITTED whatever isolation level the caller chose (a
+    -- SET inside a procedure reverts when it returns). Babelfish refuses this SET
+    -- in any call whose level differs, and its READ UNCOMMITTED reads only
+    -- committed rows anyway.
+    IF SERVERPROPERTY(N'Babelfish') IS NULL
+        SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+
+    IF @RecoveryId IS NULL OR @RecoveryId = '00000000-0000-0000-0000-000000000000'
+        THROW 50124, N'@RecoveryId must be a non-nil uniqueidentifier, reused only to repeat the same recovery.', 1;
+    -- Below 2^62, so that the epoch above it still fits a bigint.
+    IF @Floor < 0 OR @Floor > 4611686018427387903
+        THROW 50125, N'@Floor must be NULL or 0 to 4611686018427387903 (the highest generation known to be issued).', 1;
+    IF @DatabaseIdentity = '00000000-0000-0000-0000-000000000000'
+        THROW 50126, N'@DatabaseIdentity must be NULL or the database''s recovery fork guid.', 1;
+
+    -- Generations per epoch: a resource can be acquired 2^40 times within one
+    -- epoch, and 2^22 recoveries fit below 2^62.
+    DECLARE @EpochSize bigint = 1099511627776;
+    DECLARE @Now datetime2(7), @Highest bigint, @NewFloor bigint, @Voided int;
+
+    BEGIN TRANSACTION;
+
+    -- Every row locked first, so no acquisition slips in between reading the
+    -- highest generation and raising it.
+    UPDATE fence.Resource SET Generation = Generation;
+    SET @Now = SYSUTCDATETIME();
+
+    IF EXISTS (SELECT 1 FROM fence.Recovery WHERE RecoveryId = @RecoveryId)
+    BEGIN
+        COMMIT TRANSACTION;
+        SELECT CAST(N'AlreadyRecovered' AS nvarchar(32)) AS Outcome, GenerationFloor, LeasesVoided, RecoveredAtUtc
+          FROM fence.Recovery
+         WHERE RecoveryId = @RecoveryId;
+        RETURN;
+    END;
+
+    SELECT @Highest = MAX(Generation) FROM fence.Resource;
+    IF @Highest IS NULL OR @Highest < @Floor
+        SET @Highest = ISNULL(@Floor, 0);
+    SET @NewFloor = (@Highest / @EpochSize + 1) * @EpochSize;
+
+    SELECT @Voided = COUNT(*) FROM fence.Resource WHERE Owner IS NOT NULL AND LeaseUntilUtc > @Now;
+
+    -- Every open tenure ends: Superseded while live, Expired when it had run out.
+    INSERT INTO fence.Tenure (ResourceKey, Generation, OwnerHash, AcquiredAtUtc, EndedAtUtc, Ending, Published)
+    SELECT ResourceKey, Generation,
+           HASHBYTES('SHA2_256', CAST(UPPER(CAST(Owner AS char(36))) AS varchar(36))),
+           AcquiredAtUtc,
+           CASE WHEN LeaseUntilUtc > @Now THEN @Now ELSE LeaseUntilUtc END,
+           CASE WHEN LeaseUntilUtc > @Now THEN N'Superseded' ELSE N'Expired' END,
+           CASE WHEN PublishedGeneration = Generation THEN 1 ELSE 0 END
+      FROM fence.Resource
+     WHERE Owner IS NOT NULL;
+
+    UPDATE fence.Resource
+       SET Generation    = @NewFloor,
+           Owner         = NULL,
+           LeaseUntilUtc = NULL,
+           AcquiredAtUtc = NULL;
+
+    INSERT INTO fence.Recovery (RecoveryId, RecoveredAtUtc, GenerationFloor, LeasesVoided, DatabaseIdentity)
+    VALUES (@RecoveryId, @Now, @NewFloor, @Voided, @DatabaseIdentity);
+
+    IF @DatabaseIdentity IS NOT NULL
+    BEGIN
+        UPDATE fence.DatabaseIdentity
+           SET RecoveryForkGuid = @DatabaseIdentity, RecordedAtUtc = @Now, RecordedBy = N'recover'
+         WHERE Singleton = 1;
+        IF @@ROWCOUNT = 0
+            INSERT INTO fence.DatabaseIdentity (Singleton, RecoveryForkGuid, RecordedAtUtc, RecordedBy)
+            VALUES (1, @DatabaseIdentity, @Now, N'recover');
+    END;
+
+    COMMIT TRANSACTION;
+
+    SELECT CAST(N'Recovered' AS nvarchar(32)) AS Outcome, @NewFloor AS GenerationFloor, @Voided AS LeasesVoided,
+           @Now AS RecoveredAtUtc;
+END;
