@@ -44,9 +44,18 @@ impl Default for Policy {
         };
         Self {
             fence_schema: "fence".into(),
-            fence_tables: ["Resource", "PublishedOperation", "DeployedProcedure", "SchemaHistory"]
-                .map(String::from)
-                .to_vec(),
+            fence_tables: [
+                "Resource",
+                "PublishedOperation",
+                "Tenure",
+                "Recovery",
+                "DatabaseIdentity",
+                "Deployment",
+                "DeployedProcedure",
+                "SchemaHistory",
+            ]
+            .map(String::from)
+            .to_vec(),
             code_schemas: vec!["fence_api".into(), "fence_admin".into()],
             procedures: vec![
                 api("fence_api.Provision", &[SERVICE]),
@@ -61,6 +70,9 @@ impl Default for Policy {
                 api("fence_api.ContractVersion", &[SERVICE, READER]),
                 api("fence_admin.ForceRelease", &[OPERATOR]),
                 api("fence_admin.ListLeases", &[OPERATOR]),
+                api("fence_admin.LeaseHistory", &[OPERATOR, READER]),
+                api("fence_admin.PruneTenure", &[OPERATOR]),
+                api("fence_admin.Recover", &[OPERATOR]),
             ],
             service_roles: vec![SERVICE.into(), READER.into(), OPERATOR.into()],
             principals: Vec::new(),

@@ -181,7 +181,9 @@ pub fn clean() -> Catalog {
         c.permissions
             .push(grant("fence_reader", "EXECUTE", object("fence_api", p)));
     }
-    for p in ["ForceRelease", "ListLeases"] {
+    c.permissions
+        .push(grant("fence_reader", "EXECUTE", object("fence_admin", "LeaseHistory")));
+    for p in ["ForceRelease", "ListLeases", "LeaseHistory", "PruneTenure", "Recover"] {
         c.permissions
             .push(grant("fence_operator", "EXECUTE", object("fence_admin", p)));
     }
@@ -215,7 +217,16 @@ pub fn clean() -> Catalog {
             owner: if *s == "guest" { "guest" } else { "dbo" }.into(),
         })
         .collect();
-    for t in ["Resource", "PublishedOperation", "DeployedProcedure", "SchemaHistory"] {
+    for t in [
+        "Resource",
+        "PublishedOperation",
+        "Tenure",
+        "Recovery",
+        "DatabaseIdentity",
+        "Deployment",
+        "DeployedProcedure",
+        "SchemaHistory",
+    ] {
         c.objects.push(Object {
             kind: ObjectKind::Table,
             definition: None,
