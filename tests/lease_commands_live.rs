@@ -5,35 +5,12 @@
 mod lease_support;
 mod support;
 
-use std::process::Output;
 use std::time::Duration;
 
 use fencepost::client::{Acquire, Publish, Renew};
-use lease_support::{acquired, provisioned, worker};
+use lease_support::{acquired, json, lease_cli as lease, provisioned, worker};
 use support::TestDatabase;
-use tokio::process::Command;
 use uuid::Uuid;
-
-async fn lease(args: &[&str], ado: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .arg("lease")
-        .args(args)
-        .env("FENCEPOST_CONNECTION", ado)
-        .env_remove("FENCEPOST_ENVIRONMENT")
-        .output()
-        .await
-        .expect("run fencepost")
-}
-
-fn json(output: &Output) -> serde_json::Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })
-}
 
 #[tokio::test]
 async fn inspect_and_list_show_leases_without_owners() {

@@ -90,8 +90,8 @@ pub enum Command {
     ///
     /// Runs through the fence procedures with the operator's login, never
     /// against the tables: `inspect` needs fence_reader (or fence_service),
-    /// `list` and `force-release` need fence_operator. No command ever shows
-    /// an owner id.
+    /// `history` fence_reader or fence_operator, `list`, `force-release`,
+    /// `prune` and `recover` fence_operator. No command ever shows an owner id.
     #[command(subcommand)]
     Lease(LeaseCommand),
     /// Print a shell completion script, e.g. `fencepost completions bash >
@@ -115,6 +115,84 @@ pub enum LeaseCommand {
     /// transaction is refused and the next acquirer gets the lease at once.
     /// Exits 1 when the key has no fence row.
     ForceRelease(LeaseKeyArgs),
+    /// Show one resource's tenures, newest first: each generation somebody
+    /// held, when it was acquired and ended, how it ended (Released, Expired,
+    /// ForceReleased, Superseded) and whether it published. Owners appear only
+    /// as SHA-256 of their upper-case text. Needs fence_reader or
+    /// fence_operator. Exits 1 when the key has no fence row.
+    History(LeaseHistoryArgs),
+    /// Delete the tenure history that ended more than D days ago (server
+    /// clock), keeping it bounded. Needs fence_operator.
+    Prune(LeasePruneArgs),
+    /// After a restore from backup or a failover that lost writes: raise every
+    /// resource's generation to a new epoch (a multiple of 2^40) above every
+    /// generation the database holds and above --floor, and void every open
+    /// lease (its holder's publish answers Superseded). Run it before services
+    /// resume. Repeating it with the same --id changes nothing. Needs
+    /// fence_operator.
+    Recover(LeaseRecoverArgs),
+}
+
+/// `fencepost lease history`.
+#[derive(Debug, Args)]
+pub struct LeaseHistoryArgs {
+    /// The resource key, exactly (keys compare binary).
+    pub key: String,
+    /// At most this many tenures, newest first.
+    #[arg(long, default_value_t = 100, value_name = "N", value_parser = clap::value_parser!(i32).range(1..=100_000))]
+    pub limit: i32,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `fencepost lease prune`.
+#[derive(Debug, Args)]
+pub struct LeasePruneArgs {
+    /// Delete tenures that ended more than this many days ago: `30` or `30d`.
+    #[arg(long, value_name = "D", value_parser = parse_days)]
+    pub older_than: i32,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `fencepost lease recover`.
+#[derive(Debug, Args)]
+pub struct LeaseRecoverArgs {
+    /// The highest generation known to have been issued anywhere (e.g. the
+    /// highest one a downstream system stored): the new generations start
+    /// above it too. Give it when the restore may have lost an earlier
+    /// recovery.
+    #[arg(long, value_name = "GENERATION", value_parser = clap::value_parser!(i64).range(0..=4_611_686_018_427_387_903))]
+    pub floor: Option<i64>,
+    /// This recovery's id; repeating a recovery with the same id changes
+    /// nothing. Defaults to the database's recovery fork where the engine
+    /// shows one (so one restore is recovered once), otherwise a fresh id,
+    /// printed so a retry can pass it.
+    #[arg(long, value_name = "UUID")]
+    pub id: Option<uuid::Uuid>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// Days for `--older-than`: a whole number from 1 to 36500, with or without
+/// a trailing `d`.
+fn parse_days(text: &str) -> Result<i32, String> {
+    let digits = text.strip_suffix('d').unwrap_or(text);
+    match digits.parse::<i32>() {
+        Ok(days) if (1..=36_500).contains(&days) => Ok(days),
+        _ => Err(format!(
+            "`{text}` is not a number of days from 1 to 36500 (write e.g. `90` or `90d`)"
+        )),
+    }
 }
 
 /// A lease command on one key.

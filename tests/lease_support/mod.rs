@@ -2,6 +2,7 @@
 //! worker, and the waits that let the server clock move a lease past its end.
 #![allow(dead_code)]
 
+use std::process::Output;
 use std::time::Duration;
 
 use fencepost::client::{Acquire, Inspection, Lease, Provision, Publish, Release, Renew};
@@ -77,4 +78,27 @@ pub async fn wait_until_expired(client: &Client, key: &str) {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// Runs `fencepost lease ARGS` against the database of `ado`.
+pub async fn lease_cli(args: &[&str], ado: &str) -> Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_fencepost"))
+        .arg("lease")
+        .args(args)
+        .env("FENCEPOST_CONNECTION", ado)
+        .env_remove("FENCEPOST_ENVIRONMENT")
+        .output()
+        .await
+        .expect("run fencepost")
+}
+
+/// The JSON document a command printed, or a panic showing what it printed.
+pub fn json(output: &Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
 }

@@ -1,34 +1,14 @@
-//! `fencepost lease`: an operator's look at leases, and the lever for a stuck
-//! one, through the fence procedures only.
+//! `lease inspect`, `lease list` and `lease force-release`: a resource's lease
+//! now, and the lever that ends a stuck one.
 
-use anyhow::{Context, Result};
-use fencepost::Connection;
+use anyhow::Result;
 use serde::Serialize;
 use serde_json::json;
-use tiberius::{Row, ToSql};
-use time::format_description::well_known::Rfc3339;
-use time::{OffsetDateTime, PrimitiveDateTime};
+use tiberius::Row;
 
-use super::opt::{Format, LeaseCommand, LeaseKeyArgs, LeaseListArgs};
-use super::{EXIT_ATTENTION, EXIT_OK, connect};
-
-impl LeaseCommand {
-    /// The output format asked for.
-    pub fn format(&self) -> Format {
-        match self {
-            LeaseCommand::Inspect(args) | LeaseCommand::ForceRelease(args) => args.format,
-            LeaseCommand::List(args) => args.format,
-        }
-    }
-}
-
-pub async fn run(command: LeaseCommand) -> Result<u8> {
-    match command {
-        LeaseCommand::Inspect(args) => inspect(args).await,
-        LeaseCommand::List(args) => list(args).await,
-        LeaseCommand::ForceRelease(args) => force_release(args).await,
-    }
-}
+use super::{call, get, key_call, outcome, utc};
+use crate::cli::opt::{Format, LeaseKeyArgs, LeaseListArgs};
+use crate::cli::{EXIT_ATTENTION, EXIT_OK, connect};
 
 /// One resource's lease, as Inspect and ListLeases show it: never an owner.
 #[derive(Debug, Serialize)]
@@ -67,7 +47,7 @@ impl Lease {
     }
 }
 
-async fn inspect(args: LeaseKeyArgs) -> Result<u8> {
+pub(super) async fn inspect(args: LeaseKeyArgs) -> Result<u8> {
     let row = &key_call(&args, "fence_api.Inspect").await?;
     let found = outcome(row) == "Found";
     let server_utc = utc(row, "ServerUtc");
@@ -90,7 +70,7 @@ async fn inspect(args: LeaseKeyArgs) -> Result<u8> {
     Ok(if found { EXIT_OK } else { EXIT_ATTENTION })
 }
 
-async fn list(args: LeaseListArgs) -> Result<u8> {
+pub(super) async fn list(args: LeaseListArgs) -> Result<u8> {
     let (_, mut conn) = connect(&args.connect).await?;
     let rows = call(
         &mut conn,
@@ -122,7 +102,7 @@ async fn list(args: LeaseListArgs) -> Result<u8> {
     Ok(EXIT_OK)
 }
 
-async fn force_release(args: LeaseKeyArgs) -> Result<u8> {
+pub(super) async fn force_release(args: LeaseKeyArgs) -> Result<u8> {
     let row = &key_call(&args, "fence_admin.ForceRelease").await?;
     let fenced = outcome(row) == "Fenced";
     let generation: Option<i64> = get(row, "Generation");
@@ -144,49 +124,4 @@ async fn force_release(args: LeaseKeyArgs) -> Result<u8> {
         Format::Text => println!("{}: no fence row, nothing to release", args.key),
     }
     Ok(if fenced { EXIT_OK } else { EXIT_ATTENTION })
-}
-
-/// Calls `procedure` with the command's key and returns its one row.
-async fn key_call(args: &LeaseKeyArgs, procedure: &str) -> Result<Row> {
-    let (_, mut conn) = connect(&args.connect).await?;
-    let sql = format!("EXEC {procedure} @ResourceKey = @P1");
-    let rows = call(&mut conn, &sql, &[&args.key.as_str()]).await?;
-    rows.into_iter()
-        .next()
-        .with_context(|| format!("{procedure} answered no row"))
-}
-
-/// Runs one procedure call and returns its rows; a server error names the
-/// procedure and keeps the server's message (a refused parameter, a missing
-/// permission).
-async fn call(conn: &mut Connection, sql: &str, params: &[&dyn ToSql]) -> Result<Vec<Row>> {
-    let procedure = sql.split_whitespace().nth(1).unwrap_or(sql);
-    let rows = conn
-        .query(sql, params)
-        .await
-        .with_context(|| format!("calling {procedure}"))?
-        .into_first_result()
-        .await
-        .with_context(|| format!("calling {procedure}"))?;
-    Ok(rows)
-}
-
-fn outcome(row: &Row) -> &str {
-    get::<&str>(row, "Outcome").unwrap_or_default()
-}
-
-/// A column found without regard to case (some engines fold names), or
-/// `None` when it is missing, NULL or of another type.
-fn get<'a, T: tiberius::FromSql<'a>>(row: &'a Row, column: &str) -> Option<T> {
-    let index = row
-        .columns()
-        .iter()
-        .position(|c| c.name().eq_ignore_ascii_case(column))?;
-    row.try_get::<T, _>(index).ok().flatten()
-}
-
-/// A `datetime2` column (UTC by contract) as RFC 3339.
-fn utc(row: &Row, column: &str) -> Option<String> {
-    let value: OffsetDateTime = get::<PrimitiveDateTime>(row, column)?.assume_utc();
-    value.format(&Rfc3339).ok()
 }
