@@ -4,11 +4,13 @@
 -- the minor rises with every compatible addition (a column, an outcome, an
 -- optional parameter, a procedure), the major with any change of meaning.
 -- v1.2: this procedure, and Acquire's ServerUtc column.
+-- v1.3: the tenure history (fence_admin.LeaseHistory, PruneTenure) and
+-- fence_admin.Recover.
 CREATE PROCEDURE fence_api.ContractVersion
 AS
 BEGIN
     SET NOCOUNT ON;
     SET XACT_ABORT ON;
 
-    SELECT CAST(N'Version' AS nvarchar(32)) AS Outcome, CAST(1 AS int) AS Major, CAST(2 AS int) AS Minor;
+    SELECT CAST(N'Version' AS nvarchar(32)) AS Outcome, CAST(1 AS int) AS Major, CAST(3 AS int) AS Minor;
 END;

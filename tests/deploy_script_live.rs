@@ -6,7 +6,7 @@
 mod deploy_support;
 mod support;
 
-use deploy_support::{definition, exists, history, run_carrying_on, shipped};
+use deploy_support::{definition, exists, history, run_carrying_on, shipped, shipped_versions_and};
 use fencepost::deploy::{Sources, render_script};
 use support::TestDatabase;
 
@@ -100,7 +100,7 @@ async fn a_script_migration_that_fails_part_way_is_not_recorded_and_nothing_afte
     );
     assert_eq!(
         history(&db).await,
-        [1, 2],
+        shipped_versions_and(&[]),
         "a failed migration, or one after it, was recorded"
     );
     for table in ["fence.Before", "fence.After", "fence.Later"] {

@@ -10,7 +10,10 @@ use super::error::{Error, Parameter};
 ///
 /// v1.2 added `fence_api.ContractVersion` and `ServerUtc` on `fence_api.Acquire`'s
 /// row, which [`acquire_waiting`](super::Client::acquire_waiting) times its pauses by.
-pub const CONTRACT_VERSION: ContractVersion = ContractVersion { major: 1, minor: 2 };
+/// v1.3 added the operators' tenure history and recovery (`fence_admin`),
+/// which `fencepost lease history | prune | recover` call; the client and
+/// the procedures it deploys are released together, so it asks for v1.3.
+pub const CONTRACT_VERSION: ContractVersion = ContractVersion { major: 1, minor: 3 };
 
 /// A procedure contract version, as `fence_api.ContractVersion` answers it.
 /// Minors add (columns, outcomes, optional parameters, procedures); a major

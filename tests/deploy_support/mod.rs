@@ -10,6 +10,14 @@ pub fn shipped() -> Sources {
     Sources::embedded().expect("embedded sources")
 }
 
+/// The shipped migrations' versions, then `extra`: what the history holds
+/// after a deploy of the shipped sources plus test migrations `extra`.
+pub fn shipped_versions_and(extra: &[i32]) -> Vec<i32> {
+    let mut versions: Vec<i32> = shipped().migrations().iter().map(|m| m.version()).collect();
+    versions.extend_from_slice(extra);
+    versions
+}
+
 /// The versions in the migration history, in order.
 pub async fn history(db: &TestDatabase) -> Vec<i32> {
     db.query("SELECT version FROM fence.SchemaHistory ORDER BY version;")
