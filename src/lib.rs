@@ -46,6 +46,7 @@ pub mod bench;
 pub mod client;
 pub mod connection;
 pub mod deploy;
+mod tsql;
 
 pub use client::{Client, ClientConfig};
 pub use connection::{ConnectError, Connection, ConnectionString};

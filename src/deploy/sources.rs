@@ -4,13 +4,13 @@
 use std::path::Path;
 
 use include_dir::{Dir, include_dir};
-use sha2::{Digest, Sha256};
 
 use super::batch::{Batch, split_batches};
 use super::error::SourceError;
 use super::lint::refuse_use;
 use super::migration::MigrationSource;
 use super::procedure::ProcedureSource;
+use crate::tsql::normalize;
 
 static EMBEDDED_MIGRATIONS: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/migrations");
 static EMBEDDED_PROCEDURES: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/procedures");
@@ -168,17 +168,6 @@ impl Sources {
     }
 }
 
-/// SHA-256 of a text, lower-case hex.
-pub fn checksum(text: &str) -> String {
-    hex::encode(Sha256::digest(text.as_bytes()))
-}
-
-/// Line ends and a byte-order mark are accidents of the editor, not content:
-/// dropping them keeps checksums equal across checkouts on any platform.
-pub fn normalize(text: &str) -> String {
-    text.strip_prefix('\u{feff}').unwrap_or(text).replace("\r\n", "\n")
-}
-
 /// The `.sql` files of a list, decoded and normalised, sorted by name.
 fn sql_files(files: Vec<(String, Vec<u8>)>) -> Result<impl Iterator<Item = (String, String)>, SourceError> {
     let mut decoded = Vec::new();
@@ -229,6 +218,7 @@ fn folder_files(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, SourceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tsql::checksum;
 
     fn one_migration(text: &str) -> Sources {
         Sources::from_files(vec![("V1__a.sql".into(), text.as_bytes().to_vec())], vec![], vec![]).unwrap()
@@ -302,11 +292,6 @@ mod tests {
             a.migrations()[0].migration().checksum(),
             b.migrations()[0].migration().checksum()
         );
-    }
-
-    #[test]
-    fn a_byte_order_mark_is_not_content() {
-        assert_eq!(normalize("\u{feff}SELECT 1;"), "SELECT 1;");
     }
 
     #[test]
