@@ -143,6 +143,9 @@ impl Sources {
 
     /// The same sources without permission scripts (for tests that must see
     /// what survives a deploy without them).
+    // Public only because the integration tests under tests/ are another
+    // crate; nothing outside them uses it, so it stays out of the docs.
+    #[doc(hidden)]
     pub fn without_permissions(mut self) -> Self {
         self.permissions.clear();
         self
@@ -150,6 +153,9 @@ impl Sources {
 
     /// Adds a permission script, or replaces the one with the same file name
     /// (for tests and tools that deploy a modified source set).
+    // Public only because the integration tests under tests/ are another
+    // crate; nothing outside them uses it, so it stays out of the docs.
+    #[doc(hidden)]
     pub fn with_permission(mut self, file: &str, text: &str) -> Result<Self, SourceError> {
         let added = ScriptSource::parse(file, &normalize(text))?;
         self.permissions.retain(|p| p.file() != file);
@@ -159,6 +165,9 @@ impl Sources {
     }
 
     /// Adds a migration (for tests and tools that deploy a modified source set).
+    // Public only because the integration tests under tests/ are another
+    // crate; nothing outside them uses it, so it stays out of the docs.
+    #[doc(hidden)]
     pub fn with_migration(mut self, file: &str, text: &str) -> Result<Self, SourceError> {
         let added = MigrationSource::parse(file, &normalize(text))?;
         self.migrations.retain(|m| m.version() != added.version());
