@@ -40,6 +40,9 @@
 //! # }
 //! ```
 #![warn(missing_docs)]
+// A type a user is handed must be one they can name (store it, write a
+// function that takes it): every public type has a public path.
+#![warn(unnameable_types)]
 
 pub mod audit;
 pub mod bench;

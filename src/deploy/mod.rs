@@ -47,7 +47,7 @@ pub use report::{Change, Committed, MigrateReport};
 pub use script::render as render_script;
 pub use security_definer::{SecurityDefiner, read as read_security_definer};
 pub use sources::{ScriptSource, Sources};
-pub use state::{HISTORY_TABLE, ServerState};
+pub use state::{AppliedMigration, HISTORY_TABLE, ServerProcedure, ServerState};
 // Where they were first public: the checksum the journal records.
 pub use crate::tsql::{checksum, normalize};
 
