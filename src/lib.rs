@@ -40,12 +40,16 @@
 //! # }
 //! ```
 #![warn(missing_docs)]
+// A type a user is handed must be one they can name (store it, write a
+// function that takes it): every public type has a public path.
+#![warn(unnameable_types)]
 
 pub mod audit;
 pub mod bench;
 pub mod client;
 pub mod connection;
 pub mod deploy;
+mod tsql;
 
 pub use client::{Client, ClientConfig};
 pub use connection::{ConnectError, Connection, ConnectionString};

@@ -20,9 +20,9 @@
 //! ```
 
 mod catalog;
-mod definition_hash;
 mod error;
 mod finding;
+mod module_text;
 mod offline;
 mod policy;
 mod read;
@@ -30,7 +30,6 @@ mod render;
 mod report;
 mod rule;
 mod rules;
-mod sqltext;
 
 pub use catalog::{
     Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, Membership, Object, ObjectKind, OtherDatabase,

@@ -3,8 +3,9 @@
 //! role gets only its procedures, no procedure uses dynamic SQL or `EXECUTE
 //! AS`, and every `fence_api` procedure is granted to `fence_service`.
 
-use super::sqltext::{dynamic_constructs, quote, quote2, without_comments, words};
+use super::module_text::{dynamic_constructs, words};
 use super::{Finding, Policy, Report, Rule};
+use crate::tsql::{code_only, quote_name, quote_qualified, without_comments};
 
 /// The schema whose procedures every service needs.
 const API_SCHEMA: &str = "fence_api";
@@ -117,7 +118,11 @@ pub fn lint_offline(sources: &Sources, policy: &Policy) -> Report {
                      services cannot call it",
                     source.name
                 ),
-                fix: format!("GRANT EXECUTE ON {} TO {};", quote2(schema, proc), quote(SERVICE_ROLE)),
+                fix: format!(
+                    "GRANT EXECUTE ON {} TO {};",
+                    quote_qualified(schema, proc),
+                    quote_name(SERVICE_ROLE)
+                ),
             });
         }
     }
@@ -177,7 +182,7 @@ fn check_grant(grant: &Grant, procedures: &[(String, &Source)], policy: &Policy,
 
 /// The procedure a script creates, else its file name without `.sql`.
 fn procedure_name(source: &Source) -> String {
-    let w = words(&super::sqltext::code_only(&source.text));
+    let w = words(&code_only(&source.text));
     let created = w.windows(3).find_map(|win| match win {
         [c, p, name] if c == "create" && (p == "procedure" || p == "proc") => Some(name.clone()),
         _ => None,

@@ -7,6 +7,7 @@ use super::BenchError;
 use super::runner::{Step, Worker};
 use super::scratch::Scratch;
 use crate::Connection;
+use crate::tsql::literal;
 
 /// `SELECT 1`: the floor of one round trip on this engine.
 pub(crate) struct Select1 {
@@ -85,15 +86,15 @@ pub(crate) struct ApplockCycle {
 
 impl ApplockCycle {
     pub(crate) fn new(conn: Connection, scratch: &Scratch, key: String) -> ApplockCycle {
-        // The lock's name is the bench's own key, inlined with its quotes
-        // doubled: the requests that open and close the transaction stay
+        // The lock's name is the bench's own key, inlined as a string
+        // literal: the requests that open and close the transaction stay
         // plain batches, never a nested sp_executesql scope.
-        let resource = key.replace('\'', "''");
+        let resource = literal(&key);
         ApplockCycle {
             conn,
             take: format!(
                 "SET XACT_ABORT ON; BEGIN TRANSACTION; DECLARE @r int; \
-                 EXEC @r = sp_getapplock @Resource = N'{resource}', @LockMode = N'Exclusive', \
+                 EXEC @r = sp_getapplock @Resource = {resource}, @LockMode = N'Exclusive', \
                       @LockOwner = N'Transaction', @LockTimeout = 30000; \
                  SELECT @r AS Result;"
             ),
@@ -102,7 +103,7 @@ impl ApplockCycle {
                 scratch.table
             ),
             give_back: format!(
-                "EXEC sp_releaseapplock @Resource = N'{resource}', @LockOwner = N'Transaction'; COMMIT TRANSACTION;"
+                "EXEC sp_releaseapplock @Resource = {resource}, @LockOwner = N'Transaction'; COMMIT TRANSACTION;"
             ),
             key,
         }

@@ -111,6 +111,53 @@ mod tests {
         assert!(document.get("completed").is_none());
     }
 
+    /// A deploy that stopped after committing a migration and a procedure.
+    fn stopped_part_way() -> anyhow::Error {
+        use fencepost::deploy::{Change, ProcedureState};
+        let committed = Committed::new(
+            vec![
+                Change::Migration { name: "V2__b".into() },
+                Change::Procedure {
+                    name: "fence_api.New".into(),
+                    was: ProcedureState::Missing,
+                },
+            ],
+            vec![],
+        );
+        anyhow::Error::new(DeployError::Incomplete {
+            committed: Box::new(committed),
+            cause: Box::new(DeployError::BatchFailed {
+                file: "permissions/010_roles.sql".into(),
+                batch: 1,
+                line: 3,
+                message: "Msg 15151: cannot find the user".into(),
+            }),
+        })
+    }
+
+    #[test]
+    fn a_deploy_that_stopped_part_way_says_what_it_had_committed_in_text_and_json() {
+        let error = stopped_part_way();
+        let line = one_line(&error);
+        assert!(
+            line.starts_with(
+                "the deploy stopped part-way; committed and kept: migration V2__b, procedure fence_api.New;"
+            ),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("permissions/010_roles.sql, batch 1 (line 3): Msg 15151: cannot find the user"),
+            "{line}"
+        );
+        let document: serde_json::Value = serde_json::from_str(&json(&error)).unwrap();
+        assert_eq!(document["error"]["kind"], "deploy");
+        assert_eq!(document["completed"], false);
+        assert_eq!(document["committed"]["changes"][0]["kind"], "migration");
+        assert_eq!(document["committed"]["changes"][0]["name"], "V2__b");
+        assert_eq!(document["committed"]["changes"][1]["name"], "fence_api.New");
+        assert_eq!(document["committed"]["without_grants"][0], "fence_api.New");
+    }
+
     #[test]
     fn the_junit_document_has_one_test_case_in_error() {
         let text = junit("check", &anyhow::anyhow!("cannot reach db:1433"));

@@ -304,7 +304,7 @@ pub(crate) struct Differences {
 /// an `=` between its name and the next parameter or the `AS` that ends the
 /// list. Not found reads as no default.
 pub(crate) fn has_default(text: &str, parameter: &str) -> bool {
-    let code: Vec<&str> = crate::deploy::tokenize(text)
+    let code: Vec<&str> = crate::tsql::tokenize(text)
         .iter()
         .filter(|t| !t.is_trivia())
         .map(|t| t.text)
@@ -375,7 +375,8 @@ impl From<Vec<String>> for Error {
 mod tests {
     use super::*;
 
-    use crate::deploy::{Sources, tokenize};
+    use crate::deploy::Sources;
+    use crate::tsql::tokenize;
 
     /// The rows the catalog query lists for the shipped
     /// `procedures/fence_api.*.sql`, read from their parameter lists.

@@ -15,7 +15,8 @@ use super::error::DeployError;
 use super::migration::MigrationSource;
 use super::session::Session;
 use super::state::HISTORY_TABLE;
-use super::statements::{SESSION_OPTIONS, bootstrap, commit_migration, literal};
+use super::statements::{SESSION_OPTIONS, bootstrap, commit_migration};
+use crate::tsql::literal;
 
 /// What the driver tells the caller as it goes.
 #[derive(Clone, Debug)]

@@ -2,7 +2,7 @@
 //! any server is touched.
 
 use super::error::SourceError;
-use super::lexer::{TokenKind, tokenize};
+use crate::tsql::{TokenKind, tokenize};
 
 /// The line (1-based) of the first `USE <database>` statement in `text`, if
 /// any. A `USE` would move the rest of the deploy, and the name of its lock,

@@ -5,7 +5,8 @@ use std::time::{Duration, Instant};
 use super::error::{DeployError, LockHolder};
 use super::session::Session;
 use super::state::{ServerState, parse_state, state_query};
-use super::statements::{DEPLOY_LOCK_HOLDER, literal, release_deploy_lock, take_deploy_lock};
+use super::statements::{DEPLOY_LOCK_HOLDER, release_deploy_lock, take_deploy_lock};
+use crate::tsql::literal;
 
 /// Waits up to `timeout` for the session-scoped deploy lock and, once it is
 /// granted, reads the deployed state (hashing the definitions of `shipped`)

@@ -17,7 +17,6 @@ mod definition;
 mod error;
 mod executor;
 mod grants;
-mod lexer;
 mod lint;
 mod lock;
 mod migrate;
@@ -47,11 +46,10 @@ pub use procedure::{PROCEDURE_SCHEMAS, ProcedureSource};
 pub use report::{Change, Committed, MigrateReport};
 pub use script::render as render_script;
 pub use security_definer::{SecurityDefiner, read as read_security_definer};
-pub use sources::{ScriptSource, Sources, checksum, normalize};
-pub use state::{HISTORY_TABLE, ServerState};
-pub(crate) use state::{definition_hash_sql, hash_hex};
-// The client's contract check reads procedures' parameter lists.
-pub(crate) use lexer::tokenize;
+pub use sources::{ScriptSource, Sources};
+pub use state::{AppliedMigration, HISTORY_TABLE, ServerProcedure, ServerState};
+// Where they were first public: the checksum the journal records.
+pub use crate::tsql::{checksum, normalize};
 
 use crate::connection::Connection;
 

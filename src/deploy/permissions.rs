@@ -16,7 +16,8 @@ use super::error::DeployError;
 use super::lock;
 use super::session::{Session, batch_failed};
 use super::sources::ScriptSource;
-use super::statements::{literal, release_deploy_lock};
+use super::statements::release_deploy_lock;
+use crate::tsql::literal;
 
 /// One run of one batch of a permission script.
 struct Step<'a> {

@@ -3,8 +3,7 @@
 
 use super::batch::has_separator;
 use super::error::SourceError;
-use super::lexer::{Token, TokenKind, tokenize};
-use super::sources::checksum;
+use crate::tsql::{Token, TokenKind, checksum, quote_name, tokenize};
 
 /// The schemas whose procedures fencepost ships and tracks.
 pub const PROCEDURE_SCHEMAS: [&str; 2] = ["fence_api", "fence_admin"];
@@ -105,15 +104,10 @@ impl ProcedureSource {
     pub fn stub_text(&self) -> String {
         format!(
             "CREATE PROCEDURE {}.{} AS RETURN 0;",
-            quote(&self.schema),
-            quote(&self.name)
+            quote_name(&self.schema),
+            quote_name(&self.name)
         )
     }
-}
-
-/// Brackets an identifier, doubling any closing bracket inside it.
-pub(crate) fn quote(identifier: &str) -> String {
-    format!("[{}]", identifier.replace(']', "]]"))
 }
 
 fn next_code<'t>(tokens: &'t [Token<'t>], after: usize) -> Option<(usize, &'t Token<'t>)> {

@@ -14,9 +14,9 @@ use super::script_guard;
 use super::sources::{ScriptSource, Sources};
 use super::state::HISTORY_TABLE;
 use super::statements::{
-    SESSION_OPTIONS, bootstrap, commit_migration, commit_procedure, in_runner_transaction, literal,
-    outside_any_transaction,
+    SESSION_OPTIONS, bootstrap, commit_migration, commit_procedure, in_runner_transaction, outside_any_transaction,
 };
+use crate::tsql::literal;
 
 /// A fixed timestamp for history rows written by scripts is wrong; the server
 /// stamps them instead, in refinery's RFC 3339 format.

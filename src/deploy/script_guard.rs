@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use super::sources::Sources;
 use super::state::HISTORY_TABLE;
-use super::statements::literal;
+use crate::tsql::literal;
 
 /// Throws 50191 when the history holds a version this script does not ship,
 /// or a shipped version under another name or checksum: what `migrate`

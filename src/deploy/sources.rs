@@ -4,13 +4,13 @@
 use std::path::Path;
 
 use include_dir::{Dir, include_dir};
-use sha2::{Digest, Sha256};
 
 use super::batch::{Batch, split_batches};
 use super::error::SourceError;
 use super::lint::refuse_use;
 use super::migration::MigrationSource;
 use super::procedure::ProcedureSource;
+use crate::tsql::normalize;
 
 static EMBEDDED_MIGRATIONS: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/migrations");
 static EMBEDDED_PROCEDURES: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/procedures");
@@ -143,6 +143,9 @@ impl Sources {
 
     /// The same sources without permission scripts (for tests that must see
     /// what survives a deploy without them).
+    // Public only because the integration tests under tests/ are another
+    // crate; nothing outside them uses it, so it stays out of the docs.
+    #[doc(hidden)]
     pub fn without_permissions(mut self) -> Self {
         self.permissions.clear();
         self
@@ -150,6 +153,9 @@ impl Sources {
 
     /// Adds a permission script, or replaces the one with the same file name
     /// (for tests and tools that deploy a modified source set).
+    // Public only because the integration tests under tests/ are another
+    // crate; nothing outside them uses it, so it stays out of the docs.
+    #[doc(hidden)]
     pub fn with_permission(mut self, file: &str, text: &str) -> Result<Self, SourceError> {
         let added = ScriptSource::parse(file, &normalize(text))?;
         self.permissions.retain(|p| p.file() != file);
@@ -159,6 +165,9 @@ impl Sources {
     }
 
     /// Adds a migration (for tests and tools that deploy a modified source set).
+    // Public only because the integration tests under tests/ are another
+    // crate; nothing outside them uses it, so it stays out of the docs.
+    #[doc(hidden)]
     pub fn with_migration(mut self, file: &str, text: &str) -> Result<Self, SourceError> {
         let added = MigrationSource::parse(file, &normalize(text))?;
         self.migrations.retain(|m| m.version() != added.version());
@@ -166,17 +175,6 @@ impl Sources {
         self.migrations.sort_by_key(MigrationSource::version);
         Ok(self)
     }
-}
-
-/// SHA-256 of a text, lower-case hex.
-pub fn checksum(text: &str) -> String {
-    hex::encode(Sha256::digest(text.as_bytes()))
-}
-
-/// Line ends and a byte-order mark are accidents of the editor, not content:
-/// dropping them keeps checksums equal across checkouts on any platform.
-pub fn normalize(text: &str) -> String {
-    text.strip_prefix('\u{feff}').unwrap_or(text).replace("\r\n", "\n")
 }
 
 /// The `.sql` files of a list, decoded and normalised, sorted by name.
@@ -229,6 +227,7 @@ fn folder_files(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, SourceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tsql::checksum;
 
     fn one_migration(text: &str) -> Sources {
         Sources::from_files(vec![("V1__a.sql".into(), text.as_bytes().to_vec())], vec![], vec![]).unwrap()
@@ -302,11 +301,6 @@ mod tests {
             a.migrations()[0].migration().checksum(),
             b.migrations()[0].migration().checksum()
         );
-    }
-
-    #[test]
-    fn a_byte_order_mark_is_not_content() {
-        assert_eq!(normalize("\u{feff}SELECT 1;"), "SELECT 1;");
     }
 
     #[test]

@@ -5,18 +5,10 @@ use std::collections::HashMap;
 
 use super::error::DeployError;
 use super::session::Session;
-use super::statements::literal;
+use crate::tsql::{definition_hash_sql, hash_hex, literal};
 
 /// Where fencepost keeps its migration history (refinery's table).
 pub const HISTORY_TABLE: &str = "fence.SchemaHistory";
-
-/// The one expression that fingerprints a procedure as the server holds it,
-/// over the expression `definition` that yields its text. The journal records
-/// it right after a deploy; a later difference is drift. It stays binary:
-/// not every engine converts varbinary to hex text in SQL.
-pub(crate) fn definition_hash_sql(definition: &str) -> String {
-    format!("HASHBYTES('SHA2_256', {definition})")
-}
 
 /// The definition hash of one procedure, as a SQL expression. Read from
 /// `sys.sql_modules`: Babelfish's `OBJECT_DEFINITION` is `nvarchar(4000)` and
@@ -26,11 +18,6 @@ pub(crate) fn definition_hash_of(object_name_literal: &str) -> String {
         "(SELECT {} FROM sys.sql_modules AS m WHERE m.object_id = OBJECT_ID({object_name_literal}))",
         definition_hash_sql("m.definition")
     )
-}
-
-/// A hash column read as lower-case hex.
-pub(crate) fn hash_hex(row: &tiberius::Row, index: usize) -> Option<String> {
-    row.get::<&[u8], usize>(index).map(hex::encode)
 }
 
 /// One row of the migration history.

@@ -3,8 +3,9 @@
 
 use std::time::Duration;
 
-use super::procedure::{ProcedureSource, quote};
+use super::procedure::ProcedureSource;
 use super::state::{HISTORY_TABLE, definition_hash_of};
+use crate::tsql::{literal, quote_qualified};
 
 /// The name of the deploy lock (`sp_getapplock` resource), followed by the
 /// database name. SQL Server scopes application locks to a database already;
@@ -27,11 +28,6 @@ pub const SESSION_OPTIONS: &str = "SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, 
 CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
 SET NUMERIC_ROUNDABORT, IMPLICIT_TRANSACTIONS OFF;
 SET XACT_ABORT ON;";
-
-/// A T-SQL string literal: `N'...'` with quotes doubled.
-pub fn literal(text: &str) -> String {
-    format!("N'{}'", text.replace('\'', "''"))
-}
 
 /// Creates schema `fence` and the migration history when missing. Both go
 /// through EXEC because CREATE SCHEMA must start a batch and the table's
@@ -171,7 +167,7 @@ pub fn begin_procedure_deploy(procedure: &ProcedureSource) -> String {
 /// row, in one transaction. `name` is `schema.name` as the server reports it.
 pub fn drop_retired_procedure(name: &str) -> String {
     let (schema, procedure) = name.split_once('.').unwrap_or(("", name));
-    let quoted = format!("{}.{}", quote(schema), quote(procedure));
+    let quoted = quote_qualified(schema, procedure);
     let name = literal(name);
     format!(
         "SET XACT_ABORT ON;

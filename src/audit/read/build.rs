@@ -139,7 +139,7 @@ pub(super) fn build(next: &mut Next) -> Result<Catalog, AuditError> {
         let object = &mut catalog.objects[at];
         object.definition = text(row, 1, what)?;
         object.execute_as = text(row, 2, what)?;
-        object.definition_hash = crate::deploy::hash_hex(row, 3);
+        object.definition_hash = crate::tsql::hash_hex(row, 3);
     }
 
     let (rows, what) = next();
@@ -206,7 +206,7 @@ pub(super) fn build(next: &mut Next) -> Result<Catalog, AuditError> {
                 .map(|row| {
                     Ok(DeployedProcedure {
                         name: required(row, 1, what)?,
-                        definition_hash: crate::deploy::hash_hex(row, 2),
+                        definition_hash: crate::tsql::hash_hex(row, 2),
                     })
                 })
                 .collect::<Result<_, AuditError>>()?,

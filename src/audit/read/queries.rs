@@ -3,7 +3,7 @@
 //! with `IF` so that the whole batch still runs there (a failed batch falls
 //! back to one round trip per query).
 
-use super::super::definition_hash::definition_hash_sql;
+use crate::tsql::definition_hash_sql;
 
 /// One catalog query. Optional ones read views some engines lack; their
 /// absence becomes "cannot verify" for the rules that need them.
@@ -218,7 +218,7 @@ pub(super) fn queries() -> Vec<Query> {
                                   ELSE USER_NAME(m.execute_as_principal_id) END AS nvarchar(256)),
                         CASE WHEN OBJECT_SCHEMA_NAME(m.object_id) IN (N'fence_api', N'fence_admin') THEN {} END
                    FROM sys.sql_modules AS m",
-                definition_hash_sql()
+                definition_hash_sql("m.definition")
             ),
             required: true,
         },

@@ -4,8 +4,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::super::catalog::{Catalog, Object, ObjectKind, Permission, PermissionState, PrincipalKind, Securable};
-use super::super::sqltext::{quote, quote2};
 use super::{Finding, Policy, Rule, is_one_of};
+use crate::tsql::{quote_name, quote_qualified};
 
 /// Permissions that let their holder run a procedure: EXECUTE, and CONTROL,
 /// which implies it. On the whole database only EXECUTE counts: CONTROL of
@@ -210,17 +210,17 @@ impl<'a> Context<'a> {
     pub(crate) fn revoke(&self, p: &Permission) -> String {
         let on = match &p.on {
             Securable::Database => String::new(),
-            Securable::Schema { schema } => format!(" ON SCHEMA::{}", quote(schema)),
+            Securable::Schema { schema } => format!(" ON SCHEMA::{}", quote_name(schema)),
             Securable::Object { schema, name, column } => format!(
                 " ON OBJECT::{}{}",
-                quote2(schema, name),
+                quote_qualified(schema, name),
                 column
                     .as_deref()
-                    .map(|c| format!(" ({})", quote(c)))
+                    .map(|c| format!(" ({})", quote_name(c)))
                     .unwrap_or_default()
             ),
             Securable::Principal { name } => {
-                format!(" ON {}::{}", self.principal_class(name), quote(name))
+                format!(" ON {}::{}", self.principal_class(name), quote_name(name))
             }
         };
         let cascade = if p.state == PermissionState::GrantWithGrantOption {
@@ -231,7 +231,7 @@ impl<'a> Context<'a> {
         format!(
             "REVOKE {}{on} FROM {}{cascade};",
             p.permission.to_uppercase(),
-            quote(&p.grantee)
+            quote_name(&p.grantee)
         )
     }
 

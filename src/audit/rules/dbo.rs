@@ -3,8 +3,8 @@
 //! Microsoft Entra admin are all `dbo` here, and `dbo` passes every
 //! permission check: the fence means nothing to it.
 
-use super::super::sqltext::quote;
 use super::{CannotVerify, Context, Finding, Report, Rule};
+use crate::tsql::quote_name;
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
     if ctx.catalog.engine.azure_database {
@@ -28,15 +28,15 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
         .principals
         .iter()
         .find(|n| !n.eq_ignore_ascii_case("dbo") && owner.is_some_and(|o| o.eq_ignore_ascii_case(n)));
-    let db = quote(&ctx.catalog.database);
-    let role = quote(ctx.policy.service_roles.first().map_or("fence_service", String::as_str));
+    let db = quote_name(&ctx.catalog.database);
+    let role = quote_name(ctx.policy.service_roles.first().map_or("fence_service", String::as_str));
     let (permission, fix) = match named {
         Some(login) if !login.eq_ignore_ascii_case("sa") => (
             format!("login {login} owns the database"),
             format!(
                 "ALTER AUTHORIZATION ON DATABASE::{db} TO [sa]; CREATE USER {l} FOR LOGIN {l}; ALTER ROLE \
                  {role} ADD MEMBER {l};",
-                l = quote(login)
+                l = quote_name(login)
             ),
         ),
         _ => (

@@ -2,8 +2,8 @@
 //! principal write code that does, or become someone who can.
 
 use super::super::catalog::Securable;
-use super::super::sqltext::{quote, quote2};
 use super::{Context, Finding, Report, Rule, is_one_of};
+use crate::tsql::{quote_name, quote_qualified};
 
 /// Database permissions that add code: modules, and code that runs on every
 /// DDL statement (a DDL trigger fires as the deployer during `fencepost
@@ -143,7 +143,7 @@ fn code_owners(ctx: &Context, report: &mut Report) {
                     "{owner} owns {schema} and so may alter the shipped procedures in it{}",
                     ctx.reach_note(owner)
                 ),
-                fix: format!("ALTER AUTHORIZATION ON SCHEMA::{} TO [dbo];", quote(schema)),
+                fix: format!("ALTER AUTHORIZATION ON SCHEMA::{} TO [dbo];", quote_name(schema)),
             });
         }
     }
@@ -163,7 +163,7 @@ fn code_owners(ctx: &Context, report: &mut Report) {
                 ),
                 fix: format!(
                     "ALTER AUTHORIZATION ON OBJECT::{} TO SCHEMA OWNER;",
-                    quote2(&proc.schema, &proc.name)
+                    quote_qualified(&proc.schema, &proc.name)
                 ),
             });
         }

@@ -2,8 +2,8 @@
 //! schema, or on the whole database, and owning them.
 
 use super::super::catalog::{ObjectKind, Securable};
-use super::super::sqltext::{quote, quote2};
 use super::{Context, Finding, Report, Rule, is_one_of};
+use crate::tsql::{quote_name, quote_qualified};
 
 /// Permissions that let a principal change the fence rows or the tables.
 const WRITE: [&str; 6] = ["INSERT", "UPDATE", "DELETE", "ALTER", "CONTROL", "TAKE OWNERSHIP"];
@@ -60,7 +60,7 @@ fn owners(ctx: &Context, report: &mut Report) {
                 "{owner} owns the fence schema and so controls every fence table{}",
                 ctx.reach_note(owner)
             ),
-            fix: format!("ALTER AUTHORIZATION ON SCHEMA::{} TO [dbo];", quote(fence)),
+            fix: format!("ALTER AUTHORIZATION ON SCHEMA::{} TO [dbo];", quote_name(fence)),
         });
     }
     for table in ctx.catalog.objects.iter().filter(|o| o.kind == ObjectKind::Table) {
@@ -79,7 +79,7 @@ fn owners(ctx: &Context, report: &mut Report) {
                 ),
                 fix: format!(
                     "ALTER AUTHORIZATION ON OBJECT::{} TO SCHEMA OWNER;",
-                    quote2(&table.schema, &table.name)
+                    quote_qualified(&table.schema, &table.name)
                 ),
             });
         }

@@ -2,8 +2,8 @@
 //! principal rights no grant on the fence shows.
 
 use super::super::catalog::{Membership, PrincipalKind};
-use super::super::sqltext::quote;
 use super::{CannotVerify, Context, Finding, Report, Rule};
+use crate::tsql::quote_name;
 
 /// Fixed database roles whose members can write any table or hand out the
 /// right to.
@@ -103,6 +103,6 @@ fn finding(ctx: &Context, rule: Rule, m: &Membership, role: &str, why: &str) -> 
         object: format!("ROLE::{role}"),
         permission: Some(format!("member of {role}")),
         why: format!("{why}{}", ctx.reach_note(&m.member)),
-        fix: format!("ALTER ROLE {} DROP MEMBER {};", quote(role), quote(&m.member)),
+        fix: format!("ALTER ROLE {} DROP MEMBER {};", quote_name(role), quote_name(&m.member)),
     }
 }

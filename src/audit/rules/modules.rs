@@ -4,8 +4,9 @@
 use std::collections::BTreeSet;
 
 use super::super::catalog::{Object, ObjectKind};
-use super::super::sqltext::{dynamic_constructs, quote, quote2, referenced_tables};
+use super::super::module_text::{dynamic_constructs, referenced_tables};
 use super::{CannotVerify, Context, Finding, Report, Rule};
+use crate::tsql::{quote_name, quote_qualified};
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
     foreign_modules(ctx, report);
@@ -102,8 +103,8 @@ fn foreign_modules(ctx: &Context, report: &mut Report) {
         let mut named: Vec<String> = refs.into_iter().collect();
         named.extend(dynamic.iter().map(|d| format!("SQL built at run time ({d})")));
         let fix = match o.kind {
-            ObjectKind::DatabaseTrigger => format!("DROP TRIGGER {} ON DATABASE;", quote(&o.name)),
-            _ => format!("DROP {kind} {};", quote2(&o.schema, &o.name)),
+            ObjectKind::DatabaseTrigger => format!("DROP TRIGGER {} ON DATABASE;", quote_name(&o.name)),
+            _ => format!("DROP {kind} {};", quote_qualified(&o.schema, &o.name)),
         };
         report.findings.push(Finding {
             rule: Rule::ForeignModule,
@@ -188,18 +189,18 @@ fn ownership(ctx: &Context, report: &mut Report) {
                 let fix = if t.owner.is_some() {
                     format!(
                         "ALTER AUTHORIZATION ON OBJECT::{} TO SCHEMA OWNER;",
-                        quote2(&t.schema, &t.name)
+                        quote_qualified(&t.schema, &t.name)
                     )
                 } else if proc.owner.is_some() {
                     format!(
                         "ALTER AUTHORIZATION ON OBJECT::{} TO SCHEMA OWNER;",
-                        quote2(&proc.schema, &proc.name)
+                        quote_qualified(&proc.schema, &proc.name)
                     )
                 } else {
                     format!(
                         "ALTER AUTHORIZATION ON SCHEMA::{} TO {};",
-                        quote(&proc.schema),
-                        quote(table_owner)
+                        quote_name(&proc.schema),
+                        quote_name(table_owner)
                     )
                 };
                 report.findings.push(Finding {

@@ -7,8 +7,9 @@
 use std::collections::BTreeSet;
 
 use super::super::catalog::{Object, ObjectKind, Securable};
-use super::super::sqltext::{quote, quote2, referenced_tables};
+use super::super::module_text::referenced_tables;
 use super::{CannotVerify, Context, Finding, Report, Rule, is_one_of};
+use crate::tsql::{quote_name, quote_qualified};
 
 /// Who can run a module, as far as the catalog shows.
 enum Reach {
@@ -78,16 +79,16 @@ fn fix(o: &Object) -> String {
         ObjectKind::Trigger => "TRIGGER",
         _ => "PROCEDURE",
     };
-    let target = quote2(&o.schema, &o.name);
+    let target = quote_qualified(&o.schema, &o.name);
     let mut steps: Vec<String> = o
         .signed_by
         .iter()
         .filter_map(|s| s.split_once("::"))
-        .map(|(class, signer)| format!("DROP SIGNATURE FROM {target} BY {class} {};", quote(signer)))
+        .map(|(class, signer)| format!("DROP SIGNATURE FROM {target} BY {class} {};", quote_name(signer)))
         .collect();
     if o.execute_as.is_some() {
         steps.push(match o.kind {
-            ObjectKind::DatabaseTrigger => format!("DROP TRIGGER {} ON DATABASE;", quote(&o.name)),
+            ObjectKind::DatabaseTrigger => format!("DROP TRIGGER {} ON DATABASE;", quote_name(&o.name)),
             _ => format!("DROP {kind} {target}; (or re-create it without EXECUTE AS)"),
         });
     }

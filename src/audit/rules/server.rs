@@ -3,9 +3,9 @@
 //! whatever the database's own catalog says about its user.
 
 use super::super::catalog::ServerFacts;
-use super::super::sqltext::quote;
 use super::membership::group_blindness;
 use super::{CannotVerify, Context, Finding, Report, Rule};
+use crate::tsql::quote_name;
 
 /// What fixed server roles hold without a row in `sys.server_permissions`
 /// (the documented permissions of each role), as far as the rules need them.
@@ -204,10 +204,14 @@ fn privileges(server: &ServerFacts, login: &str) -> Vec<Privilege> {
             format!(
                 "connect the service with a login of its own that holds only the fence_service role ({} cannot \
                  leave {role})",
-                quote(&member)
+                quote_name(&member)
             )
         } else {
-            format!("ALTER SERVER ROLE {} DROP MEMBER {};", quote(role), quote(&member))
+            format!(
+                "ALTER SERVER ROLE {} DROP MEMBER {};",
+                quote_name(role),
+                quote_name(&member)
+            )
         }
     };
     if holds(&holders, "sysadmin") {
@@ -233,7 +237,7 @@ fn privileges(server: &ServerFacts, login: &str) -> Vec<Privilege> {
             why: "CONTROL SERVER passes every permission check in every database, so it can update the fence \
                   tables directly"
                 .into(),
-            fix: format!("REVOKE CONTROL SERVER FROM {};", quote(&p.grantee)),
+            fix: format!("REVOKE CONTROL SERVER FROM {};", quote_name(&p.grantee)),
         }];
     }
     let mut found = Vec::new();
@@ -256,7 +260,7 @@ fn privileges(server: &ServerFacts, login: &str) -> Vec<Privilege> {
                 rule: Rule::ServerPrivilege,
                 path: format!("{permission}{}", via(&p.grantee)),
                 why: why.into(),
-                fix: format!("REVOKE {permission} FROM {};", quote(&p.grantee)),
+                fix: format!("REVOKE {permission} FROM {};", quote_name(&p.grantee)),
             });
         } else if let Some((role, _)) = FIXED_ROLE_PERMISSIONS
             .iter()
@@ -283,8 +287,8 @@ fn privileges(server: &ServerFacts, login: &str) -> Vec<Privilege> {
                 ),
                 fix: format!(
                     "REVOKE {permission} ON LOGIN::{} FROM {};",
-                    quote(target),
-                    quote(&p.grantee)
+                    quote_name(target),
+                    quote_name(&p.grantee)
                 ),
             });
         }

@@ -2,10 +2,10 @@
 //! as deployed and free of dynamic SQL and `EXECUTE AS`.
 
 use super::super::catalog::{Object, ObjectKind};
-use super::super::definition_hash::same_definition;
-use super::super::sqltext::{dynamic_constructs, quote2};
+use super::super::module_text::dynamic_constructs;
 use super::modules::shipped_present;
 use super::{CannotVerify, Context, Finding, Report, Rule};
+use crate::tsql::{quote_qualified, same_definition};
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
     dynamic_sql(ctx, report);
@@ -24,7 +24,7 @@ fn redeploy(ctx: &Context, proc: &Object) -> String {
     format!(
         "fencepost migrate --overwrite-drift (it restores drifted procedures), or ALTER PROCEDURE {} with the shipped text of \
          procedures/{shipped}.sql",
-        quote2(schema, name)
+        quote_qualified(schema, name)
     )
 }
 
@@ -89,7 +89,7 @@ fn drift(ctx: &Context, report: &mut Report) {
                 object: shipped.name.clone(),
                 permission: Some("missing".into()),
                 why: "a shipped procedure is missing, so services get errors instead of fenced outcomes".into(),
-                fix: format!("fencepost migrate (recreates {})", quote2(schema, name)),
+                fix: format!("fencepost migrate (recreates {})", quote_qualified(schema, name)),
             });
             continue;
         };

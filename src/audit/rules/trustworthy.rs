@@ -4,9 +4,9 @@
 //! write the fence tables here. msdb is TRUSTWORTHY and owned by sa by
 //! default.
 
-use super::super::sqltext::quote;
 use super::server::is_privileged;
 use super::{CannotVerify, Context, Finding, Report, Rule};
+use crate::tsql::quote_name;
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
     let Some(databases) = &ctx.catalog.trustworthy_databases else {
@@ -69,8 +69,8 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                     ),
                     fix: format!(
                         "USE {}; ALTER ROLE [db_owner] DROP MEMBER {};",
-                        quote(&db.name),
-                        quote(&u.via)
+                        quote_name(&db.name),
+                        quote_name(&u.via)
                     ),
                 });
             }

@@ -1,6 +1,7 @@
 //! Just enough T-SQL lexing to tell code from comments, strings and quoted
 //! identifiers: the batch splitter and the procedure-file parser must never
-//! act on a `GO` or a `CREATE` that sits inside one of those.
+//! act on a `GO` or a `CREATE` that sits inside one of those, nor the audit
+//! read a name in a comment as a reference.
 
 /// What a span of source text is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

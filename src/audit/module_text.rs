@@ -1,93 +1,8 @@
-//! Just enough T-SQL lexing to read procedure texts and permission scripts:
+//! What a module's text names and runs, read the way the audit needs it:
 //! comments never count, string literals count only where dynamic SQL could
 //! run them, and identifiers compare without their brackets or quotes.
 
-/// The text with every comment replaced by a space, string literals kept.
-/// T-SQL block comments nest, and `--` inside a string or a bracketed name is
-/// not a comment, so a plain search would misread both.
-pub(crate) fn without_comments(sql: &str) -> String {
-    lex(sql, Strings::Keep)
-}
-
-/// The text with comments and the contents of string literals blanked, so
-/// that words inside messages (`N'... EXECUTE AS ...'`) are not read as code.
-pub(crate) fn code_only(sql: &str) -> String {
-    lex(sql, Strings::Blank)
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Strings {
-    Keep,
-    Blank,
-}
-
-fn lex(sql: &str, strings: Strings) -> String {
-    let chars: Vec<char> = sql.chars().collect();
-    let mut out = String::with_capacity(sql.len());
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        match c {
-            '-' if next == Some('-') => {
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
-                }
-                out.push(' ');
-            }
-            '/' if next == Some('*') => {
-                let mut depth = 0;
-                while i < chars.len() {
-                    if chars[i] == '/' && chars.get(i + 1) == Some(&'*') {
-                        depth += 1;
-                        i += 2;
-                    } else if chars[i] == '*' && chars.get(i + 1) == Some(&'/') {
-                        depth -= 1;
-                        i += 2;
-                        if depth == 0 {
-                            break;
-                        }
-                    } else {
-                        i += 1;
-                    }
-                }
-                out.push(' ');
-            }
-            '\'' | '[' | '"' => {
-                let close = if c == '[' { ']' } else { c };
-                let blank = c == '\'' && strings == Strings::Blank;
-                out.push(c);
-                i += 1;
-                while i < chars.len() {
-                    if chars[i] == close {
-                        if chars.get(i + 1) == Some(&close) {
-                            if !blank {
-                                out.push(close);
-                                out.push(close);
-                            }
-                            i += 2;
-                            continue;
-                        }
-                        break;
-                    }
-                    if !blank {
-                        out.push(chars[i]);
-                    }
-                    i += 1;
-                }
-                if i < chars.len() {
-                    out.push(close);
-                    i += 1;
-                }
-            }
-            _ => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    out
-}
+use crate::tsql::{code_only, without_comments};
 
 /// Lower-cased text with brackets and double quotes removed and no spaces
 /// around dots, so `[fence] . [Resource]` and `fence.resource` read alike.
@@ -198,16 +113,6 @@ pub(crate) fn words(code: &str) -> Vec<String> {
     out
 }
 
-/// A `[name]`-quoted identifier, safe to paste into a fix statement.
-pub(crate) fn quote(name: &str) -> String {
-    format!("[{}]", name.replace(']', "]]"))
-}
-
-/// `[schema].[name]`.
-pub(crate) fn quote2(schema: &str, name: &str) -> String {
-    format!("{}.{}", quote(schema), quote(name))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,10 +159,5 @@ mod tests {
         assert!(dynamic_constructs("EXEC @rc = dbo.p").is_empty());
         assert!(dynamic_constructs("THROW 50000, N'do not EXECUTE AS or EXEC (x)', 1; -- EXEC (x)").is_empty());
         assert!(dynamic_constructs("EXEC dbo.p @a = 1").is_empty());
-    }
-
-    #[test]
-    fn quoting_doubles_closing_brackets() {
-        assert_eq!(quote2("fence", "odd]name"), "[fence].[odd]]name]");
     }
 }

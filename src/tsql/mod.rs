@@ -1,0 +1,17 @@
+//! T-SQL text handling shared by the deploy runner, the audit and the
+//! client: one lexer, one way to quote a name or a string, one fingerprint of
+//! a shipped text and one of a definition the server holds. Two copies of any
+//! of these would drift apart, and then a name the deploy quotes one way
+//! would be read another way by the audit.
+
+mod checksum;
+mod definition_hash;
+mod lexer;
+mod quote;
+mod strip;
+
+pub use checksum::{checksum, normalize};
+pub(crate) use definition_hash::{definition_hash_sql, hash_hex, same_definition};
+pub(crate) use lexer::{Token, TokenKind, tokenize};
+pub(crate) use quote::{literal, quote_name, quote_qualified};
+pub(crate) use strip::{code_only, without_comments};

@@ -1,0 +1,58 @@
+//! Views of a text for reading it as code: comments never count, and string
+//! literals count only where dynamic SQL could run them. Built on the one
+//! lexer, so a `--` inside a string or a bracketed name is never a comment
+//! and block comments nest as the server nests them.
+
+use super::lexer::{Token, TokenKind, tokenize};
+
+/// The text with every comment replaced by a space, string literals kept.
+pub(crate) fn without_comments(sql: &str) -> String {
+    tokenize(sql).iter().map(|t| kept(t, false)).collect()
+}
+
+/// The text with comments and the contents of string literals blanked, so
+/// that words inside messages (`N'... EXECUTE AS ...'`) are not read as code.
+/// A string keeps its quotes: `''`, or `'` when it is never closed.
+pub(crate) fn code_only(sql: &str) -> String {
+    tokenize(sql).iter().map(|t| kept(t, true)).collect()
+}
+
+fn kept<'a>(token: &Token<'a>, blank_strings: bool) -> &'a str {
+    match token.kind {
+        TokenKind::LineComment | TokenKind::BlockComment => " ",
+        TokenKind::StringLiteral if blank_strings && is_closed(token.text) => "''",
+        TokenKind::StringLiteral if blank_strings => "'",
+        _ => token.text,
+    }
+}
+
+/// Whether a string literal's text ends with its closing quote: after the
+/// opening one, an odd run of trailing quotes is pairs of escaped quotes and
+/// the closing one; an even run is escaped quotes only.
+fn is_closed(literal: &str) -> bool {
+    let body = &literal[1..];
+    let trailing = body.bytes().rev().take_while(|&b| b == b'\'').count();
+    trailing % 2 == 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_become_one_space_and_strings_stay() {
+        assert_eq!(
+            without_comments("SELECT N'--x' /* a /* b */ c */ -- tail\nFROM [t--]"),
+            "SELECT N'--x'    \nFROM [t--]"
+        );
+    }
+
+    #[test]
+    fn code_only_blanks_string_contents_but_keeps_their_quotes() {
+        assert_eq!(code_only("THROW 1, N'it''s EXEC (x)', 1;"), "THROW 1, N'', 1;");
+        assert_eq!(code_only("SELECT ''"), "SELECT ''");
+        assert_eq!(code_only("SELECT 'open"), "SELECT '");
+        assert_eq!(code_only("SELECT 'open''"), "SELECT '");
+        assert_eq!(code_only("SELECT [a'b]"), "SELECT [a'b]");
+    }
+}
