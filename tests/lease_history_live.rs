@@ -77,7 +77,7 @@ async fn every_way_a_tenure_ends_is_recorded_once_with_its_owner_hashed() {
             )
         })
         .collect();
-    let expected = vec![
+    let expected = [
         (g.generation(), None, false, owner_hash(&g)),
         (f.generation(), Some("Superseded"), false, owner_hash(&f)),
         (e.generation(), Some("Expired"), false, owner_hash(&e)),
