@@ -91,6 +91,11 @@ async fn every_way_a_tenure_ends_is_recorded_once_with_its_owner_hashed() {
         .map(|(generation, ending, published, hash)| (*generation, *ending, *published, hash.as_str()))
         .collect();
     assert_eq!(seen, expected, "{document}");
+    assert_eq!(
+        g.owner_hash(),
+        owner_hash(&g),
+        "the client hashes owners as the engine does"
+    );
 
     // A lease that ran out ended when it ran out, not when it was noticed.
     assert_eq!(instant(&tenures[6]["ended_at_utc"]), a.until(), "{document}");

@@ -86,6 +86,20 @@ impl Lease {
     pub fn remaining(&self) -> Duration {
         self.local_deadline.saturating_duration_since(Instant::now())
     }
+
+    /// How the tenure history (`fencepost lease history`, `OwnerHash`)
+    /// shows this lease's owner: SHA-256 of its upper-case text, in hex. A
+    /// service can log it to find its own tenures later; it cannot be turned
+    /// back into the owner id.
+    pub fn owner_hash(&self) -> String {
+        owner_hash(self.owner)
+    }
+}
+
+/// SHA-256 of an owner id's upper-case text, as the procedures hash it.
+fn owner_hash(owner: Uuid) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(owner.hyphenated().to_string().to_uppercase().as_bytes()))
 }
 
 impl std::fmt::Debug for Lease {
@@ -102,6 +116,17 @@ impl std::fmt::Debug for Lease {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_owner_hash_is_what_the_engine_computes() {
+        // HASHBYTES('SHA2_256', CAST(UPPER(CAST(@Owner AS char(36))) AS varchar(36)))
+        // for this owner, as SQL Server and Babelfish answer it.
+        let owner = Uuid::parse_str("6f9619ff-8b86-d011-b42d-00c04fc964ff").unwrap();
+        assert_eq!(
+            owner_hash(owner),
+            "2da8e55aecc39527121ca55dc0e9430e0b54cbfc814942e1806987642e3167b5"
+        );
+    }
 
     #[tokio::test(start_paused = true)]
     async fn the_local_deadline_counts_from_when_the_request_was_sent() {
