@@ -101,10 +101,12 @@ pub(super) fn read_recorded_row(row: &tiberius::Row) -> (Option<i32>, Option<Uui
 /// recorded; empty where fence.Deployment does not exist yet.
 pub async fn read_history(conn: &mut Connection, limit: u32) -> Result<DeployHistory, DeployError> {
     const CONTEXT: &str = "reading the deploy history (fence.Deployment)";
+    // Babelfish writes style 127 with a space for the `T`.
     let sql = format!(
         "IF OBJECT_ID(N'fence.Deployment', N'U') IS NOT NULL
     EXEC sys.sp_executesql N'SELECT CAST(COUNT(*) AS int) FROM fence.Deployment;
-SELECT TOP ({limit}) DeploymentId, CONVERT(nvarchar(33), DeployedAtUtc, 127) + N''Z'', LoginName, FencepostVersion,
+SELECT TOP ({limit}) DeploymentId, REPLACE(CONVERT(nvarchar(33), DeployedAtUtc, 127), N'' '', N''T'') + N''Z'',
+       LoginName, FencepostVersion,
        MigrationsApplied, ProceduresApplied, DatabaseIdentity
   FROM fence.Deployment ORDER BY DeploymentId DESC;';"
     );

@@ -32,9 +32,10 @@ pub const CURRENT_IDENTITY_SQL: &str =
 /// The recorded identity as one row (fork, when, by whom), or no row when none
 /// is recorded or the table does not exist yet (a database deployed before
 /// it). Through `sp_executesql` so that a missing table is not a compile
-/// error of the caller's batch.
+/// error of the caller's batch. Babelfish writes style 127 with a space for
+/// the `T`.
 pub const RECORDED_IDENTITY_SQL: &str = "IF OBJECT_ID(N'fence.DatabaseIdentity', N'U') IS NOT NULL
-    EXEC sys.sp_executesql N'SELECT RecoveryForkGuid, CONVERT(nvarchar(33), RecordedAtUtc, 127) + N''Z'', RecordedBy
+    EXEC sys.sp_executesql N'SELECT RecoveryForkGuid, REPLACE(CONVERT(nvarchar(33), RecordedAtUtc, 127), N'' '', N''T'') + N''Z'', RecordedBy
         FROM fence.DatabaseIdentity WHERE Singleton = 1';";
 
 /// The identity recorded in fence.DatabaseIdentity.
