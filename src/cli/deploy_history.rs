@@ -8,13 +8,10 @@ use serde_json::{Value, json};
 /// of them when asked for.
 pub fn render_history(history: &DeployHistory, listed: Option<u32>) -> String {
     let mut out = match history.recent.first() {
-        Some(last) => format!(
-            "\nlast deployment: {} ({} recorded)\n",
-            describe(last),
-            history.recorded
-        ),
-        None => "\nlast deployment: none recorded (the deploy history starts with this version's first migrate)\n"
-            .to_owned(),
+        Some(last) => format!("last deployment: {} ({} recorded)\n", describe(last), history.recorded),
+        None => {
+            "last deployment: none recorded (the deploy history starts with this version's first migrate)\n".to_owned()
+        }
     };
     if listed.is_some() && !history.recent.is_empty() {
         out += &format!(
@@ -37,7 +34,7 @@ fn describe(d: &Deployment) -> String {
     )
 }
 
-/// The identity line, naming who recorded the identity and when.
+/// The identity line, after a blank line, naming who recorded the identity and when.
 pub fn render_identity(state: IdentityState, recorded: Option<&RecordedIdentity>) -> String {
     let by = match (state, recorded) {
         (IdentityState::Matches | IdentityState::Changed { .. }, Some(r)) => {
@@ -45,7 +42,7 @@ pub fn render_identity(state: IdentityState, recorded: Option<&RecordedIdentity>
         }
         _ => String::new(),
     };
-    format!("database identity: {state}{by}\n")
+    format!("\ndatabase identity: {state}{by}\n")
 }
 
 /// The deploy history for `status --format json`: the count, the last
@@ -101,7 +98,7 @@ mod tests {
         let text = render_history(&two(), None);
         assert_eq!(
             text,
-            "\nlast deployment: #7 at 2026-01-02T03:04:05.1234567Z by deployer with fencepost 9.9.9: 0 migration(s), \
+            "last deployment: #7 at 2026-01-02T03:04:05.1234567Z by deployer with fencepost 9.9.9: 0 migration(s), \
              2 procedure(s) applied (7 recorded)\n"
         );
     }
@@ -137,17 +134,17 @@ mod tests {
         };
         assert_eq!(
             render_identity(compare(Some(a), Some(a)), Some(&recorded)),
-            "database identity: recorded, matches (recorded by deploy at 2026-01-02T03:04:05Z)\n"
+            "\ndatabase identity: recorded, matches (recorded by deploy at 2026-01-02T03:04:05Z)\n"
         );
         let changed = render_identity(compare(Some(a), Some(b)), Some(&recorded));
         assert!(
-            changed.starts_with("database identity: restored or failed over (recorded ")
+            changed.starts_with("\ndatabase identity: restored or failed over (recorded ")
                 && changed.contains("run `fencepost lease recover`"),
             "{changed}"
         );
         assert_eq!(
             render_identity(compare(None, None), None),
-            "database identity: cannot verify: the engine does not show a recovery fork\n"
+            "\ndatabase identity: cannot verify: the engine does not show a recovery fork\n"
         );
         assert!(render_identity(compare(None, Some(a)), None).contains("not recorded yet"));
     }

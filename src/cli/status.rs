@@ -64,8 +64,8 @@ pub async fn run(args: StatusArgs) -> Result<u8> {
                 }
             }
             print!("{}", render_contract(contract));
-            print!("{}", render_history(&history, args.history));
             print!("{}", render_identity(identity, recorded_identity.as_ref()));
+            print!("{}", render_history(&history, args.history));
             print!("{}", render_security_definer(&definer, target.database()));
         }
     }
