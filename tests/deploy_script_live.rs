@@ -98,9 +98,10 @@ async fn a_script_migration_that_fails_part_way_is_not_recorded_and_nothing_afte
         errors.first().is_some_and(|e| e.contains("the migration fails")),
         "{errors:#?}"
     );
+    let shipped_versions: Vec<i32> = shipped().migrations().iter().map(|m| m.version()).collect();
     assert_eq!(
         history(&db).await,
-        [1, 2],
+        shipped_versions,
         "a failed migration, or one after it, was recorded"
     );
     for table in ["fence.Before", "fence.After", "fence.Later"] {
