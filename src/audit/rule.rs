@@ -50,6 +50,9 @@ pub enum Rule {
     /// FP018: a service is `db_owner` of another TRUSTWORTHY database owned
     /// by a privileged login.
     TrustworthyElsewhere,
+    /// FP019: the database was restored or failed over since its identity
+    /// was recorded: generations may have gone back.
+    DatabaseIdentity,
     /// FP101: a GRANT in the shipped permission scripts other than EXECUTE on
     /// a shipped procedure to a fence role.
     ShippedGrant,
@@ -59,7 +62,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule `evaluate` applies to a live catalog, in id order.
-    pub const LIVE: [Rule; 18] = [
+    pub const LIVE: [Rule; 19] = [
         Rule::PrivilegedRole,
         Rule::ServerControl,
         Rule::WriteAccess,
@@ -78,6 +81,7 @@ impl Rule {
         Rule::ServerPrivilege,
         Rule::RunsAsSomeoneElse,
         Rule::TrustworthyElsewhere,
+        Rule::DatabaseIdentity,
     ];
 
     /// Every rule `lint_offline` applies to the shipped sources, in id order.
@@ -109,6 +113,7 @@ impl Rule {
             Rule::ServerPrivilege => "FP016",
             Rule::RunsAsSomeoneElse => "FP017",
             Rule::TrustworthyElsewhere => "FP018",
+            Rule::DatabaseIdentity => "FP019",
             Rule::ShippedGrant => "FP101",
             Rule::ServiceGrantMissing => "FP102",
         }
@@ -135,6 +140,7 @@ impl Rule {
             Rule::ServerPrivilege => "service login holds a server privilege that reaches the fence",
             Rule::RunsAsSomeoneElse => "code a service can run runs as someone else",
             Rule::TrustworthyElsewhere => "service is db_owner of another TRUSTWORTHY database",
+            Rule::DatabaseIdentity => "database restored or failed over since its identity was recorded",
             Rule::ShippedGrant => "shipped GRANT other than EXECUTE on a shipped procedure to a fence role",
             Rule::ServiceGrantMissing => "fence_api procedure not granted to fence_service",
         }

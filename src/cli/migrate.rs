@@ -173,6 +173,12 @@ fn summary(where_: &str, report: &MigrateReport, would_stop: Option<&str>) -> St
         report.permissions_applied.len(),
         report.round_trips
     );
+    if let Some(id) = report.deployment_id {
+        out += &format!("recorded as deployment {id} in fence.Deployment\n");
+    }
+    for warning in &report.warnings {
+        out += &format!("warning: {warning}\n");
+    }
     out
 }
 
@@ -204,7 +210,33 @@ mod tests {
             dry_run: false,
             lock_wait_seconds: 0.0,
             round_trips: 3,
+            deployment_id: Some(1),
+            database_identity: None,
+            warnings: vec![],
         }
+    }
+
+    #[test]
+    fn the_summary_names_the_recorded_deployment_and_warns_of_a_changed_identity() {
+        let mut changed = report(&[]);
+        let identity = Some(deploy::identity::compare(
+            Some(uuid::Uuid::from_u128(1)),
+            Some(uuid::Uuid::from_u128(2)),
+        ));
+        changed.warnings = MigrateReport::identity_warnings(identity);
+        let text = summary("db", &changed, None);
+        assert!(
+            text.contains("recorded as deployment 1 in fence.Deployment\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "warning: the database was restored or failed over since its identity was recorded: run \
+                 `fencepost lease recover`\n"
+            ),
+            "{text}"
+        );
+        assert!(!summary("db", &report(&[]), None).contains("warning"));
     }
 
     #[test]

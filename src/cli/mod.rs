@@ -4,6 +4,7 @@
 mod bench;
 mod check;
 mod config;
+mod deploy_history;
 pub mod failure;
 mod lease;
 mod migrate;

@@ -40,10 +40,12 @@ pub enum Command {
     /// scripts. A procedure altered on the server by hand stops the deploy
     /// unless --overwrite-drift is given. A second run changes nothing.
     Migrate(MigrateArgs),
-    /// Show applied, pending and drifted objects, changing nothing.
+    /// Show applied, pending and drifted objects, the last deployment and the
+    /// database identity, changing nothing.
     ///
     /// Exits 0 when everything is current and 1 when something is pending,
-    /// changed, drifted or unknown.
+    /// changed, drifted or unknown, or the database was restored or failed
+    /// over since its identity was recorded.
     Status(StatusArgs),
     /// Write the whole deployment as one idempotent sqlcmd script, without a server.
     ///
@@ -320,6 +322,10 @@ pub struct StatusArgs {
     /// on the server differs from the shipped text.
     #[arg(long)]
     pub diff: bool,
+    /// Also list the last N recorded deployments (who, when, which fencepost,
+    /// what each applied), most recent first.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub history: Option<u32>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,

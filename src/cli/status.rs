@@ -5,6 +5,7 @@ use fencepost::client::ContractVersion;
 use fencepost::deploy::{self, MigrationState, Plan, ProcedureState, SecurityDefiner};
 use serde_json::json;
 
+use super::deploy_history::{history_json, identity_json, render_history, render_identity};
 use super::opt::{Format, StatusArgs};
 use super::{EXIT_ATTENTION, EXIT_OK, connect, sources};
 
@@ -14,13 +15,21 @@ pub async fn run(args: StatusArgs) -> Result<u8> {
     let plan = deploy::status(&mut conn, &sources).await?;
     let definer = deploy::read_security_definer(&mut conn).await?;
     let contract = deploy::read_contract_version(&mut conn).await?;
+    // Without --history, the last deployment only.
+    let history = deploy::read_history(&mut conn, args.history.unwrap_or(1)).await?;
+    let recorded_identity = deploy::identity::read_recorded(&mut conn).await?;
+    let identity = deploy::identity::compare(
+        recorded_identity.as_ref().map(|r| r.recovery_fork),
+        deploy::identity::read_current(&mut conn).await?,
+    );
     let diffs = if args.diff {
         drift_diffs(&mut conn, &sources, &plan).await?
     } else {
         Vec::new()
     };
     let where_ = format!("{} / {}", target.server(), target.database());
-    let current = plan.is_current() && definer_is_current(&definer);
+    // An engine that shows no identity is not a reason to act; a restore is.
+    let current = plan.is_current() && definer_is_current(&definer) && !identity.is_changed();
     match args.format {
         Format::Json => {
             let mut document = json!({
@@ -30,6 +39,8 @@ pub async fn run(args: StatusArgs) -> Result<u8> {
                 "contract_version": contract.map(|v| format!("{}.{}", v.major, v.minor)),
                 "migrations": plan.migrations,
                 "procedures": plan.procedures,
+                "deployments": history_json(&history, args.history),
+                "database_identity": identity_json(identity, recorded_identity.as_ref()),
             });
             if args.diff {
                 document["diffs"] = diffs
@@ -53,6 +64,8 @@ pub async fn run(args: StatusArgs) -> Result<u8> {
                 }
             }
             print!("{}", render_contract(contract));
+            print!("{}", render_identity(identity, recorded_identity.as_ref()));
+            print!("{}", render_history(&history, args.history));
             print!("{}", render_security_definer(&definer, target.database()));
         }
     }

@@ -7,6 +7,8 @@ use crate::connection::Connection;
 
 use super::error::DeployError;
 use super::executor::{MigrationDriver, MigrationEvent};
+use super::history::record_deployment;
+use super::identity;
 use super::lock;
 use super::permissions;
 use super::plan::{Plan, ProcedureState};
@@ -74,6 +76,9 @@ pub async fn migrate(
             dry_run: true,
             lock_wait_seconds: 0.0,
             round_trips: session.round_trips(),
+            deployment_id: None,
+            database_identity: None,
+            warnings: Vec::new(),
         });
     }
 
@@ -88,8 +93,13 @@ pub async fn migrate(
             return Err(stopped_part_way(done, error));
         }
     };
-    // The permission scripts, then the release of the lock, in one request.
-    let run = permissions::apply_and_release(&mut session, sources.permissions()).await;
+    // The permission scripts, the record of the deployment, then the release
+    // of the lock, in one request.
+    let record = record_deployment(
+        &count_of(&done.changes, |c| matches!(c, Change::Migration { .. })),
+        &count_of(&done.changes, |c| matches!(c, Change::Procedure { .. })),
+    );
+    let run = permissions::apply_and_release(&mut session, sources.permissions(), &record).await;
     for script in &sources.permissions()[..run.applied] {
         on_progress(Progress::PermissionsApplied(script.file().to_string()));
         done.permissions_applied.push(script.file().to_string());
@@ -97,6 +107,9 @@ pub async fn migrate(
     if let Some(error) = run.error {
         return Err(stopped_part_way(done, error));
     }
+    let database_identity = run
+        .recorded
+        .map(|r| identity::compare(r.recorded_identity, r.current_identity));
     Ok(MigrateReport {
         plan,
         changes: done.changes,
@@ -104,7 +117,15 @@ pub async fn migrate(
         dry_run: false,
         lock_wait_seconds: waited.as_secs_f64(),
         round_trips: session.round_trips(),
+        deployment_id: run.recorded.and_then(|r| r.id),
+        database_identity,
+        warnings: MigrateReport::identity_warnings(database_identity),
     })
+}
+
+/// How many of `changes` are of one kind, as a T-SQL int literal.
+fn count_of(changes: &[Change], kind: impl Fn(&Change) -> bool) -> String {
+    changes.iter().filter(|c| kind(c)).count().to_string()
 }
 
 /// The names of the shipped procedures, `schema.name`: the definitions the

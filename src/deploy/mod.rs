@@ -7,8 +7,10 @@
 //! every procedure whose shipped text changed, whose server definition
 //! drifted or that is missing (created as a stub when missing, then altered,
 //! so grants survive), drops the procedures it deployed and no longer ships,
-//! then applies every permission script and releases the lock in one request.
-//! A failure part-way reports what committed before it.
+//! then applies every permission script, records the deployment
+//! (fence.Deployment, and the database identity when none is recorded) and
+//! releases the lock in one request. A failure part-way reports what committed
+//! before it and records no deployment.
 
 mod babelfish_postgres;
 mod batch;
@@ -17,6 +19,8 @@ mod definition;
 mod error;
 mod executor;
 mod grants;
+mod history;
+pub mod identity;
 mod lint;
 mod lock;
 mod migrate;
@@ -39,6 +43,7 @@ pub use contract_version::read_contract_version;
 pub use definition::{definition_diff, read_definition};
 pub use error::{DeployError, LockHolder, SourceError};
 pub use grants::{FENCE_ROLES, Grant, GrantOutcome, ensure_members};
+pub use history::{DeployHistory, Deployment, read_history, record_deployment};
 pub use migrate::{MigrateOptions, Progress, migrate};
 pub use migration::MigrationSource;
 pub use plan::{MigrationState, MigrationStatus, Plan, ProcedureState, ProcedureStatus};

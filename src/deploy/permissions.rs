@@ -1,5 +1,6 @@
 //! The last request of a deploy: every batch of every permission script, then
-//! the release of the deploy lock, in one round trip.
+//! the record of the deployment (when everything succeeded), then the release
+//! of the deploy lock, in one round trip.
 //!
 //! Each batch still runs as a batch of its own (`EXEC sys.sp_executesql`, its
 //! own scope and compilation), in order, each as often as its `GO n` says. A
@@ -13,6 +14,7 @@ use tiberius::Row;
 
 use super::batch::Batch;
 use super::error::DeployError;
+use super::history::{RECORDED_COLUMN, read_recorded_row};
 use super::lock;
 use super::session::{Session, batch_failed};
 use super::sources::ScriptSource;
@@ -34,8 +36,22 @@ struct Step<'a> {
 pub(super) struct PermissionsRun {
     /// How many scripts, in order, ran every batch.
     pub applied: usize,
+    /// The recorded deployment, when the sources ship fence.Deployment and
+    /// everything succeeded.
+    pub recorded: Option<RecordedDeployment>,
     /// The first error, if any.
     pub error: Option<DeployError>,
+}
+
+/// What the record of a deployment returned.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct RecordedDeployment {
+    /// fence.Deployment's id.
+    pub id: Option<i32>,
+    /// The identity fence.DatabaseIdentity holds after the record.
+    pub recorded_identity: Option<uuid::Uuid>,
+    /// The identity the database shows.
+    pub current_identity: Option<uuid::Uuid>,
 }
 
 /// The column of the row each batch is announced by.
@@ -44,25 +60,44 @@ const STEP_COLUMN: &str = "FencepostStep";
 const FAILED_COLUMN: &str = "FencepostFailedStep";
 /// The column of the release's row.
 const OPEN_COLUMN: &str = "OpenTransactions";
+/// The column of the row that reports a failed record of the deployment.
+const RECORD_FAILED_COLUMN: &str = "FencepostRecordFailed";
 
 /// SQL Server's and Babelfish's error when a batch run by `sp_executesql`
 /// ends with more transactions open than it started with. The transaction it
 /// left open is what matters, and the release reports it.
 const TRANSACTION_COUNT_MISMATCH: i32 = 266;
 
-/// Applies `scripts` and releases the deploy lock in one request. When the
+/// Applies `scripts`, records the deployment with `record` (T-SQL from
+/// [`history::record_deployment`](super::history::record_deployment)) when
+/// they all succeeded, and releases the deploy lock in one request. When the
 /// request ends before its release ran, the lock is released in another.
-pub(super) async fn apply_and_release(session: &mut Session<'_>, scripts: &[ScriptSource]) -> PermissionsRun {
+pub(super) async fn apply_and_release(
+    session: &mut Session<'_>,
+    scripts: &[ScriptSource],
+    record: &str,
+) -> PermissionsRun {
     let steps = steps(scripts);
-    let (rows, error) = session.run_until_error(&request(&steps)).await;
+    let (rows, error) = session.run_until_error(&request(&steps, record)).await;
     let mut announced = None;
     let mut failed = None;
     let mut open = None;
+    let mut recorded = None;
+    let mut record_failed = None;
     for row in &rows {
         match row.columns().first().map(|c| c.name()) {
             Some(STEP_COLUMN) => announced = row.get::<i32, usize>(0),
             Some(FAILED_COLUMN) => failed = caught_failure(row, &steps),
             Some(OPEN_COLUMN) => open = row.get::<i32, usize>(0),
+            Some(RECORDED_COLUMN) => {
+                let (id, recorded_identity, current_identity) = read_recorded_row(row);
+                recorded = Some(RecordedDeployment {
+                    id,
+                    recorded_identity,
+                    current_identity,
+                });
+            }
+            Some(RECORD_FAILED_COLUMN) => record_failed = Some(record_failure(row)),
             _ => {}
         }
     }
@@ -82,12 +117,14 @@ pub(super) async fn apply_and_release(session: &mut Session<'_>, scripts: &[Scri
         };
         return PermissionsRun {
             applied: applied_before(&steps, at.unwrap_or(0)),
+            recorded: None,
             error: Some(error),
         };
     }
     if let Some((at, error)) = failed {
         return PermissionsRun {
             applied: applied_before(&steps, at),
+            recorded: None,
             error: Some(error),
         };
     }
@@ -98,6 +135,7 @@ pub(super) async fn apply_and_release(session: &mut Session<'_>, scripts: &[Scri
         Some(open) => {
             return PermissionsRun {
                 applied: 0,
+                recorded: None,
                 error: Some(DeployError::TransactionLeftOpen { open }),
             };
         }
@@ -106,9 +144,28 @@ pub(super) async fn apply_and_release(session: &mut Session<'_>, scripts: &[Scri
             source: tiberius::error::Error::Protocol("no transaction count came back".into()),
         }),
     };
+    if error.is_some() {
+        return PermissionsRun {
+            applied: 0,
+            recorded: None,
+            error,
+        };
+    }
+    // Every script ran; only the record failed.
     PermissionsRun {
-        applied: if error.is_some() { 0 } else { scripts.len() },
-        error,
+        applied: scripts.len(),
+        recorded: if record_failed.is_some() { None } else { recorded },
+        error: record_failed,
+    }
+}
+
+/// The error the record of the deployment caught.
+fn record_failure(row: &Row) -> DeployError {
+    let code = row.get::<i32, usize>(1).unwrap_or_default();
+    let message = row.get::<&str, usize>(2).unwrap_or_default();
+    DeployError::Server {
+        context: "recording the deployment in fence.Deployment".into(),
+        source: tiberius::error::Error::Protocol(format!("error {code}: {message}").into()),
     }
 }
 
@@ -140,8 +197,10 @@ fn applied_before(steps: &[Step<'_>], at: usize) -> usize {
 }
 
 /// The request: each step announced by a row and run by `sp_executesql`
-/// inside one TRY, the failure the CATCH saw as one row, then the release.
-fn request(steps: &[Step<'_>]) -> String {
+/// inside one TRY, the failure the CATCH saw as one row, then `record` when
+/// nothing failed and no transaction is open (its own failure as one row),
+/// then the release.
+fn request(steps: &[Step<'_>], record: &str) -> String {
     let mut sql = String::from(
         "DECLARE @Step int = 0, @FailedStep int, @ErrorNumber int, @ErrorMessage nvarchar(4000), @ErrorLine int;
 BEGIN TRY
@@ -165,6 +224,15 @@ IF @ErrorNumber = {TRANSACTION_COUNT_MISMATCH} AND @@TRANCOUNT > 0
     SET @FailedStep = NULL;
 SELECT @FailedStep AS {FAILED_COLUMN}, @ErrorNumber AS ErrorNumber, @ErrorMessage AS ErrorMessage,
        @ErrorLine AS ErrorLine;
+IF @ErrorNumber IS NULL AND @@TRANCOUNT = 0
+BEGIN
+    BEGIN TRY
+{record}    END TRY
+    BEGIN CATCH
+        IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+        SELECT CAST(1 AS int) AS {RECORD_FAILED_COLUMN}, ERROR_NUMBER() AS ErrorNumber, ERROR_MESSAGE() AS ErrorMessage;
+    END CATCH;
+END;
 {}",
         release_deploy_lock()
     );
@@ -228,7 +296,7 @@ mod tests {
     #[test]
     fn each_batch_runs_as_its_own_batch_announced_before_it_and_the_lock_is_released_last() {
         let sources = scripts();
-        let sql = request(&steps(sources.permissions()));
+        let sql = request(&steps(sources.permissions()), "SELECT 42 AS Record;\n");
         assert_eq!(sql.matches("EXEC sys.sp_executesql").count(), 4, "{sql}");
         assert!(sql.contains("EXEC sys.sp_executesql N'SELECT ''it''''s'';"), "{sql}");
         let second = sql.find("AS FencepostStep;\n    EXEC sys.sp_executesql N'SELECT ''it");
@@ -237,7 +305,12 @@ mod tests {
             "{sql}"
         );
         let release = sql.find("sp_releaseapplock").expect("the release");
-        assert!(sql.find("END CATCH") < Some(release), "{sql}");
+        let record =
+            sql.find("IF @ErrorNumber IS NULL AND @@TRANCOUNT = 0\nBEGIN\n    BEGIN TRY\nSELECT 42 AS Record;");
+        assert!(
+            sql.find("AS FencepostFailedStep") < record && record < Some(release),
+            "{sql}"
+        );
     }
 
     #[test]

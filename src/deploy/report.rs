@@ -5,6 +5,7 @@ use std::fmt;
 
 use serde::Serialize;
 
+use super::identity::{IdentityState, RESTORED_MESSAGE};
 use super::plan::{Plan, ProcedureState};
 
 /// One thing a deploy changed.
@@ -55,6 +56,25 @@ pub struct MigrateReport {
     pub lock_wait_seconds: f64,
     /// Round trips made to the server, lock included.
     pub round_trips: usize,
+    /// The id of the fence.Deployment row that records this deploy; `None`
+    /// for a dry run, or sources that do not ship the table.
+    pub deployment_id: Option<i32>,
+    /// How the database identity compared with the recorded one after the
+    /// deploy; `None` when nothing was recorded.
+    pub database_identity: Option<IdentityState>,
+    /// What needs an operator although the deploy succeeded.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+impl MigrateReport {
+    /// The warnings a deploy that found `identity` gives.
+    pub fn identity_warnings(identity: Option<IdentityState>) -> Vec<String> {
+        match identity {
+            Some(state) if state.is_changed() => vec![RESTORED_MESSAGE.to_owned()],
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// What a deploy that failed part-way had committed. It stays: each

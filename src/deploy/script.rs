@@ -8,6 +8,7 @@
 use std::fmt::Write;
 
 use super::batch::Batch;
+use super::history::record_deployment;
 use super::migration::MigrationSource;
 use super::procedure::ProcedureSource;
 use super::script_guard;
@@ -58,6 +59,11 @@ GO
         "-- the database's migration history must be one this script ships\n{}GO\n",
         script_guard::history_agrees(sources)
     );
+    let _ = writeln!(
+        out,
+        "-- what this run finds, so that the record of its deployment counts the migrations it applied\n{}GO\n",
+        count_history_before()
+    );
     let versions: Vec<i32> = sources.migrations().iter().map(MigrationSource::version).collect();
     for (index, migration) in sources.migrations().iter().enumerate() {
         render_migration(&mut out, sources, migration, &versions[..index]);
@@ -68,7 +74,38 @@ GO
     for script in sources.permissions() {
         render_permissions(&mut out, sources, script, &versions);
     }
+    render_record(&mut out, sources, &versions);
     out
+}
+
+/// The session's temporary table that holds how many migrations the history
+/// held when the script started: batches share no variables, and a
+/// temporary table lasts as long as the session.
+const HISTORY_BEFORE: &str = "#FencepostHistoryBefore";
+
+/// Notes how many migrations the history holds before any is applied.
+fn count_history_before() -> String {
+    format!(
+        "IF OBJECT_ID(N'tempdb..{HISTORY_BEFORE}') IS NULL
+    CREATE TABLE {HISTORY_BEFORE} (Migrations int NOT NULL);
+DELETE FROM {HISTORY_BEFORE};
+INSERT INTO {HISTORY_BEFORE} (Migrations) SELECT COUNT(*) FROM {HISTORY_TABLE};
+"
+    )
+}
+
+/// The record of the deployment, as `migrate` writes it, after every
+/// section succeeded. The script alters every procedure, so it counts them
+/// all as applied.
+fn render_record(out: &mut String, sources: &Sources, versions: &[i32]) {
+    let migrations = format!("(SELECT COUNT(*) FROM {HISTORY_TABLE}) - (SELECT Migrations FROM {HISTORY_BEFORE})");
+    let record = record_deployment(&migrations, &sources.procedures().len().to_string());
+    let _ = writeln!(
+        out,
+        "-- the record of this deployment in fence.Deployment (and of the database identity, when none is recorded)\n{}{}GO\n",
+        script_guard::section(sources, versions),
+        stop_at_first_error(&record)
+    );
 }
 
 /// `body` in one transaction that commits at its end (the body's own
@@ -212,9 +249,10 @@ mod tests {
             after_last_go.trim().is_empty(),
             "text after the last GO: {after_last_go}"
         );
-        // Options, bootstrap, history check, then one batch per section.
+        // Options, bootstrap, history check, the count before, one batch per
+        // section, then the record of the deployment.
         let sections = sources.migrations().len() + sources.procedures().len() + sources.permissions().len();
-        assert_eq!(batches.len(), 3 + sections);
+        assert_eq!(batches.len(), 4 + sections + 1);
         for (i, batch) in batches.iter().enumerate() {
             assert!(holds_code(batch), "batch {} holds no code:\n{batch}", i + 1);
         }
@@ -328,6 +366,26 @@ mod tests {
             let exec = format!("EXEC ({});", literal(p.alter_text().trim_end()));
             assert!(script.contains(&exec), "{} is missing", p.qualified_name());
         }
+    }
+
+    #[test]
+    fn the_last_section_records_the_deployment_after_checking_every_migration_and_counts_what_this_run_applied() {
+        let sources = Sources::embedded().unwrap();
+        let script = render(&sources);
+        let batches: Vec<String> = sqlcmd_batches(&script).into_iter().filter(|b| holds_code(b)).collect();
+        let last = batches.last().unwrap();
+        assert!(last.contains("-- the record of this deployment"), "{last}");
+        assert!(last.contains("THROW 50191") && last.contains("THROW 50192"), "{last}");
+        assert!(last.contains("INSERT INTO fence.Deployment"), "{last}");
+        let counts = format!(
+            "DECLARE @MigrationsApplied int = (SELECT COUNT(*) FROM fence.SchemaHistory) - (SELECT Migrations FROM \
+             #FencepostHistoryBefore), @ProceduresApplied int = {};",
+            sources.procedures().len()
+        );
+        assert!(last.contains(&counts), "{last}");
+        // The count before is taken before the first migration.
+        let before = script.find("INSERT INTO #FencepostHistoryBefore");
+        assert!(before.is_some() && before < script.find("-- migrations/"), "{script}");
     }
 
     #[test]

@@ -134,6 +134,11 @@ pub fn clean() -> Catalog {
         server_settings: Some(ServerSettings {
             cross_db_ownership_chaining: false,
         }),
+        // Recorded by the deploy, and not restored since.
+        database_identity: Some(fencepost::audit::IdentityReading {
+            recorded: Some(uuid::Uuid::from_u128(1)),
+            current: Some(uuid::Uuid::from_u128(1)),
+        }),
         ..Catalog::default()
     };
     c.principals = vec![

@@ -58,6 +58,20 @@ pub struct Catalog {
     /// The other TRUSTWORTHY databases of the server; `None` when the list
     /// could not be read.
     pub trustworthy_databases: Option<Vec<OtherDatabase>>,
+    /// The database identity, recorded and current; `None` when it could not
+    /// be read.
+    pub database_identity: Option<IdentityReading>,
+}
+
+/// The database identity as fence.DatabaseIdentity records it and as
+/// `sys.database_recovery_status` shows it now (see
+/// [`crate::deploy::identity`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdentityReading {
+    /// The recorded recovery fork; `None` when none is recorded.
+    pub recorded: Option<uuid::Uuid>,
+    /// The current recovery fork; `None` where the engine shows none.
+    pub current: Option<uuid::Uuid>,
 }
 
 /// What the engine does that its catalog cannot show.

@@ -7,11 +7,11 @@ use tiberius::Row;
 
 use super::super::AuditError;
 use super::super::catalog::{
-    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, Membership, Object, ObjectKind, Permission,
-    PermissionState, Principal, PrincipalKind, Schema, Securable, ServerSettings,
+    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, IdentityReading, Membership, Object, ObjectKind,
+    Permission, PermissionState, Principal, PrincipalKind, Schema, Securable, ServerSettings,
 };
 use super::facts::{is_visible_marker, server, trustworthy, visibility};
-use super::rows::{int, required, text};
+use super::rows::{int, required, text, uuid};
 
 pub(super) type Next<'a> = dyn FnMut() -> (Option<Vec<Row>>, &'static str) + 'a;
 
@@ -247,6 +247,16 @@ pub(super) fn build(next: &mut Next) -> Result<Catalog, AuditError> {
         }
         catalog.engine.security_definer = Some(definer);
     }
+
+    let (rows, what) = next();
+    catalog.database_identity = match rows.as_deref().map(|r| r.first()) {
+        Some(Some(row)) => Some(IdentityReading {
+            recorded: uuid(row, 0, what)?,
+            current: uuid(row, 1, what)?,
+        }),
+        // A query that answered no row read nothing.
+        Some(None) | None => None,
+    };
     Ok(catalog)
 }
 

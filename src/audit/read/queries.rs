@@ -114,6 +114,20 @@ const TRUSTWORTHY: &str = "IF SERVERPROPERTY('Babelfish') IS NULL
            FROM sys.databases AS d
           WHERE d.is_trustworthy_on = 1 AND d.database_id <> DB_ID()";
 
+/// The recorded and the current database identity as one row. The recorded
+/// one is read by `sp_executesql` so that a database deployed before
+/// fence.DatabaseIdentity existed still compiles the batch.
+fn database_identity() -> String {
+    use crate::deploy::identity::CURRENT_IDENTITY_SQL;
+    format!(
+        "IF OBJECT_ID(N'fence.DatabaseIdentity', N'U') IS NULL
+                 SELECT CAST(NULL AS uniqueidentifier), ({CURRENT_IDENTITY_SQL})
+             ELSE
+                 EXEC sys.sp_executesql N'SELECT (SELECT RecoveryForkGuid FROM fence.DatabaseIdentity WHERE Singleton = 1),
+                                                 ({CURRENT_IDENTITY_SQL})'"
+    )
+}
+
 pub(super) fn queries() -> Vec<Query> {
     let q = |what, sql: &str, required| Query {
         what,
@@ -311,5 +325,6 @@ pub(super) fn queries() -> Vec<Query> {
                     AND CAST(p.prosecdef AS int) = 1')",
             false,
         ),
+        q("the database identity", &database_identity(), false),
     ]
 }

@@ -21,6 +21,14 @@ pub(super) fn required(row: &Row, i: usize, what: &'static str) -> Result<String
     })
 }
 
+pub(super) fn uuid(row: &Row, i: usize, what: &'static str) -> Result<Option<uuid::Uuid>, AuditError> {
+    row.try_get::<uuid::Uuid, usize>(i)
+        .map_err(|e| AuditError::UnexpectedShape {
+            what,
+            reason: format!("column {i}: {e}"),
+        })
+}
+
 pub(super) fn int(row: &Row, i: usize, what: &'static str) -> Result<Option<i32>, AuditError> {
     row.try_get::<i32, usize>(i).map_err(|e| AuditError::UnexpectedShape {
         what,

@@ -7,6 +7,7 @@ mod dbo;
 mod escalation;
 mod execute;
 mod grants;
+mod identity;
 mod membership;
 mod modules;
 mod runs_as;
@@ -41,6 +42,7 @@ pub fn evaluate(catalog: &Catalog, policy: &Policy) -> Report {
     database::check(&ctx, &mut report);
     dbo::check(&ctx, &mut report);
     trustworthy::check(&ctx, &mut report);
+    identity::check(&ctx, &mut report);
     if let Some(reason) = &ctx.permissions_hidden {
         for rule in PERMISSION_RULES {
             report.cannot_verify.push(CannotVerify {
