@@ -60,14 +60,17 @@ pub(super) async fn recover(args: LeaseRecoverArgs) -> Result<u8> {
 }
 
 /// The database's recovery fork, or `None` where the engine does not show
-/// one (Babelfish) or the login may not read it.
+/// one (Babelfish). A login that may not read it gets a warning, not a
+/// refusal: the recovery matters more than recording the identity.
 async fn database_identity(conn: &mut Connection) -> Option<Uuid> {
-    let rows = call(
-        conn,
-        "SELECT recovery_fork_guid FROM sys.database_recovery_status WHERE database_id = DB_ID()",
-        &[],
-    )
-    .await
-    .ok()?;
-    rows.first().and_then(|row| get::<Uuid>(row, "recovery_fork_guid"))
+    match fencepost::deploy::identity::read_current(conn).await {
+        Ok(identity) => identity,
+        Err(error) => {
+            tracing::warn!(
+                "could not read the database identity, so this recovery does not record it \
+                 (check keeps reporting FP019 until a recovery that can read it runs): {error}"
+            );
+            None
+        }
+    }
 }
