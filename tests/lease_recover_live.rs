@@ -136,3 +136,27 @@ async fn after_a_restore_every_acquisition_gets_a_generation_above_all_issued_be
     assert_eq!(endings, vec!["Superseded", "Superseded"], "{history}");
     db.drop().await;
 }
+
+#[tokio::test]
+async fn a_recovery_records_the_identity_it_answers_so_the_restore_is_no_longer_reported() {
+    let Some(db) =
+        TestDatabase::deployed("a_recovery_records_the_identity_it_answers_so_the_restore_is_no_longer_reported").await
+    else {
+        return;
+    };
+    // The identity a restore left, as SQL Server would show it; Babelfish
+    // shows none, so the procedure is given one directly.
+    let restored = Uuid::new_v4();
+    db.exec(&format!(
+        "EXEC fence_admin.Recover @RecoveryId = '{}', @DatabaseIdentity = '{restored}';",
+        Uuid::new_v4()
+    ))
+    .await;
+    let recorded = fencepost::deploy::identity::read_recorded(&mut db.connect().await)
+        .await
+        .unwrap()
+        .expect("the recovery recorded an identity");
+    assert_eq!(recorded.recovery_fork, restored);
+    assert_eq!(recorded.recorded_by, "recover");
+    db.drop().await;
+}
