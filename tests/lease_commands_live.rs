@@ -107,11 +107,7 @@ async fn a_null_or_out_of_range_list_argument_is_refused_naming_it() {
         ("EXEC fence_admin.ListLeases @HeldOnly = NULL", 50121, "@HeldOnly"),
         ("EXEC fence_admin.ListLeases @MaxRows = 0", 50122, "@MaxRows"),
     ] {
-        let mut conn = db.connect().await;
-        let error = match conn.simple_query(sql).await {
-            Ok(stream) => stream.into_results().await.expect_err(sql),
-            Err(error) => error,
-        };
+        let error = db.refusal(sql).await;
         assert_eq!(error.code(), Some(number), "{sql}: {error}");
         assert!(error.to_string().contains(parameter), "{sql}: {error}");
     }

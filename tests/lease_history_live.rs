@@ -265,11 +265,7 @@ async fn an_out_of_range_history_prune_or_recover_argument_is_refused_naming_it(
             "@DatabaseIdentity",
         ),
     ] {
-        let mut conn = db.connect().await;
-        let error = match conn.simple_query(sql).await {
-            Ok(stream) => stream.into_results().await.expect_err(sql),
-            Err(error) => error,
-        };
+        let error = db.refusal(sql).await;
         assert_eq!(error.code(), Some(number), "{sql}: {error}");
         assert!(error.to_string().contains(parameter), "{sql}: {error}");
     }

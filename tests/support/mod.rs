@@ -125,6 +125,16 @@ impl TestDatabase {
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
     }
 
+    /// The error `sql` is refused with, on a connection of its own; a panic
+    /// if it runs.
+    pub async fn refusal(&self, sql: &str) -> tiberius::error::Error {
+        let mut conn = self.connect().await;
+        match conn.simple_query(sql).await {
+            Ok(stream) => stream.into_results().await.expect_err(sql),
+            Err(error) => error,
+        }
+    }
+
     /// Runs one batch in this database, panicking on error.
     pub async fn exec(&self, sql: &str) {
         exec(&mut self.connect().await, sql).await;
