@@ -46,7 +46,8 @@ pub(super) async fn recover(args: LeaseRecoverArgs) -> Result<u8> {
             }))?
         ),
         Format::Text if repeated => println!(
-            "recovery {recovery_id} already ran at {at}: every generation was raised to {floor}; nothing changed"
+            "recovery {recovery_id} (from {id_from}) already ran at {at}: every generation was raised to {floor}; \
+             nothing changed. To recover from another restore or failover since then, pass a new --id"
         ),
         Format::Text => {
             println!(
