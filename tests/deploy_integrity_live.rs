@@ -5,9 +5,7 @@
 mod deploy_support;
 mod support;
 
-use std::path::Path;
-
-use deploy_support::{exists, history, shipped, shipped_versions_and};
+use deploy_support::{exists, history, shipped, shipped_versions_and, write_sources};
 use fencepost::deploy::{Change, DeployError, ProcedureState, Sources};
 use support::TestDatabase;
 
@@ -232,25 +230,6 @@ async fn a_permission_script_failing_after_procedures_were_deployed_says_what_is
         "{message}"
     );
     db.drop().await;
-}
-
-/// Writes a source set into `root` in the layout `--source-dir` reads.
-fn write_sources(root: &Path, sources: &Sources) {
-    let mut files: Vec<(String, String)> = Vec::new();
-    for m in sources.migrations() {
-        files.push((format!("migrations/{}", m.file()), m.migration().sql().unwrap().into()));
-    }
-    for p in sources.procedures() {
-        files.push((format!("procedures/{}", p.file()), p.text().into()));
-    }
-    for p in sources.permissions() {
-        files.push((format!("permissions/{}", p.file()), p.text().into()));
-    }
-    for (path, text) in files {
-        let path = root.join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
 }
 
 #[tokio::test]

@@ -2,11 +2,11 @@
 //! that carries every permission script and the release of the deploy lock.
 
 mod client_support;
+mod deploy_support;
 mod support;
 
-use std::path::Path;
-
 use client_support::Proxy;
+use deploy_support::write_sources;
 use fencepost::ConnectionString;
 use fencepost::deploy::{self, DeployError, MigrateOptions, Sources};
 use support::TestDatabase;
@@ -101,25 +101,6 @@ async fn assert_lock_released(db: &TestDatabase) {
     let mut other = db.connect().await;
     support::hold_deploy_lock(&mut other).await;
     support::release_deploy_lock(&mut other).await;
-}
-
-/// Writes a source set into `root` in the layout `--source-dir` reads.
-fn write_sources(root: &Path, sources: &Sources) {
-    let mut files: Vec<(String, String)> = Vec::new();
-    for m in sources.migrations() {
-        files.push((format!("migrations/{}", m.file()), m.migration().sql().unwrap().into()));
-    }
-    for p in sources.procedures() {
-        files.push((format!("procedures/{}", p.file()), p.text().into()));
-    }
-    for p in sources.permissions() {
-        files.push((format!("permissions/{}", p.file()), p.text().into()));
-    }
-    for (path, text) in files {
-        let path = root.join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
 }
 
 #[tokio::test]

@@ -2,6 +2,8 @@
 //! about what a deploy left behind.
 #![allow(dead_code)]
 
+use std::path::Path;
+
 use fencepost::deploy::Sources;
 
 use crate::support::{TestDatabase, connect_ado};
@@ -67,4 +69,23 @@ pub async fn run_carrying_on(db: &TestDatabase, script: &str) -> Vec<String> {
         }
     }
     errors
+}
+
+/// Writes a source set into `root` in the layout `--source-dir` reads.
+pub fn write_sources(root: &Path, sources: &Sources) {
+    let mut files: Vec<(String, String)> = Vec::new();
+    for m in sources.migrations() {
+        files.push((format!("migrations/{}", m.file()), m.migration().sql().unwrap().into()));
+    }
+    for p in sources.procedures() {
+        files.push((format!("procedures/{}", p.file()), p.text().into()));
+    }
+    for p in sources.permissions() {
+        files.push((format!("permissions/{}", p.file()), p.text().into()));
+    }
+    for (path, text) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
 }
