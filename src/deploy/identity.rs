@@ -138,12 +138,6 @@ pub async fn read_recorded(conn: &mut Connection) -> Result<Option<RecordedIdent
     }))
 }
 
-/// Reads both and compares them.
-pub async fn read_state(conn: &mut Connection) -> Result<IdentityState, DeployError> {
-    let recorded = read_recorded(conn).await?.map(|r| r.recovery_fork);
-    Ok(compare(recorded, read_current(conn).await?))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
