@@ -126,7 +126,7 @@ async fn cycles(client: Client, key: String, stop: Arc<AtomicBool>) -> Seen {
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 continue;
             }
-            Ok(Acquire::NotProvisioned) => panic!("{key} is not provisioned"),
+            Ok(other) => panic!("{key}: {other:?}"),
             Err(error) => {
                 retryable(&mut seen, "acquire", error);
                 tokio::time::sleep(Duration::from_millis(20)).await;
@@ -154,6 +154,11 @@ async fn publish_until_known(client: &Client, lease: &Lease, seen: &mut Seen) {
         match client.publish(lease, operation, &payload).await {
             Ok(Publish::AlreadyPublished) if replay => break Publish::Published,
             Ok(outcome) => break outcome,
+            // An unknown outcome is settled by replaying the same operation.
+            Err(error) if error.unknown_operation() == Some(operation) => {
+                seen.retried.push(format!("publish: {error}"));
+                replay = true;
+            }
             Err(error) => {
                 if !retryable(seen, "publish", error) {
                     return;

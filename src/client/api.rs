@@ -245,6 +245,7 @@ impl Client {
             Some(number) => Error::Server {
                 procedure: PROCEDURE,
                 number,
+                class: super::call::server_error(&e).map_or(16, |(_, class)| class),
                 message: e.to_string(),
             },
             None => Error::Network {

@@ -4,10 +4,13 @@ use futures_util::TryStreamExt;
 use tiberius::{FromSql, QueryItem, Row, ToSql};
 use time::OffsetDateTime;
 
+use std::time::Duration;
+
 use super::config::ClientConfig;
 use super::contract::Procedure;
-use super::error::Error;
+use super::error::{Error, FATAL_CLASS};
 use super::pool::{self, LastConnectError, Manager};
+use crate::connection::Connection;
 
 /// Sends `EXEC <procedure> ...` with `arguments` bound in contract order and
 /// returns its single row. The call is bounded by `timeout` from check-out to
@@ -41,12 +44,16 @@ pub(crate) async fn call(
             }
         }
     };
-    let mut rows = match tokio::time::timeout(timeout, exchange).await {
-        // `in_call` stays set: the reply may still be on its way, so the pool
-        // drops this connection.
-        Err(_) => return Err(Error::timed_out(procedure.name(), timeout)),
+    let outcome = tokio::time::timeout(timeout, exchange).await;
+    let mut rows = match outcome {
+        Err(_) => {
+            // `in_call` stays set: the pool drops this connection whatever
+            // the cancel below achieves.
+            cancel_on_server(&mut session.connection, procedure).await;
+            return Err(Error::timed_out(procedure.name(), timeout));
+        }
         Ok(Err((rows, error))) => {
-            if keeps_connection(server_error_class(&error)) {
+            if keeps_connection(server_error(&error)) {
                 session.in_call = false;
                 session.last_used = tokio::time::Instant::now();
             }
@@ -68,28 +75,77 @@ pub(crate) async fn call(
     })
 }
 
-/// The severity of a server error, `None` for any other failure.
-fn server_error_class(error: &tiberius::error::Error) -> Option<u8> {
+/// How long a request that ran past its call's bound is given to stop on the
+/// server before its connection is dropped anyway.
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
+/// Asks the server to stop the request still running on `connection` (a TDS
+/// Attention) and waits, within [`CANCEL_GRACE`], for its acknowledgement.
+/// Without it a request queued on the fence row's lock would run once the
+/// lock is free, after the caller gave up: a publish would commit, an
+/// acquire take the lease under an owner nobody holds any more. Once
+/// acknowledged, the request has ended for good. A connection that does not
+/// answer in time (half open, or the server is gone) cannot cancel anything,
+/// and is dropped all the same.
+async fn cancel_on_server(connection: &mut Connection, procedure: Procedure) {
+    match tokio::time::timeout(CANCEL_GRACE, connection.cancel_query()).await {
+        Ok(Ok(())) => tracing::debug!(
+            procedure = procedure.name(),
+            "the server stopped a call that ran out of time"
+        ),
+        Ok(Err(error)) => {
+            tracing::debug!(procedure = procedure.name(), %error, "cancelling a call that ran out of time failed")
+        }
+        Err(_) => tracing::debug!(
+            procedure = procedure.name(),
+            "the server did not acknowledge the cancel in time"
+        ),
+    }
+}
+
+/// Errors after which a session's transaction state is not what the next
+/// call expects: 266 (a procedure left `@@TRANCOUNT` changed), 3902/3903
+/// (COMMIT/ROLLBACK without a transaction), 3930 (an uncommittable
+/// transaction), 3998 (an uncommittable transaction rolled back at the end
+/// of the batch). Listed for the reader: [`keeps_connection`] keeps fewer.
+#[cfg(test)]
+const TRANSACTION_STATE_ERRORS: [u32; 5] = [266, 3902, 3903, 3930, 3998];
+
+/// Whether a connection may go back to the pool after a failed call. Only
+/// after an error the contract raises (501xx: input refused before anything
+/// changed, or AssertHolder's refusals) or a deadlock or lock time-out (the
+/// server rolled the statement's transaction back) is the session known to
+/// be as the next call expects: the driver has read the reply to its end, and
+/// no transaction is left open. Any other server error is rare and may leave
+/// session state behind (an open transaction after 266, say); any other
+/// failure (network, protocol) leaves the reply half read. Such connections
+/// are discarded; the price is one new connection.
+pub(crate) fn keeps_connection(server_error: Option<(u32, u8)>) -> bool {
+    server_error.is_some_and(|(number, class)| {
+        class < FATAL_CLASS && (CONTRACT_ERRORS.contains(&number) || LOCK_ERRORS.contains(&number))
+    })
+}
+
+/// The number and class of a server error, `None` for any other failure.
+pub(crate) fn server_error(error: &tiberius::error::Error) -> Option<(u32, u8)> {
     match error {
-        tiberius::error::Error::Server(token) => Some(token.class()),
+        tiberius::error::Error::Server(token) => Some((token.code(), token.class())),
         _ => None,
     }
 }
 
-/// Whether a connection may go back to the pool after a failed call. After a
-/// server error of class below 20 it is in step: the driver reads the rest of
-/// the reply before the next request. Class 20 and above ends the session on
-/// the server (a fatal error), and any other failure (network, protocol)
-/// leaves the reply half read: such a connection is discarded.
-pub(crate) fn keeps_connection(server_error_class: Option<u8>) -> bool {
-    server_error_class.is_some_and(|class| class < 20)
-}
+/// The error numbers the contract raises.
+const CONTRACT_ERRORS: std::ops::RangeInclusive<u32> = 50100..=50199;
+/// Deadlock victim and lock request time-out: the server rolled back.
+const LOCK_ERRORS: [u32; 2] = [1205, 1222];
 
 /// The error of a call that failed after `rows` had arrived. A publish whose
 /// row said it committed (`Published`, `AlreadyPublished`) and whose reply
 /// then carried an error did commit, or may have: it is an unexpected reply,
 /// which `publish` reports as `OutcomeUnknown` with the operation id, never as
-/// a server error that would read as "nothing was written".
+/// a server error that would read as "nothing was written". So is a fatal
+/// error (class 20 and above), which can end the session after the
+/// procedure's COMMIT and before its row.
 fn error_after(procedure: Procedure, rows: &[Row], error: tiberius::error::Error) -> Error {
     let committed = procedure == Procedure::Publish
         && rows.iter().any(|row| {
@@ -105,6 +161,15 @@ fn error_after(procedure: Procedure, rows: &[Row], error: tiberius::error::Error
         return Error::UnexpectedReply {
             procedure: procedure.name(),
             detail: format!("the server reported an error after the row that answered the publish: {error}"),
+        };
+    }
+    if procedure == Procedure::Publish
+        && let tiberius::error::Error::Server(token) = &error
+        && token.class() >= FATAL_CLASS
+    {
+        return Error::UnexpectedReply {
+            procedure: procedure.name(),
+            detail: format!("a fatal server error ended the session before the publish answered: {error}"),
         };
     }
     classify(procedure, error)
@@ -169,7 +234,12 @@ async fn get<'p>(
 pub(crate) fn classify(procedure: Procedure, error: tiberius::error::Error) -> Error {
     use tiberius::error::Error as E;
     match error {
-        E::Server(token) => Error::from_server(procedure.name(), token.code(), token.message().to_string()),
+        E::Server(token) => Error::from_server(
+            procedure.name(),
+            token.code(),
+            token.class(),
+            token.message().to_string(),
+        ),
         E::Io { kind, message } => Error::Network {
             procedure: procedure.name(),
             reason: message,
@@ -250,11 +320,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_connection_goes_back_to_the_pool_only_after_a_server_error_below_class_20() {
-        assert!(keeps_connection(Some(16)));
-        assert!(keeps_connection(Some(19)));
-        assert!(!keeps_connection(Some(20)), "fatal: the server ended the session");
-        assert!(!keeps_connection(Some(25)));
-        assert!(!keeps_connection(None), "a network or protocol failure");
+    fn a_connection_goes_back_to_the_pool_after_a_contract_refusal_or_a_deadlock() {
+        assert!(keeps_connection(Some((50101, 16))));
+        assert!(keeps_connection(Some((50110, 16))));
+        assert!(keeps_connection(Some((1205, 13))));
+        assert!(
+            !keeps_connection(Some((50110, 20))),
+            "fatal: the server ended the session"
+        );
+    }
+
+    #[test]
+    fn a_connection_whose_transaction_state_may_be_off_is_discarded() {
+        for number in TRANSACTION_STATE_ERRORS {
+            assert!(!keeps_connection(Some((number, 16))), "{number}");
+        }
+        assert!(!keeps_connection(Some((208, 16))), "a schema drift error");
+        let network = tiberius::error::Error::Io {
+            kind: std::io::ErrorKind::ConnectionReset,
+            message: "reset".into(),
+        };
+        assert!(
+            !keeps_connection(server_error(&network)),
+            "a network failure leaves the reply half read"
+        );
     }
 }

@@ -89,13 +89,20 @@ pub enum Error {
         message: String,
     },
     /// The server reported an error outside the contract (permissions, a
-    /// deadlock, a missing procedure, ...).
-    #[error("{procedure} failed on the server (error {number}): {message}")]
+    /// deadlock, a missing procedure, ...). Of a publish, only an error below
+    /// class 20 comes as this: the server answered, and nothing committed.
+    /// A fatal one (class 20 and above: the session ended mid-reply) is
+    /// [`Error::OutcomeUnknown`].
+    #[error("{procedure} failed on the server (error {number}, class {class}): {message}")]
     Server {
-        /// The procedure that was called.
+        /// The procedure that was called, or what else was sent.
         procedure: &'static str,
         /// The server's error number.
         number: u32,
+        /// The error's severity: below 11 informational, 11–16 the caller's
+        /// statement failed, 17–19 a resource or software problem, 20 and
+        /// above fatal to the session.
+        class: u8,
         /// The server's message.
         message: String,
     },
@@ -111,7 +118,8 @@ pub enum Error {
     },
     /// The connection failed or the reply did not arrive in time. For every
     /// procedure except `Publish` a retry is safe; a publish reports
-    /// [`Error::OutcomeUnknown`] instead.
+    /// [`Error::OutcomeUnknown`] instead, and a fenced transaction's commit
+    /// [`Error::CommitUnknown`].
     #[error("{procedure}: {reason}")]
     Network {
         /// The procedure that was called.
@@ -121,17 +129,47 @@ pub enum Error {
         /// Whether the call gave up waiting (rather than the connection failing).
         timed_out: bool,
     },
-    /// A publish was sent but its reply never arrived: it may or may not have
-    /// committed. Resolve it with `Client::outcome(operation_id)`, or replay the
-    /// publish with the same operation id (a committed one answers
-    /// `AlreadyPublished`, so the payload is never written twice).
+    /// A publish may have reached the server but its answer never came back:
+    /// it may or may not have committed. Settle it by replaying the publish
+    /// with the same lease, operation id and payload: a committed one answers
+    /// `AlreadyPublished` (the payload is never written twice), and one that
+    /// never arrived is judged afresh, refused once the lease has ended,
+    /// since an expired lease is never revived. A replay's answer is final.
+    /// `Client::outcome` is final only once the first send can no longer
+    /// arrive: one still queued on the fence row's lock commits after it.
+    ///
+    /// Not [`is_transient`](Error::is_transient): a generic retry that made
+    /// a *new* publish, or re-ran the work, could publish a second time.
     #[error(
-        "the outcome of publish {operation_id} is unknown ({reason}); ask Client::outcome or replay it with the same operation id"
+        "the outcome of publish {operation_id} is unknown ({reason}); replay it with the same lease, operation id and \
+         payload to settle it"
     )]
     OutcomeUnknown {
         /// The operation id of the publish.
         operation_id: Uuid,
         /// Why the reply was lost.
+        reason: String,
+    },
+    /// A fenced transaction's `COMMIT` was sent but its answer never came
+    /// back: the work's writes may or may not have committed. Nothing retries
+    /// it, and a retry of the work is safe only if its writes are idempotent
+    /// or it first checks whether they landed (for example a row keyed by an
+    /// id the work chose before it began).
+    #[error(
+        "the commit of a fenced transaction is unknown ({reason}); check whether its writes landed before redoing them"
+    )]
+    CommitUnknown {
+        /// Why the answer was lost.
+        reason: String,
+    },
+    /// A fenced transaction was rolled back, or had already ended, before its
+    /// work was done: a statement failed, or the work's own SQL committed,
+    /// rolled back or left a transaction open. Nothing more was sent after
+    /// the failure and nothing was committed by the client; see the reason
+    /// for what the work's own SQL may have done.
+    #[error("the fenced transaction was rolled back: {reason}")]
+    TransactionAborted {
+        /// What ended it.
         reason: String,
     },
     /// The reply did not have the shape the contract promises.
@@ -174,6 +212,9 @@ const TRANSIENT_SERVER_ERRORS: &[u32] = &[
     1205, 1222, 4221, 10928, 10929, 40143, 40197, 40501, 40540, 40613, 49918, 49919, 49920,
 ];
 
+/// The lowest class of a server error that ends the session.
+pub(crate) const FATAL_CLASS: u8 = 20;
+
 impl Error {
     /// The server's error number, when the server reported the error.
     pub fn server_number(&self) -> Option<u32> {
@@ -200,12 +241,13 @@ impl Error {
     }
 
     /// True when the same call, with the same arguments, may succeed if tried
-    /// again: network failures, timeouts, an exhausted pool, and transient
-    /// server errors. A publish with an unknown outcome is transient too, but
-    /// only a replay with the *same* operation id is safe.
+    /// again: network failures, timeouts, an exhausted pool, transient server
+    /// errors and fatal ones (a new connection is a new session). An unknown
+    /// publish or commit outcome is not: it is settled by a replay of that
+    /// same publish, or by checking the writes, never by a blind retry.
     pub fn is_transient(&self) -> bool {
         match self {
-            Error::Network { .. } | Error::OutcomeUnknown { .. } | Error::Unavailable { .. } => true,
+            Error::Network { .. } | Error::Unavailable { .. } => true,
             Error::Connect(e) => matches!(
                 e,
                 ConnectError::Unreachable { .. }
@@ -213,7 +255,7 @@ impl Error {
                     | ConnectError::HandshakeTimedOut { .. }
                     | ConnectError::ClosedDuringLogin { .. }
             ),
-            Error::Server { number, .. } => TRANSIENT_SERVER_ERRORS.contains(number),
+            Error::Server { number, class, .. } => *class >= FATAL_CLASS || TRANSIENT_SERVER_ERRORS.contains(number),
             _ => false,
         }
     }
@@ -221,7 +263,7 @@ impl Error {
     /// An error the server raised in `procedure`: one of the contract's numbers
     /// becomes [`Error::Rejected`] with the parameter that number is about,
     /// whatever the message says; any other number stays a server error.
-    pub(crate) fn from_server(procedure: &'static str, number: u32, message: String) -> Self {
+    pub(crate) fn from_server(procedure: &'static str, number: u32, class: u8, message: String) -> Self {
         match Parameter::for_error_number(number) {
             Some(parameter) => Error::Rejected {
                 procedure,
@@ -232,6 +274,7 @@ impl Error {
             None => Error::Server {
                 procedure,
                 number,
+                class,
                 message,
             },
         }
@@ -283,6 +326,7 @@ mod tests {
         let server = |number| Error::Server {
             procedure: "fence_api.Acquire",
             number,
+            class: 14,
             message: String::new(),
         };
         assert!(server(1205).is_transient());
@@ -291,10 +335,22 @@ mod tests {
     }
 
     #[test]
+    fn a_fatal_error_is_transient_for_an_idempotent_call() {
+        // The session ended; a new connection is a new session.
+        let fatal = Error::Server {
+            procedure: "fence_api.Renew",
+            number: 596,
+            class: 21,
+            message: "Cannot continue the execution because the session is in the kill state.".into(),
+        };
+        assert!(fatal.is_transient());
+    }
+
+    #[test]
     fn a_rejection_is_neither_transient_nor_nameless() {
         // The message names no parameter: the parameter must come from 50103.
         let message = "a lease lasts from 1 to 86400 seconds";
-        let e = Error::from_server("fence_api.Acquire", 50103, message.into());
+        let e = Error::from_server("fence_api.Acquire", 50103, 16, message.into());
         assert!(matches!(e, Error::Rejected { .. }), "{e:?}");
         assert!(!e.is_transient());
         assert_eq!(e.parameter(), Some(Parameter::LeaseSeconds));
@@ -303,7 +359,12 @@ mod tests {
 
     #[test]
     fn a_server_error_outside_the_contract_names_no_parameter() {
-        let e = Error::from_server("fence_api.Acquire", 229, "The EXECUTE permission was denied.".into());
+        let e = Error::from_server(
+            "fence_api.Acquire",
+            229,
+            14,
+            "The EXECUTE permission was denied.".into(),
+        );
         assert!(matches!(e, Error::Server { number: 229, .. }), "{e:?}");
         assert_eq!(e.parameter(), None);
     }
@@ -316,7 +377,7 @@ mod tests {
             reason: "connection reset".into(),
         };
         assert_eq!(e.unknown_operation(), Some(op));
-        assert!(e.is_transient());
+        assert!(!e.is_transient(), "a blind retry could publish twice");
         assert!(e.to_string().contains(&op.to_string()));
     }
 }

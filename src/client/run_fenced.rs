@@ -167,7 +167,7 @@ impl Client {
         let mut tried_once_more = false;
         loop {
             match self.publish_and_release(lease, operation_id, payload).await {
-                Err(error) if error.is_transient() && !tried_once_more => {
+                Err(error) if (error.is_transient() || error.unknown_operation().is_some()) && !tried_once_more => {
                     // One replay even past the deadline: it can only confirm a
                     // commit or be refused, never publish under a dead lease.
                     tried_once_more = Instant::now() + pause >= lease.local_deadline();
