@@ -25,7 +25,7 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use client_support::Proxy;
-use fencepost::client::{Acquire, Provision};
+use fencepost::client::{Acquire, Provision, Publish, Release, Renew};
 use fencepost::deploy::{MigrateOptions, Sources};
 use fencepost::{Client, ClientConfig, ConnectionString};
 use support::TestDatabase;
@@ -251,9 +251,12 @@ async fn through_client(client: &Client, key: &str) {
     let Acquire::Acquired(mut lease) = client.acquire(key, Duration::from_secs(30)).await.unwrap() else {
         panic!("the bench key is busy");
     };
-    client.renew(&mut lease).await.unwrap();
-    client.publish(&lease, Uuid::new_v4(), "x").await.unwrap();
-    client.release(&lease).await.unwrap();
+    assert!(matches!(client.renew(&mut lease).await.unwrap(), Renew::Renewed { .. }));
+    assert_eq!(
+        client.publish(&lease, Uuid::new_v4(), "x").await.unwrap(),
+        Publish::Published
+    );
+    assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
 }
 
 fn print_table(rows: &[Row]) {

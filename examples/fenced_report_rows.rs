@@ -77,7 +77,7 @@ pub async fn run(config: ClientConfig, ado: &str) -> Result<Story, Box<dyn std::
     println!("worker-b: took over at generation {}", b.lease().generation());
     let written = write_rows(&b, "worker-b", &["totals", "by region"]).await?;
     println!("worker-b: {}", describe(&written));
-    b.release().await?;
+    let _ = b.release().await?;
     let _ = b_done.send(());
 
     let late_write = tokio::task::spawn_blocking(move || worker_a.join())
@@ -115,7 +115,7 @@ async fn write_rows(
     guard: &LeaseGuard,
     writer: &str,
     lines: &[&str],
-) -> Result<FencedTransaction<usize, tiberius::error::Error>, fencepost::client::Error> {
+) -> Result<FencedTransaction<usize, fencepost::client::Error>, fencepost::client::Error> {
     let generation = guard.lease().generation();
     guard
         .fenced_transaction(async |tx| {
@@ -131,12 +131,13 @@ async fn write_rows(
         .await
 }
 
-fn describe(written: &FencedTransaction<usize, tiberius::error::Error>) -> String {
+fn describe(written: &FencedTransaction<usize, fencepost::client::Error>) -> String {
     match written {
         FencedTransaction::Committed(rows) => format!("{rows} row(s) committed"),
         FencedTransaction::Refused(reason) => format!("refused ({reason}), nothing committed"),
         FencedTransaction::Failed(error) => format!("failed ({error}), nothing committed"),
         FencedTransaction::NotProvisioned => "the report has no fence row".to_string(),
+        other => format!("{other:?}"),
     }
 }
 

@@ -9,7 +9,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use client_support::Proxy;
-use fencepost::client::{Fenced, Publish};
+use fencepost::client::{Fenced, Publish, Release};
 use lease_support::{SHORT, acquired, provisioned, worker};
 use support::TestDatabase;
 use uuid::Uuid;
@@ -62,7 +62,7 @@ async fn each_lease_operation_is_one_procedure_call() {
             .unwrap()
     );
     counted.push(("acquire_waiting on a free lease", n));
-    client.release(&acquired(answer)).await.unwrap();
+    assert_eq!(client.release(&acquired(answer)).await.unwrap(), Release::Released);
 
     eprintln!("requests, messages per operation: {counted:?}");
     for (operation, sent) in &counted {

@@ -1,6 +1,6 @@
 //! Fencing the service's own tables with `fence_api.AssertHolder`, in the
 //! T-SQL pattern any language uses (BEGIN TRAN; EXEC AssertHolder; own
-//! writes; COMMIT) and through `Client::fenced_transaction`, on a user table.
+//! writes; COMMIT) and through `Client::fenced_transaction_without_guard`, on a user table.
 
 mod caller_support;
 mod lease_support;
@@ -203,21 +203,21 @@ async fn a_fenced_transaction_commits_for_the_holder_and_writes_nothing_for_a_la
         async move |tx: &mut FencedTx<'_>| {
             tx.execute("INSERT INTO dbo.Report (Writer) VALUES (@P1)", &[&writer])
                 .await?;
-            Ok::<_, tiberius::error::Error>(writer)
+            Ok::<_, fencepost::client::Error>(writer)
         }
     };
 
-    let first = a.fenced_transaction(&late, write("A1")).await.unwrap();
+    let first = a.fenced_transaction_without_guard(&late, write("A1")).await.unwrap();
     assert!(matches!(first, FencedTransaction::Committed("A1")), "{first:?}");
     wait_until_expired(&b, &key).await;
     let current = acquired(b.acquire(&key, Duration::from_secs(60)).await.unwrap());
-    let refused = a.fenced_transaction(&late, write("A2")).await.unwrap();
+    let refused = a.fenced_transaction_without_guard(&late, write("A2")).await.unwrap();
     assert!(
         matches!(refused, FencedTransaction::Refused(RefusalReason::Superseded)),
         "{refused:?}"
     );
     let failed = b
-        .fenced_transaction(&current, async |tx: &mut FencedTx<'_>| {
+        .fenced_transaction_without_guard(&current, async |tx: &mut FencedTx<'_>| {
             tx.execute("INSERT INTO dbo.Report (Writer) VALUES (N'B-failed')", &[])
                 .await?;
             tx.execute("INSERT INTO dbo.Missing (Writer) VALUES (N'x')", &[]).await
@@ -225,7 +225,7 @@ async fn a_fenced_transaction_commits_for_the_holder_and_writes_nothing_for_a_la
         .await
         .unwrap();
     assert!(matches!(failed, FencedTransaction::Failed(_)), "{failed:?}");
-    let second = b.fenced_transaction(&current, write("B")).await.unwrap();
+    let second = b.fenced_transaction_without_guard(&current, write("B")).await.unwrap();
     assert!(matches!(second, FencedTransaction::Committed("B")), "{second:?}");
 
     assert_eq!(writers(&db).await, ["A1", "B"]);

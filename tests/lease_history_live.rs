@@ -142,7 +142,7 @@ async fn a_reader_sees_the_history_but_cannot_prune_or_recover() {
     let client = worker(&db.ado()).await;
     let key = provisioned(&client, "history").await;
     let lease = acquired(client.acquire(&key, LONG).await.unwrap());
-    client.release(&lease).await.unwrap();
+    assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
     let reader = db.login_in_role(Some("fence_reader")).await;
     // Babelfish does not chain ownership: the procedures reach the tables
     // only once the PostgreSQL-side script makes them SECURITY DEFINER.
@@ -187,7 +187,7 @@ async fn prune_deletes_only_the_tenures_that_ended_before_its_bound() {
     let mut generations = Vec::new();
     for _ in 0..3 {
         let lease = acquired(client.acquire(&key, LONG).await.unwrap());
-        client.release(&lease).await.unwrap();
+        assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
         generations.push(lease.generation());
     }
     // Age the two oldest tenures as if they had ended 40 days ago.

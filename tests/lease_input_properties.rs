@@ -9,7 +9,7 @@ mod support;
 use std::time::Duration;
 
 use fencepost::Connection;
-use fencepost::client::Error;
+use fencepost::client::{Error, Publish};
 use lease_support::{acquired, worker};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -258,7 +258,10 @@ fn generated_calls_to_each_procedure_end_in_an_outcome_or_a_documented_refusal()
         let key = lease_support::provisioned(&client, "generated").await;
         let lease = acquired(client.acquire(&key, Duration::from_secs(600)).await.unwrap());
         let operation = Uuid::new_v4();
-        client.publish(&lease, operation, "first").await.unwrap();
+        assert_eq!(
+            client.publish(&lease, operation, "first").await.unwrap(),
+            Publish::Published
+        );
         let target = Target {
             key,
             owner: lease.owner(),

@@ -107,7 +107,7 @@ async fn a_service_login_runs_the_whole_cycle_through_the_client() {
     );
     assert_eq!(state(&service, &key).await.0, lease.generation());
     let fenced = service
-        .fenced_transaction(&lease, async |tx: &mut FencedTx<'_>| {
+        .fenced_transaction_without_guard(&lease, async |tx: &mut FencedTx<'_>| {
             tx.query("SELECT 1 AS One;", &[]).await.map(|rows| rows.len())
         })
         .await

@@ -8,7 +8,7 @@ mod support;
 
 use std::time::Duration;
 
-use fencepost::client::{Publish, Renew};
+use fencepost::client::{Publish, Release, Renew};
 use lease_support::{acquired, json, lease_cli, provisioned, state, worker};
 use support::TestDatabase;
 use uuid::Uuid;
@@ -51,7 +51,7 @@ async fn after_a_restore_every_acquisition_gets_a_generation_above_all_issued_be
     let held = provisioned(&client, "recover").await;
     for _ in 0..3 {
         let lease = acquired(client.acquire(&busy, LONG).await.unwrap());
-        client.release(&lease).await.unwrap();
+        assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
     }
     // A holder whose lease the backup captured.
     let stale = acquired(client.acquire(&held, LONG).await.unwrap());
@@ -62,7 +62,7 @@ async fn after_a_restore_every_acquisition_gets_a_generation_above_all_issued_be
     for _ in 0..2 {
         let lease = acquired(client.acquire(&busy, LONG).await.unwrap());
         issued.push(lease.generation());
-        client.release(&lease).await.unwrap();
+        assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
     }
     let highest_issued = *issued.iter().max().unwrap();
     restore_snapshot(&db).await;

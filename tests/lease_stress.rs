@@ -128,8 +128,8 @@ async fn run_worker(
                 0..30 => match client.renew(&mut lease).await {
                     Ok(Renew::Renewed { .. }) => events.push(Event::renewed(&lease)),
                     Ok(Renew::Lost) => events.push(Event::Lost { key: key.clone() }),
-                    Err(e) => events.push(Event::Failed {
-                        what: format!("renew: {e}"),
+                    other => events.push(Event::Failed {
+                        what: format!("renew: {other:?}"),
                     }),
                 },
                 // A stall of up to 3 s: longer than any lease here.
@@ -155,8 +155,8 @@ async fn run_worker(
                             received: Instant::now(),
                         }),
                         Ok(Release::NotHolder) => events.push(Event::NotHolder { key: key.clone(), sent }),
-                        Err(e) => events.push(Event::Failed {
-                            what: format!("release: {e}"),
+                        other => events.push(Event::Failed {
+                            what: format!("release: {other:?}"),
                         }),
                     }
                     break;

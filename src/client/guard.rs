@@ -9,7 +9,9 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{Client, Error, FencedTransaction, FencedTx, Lease, Release, Renew};
+use super::{
+    BeginFenced, Client, Error, FencedTransaction, FencedTx, Lease, Release, Renew, fenced_transaction, fenced_tx,
+};
 
 /// Why a lease was given up as lost.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -142,17 +144,28 @@ impl LeaseGuard {
         self.ended.child_token()
     }
 
-    /// Runs `work` in a transaction fenced by this lease, as
-    /// [`Client::fenced_transaction`] does. While it holds the fence row's
-    /// lock, this guard's renewals wait for it instead of queueing on the
-    /// lock, and renew right after the commit.
+    /// Begins a transaction fenced by this lease: it holds the fence row's
+    /// lock until it ends, so the service's own writes in it commit only
+    /// while the lease is held (see [`FencedTx`]). While it is open, this
+    /// guard's renewals wait for it instead of queueing on the row's lock,
+    /// and renew right after it ends; keep it well shorter than the lease,
+    /// or the guard gives the lease up as unconfirmed.
+    pub async fn begin_fenced(&self) -> Result<BeginFenced<'_>, Error> {
+        let row = self.row.clone().lock_owned().await;
+        let lease = self.lease();
+        fenced_tx::begin(&self.client, &lease, Some(row)).await
+    }
+
+    /// Runs `work` in a transaction fenced by this lease
+    /// ([`begin_fenced`](LeaseGuard::begin_fenced)) and commits only if the
+    /// work succeeds. A future that awaits this may not be `Send` when the
+    /// work borrows locals (a limit of async closures in today's Rust); in a
+    /// spawned task use [`begin_fenced`](LeaseGuard::begin_fenced).
     pub async fn fenced_transaction<T, E>(
         &self,
         work: impl AsyncFnOnce(&mut FencedTx<'_>) -> Result<T, E>,
     ) -> Result<FencedTransaction<T, E>, Error> {
-        let _row = self.row.lock().await;
-        let lease = self.lease();
-        self.client.fenced_transaction(&lease, work).await
+        fenced_transaction::around(self.begin_fenced().await?, work).await
     }
 
     /// Stops the renewals and gives the lease back. A lease already lost to a

@@ -6,6 +6,7 @@ use std::time::Duration;
 use time::OffsetDateTime;
 
 /// What `Provision` did.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Provision {
     /// The fence row was created at generation 0.
@@ -15,6 +16,8 @@ pub enum Provision {
 }
 
 /// What `Acquire` answered.
+#[must_use = "an acquired lease is held until it expires unless it is guarded or released"]
+#[non_exhaustive]
 #[derive(Clone, Debug)]
 pub enum Acquire {
     /// The lease is yours.
@@ -39,6 +42,8 @@ pub(crate) fn remaining(until: OffsetDateTime, server_utc: OffsetDateTime) -> Du
 }
 
 /// What `Renew` answered.
+#[must_use = "a lost lease means the work must stop"]
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Renew {
     /// The lease was extended by its length from now (server clock).
@@ -52,6 +57,8 @@ pub enum Renew {
 }
 
 /// What `Publish` answered.
+#[must_use = "a refused publish is a value, not an error: check it"]
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Publish {
     /// The payload is now the resource's publication.
@@ -87,6 +94,8 @@ impl std::fmt::Display for RefusalReason {
 }
 
 /// What `Release` answered.
+#[must_use = "NotHolder means the lease had already been lost"]
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Release {
     /// The lease was given up.

@@ -1,0 +1,301 @@
+//! A transaction on the service's own tables that also holds the fence row:
+//! its writes commit only while the caller holds the current, unexpired
+//! lease, and nothing it sends can run outside it.
+
+use std::time::Duration;
+
+use tiberius::{Row, ToSql};
+use tokio::sync::OwnedMutexGuard;
+
+use super::call::{checkout, classify};
+use super::contract::Procedure;
+use super::error::Error;
+use super::pool::Manager;
+use super::{Client, Lease, RefusalReason, input};
+
+/// What errors of the work's statements name as their procedure.
+const STATEMENT: &str = "a statement of a fenced transaction";
+
+/// Sent before and after each statement of the work: a statement that finds
+/// the transaction gone (the work's own COMMIT or ROLLBACK, a procedure that
+/// rolled back, an error that did) would otherwise run, and commit, on its
+/// own, outside the fence.
+const STILL_OPEN: &str = "IF @@TRANCOUNT = 0 THROW 50115, N'the fenced transaction has ended: the work''s own SQL \
+                          committed or rolled it back, so nothing more runs in it', 1;";
+
+/// Commits only the transaction the client opened, and says what it found:
+/// `OpenBefore` 1 is the client's own; more means the work's SQL left one
+/// open inside it (all is rolled back), 0 that the work's SQL ended it.
+const COMMIT_BATCH: &str = "\
+DECLARE @OpenBefore int = @@TRANCOUNT;
+IF @OpenBefore = 1 COMMIT TRANSACTION;
+ELSE IF @OpenBefore > 1 ROLLBACK TRANSACTION;
+SELECT @OpenBefore AS OpenBefore, @@TRANCOUNT AS OpenAfter;";
+
+/// How [`LeaseGuard::begin_fenced`](super::LeaseGuard::begin_fenced) or
+/// [`Client::begin_fenced_without_guard`] began.
+#[must_use = "a fenced transaction that is not used rolls back when dropped"]
+#[non_exhaustive]
+#[derive(Debug)]
+pub enum BeginFenced<'c> {
+    /// The lease is held and its row locked until the transaction ends.
+    Holding(FencedTx<'c>),
+    /// The fence refused the lease; nothing was written.
+    Refused(RefusalReason),
+    /// The key has no fence row; nothing was written.
+    NotProvisioned,
+}
+
+/// A transaction that holds the fence row's lock, so no successor can take
+/// the lease until it ends; the work's statements run in it.
+///
+/// It runs with `XACT_ABORT ON`. After the first statement that fails, it
+/// sends nothing more: later statements and [`commit`](FencedTx::commit)
+/// answer [`Error::TransactionAborted`], and the server has rolled back.
+/// Each statement also checks on the server that the transaction is still
+/// open before and after it runs (error 50115 otherwise), so SQL that
+/// commits or rolls back by itself cannot leave the next statement to run
+/// unfenced; do not COMMIT or ROLLBACK in the work's SQL, and note that a
+/// statement that must come first in its batch (`CREATE PROCEDURE`, ...)
+/// cannot be sent.
+///
+/// Dropping it without [`commit`](FencedTx::commit) rolls back: its
+/// connection is closed and the server rolls the transaction back. A
+/// connection that ran the work's SQL is never reused, since that SQL may
+/// have changed its session (isolation level, `SET` options, an open
+/// transaction) for the next lease call.
+pub struct FencedTx<'c> {
+    /// Boxed: a driver connection is large, and the outcome that carries the
+    /// transaction should not be.
+    session: Box<bb8::PooledConnection<'c, Manager>>,
+    lease: Lease,
+    call_timeout: Duration,
+    /// Why the transaction is over, once a statement failed: nothing more
+    /// is sent.
+    aborted: Option<String>,
+    /// Whether a statement of the work was sent.
+    ran_work: bool,
+    /// A guard's transaction holds its row lock, so the guard's renewals wait
+    /// for the commit instead of queueing on the fence row behind it.
+    _row: Option<OwnedMutexGuard<()>>,
+}
+
+impl std::fmt::Debug for FencedTx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FencedTx")
+            .field("lease", &self.lease)
+            .field("aborted", &self.aborted)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What AssertHolder's refusals mean, by error number.
+fn refusal(number: u32) -> Option<BeginFenced<'static>> {
+    match number {
+        50110 => Some(BeginFenced::Refused(RefusalReason::Superseded)),
+        50111 => Some(BeginFenced::Refused(RefusalReason::Expired)),
+        50112 => Some(BeginFenced::NotProvisioned),
+        _ => None,
+    }
+}
+
+impl Client {
+    /// Begins a transaction fenced by `lease`, for a lease that no
+    /// [`LeaseGuard`](super::LeaseGuard) renews. With a guard use
+    /// [`LeaseGuard::begin_fenced`](super::LeaseGuard::begin_fenced): this
+    /// one does not hold the guard's renewals back, and a renewal sent while
+    /// the transaction holds the row waits for its lock until it times out.
+    ///
+    /// The login needs EXECUTE on the fence procedures and its own rights on
+    /// its tables, nothing on schema `fence`. Keep the transaction short (a
+    /// successor's acquire waits for it), and make no other lease call on
+    /// the same key while it is open: that call would wait for its lock.
+    pub async fn begin_fenced_without_guard(&self, lease: &Lease) -> Result<BeginFenced<'_>, Error> {
+        begin(self, lease, None).await
+    }
+}
+
+/// Checks out a connection, opens the transaction and asserts `lease` in it.
+pub(crate) async fn begin<'c>(
+    client: &'c Client,
+    lease: &Lease,
+    row: Option<OwnedMutexGuard<()>>,
+) -> Result<BeginFenced<'c>, Error> {
+    let key = input::key(lease.key())?;
+    let procedure = Procedure::AssertHolder;
+    let timeout = client.config.call_timeout;
+    let mut session = checkout(&client.pool, &client.last_connect_error, &client.config).await?;
+    // Left set if anything below is abandoned half way: the pool then drops
+    // the connection, and the server rolls its transaction back.
+    session.in_call = true;
+    let connection = &mut session.connection;
+    let asserted = tokio::time::timeout(timeout, async {
+        connection
+            .simple_query("SET XACT_ABORT ON; BEGIN TRANSACTION;")
+            .await?
+            .into_results()
+            .await?;
+        connection
+            .query(procedure.statement(), &[&key, &lease.owner(), &lease.generation()])
+            .await?
+            .into_results()
+            .await
+    })
+    .await
+    .map_err(|_| Error::timed_out(procedure.name(), timeout))?;
+    if let Err(error) = asserted {
+        let refused = error.code().and_then(refusal);
+        let Some(refused) = refused else {
+            return Err(classify(procedure, error));
+        };
+        // A refusal is a server error after a reply read to its end, and
+        // XACT_ABORT rolled the transaction back: the session is as it was.
+        session.in_call = false;
+        return Ok(refused);
+    }
+    Ok(BeginFenced::Holding(FencedTx {
+        session: Box::new(session),
+        lease: lease.clone(),
+        call_timeout: timeout,
+        aborted: None,
+        ran_work: false,
+        _row: row,
+    }))
+}
+
+impl FencedTx<'_> {
+    /// The lease this transaction is fenced by.
+    pub fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    /// Runs one parameterized statement (`@P1`, `@P2`, ...) and returns the
+    /// rows it affected. Bounded by the client's call timeout.
+    pub async fn execute(&mut self, sql: &str, params: &[&dyn ToSql]) -> Result<u64, Error> {
+        let guarded = self.guarded(sql)?;
+        let connection = &mut self.session.connection;
+        let sent = async { Ok(connection.execute(guarded, params).await?.total()) };
+        let result = tokio::time::timeout(self.call_timeout, sent).await;
+        self.settle(result)
+    }
+
+    /// Runs one parameterized query and returns the rows of its first result
+    /// set. Bounded by the client's call timeout.
+    pub async fn query(&mut self, sql: &str, params: &[&dyn ToSql]) -> Result<Vec<Row>, Error> {
+        let guarded = self.guarded(sql)?;
+        let connection = &mut self.session.connection;
+        let sent = async { connection.query(guarded, params).await?.into_first_result().await };
+        let result = tokio::time::timeout(self.call_timeout, sent).await;
+        self.settle(result)
+    }
+
+    /// Commits. `Ok` means the work's writes committed while the lease was
+    /// held. [`Error::CommitUnknown`] means the COMMIT was sent and its
+    /// answer lost; [`Error::TransactionAborted`] that nothing more was
+    /// committed (a statement had failed, or the work's SQL left the
+    /// transaction unbalanced, which is rolled back).
+    pub async fn commit(mut self) -> Result<(), Error> {
+        if let Some(reason) = self.aborted.take() {
+            self.rollback().await;
+            return Err(Error::TransactionAborted { reason });
+        }
+        let unknown = |reason: String| Error::CommitUnknown { reason };
+        let connection = &mut self.session.connection;
+        let answer = tokio::time::timeout(self.call_timeout, async {
+            connection.simple_query(COMMIT_BATCH).await?.into_first_result().await
+        })
+        .await
+        .map_err(|_| unknown(format!("no answer within {} ms", self.call_timeout.as_millis())))?
+        .map_err(|error| unknown(error.to_string()))?;
+        let count = |column: &str| {
+            answer
+                .first()
+                .and_then(|row| row.try_get::<i32, _>(column).ok().flatten())
+        };
+        match (count("OpenBefore"), count("OpenAfter")) {
+            (Some(1), Some(0)) => {}
+            (Some(0), _) => {
+                return Err(Error::TransactionAborted {
+                    reason: "the work's own SQL had already ended the transaction; what it wrote before that may \
+                             have committed, nothing after it ran"
+                        .to_string(),
+                });
+            }
+            (Some(open), _) if open > 1 => {
+                return Err(Error::TransactionAborted {
+                    reason: format!(
+                        "the work's SQL left {} transaction(s) open inside it, so it was rolled back as a whole",
+                        open - 1
+                    ),
+                });
+            }
+            (Some(1), Some(after)) => {
+                // Committed, and the session opened another (IMPLICIT_TRANSACTIONS
+                // set by the work): the connection is not reused, so the
+                // server rolls that empty one back.
+                tracing::debug!(
+                    open = after,
+                    "a fenced transaction's session opened another after its commit"
+                );
+            }
+            other => return Err(unknown(format!("the commit answered {other:?} instead of its counts"))),
+        }
+        if !self.ran_work {
+            self.session.in_call = false;
+        }
+        Ok(())
+    }
+
+    /// Rolls back. Nothing of the work commits whatever happens here: if the
+    /// rollback cannot be sent, the connection is closed, which rolls back.
+    pub async fn rollback(mut self) {
+        let connection = &mut self.session.connection;
+        let rolled_back = tokio::time::timeout(self.call_timeout, async {
+            connection
+                .simple_query("IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;")
+                .await?
+                .into_results()
+                .await
+        })
+        .await;
+        if matches!(rolled_back, Ok(Ok(_))) && !self.ran_work {
+            self.session.in_call = false;
+        }
+    }
+
+    /// The statement to send for `sql`, checked on the server before and
+    /// after it runs, unless an earlier statement failed.
+    fn guarded(&mut self, sql: &str) -> Result<String, Error> {
+        if let Some(first) = &self.aborted {
+            return Err(Error::TransactionAborted {
+                reason: format!("an earlier statement failed ({first}); nothing more is sent"),
+            });
+        }
+        self.ran_work = true;
+        Ok(format!("{STILL_OPEN}\n{sql}\n{STILL_OPEN}"))
+    }
+
+    /// A statement's result; its failure ends the transaction.
+    fn settle<T>(
+        &mut self,
+        result: Result<Result<T, tiberius::error::Error>, tokio::time::error::Elapsed>,
+    ) -> Result<T, Error> {
+        let error = match result {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(tiberius::error::Error::Server(token))) => Error::Server {
+                procedure: STATEMENT,
+                number: token.code(),
+                class: token.class(),
+                message: token.message().to_string(),
+            },
+            Ok(Err(error)) => Error::Network {
+                procedure: STATEMENT,
+                reason: error.to_string(),
+                timed_out: false,
+            },
+            Err(_) => Error::timed_out(STATEMENT, self.call_timeout),
+        };
+        self.aborted = Some(error.to_string());
+        Err(error)
+    }
+}

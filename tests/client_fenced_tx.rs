@@ -1,0 +1,285 @@
+//! A fenced transaction never writes outside itself: after a failed
+//! statement nothing more is sent, SQL that ends the transaction by itself
+//! leaves the next statement nothing to run in, an unbalanced transaction is
+//! rolled back rather than reported committed, a session that ran the work's
+//! SQL is never reused, and a commit whose answer is lost says so.
+
+mod client_support;
+mod lease_support;
+mod support;
+
+use std::time::Duration;
+
+use client_support::{Cut, Proxy};
+use fencepost::client::{BeginFenced, Error, FencedTransaction, FencedTx, Lease, Release};
+use fencepost::{Client, ClientConfig, ConnectionString};
+use lease_support::{acquired, provisioned, state, wait_until_expired, warm_up, worker};
+use support::TestDatabase;
+
+const REPORT: &str = "CREATE TABLE dbo.Report (Id int PRIMARY KEY, Writer nvarchar(20) NOT NULL);";
+const LONG: Duration = Duration::from_secs(60);
+
+async fn writers(db: &TestDatabase) -> Vec<String> {
+    db.query("SELECT Writer FROM dbo.Report ORDER BY Id")
+        .await
+        .iter()
+        .map(|row| row.get::<&str, _>(0).unwrap().to_string())
+        .collect()
+}
+
+async fn holding<'c>(begun: Result<BeginFenced<'c>, Error>) -> FencedTx<'c> {
+    match begun.unwrap() {
+        BeginFenced::Holding(tx) => tx,
+        other => panic!("expected Holding, got {other:?}"),
+    }
+}
+
+fn aborted<T: std::fmt::Debug>(what: &str, result: Result<T, Error>) {
+    assert!(
+        matches!(result, Err(Error::TransactionAborted { .. })),
+        "{what}: expected TransactionAborted, got {result:?}"
+    );
+}
+
+const INSERT: &str = "INSERT INTO dbo.Report (Id, Writer) VALUES (@P1, @P2)";
+
+/// The everyday "insert, ignore the duplicate key" work: XACT_ABORT rolled
+/// the transaction back and freed the fence row, the lease ran out and a
+/// successor took it. The work's next statement must not run at all: in
+/// autocommit it would commit under the successor's lease.
+#[tokio::test]
+async fn after_a_failed_statement_nothing_more_is_sent_so_a_late_write_cannot_land_under_a_successor() {
+    let test = "after_a_failed_statement_nothing_more_is_sent_so_a_late_write_cannot_land_under_a_successor";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    db.exec(REPORT).await;
+    let proxy = Proxy::start(db.connection_string().server()).await;
+    let late = worker(&proxy.ado(&db.ado())).await;
+    let successor = worker(&db.ado()).await;
+    let key = provisioned(&late, "report").await;
+    let lease = acquired(late.acquire(&key, lease_support::SHORT).await.unwrap());
+
+    let outcome = late
+        .fenced_transaction_without_guard(&lease, async |tx: &mut FencedTx<'_>| {
+            tx.execute(INSERT, &[&1i32, &"A"]).await?;
+            let duplicate = tx.execute(INSERT, &[&1i32, &"A again"]).await;
+            assert_eq!(duplicate.as_ref().err().and_then(Error::server_number), Some(2627));
+            // Ignored, as the pattern does; meanwhile the lease runs out and
+            // a successor takes over.
+            wait_until_expired(&successor, &key).await;
+            let taken = acquired(successor.acquire(&key, LONG).await.unwrap());
+            assert_eq!(taken.generation(), lease.generation() + 1);
+            let sent = proxy.requests();
+            let result = tx.execute(INSERT, &[&2i32, &"A late"]).await;
+            assert_eq!(proxy.requests(), sent, "a statement after the failure was sent");
+            aborted("the statement after the failure", result);
+            Ok::<_, Error>(())
+        })
+        .await;
+    aborted("the commit of a work that swallowed an error", outcome);
+    assert_eq!(
+        writers(&db).await,
+        Vec::<String>::new(),
+        "a row landed outside the fence"
+    );
+    drop((late, successor));
+    db.drop().await;
+}
+
+/// SQL that commits or rolls back by itself (or calls a procedure that
+/// does) ends the client's transaction; the next statement must not run in
+/// autocommit. Whatever that statement answered, the one after it is
+/// refused without being sent, and nothing after the end commits.
+#[tokio::test]
+async fn sql_that_ends_the_transaction_by_itself_leaves_nothing_to_run_unfenced() {
+    let test = "sql_that_ends_the_transaction_by_itself_leaves_nothing_to_run_unfenced";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    db.exec(REPORT).await;
+    db.exec("CREATE PROCEDURE dbo.RollsBack AS BEGIN ROLLBACK TRANSACTION; END")
+        .await;
+    let client = worker(&db.ado()).await;
+    let key = provisioned(&client, "report").await;
+    let lease = acquired(client.acquire(&key, LONG).await.unwrap());
+    let endings = ["COMMIT TRANSACTION;", "ROLLBACK TRANSACTION;", "EXEC dbo.RollsBack;"];
+    for (n, ending) in endings.into_iter().enumerate() {
+        let id = 10 * n as i32;
+        let mut tx = holding(client.begin_fenced_without_guard(&lease).await).await;
+        tx.execute(INSERT, &[&id, &"before"]).await.unwrap();
+        let ended = tx.execute(ending, &[]).await;
+        assert!(
+            ended.is_err(),
+            "{ending}: the statement that ended the transaction answered {ended:?}"
+        );
+        aborted(ending, tx.execute(INSERT, &[&(id + 1), &"after"]).await);
+        aborted(ending, tx.commit().await);
+    }
+    let landed = writers(&db).await;
+    assert!(!landed.iter().any(|w| w == "after"), "{landed:?}");
+    assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
+    drop(client);
+    db.drop().await;
+}
+
+/// SQL that leaves a transaction open inside the client's (`BEGIN TRAN`
+/// without COMMIT) or turns on implicit transactions: the client never
+/// reports `Committed` for a commit that only lowered `@@TRANCOUNT`, and its
+/// session never carries the open transaction, with the fence row's lock,
+/// into the next lease call.
+#[tokio::test]
+async fn an_unbalanced_transaction_is_never_reported_committed_nor_passed_to_the_next_call() {
+    let test = "an_unbalanced_transaction_is_never_reported_committed_nor_passed_to_the_next_call";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    db.exec(REPORT).await;
+    let client = worker(&db.ado()).await;
+    let observer = worker(&db.ado()).await;
+    let unbalancing = [
+        "BEGIN TRANSACTION; INSERT INTO dbo.Report (Id, Writer) VALUES (@P1, N'nested');",
+        "SET IMPLICIT_TRANSACTIONS ON; INSERT INTO dbo.Report (Id, Writer) VALUES (@P1, N'implicit');",
+    ];
+    for (n, sql) in unbalancing.into_iter().enumerate() {
+        let key = provisioned(&client, "report").await;
+        let lease = acquired(client.acquire(&key, LONG).await.unwrap());
+        let mut tx = holding(client.begin_fenced_without_guard(&lease).await).await;
+        match tx.execute(sql, &[&(n as i32)]).await {
+            // The engine refused the imbalance at once: nothing more runs.
+            Err(_) => aborted(sql, tx.commit().await),
+            Ok(_) => match tx.commit().await {
+                Ok(()) => assert!(sql.contains("IMPLICIT"), "{sql}: a commit that left a transaction open"),
+                other => aborted(sql, other),
+            },
+        }
+        // The release goes out on the same pool of one connection: on a
+        // session still inside a transaction it would never commit.
+        assert_eq!(client.release(&lease).await.unwrap(), Release::Released, "{sql}");
+        let (_, held, _, _) = state(&observer, &key).await;
+        assert!(
+            !held,
+            "{sql}: the release ran inside a transaction left open by the work"
+        );
+    }
+    assert!(!writers(&db).await.iter().any(|w| w == "nested"));
+    drop((client, observer));
+    db.drop().await;
+}
+
+/// The work's SQL may change its session (isolation level, SET options, an
+/// open transaction, the database in use): the next lease call must not
+/// inherit it, so the session is never handed out again, whatever the SQL
+/// was.
+#[tokio::test]
+async fn a_session_that_ran_the_works_sql_is_never_handed_to_the_next_call() {
+    let test = "a_session_that_ran_the_works_sql_is_never_handed_to_the_next_call";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let client = worker(&db.ado()).await;
+    let key = provisioned(&client, "report").await;
+    let lease = acquired(client.acquire(&key, LONG).await.unwrap());
+    let mut sessions = Vec::new();
+    for _ in 0..2 {
+        let mut tx = holding(client.begin_fenced_without_guard(&lease).await).await;
+        let rows = tx.query("SELECT CAST(@@SPID AS int) AS Spid;", &[]).await.unwrap();
+        sessions.push(rows[0].get::<i32, _>("Spid").unwrap());
+        tx.commit().await.unwrap();
+    }
+    assert_ne!(
+        sessions[0], sessions[1],
+        "the second transaction ran on the first one's session"
+    );
+    assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
+    drop(client);
+    db.drop().await;
+}
+
+/// A COMMIT sent but never answered: its writes may have landed, so the
+/// answer is neither "nothing was committed" nor an error a retry is safe
+/// for.
+#[tokio::test]
+async fn a_commit_whose_answer_is_lost_is_commit_unknown_and_not_to_be_retried_blindly() {
+    let test = "a_commit_whose_answer_is_lost_is_commit_unknown_and_not_to_be_retried_blindly";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    db.exec(REPORT).await;
+    let proxy = Proxy::start(db.connection_string().server()).await;
+    let client = worker(&proxy.ado(&db.ado())).await;
+    let key = provisioned(&client, "report").await;
+    let lease = acquired(client.acquire(&key, LONG).await.unwrap());
+    for (id, cut) in [(1i32, Cut::BeforeReply), (2, Cut::BeforeRequest)] {
+        let mut tx = holding(client.begin_fenced_without_guard(&lease).await).await;
+        tx.execute(INSERT, &[&id, &format!("{cut:?}")]).await.unwrap();
+        proxy.cut_next(cut);
+        let committed = tx.commit().await;
+        assert!(!proxy.cut_pending(), "{cut:?}: the cut never happened");
+        match &committed {
+            Err(error @ Error::CommitUnknown { .. }) => assert!(!error.is_transient(), "{cut:?}: {error}"),
+            other => panic!("{cut:?}: expected CommitUnknown, got {other:?}"),
+        }
+    }
+    // Both were unknown to the client; the server ran only the first.
+    assert_eq!(writers(&db).await, ["BeforeReply"]);
+    assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
+    drop(client);
+    db.drop().await;
+}
+
+/// A guard's transaction object in a spawned task that borrows its own
+/// locals, the shape an HTTP handler has: it must be `Send`. Never run, only
+/// compiled.
+#[test]
+fn a_spawned_task_can_hold_a_fenced_transaction_that_borrows_its_locals() {
+    fn spawnable<F: std::future::Future + Send + 'static>(_: F) {}
+    spawnable(async move {
+        let mut config = ClientConfig::new(ConnectionString::parse("Server=tcp:db,1433;User ID=svc;Password=x")?);
+        config.max_connections(2);
+        let client = Client::connect_with(config).await?;
+        let day = String::from("2026-12-01");
+        let total = 42i64;
+        let lease: Lease = acquired(client.acquire("report:daily", LONG).await?);
+        let guard = client.guard(lease);
+        if let BeginFenced::Holding(mut tx) = guard.begin_fenced().await? {
+            tx.execute(
+                "INSERT INTO dbo.Daily (Day, Total) VALUES (@P1, @P2)",
+                &[&day.as_str(), &total],
+            )
+            .await?;
+            tx.commit().await?;
+        }
+        let _ = guard.release().await?;
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+    });
+}
+
+/// A fenced transaction that ran and committed through the guard's closure
+/// form still commits what the holder wrote.
+#[tokio::test]
+async fn a_guards_fenced_transaction_commits_the_holders_rows() {
+    let test = "a_guards_fenced_transaction_commits_the_holders_rows";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    db.exec(REPORT).await;
+    let mut config = ClientConfig::new(ConnectionString::parse(&db.ado()).unwrap());
+    config.max_connections(2).allow_privileged_login(true);
+    let client = Client::connect_with(config).await.unwrap();
+    warm_up(&client).await;
+    let key = provisioned(&client, "report").await;
+    let guard = client.guard(acquired(client.acquire(&key, LONG).await.unwrap()));
+    let written = guard
+        .fenced_transaction(async |tx| {
+            tx.execute(INSERT, &[&1i32, &"holder"]).await?;
+            Ok::<_, Error>(1)
+        })
+        .await
+        .unwrap();
+    assert!(matches!(written, FencedTransaction::Committed(1)), "{written:?}");
+    assert_eq!(writers(&db).await, ["holder"]);
+    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    drop(client);
+    db.drop().await;
+}
