@@ -76,8 +76,9 @@ pub(crate) async fn call(
 }
 
 /// How long a request that ran past its call's bound is given to stop on the
-/// server before its connection is dropped anyway.
-const CANCEL_GRACE: Duration = Duration::from_secs(2);
+/// server before its connection is dropped anyway. SQL Server acknowledges
+/// an Attention at once, even for a request waiting on a lock.
+const CANCEL_GRACE: Duration = Duration::from_secs(1);
 
 /// Asks the server to stop the request still running on `connection` (a TDS
 /// Attention) and waits, within [`CANCEL_GRACE`], for its acknowledgement.
@@ -85,8 +86,10 @@ const CANCEL_GRACE: Duration = Duration::from_secs(2);
 /// lock is free, after the caller gave up: a publish would commit, an
 /// acquire take the lease under an owner nobody holds any more. Once
 /// acknowledged, the request has ended for good. A connection that does not
-/// answer in time (half open, or the server is gone) cannot cancel anything,
-/// and is dropped all the same.
+/// answer in time (half open, the server gone, or an engine that reads an
+/// Attention only between requests, as Babelfish 4.2 does) cancels nothing,
+/// and is dropped all the same: then only a replay of the publish settles
+/// it, since the request may still run.
 async fn cancel_on_server(connection: &mut Connection, procedure: Procedure) {
     match tokio::time::timeout(CANCEL_GRACE, connection.cancel_query()).await {
         Ok(Ok(())) => tracing::debug!(
