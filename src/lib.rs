@@ -53,3 +53,8 @@ mod tsql;
 
 pub use client::{Client, ClientConfig};
 pub use connection::{ConnectError, Connection, ConnectionString};
+/// The driver whose types the API hands out ([`tiberius::Row`] from a
+/// fenced transaction's query, [`tiberius::ToSql`] for its parameters, the
+/// [`Connection`] of the deploy runner), re-exported so a user names the
+/// same version this crate was built with.
+pub use tiberius;

@@ -83,6 +83,59 @@ async fn verify_contract_refuses_a_login_that_may_update_the_fence_table() {
     db.drop().await;
 }
 
+/// Beyond UPDATE on the fence row: rows of the other fence tables, and a
+/// fence schema whose procedures the login could redefine, are each named.
+#[tokio::test]
+async fn verify_contract_refuses_a_login_that_may_write_another_fence_table_or_alter_a_fence_schema() {
+    let test = "verify_contract_refuses_a_login_that_may_write_another_fence_table_or_alter_a_fence_schema";
+    let Some(mut db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let service = db.login_in_role(Some("fence_service")).await;
+    let client = Client::connect(&service).await.unwrap();
+    client
+        .verify_contract()
+        .await
+        .expect("a service login holds the contract and no more");
+    let user = service
+        .split(';')
+        .find_map(|kv| kv.strip_prefix("User ID="))
+        .expect("the support module names the user");
+    db.exec(&format!("GRANT INSERT ON fence.PublishedOperation TO [{user}];"))
+        .await;
+    let found = reasons(client.verify_contract().await);
+    assert_eq!(
+        found,
+        ["it holds INSERT on fence.PublishedOperation (HAS_PERMS_BY_NAME)"]
+    );
+    db.exec(&format!("REVOKE INSERT ON fence.PublishedOperation FROM [{user}];"))
+        .await;
+
+    let granted = db
+        .connect()
+        .await
+        .simple_query(format!("GRANT ALTER ON SCHEMA::fence_api TO [{user}];"))
+        .await
+        .map(drop);
+    match granted {
+        Ok(()) => {
+            let found = reasons(client.verify_contract().await);
+            assert_eq!(found, ["it holds ALTER on schema fence_api (HAS_PERMS_BY_NAME)"]);
+        }
+        // Babelfish 4.2 has no ALTER permission on a schema to grant.
+        Err(e)
+            if e.code() == Some(33557097)
+                && e.to_string()
+                    .contains("'GRANT PERMISSION ALTER' is not currently supported in Babelfish") =>
+        {
+            support::skip(test, &format!("the engine cannot grant ALTER on a schema: {e}"));
+        }
+        Err(e) => panic!("GRANT ALTER ON SCHEMA failed: {e}"),
+    }
+    drop(client);
+    db.drop().await;
+}
+
 #[tokio::test]
 async fn an_empty_database_is_reported_procedure_by_procedure() {
     let Some(db) = TestDatabase::new("an_empty_database_is_reported_procedure_by_procedure").await else {

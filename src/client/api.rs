@@ -235,8 +235,11 @@ impl Client {
     /// client passes, and that this client's own login cannot write the fence
     /// table past them. Call it at start-up: the error names each procedure
     /// or parameter that is missing or different, or
-    /// ([`Error::PrivilegedLogin`]) why the login is too strong: it holds
-    /// UPDATE on `fence.Resource`, or enters the database as `dbo`. A caller
+    /// ([`Error::PrivilegedLogin`]) why the login is too strong: it may
+    /// update, insert or delete rows of the fence tables, alter a fence
+    /// schema (and so redefine a procedure), controls the database, or
+    /// enters it as `dbo`. This reads the session's own effective rights; it
+    /// is a quick guard, not the proof that `fencepost check` gives. A caller
     /// that means to run with such a login says so with
     /// [`ClientConfig::allow_privileged_login`](super::ClientConfig::allow_privileged_login).
     pub async fn verify_contract(&self) -> Result<(), Error> {
@@ -262,7 +265,7 @@ impl Client {
         let batch = format!(
             "{};\n{};\n{};\n{};",
             contract::CATALOG_QUERY,
-            privilege::PRIVILEGE_QUERY,
+            privilege::privilege_query(),
             contract::DEFINITION_QUERY,
             contract::VERSION_QUERY
         );
@@ -320,8 +323,9 @@ impl Client {
         }
         let row = rights.first();
         let user = row.and_then(|r| r.try_get::<&str, _>("UserName").ok().flatten());
-        let can_update = row.and_then(|r| r.try_get::<i32, _>("CanUpdate").ok().flatten());
-        let reasons = privilege::excess(user, can_update);
+        let reasons = privilege::excess(user, |column| {
+            row.and_then(|r| r.try_get::<i32, _>(column).ok().flatten())
+        });
         if reasons.is_empty() || self.config.allow_privileged_login {
             Ok(())
         } else {
