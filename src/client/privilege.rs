@@ -95,14 +95,9 @@ pub(crate) fn privilege_query() -> String {
     )
 }
 
-/// The columns [`privilege_query`] answers besides `UserName`.
-pub(crate) fn right_columns() -> impl Iterator<Item = &'static str> {
-    RIGHTS.iter().map(|right| right.column)
-}
-
 /// What is wrong with the session's rights, one entry per reason; empty
-/// when it holds no more than a service should. `held` answers each column
-/// of [`right_columns`].
+/// when it holds no more than a service should. `held` answers each right's
+/// column of [`privilege_query`].
 pub(crate) fn excess(user: Option<&str>, held: impl Fn(&str) -> Option<i32>) -> Vec<String> {
     let mut problems = Vec::new();
     if user.is_some_and(|u| u.eq_ignore_ascii_case("dbo")) {
@@ -153,8 +148,12 @@ mod tests {
     #[test]
     fn the_query_asks_about_every_right_by_its_column() {
         let query = privilege_query();
-        for column in right_columns() {
-            assert!(query.contains(&format!(" AS {column}")), "{column}: {query}");
+        for right in &RIGHTS {
+            assert!(
+                query.contains(&format!(" AS {}", right.column)),
+                "{}: {query}",
+                right.column
+            );
         }
     }
 }
