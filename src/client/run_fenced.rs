@@ -73,10 +73,9 @@ impl Client {
         Fut: Future<Output = Result<String, E>>,
     {
         // A lost reply to an acquire that took the lease is confirmed by a
-        // retry with the same owner; past one lease length it would have
-        // expired anyway.
-        let deadline = Instant::now() + length;
-        let lease = match self.acquire_retrying(key, Uuid::new_v4(), length, deadline).await? {
+        // retry with the same owner, for a bounded time.
+        let until = self.confirm_until(Instant::now(), length);
+        let lease = match self.acquire_retrying(key, Uuid::new_v4(), length, until).await? {
             Acquire::Acquired(lease) => lease,
             Acquire::Busy { until, .. } => return Ok(Fenced::Busy { until }),
             Acquire::NotProvisioned => return Ok(Fenced::NotProvisioned),
@@ -178,5 +177,31 @@ impl Client {
                 other => return other,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn an_unreachable_server_ends_a_run_within_a_checkout_not_a_lease() {
+        // Nothing was ever sent, so no lease can have been granted: there is
+        // nothing to confirm with the same owner, and an hour's lease must not
+        // mean an hour of retries.
+        let client = Client::unreachable(Duration::from_millis(200));
+        let run = client.run_fenced("k", Duration::from_secs(3600), |_| async {
+            Ok::<_, Infallible>(String::new())
+        });
+        let ended = tokio::time::timeout(Duration::from_secs(10), run)
+            .await
+            .expect("run_fenced kept retrying a server it never reached");
+        let error = ended.unwrap_err();
+        assert!(
+            matches!(error, Error::Unavailable { .. } | Error::Connect(_)),
+            "{error:?}"
+        );
     }
 }
