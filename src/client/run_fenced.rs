@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::guard::Ending;
-use super::{Acquire, Client, Error, Lease, LeaseGuard, LostReason, Publish, RefusalReason, Renew};
+use super::{Acquire, Client, Error, Lease, LeaseGuard, LostReason, Publish, RefusalReason, Renew, input};
 
 /// How a [`Client::run_fenced`] ended, when no server or network failure got
 /// in the way (those are `Err`).
@@ -72,6 +72,9 @@ impl Client {
         F: FnOnce(CancellationToken) -> Fut,
         Fut: Future<Output = Result<String, E>>,
     {
+        // Refused before any arithmetic on it, and before a round trip.
+        input::key(key)?;
+        input::lease_seconds(length)?;
         // A lost reply to an acquire that took the lease is confirmed by a
         // retry with the same owner, for a bounded time.
         let until = self.confirm_until(Instant::now(), length);
@@ -185,6 +188,17 @@ mod tests {
     use std::convert::Infallible;
 
     use super::*;
+    use crate::client::Parameter;
+
+    #[tokio::test]
+    async fn an_endless_lease_is_refused_before_any_arithmetic() {
+        let client = Client::unreachable(Duration::from_millis(100));
+        let error = client
+            .run_fenced("k", Duration::MAX, |_| async { Ok::<_, Infallible>(String::new()) })
+            .await
+            .unwrap_err();
+        assert_eq!(error.parameter(), Some(Parameter::LeaseSeconds), "{error}");
+    }
 
     #[tokio::test]
     async fn an_unreachable_server_ends_a_run_within_a_checkout_not_a_lease() {

@@ -47,7 +47,8 @@ impl Client {
     /// after the lease length, or after a few call timeouts, whichever comes
     /// first.
     pub async fn acquire_waiting(&self, key: &str, length: Duration, wait: Duration) -> Result<Acquire, Error> {
-        let deadline = Instant::now() + wait;
+        // `Duration::MAX` is a natural "for ever"; it must not overflow.
+        let deadline = later(Instant::now(), wait);
         let owner = Uuid::new_v4();
         let mut backoff = Backoff::default();
         loop {
@@ -261,6 +262,18 @@ mod tests {
         assert_eq!(remaining(now + Duration::from_secs(5), now), Duration::from_secs(5));
     }
 
+    #[tokio::test]
+    async fn waiting_for_ever_does_not_overflow_the_deadline() {
+        let client = Client::unreachable(Duration::from_millis(100));
+        let waited = tokio::time::timeout(
+            Duration::from_secs(10),
+            client.acquire_waiting("k", Duration::from_secs(5), Duration::MAX),
+        )
+        .await
+        .expect("a server never reached is not waited for");
+        assert!(waited.is_err(), "{waited:?}");
+    }
+
     fn network() -> Error {
         Error::Network {
             procedure: "fence_api.Acquire",
@@ -311,5 +324,12 @@ mod tests {
             client.confirm_until(start, Duration::from_secs(30)),
             start + Duration::from_secs(30)
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_instant_for_ever_away_is_far_but_representable() {
+        let now = Instant::now();
+        assert!(later(now, Duration::MAX) > now + Duration::from_secs(86_400 * 365));
+        assert_eq!(later(now, Duration::from_secs(1)), now + Duration::from_secs(1));
     }
 }
