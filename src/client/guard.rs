@@ -91,13 +91,14 @@ impl Client {
         let stop = CancellationToken::new();
         let ended = CancellationToken::new();
         let row = Arc::new(Mutex::new(()));
-        let renewals = tokio::spawn(renew_until_stopped(
-            self.clone(),
-            sender,
-            stop.clone(),
-            ended.clone(),
-            row.clone(),
-        ));
+        // Made before the task starts: an abort before its first poll drops
+        // the report with it, and that too is a loss.
+        let report = Report {
+            state: sender,
+            ended: ended.clone(),
+            loss: Some(died("it panicked or was aborted")),
+        };
+        let renewals = tokio::spawn(renew_until_stopped(self.clone(), report, stop.clone(), row.clone()));
         LeaseGuard {
             client: self.clone(),
             state,
@@ -121,8 +122,10 @@ impl LeaseGuard {
         self.state.borrow().lost.clone()
     }
 
-    /// Resolves when the lease is lost: a renewal answered `Lost`, or none
-    /// could be confirmed in time. Never resolves while the lease is held.
+    /// Resolves when the lease is lost: a renewal answered `Lost`, none
+    /// could be confirmed in time, or the renewal task itself died (a panic),
+    /// so that nothing renews it any more. Never resolves while the lease is
+    /// held.
     pub async fn lost(&self) -> LostReason {
         let mut state = self.state.clone();
         let lost = match state.wait_for(|held| held.lost.is_some()).await {
@@ -172,7 +175,12 @@ impl LeaseGuard {
     pub(crate) async fn stop_renewing(&mut self) -> Option<Ending> {
         let renewals = self.renewals.take()?;
         self.stop.cancel();
-        Some(renewals.await.unwrap_or(Ending::Stopped))
+        Some(match renewals.await {
+            Ok(ending) => ending,
+            // The task panicked or was aborted: nobody renews any more, so the
+            // lease is as good as lost (its `Report` already said so).
+            Err(error) => Ending::Lost(self.lost_reason().unwrap_or_else(|| died(&error.to_string()))),
+        })
     }
 
     /// Forgets the lease without releasing it, after it was lost to a
@@ -222,26 +230,50 @@ impl std::fmt::Debug for LeaseGuard {
 /// The renewal task: renews until stopped or lost, and tells the guard.
 async fn renew_until_stopped(
     client: Client,
-    state: watch::Sender<Held>,
+    mut report: Report,
     stop: CancellationToken,
-    ended: CancellationToken,
     row: Arc<Mutex<()>>,
 ) -> Ending {
     let ending = tokio::select! {
         biased;
-        _ = stop.cancelled() => return Ending::Stopped,
-        ending = keep_renewed(&client, &state, &row) => ending,
+        _ = stop.cancelled() => Ending::Stopped,
+        ending = keep_renewed(&client, &report.state, &row) => ending,
     };
-    let reason = match &ending {
-        Ending::Lost(reason) => reason.clone(),
-        Ending::Failed(error) => LostReason::Unconfirmed {
+    report.loss = match &ending {
+        Ending::Lost(reason) => Some(reason.clone()),
+        Ending::Failed(error) => Some(LostReason::Unconfirmed {
             last_error: Some(error.to_string()),
-        },
-        Ending::Stopped => return ending,
+        }),
+        Ending::Stopped => None,
     };
-    state.send_modify(|held| held.lost = Some(reason));
-    ended.cancel();
     ending
+}
+
+/// What the renewal task tells the guard when it ends, however it ends: it
+/// reports `loss` on drop, so a panic or an abort, which drops it too, reads
+/// as a loss rather than as a quiet stop.
+struct Report {
+    state: watch::Sender<Held>,
+    ended: CancellationToken,
+    loss: Option<LostReason>,
+}
+
+impl Drop for Report {
+    fn drop(&mut self) {
+        if let Some(reason) = self.loss.take() {
+            self.state.send_modify(|held| {
+                held.lost.get_or_insert(reason);
+            });
+            self.ended.cancel();
+        }
+    }
+}
+
+/// The loss recorded when the renewal task itself failed.
+fn died(how: &str) -> LostReason {
+    LostReason::Unconfirmed {
+        last_error: Some(format!("the renewal task ended abnormally: {how}")),
+    }
 }
 
 /// Renews until the lease is lost; never returns while it is held.
@@ -330,6 +362,45 @@ impl Client {
                 timeout_ms = timeout.as_millis() as u64,
                 "release did not finish in time; the lease will expire on its own"
             ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use time::OffsetDateTime;
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn lease(length: Duration) -> Lease {
+        Lease::new(
+            "k",
+            Uuid::new_v4(),
+            1,
+            length,
+            OffsetDateTime::UNIX_EPOCH,
+            Instant::now(),
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_renewal_task_that_died_counts_as_lost() {
+        let client = Client::unreachable(Duration::from_millis(100));
+        for started in [false, true] {
+            let mut guard = client.guard(lease(Duration::from_secs(3600)));
+            let token = guard.token();
+            if started {
+                tokio::task::yield_now().await;
+            }
+            // What a panic in the task also ends in: a JoinError, not a stop.
+            guard.renewals.as_ref().expect("renewing").abort();
+            let reason = tokio::time::timeout(Duration::from_secs(60), guard.lost())
+                .await
+                .expect("lost() never resolved after the renewal task died");
+            assert!(matches!(reason, LostReason::Unconfirmed { .. }), "{reason:?}");
+            assert!(token.is_cancelled(), "the token outlived the renewals");
+            assert!(matches!(guard.stop_renewing().await, Some(Ending::Lost(_))));
         }
     }
 }
