@@ -25,11 +25,16 @@ pub enum LostReason {
 }
 
 /// How long before the local deadline of an unconfirmed lease the guard
-/// declares it lost (at most a tenth of the lease). The local deadline is the
-/// earliest the server's lease can end, often by well under a millisecond: a
-/// timer firing late, or a busy runtime, would otherwise let the work see the
-/// loss after the lease has ended.
-const LOSS_AHEAD: Duration = Duration::from_millis(100);
+/// declares it lost: 1% of the lease length, at least 100 ms, and at most a
+/// tenth of the lease. The local deadline is the earliest the server's lease
+/// can end, and only by the local monotonic clock: a timer firing late, a busy
+/// runtime, or the server's wall clock slewed or stepped by NTP (or a resumed
+/// VM) can end the lease on the server before it. Those drifts grow with the
+/// lease, and so does the margin.
+fn loss_margin(length: Duration) -> Duration {
+    const FLOOR: Duration = Duration::from_millis(100);
+    (length / 100).max(FLOOR).min(length / 10)
+}
 
 /// The shortest time one renewal attempt is given, however little is left.
 const MIN_ATTEMPT: Duration = Duration::from_millis(250);
@@ -60,10 +65,13 @@ pub(crate) enum Ending {
 ///
 /// Each renewal attempt may take at most about half of the time left, so a
 /// connection that hangs leaves time for another attempt on another
-/// connection. If a renewal answers `Lost`, or none is confirmed by 100 ms (a
-/// tenth of a shorter lease) before the lease would end on the local clock,
-/// the lease is lost: [`lost`](LeaseGuard::lost) resolves and
-/// [`token`](LeaseGuard::token) is cancelled. The guard never re-acquires.
+/// connection. If a renewal answers `Lost`, or none is confirmed some margin
+/// before the lease would end on the local clock, the lease is lost:
+/// [`lost`](LeaseGuard::lost) resolves and [`token`](LeaseGuard::token) is
+/// cancelled. The margin is 1% of the lease length, at least 100 ms and at
+/// most a tenth of the lease (100 ms up to a 10 s lease, 600 ms for a minute,
+/// 36 s for an hour), so the loss is signalled before the server's clock,
+/// which judges the lease, can have ended it. The guard never re-acquires.
 ///
 /// Dropping the guard stops the renewals and releases the lease in the
 /// background, bounded by the client's release timeout, so a successor can
@@ -282,7 +290,7 @@ async fn keep_renewed(client: &Client, state: &watch::Sender<Held>, row: &Mutex<
     let length = lease.length();
     let period = length / 3;
     let retry_pause = (period / 4).max(Duration::from_millis(50));
-    let ahead = LOSS_AHEAD.min(length / 10);
+    let ahead = loss_margin(length);
     let mut next = lease.local_deadline() - length + period;
     let mut last_error = None;
     loop {
@@ -372,6 +380,7 @@ mod tests {
     use uuid::Uuid;
 
     use super::*;
+    use crate::client::MAX_LEASE;
 
     fn lease(length: Duration) -> Lease {
         Lease::new(
@@ -382,6 +391,21 @@ mod tests {
             OffsetDateTime::UNIX_EPOCH,
             Instant::now(),
         )
+    }
+
+    #[test]
+    fn the_loss_margin_grows_with_the_lease_between_its_floor_and_a_tenth() {
+        let ms = Duration::from_millis;
+        let s = Duration::from_secs;
+        // A tenth of a lease shorter than a second; the floor up to 10 s.
+        assert_eq!(loss_margin(ms(500)), ms(50));
+        assert_eq!(loss_margin(s(1)), ms(100));
+        assert_eq!(loss_margin(s(10)), ms(100));
+        // Then 1%.
+        assert_eq!(loss_margin(s(11)), ms(110));
+        assert_eq!(loss_margin(s(60)), ms(600));
+        assert_eq!(loss_margin(s(3600)), s(36));
+        assert_eq!(loss_margin(MAX_LEASE), s(864));
     }
 
     #[tokio::test(start_paused = true)]
