@@ -2,6 +2,7 @@
 //! work when the lease is lost, publish under the same lease, release.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use time::OffsetDateTime;
@@ -116,25 +117,11 @@ impl Client {
         // Stopping the renewals also waits for one in flight to give its
         // connection back before the publish needs one.
         let ending = guard.stop_renewing().await;
-        let finished = match (finished, ending) {
-            (Some(result), None | Some(Ending::Stopped)) => result,
-            (_, Some(Ending::Failed(error))) => {
-                cancel.cancel();
-                let _ = tokio::time::timeout(self.config.cancel_grace, work).await;
-                return Err(error);
-            }
-            (_, _) => {
-                cancel.cancel();
-                // Let the work wind down on its own terms, within the grace;
-                // its result is not published, whatever it is.
-                let _ = tokio::time::timeout(self.config.cancel_grace, work).await;
-                let reason = guard.lost_reason().unwrap_or(LostReason::Renewal);
-                return Ok(Fenced::Lost(reason));
-            }
-        };
-        let payload = match finished {
-            Ok(payload) => payload,
-            Err(error) => return Ok(Fenced::Failed(error)),
+        let payload = match judge(finished, ending, work, cancel, self.config.cancel_grace).await {
+            Verdict::Publish(payload) => payload,
+            Verdict::Failed(error) => return Ok(Fenced::Failed(error)),
+            Verdict::Lost => return Ok(Fenced::Lost(guard.lost_reason().unwrap_or(LostReason::Renewal))),
+            Verdict::Error(error) => return Err(error),
         };
         // The publish needs time to arrive before the lease ends. With less
         // than half of it left on the local clock (a slow renewal, a busy
@@ -183,12 +170,88 @@ impl Client {
     }
 }
 
+/// What becomes of a work once the renewals have stopped.
+enum Verdict<E> {
+    /// It finished in time: publish its result.
+    Publish(String),
+    /// It failed in time: nothing to publish.
+    Failed(E),
+    /// The lease was lost: its result, if any, is dropped.
+    Lost,
+    /// A renewal failed for a reason retrying will not fix.
+    Error(Error),
+}
+
+/// Judges a work by how it and the renewals ended (`finished` is `None`
+/// while it still runs). A work still running when the lease was lost is
+/// cancelled and given `grace` to wind down on its own terms; its result is
+/// not published, whatever it is. A finished work is never polled again.
+async fn judge<E>(
+    finished: Option<Result<String, E>>,
+    ending: Option<Ending>,
+    work: Pin<&mut impl Future<Output = Result<String, E>>>,
+    cancel: &CancellationToken,
+    grace: Duration,
+) -> Verdict<E> {
+    let running = finished.is_none();
+    let verdict = match (finished, ending) {
+        (Some(Ok(payload)), None | Some(Ending::Stopped)) => return Verdict::Publish(payload),
+        (Some(Err(error)), None | Some(Ending::Stopped)) => return Verdict::Failed(error),
+        (_, Some(Ending::Failed(error))) => Verdict::Error(error),
+        (_, _) => Verdict::Lost,
+    };
+    cancel.cancel();
+    // A finished `async` block panics when polled again.
+    if running {
+        let _ = tokio::time::timeout(grace, work).await;
+    }
+    verdict
+}
+
 #[cfg(test)]
 mod tests {
     use std::convert::Infallible;
 
+    use std::task::{Context, Poll};
+
     use super::*;
     use crate::client::Parameter;
+
+    /// A work that finishes on its first poll and panics if polled again, as
+    /// an `async` block does ("resumed after completion").
+    #[derive(Default)]
+    struct FinishesOnce {
+        finished: bool,
+    }
+
+    impl Future for FinishesOnce {
+        type Output = Result<String, Infallible>;
+
+        fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+            assert!(!self.finished, "a finished work was polled again");
+            self.finished = true;
+            Poll::Ready(Ok("result".to_string()))
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_work_that_finished_as_the_lease_was_lost_is_not_polled_again() {
+        // The schedule of a renewal task that found the lease lost on another
+        // thread just as the work finished: the work is ready, and stopping
+        // the renewals then reports the loss.
+        let endings = [
+            Ending::Lost(LostReason::Renewal),
+            Ending::Failed(Error::Unavailable { reason: "down".into() }),
+        ];
+        for ending in endings {
+            let mut work = std::pin::pin!(FinishesOnce::default());
+            let finished = work.as_mut().await;
+            let cancel = CancellationToken::new();
+            let verdict = judge(Some(finished), Some(ending), work, &cancel, Duration::from_secs(10)).await;
+            assert!(matches!(verdict, Verdict::Lost | Verdict::Error(_)));
+            assert!(cancel.is_cancelled(), "the work's token outlived the lease");
+        }
+    }
 
     #[tokio::test]
     async fn an_endless_lease_is_refused_before_any_arithmetic() {
