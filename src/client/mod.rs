@@ -19,6 +19,7 @@ mod outcome;
 mod pool;
 mod privilege;
 mod run_fenced;
+mod settle;
 mod wait;
 
 use std::sync::Arc;
@@ -35,6 +36,7 @@ pub use outcome::{
     Acquire, Inspection, LeaseState, OperationOutcome, Provision, Publication, Publish, RefusalReason, Release, Renew,
 };
 pub use run_fenced::Fenced;
+pub use settle::Unsettled;
 
 use crate::connection::ConnectionString;
 

@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::guard::Ending;
-use super::{Acquire, Client, Error, Lease, LeaseGuard, LostReason, Publish, RefusalReason, Renew, input};
+use super::settle::{Unresolved, Unsettled};
+use super::{Acquire, Client, Error, LeaseGuard, LostReason, Publish, RefusalReason, Renew, input};
 
 /// How a [`Client::run_fenced`] ended, when no server or network failure got
 /// in the way (those are `Err`).
@@ -38,6 +39,11 @@ pub enum Fenced<E> {
     },
     /// The key has no fence row; the work never started.
     NotProvisioned,
+    /// The work finished and its publish may have committed, but no reply
+    /// said so: each replay failed too (the server or the network went away).
+    /// Not an error, because the result may well be published; settle it
+    /// with [`Client::settle`], whose answer is final.
+    Unknown(Box<Unsettled>),
 }
 
 impl Client {
@@ -57,11 +63,17 @@ impl Client {
     ///
     /// A publish whose reply is lost is replayed with the same operation id, so
     /// a result is published at most once and is not dropped for a lost reply.
+    /// When the replays cannot get an answer either, by the end of the lease,
+    /// the answer is [`Fenced::Unknown`], which carries the lease, the
+    /// operation id and the payload, and the lease is released (bounded by
+    /// the release timeout). [`Client::settle`] then tells for good whether
+    /// it committed.
     ///
-    /// `Err` means the server or the network failed: acquiring, a renewal
-    /// that failed for a reason that retrying will not fix, or the publish
-    /// when its replays were lost too (an [`Error::OutcomeUnknown`] names the
-    /// operation id to resolve).
+    /// `Err` means the server or the network failed and nothing was
+    /// published: acquiring, a renewal that failed for a reason that retrying
+    /// will not fix, or a publish that never reached the server or that the
+    /// server answered as not committed. A publish that may have committed is
+    /// never an `Err`.
     ///
     /// A work that does not stop within the configured cancel grace after its
     /// token was cancelled is dropped. The token is also cancelled when
@@ -134,39 +146,22 @@ impl Client {
             return Ok(Fenced::Lost(LostReason::Renewal));
         }
         let operation_id = Uuid::new_v4();
-        Ok(match self.publish_resolved(&lease, operation_id, &payload).await? {
+        Ok(match self.publish_resolved(&lease, operation_id, &payload).await {
             // `AlreadyPublished` answers a replay of a publish whose reply was
             // lost: this operation committed.
-            Publish::Published | Publish::AlreadyPublished => Fenced::Published {
+            Ok(Publish::Published | Publish::AlreadyPublished) => Fenced::Published {
                 generation: lease.generation(),
                 operation_id,
             },
-            Publish::Refused(reason) => Fenced::Refused(reason),
+            Ok(Publish::Refused(reason)) => Fenced::Refused(reason),
+            Err(Unresolved::Unknown(reason)) => Fenced::Unknown(Box::new(Unsettled {
+                lease,
+                operation_id,
+                payload,
+                reason,
+            })),
+            Err(Unresolved::Failed(error)) => return Err(error),
         })
-    }
-
-    /// Publishes, and while the outcome stays unknown, or a transient error
-    /// (a deadlock, an exhausted pool) got in the way, replays the same
-    /// operation id until the lease would end locally. A replay is always
-    /// safe: a committed publish answers `AlreadyPublished`, and one that never
-    /// arrived is judged afresh. Past the lease's end the fence would refuse a
-    /// first arrival anyway, so the last error is returned then.
-    async fn publish_resolved(&self, lease: &Lease, operation_id: Uuid, payload: &str) -> Result<Publish, Error> {
-        let mut pause = Duration::from_millis(50);
-        let mut tried_once_more = false;
-        loop {
-            match self.publish_and_release(lease, operation_id, payload).await {
-                Err(error) if error.is_transient() && !tried_once_more => {
-                    // One replay even past the deadline: it can only confirm a
-                    // commit or be refused, never publish under a dead lease.
-                    tried_once_more = Instant::now() + pause >= lease.local_deadline();
-                    tracing::debug!(key = lease.key(), %operation_id, %error, "publish not confirmed; replaying");
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(1));
-                }
-                other => return other,
-            }
-        }
     }
 }
 
