@@ -35,6 +35,8 @@
 //!     Fenced::Failed(error) => println!("the rebuild failed: {error}"),
 //!     Fenced::Busy { until } => println!("someone else holds it until {until}"),
 //!     Fenced::NotProvisioned => unreachable!("provisioned above"),
+//!     // The publish may have committed; `settle` gives the final answer.
+//!     Fenced::Unknown(unsettled) => println!("settled: {:?}", client.settle(&unsettled).await?),
 //! }
 //! # Ok(())
 //! # }
