@@ -87,8 +87,14 @@ pub struct LeaseGuard {
     /// Held by each renewal attempt and by each fenced transaction of this
     /// guard, so a renewal never waits on the row lock of its own holder.
     row: Arc<Mutex<()>>,
-    /// `None` once released.
+    /// `None` once the renewals were stopped.
     renewals: Option<JoinHandle<Ending>>,
+    /// Whether the lease may still be held by this guard: cleared only once
+    /// it is given back for sure (a release answered, an accepted
+    /// publish-and-release) or a renewal answered `Lost`. A future dropped
+    /// after it stopped the renewals, in the middle of a publish or a
+    /// release, leaves it set, and the drop releases in the background.
+    needs_release: bool,
 }
 
 impl Client {
@@ -114,6 +120,7 @@ impl Client {
             ended,
             row,
             renewals: Some(renewals),
+            needs_release: true,
         }
     }
 }
@@ -167,14 +174,31 @@ impl LeaseGuard {
     }
 
     /// Stops the renewals and gives the lease back. A lease already lost to a
-    /// successor answers `NotHolder` without a call.
+    /// successor answers `NotHolder` without a call. If the call fails, or
+    /// this future is dropped before it answers, the lease is released in the
+    /// background as a dropped guard's is.
     pub async fn release(mut self) -> Result<Release, Error> {
-        let ending = self.stop_renewing().await;
+        self.stop_renewing().await;
         self.ended.cancel();
-        if matches!(ending, Some(Ending::Lost(LostReason::Renewal))) {
+        if self.lost_reason() == Some(LostReason::Renewal) {
+            self.needs_release = false;
             return Ok(Release::NotHolder);
         }
-        self.client.release(&self.lease()).await
+        let answer = self.client.release(&self.lease()).await;
+        if answer.is_ok() {
+            self.needs_release = false;
+        }
+        answer
+    }
+
+    /// Stops the renewals and releases, bounded by the release timeout; a
+    /// failure is logged. A future dropped before the release answered
+    /// leaves the release to the background.
+    pub(crate) async fn release_quietly(mut self) {
+        self.stop_renewing().await;
+        if self.lost_reason() == Some(LostReason::Renewal) || self.client.release_quietly(&self.lease()).await {
+            self.needs_release = false;
+        }
     }
 
     /// Stops the renewals, waiting until a renewal in flight has given its
@@ -191,11 +215,12 @@ impl LeaseGuard {
         })
     }
 
-    /// Forgets the lease without releasing it, after it was lost to a
-    /// successor.
+    /// Forgets the lease without releasing it, after it was given back by an
+    /// accepted publish-and-release or lost to a successor.
     pub(crate) fn forget(mut self) {
         self.stop.cancel();
         self.renewals = None;
+        self.needs_release = false;
     }
 }
 
@@ -203,10 +228,8 @@ impl Drop for LeaseGuard {
     fn drop(&mut self) {
         self.stop.cancel();
         self.ended.cancel();
-        let Some(renewals) = self.renewals.take() else {
-            return;
-        };
-        if self.lost_reason() == Some(LostReason::Renewal) {
+        let renewals = self.renewals.take();
+        if !self.needs_release || self.lost_reason() == Some(LostReason::Renewal) {
             return;
         }
         let lease = self.lease();
@@ -219,8 +242,13 @@ impl Drop for LeaseGuard {
         };
         let client = self.client.clone();
         runtime.spawn(async move {
-            // A renewal in flight ends first, so it cannot land after the release.
-            let _ = renewals.await;
+            // The renewal task ends first, so that this release is not sent
+            // beside a renewal of this guard's own. A renewal request it
+            // abandoned may still run on the server after the release; that
+            // is harmless, since a released lease is never renewed.
+            if let Some(renewals) = renewals {
+                let _ = renewals.await;
+            }
             client.release_quietly(&lease).await;
         });
     }
@@ -345,18 +373,20 @@ fn unconfirmed(last_error: Option<String>) -> Ending {
 }
 
 impl Client {
-    /// Releases a lease whose outcome no longer depends on it. A failure here
-    /// is logged, and the lease simply expires.
-    pub(crate) async fn release_quietly(&self, lease: &Lease) {
+    /// Releases a lease whose outcome no longer depends on it, and says
+    /// whether the server answered. A failure here is logged, and the lease
+    /// simply expires.
+    pub(crate) async fn release_quietly(&self, lease: &Lease) -> bool {
         let timeout = self.config.release_timeout;
         match tokio::time::timeout(timeout, self.release(lease)).await {
-            Ok(Ok(Release::Released)) => {}
+            Ok(Ok(Release::Released)) => return true,
             Ok(Ok(Release::NotHolder)) => {
                 tracing::debug!(
                     key = lease.key(),
                     generation = lease.generation(),
                     "lease had already ended"
                 );
+                return true;
             }
             Ok(Err(error)) => tracing::warn!(
                 key = lease.key(),
@@ -371,6 +401,7 @@ impl Client {
                 "release did not finish in time; the lease will expire on its own"
             ),
         }
+        false
     }
 }
 

@@ -78,8 +78,9 @@ impl Client {
     /// A work that does not stop within the configured cancel grace after its
     /// token was cancelled is dropped. The token is also cancelled when
     /// `run_fenced` returns or its future is dropped, so tasks the work
-    /// spawned never outlive the lease unknowingly. Dropping the future drops
-    /// the guard, which releases the lease in the background.
+    /// spawned never outlive the lease unknowingly. Dropping the future at
+    /// any point before the lease was given back (also during the publish or
+    /// the closing release) releases the lease in the background.
     pub async fn run_fenced<F, Fut, E>(&self, key: &str, length: Duration, work: F) -> Result<Fenced<E>, Error>
     where
         F: FnOnce(CancellationToken) -> Fut,
@@ -101,13 +102,12 @@ impl Client {
         let _cancel_on_exit = cancel.clone().drop_guard();
         let held = self.hold(&mut guard, work(cancel.clone()), &cancel).await;
         // An accepted publish released the lease with it, and after a renewal
-        // answered `Lost` there is nothing left to release.
+        // answered `Lost` there is nothing left to release. Until one of those
+        // happened, dropping this future drops the guard, which releases.
         if matches!(held, Ok(Fenced::Published { .. } | Fenced::Lost(LostReason::Renewal))) {
             guard.forget();
         } else {
-            guard.stop_renewing().await;
-            self.release_quietly(&guard.lease()).await;
-            guard.forget();
+            guard.release_quietly().await;
         }
         held
     }
