@@ -8,8 +8,9 @@ use tokio::sync::{Mutex, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
-use super::{Client, Error, FencedTransaction, FencedTx, Lease, Release, Renew};
+use super::{Client, Error, FencedTransaction, FencedTx, Lease, Publish, Release, Renew};
 
 /// Why a lease was given up as lost.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -171,6 +172,35 @@ impl LeaseGuard {
         let _row = self.row.lock().await;
         let lease = self.lease();
         self.client.fenced_transaction(&lease, work).await
+    }
+
+    /// Publishes `payload` under this guard's lease, as [`Client::publish`]
+    /// does. The lease stays held and renewed: publishing does not end it.
+    pub async fn publish(&self, operation_id: Uuid, payload: &str) -> Result<Publish, Error> {
+        self.client.publish(&self.lease(), operation_id, payload).await
+    }
+
+    /// Publishes `payload` and gives the lease back in the same call, as
+    /// [`Client::publish_and_release`] does, after stopping the renewals. A
+    /// renewal sent after an accepted publish released the lease would answer
+    /// `Lost`, and a published result must never read as a lost lease.
+    ///
+    /// A refused publish, an error, or a future dropped before the answer
+    /// leaves the lease to be released in the background, as a dropped guard
+    /// does. An unknown outcome is settled by a replay with the same
+    /// operation id under [`lease`](LeaseGuard::lease), taken before this
+    /// call: `AlreadyPublished` if it committed, otherwise a refusal, since
+    /// a released lease is never revived.
+    pub async fn publish_and_release(mut self, operation_id: Uuid, payload: &str) -> Result<Publish, Error> {
+        self.stop_renewing().await;
+        let answer = self
+            .client
+            .publish_and_release(&self.lease(), operation_id, payload)
+            .await;
+        if matches!(answer, Ok(Publish::Published | Publish::AlreadyPublished)) {
+            self.needs_release = false;
+        }
+        answer
     }
 
     /// Stops the renewals and gives the lease back. A lease already lost to a
@@ -408,7 +438,6 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use time::OffsetDateTime;
-    use uuid::Uuid;
 
     use super::*;
     use crate::client::MAX_LEASE;
