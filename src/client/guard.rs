@@ -25,6 +25,20 @@ pub enum LostReason {
     },
 }
 
+impl std::fmt::Display for LostReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LostReason::Renewal => f.write_str("a renewal answered Lost: the lease expired or was taken over"),
+            LostReason::Unconfirmed { last_error: None } => {
+                f.write_str("no renewal was confirmed before the lease would end")
+            }
+            LostReason::Unconfirmed {
+                last_error: Some(error),
+            } => write!(f, "no renewal was confirmed in time: {error}"),
+        }
+    }
+}
+
 /// How long before the local deadline of an unconfirmed lease the guard
 /// declares it lost: 1% of the lease length, at least 100 ms, and at most a
 /// tenth of the lease. The local deadline is the earliest the server's lease
@@ -466,6 +480,21 @@ mod tests {
         assert_eq!(loss_margin(s(60)), ms(600));
         assert_eq!(loss_margin(s(3600)), s(36));
         assert_eq!(loss_margin(MAX_LEASE), s(864));
+    }
+
+    #[test]
+    fn a_lost_reason_reads_as_a_sentence_with_its_cause() {
+        assert_eq!(
+            LostReason::Renewal.to_string(),
+            "a renewal answered Lost: the lease expired or was taken over"
+        );
+        let unconfirmed = LostReason::Unconfirmed {
+            last_error: Some("no connection available: cannot connect to db:1433".into()),
+        };
+        assert_eq!(
+            unconfirmed.to_string(),
+            "no renewal was confirmed in time: no connection available: cannot connect to db:1433"
+        );
     }
 
     #[tokio::test(start_paused = true)]

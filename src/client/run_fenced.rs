@@ -16,7 +16,10 @@ use super::{Acquire, Client, Error, LeaseGuard, LostReason, Publish, RefusalReas
 
 /// How a [`Client::run_fenced`] ended, when no server or network failure got
 /// in the way (those are `Err`).
+/// New outcomes may be added: match with a catch-all arm.
 #[derive(Debug)]
+#[must_use = "a refused, lost or unknown publish is a value, not an error: look at it"]
+#[non_exhaustive]
 pub enum Fenced<E> {
     /// The work's result is the resource's publication.
     Published {
