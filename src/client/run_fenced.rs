@@ -14,9 +14,10 @@ use super::guard::Ending;
 use super::settle::{Unresolved, Unsettled};
 use super::{Acquire, Client, Error, LeaseGuard, LostReason, Publish, RefusalReason, Renew, input};
 
-/// How a [`Client::run_fenced`] ended, when no server or network failure got
-/// in the way (those are `Err`).
-/// New outcomes may be added: match with a catch-all arm.
+/// How a [`Client::run_fenced`] ended. A server or network failure that
+/// published nothing is an `Err` instead; one that may have published is
+/// [`Fenced::Unknown`], never an `Err`. New outcomes may be added: match with
+/// a catch-all arm.
 #[derive(Debug)]
 #[must_use = "a refused, lost or unknown publish is a value, not an error: look at it"]
 #[non_exhaustive]
