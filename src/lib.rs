@@ -31,10 +31,13 @@
 //! match client.run_fenced("report:daily", Duration::from_secs(30), rebuild).await? {
 //!     Fenced::Published { generation, .. } => println!("published under generation {generation}"),
 //!     Fenced::Refused(reason) => println!("the fence refused the result: {reason}"),
-//!     Fenced::Lost(reason) => println!("lease lost, nothing published: {reason:?}"),
+//!     Fenced::Lost(reason) => println!("lease lost, nothing published: {reason}"),
 //!     Fenced::Failed(error) => println!("the rebuild failed: {error}"),
 //!     Fenced::Busy { until } => println!("someone else holds it until {until}"),
 //!     Fenced::NotProvisioned => unreachable!("provisioned above"),
+//!     // The publish may have committed; `settle` gives the final answer.
+//!     Fenced::Unknown(unsettled) => println!("settled: {:?}", client.settle(&unsettled).await?),
+//!     other => println!("{other:?}"),
 //! }
 //! # Ok(())
 //! # }

@@ -32,10 +32,14 @@ impl Client {
         }
     }
 
-    /// Tries once to take the lease on `key` for `length` (whole seconds,
-    /// 1 s to 1 day) with a fresh owner id.
+    /// Tries to take the lease on `key` for `length` (whole seconds, 1 s to
+    /// 1 day) with a fresh owner id, without waiting while it is busy. An
+    /// attempt whose reply was lost is retried as the same owner, as
+    /// [`acquire_waiting`](Client::acquire_waiting) does, so a grant nobody
+    /// heard of is confirmed rather than left blocking the key.
     pub async fn acquire(&self, key: &str, length: std::time::Duration) -> Result<Acquire, Error> {
-        self.acquire_as(key, Uuid::new_v4(), length).await
+        let until = self.confirm_until(Instant::now(), length);
+        self.acquire_retrying(key, Uuid::new_v4(), length, until).await
     }
 
     /// Tries once to take the lease as `owner`. Retrying with the same owner

@@ -8,9 +8,11 @@ use tokio::sync::{Mutex, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
 use super::{
-    BeginFenced, Client, Error, FencedTransaction, FencedTx, Lease, Release, Renew, fenced_transaction, fenced_tx,
+    BeginFenced, Client, Error, FencedTransaction, FencedTx, Lease, Publish, Release, Renew, fenced_transaction,
+    fenced_tx,
 };
 
 /// Why a lease was given up as lost.
@@ -26,12 +28,31 @@ pub enum LostReason {
     },
 }
 
+impl std::fmt::Display for LostReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LostReason::Renewal => f.write_str("a renewal answered Lost: the lease expired or was taken over"),
+            LostReason::Unconfirmed { last_error: None } => {
+                f.write_str("no renewal was confirmed before the lease would end")
+            }
+            LostReason::Unconfirmed {
+                last_error: Some(error),
+            } => write!(f, "no renewal was confirmed in time: {error}"),
+        }
+    }
+}
+
 /// How long before the local deadline of an unconfirmed lease the guard
-/// declares it lost (at most a tenth of the lease). The local deadline is the
-/// earliest the server's lease can end, often by well under a millisecond: a
-/// timer firing late, or a busy runtime, would otherwise let the work see the
-/// loss after the lease has ended.
-const LOSS_AHEAD: Duration = Duration::from_millis(100);
+/// declares it lost: 1% of the lease length, at least 100 ms, and at most a
+/// tenth of the lease. The local deadline is the earliest the server's lease
+/// can end, and only by the local monotonic clock: a timer firing late, a busy
+/// runtime, or the server's wall clock slewed or stepped by NTP (or a resumed
+/// VM) can end the lease on the server before it. Those drifts grow with the
+/// lease, and so does the margin.
+fn loss_margin(length: Duration) -> Duration {
+    const FLOOR: Duration = Duration::from_millis(100);
+    (length / 100).max(FLOOR).min(length / 10)
+}
 
 /// The shortest time one renewal attempt is given, however little is left.
 const MIN_ATTEMPT: Duration = Duration::from_millis(250);
@@ -62,10 +83,13 @@ pub(crate) enum Ending {
 ///
 /// Each renewal attempt may take at most about half of the time left, so a
 /// connection that hangs leaves time for another attempt on another
-/// connection. If a renewal answers `Lost`, or none is confirmed by 100 ms (a
-/// tenth of a shorter lease) before the lease would end on the local clock,
-/// the lease is lost: [`lost`](LeaseGuard::lost) resolves and
-/// [`token`](LeaseGuard::token) is cancelled. The guard never re-acquires.
+/// connection. If a renewal answers `Lost`, or none is confirmed some margin
+/// before the lease would end on the local clock, the lease is lost:
+/// [`lost`](LeaseGuard::lost) resolves and [`token`](LeaseGuard::token) is
+/// cancelled. The margin is 1% of the lease length, at least 100 ms and at
+/// most a tenth of the lease (100 ms up to a 10 s lease, 600 ms for a minute,
+/// 36 s for an hour), so the loss is signalled before the server's clock,
+/// which judges the lease, can have ended it. The guard never re-acquires.
 ///
 /// Dropping the guard stops the renewals and releases the lease in the
 /// background, bounded by the client's release timeout, so a successor can
@@ -81,8 +105,14 @@ pub struct LeaseGuard {
     /// Held by each renewal attempt and by each fenced transaction of this
     /// guard, so a renewal never waits on the row lock of its own holder.
     row: Arc<Mutex<()>>,
-    /// `None` once released.
+    /// `None` once the renewals were stopped.
     renewals: Option<JoinHandle<Ending>>,
+    /// Whether the lease may still be held by this guard: cleared only once
+    /// it is given back for sure (a release answered, an accepted
+    /// publish-and-release) or a renewal answered `Lost`. A future dropped
+    /// after it stopped the renewals, in the middle of a publish or a
+    /// release, leaves it set, and the drop releases in the background.
+    needs_release: bool,
 }
 
 impl Client {
@@ -93,13 +123,14 @@ impl Client {
         let stop = CancellationToken::new();
         let ended = CancellationToken::new();
         let row = Arc::new(Mutex::new(()));
-        let renewals = tokio::spawn(renew_until_stopped(
-            self.clone(),
-            sender,
-            stop.clone(),
-            ended.clone(),
-            row.clone(),
-        ));
+        // Made before the task starts: an abort before its first poll drops
+        // the report with it, and that too is a loss.
+        let report = Report {
+            state: sender,
+            ended: ended.clone(),
+            loss: Some(died("it panicked or was aborted")),
+        };
+        let renewals = tokio::spawn(renew_until_stopped(self.clone(), report, stop.clone(), row.clone()));
         LeaseGuard {
             client: self.clone(),
             state,
@@ -107,6 +138,7 @@ impl Client {
             ended,
             row,
             renewals: Some(renewals),
+            needs_release: true,
         }
     }
 }
@@ -123,8 +155,10 @@ impl LeaseGuard {
         self.state.borrow().lost.clone()
     }
 
-    /// Resolves when the lease is lost: a renewal answered `Lost`, or none
-    /// could be confirmed in time. Never resolves while the lease is held.
+    /// Resolves when the lease is lost: a renewal answered `Lost`, none
+    /// could be confirmed in time, or the renewal task itself died (a panic),
+    /// so that nothing renews it any more. Never resolves while the lease is
+    /// held.
     pub async fn lost(&self) -> LostReason {
         let mut state = self.state.clone();
         let lost = match state.wait_for(|held| held.lost.is_some()).await {
@@ -168,15 +202,61 @@ impl LeaseGuard {
         fenced_transaction::around(self.begin_fenced().await?, work).await
     }
 
+    /// Publishes `payload` under this guard's lease, as [`Client::publish`]
+    /// does. The lease stays held and renewed: publishing does not end it.
+    pub async fn publish(&self, operation_id: Uuid, payload: &str) -> Result<Publish, Error> {
+        self.client.publish(&self.lease(), operation_id, payload).await
+    }
+
+    /// Publishes `payload` and gives the lease back in the same call, as
+    /// [`Client::publish_and_release`] does, after stopping the renewals. A
+    /// renewal sent after an accepted publish released the lease would answer
+    /// `Lost`, and a published result must never read as a lost lease.
+    ///
+    /// A refused publish, an error, or a future dropped before the answer
+    /// leaves the lease to be released in the background, as a dropped guard
+    /// does. An unknown outcome is settled by a replay with the same
+    /// operation id under [`lease`](LeaseGuard::lease), taken before this
+    /// call: `AlreadyPublished` if it committed, otherwise a refusal, since
+    /// a released lease is never revived.
+    pub async fn publish_and_release(mut self, operation_id: Uuid, payload: &str) -> Result<Publish, Error> {
+        self.stop_renewing().await;
+        let answer = self
+            .client
+            .publish_and_release(&self.lease(), operation_id, payload)
+            .await;
+        if matches!(answer, Ok(Publish::Published | Publish::AlreadyPublished)) {
+            self.needs_release = false;
+        }
+        answer
+    }
+
     /// Stops the renewals and gives the lease back. A lease already lost to a
-    /// successor answers `NotHolder` without a call.
+    /// successor answers `NotHolder` without a call. If the call fails, or
+    /// this future is dropped before it answers, the lease is released in the
+    /// background as a dropped guard's is.
     pub async fn release(mut self) -> Result<Release, Error> {
-        let ending = self.stop_renewing().await;
+        self.stop_renewing().await;
         self.ended.cancel();
-        if matches!(ending, Some(Ending::Lost(LostReason::Renewal))) {
+        if self.lost_reason() == Some(LostReason::Renewal) {
+            self.needs_release = false;
             return Ok(Release::NotHolder);
         }
-        self.client.release(&self.lease()).await
+        let answer = self.client.release(&self.lease()).await;
+        if answer.is_ok() {
+            self.needs_release = false;
+        }
+        answer
+    }
+
+    /// Stops the renewals and releases, bounded by the release timeout; a
+    /// failure is logged. A future dropped before the release answered
+    /// leaves the release to the background.
+    pub(crate) async fn release_quietly(mut self) {
+        self.stop_renewing().await;
+        if self.lost_reason() == Some(LostReason::Renewal) || self.client.release_quietly(&self.lease()).await {
+            self.needs_release = false;
+        }
     }
 
     /// Stops the renewals, waiting until a renewal in flight has given its
@@ -185,14 +265,20 @@ impl LeaseGuard {
     pub(crate) async fn stop_renewing(&mut self) -> Option<Ending> {
         let renewals = self.renewals.take()?;
         self.stop.cancel();
-        Some(renewals.await.unwrap_or(Ending::Stopped))
+        Some(match renewals.await {
+            Ok(ending) => ending,
+            // The task panicked or was aborted: nobody renews any more, so the
+            // lease is as good as lost (its `Report` already said so).
+            Err(error) => Ending::Lost(self.lost_reason().unwrap_or_else(|| died(&error.to_string()))),
+        })
     }
 
-    /// Forgets the lease without releasing it, after it was lost to a
-    /// successor.
+    /// Forgets the lease without releasing it, after it was given back by an
+    /// accepted publish-and-release or lost to a successor.
     pub(crate) fn forget(mut self) {
         self.stop.cancel();
         self.renewals = None;
+        self.needs_release = false;
     }
 }
 
@@ -200,10 +286,8 @@ impl Drop for LeaseGuard {
     fn drop(&mut self) {
         self.stop.cancel();
         self.ended.cancel();
-        let Some(renewals) = self.renewals.take() else {
-            return;
-        };
-        if self.lost_reason() == Some(LostReason::Renewal) {
+        let renewals = self.renewals.take();
+        if !self.needs_release || self.lost_reason() == Some(LostReason::Renewal) {
             return;
         }
         let lease = self.lease();
@@ -216,8 +300,13 @@ impl Drop for LeaseGuard {
         };
         let client = self.client.clone();
         runtime.spawn(async move {
-            // A renewal in flight ends first, so it cannot land after the release.
-            let _ = renewals.await;
+            // The renewal task ends first, so that this release is not sent
+            // beside a renewal of this guard's own. A renewal request it
+            // abandoned may still run on the server after the release; that
+            // is harmless, since a released lease is never renewed.
+            if let Some(renewals) = renewals {
+                let _ = renewals.await;
+            }
             client.release_quietly(&lease).await;
         });
     }
@@ -235,26 +324,50 @@ impl std::fmt::Debug for LeaseGuard {
 /// The renewal task: renews until stopped or lost, and tells the guard.
 async fn renew_until_stopped(
     client: Client,
-    state: watch::Sender<Held>,
+    mut report: Report,
     stop: CancellationToken,
-    ended: CancellationToken,
     row: Arc<Mutex<()>>,
 ) -> Ending {
     let ending = tokio::select! {
         biased;
-        _ = stop.cancelled() => return Ending::Stopped,
-        ending = keep_renewed(&client, &state, &row) => ending,
+        _ = stop.cancelled() => Ending::Stopped,
+        ending = keep_renewed(&client, &report.state, &row) => ending,
     };
-    let reason = match &ending {
-        Ending::Lost(reason) => reason.clone(),
-        Ending::Failed(error) => LostReason::Unconfirmed {
+    report.loss = match &ending {
+        Ending::Lost(reason) => Some(reason.clone()),
+        Ending::Failed(error) => Some(LostReason::Unconfirmed {
             last_error: Some(error.to_string()),
-        },
-        Ending::Stopped => return ending,
+        }),
+        Ending::Stopped => None,
     };
-    state.send_modify(|held| held.lost = Some(reason));
-    ended.cancel();
     ending
+}
+
+/// What the renewal task tells the guard when it ends, however it ends: it
+/// reports `loss` on drop, so a panic or an abort, which drops it too, reads
+/// as a loss rather than as a quiet stop.
+struct Report {
+    state: watch::Sender<Held>,
+    ended: CancellationToken,
+    loss: Option<LostReason>,
+}
+
+impl Drop for Report {
+    fn drop(&mut self) {
+        if let Some(reason) = self.loss.take() {
+            self.state.send_modify(|held| {
+                held.lost.get_or_insert(reason);
+            });
+            self.ended.cancel();
+        }
+    }
+}
+
+/// The loss recorded when the renewal task itself failed.
+fn died(how: &str) -> LostReason {
+    LostReason::Unconfirmed {
+        last_error: Some(format!("the renewal task ended abnormally: {how}")),
+    }
 }
 
 /// Renews until the lease is lost; never returns while it is held.
@@ -263,7 +376,7 @@ async fn keep_renewed(client: &Client, state: &watch::Sender<Held>, row: &Mutex<
     let length = lease.length();
     let period = length / 3;
     let retry_pause = (period / 4).max(Duration::from_millis(50));
-    let ahead = LOSS_AHEAD.min(length / 10);
+    let ahead = loss_margin(length);
     let mut next = lease.local_deadline() - length + period;
     let mut last_error = None;
     loop {
@@ -318,18 +431,20 @@ fn unconfirmed(last_error: Option<String>) -> Ending {
 }
 
 impl Client {
-    /// Releases a lease whose outcome no longer depends on it. A failure here
-    /// is logged, and the lease simply expires.
-    pub(crate) async fn release_quietly(&self, lease: &Lease) {
+    /// Releases a lease whose outcome no longer depends on it, and says
+    /// whether the server answered. A failure here is logged, and the lease
+    /// simply expires.
+    pub(crate) async fn release_quietly(&self, lease: &Lease) -> bool {
         let timeout = self.config.release_timeout;
         match tokio::time::timeout(timeout, self.release(lease)).await {
-            Ok(Ok(Release::Released)) => {}
+            Ok(Ok(Release::Released)) => return true,
             Ok(Ok(Release::NotHolder)) => {
                 tracing::debug!(
                     key = lease.key(),
                     generation = lease.generation(),
                     "lease had already ended"
                 );
+                return true;
             }
             Ok(Err(error)) => tracing::warn!(
                 key = lease.key(),
@@ -343,6 +458,76 @@ impl Client {
                 timeout_ms = timeout.as_millis() as u64,
                 "release did not finish in time; the lease will expire on its own"
             ),
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use time::OffsetDateTime;
+
+    use super::*;
+    use crate::client::MAX_LEASE;
+
+    fn lease(length: Duration) -> Lease {
+        Lease::new(
+            "k",
+            Uuid::new_v4(),
+            1,
+            length,
+            OffsetDateTime::UNIX_EPOCH,
+            Instant::now(),
+        )
+    }
+
+    #[test]
+    fn the_loss_margin_grows_with_the_lease_between_its_floor_and_a_tenth() {
+        let ms = Duration::from_millis;
+        let s = Duration::from_secs;
+        // A tenth of a lease shorter than a second; the floor up to 10 s.
+        assert_eq!(loss_margin(ms(500)), ms(50));
+        assert_eq!(loss_margin(s(1)), ms(100));
+        assert_eq!(loss_margin(s(10)), ms(100));
+        // Then 1%.
+        assert_eq!(loss_margin(s(11)), ms(110));
+        assert_eq!(loss_margin(s(60)), ms(600));
+        assert_eq!(loss_margin(s(3600)), s(36));
+        assert_eq!(loss_margin(MAX_LEASE), s(864));
+    }
+
+    #[test]
+    fn a_lost_reason_reads_as_a_sentence_with_its_cause() {
+        assert_eq!(
+            LostReason::Renewal.to_string(),
+            "a renewal answered Lost: the lease expired or was taken over"
+        );
+        let unconfirmed = LostReason::Unconfirmed {
+            last_error: Some("no connection available: cannot connect to db:1433".into()),
+        };
+        assert_eq!(
+            unconfirmed.to_string(),
+            "no renewal was confirmed in time: no connection available: cannot connect to db:1433"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_renewal_task_that_died_counts_as_lost() {
+        let client = Client::unreachable(Duration::from_millis(100));
+        for started in [false, true] {
+            let mut guard = client.guard(lease(Duration::from_secs(3600)));
+            let token = guard.token();
+            if started {
+                tokio::task::yield_now().await;
+            }
+            // What a panic in the task also ends in: a JoinError, not a stop.
+            guard.renewals.as_ref().expect("renewing").abort();
+            let reason = tokio::time::timeout(Duration::from_secs(60), guard.lost())
+                .await
+                .expect("lost() never resolved after the renewal task died");
+            assert!(matches!(reason, LostReason::Unconfirmed { .. }), "{reason:?}");
+            assert!(token.is_cancelled(), "the token outlived the renewals");
+            assert!(matches!(guard.stop_renewing().await, Some(Ending::Lost(_))));
         }
     }
 }

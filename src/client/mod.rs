@@ -20,6 +20,7 @@ mod outcome;
 mod pool;
 mod privilege;
 mod run_fenced;
+mod settle;
 mod wait;
 
 use std::sync::Arc;
@@ -37,6 +38,7 @@ pub use outcome::{
     Acquire, Inspection, LeaseState, OperationOutcome, Provision, Publication, Publish, RefusalReason, Release, Renew,
 };
 pub use run_fenced::Fenced;
+pub use settle::Unsettled;
 
 use crate::connection::ConnectionString;
 
@@ -76,6 +78,14 @@ impl Client {
     pub async fn connect_with(config: ClientConfig) -> Result<Client, Error> {
         let manager = Manager::new(&config);
         let first = bb8::ManageConnection::connect(&manager).await?;
+        let client = Client::unconnected(config, manager);
+        // The pool has room for it: it is empty and holds at least one.
+        let _ = client.pool.add(first);
+        Ok(client)
+    }
+
+    /// A client whose pool opens its connections as calls need them.
+    fn unconnected(config: ClientConfig, manager: Manager) -> Client {
         let last_connect_error = LastConnectError::default();
         let pool = bb8::Pool::builder()
             .max_size(config.max_connections)
@@ -85,14 +95,24 @@ impl Client {
             .connection_timeout(config.checkout_timeout)
             .error_sink(Box::new(last_connect_error.clone()))
             .build_unchecked(manager);
-        // The pool has room for it: it is empty and holds at least one.
-        let _ = pool.add(first);
-        Ok(Client {
+        Client {
             pool,
             config: Arc::new(config),
             last_connect_error,
             requests: Arc::default(),
-        })
+        }
+    }
+
+    /// A client of a server that refuses every connection, for unit tests of
+    /// what must end without a round trip: each call fails before sending.
+    #[cfg(test)]
+    pub(crate) fn unreachable(checkout_timeout: std::time::Duration) -> Client {
+        // Port 1 on the loopback interface: nothing listens there.
+        let ado = "Server=tcp:127.0.0.1,1;User ID=nobody;Password=x;Encrypt=DANGER_PLAINTEXT";
+        let mut config = ClientConfig::new(ConnectionString::parse(ado).expect("a valid connection string"));
+        config.checkout_timeout(checkout_timeout);
+        let manager = Manager::new(&config);
+        Client::unconnected(config, manager)
     }
 
     /// The settings this client runs with.

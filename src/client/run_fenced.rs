@@ -2,6 +2,7 @@
 //! work when the lease is lost, publish under the same lease, release.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use time::OffsetDateTime;
@@ -10,11 +11,16 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::guard::Ending;
-use super::{Acquire, Client, Error, Lease, LeaseGuard, LostReason, Publish, RefusalReason, Renew};
+use super::settle::{Unresolved, Unsettled};
+use super::{Acquire, Client, Error, LeaseGuard, LostReason, Publish, RefusalReason, Renew, input};
 
-/// How a [`Client::run_fenced`] ended, when no server or network failure got
-/// in the way (those are `Err`).
+/// How a [`Client::run_fenced`] ended. A server or network failure that
+/// published nothing is an `Err` instead; one that may have published is
+/// [`Fenced::Unknown`], never an `Err`. New outcomes may be added: match with
+/// a catch-all arm.
 #[derive(Debug)]
+#[must_use = "a refused, lost or unknown publish is a value, not an error: look at it"]
+#[non_exhaustive]
 pub enum Fenced<E> {
     /// The work's result is the resource's publication.
     Published {
@@ -37,6 +43,11 @@ pub enum Fenced<E> {
     },
     /// The key has no fence row; the work never started.
     NotProvisioned,
+    /// The work finished and its publish may have committed, but no reply
+    /// said so: each replay failed too (the server or the network went away).
+    /// Not an error, because the result may well be published; settle it
+    /// with [`Client::settle`], whose answer is final.
+    Unknown(Box<Unsettled>),
 }
 
 impl Client {
@@ -56,27 +67,36 @@ impl Client {
     ///
     /// A publish whose reply is lost is replayed with the same operation id, so
     /// a result is published at most once and is not dropped for a lost reply.
+    /// When the replays cannot get an answer either, by the end of the lease,
+    /// the answer is [`Fenced::Unknown`], which carries the lease, the
+    /// operation id and the payload, and the lease is released (bounded by
+    /// the release timeout). [`Client::settle`] then tells for good whether
+    /// it committed.
     ///
-    /// `Err` means the server or the network failed: acquiring, a renewal
-    /// that failed for a reason that retrying will not fix, or the publish
-    /// when its replays were lost too (an [`Error::OutcomeUnknown`] names the
-    /// operation id to resolve).
+    /// `Err` means the server or the network failed and nothing was
+    /// published: acquiring, a renewal that failed for a reason that retrying
+    /// will not fix, or a publish that never reached the server or that the
+    /// server answered as not committed. A publish that may have committed is
+    /// never an `Err`.
     ///
     /// A work that does not stop within the configured cancel grace after its
     /// token was cancelled is dropped. The token is also cancelled when
     /// `run_fenced` returns or its future is dropped, so tasks the work
-    /// spawned never outlive the lease unknowingly. Dropping the future drops
-    /// the guard, which releases the lease in the background.
+    /// spawned never outlive the lease unknowingly. Dropping the future at
+    /// any point before the lease was given back (also during the publish or
+    /// the closing release) releases the lease in the background.
     pub async fn run_fenced<F, Fut, E>(&self, key: &str, length: Duration, work: F) -> Result<Fenced<E>, Error>
     where
         F: FnOnce(CancellationToken) -> Fut,
         Fut: Future<Output = Result<String, E>>,
     {
+        // Refused before any arithmetic on it, and before a round trip.
+        input::key(key)?;
+        input::lease_seconds(length)?;
         // A lost reply to an acquire that took the lease is confirmed by a
-        // retry with the same owner; past one lease length it would have
-        // expired anyway.
-        let deadline = Instant::now() + length;
-        let lease = match self.acquire_retrying(key, Uuid::new_v4(), length, deadline).await? {
+        // retry with the same owner, for a bounded time.
+        let until = self.confirm_until(Instant::now(), length);
+        let lease = match self.acquire_retrying(key, Uuid::new_v4(), length, until).await? {
             Acquire::Acquired(lease) => lease,
             Acquire::Busy { until, .. } => return Ok(Fenced::Busy { until }),
             Acquire::NotProvisioned => return Ok(Fenced::NotProvisioned),
@@ -86,13 +106,12 @@ impl Client {
         let _cancel_on_exit = cancel.clone().drop_guard();
         let held = self.hold(&mut guard, work(cancel.clone()), &cancel).await;
         // An accepted publish released the lease with it, and after a renewal
-        // answered `Lost` there is nothing left to release.
+        // answered `Lost` there is nothing left to release. Until one of those
+        // happened, dropping this future drops the guard, which releases.
         if matches!(held, Ok(Fenced::Published { .. } | Fenced::Lost(LostReason::Renewal))) {
             guard.forget();
         } else {
-            guard.stop_renewing().await;
-            self.release_quietly(&guard.lease()).await;
-            guard.forget();
+            guard.release_quietly().await;
         }
         held
     }
@@ -114,25 +133,11 @@ impl Client {
         // Stopping the renewals also waits for one in flight to give its
         // connection back before the publish needs one.
         let ending = guard.stop_renewing().await;
-        let finished = match (finished, ending) {
-            (Some(result), None | Some(Ending::Stopped)) => result,
-            (_, Some(Ending::Failed(error))) => {
-                cancel.cancel();
-                let _ = tokio::time::timeout(self.config.cancel_grace, work).await;
-                return Err(error);
-            }
-            (_, _) => {
-                cancel.cancel();
-                // Let the work wind down on its own terms, within the grace;
-                // its result is not published, whatever it is.
-                let _ = tokio::time::timeout(self.config.cancel_grace, work).await;
-                let reason = guard.lost_reason().unwrap_or(LostReason::Renewal);
-                return Ok(Fenced::Lost(reason));
-            }
-        };
-        let payload = match finished {
-            Ok(payload) => payload,
-            Err(error) => return Ok(Fenced::Failed(error)),
+        let payload = match judge(finished, ending, work, cancel, self.config.cancel_grace).await {
+            Verdict::Publish(payload) => payload,
+            Verdict::Failed(error) => return Ok(Fenced::Failed(error)),
+            Verdict::Lost => return Ok(Fenced::Lost(guard.lost_reason().unwrap_or(LostReason::Renewal))),
+            Verdict::Error(error) => return Err(error),
         };
         // The publish needs time to arrive before the lease ends. With less
         // than half of it left on the local clock (a slow renewal, a busy
@@ -145,38 +150,134 @@ impl Client {
             return Ok(Fenced::Lost(LostReason::Renewal));
         }
         let operation_id = Uuid::new_v4();
-        Ok(match self.publish_resolved(&lease, operation_id, &payload).await? {
+        Ok(match self.publish_resolved(&lease, operation_id, &payload).await {
             // `AlreadyPublished` answers a replay of a publish whose reply was
             // lost: this operation committed.
-            Publish::Published | Publish::AlreadyPublished => Fenced::Published {
+            Ok(Publish::Published | Publish::AlreadyPublished) => Fenced::Published {
                 generation: lease.generation(),
                 operation_id,
             },
-            Publish::Refused(reason) => Fenced::Refused(reason),
+            Ok(Publish::Refused(reason)) => Fenced::Refused(reason),
+            Err(Unresolved::Unknown(reason)) => Fenced::Unknown(Box::new(Unsettled {
+                lease,
+                operation_id,
+                payload,
+                reason,
+            })),
+            Err(Unresolved::Failed(error)) => return Err(error),
         })
     }
+}
 
-    /// Publishes, and while the outcome stays unknown, or a transient error
-    /// (a deadlock, an exhausted pool) got in the way, replays the same
-    /// operation id until the lease would end locally. A replay is always
-    /// safe: a committed publish answers `AlreadyPublished`, and one that never
-    /// arrived is judged afresh. Past the lease's end the fence would refuse a
-    /// first arrival anyway, so the last error is returned then.
-    async fn publish_resolved(&self, lease: &Lease, operation_id: Uuid, payload: &str) -> Result<Publish, Error> {
-        let mut pause = Duration::from_millis(50);
-        let mut tried_once_more = false;
-        loop {
-            match self.publish_and_release(lease, operation_id, payload).await {
-                Err(error) if (error.is_transient() || error.unknown_operation().is_some()) && !tried_once_more => {
-                    // One replay even past the deadline: it can only confirm a
-                    // commit or be refused, never publish under a dead lease.
-                    tried_once_more = Instant::now() + pause >= lease.local_deadline();
-                    tracing::debug!(key = lease.key(), %operation_id, %error, "publish not confirmed; replaying");
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(1));
-                }
-                other => return other,
-            }
+/// What becomes of a work once the renewals have stopped.
+enum Verdict<E> {
+    /// It finished in time: publish its result.
+    Publish(String),
+    /// It failed in time: nothing to publish.
+    Failed(E),
+    /// The lease was lost: its result, if any, is dropped.
+    Lost,
+    /// A renewal failed for a reason retrying will not fix.
+    Error(Error),
+}
+
+/// Judges a work by how it and the renewals ended (`finished` is `None`
+/// while it still runs). A work still running when the lease was lost is
+/// cancelled and given `grace` to wind down on its own terms; its result is
+/// not published, whatever it is. A finished work is never polled again.
+async fn judge<E>(
+    finished: Option<Result<String, E>>,
+    ending: Option<Ending>,
+    work: Pin<&mut impl Future<Output = Result<String, E>>>,
+    cancel: &CancellationToken,
+    grace: Duration,
+) -> Verdict<E> {
+    let running = finished.is_none();
+    let verdict = match (finished, ending) {
+        (Some(Ok(payload)), None | Some(Ending::Stopped)) => return Verdict::Publish(payload),
+        (Some(Err(error)), None | Some(Ending::Stopped)) => return Verdict::Failed(error),
+        (_, Some(Ending::Failed(error))) => Verdict::Error(error),
+        (_, _) => Verdict::Lost,
+    };
+    cancel.cancel();
+    // A finished `async` block panics when polled again.
+    if running {
+        let _ = tokio::time::timeout(grace, work).await;
+    }
+    verdict
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use std::task::{Context, Poll};
+
+    use super::*;
+    use crate::client::Parameter;
+
+    /// A work that finishes on its first poll and panics if polled again, as
+    /// an `async` block does ("resumed after completion").
+    #[derive(Default)]
+    struct FinishesOnce {
+        finished: bool,
+    }
+
+    impl Future for FinishesOnce {
+        type Output = Result<String, Infallible>;
+
+        fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
+            assert!(!self.finished, "a finished work was polled again");
+            self.finished = true;
+            Poll::Ready(Ok("result".to_string()))
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_work_that_finished_as_the_lease_was_lost_is_not_polled_again() {
+        // The schedule of a renewal task that found the lease lost on another
+        // thread just as the work finished: the work is ready, and stopping
+        // the renewals then reports the loss.
+        let endings = [
+            Ending::Lost(LostReason::Renewal),
+            Ending::Failed(Error::Unavailable { reason: "down".into() }),
+        ];
+        for ending in endings {
+            let mut work = std::pin::pin!(FinishesOnce::default());
+            let finished = work.as_mut().await;
+            let cancel = CancellationToken::new();
+            let verdict = judge(Some(finished), Some(ending), work, &cancel, Duration::from_secs(10)).await;
+            assert!(matches!(verdict, Verdict::Lost | Verdict::Error(_)));
+            assert!(cancel.is_cancelled(), "the work's token outlived the lease");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_endless_lease_is_refused_before_any_arithmetic() {
+        let client = Client::unreachable(Duration::from_millis(100));
+        let error = client
+            .run_fenced("k", Duration::MAX, |_| async { Ok::<_, Infallible>(String::new()) })
+            .await
+            .unwrap_err();
+        assert_eq!(error.parameter(), Some(Parameter::LeaseSeconds), "{error}");
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_server_ends_a_run_within_a_checkout_not_a_lease() {
+        // Nothing was ever sent, so no lease can have been granted: there is
+        // nothing to confirm with the same owner, and an hour's lease must not
+        // mean an hour of retries.
+        let client = Client::unreachable(Duration::from_millis(200));
+        let run = client.run_fenced("k", Duration::from_secs(3600), |_| async {
+            Ok::<_, Infallible>(String::new())
+        });
+        let ended = tokio::time::timeout(Duration::from_secs(10), run)
+            .await
+            .expect("run_fenced kept retrying a server it never reached");
+        let error = ended.unwrap_err();
+        assert!(
+            matches!(error, Error::Unavailable { .. } | Error::Connect(_)),
+            "{error:?}"
+        );
     }
 }

@@ -18,6 +18,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// lease released early is noticed within about this long, not at its
 /// expiry.
 const RECHECK: Duration = Duration::from_secs(1);
+/// How many attempts' worth of time (checkout plus call timeout each) an
+/// acquire may spend retrying as the same owner.
+const CONFIRM_ATTEMPTS: u32 = 3;
 
 impl Client {
     /// Acquires the lease on `key`, waiting up to `wait` while it is busy.
@@ -34,16 +37,23 @@ impl Client {
     /// is still busy, that `Busy` is returned. `NotProvisioned` and errors
     /// return at once: a failure is never turned into `Busy`.
     ///
-    /// Every attempt uses the same owner id, and a transient error (a lost
-    /// reply, a timeout, a deadlock) is retried until the deadline, so an
-    /// attempt whose reply was lost but which took the lease is confirmed by
-    /// the next one instead of blocking the key under an owner nobody knows.
+    /// Every attempt uses the same owner id. An attempt whose reply was lost
+    /// (a network error or a timeout) may have taken the lease, so it is
+    /// retried as the same owner, which confirms that grant instead of
+    /// blocking the key under an owner nobody knows; so is a transient server
+    /// error (a deadlock, a lock timeout, a failover). A failure before
+    /// anything was sent (no connection) returns at once, unless an earlier
+    /// attempt may have reached the server. Those retries end at the deadline,
+    /// after the lease length, or after a few call timeouts, whichever comes
+    /// first.
     pub async fn acquire_waiting(&self, key: &str, length: Duration, wait: Duration) -> Result<Acquire, Error> {
-        let deadline = Instant::now() + wait;
+        // `Duration::MAX` is a natural "for ever"; it must not overflow.
+        let deadline = later(Instant::now(), wait);
         let owner = Uuid::new_v4();
         let mut backoff = Backoff::default();
         loop {
-            let (answer, sent_at) = self.acquire_retrying_timed(key, owner, length, deadline).await?;
+            let until = self.confirm_until(Instant::now(), length).min(deadline);
+            let (answer, sent_at) = self.acquire_retrying_timed(key, owner, length, until).await?;
             let Acquire::Busy { remaining, .. } = answer else {
                 return Ok(answer);
             };
@@ -59,17 +69,18 @@ impl Client {
 }
 
 impl Client {
-    /// Acquires once as `owner`, retrying transient errors with the same
-    /// owner until `deadline`: the contract makes that retry idempotent, so a
-    /// lost reply never leaves the lease held by an owner nobody knows.
+    /// Acquires once as `owner`, retrying as [`retry_acquire`] allows with
+    /// the same owner until `until` (see [`confirm_until`](Client::confirm_until)):
+    /// the contract makes that retry idempotent, so a lost reply never leaves
+    /// the lease held by an owner nobody knows.
     pub(crate) async fn acquire_retrying(
         &self,
         key: &str,
         owner: Uuid,
         length: Duration,
-        deadline: Instant,
+        until: Instant,
     ) -> Result<Acquire, Error> {
-        Ok(self.acquire_retrying_timed(key, owner, length, deadline).await?.0)
+        Ok(self.acquire_retrying_timed(key, owner, length, until).await?.0)
     }
 
     /// [`acquire_retrying`](Client::acquire_retrying), with the instant the
@@ -79,12 +90,13 @@ impl Client {
         key: &str,
         owner: Uuid,
         length: Duration,
-        deadline: Instant,
+        until: Instant,
     ) -> Result<(Acquire, Instant), Error> {
         let mut pause = MIN_PAUSE;
+        let mut reached = false;
         loop {
             match self.acquire_timed(key, owner, length).await {
-                Err(error) if error.is_transient() && Instant::now() + pause < deadline => {
+                Err(error) if retry_acquire(&error, &mut reached) && later(Instant::now(), pause) < until => {
                     tracing::debug!(key, %owner, %error, "acquire failed; retrying with the same owner");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(MAX_BACKOFF);
@@ -93,6 +105,45 @@ impl Client {
             }
         }
     }
+
+    /// The end of the retries of an acquire started at `start`: a few
+    /// attempts' worth of checkout and call timeouts, so a server that stays
+    /// down ends the call in minutes, and never past the lease length, after
+    /// which a grant whose reply was lost has expired anyway.
+    pub(crate) fn confirm_until(&self, start: Instant, length: Duration) -> Instant {
+        let attempt = self.config.checkout_timeout.saturating_add(self.config.call_timeout);
+        later(start, attempt.saturating_mul(CONFIRM_ATTEMPTS).min(length))
+    }
+}
+
+/// Whether an acquire that failed with `error` is tried again as the same
+/// owner; `reached` remembers whether any attempt so far may have reached the
+/// server.
+fn retry_acquire(error: &Error, reached: &mut bool) -> bool {
+    match error {
+        // Sent, perhaps granted: only the same owner can find out.
+        Error::Network { .. } => {
+            *reached = true;
+            true
+        }
+        // The server answered and granted nothing; a deadlock or a failover
+        // passes.
+        _ if error.server_number().is_some() => error.is_transient(),
+        // Nothing was sent this time. Retrying matters only to confirm an
+        // earlier attempt's grant; otherwise the caller hears of it at once.
+        _ => *reached && error.is_transient(),
+    }
+}
+
+/// `instant + duration`, or a far-future instant where that sum would not be
+/// representable (a wait "for ever" is `Duration::MAX`), as tokio's own
+/// timeouts do.
+pub(crate) fn later(instant: Instant, duration: Duration) -> Instant {
+    const FAR: Duration = Duration::from_secs(86_400 * 365 * 30);
+    instant
+        .checked_add(duration)
+        .or_else(|| instant.checked_add(FAR))
+        .unwrap_or(instant)
 }
 
 /// Chooses the pause before the next attempt.
@@ -209,5 +260,76 @@ mod tests {
         let now = OffsetDateTime::UNIX_EPOCH + Duration::from_secs(60);
         assert_eq!(remaining(OffsetDateTime::UNIX_EPOCH, now), Duration::ZERO);
         assert_eq!(remaining(now + Duration::from_secs(5), now), Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn waiting_for_ever_does_not_overflow_the_deadline() {
+        let client = Client::unreachable(Duration::from_millis(100));
+        let waited = tokio::time::timeout(
+            Duration::from_secs(10),
+            client.acquire_waiting("k", Duration::from_secs(5), Duration::MAX),
+        )
+        .await
+        .expect("a server never reached is not waited for");
+        assert!(waited.is_err(), "{waited:?}");
+    }
+
+    fn network() -> Error {
+        Error::Network {
+            procedure: "fence_api.Acquire",
+            reason: "connection reset".into(),
+            timed_out: false,
+        }
+    }
+
+    fn unavailable() -> Error {
+        Error::Unavailable {
+            reason: "cannot connect".into(),
+        }
+    }
+
+    #[test]
+    fn a_failure_before_sending_is_not_retried_until_an_attempt_may_have_reached_the_server() {
+        let mut reached = false;
+        assert!(!retry_acquire(&unavailable(), &mut reached), "nothing was ever sent");
+        assert!(retry_acquire(&network(), &mut reached), "a lost reply may hide a grant");
+        assert!(reached);
+        assert!(
+            retry_acquire(&unavailable(), &mut reached),
+            "the grant a lost reply hid is still to be confirmed"
+        );
+    }
+
+    #[test]
+    fn a_deadlock_is_retried_and_a_refused_input_is_not() {
+        let mut reached = false;
+        let deadlock = Error::from_server("fence_api.Acquire", 1205, 13, "deadlock victim".into());
+        assert!(retry_acquire(&deadlock, &mut reached));
+        let refused = Error::from_server("fence_api.Acquire", 50103, 16, "bad length".into());
+        assert!(!retry_acquire(&refused, &mut reached));
+        let denied = Error::from_server("fence_api.Acquire", 229, 14, "permission denied".into());
+        assert!(!retry_acquire(&denied, &mut true));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn retries_end_after_a_few_attempts_or_the_lease_length_whichever_is_sooner() {
+        let client = Client::unreachable(Duration::from_secs(15));
+        let start = Instant::now();
+        // Default call timeout 30 s, checkout 15 s: three attempts, 135 s.
+        assert_eq!(
+            client.confirm_until(start, Duration::from_secs(3600)),
+            start + Duration::from_secs(135)
+        );
+        assert_eq!(
+            client.confirm_until(start, Duration::from_secs(30)),
+            start + Duration::from_secs(30)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_instant_for_ever_away_is_far_but_representable() {
+        let now = Instant::now();
+        assert!(later(now, Duration::MAX) > now + Duration::from_secs(86_400 * 365));
+        assert_eq!(later(now, Duration::from_secs(1)), now + Duration::from_secs(1));
     }
 }

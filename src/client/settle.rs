@@ -1,0 +1,111 @@
+//! Settling a publish whose reply was lost: replaying it with the same
+//! operation id, which the fence answers once and for all.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use super::wait::later;
+use super::{Client, Error, Lease, Publish};
+
+/// A publish-and-release that may have committed: an attempt reached the
+/// server (or may have), and no reply said how it ended. Everything it takes
+/// to settle it is here; pass it to [`Client::settle`].
+#[derive(Debug)]
+pub struct Unsettled {
+    pub(crate) lease: Lease,
+    pub(crate) operation_id: Uuid,
+    pub(crate) payload: String,
+    pub(crate) reason: Error,
+}
+
+impl Unsettled {
+    /// The lease the publish was made under.
+    pub fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    /// The operation id of the publish: a replay must present the same one.
+    pub fn operation_id(&self) -> Uuid {
+        self.operation_id
+    }
+
+    /// The payload the publish carried.
+    pub fn payload(&self) -> &str {
+        &self.payload
+    }
+
+    /// The last failure met while trying to learn the outcome.
+    pub fn reason(&self) -> &Error {
+        &self.reason
+    }
+}
+
+/// Why [`Client::publish_resolved`] gave up.
+pub(crate) enum Unresolved {
+    /// No attempt can have committed: each one failed before it was sent,
+    /// or the server answered that it did not commit.
+    Failed(Error),
+    /// An attempt may have committed; the last error is the reason.
+    Unknown(Error),
+}
+
+impl Client {
+    /// Settles a publish [`run_fenced`](Client::run_fenced) left
+    /// [`Fenced::Unknown`](super::Fenced::Unknown) by replaying it with the
+    /// same operation id. The answer is final; a second call gives the same:
+    ///
+    /// - `AlreadyPublished`: the first send committed; the payload is (or
+    ///   was, until a later holder published) the resource's publication;
+    /// - `Published`: no earlier send committed and the lease was still held,
+    ///   so the payload is published now, once, and the lease released;
+    /// - `Refused`: no earlier send committed and the lease has ended (or was
+    ///   taken over); an ended lease is never revived, so nothing is or ever
+    ///   will be published under this operation id.
+    ///
+    /// `Err` settles nothing (the server could not be reached, or a reply was
+    /// lost again): call it again later. A replay is always safe.
+    pub async fn settle(&self, unsettled: &Unsettled) -> Result<Publish, Error> {
+        self.publish_and_release(&unsettled.lease, unsettled.operation_id, &unsettled.payload)
+            .await
+    }
+
+    /// Publishes and releases; while the outcome stays unknown, or a
+    /// transient error (a deadlock, an exhausted pool) got in the way,
+    /// replays the same operation id until the lease would end locally, and
+    /// once more. A replay is always safe: a committed publish answers
+    /// `AlreadyPublished`, and one that never arrived is judged afresh; past
+    /// the lease's end the fence refuses a first arrival, never publishes
+    /// under a dead lease. Giving up after any attempt may have reached the
+    /// server is [`Unresolved::Unknown`], whatever the later attempts met.
+    pub(crate) async fn publish_resolved(
+        &self,
+        lease: &Lease,
+        operation_id: Uuid,
+        payload: &str,
+    ) -> Result<Publish, Unresolved> {
+        let mut pause = Duration::from_millis(50);
+        let mut tried_once_more = false;
+        let mut maybe_sent = false;
+        loop {
+            let error = match self.publish_and_release(lease, operation_id, payload).await {
+                Ok(answer) => return Ok(answer),
+                Err(error) => error,
+            };
+            let unknown = matches!(error, Error::OutcomeUnknown { .. });
+            maybe_sent |= unknown;
+            if tried_once_more || !(unknown || error.is_transient()) {
+                return Err(if maybe_sent {
+                    Unresolved::Unknown(error)
+                } else {
+                    Unresolved::Failed(error)
+                });
+            }
+            tried_once_more = later(Instant::now(), pause) >= lease.local_deadline();
+            tracing::debug!(key = lease.key(), %operation_id, %error, "publish not confirmed; replaying");
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(1));
+        }
+    }
+}
