@@ -4,6 +4,7 @@
 //! rolled back rather than reported committed, a session that ran the work's
 //! SQL is never reused, and a commit whose answer is lost says so.
 
+mod caller_support;
 mod client_support;
 mod lease_support;
 mod support;
@@ -225,6 +226,67 @@ async fn a_commit_whose_answer_is_lost_is_commit_unknown_and_not_to_be_retried_b
     assert_eq!(writers(&db).await, ["BeforeReply"]);
     assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
     drop(client);
+    db.drop().await;
+}
+
+/// A fenced transaction lasts no longer than its lease: a statement stuck on
+/// another session's lock is cut at the lease's local deadline rather than
+/// the call timeout, and past that deadline nothing more is sent, so the
+/// service never holds the fence row without bound itself.
+#[tokio::test]
+async fn a_fenced_transaction_does_not_outlast_its_lease() {
+    let test = "a_fenced_transaction_does_not_outlast_its_lease";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    db.exec(REPORT).await;
+    let proxy = Proxy::start(db.connection_string().server()).await;
+    let client = worker(&proxy.ado(&db.ado())).await;
+    let successor = worker(&db.ado()).await;
+    let key = provisioned(&client, "report").await;
+    let lease = acquired(client.acquire(&key, lease_support::SHORT).await.unwrap());
+
+    // Another session holds the key the work is about to insert.
+    let mut other = caller_support::Caller::new(db.connect().await);
+    other.begin("READ COMMITTED").await.unwrap();
+    other
+        .batch("INSERT INTO dbo.Report (Id, Writer) VALUES (5, N'other');")
+        .await
+        .unwrap();
+
+    let mut tx = holding(client.begin_fenced_without_guard(&lease).await).await;
+    let stuck = tx.execute(INSERT, &[&5i32, &"stuck"]).await;
+    assert!(
+        matches!(stuck, Err(Error::Network { timed_out: true, .. })),
+        "{stuck:?}"
+    );
+    assert!(
+        tokio::time::Instant::now() < lease.local_deadline() + Duration::from_secs(2),
+        "the statement ran past the lease's deadline towards the 30 s call timeout"
+    );
+    aborted("a commit after the cut", tx.commit().await);
+    other.rollback().await;
+
+    let mut tx = holding(
+        client
+            .begin_fenced_without_guard(&acquired(client.acquire(&key, lease_support::SHORT).await.unwrap()))
+            .await,
+    )
+    .await;
+    tokio::time::sleep_until(tx.lease().local_deadline()).await;
+    let sent = proxy.requests();
+    aborted(
+        "a statement past the deadline",
+        tx.execute(INSERT, &[&6i32, &"late"]).await,
+    );
+    assert_eq!(proxy.requests(), sent, "a statement past the lease's deadline was sent");
+    aborted("a commit past the deadline", tx.commit().await);
+    // The row is free: a successor takes the lease once the server sees it
+    // ended.
+    wait_until_expired(&successor, &key).await;
+    acquired(successor.acquire(&key, LONG).await.unwrap());
+    assert_eq!(writers(&db).await, Vec::<String>::new());
+    drop((client, successor, other));
     db.drop().await;
 }
 

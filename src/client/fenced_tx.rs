@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tiberius::{Row, ToSql};
 use tokio::sync::OwnedMutexGuard;
+use tokio::time::Instant;
 
 use super::call::{checkout, classify};
 use super::contract::Procedure;
@@ -59,6 +60,14 @@ pub enum BeginFenced<'c> {
 /// statement that must come first in its batch (`CREATE PROCEDURE`, ...)
 /// cannot be sent.
 ///
+/// It lasts at most until the lease would end on the local clock (its
+/// [`local_deadline`](Lease::local_deadline) when the transaction began), so
+/// a service never holds the fence row without bound: a statement is given
+/// no more than what is left of that, and past it statements and the commit
+/// answer [`Error::TransactionAborted`] and the transaction is rolled back.
+/// A transaction held open without a statement keeps the row until it is
+/// committed, rolled back or dropped.
+///
 /// Dropping it without [`commit`](FencedTx::commit) rolls back: its
 /// connection is closed and the server rolls the transaction back. A
 /// connection that ran the work's SQL is never reused, since that SQL may
@@ -70,11 +79,18 @@ pub struct FencedTx<'c> {
     session: Box<bb8::PooledConnection<'c, Manager>>,
     lease: Lease,
     call_timeout: Duration,
+    /// The lease's local deadline as the transaction began: nothing is sent
+    /// past it.
+    deadline: Instant,
     /// Why the transaction is over, once a statement failed: nothing more
     /// is sent.
     aborted: Option<String>,
     /// Whether a statement of the work was sent.
     ran_work: bool,
+    /// Whether a statement's reply was left unread (a time-out or a network
+    /// failure): the connection is out of step, nothing more can be sent on
+    /// it, and closing it is what rolls back.
+    out_of_step: bool,
     /// A guard's transaction holds its row lock, so the guard's renewals wait
     /// for the commit instead of queueing on the fence row behind it.
     _row: Option<OwnedMutexGuard<()>>,
@@ -157,8 +173,10 @@ pub(crate) async fn begin<'c>(
         session: Box::new(session),
         lease: lease.clone(),
         call_timeout: timeout,
+        deadline: lease.local_deadline(),
         aborted: None,
         ran_work: false,
+        out_of_step: false,
         _row: row,
     }))
 }
@@ -170,23 +188,26 @@ impl FencedTx<'_> {
     }
 
     /// Runs one parameterized statement (`@P1`, `@P2`, ...) and returns the
-    /// rows it affected. Bounded by the client's call timeout.
+    /// rows it affected. Bounded by the client's call timeout and the lease's
+    /// deadline.
     pub async fn execute(&mut self, sql: &str, params: &[&dyn ToSql]) -> Result<u64, Error> {
         let guarded = self.guarded(sql)?;
+        let bound = self.statement_bound();
         let connection = &mut self.session.connection;
         let sent = async { Ok(connection.execute(guarded, params).await?.total()) };
-        let result = tokio::time::timeout(self.call_timeout, sent).await;
-        self.settle(result)
+        let result = tokio::time::timeout(bound, sent).await;
+        self.settle(bound, result)
     }
 
     /// Runs one parameterized query and returns the rows of its first result
-    /// set. Bounded by the client's call timeout.
+    /// set. Bounded by the client's call timeout and the lease's deadline.
     pub async fn query(&mut self, sql: &str, params: &[&dyn ToSql]) -> Result<Vec<Row>, Error> {
         let guarded = self.guarded(sql)?;
+        let bound = self.statement_bound();
         let connection = &mut self.session.connection;
         let sent = async { connection.query(guarded, params).await?.into_first_result().await };
-        let result = tokio::time::timeout(self.call_timeout, sent).await;
-        self.settle(result)
+        let result = tokio::time::timeout(bound, sent).await;
+        self.settle(bound, result)
     }
 
     /// Commits. `Ok` means the work's writes committed while the lease was
@@ -195,7 +216,7 @@ impl FencedTx<'_> {
     /// committed (a statement had failed, or the work's SQL left the
     /// transaction unbalanced, which is rolled back).
     pub async fn commit(mut self) -> Result<(), Error> {
-        if let Some(reason) = self.aborted.take() {
+        if let Some(reason) = self.aborted.take().or_else(|| self.expired()) {
             self.rollback().await;
             return Err(Error::TransactionAborted { reason });
         }
@@ -249,6 +270,9 @@ impl FencedTx<'_> {
     /// Rolls back. Nothing of the work commits whatever happens here: if the
     /// rollback cannot be sent, the connection is closed, which rolls back.
     pub async fn rollback(mut self) {
+        if self.out_of_step {
+            return;
+        }
         let connection = &mut self.session.connection;
         let rolled_back = tokio::time::timeout(self.call_timeout, async {
             connection
@@ -271,13 +295,31 @@ impl FencedTx<'_> {
                 reason: format!("an earlier statement failed ({first}); nothing more is sent"),
             });
         }
+        if let Some(reason) = self.expired() {
+            self.aborted = Some(reason.clone());
+            return Err(Error::TransactionAborted { reason });
+        }
         self.ran_work = true;
         Ok(format!("{STILL_OPEN}\n{sql}\n{STILL_OPEN}"))
+    }
+
+    /// Why nothing more may be sent, once the lease's local deadline passed.
+    fn expired(&self) -> Option<String> {
+        (Instant::now() >= self.deadline)
+            .then(|| "the lease's time ran out on the local clock; the transaction does not outlast it".to_string())
+    }
+
+    /// How long the next statement may take: the call timeout, and never
+    /// past the lease's local deadline.
+    fn statement_bound(&self) -> Duration {
+        self.call_timeout
+            .min(self.deadline.saturating_duration_since(Instant::now()))
     }
 
     /// A statement's result; its failure ends the transaction.
     fn settle<T>(
         &mut self,
+        bound: Duration,
         result: Result<Result<T, tiberius::error::Error>, tokio::time::error::Elapsed>,
     ) -> Result<T, Error> {
         let error = match result {
@@ -288,12 +330,18 @@ impl FencedTx<'_> {
                 class: token.class(),
                 message: token.message().to_string(),
             },
-            Ok(Err(error)) => Error::Network {
-                procedure: STATEMENT,
-                reason: error.to_string(),
-                timed_out: false,
-            },
-            Err(_) => Error::timed_out(STATEMENT, self.call_timeout),
+            Ok(Err(error)) => {
+                self.out_of_step = true;
+                Error::Network {
+                    procedure: STATEMENT,
+                    reason: error.to_string(),
+                    timed_out: false,
+                }
+            }
+            Err(_) => {
+                self.out_of_step = true;
+                Error::timed_out(STATEMENT, bound)
+            }
         };
         self.aborted = Some(error.to_string());
         Err(error)
