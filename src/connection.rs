@@ -19,6 +19,12 @@ pub type Connection = Client<Compat<TcpStream>>;
 /// string says otherwise (`Connect Timeout`, as in ADO.NET).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// The longest `Connect Timeout` accepted: a day. Larger values are refused
+/// naming the key; they would mean "wait for ever", which a pool that must
+/// report a dead server cannot honour (and the deadline must stay on the
+/// clock: `Instant + u64::MAX s` overflows).
+pub const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(86_400);
+
 /// SQL Server error numbers that mean "the login failed".
 const LOGIN_FAILED: u32 = 18456;
 /// "Cannot open database requested by the login." (SQL Server), and
@@ -179,7 +185,7 @@ impl ConnectionString {
         let server = keys.server().map_err(invalid)?;
         let sign_in = keys.sign_in().map_err(invalid)?;
         let connect_timeout = keys
-            .connect_timeout()
+            .connect_timeout(MAX_CONNECT_TIMEOUT)
             .map_err(invalid)?
             .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
         let config = if keys::is_jdbc(text) {
@@ -290,7 +296,12 @@ impl ConnectionString {
                 authentication: self.authentication.clone().unwrap_or_default(),
             });
         }
-        let deadline = Instant::now() + self.connect_timeout;
+        // Parsing bounds the timeout; `checked_add` keeps a value that got
+        // past it from panicking on the clock.
+        let now = Instant::now();
+        let deadline = now
+            .checked_add(self.connect_timeout)
+            .unwrap_or_else(|| now + MAX_CONNECT_TIMEOUT);
         match self.open(self.config.clone(), &self.server, deadline).await? {
             Opened::Connected(connection) => Ok(*connection),
             Opened::Redirected { host, port } => {
@@ -694,6 +705,35 @@ mod tests {
     fn a_bad_timeout_is_refused_with_the_key_named() {
         let err = ConnectionString::parse("Server=x;Connect Timeout=soon").unwrap_err();
         assert!(err.to_string().contains("Connect Timeout"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_connect_timeout_too_large_to_add_to_a_clock_is_refused_naming_the_key() {
+        for text in [
+            "Server=tcp:127.0.0.1,1;Connect Timeout=18446744073709551615",
+            "Server=tcp:127.0.0.1,1;Connect Timeout=86401",
+            "jdbc:sqlserver://127.0.0.1:1;loginTimeout=18446744073709551615",
+        ] {
+            // Before the bound, parsing accepted these and `connect` panicked
+            // adding the timeout to the clock.
+            match ConnectionString::parse(text) {
+                Err(err) => {
+                    let err = err.to_string();
+                    assert!(
+                        err.contains("Connect Timeout") && err.contains("86400"),
+                        "{text}: {err}"
+                    );
+                }
+                Ok(s) => panic!(
+                    "{text} was accepted: {:?}, connect gave {:?}",
+                    s.connect_timeout(),
+                    s.connect().await.err()
+                ),
+            }
+        }
+        let s = ConnectionString::parse("Server=tcp:127.0.0.1,1;Connect Timeout=86400").unwrap();
+        assert_eq!(s.connect_timeout(), MAX_CONNECT_TIMEOUT);
+        assert!(matches!(s.connect().await, Err(ConnectError::Unreachable { .. })));
     }
 
     #[test]
