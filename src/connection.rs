@@ -2,6 +2,8 @@
 //! with failures sorted into what the operator has to fix.
 
 mod keys;
+#[cfg(test)]
+pub(crate) mod stand_in;
 
 use std::time::Duration;
 
@@ -127,14 +129,17 @@ pub enum ConnectError {
         /// The database requested.
         database: String,
     },
-    /// Anything else the driver reported while connecting.
-    #[error("cannot connect to {server}")]
+    /// Anything else the driver reported while connecting, such as Azure
+    /// SQL's 40613 ("database not currently available") during a failover.
+    /// The driver's reason is part of the message, not a `source()`: a pool
+    /// keeps only the message of a failed attempt, and a `{:#}` rendering
+    /// then prints the reason once.
+    #[error("cannot connect to {server}: {}", connect_reason(.driver))]
     Other {
         /// `host:port` that was tried.
         server: String,
         /// The driver's error.
-        #[source]
-        source: tiberius::error::Error,
+        driver: tiberius::error::Error,
     },
 }
 
@@ -317,7 +322,7 @@ impl ConnectionString {
                     Opened::Connected(connection) => Ok(*connection),
                     Opened::Redirected { host, port } => Err(ConnectError::Other {
                         server: server.display(),
-                        source: tiberius::error::Error::Routing { host, port },
+                        driver: tiberius::error::Error::Routing { host, port },
                     }),
                 }
             }
@@ -419,7 +424,7 @@ impl ConnectionString {
                 server,
                 database: self.database.clone(),
             },
-            source => ConnectError::Other { server, source },
+            driver => ConnectError::Other { server, driver },
         }
     }
 }
@@ -442,6 +447,17 @@ fn driver_reason(error: &tiberius::error::Error) -> String {
         other => other.to_string(),
     };
     text.split(". hint:").next().unwrap_or(&text).trim().to_string()
+}
+
+/// What the driver reported, as an operator reads it: a server's own message
+/// with its number, without the driver's "Token error" framing.
+fn connect_reason(error: &tiberius::error::Error) -> String {
+    match error {
+        tiberius::error::Error::Server(token) => {
+            format!("{} (error {}, class {})", token.message(), token.code(), token.class())
+        }
+        other => other.to_string(),
+    }
 }
 
 /// The SQL Browser's failure, without the driver's phrasing of it.
@@ -734,6 +750,31 @@ mod tests {
         let s = ConnectionString::parse("Server=tcp:127.0.0.1,1;Connect Timeout=86400").unwrap();
         assert_eq!(s.connect_timeout(), MAX_CONNECT_TIMEOUT);
         assert!(matches!(s.connect().await, Err(ConnectError::Unreachable { .. })));
+    }
+
+    #[tokio::test]
+    async fn a_refused_login_of_another_kind_keeps_the_server_s_reason_once() {
+        let stand_in = stand_in::StandIn::start(stand_in::Answer::Refuse {
+            number: 40613,
+            message: "Database 'app' on server 'db' is not currently available. Please retry the connection later.",
+        })
+        .await;
+        let s = ConnectionString::parse(&stand_in.ado("User ID=u;Password=p;Database=app")).unwrap();
+        let err = s.connect().await.unwrap_err();
+        assert!(matches!(err, ConnectError::Other { .. }), "{err:?}");
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!("cannot connect to 127.0.0.1:{}", stand_in.port)),
+            "{text}"
+        );
+        assert!(
+            text.contains("not currently available") && text.contains("40613"),
+            "{text}"
+        );
+        // Printed with its chain, as a binary prints with anyhow, the reason
+        // shows once.
+        let chain = format!("{:#}", anyhow::Error::from(err));
+        assert_eq!(chain.matches("not currently available").count(), 1, "{chain}");
     }
 
     #[test]

@@ -127,7 +127,7 @@ pub(crate) async fn checkout<'p>(
     // server that breaks every connection as soon as it is made.
     let attempts = pool.state().connections.max(config.max_connections) + 1;
     for _ in 0..attempts {
-        let mut session = get(pool, last_connect_error).await?;
+        let mut session = get(pool, last_connect_error, config).await?;
         if !pool::needs_check(session.last_used, tokio::time::Instant::now(), config.idle_check_after) {
             return Ok(session);
         }
@@ -148,17 +148,27 @@ pub(crate) async fn checkout<'p>(
     })
 }
 
+/// A connection from `pool`, or why none came within `checkout_timeout`: the
+/// last failure to connect while connections keep failing, otherwise that the
+/// pool stayed busy or a connection was still being opened.
 async fn get<'p>(
     pool: &'p bb8::Pool<Manager>,
     last_connect_error: &LastConnectError,
+    config: &ClientConfig,
 ) -> Result<bb8::PooledConnection<'p, Manager>, Error> {
     match pool.get().await {
         Ok(session) => Ok(session),
         Err(bb8::RunError::User(error)) => Err(Error::Connect(error)),
         Err(bb8::RunError::TimedOut) => {
-            let reason = last_connect_error
-                .take()
-                .unwrap_or_else(|| format!("all {} connections stayed busy", pool.state().connections));
+            let waited = config.checkout_timeout.as_secs_f64();
+            let open = pool.state().connections;
+            let reason = last_connect_error.describe().unwrap_or_else(|| {
+                if open == 0 {
+                    format!("no connection opened within {waited:.1} s")
+                } else {
+                    format!("all {open} connections stayed busy for {waited:.1} s")
+                }
+            });
             Err(Error::Unavailable { reason })
         }
     }

@@ -72,17 +72,10 @@ impl Client {
     /// wrong address or password fails here with its reason; the pool opens
     /// the others as calls need them.
     pub async fn connect_with(config: ClientConfig) -> Result<Client, Error> {
-        let manager = Manager::new(&config);
-        let first = bb8::ManageConnection::connect(&manager).await?;
         let last_connect_error = LastConnectError::default();
-        let pool = bb8::Pool::builder()
-            .max_size(config.max_connections)
-            // Validating on check-out would add a round trip to every lease
-            // call; a connection whose last call broke is discarded instead.
-            .test_on_check_out(false)
-            .connection_timeout(config.checkout_timeout)
-            .error_sink(Box::new(last_connect_error.clone()))
-            .build_unchecked(manager);
+        let manager = Manager::new(&config, last_connect_error.clone());
+        let first = bb8::ManageConnection::connect(&manager).await?;
+        let pool = pool::build(&config, config.max_connections, manager);
         // The pool has room for it: it is empty and holds at least one.
         let _ = pool.add(first);
         Ok(Client {

@@ -1,13 +1,16 @@
 //! A small bb8 connection manager for tiberius 0.13. The published bb8 and
 //! deadpool adapters pin tiberius 0.12, whose `Client` is a different type.
 
-use std::sync::{Arc, Mutex};
+mod last_error;
+
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::config::ClientConfig;
 use crate::connection::{ConnectError, Connection, ConnectionString};
+
+pub(crate) use last_error::LastConnectError;
 
 /// What the driver's own per-round-trip timeout adds to `call_timeout`.
 const DRIVER_TIMEOUT_MARGIN: Duration = Duration::from_secs(5);
@@ -32,6 +35,7 @@ pub(crate) struct Session {
 /// `Client::connect_with`), so `is_valid` is never on the path of a lease call.
 pub(crate) struct Manager {
     pub(crate) connection_string: ConnectionString,
+    last_connect_error: LastConnectError,
 }
 
 impl Manager {
@@ -43,11 +47,28 @@ impl Manager {
     /// the client's own bound, for the statements of a fenced transaction,
     /// which the client does not time, so that no statement can hold a pooled
     /// connection for ever.
-    pub(crate) fn new(config: &ClientConfig) -> Self {
+    pub(crate) fn new(config: &ClientConfig, last_connect_error: LastConnectError) -> Self {
         let mut connection_string = config.connection_string.clone();
         connection_string.set_command_timeout(Some(config.call_timeout.saturating_add(DRIVER_TIMEOUT_MARGIN)));
-        Self { connection_string }
+        Self {
+            connection_string,
+            last_connect_error,
+        }
     }
+}
+
+/// A pool of at most `size` connections opened by `manager`, handing out a
+/// connection within `checkout_timeout` or giving up.
+pub(crate) fn build(config: &ClientConfig, size: u32, manager: Manager) -> bb8::Pool<Manager> {
+    bb8::Pool::builder()
+        .max_size(size)
+        // Validating on check-out would add a round trip to every lease
+        // call; a connection whose last call broke is discarded instead.
+        .test_on_check_out(false)
+        .connection_timeout(config.checkout_timeout)
+        // No error sink: each attempt records its own failure (see
+        // `Manager::connect`), also while bb8 is still retrying.
+        .build_unchecked(manager)
 }
 
 impl bb8::ManageConnection for Manager {
@@ -55,7 +76,14 @@ impl bb8::ManageConnection for Manager {
     type Error = ConnectError;
 
     async fn connect(&self) -> Result<Session, ConnectError> {
-        let connection = self.connection_string.connect().await?;
+        let connection = match self.connection_string.connect().await {
+            Ok(connection) => connection,
+            Err(error) => {
+                self.last_connect_error.record(&error);
+                return Err(error);
+            }
+        };
+        self.last_connect_error.clear();
         Ok(Session {
             connection,
             in_call: false,
@@ -67,7 +95,7 @@ impl bb8::ManageConnection for Manager {
         let server = self.connection_string.server();
         ping(&mut session.connection)
             .await
-            .map_err(|source| ConnectError::Other { server, source })
+            .map_err(|driver| ConnectError::Other { server, driver })
     }
 
     fn has_broken(&self, session: &mut Session) -> bool {
@@ -86,35 +114,6 @@ pub(crate) fn needs_check(last_used: Instant, now: Instant, idle_check_after: Du
     now.saturating_duration_since(last_used) > idle_check_after
 }
 
-/// Keeps the last failure to open a connection: bb8 reports only "timed out"
-/// to the caller waiting for a connection, and the operator needs the reason.
-#[derive(Clone, Default)]
-pub(crate) struct LastConnectError(Arc<Mutex<Option<String>>>);
-
-impl LastConnectError {
-    pub(crate) fn take(&self) -> Option<String> {
-        self.0.lock().map(|mut last| last.take()).unwrap_or(None)
-    }
-}
-
-impl std::fmt::Debug for LastConnectError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("LastConnectError")
-    }
-}
-
-impl bb8::ErrorSink<ConnectError> for LastConnectError {
-    fn sink(&self, error: ConnectError) {
-        if let Ok(mut last) = self.0.lock() {
-            *last = Some(error.to_string());
-        }
-    }
-
-    fn boxed_clone(&self) -> Box<dyn bb8::ErrorSink<ConnectError>> {
-        Box::new(self.clone())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,7 +127,7 @@ mod tests {
 
     #[test]
     fn the_driver_timeout_is_later_than_a_call_timeout_above_thirty_seconds() {
-        let manager = Manager::new(&config(Duration::from_secs(90)));
+        let manager = Manager::new(&config(Duration::from_secs(90)), LastConnectError::default());
         let driver = manager.connection_string.command_timeout().expect("a backstop stays");
         assert!(driver > Duration::from_secs(90), "{driver:?}");
         assert_eq!(driver, Duration::from_secs(95));
@@ -136,7 +135,7 @@ mod tests {
 
     #[test]
     fn the_driver_timeout_follows_a_short_call_timeout_too() {
-        let manager = Manager::new(&config(Duration::from_secs(2)));
+        let manager = Manager::new(&config(Duration::from_secs(2)), LastConnectError::default());
         assert_eq!(
             manager.connection_string.command_timeout(),
             Some(Duration::from_secs(7))
@@ -148,6 +147,35 @@ mod tests {
         // What the fix is about: the driver's own default would cut a longer call.
         let plain = ConnectionString::parse("Server=tcp:db,1433;User ID=svc;Password=x").unwrap();
         assert_eq!(plain.command_timeout(), Some(Duration::from_secs(30)));
+    }
+
+    #[tokio::test]
+    async fn every_waiter_that_times_out_hears_why_connections_fail() {
+        use crate::connection::stand_in::{Answer, StandIn};
+        let stand_in = StandIn::start(Answer::Refuse {
+            number: 40613,
+            message: "Database 'app' on server 'db' is not currently available.",
+        })
+        .await;
+        let mut config =
+            ClientConfig::new(ConnectionString::parse(&stand_in.ado("User ID=u;Password=p;Database=app")).unwrap());
+        config.checkout_timeout(Duration::from_millis(400));
+        let last = LastConnectError::default();
+        let pool = build(&config, 2, Manager::new(&config, last.clone()));
+        let (a, b) = tokio::join!(
+            super::super::call::checkout(&pool, &last, &config),
+            super::super::call::checkout(&pool, &last, &config)
+        );
+        for result in [a.map(drop), b.map(drop)] {
+            match result {
+                Err(crate::client::Error::Unavailable { reason }) => assert!(
+                    reason.contains("not currently available") && reason.contains("40613"),
+                    "{reason}"
+                ),
+                other => panic!("expected Unavailable, got {other:?}"),
+            }
+        }
+        assert!(stand_in.logins() >= 1);
     }
 
     #[test]
