@@ -121,6 +121,16 @@ pub enum ConnectError {
         /// `host:port` that was tried.
         server: String,
     },
+    /// The access token provider of the client's configuration failed (or
+    /// gave no token within `Connect Timeout`); nothing was sent.
+    #[error("the access token provider gave no token for {server}")]
+    AccessTokenProvider {
+        /// `host:port` the token was for.
+        server: String,
+        /// The provider's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// The login worked but the database cannot be opened.
     #[error("cannot open database '{database}' on {server}: it does not exist or the login may not use it")]
     DatabaseUnavailable {

@@ -1,7 +1,9 @@
 //! How a [`Client`](super::Client) connects and how long it waits.
 
+use std::future::Future;
 use std::time::Duration;
 
+use super::token::{BoxError, TokenProvider};
 use crate::connection::ConnectionString;
 
 /// Settings for a [`Client`](super::Client). Setters take `&mut self` and
@@ -24,6 +26,7 @@ pub struct ClientConfig {
     pub(crate) cancel_grace: Duration,
     pub(crate) allow_privileged_login: bool,
     pub(crate) idle_check_after: Duration,
+    pub(crate) access_token_provider: Option<TokenProvider>,
 }
 
 impl ClientConfig {
@@ -41,6 +44,7 @@ impl ClientConfig {
             cancel_grace: Duration::from_secs(10),
             allow_privileged_login: false,
             idle_check_after: Duration::from_secs(5),
+            access_token_provider: None,
         }
     }
 
@@ -91,6 +95,41 @@ impl ClientConfig {
     /// its token would otherwise keep `run_fenced` waiting for ever.
     pub fn cancel_grace(&mut self, grace: Duration) -> &mut Self {
         self.cancel_grace = grace;
+        self
+    }
+
+    /// Signs every new connection in with a Microsoft Entra ID access token
+    /// that `provider` returns at that moment, instead of one fixed token: a
+    /// token lasts about an hour and the pool opens connections for as long
+    /// as the service runs (it replaces each one within 30 minutes), so a
+    /// token given once stops working. The connection string then has no
+    /// User ID or Password.
+    ///
+    /// The provider is called once per new connection, never on the path of
+    /// a call that finds a pooled connection; it may take up to the string's
+    /// `Connect Timeout`. Cache inside it if fetching is costly (the
+    /// credentials of `azure_identity` cache and refresh their tokens
+    /// themselves). Its error becomes
+    /// [`ConnectError::AccessTokenProvider`](crate::ConnectError::AccessTokenProvider)
+    /// with the error as its source: from [`Client::connect_with`](super::Client::connect_with),
+    /// or as the reason of an [`Error::Unavailable`](super::Error::Unavailable)
+    /// once the client runs.
+    ///
+    /// ```no_run
+    /// # use fencepost::{ClientConfig, ConnectionString};
+    /// # async fn fetch_token() -> Result<String, std::io::Error> { unimplemented!() }
+    /// let mut config = ClientConfig::new(ConnectionString::parse("Server=tcp:x.database.windows.net,1433;Database=app")?);
+    /// // e.g. azure_identity: credential.get_token(&["https://database.windows.net/.default"], None)
+    /// config.access_token_provider(|| async { fetch_token().await });
+    /// # Ok::<(), fencepost::ConnectError>(())
+    /// ```
+    pub fn access_token_provider<F, Fut, E>(&mut self, provider: F) -> &mut Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<String, E>> + Send + 'static,
+        E: Into<BoxError>,
+    {
+        self.access_token_provider = Some(TokenProvider::new(provider));
         self
     }
 

@@ -19,6 +19,7 @@ mod outcome;
 mod pool;
 mod privilege;
 mod run_fenced;
+mod token;
 mod wait;
 
 use std::sync::Arc;

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::config::ClientConfig;
+use super::token::TokenProvider;
 use crate::connection::{ConnectError, Connection, ConnectionString};
 
 pub(crate) use last_error::LastConnectError;
@@ -35,6 +36,7 @@ pub(crate) struct Session {
 /// `Client::connect_with`), so `is_valid` is never on the path of a lease call.
 pub(crate) struct Manager {
     pub(crate) connection_string: ConnectionString,
+    access_token_provider: Option<TokenProvider>,
     last_connect_error: LastConnectError,
 }
 
@@ -52,8 +54,29 @@ impl Manager {
         connection_string.set_command_timeout(Some(config.call_timeout.saturating_add(DRIVER_TIMEOUT_MARGIN)));
         Self {
             connection_string,
+            access_token_provider: config.access_token_provider.clone(),
             last_connect_error,
         }
+    }
+}
+
+impl Manager {
+    /// One connection, signed in with a token fetched for it when the
+    /// configuration has a provider.
+    async fn open(&self) -> Result<Connection, ConnectError> {
+        let Some(provider) = &self.access_token_provider else {
+            return self.connection_string.connect().await;
+        };
+        let token = provider
+            .token(self.connection_string.connect_timeout())
+            .await
+            .map_err(|source| ConnectError::AccessTokenProvider {
+                server: self.connection_string.server(),
+                source,
+            })?;
+        let mut signed = self.connection_string.clone();
+        signed.set_access_token(&token)?;
+        signed.connect().await
     }
 }
 
@@ -76,7 +99,7 @@ impl bb8::ManageConnection for Manager {
     type Error = ConnectError;
 
     async fn connect(&self) -> Result<Session, ConnectError> {
-        let connection = match self.connection_string.connect().await {
+        let connection = match self.open().await {
             Ok(connection) => connection,
             Err(error) => {
                 self.last_connect_error.record(&error);
@@ -176,6 +199,82 @@ mod tests {
             }
         }
         assert!(stand_in.logins() >= 1);
+    }
+
+    #[tokio::test]
+    async fn each_new_connection_signs_in_with_a_token_fetched_for_it() {
+        use crate::connection::stand_in::{Answer, StandIn};
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let stand_in = StandIn::start(Answer::Refuse {
+            number: 18456,
+            message: "Login failed for user '<token-identified principal>'.",
+        })
+        .await;
+        let mut config = ClientConfig::new(
+            ConnectionString::parse(&stand_in.ado("Database=app;Authentication=ActiveDirectoryAccessToken")).unwrap(),
+        );
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = calls.clone();
+        config.access_token_provider(move || {
+            let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
+            async move { Ok::<_, std::io::Error>(format!("token-{n}")) }
+        });
+        let manager = Manager::new(&config, LastConnectError::default());
+        for attempt in 0..3 {
+            let err = bb8::ManageConnection::connect(&manager).await.err().unwrap();
+            assert!(matches!(err, ConnectError::TokenRefused { .. }), "{err:?}");
+            assert_eq!(calls.load(Ordering::SeqCst), attempt + 1, "one token per connection");
+            assert!(stand_in.login_carries(attempt, &format!("token-{}", attempt + 1)));
+        }
+        assert_eq!(stand_in.logins(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_failing_token_provider_reaches_the_caller_with_its_cause() {
+        use crate::connection::stand_in::{Answer, StandIn};
+        let stand_in = StandIn::start(Answer::Refuse {
+            number: 18456,
+            message: "unused",
+        })
+        .await;
+        let mut config = ClientConfig::new(ConnectionString::parse(&stand_in.ado("Database=app")).unwrap());
+        config
+            .access_token_provider(|| async { Err::<String, _>(std::io::Error::other("IMDS answered 500")) })
+            .checkout_timeout(Duration::from_millis(300));
+
+        // At start-up: a typed error whose source is the provider's.
+        let err = crate::Client::connect_with(config.clone()).await.unwrap_err();
+        let chain = format!("{:#}", anyhow::Error::from(err));
+        assert!(
+            chain.contains("access token provider") && chain.contains("IMDS answered 500"),
+            "{chain}"
+        );
+
+        // Once running: the reason a waiter that gives up is told.
+        let last = LastConnectError::default();
+        let pool = build(&config, 1, Manager::new(&config, last.clone()));
+        match super::super::call::checkout(&pool, &last, &config).await.map(drop) {
+            Err(crate::client::Error::Unavailable { reason }) => assert!(
+                reason.contains("access token provider") && reason.contains("IMDS answered 500"),
+                "{reason}"
+            ),
+            other => panic!("expected Unavailable, got {other:?}"),
+        }
+        assert_eq!(stand_in.logins(), 0, "nothing was sent without a token");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_token_provider_that_never_answers_is_bounded_by_the_connect_timeout() {
+        let mut config =
+            ClientConfig::new(ConnectionString::parse("Server=tcp:127.0.0.1,1;Connect Timeout=3").unwrap());
+        config.access_token_provider(std::future::pending::<Result<String, std::io::Error>>);
+        let manager = Manager::new(&config, LastConnectError::default());
+        let started = Instant::now();
+        let err = bb8::ManageConnection::connect(&manager).await.err().unwrap();
+        assert_eq!(started.elapsed(), Duration::from_secs(3));
+        let chain = format!("{:#}", anyhow::Error::from(err));
+        assert!(chain.contains("no token within 3 s"), "{chain}");
     }
 
     #[test]

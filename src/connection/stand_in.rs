@@ -45,6 +45,15 @@ impl StandIn {
     pub(crate) fn logins(&self) -> usize {
         self.logins.lock().unwrap().len()
     }
+
+    /// Whether the login at `index` carries `text` in UTF-16, as a LOGIN7
+    /// message carries names and a FEDAUTH token.
+    pub(crate) fn login_carries(&self, index: usize, text: &str) -> bool {
+        let needle: Vec<u8> = text.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        self.logins.lock().unwrap()[index]
+            .windows(needle.len())
+            .any(|window| window == needle)
+    }
 }
 
 async fn serve(mut stream: TcpStream, answer: Answer, logins: Arc<Mutex<Vec<Vec<u8>>>>) {
