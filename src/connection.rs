@@ -2,6 +2,7 @@
 //! with failures sorted into what the operator has to fix.
 
 mod keys;
+mod socket;
 #[cfg(test)]
 pub(crate) mod stand_in;
 
@@ -350,7 +351,10 @@ impl ConnectionString {
         let tcp = if server.instance.is_some() && server.port.is_none() {
             match tokio::time::timeout_at(deadline, TcpStream::connect_named(&config)).await {
                 Err(_) => return Err(timed_out()),
-                Ok(Ok(tcp)) => tcp,
+                Ok(Ok(tcp)) => {
+                    socket::tune(&tcp);
+                    tcp
+                }
                 Ok(Err(tiberius::error::Error::Io { message, .. })) => {
                     return Err(ConnectError::Unreachable {
                         server: shown,
@@ -374,7 +378,7 @@ impl ConnectionString {
                     });
                 }
                 Ok(Ok(tcp)) => {
-                    let _ = tcp.set_nodelay(true);
+                    socket::tune(&tcp);
                     tcp
                 }
             }

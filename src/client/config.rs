@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use super::pool::IdleCheck;
 use super::token::{BoxError, TokenProvider};
 use crate::connection::ConnectionString;
 
@@ -26,6 +27,7 @@ pub struct ClientConfig {
     pub(crate) cancel_grace: Duration,
     pub(crate) allow_privileged_login: bool,
     pub(crate) idle_check_after: Duration,
+    pub(crate) idle_check_timeout: Duration,
     pub(crate) access_token_provider: Option<TokenProvider>,
 }
 
@@ -44,6 +46,7 @@ impl ClientConfig {
             cancel_grace: Duration::from_secs(10),
             allow_privileged_login: false,
             idle_check_after: Duration::from_secs(5),
+            idle_check_timeout: Duration::from_secs(2),
             access_token_provider: None,
         }
     }
@@ -141,5 +144,21 @@ impl ClientConfig {
     pub fn idle_check_after(&mut self, after: Duration) -> &mut Self {
         self.idle_check_after = after;
         self
+    }
+
+    /// How long the idle check's `SELECT 1` may take (default 2 s, never more
+    /// than `call_timeout`). A connection that does not answer in time is
+    /// replaced. After a failover pooled connections are often half-open (no
+    /// reply and no reset), and each would otherwise hold the call for a
+    /// whole `call_timeout`; once one fails its check, the others that were
+    /// idle since before are replaced without a check.
+    pub fn idle_check_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.idle_check_timeout = timeout;
+        self
+    }
+
+    /// The idle check these settings describe, fresh (nothing learnt yet).
+    pub(crate) fn idle_check(&self) -> IdleCheck {
+        IdleCheck::new(self.idle_check_after, self.idle_check_timeout.min(self.call_timeout))
     }
 }

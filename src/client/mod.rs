@@ -74,7 +74,7 @@ impl Client {
     /// the others as calls need them.
     pub async fn connect_with(config: ClientConfig) -> Result<Client, Error> {
         let last_connect_error = LastConnectError::default();
-        let manager = Manager::new(&config, last_connect_error.clone());
+        let manager = Manager::new(&config, last_connect_error.clone(), config.idle_check());
         let first = bb8::ManageConnection::connect(&manager).await?;
         let pool = pool::build(&config, config.max_connections, manager);
         // The pool has room for it: it is empty and holds at least one.

@@ -1,6 +1,7 @@
 //! A small bb8 connection manager for tiberius 0.13. The published bb8 and
 //! deadpool adapters pin tiberius 0.12, whose `Client` is a different type.
 
+mod idle_check;
 mod last_error;
 
 use std::time::Duration;
@@ -11,6 +12,7 @@ use super::config::ClientConfig;
 use super::token::TokenProvider;
 use crate::connection::{ConnectError, Connection, ConnectionString};
 
+pub(crate) use idle_check::IdleCheck;
 pub(crate) use last_error::LastConnectError;
 
 /// What the driver's own per-round-trip timeout adds to `call_timeout`.
@@ -32,12 +34,14 @@ pub(crate) struct Session {
     pub(crate) last_used: Instant,
 }
 
-/// Opens sessions for the pool. Validation on check-out is off (see
-/// `Client::connect_with`), so `is_valid` is never on the path of a lease call.
+/// Opens sessions for the pool, and checks on check-out those that sat idle
+/// (see [`IdleCheck`]); a connection in steady use passes without a round
+/// trip.
 pub(crate) struct Manager {
     pub(crate) connection_string: ConnectionString,
     access_token_provider: Option<TokenProvider>,
     last_connect_error: LastConnectError,
+    idle_check: IdleCheck,
 }
 
 impl Manager {
@@ -49,13 +53,14 @@ impl Manager {
     /// the client's own bound, for the statements of a fenced transaction,
     /// which the client does not time, so that no statement can hold a pooled
     /// connection for ever.
-    pub(crate) fn new(config: &ClientConfig, last_connect_error: LastConnectError) -> Self {
+    pub(crate) fn new(config: &ClientConfig, last_connect_error: LastConnectError, idle_check: IdleCheck) -> Self {
         let mut connection_string = config.connection_string.clone();
         connection_string.set_command_timeout(Some(config.call_timeout.saturating_add(DRIVER_TIMEOUT_MARGIN)));
         Self {
             connection_string,
             access_token_provider: config.access_token_provider.clone(),
             last_connect_error,
+            idle_check,
         }
     }
 }
@@ -85,9 +90,11 @@ impl Manager {
 pub(crate) fn build(config: &ClientConfig, size: u32, manager: Manager) -> bb8::Pool<Manager> {
     bb8::Pool::builder()
         .max_size(size)
-        // Validating on check-out would add a round trip to every lease
-        // call; a connection whose last call broke is discarded instead.
-        .test_on_check_out(false)
+        // `is_valid` is the idle check: no round trip for a connection in
+        // steady use, and bb8 replaces one that fails it within the same
+        // `checkout_timeout`. A connection whose last call broke is
+        // discarded when it comes back instead (`has_broken`).
+        .test_on_check_out(true)
         .connection_timeout(config.checkout_timeout)
         // No error sink: each attempt records its own failure (see
         // `Manager::connect`), also while bb8 is still retrying.
@@ -115,26 +122,21 @@ impl bb8::ManageConnection for Manager {
     }
 
     async fn is_valid(&self, session: &mut Session) -> Result<(), ConnectError> {
-        let server = self.connection_string.server();
-        ping(&mut session.connection)
-            .await
-            .map_err(|driver| ConnectError::Other { server, driver })
+        self.idle_check.check(session).await.map_err(|reason| {
+            tracing::debug!("replacing an idle connection: {reason}");
+            ConnectError::Other {
+                server: self.connection_string.server(),
+                driver: tiberius::error::Error::Io {
+                    kind: std::io::ErrorKind::TimedOut,
+                    message: reason,
+                },
+            }
+        })
     }
 
     fn has_broken(&self, session: &mut Session) -> bool {
         session.in_call
     }
-}
-
-/// One `SELECT 1` round trip.
-pub(crate) async fn ping(connection: &mut Connection) -> Result<(), tiberius::error::Error> {
-    connection.simple_query("SELECT 1").await?.into_results().await?;
-    Ok(())
-}
-
-/// Whether a connection idle since `last_used` must be checked before use.
-pub(crate) fn needs_check(last_used: Instant, now: Instant, idle_check_after: Duration) -> bool {
-    now.saturating_duration_since(last_used) > idle_check_after
 }
 
 #[cfg(test)]
@@ -148,9 +150,13 @@ mod tests {
         config
     }
 
+    fn manager(config: &ClientConfig) -> Manager {
+        Manager::new(config, LastConnectError::default(), config.idle_check())
+    }
+
     #[test]
     fn the_driver_timeout_is_later_than_a_call_timeout_above_thirty_seconds() {
-        let manager = Manager::new(&config(Duration::from_secs(90)), LastConnectError::default());
+        let manager = manager(&config(Duration::from_secs(90)));
         let driver = manager.connection_string.command_timeout().expect("a backstop stays");
         assert!(driver > Duration::from_secs(90), "{driver:?}");
         assert_eq!(driver, Duration::from_secs(95));
@@ -158,7 +164,7 @@ mod tests {
 
     #[test]
     fn the_driver_timeout_follows_a_short_call_timeout_too() {
-        let manager = Manager::new(&config(Duration::from_secs(2)), LastConnectError::default());
+        let manager = manager(&config(Duration::from_secs(2)));
         assert_eq!(
             manager.connection_string.command_timeout(),
             Some(Duration::from_secs(7))
@@ -184,7 +190,7 @@ mod tests {
             ClientConfig::new(ConnectionString::parse(&stand_in.ado("User ID=u;Password=p;Database=app")).unwrap());
         config.checkout_timeout(Duration::from_millis(400));
         let last = LastConnectError::default();
-        let pool = build(&config, 2, Manager::new(&config, last.clone()));
+        let pool = build(&config, 2, Manager::new(&config, last.clone(), config.idle_check()));
         let (a, b) = tokio::join!(
             super::super::call::checkout(&pool, &last, &config),
             super::super::call::checkout(&pool, &last, &config)
@@ -220,7 +226,7 @@ mod tests {
             let n = counted.fetch_add(1, Ordering::SeqCst) + 1;
             async move { Ok::<_, std::io::Error>(format!("token-{n}")) }
         });
-        let manager = Manager::new(&config, LastConnectError::default());
+        let manager = manager(&config);
         for attempt in 0..3 {
             let err = bb8::ManageConnection::connect(&manager).await.err().unwrap();
             assert!(matches!(err, ConnectError::TokenRefused { .. }), "{err:?}");
@@ -253,7 +259,7 @@ mod tests {
 
         // Once running: the reason a waiter that gives up is told.
         let last = LastConnectError::default();
-        let pool = build(&config, 1, Manager::new(&config, last.clone()));
+        let pool = build(&config, 1, Manager::new(&config, last.clone(), config.idle_check()));
         match super::super::call::checkout(&pool, &last, &config).await.map(drop) {
             Err(crate::client::Error::Unavailable { reason }) => assert!(
                 reason.contains("access token provider") && reason.contains("IMDS answered 500"),
@@ -269,20 +275,11 @@ mod tests {
         let mut config =
             ClientConfig::new(ConnectionString::parse("Server=tcp:127.0.0.1,1;Connect Timeout=3").unwrap());
         config.access_token_provider(std::future::pending::<Result<String, std::io::Error>>);
-        let manager = Manager::new(&config, LastConnectError::default());
+        let manager = manager(&config);
         let started = Instant::now();
         let err = bb8::ManageConnection::connect(&manager).await.err().unwrap();
         assert_eq!(started.elapsed(), Duration::from_secs(3));
         let chain = format!("{:#}", anyhow::Error::from(err));
         assert!(chain.contains("no token within 3 s"), "{chain}");
-    }
-
-    #[test]
-    fn only_a_connection_idle_past_the_threshold_is_checked() {
-        let start = Instant::now();
-        let after = Duration::from_secs(5);
-        assert!(!needs_check(start, start, after));
-        assert!(!needs_check(start, start + after, after));
-        assert!(needs_check(start, start + after + Duration::from_millis(1), after));
     }
 }
