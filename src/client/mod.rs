@@ -49,6 +49,7 @@ pub(crate) fn contract_version_query() -> &'static str {
 pub(crate) fn read_contract_version(rows: &[tiberius::Row]) -> Option<ContractVersion> {
     contract::read_version(rows)
 }
+use contract::Procedure;
 use pool::{LastConnectError, Manager};
 
 /// A pool of connections to one fence database and the typed calls on it.
@@ -85,6 +86,11 @@ impl Client {
             last_connect_error,
             requests: Arc::default(),
         })
+    }
+
+    /// The pool a call of `procedure` takes its connection from.
+    pub(crate) fn pool_for(&self, _procedure: Procedure) -> &bb8::Pool<Manager> {
+        &self.pool
     }
 
     /// The settings this client runs with.
