@@ -52,11 +52,18 @@ pub(crate) fn read_contract_version(rows: &[tiberius::Row]) -> Option<ContractVe
 use contract::Procedure;
 use pool::{LastConnectError, Manager};
 
+/// Connections kept for renewals alone, beside `max_connections`.
+const RENEWAL_CONNECTIONS: u32 = 1;
+
 /// A pool of connections to one fence database and the typed calls on it.
 /// Cloning is cheap and shares the pool.
 #[derive(Clone)]
 pub struct Client {
     pool: bb8::Pool<Manager>,
+    /// Renewals only, so a pool busy with the service's own calls and fenced
+    /// transactions cannot starve a guard until its lease ends. Opened on the
+    /// first renewal.
+    renewals: bb8::Pool<Manager>,
     config: Arc<ClientConfig>,
     last_connect_error: LastConnectError,
     /// Procedure calls made, shared by clones: what a benchmark or a metric
@@ -72,25 +79,39 @@ impl Client {
 
     /// Connects with explicit settings. One connection is opened now, so a
     /// wrong address or password fails here with its reason; the pool opens
-    /// the others as calls need them.
+    /// the others as calls need them, and one more for renewals on the first
+    /// renewal.
     pub async fn connect_with(config: ClientConfig) -> Result<Client, Error> {
         let last_connect_error = LastConnectError::default();
-        let manager = Manager::new(&config, last_connect_error.clone(), config.idle_check());
+        // Shared by both pools: a failover that broke one pool's idle
+        // connections broke the other's too.
+        let idle_check = config.idle_check();
+        let manager = Manager::new(&config, last_connect_error.clone(), idle_check.clone());
         let first = bb8::ManageConnection::connect(&manager).await?;
         let pool = pool::build(&config, config.max_connections, manager);
         // The pool has room for it: it is empty and holds at least one.
         let _ = pool.add(first);
+        let renewals = pool::build(
+            &config,
+            RENEWAL_CONNECTIONS,
+            Manager::new(&config, last_connect_error.clone(), idle_check),
+        );
         Ok(Client {
             pool,
+            renewals,
             config: Arc::new(config),
             last_connect_error,
             requests: Arc::default(),
         })
     }
 
-    /// The pool a call of `procedure` takes its connection from.
-    pub(crate) fn pool_for(&self, _procedure: Procedure) -> &bb8::Pool<Manager> {
-        &self.pool
+    /// The pool a call of `procedure` takes its connection from: renewals
+    /// have their own, every other call shares the ordinary one.
+    pub(crate) fn pool_for(&self, procedure: Procedure) -> &bb8::Pool<Manager> {
+        match procedure {
+            Procedure::Renew => &self.renewals,
+            _ => &self.pool,
+        }
     }
 
     /// The settings this client runs with.
