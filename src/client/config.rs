@@ -32,10 +32,15 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
-    /// Defaults: at most 4 connections, 30 s per call, 15 s to get a
-    /// connection from the pool, 5 s for the release at the end of
-    /// `run_fenced`, a pooled connection idle for more than 5 s checked
-    /// before use, and a privileged login refused by `verify_contract`.
+    /// Defaults: at most 4 connections (and one more kept for renewals), 30 s
+    /// per round trip, 15 s to get a connection from the pool, 5 s for the
+    /// release at the end of `run_fenced`, a pooled connection idle for more
+    /// than 5 s checked before use with a ping of at most 2 s, and a
+    /// privileged login refused by `verify_contract`.
+    ///
+    /// A procedure call as a whole takes at most `checkout_timeout` (getting
+    /// a connection, idle checks and new connections included) plus
+    /// `call_timeout` (its round trip), not `call_timeout` alone.
     pub fn new(connection_string: ConnectionString) -> Self {
         Self {
             connection_string,
@@ -51,8 +56,11 @@ impl ClientConfig {
         }
     }
 
-    /// The most connections the pool opens (at least 1). `run_fenced` uses two
-    /// at once while it publishes and renews.
+    /// The most connections the pool opens for calls and fenced transactions
+    /// (at least 1). Renewals have one more connection of their own, so a
+    /// client opens at most `max + 1`, and a guard keeps renewing while the
+    /// service's own work holds all `max`. `run_fenced` itself uses one
+    /// ordinary connection at a time (its renewals stop before the publish).
     pub fn max_connections(&mut self, max: u32) -> &mut Self {
         self.max_connections = max.max(1);
         self
@@ -61,16 +69,21 @@ impl ClientConfig {
     /// How long one procedure call may take from sending the request to the
     /// last byte of the reply, `verify_contract` included. A call that runs
     /// out reports a network error (for a publish:
-    /// [`Error::OutcomeUnknown`](super::Error::OutcomeUnknown)). The driver's
+    /// [`Error::OutcomeUnknown`](super::Error::OutcomeUnknown)). Getting the
+    /// connection comes before it, bounded by `checkout_timeout`. The driver's
     /// own command timeout is set 5 s past it, so a value above the driver's
-    /// default 30 s is honoured.
+    /// default 30 s is honoured; that is the only bound on each statement of
+    /// a fenced transaction, which the client does not time as a whole.
     pub fn call_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.call_timeout = timeout;
         self
     }
 
-    /// How long to wait for a free or new connection before giving up without
-    /// sending anything.
+    /// How long to wait for a connection before giving up without sending
+    /// anything: for a free one, for the idle checks of those that sat idle,
+    /// and for a new one to open. A caller that gives up while connections
+    /// keep failing gets [`Error::Unavailable`](super::Error::Unavailable)
+    /// with the last failure's reason.
     pub fn checkout_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.checkout_timeout = timeout;
         self
@@ -140,7 +153,10 @@ impl ClientConfig {
     /// `SELECT 1` on its next use (default 5 s). A server restart or failover
     /// leaves idle connections dead; without the check the first call on each
     /// would fail, and a publish would report `OutcomeUnknown` for a request
-    /// that never arrived. Connections in steady use are not checked.
+    /// that never arrived. Connections in steady use are not checked, so
+    /// the check does not cover everything: a connection used within the
+    /// last `idle_check_after` when the server restarts fails on its first
+    /// call (retry a publish with the same operation id).
     pub fn idle_check_after(&mut self, after: Duration) -> &mut Self {
         self.idle_check_after = after;
         self

@@ -67,7 +67,7 @@ pub struct Client {
     config: Arc<ClientConfig>,
     last_connect_error: LastConnectError,
     /// Procedure calls made, shared by clones: what a benchmark or a metric
-    /// divides by, counted where each request is sent rather than guessed.
+    /// divides by. Counted as each call starts, before its checkout.
     requests: Arc<AtomicU64>,
 }
 
@@ -122,7 +122,9 @@ impl Client {
     /// How many procedure calls this client and its clones have made, each
     /// one request to the server: one per lease method call, one per attempt
     /// of [`acquire_waiting`](Client::acquire_waiting). The start-up check and
-    /// the statements of a fenced transaction are not counted.
+    /// the statements of a fenced transaction are not counted. A call is
+    /// counted when it starts, so one that found no connection
+    /// ([`Error::Unavailable`]) and sent nothing is counted too.
     pub fn requests_sent(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
     }
