@@ -35,7 +35,9 @@ async fn a_call_after_every_pooled_connection_went_half_open_waits_one_idle_chec
         .call_timeout(call_timeout)
         .idle_check_after(idle_check_after);
     let client = Client::connect_with(config).await.unwrap();
+    // One connection for calls and the renewals' own.
     warm_up(&client).await;
+    assert_eq!(proxy.connections(), 2);
 
     // Four fenced transactions that all wait for each other hold four
     // connections at once, so the pool has opened four.
@@ -60,7 +62,7 @@ async fn a_call_after_every_pooled_connection_went_half_open_waits_one_idle_chec
     for outcome in futures_util::future::join_all(transactions).await {
         assert!(matches!(outcome, Ok(FencedTransaction::Committed(()))), "{outcome:?}");
     }
-    assert_eq!(proxy.connections(), POOLED as u64, "four pooled connections");
+    assert_eq!(proxy.connections(), POOLED as u64 + 1, "four pooled connections");
 
     // All of them idle past the check threshold, then a failover leaves them
     // half-open; new connections work.
@@ -78,9 +80,18 @@ async fn a_call_after_every_pooled_connection_went_half_open_waits_one_idle_chec
     );
     assert_eq!(
         proxy.connections(),
-        POOLED as u64 + 1,
+        POOLED as u64 + 2,
         "one new connection served the call"
     );
+
+    // The renewals' connection, idle since before the failed check, is
+    // replaced without a check of its own.
+    let mut lease = leases.swap_remove(0);
+    let started = Instant::now();
+    client.renew(&mut lease).await.unwrap();
+    let took = started.elapsed();
+    assert!(took < idle_check, "{took:?}: the renewals' connection was checked too");
+    assert_eq!(proxy.connections(), POOLED as u64 + 3);
     drop(client);
     db.drop().await;
 }
