@@ -2,6 +2,9 @@
 //! with failures sorted into what the operator has to fix.
 
 mod keys;
+mod socket;
+#[cfg(test)]
+pub(crate) mod stand_in;
 
 use std::time::Duration;
 
@@ -18,6 +21,12 @@ pub type Connection = Client<Compat<TcpStream>>;
 /// How long to wait for TCP, TLS and login together unless the connection
 /// string says otherwise (`Connect Timeout`, as in ADO.NET).
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The longest `Connect Timeout` accepted: a day. Larger values are refused
+/// naming the key; they would mean "wait for ever", which a pool that must
+/// report a dead server cannot honour (and the deadline must stay on the
+/// clock: `Instant + u64::MAX s` overflows).
+pub const MAX_CONNECT_TIMEOUT: Duration = Duration::from_secs(86_400);
 
 /// SQL Server error numbers that mean "the login failed".
 const LOGIN_FAILED: u32 = 18456;
@@ -113,6 +122,16 @@ pub enum ConnectError {
         /// `host:port` that was tried.
         server: String,
     },
+    /// The access token provider of the client's configuration failed (or
+    /// gave no token within `Connect Timeout`); nothing was sent.
+    #[error("the access token provider gave no token for {server}")]
+    AccessTokenProvider {
+        /// `host:port` the token was for.
+        server: String,
+        /// The provider's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// The login worked but the database cannot be opened.
     #[error("cannot open database '{database}' on {server}: it does not exist or the login may not use it")]
     DatabaseUnavailable {
@@ -121,14 +140,17 @@ pub enum ConnectError {
         /// The database requested.
         database: String,
     },
-    /// Anything else the driver reported while connecting.
-    #[error("cannot connect to {server}")]
+    /// Anything else the driver reported while connecting, such as Azure
+    /// SQL's 40613 ("database not currently available") during a failover.
+    /// The driver's reason is part of the message, not a `source()`: a pool
+    /// keeps only the message of a failed attempt, and a `{:#}` rendering
+    /// then prints the reason once.
+    #[error("cannot connect to {server}: {}", connect_reason(.driver))]
     Other {
         /// `host:port` that was tried.
         server: String,
         /// The driver's error.
-        #[source]
-        source: tiberius::error::Error,
+        driver: tiberius::error::Error,
     },
 }
 
@@ -179,7 +201,7 @@ impl ConnectionString {
         let server = keys.server().map_err(invalid)?;
         let sign_in = keys.sign_in().map_err(invalid)?;
         let connect_timeout = keys
-            .connect_timeout()
+            .connect_timeout(MAX_CONNECT_TIMEOUT)
             .map_err(invalid)?
             .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
         let config = if keys::is_jdbc(text) {
@@ -290,7 +312,12 @@ impl ConnectionString {
                 authentication: self.authentication.clone().unwrap_or_default(),
             });
         }
-        let deadline = Instant::now() + self.connect_timeout;
+        // Parsing bounds the timeout; `checked_add` keeps a value that got
+        // past it from panicking on the clock.
+        let now = Instant::now();
+        let deadline = now
+            .checked_add(self.connect_timeout)
+            .unwrap_or_else(|| now + MAX_CONNECT_TIMEOUT);
         match self.open(self.config.clone(), &self.server, deadline).await? {
             Opened::Connected(connection) => Ok(*connection),
             Opened::Redirected { host, port } => {
@@ -306,7 +333,7 @@ impl ConnectionString {
                     Opened::Connected(connection) => Ok(*connection),
                     Opened::Redirected { host, port } => Err(ConnectError::Other {
                         server: server.display(),
-                        source: tiberius::error::Error::Routing { host, port },
+                        driver: tiberius::error::Error::Routing { host, port },
                     }),
                 }
             }
@@ -324,7 +351,10 @@ impl ConnectionString {
         let tcp = if server.instance.is_some() && server.port.is_none() {
             match tokio::time::timeout_at(deadline, TcpStream::connect_named(&config)).await {
                 Err(_) => return Err(timed_out()),
-                Ok(Ok(tcp)) => tcp,
+                Ok(Ok(tcp)) => {
+                    socket::tune(&tcp);
+                    tcp
+                }
                 Ok(Err(tiberius::error::Error::Io { message, .. })) => {
                     return Err(ConnectError::Unreachable {
                         server: shown,
@@ -348,7 +378,7 @@ impl ConnectionString {
                     });
                 }
                 Ok(Ok(tcp)) => {
-                    let _ = tcp.set_nodelay(true);
+                    socket::tune(&tcp);
                     tcp
                 }
             }
@@ -408,7 +438,7 @@ impl ConnectionString {
                 server,
                 database: self.database.clone(),
             },
-            source => ConnectError::Other { server, source },
+            driver => ConnectError::Other { server, driver },
         }
     }
 }
@@ -431,6 +461,17 @@ fn driver_reason(error: &tiberius::error::Error) -> String {
         other => other.to_string(),
     };
     text.split(". hint:").next().unwrap_or(&text).trim().to_string()
+}
+
+/// What the driver reported, as an operator reads it: a server's own message
+/// with its number, without the driver's "Token error" framing.
+fn connect_reason(error: &tiberius::error::Error) -> String {
+    match error {
+        tiberius::error::Error::Server(token) => {
+            format!("{} (error {}, class {})", token.message(), token.code(), token.class())
+        }
+        other => other.to_string(),
+    }
 }
 
 /// The SQL Browser's failure, without the driver's phrasing of it.
@@ -694,6 +735,60 @@ mod tests {
     fn a_bad_timeout_is_refused_with_the_key_named() {
         let err = ConnectionString::parse("Server=x;Connect Timeout=soon").unwrap_err();
         assert!(err.to_string().contains("Connect Timeout"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn a_connect_timeout_too_large_to_add_to_a_clock_is_refused_naming_the_key() {
+        for text in [
+            "Server=tcp:127.0.0.1,1;Connect Timeout=18446744073709551615",
+            "Server=tcp:127.0.0.1,1;Connect Timeout=86401",
+            "jdbc:sqlserver://127.0.0.1:1;loginTimeout=18446744073709551615",
+        ] {
+            // Before the bound, parsing accepted these and `connect` panicked
+            // adding the timeout to the clock.
+            match ConnectionString::parse(text) {
+                Err(err) => {
+                    let err = err.to_string();
+                    assert!(
+                        err.contains("Connect Timeout") && err.contains("86400"),
+                        "{text}: {err}"
+                    );
+                }
+                Ok(s) => panic!(
+                    "{text} was accepted: {:?}, connect gave {:?}",
+                    s.connect_timeout(),
+                    s.connect().await.err()
+                ),
+            }
+        }
+        let s = ConnectionString::parse("Server=tcp:127.0.0.1,1;Connect Timeout=86400").unwrap();
+        assert_eq!(s.connect_timeout(), MAX_CONNECT_TIMEOUT);
+        assert!(matches!(s.connect().await, Err(ConnectError::Unreachable { .. })));
+    }
+
+    #[tokio::test]
+    async fn a_refused_login_of_another_kind_keeps_the_server_s_reason_once() {
+        let stand_in = stand_in::StandIn::start(stand_in::Answer::Refuse {
+            number: 40613,
+            message: "Database 'app' on server 'db' is not currently available. Please retry the connection later.",
+        })
+        .await;
+        let s = ConnectionString::parse(&stand_in.ado("User ID=u;Password=p;Database=app")).unwrap();
+        let err = s.connect().await.unwrap_err();
+        assert!(matches!(err, ConnectError::Other { .. }), "{err:?}");
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!("cannot connect to 127.0.0.1:{}", stand_in.port)),
+            "{text}"
+        );
+        assert!(
+            text.contains("not currently available") && text.contains("40613"),
+            "{text}"
+        );
+        // Printed with its chain, as a binary prints with anyhow, the reason
+        // shows once.
+        let chain = format!("{:#}", anyhow::Error::from(err));
+        assert_eq!(chain.matches("not currently available").count(), 1, "{chain}");
     }
 
     #[test]

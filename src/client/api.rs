@@ -17,7 +17,8 @@ use super::{
 impl Client {
     async fn call(&self, procedure: Procedure, arguments: &[&dyn ToSql]) -> Result<Reply, Error> {
         self.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        call(&self.pool, &self.last_connect_error, &self.config, procedure, arguments).await
+        let pool = self.pool_for(procedure);
+        call(pool, &self.last_connect_error, &self.config, procedure, arguments).await
     }
 
     /// Creates the fence row for `key` if it does not exist. Never resets a

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::config::ClientConfig;
 use super::contract::Procedure;
 use super::error::{Error, FATAL_CLASS};
-use super::pool::{self, LastConnectError, Manager};
+use super::pool::{LastConnectError, Manager};
 use crate::connection::Connection;
 
 /// Sends `EXEC <procedure> ...` with `arguments` bound in contract order and
@@ -180,53 +180,42 @@ fn error_after(procedure: Procedure, rows: &[Row], error: tiberius::error::Error
 
 /// A pooled connection, or why none could be had (nothing was sent).
 ///
-/// A connection idle for longer than `idle_check_after` is checked with one
-/// `SELECT 1` first and replaced when that fails: after a server restart every
-/// pooled connection is dead, and the call must not be the one that finds
-/// out. A connection in steady use is handed out unchecked, so a lease call
-/// stays one round trip.
+/// The pool checks a connection that sat idle for longer than
+/// `idle_check_after` with one `SELECT 1` of at most `idle_check_timeout`
+/// and replaces it when that fails (see `pool::IdleCheck`): after a server
+/// restart every pooled connection is dead, and the call must not be the one
+/// that finds out. A connection in steady use is handed out unchecked, so a
+/// lease call stays one round trip. All of it, checks and new connections,
+/// fits in `checkout_timeout`.
 pub(crate) async fn checkout<'p>(
     pool: &'p bb8::Pool<Manager>,
     last_connect_error: &LastConnectError,
     config: &ClientConfig,
 ) -> Result<bb8::PooledConnection<'p, Manager>, Error> {
-    // Each stale connection found is dropped, so this ends once the pool
-    // hands out a fresh or a working one; the bound only guards against a
-    // server that breaks every connection as soon as it is made.
-    let attempts = pool.state().connections.max(config.max_connections) + 1;
-    for _ in 0..attempts {
-        let mut session = get(pool, last_connect_error).await?;
-        if !pool::needs_check(session.last_used, tokio::time::Instant::now(), config.idle_check_after) {
-            return Ok(session);
-        }
-        session.in_call = true;
-        match tokio::time::timeout(config.call_timeout, pool::ping(&mut session.connection)).await {
-            Ok(Ok(())) => {
-                session.in_call = false;
-                session.last_used = tokio::time::Instant::now();
-                return Ok(session);
-            }
-            // `in_call` stays set: dropping the session discards it.
-            Ok(Err(error)) => tracing::debug!("replacing an idle connection that no longer answers: {error}"),
-            Err(_) => tracing::debug!("replacing an idle connection that did not answer a ping in time"),
-        }
-    }
-    Err(Error::Unavailable {
-        reason: format!("{attempts} connections in a row were broken when checked before use"),
-    })
+    get(pool, last_connect_error, config).await
 }
 
+/// A connection from `pool`, or why none came within `checkout_timeout`: the
+/// last failure to connect while connections keep failing, otherwise that the
+/// pool stayed busy or a connection was still being opened.
 async fn get<'p>(
     pool: &'p bb8::Pool<Manager>,
     last_connect_error: &LastConnectError,
+    config: &ClientConfig,
 ) -> Result<bb8::PooledConnection<'p, Manager>, Error> {
     match pool.get().await {
         Ok(session) => Ok(session),
         Err(bb8::RunError::User(error)) => Err(Error::Connect(error)),
         Err(bb8::RunError::TimedOut) => {
-            let reason = last_connect_error
-                .take()
-                .unwrap_or_else(|| format!("all {} connections stayed busy", pool.state().connections));
+            let waited = config.checkout_timeout.as_secs_f64();
+            let open = pool.state().connections;
+            let reason = last_connect_error.describe().unwrap_or_else(|| {
+                if open == 0 {
+                    format!("no connection opened within {waited:.1} s")
+                } else {
+                    format!("all {open} connections stayed busy for {waited:.1} s")
+                }
+            });
             Err(Error::Unavailable { reason })
         }
     }

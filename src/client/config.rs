@@ -1,7 +1,10 @@
 //! How a [`Client`](super::Client) connects and how long it waits.
 
+use std::future::Future;
 use std::time::Duration;
 
+use super::pool::IdleCheck;
+use super::token::{BoxError, TokenProvider};
 use crate::connection::ConnectionString;
 
 /// Settings for a [`Client`](super::Client). Setters take `&mut self` and
@@ -24,13 +27,20 @@ pub struct ClientConfig {
     pub(crate) cancel_grace: Duration,
     pub(crate) allow_privileged_login: bool,
     pub(crate) idle_check_after: Duration,
+    pub(crate) idle_check_timeout: Duration,
+    pub(crate) access_token_provider: Option<TokenProvider>,
 }
 
 impl ClientConfig {
-    /// Defaults: at most 4 connections, 30 s per call, 15 s to get a
-    /// connection from the pool, 5 s for the release at the end of
-    /// `run_fenced`, a pooled connection idle for more than 5 s checked
-    /// before use, and a privileged login refused by `verify_contract`.
+    /// Defaults: at most 4 connections (and one more kept for renewals), 30 s
+    /// per round trip, 15 s to get a connection from the pool, 5 s for the
+    /// release at the end of `run_fenced`, a pooled connection idle for more
+    /// than 5 s checked before use with a ping of at most 2 s, and a
+    /// privileged login refused by `verify_contract`.
+    ///
+    /// A procedure call as a whole takes at most `checkout_timeout` (getting
+    /// a connection, idle checks and new connections included) plus
+    /// `call_timeout` (its round trip), not `call_timeout` alone.
     pub fn new(connection_string: ConnectionString) -> Self {
         Self {
             connection_string,
@@ -41,11 +51,16 @@ impl ClientConfig {
             cancel_grace: Duration::from_secs(10),
             allow_privileged_login: false,
             idle_check_after: Duration::from_secs(5),
+            idle_check_timeout: Duration::from_secs(2),
+            access_token_provider: None,
         }
     }
 
-    /// The most connections the pool opens (at least 1). `run_fenced` uses two
-    /// at once while it publishes and renews.
+    /// The most connections the pool opens for calls and fenced transactions
+    /// (at least 1). Renewals have one more connection of their own, so a
+    /// client opens at most `max + 1`, and a guard keeps renewing while the
+    /// service's own work holds all `max`. `run_fenced` itself uses one
+    /// ordinary connection at a time (its renewals stop before the publish).
     pub fn max_connections(&mut self, max: u32) -> &mut Self {
         self.max_connections = max.max(1);
         self
@@ -54,16 +69,21 @@ impl ClientConfig {
     /// How long one procedure call may take from sending the request to the
     /// last byte of the reply, `verify_contract` included. A call that runs
     /// out reports a network error (for a publish:
-    /// [`Error::OutcomeUnknown`](super::Error::OutcomeUnknown)). The driver's
+    /// [`Error::OutcomeUnknown`](super::Error::OutcomeUnknown)). Getting the
+    /// connection comes before it, bounded by `checkout_timeout`. The driver's
     /// own command timeout is set 5 s past it, so a value above the driver's
-    /// default 30 s is honoured.
+    /// default 30 s is honoured; that is the only bound on each statement of
+    /// a fenced transaction, which the client does not time as a whole.
     pub fn call_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.call_timeout = timeout;
         self
     }
 
-    /// How long to wait for a free or new connection before giving up without
-    /// sending anything.
+    /// How long to wait for a connection before giving up without sending
+    /// anything: for a free one, for the idle checks of those that sat idle,
+    /// and for a new one to open. A caller that gives up while connections
+    /// keep failing gets [`Error::Unavailable`](super::Error::Unavailable)
+    /// with the last failure's reason.
     pub fn checkout_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.checkout_timeout = timeout;
         self
@@ -94,13 +114,67 @@ impl ClientConfig {
         self
     }
 
+    /// Signs every new connection in with a Microsoft Entra ID access token
+    /// that `provider` returns at that moment, instead of one fixed token: a
+    /// token lasts about an hour and the pool opens connections for as long
+    /// as the service runs (it replaces each one within 30 minutes), so a
+    /// token given once stops working. The connection string then has no
+    /// User ID or Password.
+    ///
+    /// The provider is called once per new connection, never on the path of
+    /// a call that finds a pooled connection; it may take up to the string's
+    /// `Connect Timeout`. Cache inside it if fetching is costly (the
+    /// credentials of `azure_identity` cache and refresh their tokens
+    /// themselves). Its error becomes
+    /// [`ConnectError::AccessTokenProvider`](crate::ConnectError::AccessTokenProvider)
+    /// with the error as its source: from [`Client::connect_with`](super::Client::connect_with),
+    /// or as the reason of an [`Error::Unavailable`](super::Error::Unavailable)
+    /// once the client runs.
+    ///
+    /// ```no_run
+    /// # use fencepost::{ClientConfig, ConnectionString};
+    /// # async fn fetch_token() -> Result<String, std::io::Error> { unimplemented!() }
+    /// let mut config = ClientConfig::new(ConnectionString::parse("Server=tcp:x.database.windows.net,1433;Database=app")?);
+    /// // e.g. azure_identity: credential.get_token(&["https://database.windows.net/.default"], None)
+    /// config.access_token_provider(|| async { fetch_token().await });
+    /// # Ok::<(), fencepost::ConnectError>(())
+    /// ```
+    pub fn access_token_provider<F, Fut, E>(&mut self, provider: F) -> &mut Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<String, E>> + Send + 'static,
+        E: Into<BoxError>,
+    {
+        self.access_token_provider = Some(TokenProvider::new(provider));
+        self
+    }
+
     /// How long a pooled connection may sit idle before it is checked with a
     /// `SELECT 1` on its next use (default 5 s). A server restart or failover
     /// leaves idle connections dead; without the check the first call on each
     /// would fail, and a publish would report `OutcomeUnknown` for a request
-    /// that never arrived. Connections in steady use are not checked.
+    /// that never arrived. Connections in steady use are not checked, so
+    /// the check does not cover everything: a connection used within the
+    /// last `idle_check_after` when the server restarts fails on its first
+    /// call (retry a publish with the same operation id).
     pub fn idle_check_after(&mut self, after: Duration) -> &mut Self {
         self.idle_check_after = after;
         self
+    }
+
+    /// How long the idle check's `SELECT 1` may take (default 2 s, never more
+    /// than `call_timeout`). A connection that does not answer in time is
+    /// replaced. After a failover pooled connections are often half-open (no
+    /// reply and no reset), and each would otherwise hold the call for a
+    /// whole `call_timeout`; once one fails its check, the others that were
+    /// idle since before are replaced without a check.
+    pub fn idle_check_timeout(&mut self, timeout: Duration) -> &mut Self {
+        self.idle_check_timeout = timeout;
+        self
+    }
+
+    /// The idle check these settings describe, fresh (nothing learnt yet).
+    pub(crate) fn idle_check(&self) -> IdleCheck {
+        IdleCheck::new(self.idle_check_after, self.idle_check_timeout.min(self.call_timeout))
     }
 }

@@ -106,8 +106,10 @@ pub enum Error {
         /// The server's message.
         message: String,
     },
-    /// No connection could be opened or taken from the pool; nothing was sent.
-    #[error("cannot connect: {0}")]
+    /// No connection could be opened or taken from the pool; nothing was
+    /// sent. Its message is the connect error's own ("cannot connect to
+    /// ..."), so a cause chain printed with `{:#}` shows it once.
+    #[error(transparent)]
     Connect(#[from] ConnectError),
     /// The pool had no connection to give within the time allowed and could
     /// not open one; nothing was sent.

@@ -21,6 +21,7 @@ mod pool;
 mod privilege;
 mod run_fenced;
 mod settle;
+mod token;
 mod wait;
 
 use std::sync::Arc;
@@ -52,17 +53,25 @@ pub(crate) fn contract_version_query() -> &'static str {
 pub(crate) fn read_contract_version(rows: &[tiberius::Row]) -> Option<ContractVersion> {
     contract::read_version(rows)
 }
+use contract::Procedure;
 use pool::{LastConnectError, Manager};
+
+/// Connections kept for renewals alone, beside `max_connections`.
+const RENEWAL_CONNECTIONS: u32 = 1;
 
 /// A pool of connections to one fence database and the typed calls on it.
 /// Cloning is cheap and shares the pool.
 #[derive(Clone)]
 pub struct Client {
     pool: bb8::Pool<Manager>,
+    /// Renewals only, so a pool busy with the service's own calls and fenced
+    /// transactions cannot starve a guard until its lease ends. Opened on the
+    /// first renewal.
+    renewals: bb8::Pool<Manager>,
     config: Arc<ClientConfig>,
     last_connect_error: LastConnectError,
     /// Procedure calls made, shared by clones: what a benchmark or a metric
-    /// divides by, counted where each request is sent rather than guessed.
+    /// divides by. Counted as each call starts, before its checkout.
     requests: Arc<AtomicU64>,
 }
 
@@ -74,29 +83,32 @@ impl Client {
 
     /// Connects with explicit settings. One connection is opened now, so a
     /// wrong address or password fails here with its reason; the pool opens
-    /// the others as calls need them.
+    /// the others as calls need them, and one more for renewals on the first
+    /// renewal.
     pub async fn connect_with(config: ClientConfig) -> Result<Client, Error> {
-        let manager = Manager::new(&config);
-        let first = bb8::ManageConnection::connect(&manager).await?;
-        let client = Client::unconnected(config, manager);
+        let client = Client::unconnected(config);
+        let first = client.pool.dedicated_connection().await?;
         // The pool has room for it: it is empty and holds at least one.
         let _ = client.pool.add(first);
         Ok(client)
     }
 
-    /// A client whose pool opens its connections as calls need them.
-    fn unconnected(config: ClientConfig, manager: Manager) -> Client {
+    /// A client whose pools open their connections as calls need them.
+    fn unconnected(config: ClientConfig) -> Client {
         let last_connect_error = LastConnectError::default();
-        let pool = bb8::Pool::builder()
-            .max_size(config.max_connections)
-            // Validating on check-out would add a round trip to every lease
-            // call; a connection whose last call broke is discarded instead.
-            .test_on_check_out(false)
-            .connection_timeout(config.checkout_timeout)
-            .error_sink(Box::new(last_connect_error.clone()))
-            .build_unchecked(manager);
+        // Shared by both pools: a failover that broke one pool's idle
+        // connections broke the other's too.
+        let idle_check = config.idle_check();
+        let manager = Manager::new(&config, last_connect_error.clone(), idle_check.clone());
+        let pool = pool::build(&config, config.max_connections, manager);
+        let renewals = pool::build(
+            &config,
+            RENEWAL_CONNECTIONS,
+            Manager::new(&config, last_connect_error.clone(), idle_check),
+        );
         Client {
             pool,
+            renewals,
             config: Arc::new(config),
             last_connect_error,
             requests: Arc::default(),
@@ -111,8 +123,16 @@ impl Client {
         let ado = "Server=tcp:127.0.0.1,1;User ID=nobody;Password=x;Encrypt=DANGER_PLAINTEXT";
         let mut config = ClientConfig::new(ConnectionString::parse(ado).expect("a valid connection string"));
         config.checkout_timeout(checkout_timeout);
-        let manager = Manager::new(&config);
-        Client::unconnected(config, manager)
+        Client::unconnected(config)
+    }
+
+    /// The pool a call of `procedure` takes its connection from: renewals
+    /// have their own, every other call shares the ordinary one.
+    pub(crate) fn pool_for(&self, procedure: Procedure) -> &bb8::Pool<Manager> {
+        match procedure {
+            Procedure::Renew => &self.renewals,
+            _ => &self.pool,
+        }
     }
 
     /// The settings this client runs with.
@@ -123,7 +143,9 @@ impl Client {
     /// How many procedure calls this client and its clones have made, each
     /// one request to the server: one per lease method call, one per attempt
     /// of [`acquire_waiting`](Client::acquire_waiting). The start-up check and
-    /// the statements of a fenced transaction are not counted.
+    /// the statements of a fenced transaction are not counted. A call is
+    /// counted when it starts, so one that found no connection
+    /// ([`Error::Unavailable`]) and sent nothing is counted too.
     pub fn requests_sent(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
     }

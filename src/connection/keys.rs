@@ -154,17 +154,21 @@ impl Keys {
         Ok(ServerName { host, instance, port })
     }
 
-    /// `Connect Timeout` (or a synonym; JDBC `loginTimeout`), in seconds.
-    pub(crate) fn connect_timeout(&self) -> Result<Option<Duration>, String> {
+    /// `Connect Timeout` (or a synonym; JDBC `loginTimeout`), in seconds, at
+    /// most `max`.
+    pub(crate) fn connect_timeout(&self, max: Duration) -> Result<Option<Duration>, String> {
         let Some(v) = self.first(&["connect timeout", "connection timeout", "timeout", "logintimeout"]) else {
             return Ok(None);
         };
+        let max_seconds = max.as_secs();
         v.trim()
             .parse::<u64>()
             .ok()
-            .filter(|s| *s > 0)
+            .filter(|s| (1..=max_seconds).contains(s))
             .map(|s| Some(Duration::from_secs(s)))
-            .ok_or_else(|| format!("Connect Timeout must be a positive number of seconds, not '{v}'"))
+            .ok_or_else(|| {
+                format!("Connect Timeout must be a whole number of seconds from 1 to {max_seconds}, not '{v}'")
+            })
     }
 
     /// The `Authentication` value as written.

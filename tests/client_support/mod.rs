@@ -25,6 +25,8 @@ struct Counts {
     connections: AtomicU64,
     cuts: AtomicU64,
     framing_lost: AtomicBool,
+    /// Connections numbered below this forward nothing any more.
+    hung_below: AtomicU64,
 }
 
 /// Where to cut the connection that carries the next request.
@@ -71,12 +73,13 @@ impl Proxy {
                 let Ok(server) = TcpStream::connect(&upstream).await else {
                     continue;
                 };
-                shared.connections.fetch_add(1, Ordering::SeqCst);
+                let number = shared.connections.fetch_add(1, Ordering::SeqCst);
                 let (client_read, client_write) = client.into_split();
                 let (server_read, server_write) = server.into_split();
                 // What the request side decided for this connection's reply.
                 let (cut_reply, reply_cut) = watch::channel(None);
                 tokio::spawn(requests(
+                    number,
                     client_read,
                     server_write,
                     shared.clone(),
@@ -84,7 +87,14 @@ impl Proxy {
                     shared_armed.clone(),
                     cut_reply,
                 ));
-                tokio::spawn(replies(server_read, client_write, replies_held.clone(), reply_cut));
+                tokio::spawn(replies(
+                    number,
+                    server_read,
+                    client_write,
+                    shared.clone(),
+                    replies_held.clone(),
+                    reply_cut,
+                ));
             }
         });
         Proxy {
@@ -128,6 +138,14 @@ impl Proxy {
     /// Messages of any type forwarded so far.
     pub fn messages(&self) -> u64 {
         self.counts.messages.load(Ordering::SeqCst)
+    }
+
+    /// Makes every connection opened so far half-open, as a failover leaves
+    /// them: open at both ends, silent both ways, while new connections
+    /// work.
+    pub fn hang_open_connections(&self) {
+        let opened = self.counts.connections.load(Ordering::SeqCst);
+        self.counts.hung_below.store(opened, Ordering::SeqCst);
     }
 
     /// Stops (`true`) or resumes forwarding what the client sends.
@@ -177,6 +195,7 @@ async fn wait_while_held(held: &mut watch::Receiver<bool>) {
 /// Forwards client packets one at a time, counting each finished message.
 /// The last packet of a request takes an armed cut with it.
 async fn requests(
+    number: u64,
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
     counts: Arc<Counts>,
@@ -204,6 +223,9 @@ async fn requests(
             return;
         }
         wait_while_held(&mut held).await;
+        if number < counts.hung_below.load(Ordering::SeqCst) {
+            continue;
+        }
         let last_of_request = header[1] & END_OF_MESSAGE != 0 && REQUEST_TYPES.contains(&header[0]);
         let taken = if last_of_request {
             armed.lock().unwrap().take()
@@ -243,8 +265,10 @@ async fn requests(
 
 /// Forwards server bytes to the client until a cut ends the connection.
 async fn replies(
+    number: u64,
     mut from: tokio::net::tcp::OwnedReadHalf,
     mut to: tokio::net::tcp::OwnedWriteHalf,
+    counts: Arc<Counts>,
     mut held: watch::Receiver<bool>,
     mut cut: watch::Receiver<Option<Cut>>,
 ) {
@@ -259,6 +283,9 @@ async fn replies(
             _ = cut.wait_for(|c| *c == Some(Cut::BeforeRequest)) => return,
         };
         wait_while_held(&mut held).await;
+        if number < counts.hung_below.load(Ordering::SeqCst) {
+            continue;
+        }
         let forward = match *cut.borrow() {
             None => n,
             Some(Cut::MidReply) => n / 2,
