@@ -63,7 +63,9 @@ impl Client {
         let owner = input::owner(owner)?;
         let seconds = input::lease_seconds(length)?;
         // Taken before the request leaves, so the local deadline is never
-        // later than the server's, and a waiter never wakes early.
+        // later than the server's. A waiter timed from it may wake a little
+        // early (by the latency and any lock wait), which costs one more
+        // `Busy`, never a grant before the holder's end.
         let sent_at = Instant::now();
         let reply = self.call(Procedure::Acquire, &[&key, &owner, &seconds]).await?;
         let answer = match reply.outcome()? {
