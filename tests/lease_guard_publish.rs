@@ -9,7 +9,7 @@ mod support;
 use std::time::Duration;
 
 use client_support::Proxy;
-use fencepost::client::{Publication, Publish, Release};
+use fencepost::client::{Guarded, Publication, Publish, Release};
 use lease_support::{acquired, provisioned, state, worker};
 use support::TestDatabase;
 use uuid::Uuid;
@@ -73,5 +73,34 @@ async fn a_publish_through_the_guard_keeps_the_lease_renewed() {
     assert_eq!(published, Some(generation));
     assert_eq!(guard.release().await.unwrap(), Release::Released);
     drop((client, observer));
+    db.drop().await;
+}
+
+/// Acquiring and guarding in one step: a free key comes back held and
+/// renewed; a key another holder keeps past the wait comes back `Busy`.
+#[tokio::test]
+async fn acquire_guarded_hands_back_a_renewed_guard_or_busy() {
+    const TEST: &str = "acquire_guarded_hands_back_a_renewed_guard_or_busy";
+    let Some(db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let client = worker(&db.ado()).await;
+    let other = worker(&db.ado()).await;
+    let key = provisioned(&client, "guarded").await;
+    let guard = match client.acquire_guarded(&key, LEASE, Duration::ZERO).await.unwrap() {
+        Guarded::Held(guard) => guard,
+        other => panic!("expected Held, got {other:?}"),
+    };
+    let first = guard.lease().local_deadline();
+    let busy = other
+        .acquire_guarded(&key, LEASE, Duration::from_millis(300))
+        .await
+        .unwrap();
+    assert!(matches!(busy, Guarded::Busy { .. }), "{busy:?}");
+    // Past the first renewal period: the guard renewed it.
+    tokio::time::sleep_until(first - LEASE / 3).await;
+    assert!(guard.lease().local_deadline() > first, "the guard did not renew");
+    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    drop((client, other));
     db.drop().await;
 }

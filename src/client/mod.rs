@@ -14,6 +14,7 @@ mod error;
 mod fenced_transaction;
 mod fenced_tx;
 mod guard;
+mod guarded;
 mod input;
 mod lease;
 mod outcome;
@@ -33,6 +34,7 @@ pub use error::{Error, Parameter};
 pub use fenced_transaction::FencedTransaction;
 pub use fenced_tx::{BeginFenced, FencedTx};
 pub use guard::{LeaseGuard, LostReason};
+pub use guarded::Guarded;
 pub use input::{MAX_KEY_UTF16_UNITS, MAX_LEASE};
 pub use lease::Lease;
 pub use outcome::{
