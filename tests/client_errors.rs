@@ -78,6 +78,44 @@ async fn a_publish_whose_reply_is_lost_is_resolved_by_outcome_and_by_replay() {
     db.drop().await;
 }
 
+/// A fatal error (class 20 and above) ends the session, possibly after the
+/// procedure's COMMIT and before its row: a publish that meets one is
+/// `OutcomeUnknown`, never a server error that reads as "nothing was
+/// written". Here the error comes before anything ran, so the replay, once
+/// the shipped procedure is back, publishes.
+#[tokio::test]
+async fn a_fatal_server_error_on_a_publish_is_outcome_unknown() {
+    let test = "a_fatal_server_error_on_a_publish_is_outcome_unknown";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let client = worker(&db.ado()).await;
+    db.exec(
+        "ALTER PROCEDURE fence_api.Publish \
+           @ResourceKey nvarchar(4000), @Owner uniqueidentifier, @Generation bigint, \
+           @OperationId uniqueidentifier, @Payload nvarchar(max), @Release bit = 0 \
+         AS BEGIN \
+           SET NOCOUNT ON; \
+           RAISERROR('the session ends here', 20, 1) WITH LOG; \
+         END;",
+    )
+    .await;
+    let key = provisioned(&client, "fatal").await;
+    let lease = acquired(client.acquire(&key, SHORT * 10).await.unwrap());
+    let operation = Uuid::new_v4();
+    let error = client.publish(&lease, operation, "payload").await.unwrap_err();
+    assert_eq!(error.unknown_operation(), Some(operation), "{error:?}");
+
+    db.exec(&shipped_publish("ALTER PROCEDURE fence_api.Publish")).await;
+    assert_eq!(
+        client.publish(&lease, operation, "payload").await.unwrap(),
+        Publish::Published,
+        "nothing had committed, so the replay publishes"
+    );
+    drop(client);
+    db.drop().await;
+}
+
 /// The shipped text of `fence_api.Publish`, with its `CREATE PROCEDURE` line
 /// replaced by `header`.
 fn shipped_publish(header: &str) -> String {
