@@ -16,6 +16,7 @@ pub async fn run(args: MigrateArgs) -> Result<u8> {
     let (target, mut conn) = connect(&args.connect).await?;
     let options = MigrateOptions {
         lock_timeout: Duration::from_secs(args.lock_timeout),
+        migration_lock_timeout: Duration::from_secs(args.migration_lock_timeout),
         dry_run: args.dry_run,
         overwrite_drift: args.overwrite_drift,
     };

@@ -44,7 +44,7 @@ pub use definition::{definition_diff, read_definition};
 pub use error::{DeployError, LockHolder, SourceError};
 pub use grants::{FENCE_ROLES, Grant, GrantOutcome, ensure_members};
 pub use history::{DeployHistory, Deployment, read_history, record_deployment};
-pub use migrate::{MigrateOptions, Progress, migrate};
+pub use migrate::{DEFAULT_MIGRATION_LOCK_TIMEOUT, MigrateOptions, Progress, migrate};
 pub use migration::MigrationSource;
 pub use plan::{MigrationState, MigrationStatus, Plan, ProcedureState, ProcedureStatus};
 pub use procedure::{PROCEDURE_SCHEMAS, ProcedureSource};
