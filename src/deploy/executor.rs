@@ -18,6 +18,7 @@ use super::state::HISTORY_TABLE;
 use super::statements::{
     MIGRATION_MARKER, SESSION_OPTIONS, begin_migration, bootstrap, commit_migration, commit_migration_alone,
 };
+use super::upgrade;
 use crate::tsql::literal;
 
 /// What the driver tells the caller as it goes.
@@ -145,6 +146,10 @@ impl<'s, 'c> MigrationDriver<'s, 'c> {
 
     async fn apply_in_transaction(&mut self, shipped: &MigrationSource) -> Result<(), DeployError> {
         let file = format!("migrations/{}", shipped.file());
+        if let Some(step) = upgrade::before(shipped) {
+            let context = format!("preparing the data for {file}");
+            self.session.run(step).await.map_err(DeployError::server(context))?;
+        }
         for (index, batch) in shipped.batches().iter().enumerate() {
             for _ in 0..batch.repeat {
                 let ran = self.session.run_batch(&file, index + 1, batch).await;

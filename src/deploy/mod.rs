@@ -36,6 +36,7 @@ mod session;
 mod sources;
 mod state;
 mod statements;
+mod upgrade;
 
 pub use babelfish_postgres::render as render_babelfish_postgres_script;
 pub use batch::{BadSeparator, Batch, split_batches};

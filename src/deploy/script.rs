@@ -19,6 +19,7 @@ use super::statements::{
     SESSION_OPTIONS, begin_migration, bootstrap, commit_migration, commit_migration_alone, commit_procedure,
     in_migration_transaction, outside_any_transaction,
 };
+use super::upgrade;
 use crate::tsql::literal;
 
 /// A fixed timestamp for history rows written by scripts is wrong; the server
@@ -160,10 +161,17 @@ fn render_migration(out: &mut String, sources: &Sources, migration: &MigrationSo
         // so that a COMMIT or ROLLBACK in a batch commits nothing. The
         // commit's own check follows the last batch.
         let commit = commit_migration(m.version(), m.name(), SERVER_NOW_RFC3339, m.checksum(), "");
+        let check = in_migration_transaction(&what);
+        let before = upgrade::before(migration).map_or(String::new(), |step| {
+            format!(
+                "-- before the migration: see src/deploy/upgrade.rs\nEXEC ({});\n{check}",
+                literal(step)
+            )
+        });
         let body = format!(
-            "{}\n{}{commit}\n",
+            "{}\n{before}{}{commit}\n",
             begin_migration(i64::try_from(lock_timeout_ms).unwrap_or(i64::MAX)),
-            execs(migration.batches(), &in_migration_transaction(&what))
+            execs(migration.batches(), &check)
         );
         ("", stop_at_first_error(&body))
     } else {
@@ -326,8 +334,9 @@ mod tests {
             let checks = batch
                 .matches("IF @@TRANCOUNT <> 2 OR XACT_STATE() <> 1 OR (@@OPTIONS & 2) = 0")
                 .count();
+            let steps = usize::from(upgrade::before(m).is_some());
             let runs: usize = m.batches().iter().map(|b| b.repeat as usize).sum();
-            assert_eq!(checks, runs, "{batch}");
+            assert_eq!(checks, runs + steps, "{batch}");
             assert!(batch.contains("BEGIN CATCH"), "{batch}");
         }
     }
