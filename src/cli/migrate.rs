@@ -28,6 +28,7 @@ pub async fn run(args: MigrateArgs) -> Result<u8> {
     } else {
         args.grants.clone()
     };
+    deploy::refuse_deploying_user(&mut conn, &grants).await?;
     let report = deploy::migrate(&mut conn, &sources, &options, &mut progress).await?;
     let would_stop = report.dry_run.then(|| would_stop(&report, &options)).flatten();
     // After the deploy, so the roles exist; a dry run adds nobody.

@@ -270,6 +270,18 @@ pub enum DeployError {
         /// The role it was to join.
         role: String,
     },
+    /// A grant would put the deploying user in a fence role.
+    #[error(
+        "refusing to add {member} to {role}: {member} is the user this deploy runs as (or a role it is in); a \
+         deploy login in a fence role holds that role's rights, and on SQL Server the role's DENY on schema fence \
+         makes its next deploy fail (error 229). Grant the role to the service's own user instead"
+    )]
+    GrantToDeployingUser {
+        /// The user or role named.
+        member: String,
+        /// The role it was to join.
+        role: String,
+    },
     /// A migration marked to run without a transaction failed part-way.
     #[error(
         "migration {name} runs without a transaction (`-- fencepost: no-transaction`) and stopped in its \
