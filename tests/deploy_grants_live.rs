@@ -145,3 +145,31 @@ async fn an_environment_reads_its_connection_and_grants_from_fencepost_toml() {
     assert!(text(&check.stderr).contains("ghost_service"), "{}", text(&check.stderr));
     db.drop().await;
 }
+
+#[tokio::test]
+async fn grant_refuses_to_put_the_deploying_user_in_a_fence_role() {
+    let test = "grant_refuses_to_put_the_deploying_user_in_a_fence_role";
+    let Some(db) = TestDatabase::new(test).await else {
+        return;
+    };
+    // The test login is sysadmin: in the database it is dbo.
+    let ado = db.ado();
+    let run = fencepost(
+        &["migrate", "--grant", "fence_operator=dbo"],
+        &[("FENCEPOST_CONNECTION", &ado)],
+        None,
+    )
+    .await;
+    let stderr = text(&run.stderr);
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("refusing to add dbo to fence_operator: dbo is the user this deploy runs as"),
+        "{stderr}"
+    );
+    // Refused before anything was deployed.
+    let history = db
+        .query("SELECT CASE WHEN OBJECT_ID(N'fence.SchemaHistory') IS NULL THEN 0 ELSE 1 END;")
+        .await;
+    assert_eq!(history[0].get::<i32, usize>(0), Some(0), "{stderr}");
+    db.drop().await;
+}

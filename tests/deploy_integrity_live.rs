@@ -80,25 +80,32 @@ async fn a_migration_that_leaves_a_transaction_open_is_rolled_back_and_not_recor
         "BEGIN TRANSACTION;\nCREATE TABLE fence.LeftOpen (Id int NOT NULL);\n",
     )
     .await;
-    assert_transaction_misuse(&error, "migrations/V102__open.sql", 1, "@@TRANCOUNT 2");
+    assert_transaction_misuse(
+        &error,
+        "migrations/V102__open.sql",
+        1,
+        "@@TRANCOUNT 3, the runner's is 2",
+    );
     assert_eq!(history(&db).await, shipped_versions_and(&[]));
     assert!(!exists(&db, "fence.LeftOpen").await);
     db.drop().await;
 }
 
 #[tokio::test]
-async fn a_migration_that_turns_on_implicit_transactions_is_not_recorded() {
-    let test = "a_migration_that_turns_on_implicit_transactions_is_not_recorded";
+async fn a_migration_that_turns_off_implicit_transactions_is_not_recorded() {
+    let test = "a_migration_that_turns_off_implicit_transactions_is_not_recorded";
     let Some(db) = TestDatabase::deployed(test).await else {
         return;
     };
+    // The runner keeps them on during a migration, so that nothing after a
+    // stray ROLLBACK autocommits; a batch that turns them off is refused.
     let error = deploy_failing_migration(
         &db,
         "implicit",
-        "SET IMPLICIT_TRANSACTIONS ON;\nGO\nCREATE TABLE fence.Implicit (Id int NOT NULL);\n",
+        "SET IMPLICIT_TRANSACTIONS OFF;\nGO\nCREATE TABLE fence.Implicit (Id int NOT NULL);\n",
     )
     .await;
-    assert_transaction_misuse(&error, "migrations/V102__implicit.sql", 1, "IMPLICIT_TRANSACTIONS");
+    assert_transaction_misuse(&error, "migrations/V102__implicit.sql", 1, "IMPLICIT_TRANSACTIONS off");
     assert_eq!(history(&db).await, shipped_versions_and(&[]));
     assert!(!exists(&db, "fence.Implicit").await);
     db.drop().await;

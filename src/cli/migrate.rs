@@ -16,6 +16,7 @@ pub async fn run(args: MigrateArgs) -> Result<u8> {
     let (target, mut conn) = connect(&args.connect).await?;
     let options = MigrateOptions {
         lock_timeout: Duration::from_secs(args.lock_timeout),
+        migration_lock_timeout: Duration::from_secs(args.migration_lock_timeout),
         dry_run: args.dry_run,
         overwrite_drift: args.overwrite_drift,
     };
@@ -27,6 +28,7 @@ pub async fn run(args: MigrateArgs) -> Result<u8> {
     } else {
         args.grants.clone()
     };
+    deploy::refuse_deploying_user(&mut conn, &grants).await?;
     let report = deploy::migrate(&mut conn, &sources, &options, &mut progress).await?;
     let would_stop = report.dry_run.then(|| would_stop(&report, &options)).flatten();
     // After the deploy, so the roles exist; a dry run adds nobody.

@@ -304,6 +304,18 @@ pub struct MigrateArgs {
     /// Seconds to wait for another deployment of the same database to finish.
     #[arg(long, default_value_t = 60, value_name = "SECONDS")]
     pub lock_timeout: u64,
+    /// Seconds each statement of a migration waits for a lock (SET
+    /// LOCK_TIMEOUT) before the migration fails and is rolled back, so that a
+    /// caller's long transaction on a fence table fails the deploy instead of
+    /// stalling every fence call behind it. 0 waits not at all.
+    #[arg(
+        long,
+        env = "FENCEPOST_MIGRATION_LOCK_TIMEOUT",
+        default_value_t = 5,
+        value_name = "SECONDS",
+        value_parser = clap::value_parser!(u64).range(0..=2_147_483)
+    )]
+    pub migration_lock_timeout: u64,
     /// Output format of the summary (progress goes to stderr).
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,

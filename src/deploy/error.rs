@@ -177,6 +177,27 @@ pub enum DeployError {
         /// The server's message, with its error number.
         message: String,
     },
+    /// A statement of a migration waited longer than the migration lock
+    /// timeout for a lock another transaction held: the migration was rolled
+    /// back and is not recorded.
+    #[error(
+        "{file}, batch {batch} (line {line}): waited more than {seconds} s for a lock ({message}): another \
+         transaction holds a lock on what the migration changes, such as a service's open transaction on a fence \
+         table; the migration was rolled back and is not recorded. Deploy again once that transaction has ended, \
+         or allow a longer wait with --migration-lock-timeout"
+    )]
+    MigrationLockTimeout {
+        /// The migration, e.g. `migrations/V2__x.sql`.
+        file: String,
+        /// Which batch, counting from 1.
+        batch: usize,
+        /// The script line where the server reported the error.
+        line: usize,
+        /// The timeout, in seconds.
+        seconds: f64,
+        /// The server's message, with its error number.
+        message: String,
+    },
     /// A migration batch committed, rolled back or opened a transaction of
     /// its own, or turned on IMPLICIT_TRANSACTIONS: the migration was rolled
     /// back (when it ran in a transaction) and not recorded.
@@ -245,6 +266,18 @@ pub enum DeployError {
     )]
     NoSuchUser {
         /// The user named.
+        member: String,
+        /// The role it was to join.
+        role: String,
+    },
+    /// A grant would put the deploying user in a fence role.
+    #[error(
+        "refusing to add {member} to {role}: {member} is the user this deploy runs as (or a role it is in); a \
+         deploy login in a fence role holds that role's rights, and on SQL Server the role's DENY on schema fence \
+         makes its next deploy fail (error 229). Grant the role to the service's own user instead"
+    )]
+    GrantToDeployingUser {
+        /// The user or role named.
         member: String,
         /// The role it was to join.
         role: String,

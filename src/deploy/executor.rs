@@ -15,7 +15,10 @@ use super::error::DeployError;
 use super::migration::MigrationSource;
 use super::session::Session;
 use super::state::HISTORY_TABLE;
-use super::statements::{SESSION_OPTIONS, bootstrap, commit_migration};
+use super::statements::{
+    MIGRATION_MARKER, SESSION_OPTIONS, begin_migration, bootstrap, commit_migration, commit_migration_alone,
+};
+use super::upgrade;
 use crate::tsql::literal;
 
 /// What the driver tells the caller as it goes.
@@ -46,15 +49,19 @@ pub struct MigrationDriver<'s, 'c> {
     /// it is (two migrations may have the same text).
     by_version: HashMap<i32, MigrationSource>,
     on_event: &'s mut (dyn FnMut(MigrationEvent) + Send),
+    /// How long a statement of a migration waits for a lock, in milliseconds.
+    lock_timeout_ms: i64,
     failure: Option<DeployError>,
     applied: Vec<String>,
 }
 
 impl<'s, 'c> MigrationDriver<'s, 'c> {
-    /// A driver for `migrations` on `session`.
+    /// A driver for `migrations` on `session`, whose statements wait at most
+    /// `lock_timeout` for a lock.
     pub fn new(
         session: &'s mut Session<'c>,
         migrations: &[MigrationSource],
+        lock_timeout: std::time::Duration,
         on_event: &'s mut (dyn FnMut(MigrationEvent) + Send),
     ) -> Self {
         let by_version = migrations.iter().map(|m| (m.version(), m.clone())).collect();
@@ -62,6 +69,7 @@ impl<'s, 'c> MigrationDriver<'s, 'c> {
             session,
             by_version,
             on_event,
+            lock_timeout_ms: i64::try_from(lock_timeout.as_millis()).unwrap_or(i64::from(i32::MAX)),
             failure: None,
             applied: Vec::new(),
         }
@@ -112,10 +120,14 @@ impl<'s, 'c> MigrationDriver<'s, 'c> {
         (self.on_event)(MigrationEvent::Started(shipped.name()));
         let started = Instant::now();
         let result = if shipped.is_transactional() {
-            self.session
-                .run(&format!("{SESSION_OPTIONS}\nBEGIN TRANSACTION;"))
-                .await
-                .map_err(DeployError::server("starting a migration transaction"))?;
+            let begin = format!(
+                "{}\nCREATE TABLE {MIGRATION_MARKER} (Opened bit NOT NULL);",
+                begin_migration(self.lock_timeout_ms)
+            );
+            if let Err(error) = self.session.run(&begin).await {
+                self.session.roll_back().await;
+                return Err(DeployError::server("starting a migration transaction")(error));
+            }
             self.apply_in_transaction(&shipped).await
         } else {
             self.apply_without_transaction(&shipped).await
@@ -134,11 +146,16 @@ impl<'s, 'c> MigrationDriver<'s, 'c> {
 
     async fn apply_in_transaction(&mut self, shipped: &MigrationSource) -> Result<(), DeployError> {
         let file = format!("migrations/{}", shipped.file());
+        if let Some(step) = upgrade::before(shipped) {
+            let context = format!("preparing the data for {file}");
+            self.session.run(step).await.map_err(DeployError::server(context))?;
+        }
         for (index, batch) in shipped.batches().iter().enumerate() {
             for _ in 0..batch.repeat {
-                self.session.run_batch(&file, index + 1, batch).await?;
+                let ran = self.session.run_batch(&file, index + 1, batch).await;
+                ran.map_err(|e| self.lock_timed_out(e))?;
                 let state = self.session.transaction_state().await?;
-                if let Some(problem) = state.problem_inside_one() {
+                if let Some(problem) = state.problem_inside_migration() {
                     return Err(DeployError::TransactionMisuse {
                         file,
                         batch: index + 1,
@@ -148,7 +165,7 @@ impl<'s, 'c> MigrationDriver<'s, 'c> {
                 }
             }
         }
-        self.record(shipped).await
+        self.record(shipped, true).await
     }
 
     /// Runs a migration marked `-- fencepost: no-transaction` batch by batch
@@ -157,14 +174,18 @@ impl<'s, 'c> MigrationDriver<'s, 'c> {
     async fn apply_without_transaction(&mut self, shipped: &MigrationSource) -> Result<(), DeployError> {
         let file = format!("migrations/{}", shipped.file());
         self.session
-            .run(SESSION_OPTIONS)
+            .run(&format!(
+                "{SESSION_OPTIONS}\nSET LOCK_TIMEOUT {};",
+                self.lock_timeout_ms
+            ))
             .await
             .map_err(DeployError::server("setting the session options"))?;
         let mut done = 0;
         for (index, batch) in shipped.batches().iter().enumerate() {
             let step = async {
                 for _ in 0..batch.repeat {
-                    self.session.run_batch(&file, index + 1, batch).await?;
+                    let ran = self.session.run_batch(&file, index + 1, batch).await;
+                    ran.map_err(|e| lock_timed_out(e, self.lock_timeout_ms))?;
                     let state = self.session.transaction_state().await?;
                     if let Some(problem) = state.problem_outside_any() {
                         return Err(DeployError::TransactionMisuse {
@@ -182,29 +203,65 @@ impl<'s, 'c> MigrationDriver<'s, 'c> {
             }
             done += 1;
         }
-        let recorded = async {
-            self.session
-                .run("BEGIN TRANSACTION;")
-                .await
-                .map_err(DeployError::server("starting a migration transaction"))?;
-            self.record(shipped).await
-        };
+        let recorded = self.record(shipped, false);
         recorded.await.map_err(|cause| partly_applied(shipped, done, cause))
     }
 
-    /// Writes the history row and commits, inside the transaction the
-    /// session is in.
-    async fn record(&mut self, shipped: &MigrationSource) -> Result<(), DeployError> {
+    fn lock_timed_out(&self, error: DeployError) -> DeployError {
+        lock_timed_out(error, self.lock_timeout_ms)
+    }
+
+    /// Writes the history row and commits: inside the migration's
+    /// transaction (dropping the marker with it), or, for a migration that
+    /// ran without one, in a transaction of its own.
+    async fn record(&mut self, shipped: &MigrationSource, in_transaction: bool) -> Result<(), DeployError> {
         let m = shipped.migration();
         let applied_on = OffsetDateTime::now_utc()
             .format(&Rfc3339)
             .map_err(|e| unexpected(&e.to_string()))?;
-        let commit = commit_migration(m.version(), m.name(), &literal(&applied_on), m.checksum());
+        let applied_on = literal(&applied_on);
+        let commit = if in_transaction {
+            let drop_marker = format!("DROP TABLE {MIGRATION_MARKER};\n");
+            commit_migration(m.version(), m.name(), &applied_on, m.checksum(), &drop_marker)
+        } else {
+            format!(
+                "{}\nSET LOCK_TIMEOUT -1;",
+                commit_migration_alone(m.version(), m.name(), &applied_on, m.checksum())
+            )
+        };
         self.session
             .run(&commit)
             .await
             .map(drop)
             .map_err(DeployError::server(format!("recording migration {}", shipped.name())))
+    }
+}
+
+/// The server errors that end a statement whose lock wait exceeded SET
+/// LOCK_TIMEOUT: SQL Server's 1222 ("Lock request time out period
+/// exceeded."), and Babelfish's rendering of PostgreSQL's lock_timeout.
+const LOCK_TIMEOUT_ERRORS: [&str; 2] = [
+    "error 1222: ",
+    "error 33557097: canceling statement due to lock timeout",
+];
+
+/// `error`, as a migration lock timeout when the server ended the batch for
+/// waiting longer than `lock_timeout_ms` for a lock.
+fn lock_timed_out(error: DeployError, lock_timeout_ms: i64) -> DeployError {
+    match error {
+        DeployError::BatchFailed {
+            file,
+            batch,
+            line,
+            message,
+        } if LOCK_TIMEOUT_ERRORS.iter().any(|e| message.starts_with(e)) => DeployError::MigrationLockTimeout {
+            file,
+            batch,
+            line,
+            seconds: lock_timeout_ms as f64 / 1000.0,
+            message,
+        },
+        other => other,
     }
 }
 

@@ -71,6 +71,41 @@ BEGIN
     SELECT CAST(N'Added' AS nvarchar(32)) AS Outcome;
 END;";
 
+/// 1 when the member is the user this session deploys as, or a role that
+/// user is a member of. A deploying user put in a fence role gets that
+/// role's rights, and on SQL Server its DENY on schema `fence`, which
+/// applies to every db_owner member but `dbo` and would fail the deploy's
+/// own reads and writes of the fence tables with error 229.
+const IS_DEPLOYING_USER: &str = "\
+DECLARE @Member sysname = @P1;
+SELECT CAST(CASE
+    WHEN DATABASE_PRINCIPAL_ID(@Member) = DATABASE_PRINCIPAL_ID() THEN 1
+    WHEN EXISTS (SELECT 1 FROM sys.database_principals WHERE name = @Member AND type = 'R')
+         AND IS_ROLEMEMBER(@Member) = 1 THEN 1
+    ELSE 0 END AS int) AS IsDeployingUser;";
+
+/// Refuses, before anything is deployed or granted, a grant that would put
+/// the deploying user (itself, or through a role it is in) in a fence role.
+pub async fn refuse_deploying_user(conn: &mut Connection, grants: &[Grant]) -> Result<(), DeployError> {
+    for grant in grants {
+        let context = format!("checking {} for {}", grant.member, grant.role);
+        let row = conn
+            .query(IS_DEPLOYING_USER, &[&grant.member.as_str()])
+            .await
+            .map_err(DeployError::server(context.clone()))?
+            .into_row()
+            .await
+            .map_err(DeployError::server(context))?;
+        if row.and_then(|r| r.get::<i32, usize>(0)) == Some(1) {
+            return Err(DeployError::GrantToDeployingUser {
+                member: grant.member.clone(),
+                role: grant.role.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Ensures each membership, in order, one round trip each. A user that does
 /// not exist stops with an error naming it; memberships added before it stay.
 pub async fn ensure_members(conn: &mut Connection, grants: &[Grant]) -> Result<Vec<GrantOutcome>, DeployError> {

@@ -19,11 +19,21 @@ use super::sources::Sources;
 use super::state::{HISTORY_TABLE, ServerState, read_state};
 use super::statements::{begin_procedure_deploy, commit_procedure, drop_retired_procedure};
 
+/// How long a migration's statement waits for a lock unless told otherwise:
+/// long enough for the short transactions of fence calls, short enough that
+/// traffic queued behind a schema change waits seconds, not minutes.
+pub const DEFAULT_MIGRATION_LOCK_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// How to run a deploy.
 #[derive(Clone, Debug)]
 pub struct MigrateOptions {
     /// How long to wait for another deployment to finish.
     pub lock_timeout: Duration,
+    /// How long each statement of a migration waits for a lock (`SET
+    /// LOCK_TIMEOUT`) before the migration fails and is rolled back: a
+    /// caller's open transaction on a fence table then fails the deploy
+    /// instead of queueing every fence call behind the migration's wait.
+    pub migration_lock_timeout: Duration,
     /// Show the plan and change nothing.
     pub dry_run: bool,
     /// Redeploy shipped procedures altered on the server (drift) instead of
@@ -35,6 +45,7 @@ impl Default for MigrateOptions {
     fn default() -> Self {
         Self {
             lock_timeout: Duration::from_secs(60),
+            migration_lock_timeout: DEFAULT_MIGRATION_LOCK_TIMEOUT,
             dry_run: false,
             overwrite_drift: false,
         }
@@ -176,7 +187,7 @@ async fn deploy_locked(
 
     let mut after_migrations = plan.clone();
     if plan.pending_migrations().next().is_some() {
-        apply_migrations(session, sources, done, on_progress).await?;
+        apply_migrations(session, sources, options, done, on_progress).await?;
         // A migration may have dropped or altered a shipped procedure (to
         // change a type it depends on): plan procedures from what is there now.
         after_migrations = Plan::new(sources, &read_state(session, shipped).await?);
@@ -215,6 +226,7 @@ async fn deploy_locked(
 async fn apply_migrations(
     session: &mut Session<'_>,
     sources: &Sources,
+    options: &MigrateOptions,
     done: &mut Committed,
     on_progress: &mut (dyn FnMut(Progress) + Send),
 ) -> Result<(), DeployError> {
@@ -223,7 +235,12 @@ async fn apply_migrations(
         MigrationEvent::Committed { name, seconds } => on_progress(Progress::MigrationCommitted(name, seconds)),
     };
     let migrations: Vec<refinery::Migration> = sources.migrations().iter().map(|m| m.migration().clone()).collect();
-    let mut driver = MigrationDriver::new(session, sources.migrations(), &mut forward);
+    let mut driver = MigrationDriver::new(
+        session,
+        sources.migrations(),
+        options.migration_lock_timeout,
+        &mut forward,
+    );
     let mut runner = refinery::Runner::new(&migrations)
         .set_abort_divergent(true)
         .set_abort_missing(true);

@@ -36,15 +36,16 @@ mod session;
 mod sources;
 mod state;
 mod statements;
+mod upgrade;
 
 pub use babelfish_postgres::render as render_babelfish_postgres_script;
 pub use batch::{BadSeparator, Batch, split_batches};
 pub use contract_version::read_contract_version;
 pub use definition::{definition_diff, read_definition};
 pub use error::{DeployError, LockHolder, SourceError};
-pub use grants::{FENCE_ROLES, Grant, GrantOutcome, ensure_members};
+pub use grants::{FENCE_ROLES, Grant, GrantOutcome, ensure_members, refuse_deploying_user};
 pub use history::{DeployHistory, Deployment, read_history, record_deployment};
-pub use migrate::{MigrateOptions, Progress, migrate};
+pub use migrate::{DEFAULT_MIGRATION_LOCK_TIMEOUT, MigrateOptions, Progress, migrate};
 pub use migration::MigrationSource;
 pub use plan::{MigrationState, MigrationStatus, Plan, ProcedureState, ProcedureStatus};
 pub use procedure::{PROCEDURE_SCHEMAS, ProcedureSource};

@@ -9,14 +9,17 @@ use std::fmt::Write;
 
 use super::batch::Batch;
 use super::history::record_deployment;
+use super::migrate::DEFAULT_MIGRATION_LOCK_TIMEOUT;
 use super::migration::MigrationSource;
 use super::procedure::ProcedureSource;
 use super::script_guard;
 use super::sources::{ScriptSource, Sources};
 use super::state::HISTORY_TABLE;
 use super::statements::{
-    SESSION_OPTIONS, bootstrap, commit_migration, commit_procedure, in_runner_transaction, outside_any_transaction,
+    SESSION_OPTIONS, begin_migration, bootstrap, commit_migration, commit_migration_alone, commit_procedure,
+    in_migration_transaction, outside_any_transaction,
 };
+use super::upgrade;
 use crate::tsql::literal;
 
 /// A fixed timestamp for history rows written by scripts is wrong; the server
@@ -123,6 +126,7 @@ fn stop_at_first_error(body: &str) -> String {
         "BEGIN TRY
 {body}END TRY
 BEGIN CATCH
+    SET IMPLICIT_TRANSACTIONS OFF;
     IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
     THROW;
 END CATCH;
@@ -151,18 +155,30 @@ fn execs(batches: &[Batch], between: &str) -> String {
 fn render_migration(out: &mut String, sources: &Sources, migration: &MigrationSource, earlier: &[i32]) {
     let m = migration.migration();
     let what = format!("migration {}", migration.name());
-    let commit = commit_migration(m.version(), m.name(), SERVER_NOW_RFC3339, m.checksum());
+    let lock_timeout_ms = DEFAULT_MIGRATION_LOCK_TIMEOUT.as_millis();
     let (note, body) = if migration.is_transactional() {
-        // The commit's own check follows the last batch.
+        // As under `migrate`: two levels deep and IMPLICIT_TRANSACTIONS on,
+        // so that a COMMIT or ROLLBACK in a batch commits nothing. The
+        // commit's own check follows the last batch.
+        let commit = commit_migration(m.version(), m.name(), SERVER_NOW_RFC3339, m.checksum(), "");
+        let check = in_migration_transaction(&what);
+        let before = upgrade::before(migration).map_or(String::new(), |step| {
+            format!(
+                "-- before the migration: see src/deploy/upgrade.rs\nEXEC ({});\n{check}",
+                literal(step)
+            )
+        });
         let body = format!(
-            "{}{commit}\n",
-            execs(migration.batches(), &in_runner_transaction(&what))
+            "{}\n{before}{}{commit}\n",
+            begin_migration(i64::try_from(lock_timeout_ms).unwrap_or(i64::MAX)),
+            execs(migration.batches(), &check)
         );
-        ("", all_or_nothing(&body))
+        ("", stop_at_first_error(&body))
     } else {
         let check = outside_any_transaction(&what);
+        let commit = commit_migration_alone(m.version(), m.name(), SERVER_NOW_RFC3339, m.checksum());
         let body = format!(
-            "{}{check}BEGIN TRANSACTION;\n{commit}\n",
+            "SET LOCK_TIMEOUT {lock_timeout_ms};\n{}{check}{commit}\nSET LOCK_TIMEOUT -1;\n",
             execs(migration.batches(), &check)
         );
         (" (runs without a transaction)", stop_at_first_error(&body))
@@ -315,11 +331,47 @@ mod tests {
         let script = render(&sources);
         for m in sources.migrations() {
             let batch = section_of(&script, &format!("-- migrations/{}", m.file()));
-            let checks = batch.matches("IF @@TRANCOUNT <> 1 OR XACT_STATE() <> 1").count();
+            let checks = batch
+                .matches("IF @@TRANCOUNT <> 2 OR XACT_STATE() <> 1 OR (@@OPTIONS & 2) = 0")
+                .count();
+            let steps = usize::from(upgrade::before(m).is_some());
             let runs: usize = m.batches().iter().map(|b| b.repeat as usize).sum();
-            assert_eq!(checks, runs, "{batch}");
+            assert_eq!(checks, runs + steps, "{batch}");
             assert!(batch.contains("BEGIN CATCH"), "{batch}");
         }
+    }
+
+    #[test]
+    fn a_stray_commit_or_rollback_in_a_migration_commits_nothing_of_it_in_the_script() {
+        let text = "CREATE TABLE dbo.A (Id int);\nGO\nCOMMIT;\nGO\nROLLBACK;\nCREATE TABLE dbo.B (Id int);\n";
+        let sources =
+            Sources::from_files(vec![("V1__a.sql".into(), text.as_bytes().to_vec())], vec![], vec![]).unwrap();
+        let batch = section_of(&render(&sources), "-- migrations/V1__a.sql");
+        // Two levels, then implicit transactions, before the first batch runs:
+        // a COMMIT in a batch only lowers the count, and what follows a
+        // ROLLBACK opens a transaction of its own instead of autocommitting.
+        let order = [
+            "BEGIN TRY",
+            "BEGIN TRANSACTION;\nBEGIN TRANSACTION;\nSET IMPLICIT_TRANSACTIONS ON;\nSET LOCK_TIMEOUT 5000;",
+            "EXEC (N'CREATE TABLE dbo.A",
+            "IF @@TRANCOUNT <> 2",
+            "EXEC (N'COMMIT;')",
+            "IF @@TRANCOUNT <> 2",
+            "EXEC (N'ROLLBACK;",
+            "IF @@TRANCOUNT <> 2",
+            "INSERT INTO fence.SchemaHistory",
+            "SET IMPLICIT_TRANSACTIONS OFF;\nCOMMIT TRANSACTION;\nCOMMIT TRANSACTION;",
+            "BEGIN CATCH",
+            "SET IMPLICIT_TRANSACTIONS OFF;\n    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;\n    THROW;",
+        ];
+        let mut at = 0;
+        for part in order {
+            let found = batch[at..]
+                .find(part)
+                .unwrap_or_else(|| panic!("{part} out of order in:\n{batch}"));
+            at += found + part.len();
+        }
+        assert_eq!(batch.matches("COMMIT TRANSACTION;").count(), 2, "{batch}");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::connection::Connection;
 
 use super::batch::Batch;
 use super::error::DeployError;
-use super::statements::TRANSACTION_STATE;
+use super::statements::{MIGRATION_DEPTH, MIGRATION_MARKER, TRANSACTION_STATE};
 
 /// A session's transactions, as `@@TRANCOUNT`, `XACT_STATE()` and
 /// IMPLICIT_TRANSACTIONS show them.
@@ -20,6 +20,10 @@ pub struct TransactionState {
     pub xact_state: i32,
     /// Whether IMPLICIT_TRANSACTIONS is on.
     pub implicit: bool,
+    /// Whether the runner's migration marker exists: created inside a
+    /// migration's transaction, it is gone when that transaction rolled back
+    /// and stays when it committed.
+    pub marker: bool,
 }
 
 impl TransactionState {
@@ -35,28 +39,49 @@ impl TransactionState {
         }
     }
 
-    /// What is wrong, for a batch that should have left the session inside
-    /// exactly one committable transaction with IMPLICIT_TRANSACTIONS off.
-    pub fn problem_inside_one(&self) -> Option<String> {
-        if self.open == 0 {
-            Some(
-                "it ended outside the transaction the runner opened (@@TRANCOUNT 0: it committed or rolled \
-                 back, as a ROLLBACK in a CATCH that does not rethrow does); what it ran after that committed \
-                 on its own"
-                    .into(),
-            )
-        } else if self.open > 1 {
+    /// What is wrong, for a batch of a migration: it must leave the session
+    /// as [`begin_migration`](super::statements::begin_migration) did, in
+    /// the runner's transaction `MIGRATION_DEPTH` levels deep, committable,
+    /// with IMPLICIT_TRANSACTIONS on. Whatever the answer, the runner rolls
+    /// back what is still open.
+    pub fn problem_inside_migration(&self) -> Option<String> {
+        let depth = MIGRATION_DEPTH;
+        let open = self.open;
+        if open == 0 && self.marker {
             Some(format!(
-                "it left a transaction of its own open (@@TRANCOUNT {})",
-                self.open
+                "it committed the transaction the runner opened (@@TRANCOUNT 0 after it, {depth} before: it ran \
+                 as many COMMITs as transactions were open, e.g. `WHILE @@TRANCOUNT > 0 COMMIT`), so it \
+                 committed what the migration ran before it, which stays: remove the COMMIT and undo that \
+                 work by hand"
+            ))
+        } else if open < depth {
+            let ended = if self.marker {
+                "a COMMIT of its own, or of a procedure it called, lowered it"
+            } else {
+                "a ROLLBACK of its own, or of a procedure it called, ended it, as a ROLLBACK in a CATCH that \
+                 does not rethrow does; what ran after it opened a transaction of its own \
+                 (IMPLICIT_TRANSACTIONS is on)"
+            };
+            Some(format!(
+                "it ended the transaction the runner opened (@@TRANCOUNT {open} after it, {depth} before: \
+                 {ended}); the runner rolled the whole migration back, so nothing of it is kept"
+            ))
+        } else if open > depth {
+            Some(format!(
+                "it left a transaction of its own open (@@TRANCOUNT {open}, the runner's is {depth}); the \
+                 runner rolled the whole migration back"
             ))
         } else if self.xact_state != 1 {
             Some(format!(
                 "it left the transaction unable to commit (XACT_STATE() {}: an error was caught and not rethrown)",
                 self.xact_state
             ))
-        } else if self.implicit {
-            Some("it turned IMPLICIT_TRANSACTIONS on".into())
+        } else if !self.implicit {
+            Some(
+                "it turned IMPLICIT_TRANSACTIONS off, which the runner keeps on during a migration so that \
+                 nothing after a stray ROLLBACK commits on its own"
+                    .into(),
+            )
         } else {
             None
         }
@@ -138,6 +163,7 @@ impl<'c> Session<'c> {
             open: int(0),
             xact_state: int(1),
             implicit: int(2) != 0,
+            marker: int(3) != 0,
         })
     }
 
@@ -151,11 +177,20 @@ impl<'c> Session<'c> {
         self.run_script(file, std::slice::from_ref(&batch)).await
     }
 
-    /// Rolls back whatever transaction a failed batch left open. Errors are
-    /// ignored: the batch's own error is the one worth reporting, and with
-    /// XACT_ABORT the server has usually rolled back already.
+    /// Rolls back whatever transaction a failed batch left open, and undoes
+    /// what a migration's transaction set: implicit transactions, the lock
+    /// timeout, the marker (which only a batch's own commit leaves behind).
+    /// Errors are ignored: the batch's own error is the one worth reporting,
+    /// and with XACT_ABORT the server has usually rolled back already.
     pub async fn roll_back(&mut self) {
-        let _ = self.run("IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;").await;
+        let _ = self
+            .run(&format!(
+                "SET IMPLICIT_TRANSACTIONS OFF;
+IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;
+SET LOCK_TIMEOUT -1;
+IF OBJECT_ID(N'tempdb..{MIGRATION_MARKER}') IS NOT NULL DROP TABLE {MIGRATION_MARKER};"
+            ))
+            .await;
     }
 }
 

@@ -87,9 +87,71 @@ SELECT @OpenTransactions AS OpenTransactions;",
 }
 
 /// The session's transaction state as one row of ints: `@@TRANCOUNT`,
-/// `XACT_STATE()`, and whether IMPLICIT_TRANSACTIONS is on (2) or off (0).
-pub const TRANSACTION_STATE: &str =
-    "SELECT CAST(@@TRANCOUNT AS int), CAST(XACT_STATE() AS int), CAST(@@OPTIONS & 2 AS int);";
+/// `XACT_STATE()`, whether IMPLICIT_TRANSACTIONS is on (2) or off (0), and
+/// whether the [`MIGRATION_MARKER`] exists (1) or not (0). None of it reads a
+/// table, so it opens no implicit transaction ([IMPL]: "SELECT statements
+/// that do not select from a table do not start implicit transactions").
+pub const TRANSACTION_STATE: &str = "SELECT CAST(@@TRANCOUNT AS int), CAST(XACT_STATE() AS int), \
+CAST(@@OPTIONS & 2 AS int), CASE WHEN OBJECT_ID(N'tempdb..#FencepostMigration') IS NULL THEN 0 ELSE 1 END;";
+
+/// A temporary table the runner creates inside each migration's
+/// transaction. A rollback removes it, a commit keeps it: when a batch has
+/// ended the runner's transaction, it says which of the two ended it.
+pub const MIGRATION_MARKER: &str = "#FencepostMigration";
+
+/// How deep the runner nests a migration's transaction: a batch (or a
+/// procedure it calls) that runs a COMMIT of its own only lowers the count.
+/// [COMMIT] "When used in nested transactions, commits of the inner
+/// transactions don't free resources or make their modifications permanent.
+/// The data modifications are made permanent and resources freed only when
+/// the outer transaction is committed. Each COMMIT TRANSACTION issued when
+/// @@TRANCOUNT is greater than one simply decrements @@TRANCOUNT by 1."
+pub const MIGRATION_DEPTH: i32 = 2;
+
+/// Opens a migration's transaction, `MIGRATION_DEPTH` levels deep, then
+/// turns IMPLICIT_TRANSACTIONS on, so that whatever a batch runs after a
+/// ROLLBACK of its own opens a transaction the runner then rolls back
+/// instead of autocommitting. [IMPL] "When ON, the system is in implicit
+/// transaction mode. This means that if @@TRANCOUNT = 0, any of the
+/// following Transact-SQL statements begins a new transaction" (ALTER TABLE,
+/// CREATE, DROP, INSERT, UPDATE, DELETE, GRANT, ... among them). The option
+/// is turned on after the BEGINs: with it on, "an explicit BEGIN TRANSACTION
+/// will start two nested transactions" (the SQL Server 2012 page), which
+/// would make the depth depend on the order. Each statement of the
+/// migration waits at most `lock_timeout_ms` for a lock (SET LOCK_TIMEOUT:
+/// "When a wait for a lock exceeds the timeout value, an error is returned",
+/// error 1222), so a caller's long transaction on a fence table fails the
+/// deploy instead of queueing every call behind the migration's Sch-M wait.
+pub fn begin_migration(lock_timeout_ms: i64) -> String {
+    format!(
+        "{SESSION_OPTIONS}
+BEGIN TRANSACTION;
+BEGIN TRANSACTION;
+SET IMPLICIT_TRANSACTIONS ON;
+SET LOCK_TIMEOUT {lock_timeout_ms};"
+    )
+}
+
+/// Throws unless the session is inside the migration's transaction as
+/// [`begin_migration`] left it: `MIGRATION_DEPTH` levels, committable,
+/// IMPLICIT_TRANSACTIONS on. It follows every batch of a migration in the
+/// script, and opens the batch that records the migration.
+pub(crate) fn in_migration_transaction(what: &str) -> String {
+    let message = literal(&format!(
+        "not recording {what}: a batch of it ended the transaction the deploy opened for it (a COMMIT or \
+         ROLLBACK of its own), left it unable to commit, or turned IMPLICIT_TRANSACTIONS off"
+    ));
+    format!(
+        "IF @@TRANCOUNT <> {MIGRATION_DEPTH} OR XACT_STATE() <> 1 OR (@@OPTIONS & 2) = 0\n    THROW 50190, {message}, 1;\n"
+    )
+}
+
+/// Ends a migration's transaction: IMPLICIT_TRANSACTIONS off, one COMMIT
+/// per level, and no lock timeout for what the deploy runs next.
+const END_MIGRATION: &str = "SET IMPLICIT_TRANSACTIONS OFF;
+COMMIT TRANSACTION;
+COMMIT TRANSACTION;
+SET LOCK_TIMEOUT -1;";
 
 /// Throws unless the session is inside exactly one transaction, the one the
 /// runner opened, that can still commit, with IMPLICIT_TRANSACTIONS off. It
@@ -125,10 +187,21 @@ pub fn commit_procedure(procedure: &ProcedureSource) -> String {
 }
 
 /// Records a migration in the history and commits it, if and only if the
-/// migration's transaction is intact.
-pub fn commit_migration(version: i32, name: &str, applied_on_sql: &str, checksum: u64) -> String {
+/// migration's transaction is intact (see [`begin_migration`]). `before`
+/// runs after the check, inside the transaction.
+pub fn commit_migration(version: i32, name: &str, applied_on_sql: &str, checksum: u64, before: &str) -> String {
     format!(
-        "{}{}\nCOMMIT TRANSACTION;",
+        "{}{before}{}\n{END_MIGRATION}",
+        in_migration_transaction(&format!("migration V{version}__{name}")),
+        record_migration(version, name, applied_on_sql, checksum)
+    )
+}
+
+/// What a migration run without a transaction records itself with: one
+/// transaction of its own, checked, around the history row.
+pub fn commit_migration_alone(version: i32, name: &str, applied_on_sql: &str, checksum: u64) -> String {
+    format!(
+        "BEGIN TRANSACTION;\n{}{}\nCOMMIT TRANSACTION;",
         in_runner_transaction(&format!("migration V{version}__{name}")),
         record_migration(version, name, applied_on_sql, checksum)
     )
@@ -210,12 +283,28 @@ mod tests {
 
     #[test]
     fn a_migration_is_recorded_only_after_its_transaction_is_checked() {
-        let commit = commit_migration(2, "b", "N'now'", 7);
-        let guard = commit.find("IF @@TRANCOUNT <> 1 OR XACT_STATE() <> 1 OR (@@OPTIONS & 2) <> 0\n    THROW 50190");
+        let commit = commit_migration(2, "b", "N'now'", 7, "");
+        let guard = commit.find("IF @@TRANCOUNT <> 2 OR XACT_STATE() <> 1 OR (@@OPTIONS & 2) = 0\n    THROW 50190");
         let insert = commit.find("INSERT INTO fence.SchemaHistory");
+        let implicit_off = commit.find("SET IMPLICIT_TRANSACTIONS OFF;");
         let commit_at = commit.find("COMMIT TRANSACTION;");
-        assert!(guard < insert && insert < commit_at && guard.is_some(), "{commit}");
+        assert!(
+            guard.is_some() && guard < insert && insert < implicit_off && implicit_off < commit_at,
+            "{commit}"
+        );
+        assert_eq!(commit.matches("COMMIT TRANSACTION;").count(), 2, "{commit}");
         assert!(commit.contains("not recording migration V2__b"), "{commit}");
+    }
+
+    #[test]
+    fn a_migration_transaction_is_two_levels_deep_before_implicit_transactions_go_on() {
+        let begin = begin_migration(5000);
+        let first = begin.find("BEGIN TRANSACTION;").unwrap();
+        let second = begin[first + 1..].find("BEGIN TRANSACTION;").map(|i| i + first + 1);
+        let implicit = begin.find("SET IMPLICIT_TRANSACTIONS ON;");
+        assert!(second.is_some() && second < implicit, "{begin}");
+        assert!(begin.starts_with(SESSION_OPTIONS), "{begin}");
+        assert!(begin.ends_with("SET LOCK_TIMEOUT 5000;"), "{begin}");
     }
 
     #[test]
