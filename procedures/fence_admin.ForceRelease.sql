@@ -51,8 +51,28 @@ BEGIN
     -- and "The only lock held until the end of transaction is the single X
     -- lock on the TID resource" (Optimized locking). A column set to its own
     -- value modifies nothing, and whether that stamps the row is undocumented.
-    UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @ResourceKey;
-    SET @Fenced = @@ROWCOUNT;
+    --
+    -- The wait for that lock is bounded, as in Acquire: behind a holder whose
+    -- transaction stays open, the operator gets an error instead of a hang
+    -- (SQL Server: 50129; Babelfish: its uncatchable "canceling statement due
+    -- to lock timeout"), and `fencepost lease force-release` names the
+    -- blocking session and can end it (--kill-blocker).
+    SET LOCK_TIMEOUT 5000;
+    IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
+    BEGIN
+        UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @ResourceKey;
+        SET @Fenced = @@ROWCOUNT;
+    END;
+    ELSE
+    BEGIN TRY
+        UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @ResourceKey;
+        SET @Fenced = @@ROWCOUNT;
+    END TRY
+    BEGIN CATCH
+        IF ERROR_NUMBER() <> 1222
+            THROW;
+        THROW 50129, N'The fence row is held by another session''s open transaction: waited 5 seconds for it.', 1;
+    END CATCH;
     SET @Now = SYSUTCDATETIME();
 
     -- A holder's tenure ends here: ForceReleased while it was live, Expired

@@ -63,8 +63,50 @@ BEGIN
     -- and "The only lock held until the end of transaction is the single X
     -- lock on the TID resource" (Optimized locking). A column set to its own
     -- value modifies nothing, and whether that stamps the row is undocumented.
-    UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @ResourceKey;
-    SET @Found = @@ROWCOUNT;
+    --
+    -- The wait for that lock is bounded: a holder's transaction left open (a
+    -- frozen process, a client that never commits) must not stall its
+    -- successor past the lease's end without an answer. SET LOCK_TIMEOUT set
+    -- here reverts when the procedure returns ("If a SET statement runs in a
+    -- stored procedure or trigger, the value of the SET option is restored
+    -- after control is returned", SET statements). On SQL Server the timeout
+    -- (error 1222) answers Busy with the holder's committed expiry when the
+    -- call runs on its own, and throws 50129 inside a caller's transaction,
+    -- which that error has doomed. Babelfish's lock timeout ("canceling
+    -- statement due to lock timeout") cannot be caught by TRY...CATCH, so
+    -- there it reaches the caller as that error, after the same bound.
+    SET LOCK_TIMEOUT 5000;
+    IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
+    BEGIN
+        UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @ResourceKey;
+        SET @Found = @@ROWCOUNT;
+    END;
+    ELSE
+    BEGIN TRY
+        UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @ResourceKey;
+        SET @Found = @@ROWCOUNT;
+    END TRY
+    BEGIN CATCH
+        IF ERROR_NUMBER() <> 1222
+            THROW;
+        IF @@TRANCOUNT > 1 OR (@@OPTIONS & 2) = 2
+            THROW 50129, N'The fence row is held by another session''s open transaction: waited 5 seconds for it.', 1;
+        ROLLBACK TRANSACTION;
+        -- The committed expiry, when it can be read without waiting again
+        -- (under READ_COMMITTED_SNAPSHOT, Azure SQL Database's default).
+        SET LOCK_TIMEOUT 0;
+        BEGIN TRY
+            SELECT @HolderUntil = LeaseUntilUtc FROM fence.Resource WHERE ResourceKey = @ResourceKey;
+        END TRY
+        BEGIN CATCH
+            IF ERROR_NUMBER() <> 1222
+                THROW;
+            THROW 50129, N'The fence row is held by another session''s open transaction: waited 5 seconds for it.', 1;
+        END CATCH;
+        SELECT CAST(N'Busy' AS nvarchar(32)) AS Outcome, CAST(NULL AS bigint) AS Generation,
+               @HolderUntil AS LeaseUntilUtc, SYSUTCDATETIME() AS ServerUtc;
+        RETURN;
+    END CATCH;
     SET @Now = SYSUTCDATETIME();
     SET @Until = DATEADD(SECOND, @LeaseSeconds, @Now);
 
