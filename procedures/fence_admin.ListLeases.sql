@@ -34,6 +34,9 @@ BEGIN
         THROW 50122, N'@MaxRows must be 1 to 100000.', 1;
 
     DECLARE @Now datetime2(7) = SYSUTCDATETIME();
+    -- A prefix longer than any key matches none; cut to 257 characters it
+    -- still matches none, and its escaped pattern stays short.
+    SET @Prefix = LEFT(@Prefix, 257);
     -- The prefix matches literally: LIKE neither pads trailing spaces ("The
     -- only exception to this rule is the LIKE predicate", KB 316626) nor counts
     -- characters, and its wildcards are escaped here. A LIKE whose pattern
