@@ -2,8 +2,9 @@
 GRANT EXECUTE ON fence_admin.ForceRelease TO fence_operator;
 -- Operators list resources and their leases (never the owners).
 GRANT EXECUTE ON fence_admin.ListLeases TO fence_operator;
--- Operators read a resource's tenure history (owners only as hashes), keep it
--- bounded, and raise every generation after a restore.
+-- Operators read a resource's tenure history (owners only as hashes).
 GRANT EXECUTE ON fence_admin.LeaseHistory TO fence_operator;
-GRANT EXECUTE ON fence_admin.PruneTenure TO fence_operator;
-GRANT EXECUTE ON fence_admin.Recover TO fence_operator;
+-- Pruning the history and recovering after a restore belong to
+-- fence_recovery (045); deploys before that granted them here.
+REVOKE EXECUTE ON fence_admin.PruneTenure FROM fence_operator;
+REVOKE EXECUTE ON fence_admin.Recover FROM fence_operator;

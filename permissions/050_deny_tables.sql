@@ -5,4 +5,4 @@
 -- skipped; `fencepost check` reports what that engine cannot show.
 IF SERVERPROPERTY(N'Babelfish') IS NULL
     EXEC (N'DENY SELECT, INSERT, UPDATE, DELETE, ALTER, CONTROL, TAKE OWNERSHIP, REFERENCES
-                ON SCHEMA::fence TO fence_service, fence_reader, fence_operator;');
+                ON SCHEMA::fence TO fence_service, fence_reader, fence_operator, fence_recovery;');

@@ -2,15 +2,29 @@
 -- key starts with @Prefix, in key order, at most @MaxRows of them; with
 -- @HeldOnly = 1 only those whose lease is held now (server clock). Like
 -- Inspect, it never returns an owner: owner and generation together are what
--- a publish presents.
+-- a publish presents. @After (optional) pages: only keys after it, so the
+-- next page starts after the last key of this one.
 CREATE PROCEDURE fence_admin.ListLeases
     @Prefix   nvarchar(4000) = N'',
     @HeldOnly bit = 0,
-    @MaxRows  int = 1000
+    @MaxRows  int = 1000,
+    @After    nvarchar(4000) = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
     SET XACT_ABORT ON;
+    -- Decide under READ COMMITTED whatever isolation level the caller chose (a
+    -- SET inside a procedure reverts when it returns). Babelfish refuses this SET
+    -- in any call whose level differs, and its READ UNCOMMITTED reads only
+    -- committed rows anyway. Inside a caller's transaction (explicit, or one
+    -- implicit-transaction mode opens), first touch data at the caller's level,
+    -- so that a SNAPSHOT transaction starts as SNAPSHOT: "A transaction starts
+    -- the first time it accesses data" (see fence.Anchor, migration V4).
+    DECLARE @Anchor int;
+    IF SERVERPROPERTY(N'Babelfish') IS NULL AND (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
+        SELECT @Anchor = COUNT(*) FROM fence.Anchor;
+    IF SERVERPROPERTY(N'Babelfish') IS NULL
+        SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 
     IF @Prefix IS NULL
         THROW 50120, N'@Prefix must not be NULL (an empty prefix lists every resource).', 1;
@@ -20,8 +34,15 @@ BEGIN
         THROW 50122, N'@MaxRows must be 1 to 100000.', 1;
 
     DECLARE @Now datetime2(7) = SYSUTCDATETIME();
-    -- LEN ignores trailing spaces; the "." keeps them counted.
-    DECLARE @PrefixLength int = LEN(@Prefix + N'.') - 1;
+    -- A prefix longer than any key matches none; cut to 257 characters it
+    -- still matches none, and its escaped pattern stays short.
+    SET @Prefix = LEFT(@Prefix, 257);
+    -- The prefix matches literally: LIKE neither pads trailing spaces ("The
+    -- only exception to this rule is the LIKE predicate", KB 316626) nor counts
+    -- characters, and its wildcards are escaped here. A LIKE whose pattern
+    -- starts with a constant prefix can seek the key index.
+    DECLARE @Pattern nvarchar(max) =
+        REPLACE(REPLACE(REPLACE(REPLACE(@Prefix, N'\', N'\\'), N'%', N'\%'), N'_', N'\_'), N'[', N'\[') + N'%';
 
     -- COLLATE names the key column's own collation: Babelfish cannot choose one
     -- for a comparison inside an expression.
@@ -34,7 +55,8 @@ BEGIN
            r.PublishedGeneration,
            @Now AS ServerUtc
       FROM fence.Resource AS r
-     WHERE SUBSTRING(r.ResourceKey, 1, @PrefixLength) = @Prefix COLLATE Latin1_General_100_BIN2
+     WHERE r.ResourceKey LIKE @Pattern COLLATE Latin1_General_100_BIN2 ESCAPE N'\'
+       AND (@After IS NULL OR r.ResourceKey > @After COLLATE Latin1_General_100_BIN2)
        AND (@HeldOnly = 0 OR (r.Owner IS NOT NULL AND r.LeaseUntilUtc > @Now))
      ORDER BY r.ResourceKey;
 END;

@@ -21,7 +21,13 @@ BEGIN
     -- Decide under READ COMMITTED whatever isolation level the caller chose (a
     -- SET inside a procedure reverts when it returns). Babelfish refuses this SET
     -- in any call whose level differs, and its READ UNCOMMITTED reads only
-    -- committed rows anyway.
+    -- committed rows anyway. Inside a caller's transaction (explicit, or one
+    -- implicit-transaction mode opens), first touch data at the caller's level,
+    -- so that a SNAPSHOT transaction starts as SNAPSHOT: "A transaction starts
+    -- the first time it accesses data" (see fence.Anchor, migration V4).
+    DECLARE @Anchor int;
+    IF SERVERPROPERTY(N'Babelfish') IS NULL AND (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
+        SELECT @Anchor = COUNT(*) FROM fence.Anchor;
     IF SERVERPROPERTY(N'Babelfish') IS NULL
         SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 
@@ -38,11 +44,40 @@ BEGIN
     DECLARE @EpochSize bigint = 1099511627776;
     DECLARE @Now datetime2(7), @Highest bigint, @NewFloor bigint, @Voided int;
 
+    DECLARE @Lock int, @RecoverLock nvarchar(255) = N'fencepost:recover:' + DB_NAME(),
+            @DeployLock nvarchar(255) = N'fencepost:deploy:' + DB_NAME(), @Rows bigint;
+
     BEGIN TRANSACTION;
 
-    -- Every row locked first, so no acquisition slips in between reading the
-    -- highest generation and raising it.
-    UPDATE fence.Resource SET Generation = Generation;
+    -- One recovery at a time, also on an empty table (two runs of one
+    -- @RecoveryId: the second answers AlreadyRecovered, never a duplicate key),
+    -- and none while a first Provision is under way: Provision holds this lock
+    -- shared while it reads the floor and inserts, so a key created during a
+    -- recovery starts at or above its floor. Application locks are
+    -- database-scoped on SQL Server and server-wide on Babelfish, hence the
+    -- database name. The deploy lock keeps a deploy from recording the
+    -- database identity in the middle of a recovery that records it too.
+    EXEC @Lock = sp_getapplock @Resource = @RecoverLock, @LockMode = N'Exclusive', @LockOwner = N'Transaction';
+    IF @Lock < 0
+        THROW 50127, N'Recover could not take the recovery lock (sp_getapplock answered a timeout or deadlock).', 1;
+    EXEC @Lock = sp_getapplock @Resource = @DeployLock, @LockMode = N'Exclusive', @LockOwner = N'Transaction';
+    IF @Lock < 0
+        THROW 50127, N'Recover could not take the deploy lock: a deploy of this database is running.', 1;
+
+    -- Then the whole table, in one lock taken up front: it waits for every
+    -- transaction that holds a fence row instead of deadlocking with one that
+    -- asks for a second row after Recover locked it, no key can be inserted
+    -- under it, and no row locks accumulate towards escalation. "TABLOCK ...
+    -- The lock is held until the end of the statement. However, if you also
+    -- specify HOLDLOCK, the lock is held until the end of the transaction"
+    -- (Table hints); optimized locking "has no effect on other kinds of
+    -- database and object locks" (Optimized locking). Babelfish ignores table
+    -- hints, so there every row is locked by an update that changes it (see
+    -- Acquire), and the application lock above keeps Provision out.
+    IF SERVERPROPERTY(N'Babelfish') IS NULL
+        SELECT @Rows = COUNT_BIG(*) FROM fence.Resource WITH (TABLOCKX, HOLDLOCK);
+    ELSE
+        UPDATE fence.Resource SET LockCount = LockCount + 1;
     SET @Now = SYSUTCDATETIME();
 
     IF EXISTS (SELECT 1 FROM fence.Recovery WHERE RecoveryId = @RecoveryId)

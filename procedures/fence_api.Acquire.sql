@@ -13,7 +13,13 @@ BEGIN
     -- Decide under READ COMMITTED whatever isolation level the caller chose (a
     -- SET inside a procedure reverts when it returns). Babelfish refuses this SET
     -- in any call whose level differs, and its READ UNCOMMITTED reads only
-    -- committed rows anyway.
+    -- committed rows anyway. Inside a caller's transaction (explicit, or one
+    -- implicit-transaction mode opens), first touch data at the caller's level,
+    -- so that a SNAPSHOT transaction starts as SNAPSHOT: "A transaction starts
+    -- the first time it accesses data" (see fence.Anchor, migration V4).
+    DECLARE @Anchor int;
+    IF SERVERPROPERTY(N'Babelfish') IS NULL AND (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
+        SELECT @Anchor = COUNT(*) FROM fence.Anchor;
     IF SERVERPROPERTY(N'Babelfish') IS NULL
         SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 
@@ -48,8 +54,59 @@ BEGIN
 
     -- Lock the row before reading the clock: a call that waited for another
     -- session's lock is judged at the moment it got the row, not when it was sent.
-    UPDATE fence.Resource SET Generation = Generation WHERE ResourceKey = @ResourceKey;
-    SET @Found = @@ROWCOUNT;
+    -- The lock is an update that really changes the row (LockCount, migration
+    -- V4), so it lasts until the transaction ends on every engine: "A
+    -- transaction always gets an exclusive lock on any data it modifies, and
+    -- holds that lock until the transaction completes, regardless of the
+    -- isolation level" (SET TRANSACTION ISOLATION LEVEL); under optimized
+    -- locking "Every transaction modifying a row stamps that row with its TID"
+    -- and "The only lock held until the end of transaction is the single X
+    -- lock on the TID resource" (Optimized locking). A column set to its own
+    -- value modifies nothing, and whether that stamps the row is undocumented.
+    --
+    -- The wait for that lock is bounded: a holder's transaction left open (a
+    -- frozen process, a client that never commits) must not stall its
+    -- successor past the lease's end without an answer. SET LOCK_TIMEOUT set
+    -- here reverts when the procedure returns ("If a SET statement runs in a
+    -- stored procedure or trigger, the value of the SET option is restored
+    -- after control is returned", SET statements). On SQL Server the timeout
+    -- (error 1222) answers Busy with the holder's committed expiry when the
+    -- call runs on its own, and throws 50129 inside a caller's transaction,
+    -- which that error has doomed. Babelfish's lock timeout ("canceling
+    -- statement due to lock timeout") cannot be caught by TRY...CATCH, so
+    -- there it reaches the caller as that error, after the same bound.
+    SET LOCK_TIMEOUT 5000;
+    IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
+    BEGIN
+        UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @ResourceKey;
+        SET @Found = @@ROWCOUNT;
+    END;
+    ELSE
+    BEGIN TRY
+        UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @ResourceKey;
+        SET @Found = @@ROWCOUNT;
+    END TRY
+    BEGIN CATCH
+        IF ERROR_NUMBER() <> 1222
+            THROW;
+        IF @@TRANCOUNT > 1 OR (@@OPTIONS & 2) = 2
+            THROW 50129, N'The fence row is held by another session''s open transaction: waited 5 seconds for it.', 1;
+        ROLLBACK TRANSACTION;
+        -- The committed expiry, when it can be read without waiting again
+        -- (under READ_COMMITTED_SNAPSHOT, Azure SQL Database's default).
+        SET LOCK_TIMEOUT 0;
+        BEGIN TRY
+            SELECT @HolderUntil = LeaseUntilUtc FROM fence.Resource WHERE ResourceKey = @ResourceKey;
+        END TRY
+        BEGIN CATCH
+            IF ERROR_NUMBER() <> 1222
+                THROW;
+            THROW 50129, N'The fence row is held by another session''s open transaction: waited 5 seconds for it.', 1;
+        END CATCH;
+        SELECT CAST(N'Busy' AS nvarchar(32)) AS Outcome, CAST(NULL AS bigint) AS Generation,
+               @HolderUntil AS LeaseUntilUtc, SYSUTCDATETIME() AS ServerUtc;
+        RETURN;
+    END CATCH;
     SET @Now = SYSUTCDATETIME();
     SET @Until = DATEADD(SECOND, @LeaseSeconds, @Now);
 

@@ -13,12 +13,24 @@ BEGIN
     -- Decide under READ COMMITTED whatever isolation level the caller chose (a
     -- SET inside a procedure reverts when it returns). Babelfish refuses this SET
     -- in any call whose level differs, and its READ UNCOMMITTED reads only
-    -- committed rows anyway.
+    -- committed rows anyway. Inside a caller's transaction (explicit, or one
+    -- implicit-transaction mode opens), first touch data at the caller's level,
+    -- so that a SNAPSHOT transaction starts as SNAPSHOT: "A transaction starts
+    -- the first time it accesses data" (see fence.Anchor, migration V4).
+    DECLARE @Anchor int;
+    IF SERVERPROPERTY(N'Babelfish') IS NULL AND (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
+        SELECT @Anchor = COUNT(*) FROM fence.Anchor;
     IF SERVERPROPERTY(N'Babelfish') IS NULL
         SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 
     -- A check without a lock held until the caller commits proves nothing.
-    IF @@TRANCOUNT = 0
+    -- In implicit-transaction mode (SET IMPLICIT_TRANSACTIONS ON, which ODBC
+    -- and JDBC manual-commit and SET ANSI_DEFAULTS ON use) @@TRANCOUNT is 0
+    -- until a statement opens the transaction: "if @@TRANCOUNT = 0, any of the
+    -- following Transact-SQL statements begins a new transaction" (SET
+    -- IMPLICIT_TRANSACTIONS), among them the UPDATE below, which then holds
+    -- the lock until the caller commits.
+    IF @@TRANCOUNT = 0 AND (@@OPTIONS & 2) = 0
         THROW 50113, N'AssertHolder must run inside the caller''s transaction (BEGIN TRANSACTION first).', 1;
 
     -- Keys are exact identifiers: 1 to 256 UTF-16 code units (what nvarchar(256)
@@ -47,10 +59,18 @@ BEGIN
     DECLARE @Now datetime2(7), @Found int;
     DECLARE @CurrentGeneration bigint, @CurrentOwner uniqueidentifier, @Until datetime2(7);
 
-    -- Lock the row the same way on every engine (an update that changes
-    -- nothing), in the caller's transaction: no successor can acquire until it
-    -- ends. Then read the clock, then judge.
-    UPDATE fence.Resource SET Generation = Generation WHERE ResourceKey = @ResourceKey;
+    -- Lock the row the same way on every engine, in the caller's transaction:
+    -- no successor can acquire until it ends. Then read the clock, then judge.
+    -- The lock is an update that really changes the row (LockCount, migration
+    -- V4), so it lasts until the transaction ends on every engine: "A
+    -- transaction always gets an exclusive lock on any data it modifies, and
+    -- holds that lock until the transaction completes, regardless of the
+    -- isolation level" (SET TRANSACTION ISOLATION LEVEL); under optimized
+    -- locking "Every transaction modifying a row stamps that row with its TID"
+    -- and "The only lock held until the end of transaction is the single X
+    -- lock on the TID resource" (Optimized locking). A column set to its own
+    -- value modifies nothing, and whether that stamps the row is undocumented.
+    UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @ResourceKey;
     SET @Found = @@ROWCOUNT;
     SET @Now = SYSUTCDATETIME();
 

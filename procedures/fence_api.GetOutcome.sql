@@ -8,7 +8,13 @@ BEGIN
     -- Decide under READ COMMITTED whatever isolation level the caller chose (a
     -- SET inside a procedure reverts when it returns). Babelfish refuses this SET
     -- in any call whose level differs, and its READ UNCOMMITTED reads only
-    -- committed rows anyway.
+    -- committed rows anyway. Inside a caller's transaction (explicit, or one
+    -- implicit-transaction mode opens), first touch data at the caller's level,
+    -- so that a SNAPSHOT transaction starts as SNAPSHOT: "A transaction starts
+    -- the first time it accesses data" (see fence.Anchor, migration V4).
+    DECLARE @Anchor int;
+    IF SERVERPROPERTY(N'Babelfish') IS NULL AND (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
+        SELECT @Anchor = COUNT(*) FROM fence.Anchor;
     IF SERVERPROPERTY(N'Babelfish') IS NULL
         SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 

@@ -1,5 +1,7 @@
 -- Creates the fence row for a resource. Idempotent: an existing row, and
--- above all its generation, is never touched.
+-- above all its generation, is never touched. A key created after a recovery
+-- starts at the highest floor a recovery raised the fence to, so a key the
+-- restored backup did not hold cannot hand out a generation issued before.
 CREATE PROCEDURE fence_api.Provision
     @ResourceKey nvarchar(4000) -- wider than a key may be, so an over-long key is refused, not truncated
 AS
@@ -9,7 +11,13 @@ BEGIN
     -- Decide under READ COMMITTED whatever isolation level the caller chose (a
     -- SET inside a procedure reverts when it returns). Babelfish refuses this SET
     -- in any call whose level differs, and its READ UNCOMMITTED reads only
-    -- committed rows anyway.
+    -- committed rows anyway. Inside a caller's transaction (explicit, or one
+    -- implicit-transaction mode opens), first touch data at the caller's level,
+    -- so that a SNAPSHOT transaction starts as SNAPSHOT: "A transaction starts
+    -- the first time it accesses data" (see fence.Anchor, migration V4).
+    DECLARE @Anchor int;
+    IF SERVERPROPERTY(N'Babelfish') IS NULL AND (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
+        SELECT @Anchor = COUNT(*) FROM fence.Anchor;
     IF SERVERPROPERTY(N'Babelfish') IS NULL
         SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 
@@ -32,13 +40,21 @@ BEGIN
     IF UNICODE(RIGHT(@ResourceKey, 1)) = 32
         THROW 50101, N'@ResourceKey must not end with a space: keys are exact identifiers.', 1;
 
-    DECLARE @Created int;
+    DECLARE @Created int, @Lock int, @RecoverLock nvarchar(255) = N'fencepost:recover:' + DB_NAME();
 
     BEGIN TRANSACTION;
 
+    -- Shared with every other Provision, exclusive with Recover: a key is
+    -- created either before a recovery, which raises it, or after it, at its
+    -- floor (fence.Recovery). Either way no generation issued before a
+    -- restore is issued again for it.
+    EXEC @Lock = sp_getapplock @Resource = @RecoverLock, @LockMode = N'Shared', @LockOwner = N'Transaction';
+    IF @Lock < 0
+        THROW 50127, N'Provision could not take the recovery lock (sp_getapplock answered a timeout or deadlock).', 1;
+
     -- UPDLOCK + HOLDLOCK serialise two first provisions of one key on SQL Server.
     INSERT INTO fence.Resource (ResourceKey, Generation, ProvisionedAtUtc)
-    SELECT @ResourceKey, 0, SYSUTCDATETIME()
+    SELECT @ResourceKey, ISNULL((SELECT MAX(GenerationFloor) FROM fence.Recovery), 0), SYSUTCDATETIME()
      WHERE NOT EXISTS (SELECT 1
                          FROM fence.Resource WITH (UPDLOCK, HOLDLOCK)
                         WHERE ResourceKey = @ResourceKey);

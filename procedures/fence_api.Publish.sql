@@ -18,7 +18,13 @@ BEGIN
     -- Decide under READ COMMITTED whatever isolation level the caller chose (a
     -- SET inside a procedure reverts when it returns). Babelfish refuses this SET
     -- in any call whose level differs, and its READ UNCOMMITTED reads only
-    -- committed rows anyway.
+    -- committed rows anyway. Inside a caller's transaction (explicit, or one
+    -- implicit-transaction mode opens), first touch data at the caller's level,
+    -- so that a SNAPSHOT transaction starts as SNAPSHOT: "A transaction starts
+    -- the first time it accesses data" (see fence.Anchor, migration V4).
+    DECLARE @Anchor int;
+    IF SERVERPROPERTY(N'Babelfish') IS NULL AND (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
+        SELECT @Anchor = COUNT(*) FROM fence.Anchor;
     IF SERVERPROPERTY(N'Babelfish') IS NULL
         SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 
@@ -59,7 +65,16 @@ BEGIN
     -- Lock the row before reading the clock: a call that waited for another
     -- session's lock is judged at the moment it got the row, not when it was sent.
     -- The lock also serialises replays of one operation on this key.
-    UPDATE fence.Resource SET Generation = Generation WHERE ResourceKey = @ResourceKey;
+    -- The lock is an update that really changes the row (LockCount, migration
+    -- V4), so it lasts until the transaction ends on every engine: "A
+    -- transaction always gets an exclusive lock on any data it modifies, and
+    -- holds that lock until the transaction completes, regardless of the
+    -- isolation level" (SET TRANSACTION ISOLATION LEVEL); under optimized
+    -- locking "Every transaction modifying a row stamps that row with its TID"
+    -- and "The only lock held until the end of transaction is the single X
+    -- lock on the TID resource" (Optimized locking). A column set to its own
+    -- value modifies nothing, and whether that stamps the row is undocumented.
+    UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @ResourceKey;
     SET @Found = @@ROWCOUNT;
     SET @Now = SYSUTCDATETIME();
 

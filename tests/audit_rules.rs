@@ -504,7 +504,7 @@ fn an_empty_permission_catalog_cannot_be_verified_never_passes() {
             .next()
             .unwrap()
             .reason
-            .contains("none of the 19 EXECUTE grants"),
+            .contains("none of the 21 EXECUTE grants"),
         "{report:#?}"
     );
     assert!(

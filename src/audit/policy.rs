@@ -35,6 +35,7 @@ pub struct ShippedProcedure {
 const SERVICE: &str = "fence_service";
 const READER: &str = "fence_reader";
 const OPERATOR: &str = "fence_operator";
+const RECOVERY: &str = "fence_recovery";
 
 impl Default for Policy {
     fn default() -> Self {
@@ -49,6 +50,7 @@ impl Default for Policy {
                 "PublishedOperation",
                 "Tenure",
                 "Recovery",
+                "Anchor",
                 "DatabaseIdentity",
                 "Deployment",
                 "DeployedProcedure",
@@ -69,12 +71,12 @@ impl Default for Policy {
                 api("fence_api.AssertHolder", &[SERVICE]),
                 api("fence_api.ContractVersion", &[SERVICE, READER]),
                 api("fence_admin.ForceRelease", &[OPERATOR]),
-                api("fence_admin.ListLeases", &[OPERATOR]),
-                api("fence_admin.LeaseHistory", &[OPERATOR, READER]),
-                api("fence_admin.PruneTenure", &[OPERATOR]),
-                api("fence_admin.Recover", &[OPERATOR]),
+                api("fence_admin.ListLeases", &[OPERATOR, RECOVERY]),
+                api("fence_admin.LeaseHistory", &[OPERATOR, READER, RECOVERY]),
+                api("fence_admin.PruneTenure", &[RECOVERY]),
+                api("fence_admin.Recover", &[RECOVERY]),
             ],
-            service_roles: vec![SERVICE.into(), READER.into(), OPERATOR.into()],
+            service_roles: vec![SERVICE.into(), READER.into(), OPERATOR.into(), RECOVERY.into()],
             principals: Vec::new(),
         }
     }

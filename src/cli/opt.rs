@@ -92,8 +92,9 @@ pub enum Command {
     ///
     /// Runs through the fence procedures with the operator's login, never
     /// against the tables: `inspect` needs fence_reader (or fence_service),
-    /// `history` fence_reader or fence_operator, `list`, `force-release`,
-    /// `prune` and `recover` fence_operator. No command ever shows an owner id.
+    /// `history` fence_reader or fence_operator, `list` and `force-release`
+    /// fence_operator, `prune` and `recover` fence_recovery. No command ever
+    /// shows an owner id.
     #[command(subcommand)]
     Lease(LeaseCommand),
     /// Print a shell completion script, e.g. `fencepost completions bash >
@@ -115,8 +116,11 @@ pub enum LeaseCommand {
     /// Fence out the current holder of a key: raises its generation and
     /// clears the lease, so the holder's next renew, publish or fenced
     /// transaction is refused and the next acquirer gets the lease at once.
-    /// Exits 1 when the key has no fence row.
-    ForceRelease(LeaseKeyArgs),
+    /// Exits 1 when the key has no fence row. Behind a holder whose
+    /// transaction stays open the call waits at most 5 s, then fails naming
+    /// the blocking session; --kill-blocker ends that session (rolling its
+    /// transaction back) and fences the key.
+    ForceRelease(LeaseForceReleaseArgs),
     /// Show one resource's tenures, newest first: each generation somebody
     /// held, when it was acquired and ended, how it ended (Released, Expired,
     /// ForceReleased, Superseded) and whether it published. Owners appear only
@@ -124,14 +128,14 @@ pub enum LeaseCommand {
     /// fence_operator. Exits 1 when the key has no fence row.
     History(LeaseHistoryArgs),
     /// Delete the tenure history that ended more than D days ago (server
-    /// clock), keeping it bounded. Needs fence_operator.
+    /// clock), keeping it bounded. Needs fence_recovery.
     Prune(LeasePruneArgs),
     /// After a restore from backup or a failover that lost writes: raise every
     /// resource's generation to a new epoch (a multiple of 2^40) above every
     /// generation the database holds and above --floor, and void every open
     /// lease (its holder's publish answers Superseded). Run it before services
     /// resume. Repeating it with the same --id changes nothing. Needs
-    /// fence_operator.
+    /// fence_recovery.
     Recover(LeaseRecoverArgs),
 }
 
@@ -209,6 +213,24 @@ pub struct LeaseKeyArgs {
     pub format: Format,
 }
 
+/// `fencepost lease force-release`.
+#[derive(Debug, Args)]
+pub struct LeaseForceReleaseArgs {
+    /// The resource key, exactly (keys compare binary).
+    pub key: String,
+    /// When another session's open transaction holds the fence row, end that
+    /// session (KILL, which rolls its transaction back, so nothing it wrote
+    /// commits) and fence the key. Needs ALTER ANY CONNECTION on SQL Server,
+    /// KILL DATABASE CONNECTION on Azure SQL Database.
+    #[arg(long)]
+    pub kill_blocker: bool,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
 /// `fencepost lease list`.
 #[derive(Debug, Args)]
 pub struct LeaseListArgs {
@@ -221,6 +243,9 @@ pub struct LeaseListArgs {
     /// At most this many rows.
     #[arg(long, default_value_t = 1000, value_name = "N", value_parser = clap::value_parser!(i32).range(1..=100_000))]
     pub limit: i32,
+    /// Only keys after this one (the last key of the previous page).
+    #[arg(long, value_name = "KEY")]
+    pub after: Option<String>,
     #[command(flatten)]
     pub connect: ConnectArgs,
     /// Output format.

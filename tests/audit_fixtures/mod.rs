@@ -152,6 +152,7 @@ pub fn clean() -> Catalog {
         role("fence_service"),
         role("fence_reader"),
         role("fence_operator"),
+        role("fence_recovery"),
         user("orders_svc", Some("orders_svc")),
         user("dashboard", Some("dashboard")),
         user("oncall", Some("oncall")),
@@ -188,11 +189,15 @@ pub fn clean() -> Catalog {
     }
     c.permissions
         .push(grant("fence_reader", "EXECUTE", object("fence_admin", "LeaseHistory")));
-    for p in ["ForceRelease", "ListLeases", "LeaseHistory", "PruneTenure", "Recover"] {
+    for p in ["ForceRelease", "ListLeases", "LeaseHistory"] {
         c.permissions
             .push(grant("fence_operator", "EXECUTE", object("fence_admin", p)));
     }
-    for r in ["fence_service", "fence_reader", "fence_operator"] {
+    for p in ["Recover", "PruneTenure", "ListLeases", "LeaseHistory"] {
+        c.permissions
+            .push(grant("fence_recovery", "EXECUTE", object("fence_admin", p)));
+    }
+    for r in ["fence_service", "fence_reader", "fence_operator", "fence_recovery"] {
         for p in [
             "SELECT",
             "INSERT",
@@ -227,6 +232,7 @@ pub fn clean() -> Catalog {
         "PublishedOperation",
         "Tenure",
         "Recovery",
+        "Anchor",
         "DatabaseIdentity",
         "Deployment",
         "DeployedProcedure",

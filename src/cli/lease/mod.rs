@@ -2,6 +2,7 @@
 //! lever for a stuck one, and the recovery after a restore, through the fence
 //! procedures only.
 
+mod force_release;
 mod history;
 mod recover;
 mod state;
@@ -19,7 +20,8 @@ impl LeaseCommand {
     /// The output format asked for.
     pub fn format(&self) -> Format {
         match self {
-            LeaseCommand::Inspect(args) | LeaseCommand::ForceRelease(args) => args.format,
+            LeaseCommand::Inspect(args) => args.format,
+            LeaseCommand::ForceRelease(args) => args.format,
             LeaseCommand::List(args) => args.format,
             LeaseCommand::History(args) => args.format,
             LeaseCommand::Prune(args) => args.format,
@@ -32,7 +34,7 @@ pub async fn run(command: LeaseCommand) -> Result<u8> {
     match command {
         LeaseCommand::Inspect(args) => state::inspect(args).await,
         LeaseCommand::List(args) => state::list(args).await,
-        LeaseCommand::ForceRelease(args) => state::force_release(args).await,
+        LeaseCommand::ForceRelease(args) => force_release::force_release(args).await,
         LeaseCommand::History(args) => history::history(args).await,
         LeaseCommand::Prune(args) => history::prune(args).await,
         LeaseCommand::Recover(args) => recover::recover(args).await,
