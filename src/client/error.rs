@@ -214,6 +214,12 @@ const TRANSIENT_SERVER_ERRORS: &[u32] = &[
     1205, 1222, 4221, 10928, 10929, 40143, 40197, 40501, 40540, 40613, 49918, 49919, 49920,
 ];
 
+/// Babelfish's lock timeout, its counterpart of SQL Server's 1222: the
+/// generic error number it gives every PostgreSQL error, with PostgreSQL's
+/// message. A bounded wait for a fence row another transaction holds ends
+/// with it there (TRY...CATCH cannot turn it into `Busy` on that engine).
+const BABELFISH_LOCK_TIMEOUT: (u32, &str) = (33557097, "canceling statement due to lock timeout");
+
 /// The lowest class of a server error that ends the session.
 pub(crate) const FATAL_CLASS: u8 = 20;
 
@@ -257,7 +263,13 @@ impl Error {
                     | ConnectError::HandshakeTimedOut { .. }
                     | ConnectError::ClosedDuringLogin { .. }
             ),
-            Error::Server { number, class, .. } => *class >= FATAL_CLASS || TRANSIENT_SERVER_ERRORS.contains(number),
+            Error::Server {
+                number, class, message, ..
+            } => {
+                *class >= FATAL_CLASS
+                    || TRANSIENT_SERVER_ERRORS.contains(number)
+                    || (*number, message.as_str()) == BABELFISH_LOCK_TIMEOUT
+            }
             _ => false,
         }
     }
@@ -334,6 +346,22 @@ mod tests {
         assert!(server(1205).is_transient());
         assert!(!server(229).is_transient());
         assert_eq!(server(229).server_number(), Some(229));
+    }
+
+    #[test]
+    fn a_lock_timeout_is_transient_on_either_engine() {
+        let server = |number, message: &str| Error::Server {
+            procedure: "fence_api.Acquire",
+            number,
+            class: 16,
+            message: message.into(),
+        };
+        assert!(server(1222, "Lock request time out period exceeded.").is_transient());
+        assert!(server(33557097, "canceling statement due to lock timeout").is_transient());
+        assert!(
+            !server(33557097, "relation \"x\" does not exist").is_transient(),
+            "Babelfish's generic number alone says nothing"
+        );
     }
 
     #[test]

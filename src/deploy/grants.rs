@@ -9,7 +9,7 @@ use crate::connection::Connection;
 use super::error::DeployError;
 
 /// The roles a deploy may add members to: the fence's own, nothing else.
-pub const FENCE_ROLES: [&str; 3] = ["fence_service", "fence_reader", "fence_operator"];
+pub const FENCE_ROLES: [&str; 4] = ["fence_service", "fence_reader", "fence_operator", "fence_recovery"];
 
 /// One role membership to ensure.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
