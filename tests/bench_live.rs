@@ -87,6 +87,10 @@ async fn a_short_run_reports_every_scenario_and_leaves_nothing_behind() {
         .query("SELECT COUNT(*) FROM fence.PublishedOperation WHERE ResourceKey LIKE N'fencepost-bench:%';")
         .await;
     assert_eq!(count(operations), 0, "the bench's publish records are left behind");
+    let tenures = db
+        .query("SELECT COUNT(*) FROM fence.Tenure WHERE ResourceKey LIKE N'fencepost-bench:%';")
+        .await;
+    assert_eq!(count(tenures), 0, "the bench's tenure history is left behind");
     let tables = db
         .query("SELECT COUNT(*) FROM sys.tables WHERE name LIKE N'fencepost[_]bench[_]%';")
         .await;
