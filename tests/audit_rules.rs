@@ -247,7 +247,10 @@ fn fp005_create_procedure_or_alter_on_a_fence_schema() {
     let f = only(&report, Rule::CodeChange);
     let objects: Vec<&str> = f.iter().map(|f| f.object.as_str()).collect();
     assert_eq!(objects.len(), 5, "{objects:?}");
-    let create = f.iter().find(|f| f.permission.as_deref() == Some("CREATE PROCEDURE")).unwrap();
+    let create = f
+        .iter()
+        .find(|f| f.permission.as_deref() == Some("CREATE PROCEDURE"))
+        .unwrap();
     assert!(create.why.contains("add code to dbo"), "{}", create.why);
     assert!(
         objects.contains(&"SCHEMA::dbo"),
@@ -498,8 +501,7 @@ fn an_empty_permission_catalog_cannot_be_verified_never_passes() {
     assert_eq!(
         cannot_verify_rules(&report),
         [
-            "FP001", "FP002", "FP003", "FP004", "FP005", "FP006", "FP007", "FP014", "FP016", "FP020", "FP021",
-            "FP023"
+            "FP001", "FP002", "FP003", "FP004", "FP005", "FP006", "FP007", "FP014", "FP016", "FP020", "FP021", "FP023"
         ]
     );
     assert!(

@@ -3,9 +3,9 @@
 #![allow(dead_code)]
 
 use fencepost::audit::{
-    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, LoginKind, Membership, Object, ObjectKind, OtherDatabase,
-    OtherDatabaseUser, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable, ServerFacts,
-    ServerPermission, ServerSettings, Visibility,
+    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, LoginKind, Membership, Object, ObjectKind,
+    OtherDatabase, OtherDatabaseUser, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable,
+    ServerFacts, ServerPermission, ServerSettings, Visibility,
 };
 use sha2::{Digest, Sha256};
 

@@ -267,7 +267,11 @@ pub(super) fn build(next: &mut Next) -> Result<Catalog, AuditError> {
         };
         let Some(&at) = by_id.get(&id) else { continue };
         let base = &catalog.objects[at];
-        let mut numbered = object(base.schema.clone(), format!("{};{number}", base.name), ObjectKind::Procedure);
+        let mut numbered = object(
+            base.schema.clone(),
+            format!("{};{number}", base.name),
+            ObjectKind::Procedure,
+        );
         numbered.owner = base.owner.clone();
         numbered.definition = text(row, 2, what)?;
         catalog.objects.push(numbered);

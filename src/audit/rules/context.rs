@@ -275,7 +275,7 @@ impl<'a> Context<'a> {
             Securable::Key { key, name } => format!(" ON {key}::{}", quote_name(name)),
             Securable::Other { class_desc, name } => {
                 format!(" ON {class_desc}::{}", quote_name(name.as_deref().unwrap_or("?")))
-            },
+            }
         };
         let cascade = if p.state == PermissionState::GrantWithGrantOption {
             " CASCADE"

@@ -6,10 +6,9 @@ use super::super::catalog::{PermissionState, Securable};
 use super::{Context, Report, Rule, is_one_of};
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
-    for p in ctx
-        .grants()
-        .filter(|p| p.state == PermissionState::GrantWithGrantOption && is_one_of(&p.permission, &["EXECUTE", "CONTROL"]))
-    {
+    for p in ctx.grants().filter(|p| {
+        p.state == PermissionState::GrantWithGrantOption && is_one_of(&p.permission, &["EXECUTE", "CONTROL"])
+    }) {
         let on = match &p.on {
             Securable::Object { schema, name, .. } if ctx.policy.procedure(&format!("{schema}.{name}")).is_some() => {
                 format!("{schema}.{name}")

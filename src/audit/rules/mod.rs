@@ -1,11 +1,11 @@
 //! The rules as one pure function from a catalog snapshot and a policy to a
 //! report. Each file holds the rules about one kind of path to the fence.
 
+mod become_service;
 mod context;
 mod database;
 mod dbo;
 mod escalation;
-mod become_service;
 mod execute;
 mod grant_option;
 mod grants;
@@ -15,8 +15,8 @@ mod indirect_code;
 mod keys;
 mod membership;
 mod modules;
-mod runs_as;
 mod rightless;
+mod runs_as;
 mod schema_code;
 mod server;
 mod server_reach;
@@ -94,9 +94,10 @@ const PERMISSION_RULES: [Rule; 9] = [
 
 /// Whether `module`'s text names `schema.name`.
 pub(crate) fn module_text_names(module: &super::catalog::Object, schema: &str, name: &str) -> bool {
-    module.definition.as_deref().is_some_and(|d| {
-        !super::module_text::referenced_tables(d, schema, [&name.to_string()]).is_empty()
-    })
+    module
+        .definition
+        .as_deref()
+        .is_some_and(|d| !super::module_text::referenced_tables(d, schema, [&name.to_string()]).is_empty())
 }
 
 /// Compares catalog permission names, which are upper case on SQL Server.

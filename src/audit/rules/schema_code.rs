@@ -90,7 +90,11 @@ fn take_ownership(ctx: &Context, report: &mut Report, schema: &str, chained: &[&
 }
 
 fn names(objects: &[&Object]) -> String {
-    objects.iter().map(|o| o.qualified_name()).collect::<Vec<_>>().join(", ")
+    objects
+        .iter()
+        .map(|o| o.qualified_name())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Handing the objects to their schema's owner breaks the chain.

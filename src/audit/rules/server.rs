@@ -128,7 +128,10 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             });
         }
     }
-    for reason in group_blindness(ctx).into_iter().chain(super::groups::server_groups(ctx, server)) {
+    for reason in group_blindness(ctx)
+        .into_iter()
+        .chain(super::groups::server_groups(ctx, server))
+    {
         for rule in [Rule::ServerControl, Rule::ServerPrivilege] {
             report.cannot_verify.push(CannotVerify {
                 rule,

@@ -140,7 +140,11 @@ pub(super) fn findings(ctx: &Context, server: &ServerFacts, principal: &str, log
         found.push(finding(
             format!("member of {role}{}", via(&member.member)),
             why,
-            format!("ALTER SERVER ROLE {} DROP MEMBER {};", quote_name(role), quote_name(&member.member)),
+            format!(
+                "ALTER SERVER ROLE {} DROP MEMBER {};",
+                quote_name(role),
+                quote_name(&member.member)
+            ),
         ));
     }
     for p in server
@@ -154,7 +158,10 @@ pub(super) fn findings(ctx: &Context, server: &ServerFacts, principal: &str, log
         };
         let why = if permission == "ALTER ANY SERVER ROLE" {
             match reaching_roles(ctx, server) {
-                Some(roles) => format!("{why}, and {roles} hold{} rights that reach the fence", plural_s(&roles)),
+                Some(roles) => format!(
+                    "{why}, and {roles} hold{} rights that reach the fence",
+                    plural_s(&roles)
+                ),
                 None => continue,
             }
         } else {
@@ -175,7 +182,9 @@ pub(super) fn findings(ctx: &Context, server: &ServerFacts, principal: &str, log
         {
             continue;
         }
-        let Some(reach) = reaches(ctx, server, target) else { continue };
+        let Some(reach) = reaches(ctx, server, target) else {
+            continue;
+        };
         found.push(finding(
             format!("{permission} ON LOGIN::{target}{}", via(&p.grantee)),
             format!(

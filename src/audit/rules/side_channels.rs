@@ -114,7 +114,10 @@ fn features(ctx: &Context, report: &mut Report) {
     };
     let fence = &ctx.policy.fence_schema;
     for f in features {
-        let target = f.table.split_once('.').map_or(f.table.clone(), |(s, t)| quote_qualified(s, t));
+        let target = f
+            .table
+            .split_once('.')
+            .map_or(f.table.clone(), |(s, t)| quote_qualified(s, t));
         let (permission, why, fix) = match &f.feature {
             TableFeature::SystemVersioned { history } => {
                 if history.split_once('.').is_some_and(|(s, t)| ctx.is_fence_table(s, t)) {
@@ -130,7 +133,9 @@ fn features(ctx: &Context, report: &mut Report) {
                     ),
                     format!(
                         "ALTER TABLE {target} SET (SYSTEM_VERSIONING = OFF); DROP TABLE {};",
-                        history.split_once('.').map_or(history.clone(), |(s, t)| quote_qualified(s, t))
+                        history
+                            .split_once('.')
+                            .map_or(history.clone(), |(s, t)| quote_qualified(s, t))
                     ),
                 )
             }
@@ -166,7 +171,9 @@ fn features(ctx: &Context, report: &mut Report) {
                 ),
                 format!(
                     "DROP SECURITY POLICY {};",
-                    policy.split_once('.').map_or(policy.clone(), |(s, t)| quote_qualified(s, t))
+                    policy
+                        .split_once('.')
+                        .map_or(policy.clone(), |(s, t)| quote_qualified(s, t))
                 ),
             ),
         };

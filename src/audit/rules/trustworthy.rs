@@ -104,7 +104,11 @@ fn admin_here(ctx: &Context, login: &str) -> bool {
 fn fix(db: &str, u: &OtherDatabaseUser) -> String {
     let db = quote_name(db);
     if u.right.starts_with("db_") {
-        format!("USE {db}; ALTER ROLE {} DROP MEMBER {};", quote_name(&u.right), quote_name(&u.via))
+        format!(
+            "USE {db}; ALTER ROLE {} DROP MEMBER {};",
+            quote_name(&u.right),
+            quote_name(&u.via)
+        )
     } else {
         format!("USE {db}; REVOKE {} FROM {};", u.right, quote_name(&u.via))
     }
