@@ -297,6 +297,22 @@ pub(super) fn build(next: &mut Next) -> Result<Catalog, AuditError> {
         Some(rows) => fence_table_features(&rows, what)?,
         None => None,
     };
+
+    let (rows, what) = next();
+    for row in rows.iter().flatten() {
+        let (Some(class), Some(id), Some(name)) = (int(row, 0, what)?, int(row, 1, what)?, text(row, 2, what)?) else {
+            continue;
+        };
+        let key = if class == 25 { "CERTIFICATE" } else { "ASYMMETRIC KEY" };
+        for p in &mut catalog.permissions {
+            if let Securable::Key { key: k, name: n } = &mut p.on
+                && k == key
+                && *n == format!("#{id}")
+            {
+                *n = name.clone();
+            }
+        }
+    }
     Ok(catalog)
 }
 
@@ -355,7 +371,8 @@ fn permission(row: &Row, what: &'static str) -> Result<Option<Permission>, Audit
                 _ => "ASYMMETRIC KEY",
             }
             .into(),
-            name: text(row, 6, what)?.unwrap_or_default(),
+            // The name is filled in from the key catalog; the id until then.
+            name: format!("#{}", int(row, 8, what)?.unwrap_or_default()),
         },
         // Kept, not dropped: a permission no rule weighs is still listed.
         _ => Securable::Other {

@@ -250,14 +250,8 @@ pub(super) fn queries() -> Vec<Query> {
                                       WHEN 4 THEN USER_NAME(p.major_id) END AS nvarchar(256)),
                     CAST(CASE WHEN p.class = 1 AND p.minor_id > 0
                               THEN COL_NAME(p.major_id, p.minor_id)
-                              WHEN p.class = 24 THEN (SELECT k.name FROM sys.symmetric_keys AS k
-                                                       WHERE k.symmetric_key_id = p.major_id)
-                              WHEN p.class = 25 THEN (SELECT c.name FROM sys.certificates AS c
-                                                       WHERE c.certificate_id = p.major_id)
-                              WHEN p.class = 26 THEN (SELECT k.name FROM sys.asymmetric_keys AS k
-                                                       WHERE k.asymmetric_key_id = p.major_id)
                          END AS nvarchar(256)),
-                    CAST(p.class_desc AS nvarchar(60))
+                    CAST(p.class_desc AS nvarchar(60)), p.major_id
                FROM sys.database_permissions AS p
               WHERE p.state IN ('G', 'W', 'D')",
             true,
@@ -404,5 +398,17 @@ pub(super) fn queries() -> Vec<Query> {
         q("numbered procedures", NUMBERED, false),
         q("server triggers", SERVER_TRIGGERS, false),
         q("what acts on the fence tables' rows", FENCE_TABLE_FEATURES, false),
+        // Names of the keys permissions are on, by class and id: Babelfish's
+        // sys.certificates has no certificate_id, so they are read apart.
+        q(
+            "certificates and asymmetric keys",
+            "IF SERVERPROPERTY('Babelfish') IS NULL
+                 SELECT 25, c.certificate_id, CAST(c.name AS nvarchar(256)) FROM sys.certificates AS c
+                 UNION ALL
+                 SELECT 26, k.asymmetric_key_id, CAST(k.name AS nvarchar(256)) FROM sys.asymmetric_keys AS k
+             ELSE
+                 SELECT CAST(NULL AS int), CAST(NULL AS int), CAST(NULL AS nvarchar(256)) WHERE 1 = 0",
+            false,
+        ),
     ]
 }
