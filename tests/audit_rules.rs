@@ -238,6 +238,7 @@ fn fp005_create_procedure_or_alter_on_a_fence_schema() {
     let mut c = clean();
     c.permissions
         .push(grant("fence_service", "CREATE PROCEDURE", Securable::Database));
+    c.permissions.push(grant("fence_service", "ALTER", schema("dbo")));
     c.permissions.push(grant("reporting", "ALTER", schema("fence_api")));
     c.permissions.push(grant("oncall", "ALTER", schema("dbo")));
     c.permissions
@@ -245,7 +246,12 @@ fn fp005_create_procedure_or_alter_on_a_fence_schema() {
     let report = check(&c);
     let f = only(&report, Rule::CodeChange);
     let objects: Vec<&str> = f.iter().map(|f| f.object.as_str()).collect();
-    assert_eq!(objects.len(), 4, "{objects:?}");
+    assert_eq!(objects.len(), 5, "{objects:?}");
+    let create = f
+        .iter()
+        .find(|f| f.permission.as_deref() == Some("CREATE PROCEDURE"))
+        .unwrap();
+    assert!(create.why.contains("add code to dbo"), "{}", create.why);
     assert!(
         objects.contains(&"SCHEMA::dbo"),
         "dbo is owned by the tables' owner: {objects:?}"
@@ -495,7 +501,7 @@ fn an_empty_permission_catalog_cannot_be_verified_never_passes() {
     assert_eq!(
         cannot_verify_rules(&report),
         [
-            "FP001", "FP002", "FP003", "FP004", "FP005", "FP006", "FP007", "FP014", "FP016"
+            "FP001", "FP002", "FP003", "FP004", "FP005", "FP006", "FP007", "FP014", "FP016", "FP020", "FP021", "FP023"
         ]
     );
     assert!(
@@ -557,7 +563,7 @@ fn hidden_server_facts_journal_and_definitions_cannot_be_verified() {
     assert!(report.findings.is_empty(), "{report:#?}");
     assert_eq!(
         cannot_verify_rules(&report),
-        ["FP002", "FP008", "FP010", "FP011", "FP012", "FP013", "FP016"]
+        ["FP002", "FP008", "FP010", "FP011", "FP012", "FP013", "FP016", "FP022"]
     );
     assert!(report.cannot_verify[1].reason.contains("dbo.ShipOrder"));
     assert!(report.cannot_verify[2].reason.contains("fence_api.Inspect"));

@@ -139,6 +139,7 @@ fn msdb_owner(c: &mut Catalog, user: &str, login: &str, via: &str) {
         user: user.into(),
         login: Some(login.into()),
         via: via.into(),
+        right: "db_owner".into(),
     });
 }
 
@@ -161,6 +162,7 @@ fn a_trustworthy_database_owned_by_an_unprivileged_login_is_not_a_path() {
             user: "orders_svc".into(),
             login: Some("orders_svc".into()),
             via: "orders_svc".into(),
+            right: "db_owner".into(),
         }]),
     });
     assert_eq!(check(&c).exit_code(), 0);
@@ -197,7 +199,7 @@ fn hidden_server_facts_leave_the_server_rules_unverified_naming_an_accepted_perm
     let mut c = clean();
     c.server = None;
     let report = check(&c);
-    assert_eq!(unverified(&report), ["FP002", "FP016"]);
+    assert_eq!(unverified(&report), ["FP002", "FP016", "FP022"]);
     assert!(
         report.cannot_verify[0]
             .reason

@@ -113,9 +113,8 @@ fn a_principal_named_by_its_login_is_found_by_sid() {
 fn a_windows_group_in_a_fence_role_leaves_its_members_other_groups_unverified() {
     let mut c = clean();
     c.principals.push(fencepost::audit::Principal {
-        name: "CORP\\AppServers".into(),
-        kind: PrincipalKind::Group,
         login: Some("CORP\\AppServers".into()),
+        ..fencepost::audit::Principal::new("CORP\\AppServers", PrincipalKind::Group)
     });
     c.memberships.push(member("fence_service", "CORP\\AppServers"));
     let report = check(&c);
@@ -132,11 +131,10 @@ fn a_windows_group_in_a_fence_role_leaves_its_members_other_groups_unverified() 
 #[test]
 fn an_application_role_holds_what_every_service_holds() {
     let mut c = clean();
-    c.principals.push(fencepost::audit::Principal {
-        name: "reporting_app".into(),
-        kind: PrincipalKind::ApplicationRole,
-        login: None,
-    });
+    c.principals.push(fencepost::audit::Principal::new(
+        "reporting_app",
+        PrincipalKind::ApplicationRole,
+    ));
     c.permissions
         .push(grant("reporting_app", "UPDATE", Securable::Database));
     let f = only(&check(&c), Rule::WriteAccess);

@@ -53,6 +53,20 @@ pub enum Rule {
     /// FP019: the database was restored or failed over since its identity
     /// was recorded: generations may have gone back.
     DatabaseIdentity,
+    /// FP020: control of a schema that holds code or tables owned by the
+    /// fence tables' owner: altering them keeps their owner, so the chain
+    /// reaches the fence.
+    SchemaCode,
+    /// FP021: a principal outside the services that can make itself one
+    /// (impersonate a service, reshape a fence role, join any role).
+    BecomeService,
+    /// FP022: code that reaches the fence indirectly: a DDL or server trigger
+    /// calling code that builds SQL, a numbered or case-variant procedure
+    /// beside a shipped one, names resolved through a default schema.
+    IndirectCode,
+    /// FP023: copies and side channels of the fence rows: backups, history
+    /// and change tables, replication, security policies, REFERENCES.
+    SideChannel,
     /// FP101: a GRANT in the shipped permission scripts other than EXECUTE on
     /// a shipped procedure to a fence role.
     ShippedGrant,
@@ -62,7 +76,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule `evaluate` applies to a live catalog, in id order.
-    pub const LIVE: [Rule; 19] = [
+    pub const LIVE: [Rule; 23] = [
         Rule::PrivilegedRole,
         Rule::ServerControl,
         Rule::WriteAccess,
@@ -82,6 +96,10 @@ impl Rule {
         Rule::RunsAsSomeoneElse,
         Rule::TrustworthyElsewhere,
         Rule::DatabaseIdentity,
+        Rule::SchemaCode,
+        Rule::BecomeService,
+        Rule::IndirectCode,
+        Rule::SideChannel,
     ];
 
     /// Every rule `lint_offline` applies to the shipped sources, in id order.
@@ -114,6 +132,10 @@ impl Rule {
             Rule::RunsAsSomeoneElse => "FP017",
             Rule::TrustworthyElsewhere => "FP018",
             Rule::DatabaseIdentity => "FP019",
+            Rule::SchemaCode => "FP020",
+            Rule::BecomeService => "FP021",
+            Rule::IndirectCode => "FP022",
+            Rule::SideChannel => "FP023",
             Rule::ShippedGrant => "FP101",
             Rule::ServiceGrantMissing => "FP102",
         }
@@ -141,6 +163,10 @@ impl Rule {
             Rule::RunsAsSomeoneElse => "code a service can run runs as someone else",
             Rule::TrustworthyElsewhere => "service is db_owner of another TRUSTWORTHY database",
             Rule::DatabaseIdentity => "database restored or failed over since its identity was recorded",
+            Rule::SchemaCode => "control of a schema that holds code owned by the fence tables' owner",
+            Rule::BecomeService => "principal outside the services can make itself one",
+            Rule::IndirectCode => "code reaches the fence indirectly",
+            Rule::SideChannel => "copy or side channel of the fence rows",
             Rule::ShippedGrant => "shipped GRANT other than EXECUTE on a shipped procedure to a fence role",
             Rule::ServiceGrantMissing => "fence_api procedure not granted to fence_service",
         }

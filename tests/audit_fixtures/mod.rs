@@ -3,9 +3,9 @@
 #![allow(dead_code)]
 
 use fencepost::audit::{
-    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, Membership, Object, ObjectKind, OtherDatabase,
-    OtherDatabaseUser, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable, ServerFacts,
-    ServerPermission, ServerSettings, Visibility,
+    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, LoginKind, Membership, Object, ObjectKind,
+    OtherDatabase, OtherDatabaseUser, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable,
+    ServerFacts, ServerPermission, ServerSettings, Visibility,
 };
 use sha2::{Digest, Sha256};
 
@@ -47,18 +47,14 @@ pub fn server_hash(definition: &str) -> String {
 }
 
 pub fn role(name: &str) -> Principal {
-    Principal {
-        name: name.into(),
-        kind: PrincipalKind::Role,
-        login: None,
-    }
+    Principal::new(name, PrincipalKind::Role)
 }
 
 pub fn user(name: &str, login: Option<&str>) -> Principal {
     Principal {
-        name: name.into(),
-        kind: PrincipalKind::User,
         login: login.map(String::from),
+        login_kind: login.map(|_| LoginKind::Sql),
+        ..Principal::new(name, PrincipalKind::User)
     }
 }
 
@@ -280,7 +276,12 @@ pub fn clean() -> Catalog {
         role_members: vec![member("sysadmin", "sa"), member("sysadmin", "deployer")],
         permissions: Vec::new(),
         permissions_unreadable: None,
+        group_logins: Vec::new(),
+        // No server trigger.
+        triggers: Some(Vec::new()),
     });
+    // No history table, change capture, publication or security policy.
+    c.fence_table_features = Some(Vec::new());
     // msdb is TRUSTWORTHY and owned by sa on every server; no service is
     // db_owner there.
     c.trustworthy_databases = Some(vec![OtherDatabase {
@@ -290,6 +291,7 @@ pub fn clean() -> Catalog {
             user: "dbo".into(),
             login: Some("sa".into()),
             via: "dbo".into(),
+            right: "db_owner".into(),
         }]),
     }]);
     c

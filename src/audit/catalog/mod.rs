@@ -5,12 +5,14 @@
 mod code;
 mod security;
 mod server;
+mod tables;
 
 use serde::{Deserialize, Serialize};
 
 pub use code::{Dependency, DeployedProcedure, Object, ObjectKind};
-pub use security::{Membership, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable};
-pub use server::{OtherDatabase, OtherDatabaseUser, ServerFacts, ServerPermission, ServerSettings};
+pub use security::{LoginKind, Membership, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable};
+pub use server::{OtherDatabase, OtherDatabaseUser, ServerFacts, ServerPermission, ServerSettings, ServerTrigger};
+pub use tables::{FenceTableFeature, TableFeature};
 
 /// Everything the rules look at, by name rather than by id so a fixture reads
 /// like the T-SQL that would produce it. A part the checking login could not
@@ -61,6 +63,10 @@ pub struct Catalog {
     /// The database identity, recorded and current; `None` when it could not
     /// be read.
     pub database_identity: Option<IdentityReading>,
+    /// What copies, filters or blocks the fence tables' rows besides the
+    /// procedures (history tables, change data capture, replication,
+    /// security policies); `None` when it could not be read.
+    pub fence_table_features: Option<Vec<FenceTableFeature>>,
 }
 
 /// The database identity as fence.DatabaseIdentity records it and as
@@ -134,9 +140,15 @@ pub struct DatabaseSettings {
 }
 
 impl Catalog {
-    /// The object named `schema.name`, if the catalog has it.
+    /// The object named `schema.name`, if the catalog has it: spelled
+    /// exactly so, else as the default collation compares names. In a
+    /// case-sensitive database `fence_api.ACQUIRE` may stand beside
+    /// `fence_api.Acquire`, and the shipped one is the one spelled as shipped.
     pub fn object(&self, qualified: &str) -> Option<&Object> {
-        self.objects.iter().find(|o| o.is(qualified))
+        self.objects
+            .iter()
+            .find(|o| o.qualified_name() == qualified)
+            .or_else(|| self.objects.iter().find(|o| o.is(qualified)))
     }
 
     /// The principal called `name`.

@@ -12,6 +12,73 @@ pub struct Principal {
     /// The server login it maps to, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub login: Option<String>,
+    /// What kind of login that is (`sys.server_principals.type`), when read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub login_kind: Option<LoginKind>,
+    /// A role's owner (`owning_principal_id`): it may add and drop members.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// A user's default schema, where its unqualified names resolve first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_schema: Option<String>,
+}
+
+impl Principal {
+    /// A principal with nothing but a name and kind.
+    pub fn new(name: impl Into<String>, kind: PrincipalKind) -> Self {
+        Self {
+            name: name.into(),
+            kind,
+            login: None,
+            login_kind: None,
+            owner: None,
+            default_schema: None,
+        }
+    }
+}
+
+/// How a login authenticates, as `sys.server_principals.type` says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoginKind {
+    /// A SQL login (`S`).
+    Sql,
+    /// A Windows login (`U`): it also carries the rights of every Windows
+    /// group it belongs to, which no catalog view lists.
+    Windows,
+    /// A Windows group login (`G`).
+    WindowsGroup,
+    /// A Microsoft Entra login (`E`): it carries its Entra groups' rights.
+    External,
+    /// A Microsoft Entra group login (`X`).
+    ExternalGroup,
+    /// Mapped to a certificate or asymmetric key (`C`, `K`): no one signs in with it.
+    Key,
+}
+
+impl LoginKind {
+    /// From `sys.server_principals.type`.
+    pub fn from_type(t: &str) -> Option<Self> {
+        Some(match t.trim() {
+            "S" => LoginKind::Sql,
+            "U" => LoginKind::Windows,
+            "G" => LoginKind::WindowsGroup,
+            "E" => LoginKind::External,
+            "X" => LoginKind::ExternalGroup,
+            "C" | "K" => LoginKind::Key,
+            _ => return None,
+        })
+    }
+
+    /// Whether a login of this kind holds its groups' rights besides its own.
+    pub fn carries_groups(self) -> bool {
+        matches!(self, LoginKind::Windows | LoginKind::External)
+    }
+
+    /// Whether this is a group of logins.
+    pub fn is_group(self) -> bool {
+        matches!(self, LoginKind::WindowsGroup | LoginKind::ExternalGroup)
+    }
 }
 
 /// The kinds of database principal the rules distinguish.
@@ -91,6 +158,25 @@ pub enum Securable {
     Principal {
         /// Principal name.
         name: String,
+    },
+    /// A certificate, asymmetric or symmetric key (`CONTROL ON
+    /// CERTIFICATE::x`): control of a signing key is the right to sign a
+    /// module with its user's rights.
+    Key {
+        /// `CERTIFICATE`, `ASYMMETRIC KEY` or `SYMMETRIC KEY`.
+        key: String,
+        /// Its name.
+        name: String,
+    },
+    /// Any other securable class (a type, an XML schema collection, a
+    /// Service Broker object, ...), by its `class_desc`: none of them
+    /// reaches the fence tables.
+    Other {
+        /// `sys.database_permissions.class_desc`.
+        class_desc: String,
+        /// Its name, when the reader could resolve it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
     },
 }
 

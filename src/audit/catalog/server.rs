@@ -19,6 +19,25 @@ pub struct ServerFacts {
     /// list proves nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permissions_unreadable: Option<String>,
+    /// The logins that are Windows or Microsoft Entra groups (type `G`, `X`):
+    /// whose members they are, no catalog view says.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub group_logins: Vec<String>,
+    /// Server-level DDL and logon triggers (`sys.server_triggers`); `None`
+    /// when they could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triggers: Option<Vec<ServerTrigger>>,
+}
+
+/// A server DDL or logon trigger: it fires for every login, the deployer
+/// and the services included, and runs as that login unless it says EXECUTE AS.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerTrigger {
+    /// Its name.
+    pub name: String,
+    /// Its text (`sys.server_sql_modules`); `None` when hidden or CLR.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub definition: Option<String>,
 }
 
 /// A server-level permission granted to a login or server role.
@@ -61,7 +80,16 @@ pub struct OtherDatabaseUser {
     pub user: String,
     /// The login it maps to, if any.
     pub login: Option<String>,
-    /// The direct member of `db_owner` it is in `db_owner` through: itself,
-    /// or a role.
+    /// The direct member of the role it holds `right` through: itself, or a
+    /// role; the grantee, for a permission.
     pub via: String,
+    /// What it holds there: `db_owner` (the default), `db_ddladmin`,
+    /// `db_securityadmin`, or a database permission such as `IMPERSONATE ON
+    /// USER::dbo`, `CONTROL` or `ALTER ANY SCHEMA`.
+    #[serde(default = "db_owner")]
+    pub right: String,
+}
+
+fn db_owner() -> String {
+    "db_owner".into()
 }

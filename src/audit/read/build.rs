@@ -7,8 +7,9 @@ use tiberius::Row;
 
 use super::super::AuditError;
 use super::super::catalog::{
-    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, IdentityReading, Membership, Object, ObjectKind,
-    Permission, PermissionState, Principal, PrincipalKind, Schema, Securable, ServerSettings,
+    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, FenceTableFeature, IdentityReading, LoginKind,
+    Membership, Object, ObjectKind, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable,
+    ServerSettings, ServerTrigger, TableFeature,
 };
 use super::facts::{is_visible_marker, server, trustworthy, visibility};
 use super::rows::{int, required, text, uuid};
@@ -57,23 +58,24 @@ pub(super) fn build(next: &mut Next) -> Result<Catalog, AuditError> {
             Some("G" | "X") => PrincipalKind::Group,
             _ => PrincipalKind::User,
         };
-        catalog.principals.push(Principal {
-            name: required(row, 0, what)?,
-            kind,
-            login: None,
-        });
+        let mut principal = Principal::new(required(row, 0, what)?, kind);
+        principal.owner = text(row, 2, what)?;
+        principal.default_schema = text(row, 3, what)?.filter(|s| !s.is_empty());
+        catalog.principals.push(principal);
     }
 
     let (rows, what) = next();
     for row in rows.iter().flatten() {
         let user = required(row, 0, what)?;
         let login = text(row, 1, what)?;
+        let kind = text(row, 2, what)?.as_deref().and_then(LoginKind::from_type);
         if let Some(p) = catalog
             .principals
             .iter_mut()
             .find(|p| p.name.eq_ignore_ascii_case(&user))
         {
             p.login = login;
+            p.login_kind = kind;
         }
     }
 
@@ -257,7 +259,80 @@ pub(super) fn build(next: &mut Next) -> Result<Catalog, AuditError> {
         // A query that answered no row read nothing.
         Some(None) | None => None,
     };
+
+    let (rows, what) = next();
+    for row in rows.iter().flatten() {
+        let (Some(id), Some(number)) = (int(row, 0, what)?, int(row, 1, what)?) else {
+            continue;
+        };
+        let Some(&at) = by_id.get(&id) else { continue };
+        let base = &catalog.objects[at];
+        let mut numbered = object(
+            base.schema.clone(),
+            format!("{};{number}", base.name),
+            ObjectKind::Procedure,
+        );
+        numbered.owner = base.owner.clone();
+        numbered.definition = text(row, 2, what)?;
+        catalog.objects.push(numbered);
+    }
+
+    let (rows, what) = next();
+    if let (Some(server), Some(rows)) = (catalog.server.as_mut(), rows) {
+        let mut triggers = Some(Vec::new());
+        for row in &rows {
+            match (text(row, 0, what)?.as_deref(), triggers.as_mut()) {
+                (Some("trigger"), Some(list)) => list.push(ServerTrigger {
+                    name: required(row, 1, what)?,
+                    definition: text(row, 2, what)?,
+                }),
+                _ => triggers = None,
+            }
+        }
+        server.triggers = triggers;
+    }
+
+    let (rows, what) = next();
+    catalog.fence_table_features = match rows {
+        Some(rows) => fence_table_features(&rows, what)?,
+        None => None,
+    };
+
+    let (rows, what) = next();
+    for row in rows.iter().flatten() {
+        let (Some(class), Some(id), Some(name)) = (int(row, 0, what)?, int(row, 1, what)?, text(row, 2, what)?) else {
+            continue;
+        };
+        let key = if class == 25 { "CERTIFICATE" } else { "ASYMMETRIC KEY" };
+        for p in &mut catalog.permissions {
+            if let Securable::Key { key: k, name: n } = &mut p.on
+                && k == key
+                && *n == format!("#{id}")
+            {
+                *n = name.clone();
+            }
+        }
+    }
     Ok(catalog)
+}
+
+/// The features on the fence tables, or `None` at the marker row of an
+/// engine without the catalog to show them.
+fn fence_table_features(rows: &[Row], what: &'static str) -> Result<Option<Vec<FenceTableFeature>>, AuditError> {
+    let mut features = Vec::new();
+    for row in rows {
+        let table = text(row, 1, what)?.unwrap_or_default();
+        let other = text(row, 2, what)?.unwrap_or_default();
+        let feature = match text(row, 0, what)?.as_deref() {
+            Some("versioned") => TableFeature::SystemVersioned { history: other },
+            Some("cdc") => TableFeature::ChangeDataCapture,
+            Some("replicated") => TableFeature::Replicated,
+            Some("policy") => TableFeature::SecurityPolicy { policy: other },
+            _ => return Ok(None),
+        };
+        features.push(FenceTableFeature { table, feature });
+    }
+    Ok(Some(features))
 }
 
 fn object(schema: String, name: String, kind: ObjectKind) -> Object {
@@ -289,7 +364,21 @@ fn permission(row: &Row, what: &'static str) -> Result<Option<Permission>, Audit
         Some(4) => Securable::Principal {
             name: required(row, 5, what)?,
         },
-        _ => return Ok(None),
+        Some(class @ 24..=26) => Securable::Key {
+            key: match class {
+                24 => "SYMMETRIC KEY",
+                25 => "CERTIFICATE",
+                _ => "ASYMMETRIC KEY",
+            }
+            .into(),
+            // The name is filled in from the key catalog; the id until then.
+            name: format!("#{}", int(row, 8, what)?.unwrap_or_default()),
+        },
+        // Kept, not dropped: a permission no rule weighs is still listed.
+        _ => Securable::Other {
+            class_desc: text(row, 7, what)?.unwrap_or_default(),
+            name: None,
+        },
     };
     let state = match text(row, 2, what)?.as_deref() {
         Some("D") => PermissionState::Deny,

@@ -47,6 +47,7 @@ pub(super) fn server(rows: &[Row], what: &'static str, catalog: &Catalog) -> Res
                 grantee: required(row, 2, what)?,
                 on_login: text(row, 3, what)?,
             }),
+            Some("group") => facts.group_logins.push(required(row, 1, what)?),
             Some("no permission catalog") => {
                 facts.permissions_unreadable = Some(format!(
                     "{} has no server permission catalog (sys.server_permissions)",
@@ -81,6 +82,7 @@ pub(super) fn trustworthy(rows: &[Row], what: &'static str) -> Result<Vec<OtherD
             owners.push(OtherDatabaseUser {
                 via: text(row, 5, what)?.unwrap_or_else(|| user.clone()),
                 login: text(row, 4, what)?,
+                right: text(row, 6, what)?.unwrap_or_else(|| "db_owner".into()),
                 user,
             });
         }

@@ -23,19 +23,23 @@ const SERVER_ROLES: &str = "SELECT N'visible', CAST(CASE WHEN IS_SRVROLEMEMBER(N
                             CAST(NULL AS nvarchar(256))
                        FROM sys.server_role_members AS rm
                        JOIN sys.server_principals AS r ON r.principal_id = rm.role_principal_id
-                       JOIN sys.server_principals AS m ON m.principal_id = rm.member_principal_id";
+                       JOIN sys.server_principals AS m ON m.principal_id = rm.member_principal_id
+                     UNION ALL
+                     SELECT N'group', CAST(g.name AS nvarchar(256)), CAST(NULL AS nvarchar(256)),
+                            CAST(NULL AS nvarchar(256))
+                       FROM sys.server_principals AS g WHERE g.type IN ('G', 'X')";
 
-/// Server permissions that reach the fence: server-wide ones, and
-/// IMPERSONATE or CONTROL on a login (class 101).
+/// Every granted server permission: server-wide ones, and those on a login
+/// or server role (class 101). All of them, not a chosen list: the rules
+/// decide which reach the fence, and a permission left unread is one no rule
+/// can weigh.
 const SERVER_PERMISSIONS: &str = "SELECT N'permission', CAST(p.permission_name AS nvarchar(256)),
                             CAST(g.name AS nvarchar(256)),
                             CAST(CASE WHEN p.class = 101 THEN SUSER_NAME(p.major_id) END AS nvarchar(256))
                        FROM sys.server_permissions AS p
                        JOIN sys.server_principals AS g ON g.principal_id = p.grantee_principal_id
                       WHERE p.state IN ('G', 'W')
-                        AND ((p.class = 100 AND p.permission_name IN (N'CONTROL SERVER', N'ALTER ANY DATABASE',
-                                  N'IMPERSONATE ANY LOGIN', N'ALTER ANY LOGIN', N'SELECT ALL USER SECURABLES'))
-                          OR (p.class = 101 AND p.permission_name IN (N'IMPERSONATE', N'CONTROL')))";
+                        AND p.class IN (100, 101)";
 
 /// The checking login's own database permissions that decide what the
 /// catalog shows it. Babelfish has no fn_my_permissions; there only
@@ -72,24 +76,40 @@ const SIGNATURES: &str = "IF OBJECT_ID(N'sys.crypt_properties') IS NULL
            LEFT JOIN sys.asymmetric_keys AS k ON k.thumbprint = cp.thumbprint
           WHERE cp.class = 1";
 
-/// Every other TRUSTWORTHY database, its owner, and who is in its db_owner
-/// role (through nested roles), read with one dynamic query over the
+/// Every other TRUSTWORTHY database, its owner, and who holds there what
+/// lets a module run as its owner: db_owner, db_ddladmin or db_securityadmin
+/// (through nested roles), or CONTROL, ALTER, IMPERSONATE on dbo and the
+/// like, read with one dynamic query over the
 /// databases the checking login may read. Babelfish has no TRUSTWORTHY
 /// databases and no INSERT ... EXEC: it only lists them.
 const TRUSTWORTHY: &str = "IF SERVERPROPERTY('Babelfish') IS NULL
      BEGIN
-         DECLARE @fp_owners TABLE (db nvarchar(256), usr nvarchar(256), lgn nvarchar(256), via nvarchar(256));
+         DECLARE @fp_owners TABLE (db nvarchar(256), usr nvarchar(256), lgn nvarchar(256), via nvarchar(256),
+                                   what nvarchar(256));
          DECLARE @fp_sql nvarchar(max) = N'';
-         SELECT @fp_sql = @fp_sql + N';WITH o (id, via) AS (
-                    SELECT rm.member_principal_id, rm.member_principal_id
+         SELECT @fp_sql = @fp_sql + N';WITH o (id, via, what) AS (
+                    SELECT rm.member_principal_id, rm.member_principal_id, CAST(r.name AS nvarchar(256))
                       FROM ' + QUOTENAME(d.name) + N'.sys.database_role_members AS rm
                       JOIN ' + QUOTENAME(d.name) + N'.sys.database_principals AS r
-                        ON r.principal_id = rm.role_principal_id AND r.name = N''db_owner''
+                        ON r.principal_id = rm.role_principal_id
+                       AND r.name IN (N''db_owner'', N''db_ddladmin'', N''db_securityadmin'')
                     UNION ALL
-                    SELECT rm.member_principal_id, o.via
+                    SELECT p.grantee_principal_id, p.grantee_principal_id,
+                           CAST(p.permission_name + CASE WHEN p.class = 4 THEN N'' ON USER::dbo''
+                                                         WHEN p.class = 3 THEN N'' ON SCHEMA::dbo'' ELSE N'''' END
+                                AS nvarchar(256))
+                      FROM ' + QUOTENAME(d.name) + N'.sys.database_permissions AS p
+                     WHERE p.state IN (''G'', ''W'')
+                       AND ((p.class = 0 AND p.permission_name IN (N''CONTROL'', N''ALTER'', N''ALTER ANY SCHEMA'',
+                                N''ALTER ANY ROLE'', N''ALTER ANY USER''))
+                         OR (p.class = 4 AND p.major_id = 1
+                             AND p.permission_name IN (N''IMPERSONATE'', N''CONTROL'', N''ALTER''))
+                         OR (p.class = 3 AND p.major_id = 1 AND p.permission_name IN (N''CONTROL'', N''ALTER'')))
+                    UNION ALL
+                    SELECT rm.member_principal_id, o.via, o.what
                       FROM ' + QUOTENAME(d.name) + N'.sys.database_role_members AS rm
                       JOIN o ON rm.role_principal_id = o.id)
-                SELECT ' + QUOTENAME(d.name, N'''') + N', m.name, SUSER_SNAME(m.sid), v.name
+                SELECT ' + QUOTENAME(d.name, N'''') + N', m.name, SUSER_SNAME(m.sid), v.name, o.what
                   FROM o
                   JOIN ' + QUOTENAME(d.name) + N'.sys.database_principals AS m ON m.principal_id = o.id
                   JOIN ' + QUOTENAME(d.name) + N'.sys.database_principals AS v ON v.principal_id = o.via
@@ -103,16 +123,56 @@ const TRUSTWORTHY: &str = "IF SERVERPROPERTY('Babelfish') IS NULL
                            AND (IS_SRVROLEMEMBER(N'sysadmin') = 1
                                 OR HAS_PERMS_BY_NAME(d.name, N'DATABASE', N'VIEW DEFINITION') = 1)
                           THEN 1 ELSE 0 END AS int),
-                CAST(o.usr AS nvarchar(256)), CAST(o.lgn AS nvarchar(256)), CAST(o.via AS nvarchar(256))
+                CAST(o.usr AS nvarchar(256)), CAST(o.lgn AS nvarchar(256)), CAST(o.via AS nvarchar(256)),
+                CAST(o.what AS nvarchar(256))
            FROM sys.databases AS d
            LEFT JOIN @fp_owners AS o ON o.db = d.name
           WHERE d.is_trustworthy_on = 1 AND d.database_id <> DB_ID();
      END
      ELSE
          SELECT CAST(d.name AS nvarchar(256)), CAST(SUSER_SNAME(d.owner_sid) AS nvarchar(256)), CAST(0 AS int),
-                CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(256))
+                CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(256)),
+                CAST(NULL AS nvarchar(256))
            FROM sys.databases AS d
           WHERE d.is_trustworthy_on = 1 AND d.database_id <> DB_ID()";
+
+/// The bodies of numbered procedures beyond the first.
+const NUMBERED: &str = "IF OBJECT_ID(N'sys.numbered_procedures') IS NULL
+         SELECT CAST(NULL AS int), CAST(NULL AS int), CAST(NULL AS nvarchar(max)) WHERE 1 = 0
+     ELSE
+         SELECT n.object_id, CAST(n.procedure_number AS int), CAST(n.definition AS nvarchar(max))
+           FROM sys.numbered_procedures AS n WHERE n.procedure_number > 1";
+
+/// Server DDL and logon triggers with their texts; a marker row says the
+/// engine has no such catalog (Babelfish), where none can be ruled out.
+const SERVER_TRIGGERS: &str = "IF OBJECT_ID(N'sys.server_triggers') IS NULL
+         SELECT CAST(N'no catalog' AS nvarchar(16)), CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(max))
+     ELSE
+         SELECT CAST(N'trigger' AS nvarchar(16)), CAST(t.name AS nvarchar(256)), CAST(m.definition AS nvarchar(max))
+           FROM sys.server_triggers AS t LEFT JOIN sys.server_sql_modules AS m ON m.object_id = t.object_id";
+
+/// History tables, change data capture, replication and security policies
+/// on the fence tables; a marker row where the engine has no
+/// sys.security_predicates (Babelfish), where they cannot be ruled out.
+const FENCE_TABLE_FEATURES: &str = "IF OBJECT_ID(N'sys.security_predicates') IS NULL
+         SELECT CAST(N'no catalog' AS nvarchar(16)), CAST(NULL AS nvarchar(520)), CAST(NULL AS nvarchar(520))
+     ELSE
+         SELECT CAST(N'versioned' AS nvarchar(16)),
+                CAST(SCHEMA_NAME(t.schema_id) + N'.' + t.name AS nvarchar(520)),
+                CAST(OBJECT_SCHEMA_NAME(t.history_table_id) + N'.' + OBJECT_NAME(t.history_table_id) AS nvarchar(520))
+           FROM sys.tables AS t WHERE SCHEMA_NAME(t.schema_id) = N'fence' AND t.temporal_type = 2
+         UNION ALL
+         SELECT N'cdc', CAST(SCHEMA_NAME(t.schema_id) + N'.' + t.name AS nvarchar(520)), NULL
+           FROM sys.tables AS t WHERE SCHEMA_NAME(t.schema_id) = N'fence' AND t.is_tracked_by_cdc = 1
+         UNION ALL
+         SELECT N'replicated', CAST(SCHEMA_NAME(t.schema_id) + N'.' + t.name AS nvarchar(520)), NULL
+           FROM sys.tables AS t WHERE SCHEMA_NAME(t.schema_id) = N'fence'
+            AND (t.is_replicated = 1 OR t.is_merge_published = 1 OR t.is_published = 1)
+         UNION ALL
+         SELECT N'policy', CAST(OBJECT_SCHEMA_NAME(sp.target_object_id) + N'.' + OBJECT_NAME(sp.target_object_id)
+                                AS nvarchar(520)),
+                CAST(OBJECT_SCHEMA_NAME(sp.object_id) + N'.' + OBJECT_NAME(sp.object_id) AS nvarchar(520))
+           FROM sys.security_predicates AS sp WHERE OBJECT_SCHEMA_NAME(sp.target_object_id) = N'fence'";
 
 /// The recorded and the current database identity as one row. The recorded
 /// one is read by `sp_executesql` so that a database deployed before
@@ -158,12 +218,17 @@ pub(super) fn queries() -> Vec<Query> {
         ),
         q(
             "database principals",
-            "SELECT CAST(dp.name AS nvarchar(256)), CAST(dp.type AS nvarchar(2)) FROM sys.database_principals AS dp",
+            // Babelfish answers owning_principal_id with -1 for every row.
+            "SELECT CAST(dp.name AS nvarchar(256)), CAST(dp.type AS nvarchar(2)),
+                    CAST(CASE WHEN dp.owning_principal_id > 0 THEN USER_NAME(dp.owning_principal_id) END
+                         AS nvarchar(256)),
+                    CAST(dp.default_schema_name AS nvarchar(256))
+               FROM sys.database_principals AS dp",
             true,
         ),
         q(
             "the logins behind database users",
-            "SELECT CAST(dp.name AS nvarchar(256)), CAST(sp.name AS nvarchar(256))
+            "SELECT CAST(dp.name AS nvarchar(256)), CAST(sp.name AS nvarchar(256)), CAST(sp.type AS nvarchar(2))
                FROM sys.database_principals AS dp JOIN sys.server_principals AS sp ON sp.sid = dp.sid",
             false,
         ),
@@ -184,9 +249,11 @@ pub(super) fn queries() -> Vec<Query> {
                     CAST(CASE p.class WHEN 1 THEN OBJECT_NAME(p.major_id)
                                       WHEN 4 THEN USER_NAME(p.major_id) END AS nvarchar(256)),
                     CAST(CASE WHEN p.class = 1 AND p.minor_id > 0
-                              THEN COL_NAME(p.major_id, p.minor_id) END AS nvarchar(256))
+                              THEN COL_NAME(p.major_id, p.minor_id)
+                         END AS nvarchar(256)),
+                    CAST(p.class_desc AS nvarchar(60)), p.major_id
                FROM sys.database_permissions AS p
-              WHERE p.class IN (0, 1, 3, 4) AND p.state IN ('G', 'W', 'D')",
+              WHERE p.state IN ('G', 'W', 'D')",
             true,
         ),
         q(
@@ -326,5 +393,22 @@ pub(super) fn queries() -> Vec<Query> {
             false,
         ),
         q("the database identity", &database_identity(), false),
+        // `Acquire;2` shares Acquire's grants and ownership chain, and its
+        // text is in no other view.
+        q("numbered procedures", NUMBERED, false),
+        q("server triggers", SERVER_TRIGGERS, false),
+        q("what acts on the fence tables' rows", FENCE_TABLE_FEATURES, false),
+        // Names of the keys permissions are on, by class and id: Babelfish's
+        // sys.certificates has no certificate_id, so they are read apart.
+        q(
+            "certificates and asymmetric keys",
+            "IF SERVERPROPERTY('Babelfish') IS NULL
+                 SELECT 25, c.certificate_id, CAST(c.name AS nvarchar(256)) FROM sys.certificates AS c
+                 UNION ALL
+                 SELECT 26, k.asymmetric_key_id, CAST(k.name AS nvarchar(256)) FROM sys.asymmetric_keys AS k
+             ELSE
+                 SELECT CAST(NULL AS int), CAST(NULL AS int), CAST(NULL AS nvarchar(256)) WHERE 1 = 0",
+            false,
+        ),
     ]
 }

@@ -83,7 +83,7 @@ impl<'a> Context<'a> {
                 Securable::Database => is_one_of(&p.permission, &["EXECUTE"]),
                 Securable::Schema { schema } => self.policy.code_schemas.iter().any(|s| s.eq_ignore_ascii_case(schema)),
                 Securable::Object { schema, name, .. } => self.policy.procedure(&format!("{schema}.{name}")).is_some(),
-                Securable::Principal { .. } => false,
+                Securable::Principal { .. } | Securable::Key { .. } | Securable::Other { .. } => false,
             })
             .map(|p| p.grantee.clone())
             .collect()
@@ -166,8 +166,53 @@ impl<'a> Context<'a> {
         self.catalog.schema_owner(&self.policy.fence_schema)
     }
 
+    /// Whether `object` is a shipped procedure: named as one, and not a
+    /// case variant standing beside the one spelled as shipped.
     pub(crate) fn is_shipped(&self, object: &Object) -> bool {
-        object.kind == ObjectKind::Procedure && self.policy.procedure(&object.qualified_name()).is_some()
+        object.kind == ObjectKind::Procedure
+            && self
+                .policy
+                .procedure(&object.qualified_name())
+                .is_some_and(|p| self.catalog.object(&p.name).is_some_and(|o| std::ptr::eq(o, object)))
+    }
+
+    /// The roles `principal` is in, directly or through nested roles,
+    /// lower-cased; `public` is implied and not listed.
+    pub(crate) fn roles_of(&self, principal: &str) -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut queue = vec![principal.to_lowercase()];
+        while let Some(p) = queue.pop() {
+            for m in &self.catalog.memberships {
+                if m.member.eq_ignore_ascii_case(&p) && seen.insert(m.role.to_lowercase()) {
+                    queue.push(m.role.to_lowercase());
+                }
+            }
+        }
+        seen
+    }
+
+    /// `principal` and every role it is in, lower-cased: whoever's grants it
+    /// holds.
+    pub(crate) fn holders(&self, principal: &str) -> BTreeSet<String> {
+        let mut holders = self.roles_of(principal);
+        holders.insert(principal.to_lowercase());
+        holders.insert("public".into());
+        holders
+    }
+
+    /// Whether `principal` administers the database: `dbo`, in `db_owner`,
+    /// or holding CONTROL on the database. Those pass every check here by
+    /// design (the deploy login is one); the rules name the services among
+    /// them, and who else holds a path to the fence.
+    pub(crate) fn is_admin(&self, principal: &str) -> bool {
+        let holders = self.holders(principal);
+        principal.eq_ignore_ascii_case("dbo")
+            || holders.contains("db_owner")
+            || self.grants().any(|p| {
+                p.on == Securable::Database
+                    && is_one_of(&p.permission, &["CONTROL"])
+                    && holders.contains(&p.grantee.to_lowercase())
+            })
     }
 
     /// Granted (not denied) permissions.
@@ -203,6 +248,11 @@ impl<'a> Context<'a> {
                 column: Some(c),
             } => format!("{schema}.{name} ({c})"),
             Securable::Principal { name } => format!("{}::{name}", self.principal_class(name)),
+            Securable::Key { key, name } => format!("{key}::{name}"),
+            Securable::Other { class_desc, name } => match name {
+                Some(name) => format!("{class_desc}::{name}"),
+                None => class_desc.clone(),
+            },
         }
     }
 
@@ -221,6 +271,10 @@ impl<'a> Context<'a> {
             ),
             Securable::Principal { name } => {
                 format!(" ON {}::{}", self.principal_class(name), quote_name(name))
+            }
+            Securable::Key { key, name } => format!(" ON {key}::{}", quote_name(name)),
+            Securable::Other { class_desc, name } => {
+                format!(" ON {class_desc}::{}", quote_name(name.as_deref().unwrap_or("?")))
             }
         };
         let cascade = if p.state == PermissionState::GrantWithGrantOption {

@@ -8,16 +8,20 @@ use crate::tsql::{quote_name, quote_qualified};
 /// Database permissions that add code: modules, and code that runs on every
 /// DDL statement (a DDL trigger fires as the deployer during `fencepost
 /// migrate`) or outside T-SQL (assemblies).
-const CREATE_CODE: [&str; 7] = [
-    "CREATE PROCEDURE",
-    "CREATE VIEW",
-    "CREATE FUNCTION",
+const CREATE_CODE: [&str; 4] = [
     "ALTER ANY SCHEMA",
     "ALTER ANY DATABASE DDL TRIGGER",
     "ALTER ANY ASSEMBLY",
     "CREATE ASSEMBLY",
 ];
-const CHANGE: [&str; 3] = ["ALTER", "CONTROL", "TAKE OWNERSHIP"];
+/// Rights to create modules, which land in a schema the creator may alter
+/// and are owned by that schema's owner: they chain to the fence only from a
+/// schema the fence tables' owner owns.
+const CREATE_MODULE: [&str; 3] = ["CREATE PROCEDURE", "CREATE VIEW", "CREATE FUNCTION"];
+/// TAKE OWNERSHIP is not among them: taking an object breaks its chain to
+/// the fence tables (a schema's objects owned by the fence tables' owner are
+/// FP020's).
+const CHANGE: [&str; 2] = ["ALTER", "CONTROL"];
 const MANAGE_PRINCIPALS: [&str; 3] = ["ALTER ANY USER", "ALTER ANY ROLE", "ALTER ANY APPLICATION ROLE"];
 const ON_PRINCIPAL: [&str; 4] = ["IMPERSONATE", "ALTER", "CONTROL", "TAKE OWNERSHIP"];
 
@@ -26,7 +30,23 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
     for p in ctx.grants() {
         let serves = !ctx.services_reached_by(&p.grantee).is_empty();
         let perm = p.permission.to_uppercase();
+        // ALTER on what the fence tables' owner owns is a path to the fence
+        // for anyone, as UPDATE on the fence is; administrators hold it by design.
+        let outsider = serves || !ctx.is_admin(&p.grantee);
         let (rule, why) = match &p.on {
+            Securable::Database if serves && is_one_of(&perm, &CREATE_MODULE) => {
+                let Some(schemas) = creatable_chained_schemas(ctx, &p.grantee) else {
+                    continue;
+                };
+                (
+                    Rule::CodeChange,
+                    format!(
+                        "{perm} lets {} add code to {schemas}, which the fence tables' owner owns: that code \
+                         reaches the fence tables through ownership chaining",
+                        p.grantee
+                    ),
+                )
+            }
             Securable::Database if serves && is_one_of(&perm, &CREATE_CODE) => (
                 Rule::CodeChange,
                 format!(
@@ -49,7 +69,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             // Any schema owned by the fence tables' owner: a procedure created
             // there chains ownership straight to the fence tables.
             Securable::Schema { schema }
-                if serves
+                if outsider
                     && is_one_of(&perm, &CHANGE)
                     && !schema.eq_ignore_ascii_case(&ctx.policy.fence_schema)
                     && tables_owner.is_some_and(|o| {
@@ -82,9 +102,9 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             // on a module lets it rewrite it, and either runs as that owner,
             // chaining to the fence tables.
             Securable::Object { schema, name, .. }
-                if serves
+                if outsider
                     && is_one_of(&perm, &CHANGE)
-                    && !schema.eq_ignore_ascii_case(&ctx.policy.fence_schema)
+                    && !ctx.is_fence_table(schema, name)
                     && tables_owner
                         .is_some_and(|o| owner_of(ctx, schema, name).is_some_and(|x| x.eq_ignore_ascii_case(o))) =>
             {
@@ -116,6 +136,35 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
         report.findings.push(ctx.grant_finding(rule, p, &why));
     }
     code_owners(ctx, report);
+}
+
+/// The schemas owned by the fence tables' owner that `principal` may create
+/// objects in (ALTER or CONTROL on them, itself or through a role), or
+/// `None`: then what it creates belongs to another owner and breaks the chain.
+fn creatable_chained_schemas(ctx: &Context, principal: &str) -> Option<String> {
+    let owner = ctx.tables_owner()?;
+    let holders = ctx.holders(principal);
+    let any_schema = ctx.grants().any(|p| {
+        p.on == Securable::Database
+            && is_one_of(&p.permission, &["ALTER ANY SCHEMA", "ALTER"])
+            && holders.contains(&p.grantee.to_lowercase())
+    });
+    let schemas: Vec<&str> = ctx
+        .catalog
+        .schemas
+        .iter()
+        .filter(|s| s.owner.eq_ignore_ascii_case(owner))
+        .filter(|s| {
+            any_schema
+                || ctx.grants().any(|p| {
+                    is_one_of(&p.permission, &CHANGE)
+                        && holders.contains(&p.grantee.to_lowercase())
+                        && matches!(&p.on, Securable::Schema { schema } if schema.eq_ignore_ascii_case(&s.name))
+                })
+        })
+        .map(|s| s.name.as_str())
+        .collect();
+    (!schemas.is_empty()).then(|| schemas.join(", "))
 }
 
 /// The owner of `schema.name`: the object's own, else its schema's (also for

@@ -53,7 +53,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
 
 /// The shipped procedures the layout gives `service` through its fence roles,
 /// lower-cased.
-fn allowed(ctx: &Context, service: &str) -> BTreeSet<String> {
+pub(super) fn allowed(ctx: &Context, service: &str) -> BTreeSet<String> {
     let roles: Vec<&String> = ctx
         .policy
         .service_roles

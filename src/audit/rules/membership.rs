@@ -66,7 +66,10 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             ),
         });
     }
-    if let Some(reason) = group_blindness(ctx) {
+    for reason in group_blindness(ctx)
+        .into_iter()
+        .chain(super::groups::database_groups(ctx))
+    {
         report.cannot_verify.push(CannotVerify {
             rule: Rule::PrivilegedRole,
             reason,

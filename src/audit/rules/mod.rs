@@ -1,20 +1,30 @@
 //! The rules as one pure function from a catalog snapshot and a policy to a
 //! report. Each file holds the rules about one kind of path to the fence.
 
+mod become_service;
 mod context;
 mod database;
 mod dbo;
 mod escalation;
 mod execute;
+mod grant_option;
 mod grants;
+mod groups;
 mod identity;
+mod indirect_code;
+mod keys;
 mod membership;
 mod modules;
+mod rightless;
 mod runs_as;
+mod schema_code;
 mod server;
+mod server_reach;
 mod shipped;
+mod side_channels;
 mod trustworthy;
 mod visibility;
+mod wrappers;
 
 pub(crate) use context::Context;
 
@@ -43,6 +53,12 @@ pub fn evaluate(catalog: &Catalog, policy: &Policy) -> Report {
     dbo::check(&ctx, &mut report);
     trustworthy::check(&ctx, &mut report);
     identity::check(&ctx, &mut report);
+    schema_code::check(&ctx, &mut report);
+    become_service::check(&ctx, &mut report);
+    indirect_code::check(&ctx, &mut report);
+    side_channels::check(&ctx, &mut report);
+    grant_option::check(&ctx, &mut report);
+    keys::check(&ctx, &mut report);
     if let Some(reason) = &ctx.permissions_hidden {
         for rule in PERMISSION_RULES {
             report.cannot_verify.push(CannotVerify {
@@ -64,14 +80,25 @@ pub fn evaluate(catalog: &Catalog, policy: &Policy) -> Report {
 }
 
 /// The rules that read `sys.database_permissions`.
-const PERMISSION_RULES: [Rule; 6] = [
+const PERMISSION_RULES: [Rule; 9] = [
     Rule::WriteAccess,
     Rule::ReadAccess,
     Rule::CodeChange,
     Rule::PrincipalControl,
     Rule::ExecuteBeyondRole,
     Rule::GuestConnect,
+    Rule::SchemaCode,
+    Rule::BecomeService,
+    Rule::SideChannel,
 ];
+
+/// Whether `module`'s text names `schema.name`.
+pub(crate) fn module_text_names(module: &super::catalog::Object, schema: &str, name: &str) -> bool {
+    module
+        .definition
+        .as_deref()
+        .is_some_and(|d| !super::module_text::referenced_tables(d, schema, [&name.to_string()]).is_empty())
+}
 
 /// Compares catalog permission names, which are upper case on SQL Server.
 pub(crate) fn is_one_of(permission: &str, names: &[&str]) -> bool {

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use super::super::catalog::{Object, ObjectKind};
 use super::super::module_text::{dynamic_constructs, referenced_tables};
 use super::{CannotVerify, Context, Finding, Report, Rule};
-use crate::tsql::{quote_name, quote_qualified};
+use crate::tsql::{code_only, quote_name, quote_qualified};
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
     foreign_modules(ctx, report);
@@ -38,6 +38,14 @@ pub(super) fn fence_references(ctx: &Context, o: &Object) -> BTreeSet<String> {
         }
     }
     if let Some(def) = &o.definition {
+        // A string names an object only where dynamic SQL may run it: a
+        // THROW message that names fence.Resource reaches nothing.
+        let code = if dynamic_constructs(def).is_empty() {
+            code_only(def)
+        } else {
+            def.clone()
+        };
+        let def = &code;
         for t in referenced_tables(def, fence, ctx.fence_tables()) {
             refs.insert(format!("{fence}.{t}"));
         }
@@ -79,6 +87,9 @@ fn foreign_modules(ctx: &Context, report: &mut Report) {
             (Some(def), ObjectKind::DatabaseTrigger) => dynamic_constructs(def),
             _ => Vec::new(),
         };
+        if dynamic.is_empty() && super::wrappers::contained(ctx, o, &refs) {
+            continue;
+        }
         if refs.is_empty() && dynamic.is_empty() {
             if o.definition.is_none() {
                 hidden.push(match &o.assembly {

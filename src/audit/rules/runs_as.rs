@@ -25,6 +25,14 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             .execute_as
             .iter()
             .filter(|who| !who.eq_ignore_ascii_case("CALLER"))
+            .filter(|who| {
+                let runs_as = if who.eq_ignore_ascii_case("OWNER") {
+                    ctx.catalog.owner_of(o).unwrap_or("dbo")
+                } else {
+                    who.as_str()
+                };
+                !super::rightless::holds_nothing(ctx, runs_as)
+            })
             .map(|who| format!("EXECUTE AS {who}"))
             .collect();
         how.extend(o.signed_by.iter().map(|s| format!("signed by {s}")));
@@ -120,7 +128,7 @@ fn reach(ctx: &Context, o: &Object, seen: &mut BTreeSet<String>) -> Reach {
             Securable::Object { schema: s, name: n, .. } => {
                 s.eq_ignore_ascii_case(schema) && n.eq_ignore_ascii_case(name)
             }
-            Securable::Principal { .. } => false,
+            Securable::Principal { .. } | Securable::Key { .. } | Securable::Other { .. } => false,
         };
         if covers {
             services.extend(ctx.services_reached_by(&p.grantee));

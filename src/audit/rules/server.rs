@@ -95,6 +95,9 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                 fix: right.fix,
             });
         }
+        report
+            .findings
+            .extend(super::server_reach::findings(ctx, server, &p.name, login));
     }
     unchecked.sort();
     // Only service logins need the grants: with none, there is nothing to rule out.
@@ -125,7 +128,10 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             });
         }
     }
-    if let Some(reason) = group_blindness(ctx) {
+    for reason in group_blindness(ctx)
+        .into_iter()
+        .chain(super::groups::server_groups(ctx, server))
+    {
         for rule in [Rule::ServerControl, Rule::ServerPrivilege] {
             report.cannot_verify.push(CannotVerify {
                 rule,
@@ -136,17 +142,17 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
 }
 
 /// One way a login holds a server right that reaches the fence.
-struct Privilege {
+pub(super) struct Privilege {
     rule: Rule,
     /// `member of sysadmin through ops`, `IMPERSONATE ON LOGIN::sa`.
-    path: String,
+    pub(super) path: String,
     why: String,
     fix: String,
 }
 
 /// The login and every server role it is in, through nesting; every login
 /// is also in `public`.
-fn holders(server: &ServerFacts, login: &str) -> Vec<String> {
+pub(super) fn holders(server: &ServerFacts, login: &str) -> Vec<String> {
     let mut holders = vec![login.to_string(), "public".to_string()];
     let mut i = 0;
     while i < holders.len() {
@@ -165,7 +171,7 @@ fn holders(server: &ServerFacts, login: &str) -> Vec<String> {
     holders
 }
 
-fn holds(holders: &[String], name: &str) -> bool {
+pub(super) fn holds(holders: &[String], name: &str) -> bool {
     holders.iter().any(|h| h.eq_ignore_ascii_case(name))
 }
 
@@ -180,7 +186,7 @@ pub(super) fn is_privileged(server: &ServerFacts, login: &str) -> bool {
 
 /// Every server right of `login` that reaches the fence, each once, by the
 /// strongest path: sysadmin and CONTROL SERVER (FP002) include the rest.
-fn privileges(server: &ServerFacts, login: &str) -> Vec<Privilege> {
+pub(super) fn privileges(server: &ServerFacts, login: &str) -> Vec<Privilege> {
     let holders = holders(server, login);
     let via = |holder: &str| {
         if holder.eq_ignore_ascii_case(login) {

@@ -4,6 +4,7 @@
 //! write the fence tables here. msdb is TRUSTWORTHY and owned by sa by
 //! default.
 
+use super::super::catalog::OtherDatabaseUser;
 use super::server::is_privileged;
 use super::{CannotVerify, Context, Finding, Report, Rule};
 use crate::tsql::quote_name;
@@ -26,8 +27,10 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
         .filter(|d| !d.name.eq_ignore_ascii_case(&ctx.catalog.database))
     {
         // An owner whose rights cannot be seen may be privileged.
+        // So is one that owns this database, or is db_owner here: acting as
+        // it at server level is entering this database as it.
         let privileged = match (&ctx.catalog.server, db.owner.as_deref()) {
-            (Some(server), Some(owner)) => is_privileged(server, owner),
+            (Some(server), Some(owner)) => is_privileged(server, owner) || admin_here(ctx, owner),
             _ => true,
         };
         if !privileged {
@@ -52,7 +55,8 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                     principal: Some(service.to_string()),
                     object: format!("DATABASE::{}", db.name),
                     permission: Some(format!(
-                        "login {login} is db_owner of TRUSTWORTHY {}{}",
+                        "login {login} holds {} in TRUSTWORTHY {}{}",
+                        u.right,
                         db.name,
                         db.owner
                             .as_deref()
@@ -60,18 +64,15 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                             .unwrap_or_default()
                     )),
                     why: format!(
-                        "in a TRUSTWORTHY database db_owner may create a module WITH EXECUTE AS OWNER that acts as \
-                         the owner's login at server level{}, and so update the fence tables here",
+                        "in a TRUSTWORTHY database {} lets its holder create or alter a module WITH EXECUTE AS \
+                         OWNER that acts as the owner's login at server level{}, and so update the fence tables here",
+                        u.right,
                         db.owner
                             .as_deref()
                             .map(|o| format!(" ({o}, a privileged login)"))
                             .unwrap_or_default()
                     ),
-                    fix: format!(
-                        "USE {}; ALTER ROLE [db_owner] DROP MEMBER {};",
-                        quote_name(&db.name),
-                        quote_name(&u.via)
-                    ),
+                    fix: fix(&db.name, u),
                 });
             }
         }
@@ -86,5 +87,29 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                 unreadable.join(", ")
             ),
         });
+    }
+}
+
+/// Whether `login` owns this database or enters it as a db_owner member.
+fn admin_here(ctx: &Context, login: &str) -> bool {
+    ctx.catalog.owner_login().is_some_and(|o| o.eq_ignore_ascii_case(login))
+        || ctx
+            .catalog
+            .principals
+            .iter()
+            .any(|p| p.login.as_deref().is_some_and(|l| l.eq_ignore_ascii_case(login)) && ctx.is_admin(&p.name))
+}
+
+/// Leave the role, or give back the permission, in that database.
+fn fix(db: &str, u: &OtherDatabaseUser) -> String {
+    let db = quote_name(db);
+    if u.right.starts_with("db_") {
+        format!(
+            "USE {db}; ALTER ROLE {} DROP MEMBER {};",
+            quote_name(&u.right),
+            quote_name(&u.via)
+        )
+    } else {
+        format!("USE {db}; REVOKE {} FROM {};", u.right, quote_name(&u.via))
     }
 }

@@ -1,0 +1,89 @@
+//! FP021: a principal outside the services that can make itself one. A
+//! user in `db_datareader` already reads every holder's owner id; if it may
+//! also act as a service, join a fence role or reshape one, it can publish as
+//! any holder. Administrators (`dbo`, `db_owner`, CONTROL on the database)
+//! can do anything by design and are not named; services doing it are
+//! FP006's.
+
+use super::super::catalog::{PrincipalKind, Securable};
+use super::{Context, Finding, Report, Rule, is_one_of};
+use crate::tsql::quote_name;
+
+/// Rights on a principal that let the holder act as it or change it.
+const ON_PRINCIPAL: [&str; 4] = ["IMPERSONATE", "ALTER", "CONTROL", "TAKE OWNERSHIP"];
+
+/// Fixed roles whose members may add members to user-defined roles.
+const ROLE_MANAGERS: [&str; 1] = ["db_securityadmin"];
+
+pub(super) fn check(ctx: &Context, report: &mut Report) {
+    let outsider = |name: &str| !ctx.is_service(name) && !ctx.is_admin(name) && !ctx.is_everyones(name);
+    for p in ctx.grants().filter(|p| outsider(&p.grantee)) {
+        let perm = p.permission.to_uppercase();
+        let why = match &p.on {
+            Securable::Principal { name } if is_one_of(&perm, &ON_PRINCIPAL) && ctx.is_service(name) => format!(
+                "{perm} on {name} lets {} act as or reshape {name}, a service principal, and so run the fence \
+                 procedures as it",
+                p.grantee
+            ),
+            Securable::Database if is_one_of(&perm, &["ALTER ANY ROLE"]) => format!(
+                "ALTER ANY ROLE lets {} add itself to {}, and so become a service",
+                p.grantee,
+                ctx.policy.service_roles.join(", ")
+            ),
+            Securable::Database if is_one_of(&perm, &["ALTER ANY APPLICATION ROLE"]) && service_app_role(ctx) => {
+                format!(
+                    "ALTER ANY APPLICATION ROLE lets {} set the password of an application role that is a service, \
+                     and so enter it",
+                    p.grantee
+                )
+            }
+            _ => continue,
+        };
+        report.findings.push(ctx.grant_finding(Rule::BecomeService, p, &why));
+    }
+    for m in &ctx.catalog.memberships {
+        if ROLE_MANAGERS.iter().any(|r| r.eq_ignore_ascii_case(&m.role)) && outsider(&m.member) {
+            report.findings.push(Finding {
+                rule: Rule::BecomeService,
+                principal: Some(m.member.clone()),
+                object: format!("ROLE::{}", m.role),
+                permission: Some(format!("member of {}", m.role)),
+                why: format!(
+                    "{} may add members to every user-defined role, the fence roles included, and so make {} a \
+                     service",
+                    m.role, m.member
+                ),
+                fix: format!(
+                    "ALTER ROLE {} DROP MEMBER {};",
+                    quote_name(&m.role),
+                    quote_name(&m.member)
+                ),
+            });
+        }
+    }
+    // A role's owner may add and drop its members.
+    for role in ctx.catalog.principals.iter().filter(|p| p.kind == PrincipalKind::Role) {
+        let Some(owner) = role.owner.as_deref() else { continue };
+        if !ctx.is_service(&role.name) || ctx.is_admin(owner) {
+            continue;
+        }
+        report.findings.push(Finding {
+            rule: Rule::BecomeService,
+            principal: Some(owner.to_string()),
+            object: format!("ROLE::{}", role.name),
+            permission: Some("owner".into()),
+            why: format!(
+                "{owner} owns {}, a role of service principals, and so may add itself or anyone to it",
+                role.name
+            ),
+            fix: format!("ALTER AUTHORIZATION ON ROLE::{} TO [dbo];", quote_name(&role.name)),
+        });
+    }
+}
+
+fn service_app_role(ctx: &Context) -> bool {
+    ctx.catalog
+        .principals
+        .iter()
+        .any(|p| p.kind == PrincipalKind::ApplicationRole && ctx.is_service(&p.name))
+}

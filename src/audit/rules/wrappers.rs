@@ -1,0 +1,60 @@
+//! A wrapper over shipped procedures that hands nobody anything: a module
+//! that names only shipped procedures, builds no SQL, and that only
+//! principals who already hold each of those procedures through their fence
+//! role can run (a wrapper over Inspect granted to fence_reader). FP008 does
+//! not report it; one that anyone else can reach it still does.
+
+use std::collections::BTreeSet;
+
+use super::super::catalog::{Object, ObjectKind, Securable};
+use super::execute::allowed;
+use super::module_text_names;
+use super::{Context, is_one_of};
+
+/// Whether `o`, naming `refs`, reaches no one beyond those refs' own roles.
+pub(super) fn contained(ctx: &Context, o: &Object, refs: &BTreeSet<String>) -> bool {
+    let fence = ctx.policy.fence_schema.to_lowercase();
+    if refs.is_empty()
+        || !matches!(o.kind, ObjectKind::Procedure | ObjectKind::Function)
+        || o.definition.is_none()
+        || ctx.permissions_hidden.is_some()
+        || refs.iter().any(|r| r.to_lowercase().starts_with(&format!("{fence}.")))
+    {
+        return false;
+    }
+    // Its owner runs it too, and must be an administrator or the chain's own.
+    match ctx.catalog.owner_of(o) {
+        Some(owner) if ctx.is_admin(owner) || ctx.tables_owner().is_some_and(|t| t.eq_ignore_ascii_case(owner)) => {}
+        _ => return false,
+    }
+    // Another module that names it would pass its reach on, unchecked.
+    if ctx
+        .catalog
+        .objects
+        .iter()
+        .any(|c| c.kind.is_module() && !std::ptr::eq(c, o) && module_text_names(c, &o.schema, &o.name))
+    {
+        return false;
+    }
+    let needed: BTreeSet<String> = refs.iter().map(|r| r.to_lowercase()).collect();
+    ctx.grants()
+        .filter(|p| is_one_of(&p.permission, &["EXECUTE", "CONTROL", "ALTER", "TAKE OWNERSHIP"]))
+        .filter(|p| match &p.on {
+            Securable::Database => true,
+            Securable::Schema { schema } => schema.eq_ignore_ascii_case(&o.schema),
+            Securable::Object { schema, name, .. } => {
+                schema.eq_ignore_ascii_case(&o.schema) && name.eq_ignore_ascii_case(&o.name)
+            }
+            _ => false,
+        })
+        .filter(|p| !ctx.is_admin(&p.grantee))
+        .all(|p| {
+            let mut reached: Vec<String> = ctx.members_of(&p.grantee).into_iter().collect();
+            reached.push(p.grantee.to_lowercase());
+            !ctx.is_everyones(&p.grantee)
+                && is_one_of(&p.permission, &["EXECUTE"])
+                && reached
+                    .iter()
+                    .all(|r| ctx.is_service(r) && needed.is_subset(&allowed(ctx, r)))
+        })
+}

@@ -1,0 +1,144 @@
+//! `check` against a real engine for the layouts of the wider permission
+//! model: each test deploys a fresh database, makes the layout with real
+//! T-SQL and expects the rule that names it. Where Babelfish cannot make the
+//! layout at all, the test reports a skip with the engine's own refusal,
+//! matched exactly (code and message), never any error.
+
+mod support;
+
+use fencepost::audit::{Policy, Report, Rule, evaluate, read_catalog};
+use support::{TestDatabase, skip};
+
+/// Babelfish 4.2's refusals of the layouts it cannot make, exactly as it
+/// answers them: its code for errors without a SQL Server number, and the
+/// whole message.
+const BABELFISH_REFUSALS: [(u32, &str); 3] = [
+    (
+        33557097,
+        "'ALTER AUTHORIZATION on object types other than DATABASE::' is not currently supported in Babelfish",
+    ),
+    // Numbered procedures (`name;2`) are not in its grammar.
+    (33557097, "syntax error at or near \";\""),
+    (33557097, "role \"db_backupoperator\" does not exist"),
+];
+
+/// Runs `sql`. False, after reporting the skip, only when the engine is
+/// Babelfish and refuses it with one of its known refusals, word for word.
+async fn make(test: &str, db: &TestDatabase, sql: &str) -> bool {
+    let mut conn = db.connect().await;
+    let result = match conn.simple_query(sql).await {
+        Ok(stream) => stream.into_results().await.map(drop),
+        Err(e) => Err(e),
+    };
+    let Err(e) = result else { return true };
+    let refusal = match &e {
+        tiberius::error::Error::Server(token) => Some((token.code(), token.message().to_string())),
+        _ => None,
+    };
+    let known = refusal
+        .as_ref()
+        .is_some_and(|(code, message)| BABELFISH_REFUSALS.iter().any(|(c, m)| c == code && m == message));
+    assert!(
+        known && db.is_babelfish().await,
+        "the layout `{sql}` was refused, and not as Babelfish is known to refuse it: {e}"
+    );
+    skip(test, &format!("Babelfish refuses `{sql}`: {e}"));
+    false
+}
+
+async fn report(db: &TestDatabase) -> Report {
+    let catalog = read_catalog(&mut db.connect().await).await.expect("read the catalog");
+    evaluate(&catalog, &Policy::default())
+}
+
+fn user_of(ado: &str) -> String {
+    ado.split(';')
+        .find_map(|kv| kv.strip_prefix("User ID="))
+        .expect("the support module names the user")
+        .to_string()
+}
+
+fn expect(report: &Report, rule: Rule, object: &str, principal: &str) {
+    assert!(
+        report.findings_of(rule).any(|f| f.object.eq_ignore_ascii_case(object)
+            && f.principal
+                .as_deref()
+                .is_some_and(|p| p.eq_ignore_ascii_case(principal))),
+        "{} did not name {principal} on {object}:\n{report:#?}",
+        rule.id()
+    );
+    assert_ne!(report.exit_code(), 0);
+}
+
+#[tokio::test]
+async fn a_service_whose_default_schema_another_user_owns_is_named() {
+    let test = "a_service_whose_default_schema_another_user_owns_is_named";
+    let Some(mut db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let service = user_of(&db.login_in_role(Some("fence_service")).await);
+    let other = user_of(&db.login_in_role(None).await);
+    db.exec(&format!("CREATE SCHEMA tools AUTHORIZATION [{other}];")).await;
+    db.exec(&format!("ALTER USER [{service}] WITH DEFAULT_SCHEMA = tools;"))
+        .await;
+    expect(&report(&db).await, Rule::IndirectCode, "SCHEMA::tools", &service);
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_service_owning_a_schema_that_holds_a_dbo_owned_procedure_is_named() {
+    let test = "a_service_owning_a_schema_that_holds_a_dbo_owned_procedure_is_named";
+    let Some(mut db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let service = user_of(&db.login_in_role(Some("fence_service")).await);
+    db.exec(&format!("CREATE SCHEMA tools AUTHORIZATION [{service}];"))
+        .await;
+    db.exec("CREATE PROCEDURE tools.Purge AS SELECT 1;").await;
+    if make(test, &db, "ALTER AUTHORIZATION ON OBJECT::tools.Purge TO dbo;").await {
+        expect(&report(&db).await, Rule::SchemaCode, "SCHEMA::tools", &service);
+    }
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_numbered_procedure_beside_acquire_is_named() {
+    let test = "a_numbered_procedure_beside_acquire_is_named";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    if make(test, &db, "CREATE PROCEDURE fence_api.Acquire;2 AS SELECT 1;").await {
+        let report = report(&db).await;
+        assert!(
+            report
+                .findings_of(Rule::IndirectCode)
+                .any(|f| f.object.eq_ignore_ascii_case("fence_api.Acquire;2")),
+            "{report:#?}"
+        );
+    }
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_service_in_db_backupoperator_is_named() {
+    let test = "a_service_in_db_backupoperator_is_named";
+    let Some(mut db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let service = user_of(&db.login_in_role(Some("fence_service")).await);
+    if make(
+        test,
+        &db,
+        &format!("ALTER ROLE db_backupoperator ADD MEMBER [{service}];"),
+    )
+    .await
+    {
+        expect(
+            &report(&db).await,
+            Rule::SideChannel,
+            "ROLE::db_backupoperator",
+            &service,
+        );
+    }
+    db.drop().await;
+}
