@@ -3,7 +3,6 @@
 use std::future::Future;
 use std::time::Duration;
 
-use super::pool::IdleCheck;
 use super::token::{BoxError, TokenProvider};
 use crate::connection::ConnectionString;
 
@@ -171,10 +170,5 @@ impl ClientConfig {
     pub fn idle_check_timeout(&mut self, timeout: Duration) -> &mut Self {
         self.idle_check_timeout = timeout;
         self
-    }
-
-    /// The idle check these settings describe, fresh (nothing learnt yet).
-    pub(crate) fn idle_check(&self) -> IdleCheck {
-        IdleCheck::new(self.idle_check_after, self.idle_check_timeout.min(self.call_timeout))
     }
 }

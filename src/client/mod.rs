@@ -100,7 +100,7 @@ impl Client {
         let last_connect_error = LastConnectError::default();
         // Shared by both pools: a failover that broke one pool's idle
         // connections broke the other's too.
-        let idle_check = config.idle_check();
+        let idle_check = pool::idle_check(&config);
         let manager = Manager::new(&config, last_connect_error.clone(), idle_check.clone());
         let pool = pool::build(&config, config.max_connections, manager);
         let renewals = pool::build(

@@ -3,6 +3,7 @@
 
 mod idle_check;
 mod last_error;
+mod session;
 
 use std::time::Duration;
 
@@ -14,24 +15,17 @@ use crate::connection::{ConnectError, Connection, ConnectionString};
 
 pub(crate) use idle_check::IdleCheck;
 pub(crate) use last_error::LastConnectError;
+pub(crate) use session::Session;
 
 /// What the driver's own per-round-trip timeout adds to `call_timeout`.
 const DRIVER_TIMEOUT_MARGIN: Duration = Duration::from_secs(5);
 
-/// A pooled connection and whether a call on it was left unfinished.
-pub(crate) struct Session {
-    pub(crate) connection: Connection,
-    /// Set before a request is written and cleared once its reply is read in
-    /// full. A call dropped half way (a timeout, a cancelled task) leaves it
-    /// set, and the pool then discards the connection instead of handing a
-    /// half-read reply to the next caller.
-    pub(crate) in_call: bool,
-    /// When a call last finished on this connection (or it was opened). A
-    /// connection idle for longer than `ClientConfig::idle_check_after` is
-    /// checked before use: a server restart or failover leaves every pooled
-    /// connection dead, and a publish sent on one would fail as
-    /// `OutcomeUnknown` although it never reached the server.
-    pub(crate) last_used: Instant,
+/// The idle check `config` describes, fresh (nothing learnt yet).
+pub(crate) fn idle_check(config: &ClientConfig) -> IdleCheck {
+    IdleCheck::new(
+        config.idle_check_after,
+        config.idle_check_timeout.min(config.call_timeout),
+    )
 }
 
 /// Opens sessions for the pool, and checks on check-out those that sat idle
@@ -151,7 +145,7 @@ mod tests {
     }
 
     fn manager(config: &ClientConfig) -> Manager {
-        Manager::new(config, LastConnectError::default(), config.idle_check())
+        Manager::new(config, LastConnectError::default(), idle_check(config))
     }
 
     #[test]
@@ -190,7 +184,7 @@ mod tests {
             ClientConfig::new(ConnectionString::parse(&stand_in.ado("User ID=u;Password=p;Database=app")).unwrap());
         config.checkout_timeout(Duration::from_millis(400));
         let last = LastConnectError::default();
-        let pool = build(&config, 2, Manager::new(&config, last.clone(), config.idle_check()));
+        let pool = build(&config, 2, Manager::new(&config, last.clone(), idle_check(&config)));
         let (a, b) = tokio::join!(
             super::super::call::checkout(&pool, &last, &config),
             super::super::call::checkout(&pool, &last, &config)
@@ -259,7 +253,7 @@ mod tests {
 
         // Once running: the reason a waiter that gives up is told.
         let last = LastConnectError::default();
-        let pool = build(&config, 1, Manager::new(&config, last.clone(), config.idle_check()));
+        let pool = build(&config, 1, Manager::new(&config, last.clone(), idle_check(&config)));
         match super::super::call::checkout(&pool, &last, &config).await.map(drop) {
             Err(crate::client::Error::Unavailable { reason }) => assert!(
                 reason.contains("access token provider") && reason.contains("IMDS answered 500"),

@@ -6,7 +6,7 @@
 //! be told: FP001 and FP002/FP016 cannot verify, naming both.
 
 use super::super::catalog::{PrincipalKind, ServerFacts};
-use super::server::{is_privileged, privileges};
+use super::server_rights::{is_privileged, privileges};
 use super::{Context, is_one_of};
 
 /// Database roles whose members reach the fence or its rows.

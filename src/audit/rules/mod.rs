@@ -20,6 +20,7 @@ mod runs_as;
 mod schema_code;
 mod server;
 mod server_reach;
+mod server_rights;
 mod shipped;
 mod side_channels;
 mod trustworthy;

@@ -8,7 +8,7 @@
 //! SERVER, UNSAFE ASSEMBLY).
 
 use super::super::catalog::ServerFacts;
-use super::server::{holders, holds, is_privileged, privileges};
+use super::server_rights::{holders, holds, is_privileged, privileges};
 use super::{Context, Finding, Rule};
 use crate::tsql::quote_name;
 

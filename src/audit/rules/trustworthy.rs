@@ -5,7 +5,7 @@
 //! default.
 
 use super::super::catalog::OtherDatabaseUser;
-use super::server::is_privileged;
+use super::server_rights::is_privileged;
 use super::{CannotVerify, Context, Finding, Report, Rule};
 use crate::tsql::quote_name;
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::Session;
+use super::session::Session;
 use crate::connection::Connection;
 
 /// What to do with a connection taken from the pool.
