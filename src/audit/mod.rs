@@ -32,10 +32,10 @@ mod rule;
 mod rules;
 
 pub use catalog::{
-    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, FenceTableFeature, IdentityReading, LoginKind,
-    Membership, Object, ObjectKind, OtherDatabase, OtherDatabaseUser, Permission, PermissionState, Principal,
-    PrincipalKind, Schema, Securable, ServerFacts, ServerPermission, ServerSettings, ServerTrigger, TableFeature,
-    Visibility,
+    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, FenceTableFeature, IdentityReading, JobStep,
+    LinkedLogin, LinkedServer, LinkedServers, LoginKind, Membership, Object, ObjectKind, OtherDatabase,
+    OtherDatabaseUser, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable, ServerFacts,
+    ServerPermission, ServerSettings, ServerTrigger, ServiceQueue, TableFeature, Visibility,
 };
 pub use error::AuditError;
 pub use finding::{CannotVerify, Finding};

@@ -282,6 +282,13 @@ pub fn clean() -> Catalog {
     });
     // No history table, change capture, publication or security policy.
     c.fence_table_features = Some(Vec::new());
+    // No Agent job step, linked server or activated queue.
+    c.job_steps = Some(Vec::new());
+    c.linked_servers = Some(fencepost::audit::LinkedServers {
+        this_server: vec!["SQL01".into()],
+        servers: Vec::new(),
+    });
+    c.activated_queues = Some(Vec::new());
     // msdb is TRUSTWORTHY and owned by sa on every server; no service is
     // db_owner there.
     c.trustworthy_databases = Some(vec![OtherDatabase {

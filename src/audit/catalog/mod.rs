@@ -3,6 +3,7 @@
 //! by hand (or from JSON) in tests, so every rule can be tried without one.
 
 mod code;
+mod runners;
 mod security;
 mod server;
 mod tables;
@@ -10,6 +11,7 @@ mod tables;
 use serde::{Deserialize, Serialize};
 
 pub use code::{Dependency, DeployedProcedure, Object, ObjectKind};
+pub use runners::{JobStep, LinkedLogin, LinkedServer, LinkedServers, ServiceQueue};
 pub use security::{LoginKind, Membership, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable};
 pub use server::{OtherDatabase, OtherDatabaseUser, ServerFacts, ServerPermission, ServerSettings, ServerTrigger};
 pub use tables::{FenceTableFeature, TableFeature};
@@ -67,6 +69,13 @@ pub struct Catalog {
     /// procedures (history tables, change data capture, replication,
     /// security policies); `None` when it could not be read.
     pub fence_table_features: Option<Vec<FenceTableFeature>>,
+    /// SQL Server Agent T-SQL job steps that run in this database; `None`
+    /// when `msdb` could not be read.
+    pub job_steps: Option<Vec<JobStep>>,
+    /// Linked servers and their login mappings; `None` when unreadable.
+    pub linked_servers: Option<LinkedServers>,
+    /// Service Broker queues with activation on; `None` when unreadable.
+    pub activated_queues: Option<Vec<ServiceQueue>>,
 }
 
 /// The database identity as fence.DatabaseIdentity records it and as

@@ -7,9 +7,9 @@ use tiberius::Row;
 
 use super::super::AuditError;
 use super::super::catalog::{
-    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, FenceTableFeature, IdentityReading, LoginKind,
-    Membership, Object, ObjectKind, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable,
-    ServerSettings, ServerTrigger, TableFeature,
+    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, FenceTableFeature, IdentityReading, JobStep,
+    LinkedLogin, LinkedServer, LinkedServers, LoginKind, Membership, Object, ObjectKind, Permission, PermissionState,
+    Principal, PrincipalKind, Schema, Securable, ServerSettings, ServerTrigger, ServiceQueue, TableFeature,
 };
 use super::facts::{is_visible_marker, server, trustworthy, visibility};
 use super::rows::{int, required, text, uuid};
@@ -313,7 +313,106 @@ pub(super) fn build(next: &mut Next) -> Result<Catalog, AuditError> {
             }
         }
     }
+
+    let (rows, what) = next();
+    catalog.job_steps = match rows {
+        Some(rows) => job_steps(&rows, what)?,
+        None => None,
+    };
+
+    let (rows, what) = next();
+    catalog.linked_servers = match rows {
+        Some(rows) => linked_servers(&rows, what)?,
+        None => None,
+    };
+
+    let (rows, what) = next();
+    catalog.activated_queues = match rows {
+        Some(rows) => Some(activated_queues(&rows, what)?),
+        None => None,
+    };
     Ok(catalog)
+}
+
+/// The job steps, or `None` at the marker row of an engine without an Agent
+/// catalog.
+fn job_steps(rows: &[Row], what: &'static str) -> Result<Option<Vec<JobStep>>, AuditError> {
+    let mut steps = Vec::new();
+    for row in rows {
+        if text(row, 0, what)?.as_deref() != Some("step") {
+            return Ok(None);
+        }
+        steps.push(JobStep {
+            job: required(row, 1, what)?,
+            step_id: int(row, 2, what)?.unwrap_or_default(),
+            step: text(row, 3, what)?.unwrap_or_default(),
+            owner: text(row, 4, what)?,
+            command: text(row, 5, what)?,
+        });
+    }
+    Ok(Some(steps))
+}
+
+/// The linked servers, or `None` without the row saying the checking login
+/// sees them all.
+fn linked_servers(rows: &[Row], what: &'static str) -> Result<Option<LinkedServers>, AuditError> {
+    let mut linked = LinkedServers::default();
+    let mut visible = false;
+    let mut logins = Vec::new();
+    for row in rows {
+        let name = text(row, 1, what)?;
+        match (text(row, 0, what)?.as_deref(), name) {
+            (Some("visible"), _) => visible = true,
+            (Some("this"), Some(name)) if !name.is_empty() => linked.this_server.push(name),
+            (Some("server"), Some(name)) => linked.servers.push(LinkedServer {
+                name,
+                data_source: text(row, 2, what)?.filter(|d| !d.is_empty()),
+                logins: Vec::new(),
+            }),
+            (Some("login"), Some(name)) => {
+                let login = LinkedLogin {
+                    local_login: text(row, 2, what)?,
+                    uses_self_credential: int(row, 3, what)? == Some(1),
+                    remote_login: text(row, 4, what)?,
+                };
+                logins.push((name, login));
+            }
+            _ => {}
+        }
+    }
+    // A UNION ALL keeps no order: mappings are matched once every server is in.
+    for (name, login) in logins {
+        if let Some(s) = linked.servers.iter_mut().find(|s| s.name == name) {
+            s.logins.push(login);
+        }
+    }
+    Ok(visible.then_some(linked))
+}
+
+fn activated_queues(rows: &[Row], what: &'static str) -> Result<Vec<ServiceQueue>, AuditError> {
+    let mut queues: Vec<ServiceQueue> = Vec::new();
+    for row in rows {
+        if text(row, 0, what)?.as_deref() == Some("queue") {
+            queues.push(ServiceQueue {
+                name: required(row, 1, what)?,
+                owner: text(row, 2, what)?,
+                procedure: text(row, 3, what)?.unwrap_or_default(),
+                execute_as: text(row, 4, what)?,
+                senders: Vec::new(),
+            });
+        }
+    }
+    // A UNION ALL keeps no order: senders are matched once every queue is in.
+    for row in rows {
+        if text(row, 0, what)?.as_deref() != Some("sender") {
+            continue;
+        }
+        let name = required(row, 1, what)?;
+        if let (Some(q), Some(sender)) = (queues.iter_mut().find(|q| q.name == name), text(row, 2, what)?) {
+            q.senders.push(sender);
+        }
+    }
+    Ok(queues)
 }
 
 /// The features on the fence tables, or `None` at the marker row of an

@@ -174,6 +174,72 @@ const FENCE_TABLE_FEATURES: &str = "IF OBJECT_ID(N'sys.security_predicates') IS 
                 CAST(OBJECT_SCHEMA_NAME(sp.object_id) + N'.' + OBJECT_NAME(sp.object_id) AS nvarchar(520))
            FROM sys.security_predicates AS sp WHERE OBJECT_SCHEMA_NAME(sp.target_object_id) = N'fence'";
 
+/// SQL Server Agent T-SQL steps that run in this database, or name it. A
+/// marker row on Babelfish, which has no Agent; none on Azure SQL Database,
+/// which has none either (its elastic jobs sign in as a database user, whose
+/// grants the other rules weigh). A login that cannot read msdb fails it.
+const JOB_STEPS: &str = "IF SERVERPROPERTY('Babelfish') IS NOT NULL
+         SELECT CAST(N'no catalog' AS nvarchar(16)), CAST(NULL AS nvarchar(256)), CAST(NULL AS int),
+                CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(max))
+     ELSE IF SERVERPROPERTY('EngineEdition') = 5
+         SELECT CAST(NULL AS nvarchar(16)), CAST(NULL AS nvarchar(256)), CAST(NULL AS int),
+                CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(max)) WHERE 1 = 0
+     ELSE
+         SELECT CAST(N'step' AS nvarchar(16)), CAST(j.name AS nvarchar(256)), CAST(s.step_id AS int),
+                CAST(s.step_name AS nvarchar(256)), CAST(SUSER_SNAME(j.owner_sid) AS nvarchar(256)),
+                CAST(s.command AS nvarchar(max))
+           FROM msdb.dbo.sysjobsteps AS s JOIN msdb.dbo.sysjobs AS j ON j.job_id = s.job_id
+          WHERE s.subsystem = N'TSQL'
+            AND (s.database_name = DB_NAME() OR s.command LIKE N'%' + DB_NAME() + N'%')";
+
+/// The names this server answers to, its linked servers and their login
+/// mappings; a `visible` row when the checking login sees them all.
+const LINKED_SERVERS: &str = "SELECT CAST(N'visible' AS nvarchar(16)), CAST(NULL AS nvarchar(256)),
+                CAST(NULL AS nvarchar(4000)), CAST(NULL AS int), CAST(NULL AS nvarchar(256))
+          WHERE IS_SRVROLEMEMBER(N'sysadmin') = 1 OR HAS_PERMS_BY_NAME(NULL, NULL, N'VIEW ANY DEFINITION') = 1
+     UNION ALL
+     SELECT N'this', CAST(@@SERVERNAME AS nvarchar(256)), NULL, NULL, NULL
+     UNION ALL
+     SELECT N'this', CAST(CAST(SERVERPROPERTY('MachineName') AS nvarchar(128))
+                          + ISNULL(N'\\' + CAST(SERVERPROPERTY('InstanceName') AS nvarchar(128)), N'') AS nvarchar(256)),
+            NULL, NULL, NULL
+     UNION ALL
+     SELECT N'server', CAST(s.name AS nvarchar(256)), CAST(s.data_source AS nvarchar(4000)), NULL, NULL
+       FROM sys.servers AS s WHERE s.is_linked = 1
+     UNION ALL
+     SELECT N'login', CAST(s.name AS nvarchar(256)),
+            CAST(CASE WHEN l.local_principal_id <> 0 THEN SUSER_NAME(l.local_principal_id) END AS nvarchar(4000)),
+            CAST(l.uses_self_credential AS int), CAST(l.remote_name AS nvarchar(256))
+       FROM sys.linked_logins AS l JOIN sys.servers AS s ON s.server_id = l.server_id WHERE s.is_linked = 1";
+
+/// Queues with activation on, their owners, EXECUTE AS principals (-2 is
+/// OWNER) and who may send to them. Babelfish has no Service Broker: no
+/// queue can exist there.
+const ACTIVATED_QUEUES: &str = "IF SERVERPROPERTY('Babelfish') IS NOT NULL
+         SELECT CAST(NULL AS nvarchar(16)), CAST(NULL AS nvarchar(520)), CAST(NULL AS nvarchar(256)),
+                CAST(NULL AS nvarchar(520)), CAST(NULL AS nvarchar(256)) WHERE 1 = 0
+     ELSE
+         SELECT CAST(N'queue' AS nvarchar(16)), CAST(SCHEMA_NAME(q.schema_id) + N'.' + q.name AS nvarchar(520)),
+                CAST(USER_NAME(COALESCE(q.principal_id, sc.principal_id)) AS nvarchar(256)),
+                CAST(PARSENAME(q.activation_procedure, 2) + N'.' + PARSENAME(q.activation_procedure, 1)
+                     AS nvarchar(520)),
+                CAST(CASE WHEN q.execute_as_principal_id = -2 THEN N'OWNER'
+                          WHEN q.execute_as_principal_id IS NOT NULL THEN USER_NAME(q.execute_as_principal_id)
+                     END AS nvarchar(256))
+           FROM sys.service_queues AS q JOIN sys.schemas AS sc ON sc.schema_id = q.schema_id
+          WHERE q.is_activation_enabled = 1 AND q.activation_procedure IS NOT NULL
+         UNION ALL
+         SELECT N'sender', CAST(SCHEMA_NAME(q.schema_id) + N'.' + q.name AS nvarchar(520)),
+                CAST(USER_NAME(p.grantee_principal_id) AS nvarchar(256)), NULL, NULL
+           FROM sys.service_queues AS q JOIN sys.services AS sv ON sv.service_queue_id = q.object_id
+           JOIN sys.database_permissions AS p ON p.class = 17 AND p.major_id = sv.service_id
+          WHERE q.is_activation_enabled = 1 AND p.state IN ('G', 'W') AND p.permission_name IN ('SEND', 'CONTROL')
+         UNION ALL
+         SELECT N'sender', CAST(SCHEMA_NAME(q.schema_id) + N'.' + q.name AS nvarchar(520)),
+                CAST(USER_NAME(sv.principal_id) AS nvarchar(256)), NULL, NULL
+           FROM sys.service_queues AS q JOIN sys.services AS sv ON sv.service_queue_id = q.object_id
+          WHERE q.is_activation_enabled = 1";
+
 /// The recorded and the current database identity as one row. The recorded
 /// one is read by `sp_executesql` so that a database deployed before
 /// fence.DatabaseIdentity existed still compiles the batch.
@@ -410,5 +476,8 @@ pub(super) fn queries() -> Vec<Query> {
                  SELECT CAST(NULL AS int), CAST(NULL AS int), CAST(NULL AS nvarchar(256)) WHERE 1 = 0",
             false,
         ),
+        q("Agent job steps", JOB_STEPS, false),
+        q("linked servers", LINKED_SERVERS, false),
+        q("activated queues", ACTIVATED_QUEUES, false),
     ]
 }

@@ -1,0 +1,83 @@
+//! What runs T-SQL in the database outside any caller's session, as a
+//! principal of its own: SQL Server Agent job steps, linked servers, and
+//! Service Broker queue activation.
+
+use serde::{Deserialize, Serialize};
+
+/// A T-SQL step of a SQL Server Agent job that runs in this database
+/// (`msdb.dbo.sysjobsteps`, `subsystem = 'TSQL'`). It runs as the job's
+/// owner, and whoever may edit the job decides what it runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobStep {
+    /// The job's name.
+    pub job: String,
+    /// The step's number in its job (`step_id`).
+    pub step_id: i32,
+    /// The step's name.
+    pub step: String,
+    /// The login that owns the job (`sysjobs.owner_sid`); `None` when it
+    /// names no login the server knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// The step's command text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+}
+
+/// The linked servers of the server and the names it answers to.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LinkedServers {
+    /// The names that reach this server: `@@SERVERNAME` and the machine name.
+    pub this_server: Vec<String>,
+    /// `sys.servers` rows with `is_linked = 1`.
+    pub servers: Vec<LinkedServer>,
+}
+
+/// A linked server and its login mappings (`sys.linked_logins`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkedServer {
+    /// Its name in this server.
+    pub name: String,
+    /// The server it connects to (`data_source`); for a SQL Server linked
+    /// server made without one, its name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_source: Option<String>,
+    /// How local logins connect there.
+    #[serde(default)]
+    pub logins: Vec<LinkedLogin>,
+}
+
+/// One login mapping of a linked server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkedLogin {
+    /// The local login it applies to; `None` for every login.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_login: Option<String>,
+    /// Whether the login connects there as itself.
+    pub uses_self_credential: bool,
+    /// The remote login it connects as otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_login: Option<String>,
+}
+
+/// A Service Broker queue with activation on (`sys.service_queues`): its
+/// procedure runs, as `execute_as`, whenever a message arrives.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceQueue {
+    /// `schema.name` of the queue.
+    pub name: String,
+    /// The queue's owner (its schema's, unless set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// `schema.name` of the activation procedure.
+    pub procedure: String,
+    /// The principal the procedure runs as (`execute_as_principal_id`):
+    /// `OWNER`, a user, or `None` for SELF (whoever set activation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execute_as: Option<String>,
+    /// The principals that may SEND on a service bound to the queue (or
+    /// CONTROL it): whoever decides the messages the procedure reads.
+    #[serde(default)]
+    pub senders: Vec<String>,
+}
