@@ -6,7 +6,8 @@ mod audit_fixtures;
 
 use audit_fixtures::*;
 use fencepost::audit::{
-    FenceTableFeature, LoginKind, ObjectKind, Principal, PrincipalKind, Rule, Securable, ServerTrigger, TableFeature,
+    FenceTableFeature, JobStep, LinkedLogin, LinkedServer, LoginKind, ObjectKind, Principal, PrincipalKind, Rule,
+    Securable, ServerTrigger, ServiceQueue, TableFeature,
 };
 
 #[test]
@@ -289,4 +290,184 @@ fn a_wrapper_over_inspect_granted_only_to_roles_that_hold_inspect_is_clean() {
     c.permissions
         .push(grant("reporting", "EXECUTE", object("dbo", "InspectOrder")));
     assert_eq!(only(&check(&c), Rule::ForeignModule).len(), 1);
+}
+
+fn job_step(step_id: i32, command: &str) -> JobStep {
+    JobStep {
+        job: "nightly".into(),
+        step_id,
+        step: format!("step {step_id}"),
+        owner: Some("sa".into()),
+        command: Some(command.into()),
+    }
+}
+
+#[test]
+fn an_agent_job_step_that_writes_the_fence_or_builds_sql_is_a_finding() {
+    let mut c = clean();
+    c.job_steps = Some(vec![
+        job_step(1, "UPDATE fence.Resource SET Generation = Generation + 1;"),
+        job_step(
+            2,
+            "DECLARE @s nvarchar(max) = (SELECT TOP 1 Sql FROM dbo.Chores); EXEC (@s);",
+        ),
+    ]);
+    let f = only(&check(&c), Rule::AgentJob);
+    assert_eq!(f.len(), 2, "{f:#?}");
+    assert_eq!(f[0].object, "JOB::nightly");
+    assert_eq!(f[0].principal.as_deref(), Some("sa"));
+    assert_eq!(f[0].permission.as_deref(), Some("step 1 (step 1): fence.Resource"));
+    assert_eq!(
+        f[0].fix,
+        "EXEC msdb.dbo.sp_delete_jobstep @job_name = N'nightly', @step_id = 1;"
+    );
+    assert_eq!(f[1].permission.as_deref(), Some("step 2 (step 2): EXEC (string)"));
+}
+
+#[test]
+fn an_agent_job_that_calls_the_shipped_procedures_or_maintains_the_database_is_clean() {
+    let mut c = clean();
+    c.job_steps = Some(vec![
+        job_step(1, "EXEC fence_api.PruneTenure @OlderThanDays = 30;"),
+        job_step(2, "DBCC CHECKDB; PRINT N'fence.Resource checked';"),
+    ]);
+    let report = check(&c);
+    assert!(report.findings.is_empty(), "{report:#?}");
+    assert_eq!(report.exit_code(), 0);
+}
+
+#[test]
+fn agent_jobs_that_cannot_be_read_leave_fp024_unverified() {
+    let mut c = clean();
+    c.job_steps = None;
+    assert_eq!(unverified(&check(&c)), ["FP024"]);
+    c.job_steps = Some(vec![JobStep {
+        command: None,
+        ..job_step(1, "")
+    }]);
+    assert_eq!(unverified(&check(&c)), ["FP024"]);
+}
+
+fn linked(name: &str, data_source: Option<&str>, logins: Vec<LinkedLogin>) -> LinkedServer {
+    LinkedServer {
+        name: name.into(),
+        data_source: data_source.map(String::from),
+        logins,
+    }
+}
+
+fn as_itself() -> LinkedLogin {
+    LinkedLogin {
+        local_login: None,
+        uses_self_credential: true,
+        remote_login: None,
+    }
+}
+
+#[test]
+fn a_linked_server_back_to_this_server_is_a_finding() {
+    let mut c = clean();
+    c.linked_servers.as_mut().unwrap().servers = vec![
+        linked(
+            "LOOPBACK",
+            Some("tcp:localhost,1433"),
+            vec![LinkedLogin {
+                local_login: Some("orders_svc".into()),
+                uses_self_credential: false,
+                remote_login: Some("sa".into()),
+            }],
+        ),
+        linked("SQL01", None, vec![as_itself()]),
+    ];
+    let f = only(&check(&c), Rule::LinkedServer);
+    assert_eq!(f.len(), 2, "{f:#?}");
+    assert_eq!(f[0].object, "LINKED SERVER::LOOPBACK");
+    assert_eq!(
+        f[0].permission.as_deref(),
+        Some("loopback to tcp:localhost,1433, mapping orders_svc as sa")
+    );
+    assert_eq!(
+        f[0].fix,
+        "EXEC sp_dropserver @server = N'LOOPBACK', @droplogins = 'droplogins';"
+    );
+    assert_eq!(f[1].object, "LINKED SERVER::SQL01");
+}
+
+#[test]
+fn a_linked_server_elsewhere_is_clean_as_itself_and_unverified_as_another_login() {
+    let mut c = clean();
+    c.linked_servers.as_mut().unwrap().servers = vec![linked("REPORTS", Some("reports01"), vec![as_itself()])];
+    let report = check(&c);
+    assert!(report.findings.is_empty(), "{report:#?}");
+    assert_eq!(report.exit_code(), 0);
+    c.linked_servers.as_mut().unwrap().servers[0].logins.push(LinkedLogin {
+        local_login: None,
+        uses_self_credential: false,
+        remote_login: Some("etl".into()),
+    });
+    let report = check(&c);
+    assert!(report.findings.is_empty(), "{report:#?}");
+    assert_eq!(unverified(&report), ["FP025"]);
+    c.linked_servers = None;
+    assert_eq!(unverified(&check(&c)), ["FP025"]);
+}
+
+fn activated(procedure: &str, senders: &[&str]) -> ServiceQueue {
+    ServiceQueue {
+        name: "dbo.Intake".into(),
+        owner: Some("dbo".into()),
+        procedure: procedure.into(),
+        execute_as: Some("OWNER".into()),
+        senders: senders.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+#[test]
+fn an_activation_procedure_that_reaches_the_fence_on_a_non_admins_messages_is_a_finding() {
+    let mut c = clean();
+    c.principals.push(user("intake", Some("intake")));
+    c.objects.push(module(
+        "dbo",
+        "ProcessIntake",
+        ObjectKind::Procedure,
+        "CREATE PROCEDURE dbo.ProcessIntake AS DECLARE @b varbinary(max); RECEIVE TOP (1) @b = message_body FROM \
+         dbo.Intake; DELETE FROM fence.Tenure WHERE Owner = CAST(@b AS uniqueidentifier);",
+    ));
+    c.activated_queues = Some(vec![activated("dbo.ProcessIntake", &["intake"])]);
+    let report = check(&c);
+    let f: Vec<_> = report.findings_of(Rule::QueueActivation).collect();
+    assert_eq!(f.len(), 1, "{report:#?}");
+    assert_eq!(f[0].principal.as_deref(), Some("intake"));
+    assert_eq!(f[0].object, "QUEUE::dbo.Intake");
+    assert_eq!(f[0].permission.as_deref(), Some("activates dbo.ProcessIntake as dbo"));
+    assert_eq!(
+        f[0].fix,
+        "ALTER QUEUE [dbo].[Intake] WITH ACTIVATION (DROP); or revoke SEND on its services from intake"
+    );
+    // Only admins send: what the procedure reads, only they decide.
+    c.activated_queues = Some(vec![activated("dbo.ProcessIntake", &["dbo"])]);
+    assert_eq!(check(&c).findings_of(Rule::QueueActivation).count(), 0);
+}
+
+#[test]
+fn an_activation_procedure_that_reaches_nothing_is_clean_and_an_unreadable_one_unverified() {
+    let mut c = clean();
+    c.principals.push(user("intake", Some("intake")));
+    c.objects.push(module(
+        "dbo",
+        "ProcessIntake",
+        ObjectKind::Procedure,
+        "CREATE PROCEDURE dbo.ProcessIntake AS DECLARE @b varbinary(max); RECEIVE TOP (1) @b = message_body FROM \
+         dbo.Intake; INSERT INTO dbo.IntakeLog (Body) VALUES (@b);",
+    ));
+    c.activated_queues = Some(vec![activated("dbo.ProcessIntake", &["intake"])]);
+    let report = check(&c);
+    assert!(report.findings.is_empty(), "{report:#?}");
+    assert_eq!(report.exit_code(), 0);
+    // FP008 cannot read it either.
+    object_mut(&mut c, "dbo.ProcessIntake").definition = None;
+    assert_eq!(unverified(&check(&c)), ["FP008", "FP026"]);
+    c.objects.retain(|o| o.name != "ProcessIntake");
+    c.activated_queues = None;
+    assert_eq!(unverified(&check(&c)), ["FP026"]);
 }

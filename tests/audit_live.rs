@@ -18,7 +18,7 @@ use support::{TestDatabase, skip};
 /// rules that read grants cannot verify, and it does not chain ownership
 /// (FP009). A test whose attack such a rule should name skips on Babelfish;
 /// any other rule left unverified fails it.
-const BABELFISH_CANNOT_VERIFY: [Rule; 12] = [
+const BABELFISH_CANNOT_VERIFY: [Rule; 13] = [
     Rule::WriteAccess,
     Rule::ReadAccess,
     Rule::CodeChange,
@@ -36,6 +36,10 @@ const BABELFISH_CANNOT_VERIFY: [Rule; 12] = [
     // No sys.security_predicates; row-level security and publications live
     // in PostgreSQL's catalog.
     Rule::SideChannel,
+    // No SQL Server Agent (msdb.dbo.sysjobsteps); scheduled jobs (pg_cron)
+    // live in PostgreSQL's catalog. Linked servers are read (FP025), and
+    // Service Broker does not exist there (FP026).
+    Rule::AgentJob,
 ];
 
 /// A report, and whether the engine is Babelfish: the one engine whose gaps

@@ -67,6 +67,15 @@ pub enum Rule {
     /// FP023: copies and side channels of the fence rows: backups, history
     /// and change tables, replication, security policies, REFERENCES.
     SideChannel,
+    /// FP024: a SQL Server Agent job step that runs T-SQL in this database,
+    /// as its owner, and that can reach the fence or that a non-admin edits.
+    AgentJob,
+    /// FP025: a linked server that connects back to this server, or as
+    /// another login.
+    LinkedServer,
+    /// FP026: a Service Broker activation procedure that reaches the fence
+    /// and runs as someone else on messages a non-admin sends.
+    QueueActivation,
     /// FP101: a GRANT in the shipped permission scripts other than EXECUTE on
     /// a shipped procedure to a fence role.
     ShippedGrant,
@@ -76,7 +85,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule `evaluate` applies to a live catalog, in id order.
-    pub const LIVE: [Rule; 23] = [
+    pub const LIVE: [Rule; 26] = [
         Rule::PrivilegedRole,
         Rule::ServerControl,
         Rule::WriteAccess,
@@ -100,6 +109,9 @@ impl Rule {
         Rule::BecomeService,
         Rule::IndirectCode,
         Rule::SideChannel,
+        Rule::AgentJob,
+        Rule::LinkedServer,
+        Rule::QueueActivation,
     ];
 
     /// Every rule `lint_offline` applies to the shipped sources, in id order.
@@ -136,6 +148,9 @@ impl Rule {
             Rule::BecomeService => "FP021",
             Rule::IndirectCode => "FP022",
             Rule::SideChannel => "FP023",
+            Rule::AgentJob => "FP024",
+            Rule::LinkedServer => "FP025",
+            Rule::QueueActivation => "FP026",
             Rule::ShippedGrant => "FP101",
             Rule::ServiceGrantMissing => "FP102",
         }
@@ -167,6 +182,9 @@ impl Rule {
             Rule::BecomeService => "principal outside the services can make itself one",
             Rule::IndirectCode => "code reaches the fence indirectly",
             Rule::SideChannel => "copy or side channel of the fence rows",
+            Rule::AgentJob => "Agent job step runs T-SQL in this database as its owner",
+            Rule::LinkedServer => "linked server connects back to this server or as another login",
+            Rule::QueueActivation => "queue activation procedure reaches the fence as someone else",
             Rule::ShippedGrant => "shipped GRANT other than EXECUTE on a shipped procedure to a fence role",
             Rule::ServiceGrantMissing => "fence_api procedure not granted to fence_service",
         }

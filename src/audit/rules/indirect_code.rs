@@ -11,8 +11,9 @@ use std::collections::BTreeSet;
 
 use super::super::catalog::{Object, ObjectKind};
 use super::super::module_text::{dynamic_constructs, referenced_tables};
+use super::modules::fence_references;
 use super::{CannotVerify, Context, Finding, Report, Rule};
-use crate::tsql::{quote_name, quote_qualified};
+use crate::tsql::{code_only, quote_name, quote_qualified};
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
     ddl_trigger_callees(ctx, report);
@@ -24,7 +25,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
 
 /// The modules `text` calls, and those they call, by name or recorded
 /// dependency, that build SQL at run time: `(module, construct)`.
-fn dynamic_callees<'c>(ctx: &Context<'c>, caller: &str, text: &str) -> Vec<(&'c Object, &'static str)> {
+pub(super) fn dynamic_callees<'c>(ctx: &Context<'c>, caller: &str, text: &str) -> Vec<(&'c Object, &'static str)> {
     let mut seen = BTreeSet::new();
     let mut queue = vec![(caller.to_string(), text.to_string())];
     let mut found = Vec::new();
@@ -55,6 +56,53 @@ fn dynamic_callees<'c>(ctx: &Context<'c>, caller: &str, text: &str) -> Vec<(&'c 
         }
     }
     found
+}
+
+/// How T-SQL that runs outside the procedures (a job step, an activation
+/// procedure) reaches the fence: SQL built at run time, a fence table or a
+/// shipped procedure it names, a module it calls that names either, or one
+/// that builds SQL. Empty when it provably reaches none of them.
+pub(super) fn text_reach(ctx: &Context, caller: &str, text: &str, shipped_too: bool) -> Vec<String> {
+    let fence = &ctx.policy.fence_schema;
+    let mut how: Vec<String> = dynamic_constructs(text).into_iter().map(String::from).collect();
+    // A string names an object only where dynamic SQL may run it.
+    let code = if how.is_empty() {
+        code_only(text)
+    } else {
+        text.to_string()
+    };
+    how.extend(
+        referenced_tables(&code, fence, ctx.fence_tables())
+            .into_iter()
+            .map(|t| format!("{fence}.{t}")),
+    );
+    for o in ctx.catalog.objects.iter().filter(|o| o.kind.is_module()) {
+        if referenced_tables(&code, &o.schema, [&o.name]).is_empty() {
+            continue;
+        }
+        if ctx.is_shipped(o) {
+            if shipped_too {
+                how.push(format!("calls {}", o.qualified_name()));
+            }
+            continue;
+        }
+        let reached: Vec<String> = fence_references(ctx, o)
+            .into_iter()
+            .filter(|r| shipped_too || ctx.policy.procedure(r).is_none())
+            .collect();
+        if !reached.is_empty() {
+            how.push(format!(
+                "calls {}, which reaches {}",
+                o.qualified_name(),
+                reached.join(", ")
+            ));
+        }
+    }
+    for (callee, construct) in dynamic_callees(ctx, caller, &code) {
+        how.push(format!("calls {} ({construct})", callee.qualified_name()));
+    }
+    how.dedup();
+    how
 }
 
 fn ddl_trigger_callees(ctx: &Context, report: &mut Report) {

@@ -1,6 +1,7 @@
 //! The rules as one pure function from a catalog snapshot and a policy to a
 //! report. Each file holds the rules about one kind of path to the fence.
 
+mod agent_jobs;
 mod become_service;
 mod context;
 mod database;
@@ -13,8 +14,10 @@ mod groups;
 mod identity;
 mod indirect_code;
 mod keys;
+mod linked_servers;
 mod membership;
 mod modules;
+mod queue_activation;
 mod rightless;
 mod runs_as;
 mod schema_code;
@@ -60,6 +63,9 @@ pub fn evaluate(catalog: &Catalog, policy: &Policy) -> Report {
     side_channels::check(&ctx, &mut report);
     grant_option::check(&ctx, &mut report);
     keys::check(&ctx, &mut report);
+    agent_jobs::check(&ctx, &mut report);
+    linked_servers::check(&ctx, &mut report);
+    queue_activation::check(&ctx, &mut report);
     if let Some(reason) = &ctx.permissions_hidden {
         for rule in PERMISSION_RULES {
             report.cannot_verify.push(CannotVerify {
