@@ -12,7 +12,7 @@ use support::{TestDatabase, skip};
 /// Babelfish 4.2's refusals of the layouts it cannot make, exactly as it
 /// answers them: its code for errors without a SQL Server number, and the
 /// whole message.
-const BABELFISH_REFUSALS: [(u32, &str); 3] = [
+const BABELFISH_REFUSALS: [(u32, &str); 5] = [
     (
         33557097,
         "'ALTER AUTHORIZATION on object types other than DATABASE::' is not currently supported in Babelfish",
@@ -20,6 +20,9 @@ const BABELFISH_REFUSALS: [(u32, &str); 3] = [
     // Numbered procedures (`name;2`) are not in its grammar.
     (33557097, "syntax error at or near \";\""),
     (33557097, "role \"db_backupoperator\" does not exist"),
+    // Linked servers need PostgreSQL's tds_fdw, which it does not ship.
+    (33557097, "foreign-data wrapper \"tds_fdw\" does not exist"),
+    (33557097, "'CREATE QUEUE' is not currently supported in Babelfish"),
 ];
 
 /// Runs `sql`. False, after reporting the skip, only when the engine is
@@ -139,6 +142,64 @@ async fn a_service_in_db_backupoperator_is_named() {
             "ROLE::db_backupoperator",
             &service,
         );
+    }
+    db.drop().await;
+}
+
+/// A server object: dropped before (a run that panicked left it) and after.
+const LOOPBACK_DROP: &str = "IF EXISTS (SELECT 1 FROM sys.servers WHERE name = N'fencepost_test_loopback')
+         EXEC sp_dropserver @server = N'fencepost_test_loopback', @droplogins = 'droplogins';";
+
+#[tokio::test]
+async fn a_linked_server_back_to_this_server_is_named() {
+    let test = "a_linked_server_back_to_this_server_is_named";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    if !db.is_babelfish().await {
+        db.exec(LOOPBACK_DROP).await;
+    }
+    if make(
+        test,
+        &db,
+        "DECLARE @here sysname = @@SERVERNAME;
+         EXEC sp_addlinkedserver @server = N'fencepost_test_loopback', @srvproduct = N'', @provider = N'MSOLEDBSQL',
+              @datasrc = @here;",
+    )
+    .await
+    {
+        let report = report(&db).await;
+        db.exec(LOOPBACK_DROP).await;
+        assert!(
+            report
+                .findings_of(Rule::LinkedServer)
+                .any(|f| f.object == "LINKED SERVER::fencepost_test_loopback"),
+            "{report:#?}"
+        );
+    }
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_queue_activating_a_procedure_that_writes_the_fence_is_named() {
+    let test = "a_queue_activating_a_procedure_that_writes_the_fence_is_named";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    db.exec("CREATE PROCEDURE dbo.ProcessIntake AS DELETE FROM fence.Tenure WHERE 1 = 0;")
+        .await;
+    if make(
+        test,
+        &db,
+        "CREATE QUEUE dbo.Intake WITH ACTIVATION (STATUS = ON, PROCEDURE_NAME = dbo.ProcessIntake,
+                                                  MAX_QUEUE_READERS = 1, EXECUTE AS OWNER);
+         CREATE SERVICE IntakeService ON QUEUE dbo.Intake ([DEFAULT]);
+         CREATE USER intake WITHOUT LOGIN;
+         GRANT SEND ON SERVICE::IntakeService TO intake;",
+    )
+    .await
+    {
+        expect(&report(&db).await, Rule::QueueActivation, "QUEUE::dbo.Intake", "intake");
     }
     db.drop().await;
 }
