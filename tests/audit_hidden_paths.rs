@@ -447,6 +447,10 @@ fn an_activation_procedure_that_reaches_the_fence_on_a_non_admins_messages_is_a_
     // Only admins send: what the procedure reads, only they decide.
     c.activated_queues = Some(vec![activated("dbo.ProcessIntake", &["dbo"])]);
     assert_eq!(check(&c).findings_of(Rule::QueueActivation).count(), 0);
+    // Unless the permission catalog hides who else may send.
+    c.permissions.clear();
+    let report = check(&c);
+    assert!(unverified(&report).contains(&"FP026"), "{report:#?}");
 }
 
 #[test]

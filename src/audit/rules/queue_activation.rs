@@ -45,6 +45,17 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
         let mut feeders: Vec<&String> = q.senders.iter().chain(q.owner.as_ref()).collect();
         feeders.sort_by_key(|f| f.to_lowercase());
         feeders.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+        if let Some(reason) = &ctx.permissions_hidden {
+            // Who may SEND is read from the permission catalog too.
+            report.cannot_verify.push(CannotVerify {
+                rule: Rule::QueueActivation,
+                reason: format!(
+                    "queue {} activates {}, which reaches the fence, and who may send to it cannot be known: {reason}",
+                    q.name, q.procedure
+                ),
+            });
+            continue;
+        }
         let (schema, name) = q.name.split_once('.').unwrap_or(("dbo", &q.name));
         for f in feeders.into_iter().filter(|f| !ctx.is_admin(f)) {
             report.findings.push(Finding {
