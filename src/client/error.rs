@@ -209,16 +209,11 @@ pub enum Error {
 }
 
 /// Server error numbers after which the same call may simply be tried again:
-/// deadlock victim, lock timeout, and the Azure SQL "try again" family.
+/// deadlock victim and the Azure SQL "try again" family (a lock time-out,
+/// on either engine, is too: `tsql::is_lock_timeout`).
 const TRANSIENT_SERVER_ERRORS: &[u32] = &[
-    1205, 1222, 4221, 10928, 10929, 40143, 40197, 40501, 40540, 40613, 49918, 49919, 49920,
+    1205, 4221, 10928, 10929, 40143, 40197, 40501, 40540, 40613, 49918, 49919, 49920,
 ];
-
-/// Babelfish's lock timeout, its counterpart of SQL Server's 1222: the
-/// generic error number it gives every PostgreSQL error, with PostgreSQL's
-/// message. A bounded wait for a fence row another transaction holds ends
-/// with it there (TRY...CATCH cannot turn it into `Busy` on that engine).
-const BABELFISH_LOCK_TIMEOUT: (u32, &str) = (33557097, "canceling statement due to lock timeout");
 
 /// The lowest class of a server error that ends the session.
 pub(crate) const FATAL_CLASS: u8 = 20;
@@ -268,7 +263,7 @@ impl Error {
             } => {
                 *class >= FATAL_CLASS
                     || TRANSIENT_SERVER_ERRORS.contains(number)
-                    || (*number, message.as_str()) == BABELFISH_LOCK_TIMEOUT
+                    || crate::tsql::is_lock_timeout(*number, message)
             }
             _ => false,
         }

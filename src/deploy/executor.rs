@@ -19,7 +19,7 @@ use super::statements::{
     MIGRATION_MARKER, SESSION_OPTIONS, begin_migration, bootstrap, commit_migration, commit_migration_alone,
 };
 use super::upgrade;
-use crate::tsql::literal;
+use crate::tsql::{is_lock_timeout, literal};
 
 /// What the driver tells the caller as it goes.
 #[derive(Clone, Debug)]
@@ -237,14 +237,6 @@ impl<'s, 'c> MigrationDriver<'s, 'c> {
     }
 }
 
-/// The server errors that end a statement whose lock wait exceeded SET
-/// LOCK_TIMEOUT: SQL Server's 1222 ("Lock request time out period
-/// exceeded."), and Babelfish's rendering of PostgreSQL's lock_timeout.
-const LOCK_TIMEOUT_ERRORS: [&str; 2] = [
-    "error 1222: ",
-    "error 33557097: canceling statement due to lock timeout",
-];
-
 /// `error`, as a migration lock timeout when the server ended the batch for
 /// waiting longer than `lock_timeout_ms` for a lock.
 fn lock_timed_out(error: DeployError, lock_timeout_ms: i64) -> DeployError {
@@ -254,15 +246,24 @@ fn lock_timed_out(error: DeployError, lock_timeout_ms: i64) -> DeployError {
             batch,
             line,
             message,
-        } if LOCK_TIMEOUT_ERRORS.iter().any(|e| message.starts_with(e)) => DeployError::MigrationLockTimeout {
-            file,
-            batch,
-            line,
-            seconds: lock_timeout_ms as f64 / 1000.0,
-            message,
-        },
+        } if server_error_of(&message).is_some_and(|(number, text)| is_lock_timeout(number, text)) => {
+            DeployError::MigrationLockTimeout {
+                file,
+                batch,
+                line,
+                seconds: lock_timeout_ms as f64 / 1000.0,
+                message,
+            }
+        }
         other => other,
     }
+}
+
+/// The number and text of a server error as `batch_failed` renders it
+/// (`error N: text`).
+fn server_error_of(message: &str) -> Option<(u32, &str)> {
+    let (number, text) = message.strip_prefix("error ")?.split_once(": ")?;
+    Some((number.parse().ok()?, text))
 }
 
 /// `cause`, saying that what a migration without a transaction ran before

@@ -315,13 +315,18 @@ mod tests {
                 "ROLLBACK TRANSACTION;",
                 "THROW;",
             ];
-            let mut at = 0;
-            for part in order {
-                let found = batch[at..]
-                    .find(part)
-                    .unwrap_or_else(|| panic!("{part} out of order in:\n{batch}"));
-                at += found + part.len();
-            }
+            assert_in_order(&batch, &order);
+        }
+    }
+
+    /// Each of `parts` appears in `batch`, each after the one before it.
+    fn assert_in_order(batch: &str, parts: &[&str]) {
+        let mut at = 0;
+        for part in parts {
+            let found = batch[at..]
+                .find(part)
+                .unwrap_or_else(|| panic!("{part} out of order in:\n{batch}"));
+            at += found + part.len();
         }
     }
 
@@ -364,13 +369,7 @@ mod tests {
             "BEGIN CATCH",
             "SET IMPLICIT_TRANSACTIONS OFF;\n    IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;\n    THROW;",
         ];
-        let mut at = 0;
-        for part in order {
-            let found = batch[at..]
-                .find(part)
-                .unwrap_or_else(|| panic!("{part} out of order in:\n{batch}"));
-            at += found + part.len();
-        }
+        assert_in_order(&batch, &order);
         assert_eq!(batch.matches("COMMIT TRANSACTION;").count(), 2, "{batch}");
     }
 

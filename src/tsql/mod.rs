@@ -7,11 +7,13 @@
 mod checksum;
 mod definition_hash;
 mod lexer;
+mod lock_timeout;
 mod quote;
 mod strip;
 
 pub use checksum::{checksum, normalize};
 pub(crate) use definition_hash::{definition_hash_sql, hash_hex, same_definition};
 pub(crate) use lexer::{Token, TokenKind, tokenize};
+pub(crate) use lock_timeout::is_lock_timeout;
 pub(crate) use quote::{literal, quote_name, quote_qualified};
 pub(crate) use strip::{code_only, without_comments};
