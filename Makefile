@@ -6,7 +6,7 @@ VENV             := .venv
 SQLFLUFF         := $(VENV)/bin/sqlfluff
 SQL_DIRS         := migrations procedures permissions
 
-.PHONY: test fmt-check clippy sql-check check-offline cargo-test
+.PHONY: test fmt-check clippy sql-check check-offline nextest cargo-test
 
 test: fmt-check clippy sql-check check-offline cargo-test
 
@@ -34,8 +34,13 @@ sql-check: $(SQLFLUFF)
 check-offline:
 	cargo run --quiet --locked -- check --offline
 
-cargo-test:
+# cargo-nextest runs each test in its own process under a time limit
+# (.config/nextest.toml), so a hang fails instead of stalling the run.
+nextest:
+	@cargo nextest --version > /dev/null 2>&1 || cargo install --locked cargo-nextest
+
+cargo-test: nextest
 	@if [ -z "$$FENCEPOST_TEST_MSSQL" ]; then \
 	  echo "FENCEPOST_TEST_MSSQL is not set: live tests will report themselves skipped"; fi
-	cargo test --locked --all-targets
+	cargo nextest run --locked --all-targets
 	cargo test --locked --doc

@@ -11,6 +11,7 @@
 #![allow(dead_code)]
 
 pub mod babelfish_postgres;
+mod shared;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -27,6 +28,11 @@ pub fn server_or_skip(test: &str) -> Option<String> {
     match std::env::var(ENV) {
         Ok(ado) if !ado.trim().is_empty() => Some(ado),
         _ => {
+            // CI names an engine and says so: there, a live test that finds
+            // none has lost it on the way, which is a failure, not a skip.
+            if std::env::var("FENCEPOST_REQUIRE_LIVE").as_deref() == Ok("1") {
+                panic!("{test}: FENCEPOST_REQUIRE_LIVE=1 but {ENV} is not set in this test's environment");
+            }
             // Straight to the stream rather than eprintln!, which the test
             // harness captures: a skip must be seen, not only a pass.
             let _ = writeln!(std::io::stderr(), "{test}: skipped: {ENV} not set");
@@ -48,6 +54,9 @@ pub struct TestDatabase {
     pub name: String,
     server_ado: String,
     logins: Vec<String>,
+    /// Shared with the other tests of this run and binary ([`TestDatabase::shared`]):
+    /// the test's teardown drops its logins, and the database outlives it.
+    shared: bool,
     /// Set once the database and logins are gone, so `Drop` has nothing to do.
     dropped: bool,
 }
@@ -76,6 +85,7 @@ impl TestDatabase {
             name,
             server_ado,
             logins: Vec::new(),
+            shared: false,
             dropped: false,
         })
     }
@@ -182,7 +192,7 @@ impl TestDatabase {
     /// still holds make the drop wait and retry, then give up with a warning:
     /// cleanup never fails a test.
     pub async fn drop(mut self) {
-        teardown(&self.server_ado, &self.name, &self.logins).await;
+        teardown(&self.server_ado, &self.name, &self.logins, self.shared).await;
         self.dropped = true;
     }
 }
@@ -196,7 +206,8 @@ impl Drop for TestDatabase {
         if self.dropped {
             return;
         }
-        let (server_ado, name, logins) = (self.server_ado.clone(), self.name.clone(), self.logins.clone());
+        let (server_ado, name, logins, shared) =
+            (self.server_ado.clone(), self.name.clone(), self.logins.clone(), self.shared);
         // This may run on the test's own runtime thread, which cannot block
         // on a future: the teardown gets a thread and a runtime of its own,
         // and the test waits for it so the process cannot exit first.
@@ -205,7 +216,7 @@ impl Drop for TestDatabase {
                 .enable_all()
                 .build()
                 .expect("a runtime for the teardown")
-                .block_on(teardown(&server_ado, &name, &logins));
+                .block_on(teardown(&server_ado, &name, &logins, shared));
         });
         if cleanup.join().is_err() {
             // The thread's panic message has been printed; panicking again
@@ -215,9 +226,13 @@ impl Drop for TestDatabase {
     }
 }
 
-/// Drops `logins` and the database `name`.
-async fn teardown(server_ado: &str, name: &str, logins: &[String]) {
+/// Drops `logins` and the database `name`; of a shared database, only the
+/// logins and their users, since other tests are still using it.
+async fn teardown(server_ado: &str, name: &str, logins: &[String], shared: bool) {
     let mut admin = connect_ado(server_ado).await;
+    if shared {
+        shared::drop_users(server_ado, name, logins).await;
+    }
     // The test is over, but a connection it still held, or the pool of a
     // client a failed test never closed, would keep a login logged in and
     // the database in use, and both would be left behind: end them first.
@@ -226,6 +241,9 @@ async fn teardown(server_ado: &str, name: &str, logins: &[String]) {
         if let Err(e) = with_catalog_retry(&mut admin, &format!("DROP LOGIN [{login}];")).await {
             let _ = writeln!(std::io::stderr(), "warning: login {login} left behind: {e}");
         }
+    }
+    if shared {
+        return;
     }
     end_sessions(&mut admin, &format!("database_id = DB_ID(N'{name}')")).await;
     if let Err(e) = with_catalog_retry(&mut admin, &format!("DROP DATABASE [{name}];")).await {
