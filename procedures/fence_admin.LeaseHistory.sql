@@ -50,26 +50,28 @@ BEGIN
         SELECT CAST(N'NotProvisioned' AS nvarchar(32)) AS Outcome, CAST(NULL AS bigint) AS Generation,
                CAST(NULL AS binary(32)) AS OwnerHash, CAST(NULL AS datetime2(7)) AS AcquiredAtUtc,
                CAST(NULL AS datetime2(7)) AS EndedAtUtc, CAST(NULL AS nvarchar(32)) AS Ending,
-               CAST(NULL AS bit) AS Published, CAST(NULL AS datetime2(7)) AS LeaseUntilUtc, @Now AS ServerUtc;
+               CAST(NULL AS bit) AS Published, CAST(NULL AS datetime2(7)) AS LeaseUntilUtc, @Now AS ServerUtc,
+               CAST(NULL AS bigint) AS SourceVersion;
         RETURN;
     END;
 
     SELECT TOP (@MaxRows)
            CAST(N'Found' AS nvarchar(32)) AS Outcome, t.Generation, t.OwnerHash, t.AcquiredAtUtc,
-           t.EndedAtUtc, t.Ending, t.Published, t.LeaseUntilUtc, @Now AS ServerUtc
+           t.EndedAtUtc, t.Ending, t.Published, t.LeaseUntilUtc, @Now AS ServerUtc, t.SourceVersion
       FROM (SELECT r.Generation,
                    HASHBYTES('SHA2_256', CAST(UPPER(CAST(r.Owner AS char(36))) AS varchar(36))) AS OwnerHash,
                    r.AcquiredAtUtc,
                    CAST(NULL AS datetime2(7)) AS EndedAtUtc,
                    CAST(NULL AS nvarchar(32)) AS Ending,
                    CAST(CASE WHEN r.PublishedGeneration = r.Generation THEN 1 ELSE 0 END AS bit) AS Published,
-                   r.LeaseUntilUtc
+                   r.LeaseUntilUtc,
+                   CASE WHEN r.PublishedGeneration = r.Generation THEN r.PublishedSourceVersion END AS SourceVersion
               FROM fence.Resource AS r
              WHERE r.ResourceKey = @ResourceKey
                AND r.Owner IS NOT NULL
             UNION ALL
             SELECT e.Generation, e.OwnerHash, e.AcquiredAtUtc, e.EndedAtUtc, e.Ending, e.Published,
-                   CAST(NULL AS datetime2(7))
+                   CAST(NULL AS datetime2(7)), e.SourceVersion
               FROM fence.Tenure AS e
              WHERE e.ResourceKey = @ResourceKey) AS t
      ORDER BY t.Generation DESC;

@@ -97,13 +97,15 @@ BEGIN
     SELECT @Voided = COUNT(*) FROM fence.Resource WHERE Owner IS NOT NULL AND LeaseUntilUtc > @Now;
 
     -- Every open tenure ends: Superseded while live, Expired when it had run out.
-    INSERT INTO fence.Tenure (ResourceKey, Generation, OwnerHash, AcquiredAtUtc, EndedAtUtc, Ending, Published)
+    INSERT INTO fence.Tenure (ResourceKey, Generation, OwnerHash, AcquiredAtUtc, EndedAtUtc, Ending, Published,
+                              SourceVersion)
     SELECT ResourceKey, Generation,
            HASHBYTES('SHA2_256', CAST(UPPER(CAST(Owner AS char(36))) AS varchar(36))),
            AcquiredAtUtc,
            CASE WHEN LeaseUntilUtc > @Now THEN @Now ELSE LeaseUntilUtc END,
            CASE WHEN LeaseUntilUtc > @Now THEN N'Superseded' ELSE N'Expired' END,
-           CASE WHEN PublishedGeneration = Generation THEN 1 ELSE 0 END
+           CASE WHEN PublishedGeneration = Generation THEN 1 ELSE 0 END,
+           CASE WHEN PublishedGeneration = Generation THEN PublishedSourceVersion END
       FROM fence.Resource
      WHERE Owner IS NOT NULL;
 

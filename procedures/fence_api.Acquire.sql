@@ -48,7 +48,8 @@ BEGIN
 
     DECLARE @Now datetime2(7), @Until datetime2(7), @Found int, @Taken int = 0;
     DECLARE @Generation bigint, @Holder uniqueidentifier, @HolderUntil datetime2(7),
-            @HolderAcquiredAt datetime2(7), @PublishedGeneration bigint;
+            @HolderAcquiredAt datetime2(7), @PublishedGeneration bigint,
+            @PublishedSourceVersion bigint;
 
     BEGIN TRANSACTION;
 
@@ -113,7 +114,8 @@ BEGIN
     -- Read under the lock: exact on every engine, unlike OUTPUT under
     -- concurrent updates.
     SELECT @Generation = Generation, @Holder = Owner, @HolderUntil = LeaseUntilUtc,
-           @HolderAcquiredAt = AcquiredAtUtc, @PublishedGeneration = PublishedGeneration
+           @HolderAcquiredAt = AcquiredAtUtc, @PublishedGeneration = PublishedGeneration,
+           @PublishedSourceVersion = PublishedSourceVersion
       FROM fence.Resource
      WHERE ResourceKey = @ResourceKey;
 
@@ -127,11 +129,13 @@ BEGIN
     BEGIN
         -- A lease that ran out ends its tenure here, when the next one begins.
         IF @Holder IS NOT NULL
-            INSERT INTO fence.Tenure (ResourceKey, Generation, OwnerHash, AcquiredAtUtc, EndedAtUtc, Ending, Published)
+            INSERT INTO fence.Tenure (ResourceKey, Generation, OwnerHash, AcquiredAtUtc, EndedAtUtc, Ending, Published,
+                                      SourceVersion)
             VALUES (@ResourceKey, @Generation,
                     HASHBYTES('SHA2_256', CAST(UPPER(CAST(@Holder AS char(36))) AS varchar(36))),
                     @HolderAcquiredAt, @HolderUntil, N'Expired',
-                    CASE WHEN @PublishedGeneration = @Generation THEN 1 ELSE 0 END);
+                    CASE WHEN @PublishedGeneration = @Generation THEN 1 ELSE 0 END,
+                    CASE WHEN @PublishedGeneration = @Generation THEN @PublishedSourceVersion END);
 
         SET @Generation += 1;
         UPDATE fence.Resource

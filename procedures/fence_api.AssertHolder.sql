@@ -1,11 +1,16 @@
 -- Fences the caller's own tables: called inside the caller's transaction,
 -- before or after it writes, it holds the fence row until that transaction
 -- ends and throws unless the caller holds the current, unexpired lease. The
--- throw (XACT_ABORT) rolls back everything the transaction wrote.
+-- throw (XACT_ABORT) rolls back everything the transaction wrote. With
+-- @SourceVersion (contract v1.4) the transaction's writes are fenced by source
+-- freshness as a publish is: 50114 when a newer source was already committed,
+-- otherwise the resource's source version rises to it inside the caller's
+-- transaction, so a rollback undoes it.
 CREATE PROCEDURE fence_api.AssertHolder
     @ResourceKey nvarchar(4000), -- wider than a key may be, so an over-long key is refused, not truncated
     @Owner       uniqueidentifier,
-    @Generation  bigint
+    @Generation  bigint,
+    @SourceVersion bigint = NULL -- contract v1.4; NULL: no freshness check
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -55,9 +60,12 @@ BEGIN
         THROW 50102, N'@Owner must be a non-nil uniqueidentifier, fresh for each acquisition.', 1;
     IF @Generation IS NULL OR @Generation < 1
         THROW 50104, N'@Generation must be a generation returned by Acquire (1 or more).', 1;
+    IF @SourceVersion < 0
+        THROW 50109, N'@SourceVersion must be 0 or more, or NULL to assert without a freshness check.', 1;
 
     DECLARE @Now datetime2(7), @Found int;
     DECLARE @CurrentGeneration bigint, @CurrentOwner uniqueidentifier, @Until datetime2(7);
+    DECLARE @StoredSourceVersion bigint;
 
     -- Lock the row the same way on every engine, in the caller's transaction:
     -- no successor can acquire until it ends. Then read the clock, then judge.
@@ -74,7 +82,8 @@ BEGIN
     SET @Found = @@ROWCOUNT;
     SET @Now = SYSUTCDATETIME();
 
-    SELECT @CurrentGeneration = Generation, @CurrentOwner = Owner, @Until = LeaseUntilUtc
+    SELECT @CurrentGeneration = Generation, @CurrentOwner = Owner, @Until = LeaseUntilUtc,
+           @StoredSourceVersion = SourceVersion
       FROM fence.Resource
      WHERE ResourceKey = @ResourceKey;
 
@@ -84,6 +93,12 @@ BEGIN
         THROW 50110, N'The lease was superseded: another owner or a newer generation is current.', 1;
     IF @CurrentOwner IS NULL OR @Until <= @Now
         THROW 50111, N'The lease expired or was released, and nobody has taken over.', 1;
+
+    -- Ownership first: the source is judged only for the current holder.
+    IF @StoredSourceVersion > @SourceVersion
+        THROW 50114, N'@SourceVersion is older than the source version already committed for this resource.', 1;
+    IF @SourceVersion IS NOT NULL AND (@StoredSourceVersion IS NULL OR @StoredSourceVersion < @SourceVersion)
+        UPDATE fence.Resource SET SourceVersion = @SourceVersion WHERE ResourceKey = @ResourceKey;
 
     SELECT CAST(N'Holding' AS nvarchar(32)) AS Outcome, @CurrentGeneration AS Generation, @Until AS LeaseUntilUtc;
 END;

@@ -6,11 +6,13 @@
 -- v1.2: this procedure, and Acquire's ServerUtc column.
 -- v1.3: the tenure history (fence_admin.LeaseHistory, PruneTenure) and
 -- fence_admin.Recover.
+-- v1.4: the source-version fence (Publish's and AssertHolder's @SourceVersion,
+-- the StaleSource outcome, SourceVersion columns, ResetSourceVersion).
 CREATE PROCEDURE fence_api.ContractVersion
 AS
 BEGIN
     SET NOCOUNT ON;
     SET XACT_ABORT ON;
 
-    SELECT CAST(N'Version' AS nvarchar(32)) AS Outcome, CAST(1 AS int) AS Major, CAST(3 AS int) AS Minor;
+    SELECT CAST(N'Version' AS nvarchar(32)) AS Outcome, CAST(1 AS int) AS Major, CAST(4 AS int) AS Minor;
 END;

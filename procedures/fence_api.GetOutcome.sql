@@ -22,10 +22,11 @@ BEGIN
         THROW 50105, N'@OperationId must be a non-nil uniqueidentifier, fresh for each publish and reused only to replay it.', 1;
 
     IF EXISTS (SELECT 1 FROM fence.PublishedOperation WHERE OperationId = @OperationId)
-        SELECT CAST(N'Published' AS nvarchar(32)) AS Outcome, ResourceKey, Generation, PublishedAtUtc
+        SELECT CAST(N'Published' AS nvarchar(32)) AS Outcome, ResourceKey, Generation, PublishedAtUtc, SourceVersion
           FROM fence.PublishedOperation
          WHERE OperationId = @OperationId;
     ELSE
         SELECT CAST(N'Unknown' AS nvarchar(32)) AS Outcome, CAST(NULL AS nvarchar(256)) AS ResourceKey,
-               CAST(NULL AS bigint) AS Generation, CAST(NULL AS datetime2(7)) AS PublishedAtUtc;
+               CAST(NULL AS bigint) AS Generation, CAST(NULL AS datetime2(7)) AS PublishedAtUtc,
+               CAST(NULL AS bigint) AS SourceVersion;
 END;

@@ -46,11 +46,12 @@ BEGIN
                CAST(CASE WHEN Owner IS NOT NULL AND LeaseUntilUtc > @Now THEN 1 ELSE 0 END AS bit) AS IsHeld,
                LeaseUntilUtc,
                PublishedGeneration,
-               @Now AS ServerUtc
+               @Now AS ServerUtc,
+               SourceVersion
           FROM fence.Resource
          WHERE ResourceKey = @ResourceKey;
     ELSE
         SELECT CAST(N'NotProvisioned' AS nvarchar(32)) AS Outcome, CAST(NULL AS bigint) AS Generation,
                CAST(NULL AS bit) AS IsHeld, CAST(NULL AS datetime2(7)) AS LeaseUntilUtc,
-               CAST(NULL AS bigint) AS PublishedGeneration, @Now AS ServerUtc;
+               CAST(NULL AS bigint) AS PublishedGeneration, @Now AS ServerUtc, CAST(NULL AS bigint) AS SourceVersion;
 END;

@@ -3,14 +3,21 @@
 -- published in it yet; the outcome record commits in the same transaction, so
 -- a caller whose reply was lost can ask GetOutcome or replay safely. With
 -- @Release = 1 an accepted publish also gives the lease back, in the same
--- update: a whole acquire-publish-release cycle is two calls.
+-- update: a whole acquire-publish-release cycle is two calls. With
+-- @SourceVersion (contract v1.4) the result must also be built from a source
+-- no older than the one already published: the same conditional update
+-- refuses an older one as StaleSource.
 CREATE PROCEDURE fence_api.Publish
     @ResourceKey nvarchar(4000), -- wider than a key may be, so an over-long key is refused, not truncated
     @Owner       uniqueidentifier,
     @Generation  bigint,
     @OperationId uniqueidentifier,
     @Payload     nvarchar(max),
-    @Release     bit = 0 -- contract v1.2; callers of v1 keep the lease after a publish
+    @Release     bit = 0, -- contract v1.2; callers of v1 keep the lease after a publish
+    -- Contract v1.4: the version of the source the payload was built from.
+    -- NULL publishes without a freshness check and leaves the resource's
+    -- source version as it is.
+    @SourceVersion bigint = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -56,9 +63,12 @@ BEGIN
         THROW 50106, N'@Payload must not be NULL (an empty string is allowed).', 1;
     IF @Release IS NULL
         THROW 50108, N'@Release must be 0 (keep the lease) or 1 (release it with an accepted publish).', 1;
+    IF @SourceVersion < 0
+        THROW 50109, N'@SourceVersion must be 0 or more, or NULL to publish without a freshness check.', 1;
 
     DECLARE @Now datetime2(7), @Outcome nvarchar(32), @Found int, @Replay int, @Accepted int;
     DECLARE @CurrentGeneration bigint, @CurrentOwner uniqueidentifier, @PublishedGeneration bigint;
+    DECLARE @Until datetime2(7), @StoredSourceVersion bigint;
 
     BEGIN TRANSACTION;
 
@@ -97,6 +107,8 @@ BEGIN
            SET PublishedGeneration = @Generation,
                Payload             = @Payload,
                PublishedAtUtc      = @Now,
+               PublishedSourceVersion = @SourceVersion,
+               SourceVersion       = COALESCE(@SourceVersion, SourceVersion),
                -- As Release does: the generation stays, the lease ends.
                Owner               = CASE WHEN @Release = 1 THEN NULL ELSE Owner END,
                LeaseUntilUtc       = CASE WHEN @Release = 1 THEN NULL ELSE LeaseUntilUtc END
@@ -104,7 +116,9 @@ BEGIN
            AND Owner = @Owner
            AND Generation = @Generation
            AND LeaseUntilUtc > @Now
-           AND (PublishedGeneration IS NULL OR PublishedGeneration < @Generation);
+           AND (PublishedGeneration IS NULL OR PublishedGeneration < @Generation)
+           -- Equal is a rebuild of the same source under a newer generation.
+           AND (@SourceVersion IS NULL OR SourceVersion IS NULL OR SourceVersion <= @SourceVersion);
         SET @Accepted = @@ROWCOUNT;
 
         IF @Accepted = 1
@@ -113,8 +127,8 @@ BEGIN
             -- past the check above; the key insert decides, and the loser is
             -- told what the contract says, not "duplicate key".
             BEGIN TRY
-                INSERT INTO fence.PublishedOperation (OperationId, ResourceKey, Generation, PublishedAtUtc)
-                VALUES (@OperationId, @ResourceKey, @Generation, @Now);
+                INSERT INTO fence.PublishedOperation (OperationId, ResourceKey, Generation, PublishedAtUtc, SourceVersion)
+                VALUES (@OperationId, @ResourceKey, @Generation, @Now, @SourceVersion);
             END TRY
             BEGIN CATCH
                 IF ERROR_NUMBER() IN (2601, 2627)
@@ -123,10 +137,11 @@ BEGIN
             END CATCH;
             -- Publishing with @Release = 1 ends the tenure, published.
             IF @Release = 1
-                INSERT INTO fence.Tenure (ResourceKey, Generation, OwnerHash, AcquiredAtUtc, EndedAtUtc, Ending, Published)
+                INSERT INTO fence.Tenure (ResourceKey, Generation, OwnerHash, AcquiredAtUtc, EndedAtUtc, Ending, Published,
+                                          SourceVersion)
                 SELECT ResourceKey, Generation,
                        HASHBYTES('SHA2_256', CAST(UPPER(CAST(@Owner AS char(36))) AS varchar(36))),
-                       AcquiredAtUtc, @Now, N'Released', 1
+                       AcquiredAtUtc, @Now, N'Released', 1, @SourceVersion
                   FROM fence.Resource
                  WHERE ResourceKey = @ResourceKey;
             SET @Outcome = N'Published';
@@ -134,7 +149,8 @@ BEGIN
         ELSE
         BEGIN
             SELECT @CurrentGeneration = Generation, @CurrentOwner = Owner,
-                   @PublishedGeneration = PublishedGeneration
+                   @PublishedGeneration = PublishedGeneration, @Until = LeaseUntilUtc,
+                   @StoredSourceVersion = SourceVersion
               FROM fence.Resource
              WHERE ResourceKey = @ResourceKey;
 
@@ -146,6 +162,11 @@ BEGIN
                     WHEN @CurrentGeneration <> @Generation
                       OR (@CurrentOwner IS NOT NULL AND @CurrentOwner <> @Owner) THEN N'Superseded'
                     WHEN @PublishedGeneration >= @Generation THEN N'GenerationAlreadyPublished'
+                    -- The current, unexpired holder of an unpublished
+                    -- generation, refused only for its source: nothing
+                    -- changes, and the lease stays held (@Release = 1 too).
+                    WHEN @CurrentOwner = @Owner AND @Until > @Now
+                     AND @StoredSourceVersion > @SourceVersion THEN N'StaleSource'
                     -- Expired or released, and nobody has taken over yet.
                     ELSE N'Expired'
                 END;

@@ -38,10 +38,12 @@ BEGIN
         THROW 50101, N'@ResourceKey must not end with a space: keys are exact identifiers.', 1;
 
     IF EXISTS (SELECT 1 FROM fence.Resource WHERE ResourceKey = @ResourceKey)
-        SELECT CAST(N'Found' AS nvarchar(32)) AS Outcome, PublishedGeneration, Payload, PublishedAtUtc
+        SELECT CAST(N'Found' AS nvarchar(32)) AS Outcome, PublishedGeneration, Payload, PublishedAtUtc,
+               PublishedSourceVersion AS SourceVersion
           FROM fence.Resource
          WHERE ResourceKey = @ResourceKey;
     ELSE
         SELECT CAST(N'NotProvisioned' AS nvarchar(32)) AS Outcome, CAST(NULL AS bigint) AS PublishedGeneration,
-               CAST(NULL AS nvarchar(max)) AS Payload, CAST(NULL AS datetime2(7)) AS PublishedAtUtc;
+               CAST(NULL AS nvarchar(max)) AS Payload, CAST(NULL AS datetime2(7)) AS PublishedAtUtc,
+               CAST(NULL AS bigint) AS SourceVersion;
 END;

@@ -64,13 +64,15 @@ BEGIN
 
     -- The tenure ends here. Releasing a lease that already ran out (nobody took
     -- over) records it as Expired, at the moment it ran out.
-    INSERT INTO fence.Tenure (ResourceKey, Generation, OwnerHash, AcquiredAtUtc, EndedAtUtc, Ending, Published)
+    INSERT INTO fence.Tenure (ResourceKey, Generation, OwnerHash, AcquiredAtUtc, EndedAtUtc, Ending, Published,
+                              SourceVersion)
     SELECT ResourceKey, Generation,
            HASHBYTES('SHA2_256', CAST(UPPER(CAST(@Owner AS char(36))) AS varchar(36))),
            AcquiredAtUtc,
            CASE WHEN LeaseUntilUtc > @Now THEN @Now ELSE LeaseUntilUtc END,
            CASE WHEN LeaseUntilUtc > @Now THEN N'Released' ELSE N'Expired' END,
-           CASE WHEN PublishedGeneration = Generation THEN 1 ELSE 0 END
+           CASE WHEN PublishedGeneration = Generation THEN 1 ELSE 0 END,
+           CASE WHEN PublishedGeneration = Generation THEN PublishedSourceVersion END
       FROM fence.Resource
      WHERE ResourceKey = @ResourceKey
        AND Owner = @Owner

@@ -75,6 +75,7 @@ impl Default for Policy {
                 api("fence_admin.LeaseHistory", &[OPERATOR, READER, RECOVERY]),
                 api("fence_admin.PruneTenure", &[RECOVERY]),
                 api("fence_admin.Recover", &[RECOVERY]),
+                api("fence_admin.ResetSourceVersion", &[OPERATOR]),
             ],
             service_roles: vec![SERVICE.into(), READER.into(), OPERATOR.into(), RECOVERY.into()],
             principals: Vec::new(),
