@@ -121,7 +121,40 @@ impl Client {
     /// error is [`Error::OutcomeUnknown`]; resolve it with
     /// [`outcome`](Client::outcome) or by replaying.
     pub async fn publish(&self, lease: &Lease, operation_id: Uuid, payload: &str) -> Result<Publish, Error> {
-        self.publish_with(lease, operation_id, payload, false).await
+        self.publish_with(lease, operation_id, payload, false, None).await
+    }
+
+    /// Publishes as [`publish`](Client::publish) does, a result built from
+    /// version `source_version` (0 or more) of its source (contract v1.4):
+    /// besides the lease, the fence refuses it as
+    /// [`RefusalReason::StaleSource`] when the resource already holds a
+    /// result or a fenced write from a newer version. An equal version is
+    /// accepted (a rebuild of the same source), and an accepted publish
+    /// raises the resource's source version to this one. Ownership is judged
+    /// first: `StaleSource` only ever answers the current holder.
+    pub async fn publish_versioned(
+        &self,
+        lease: &Lease,
+        operation_id: Uuid,
+        payload: &str,
+        source_version: i64,
+    ) -> Result<Publish, Error> {
+        self.publish_with(lease, operation_id, payload, false, Some(source_version))
+            .await
+    }
+
+    /// [`publish_versioned`](Client::publish_versioned) and, when accepted,
+    /// the lease given back in the same call. `StaleSource` keeps the lease
+    /// held: release it, or publish again from a fresher source.
+    pub async fn publish_versioned_and_release(
+        &self,
+        lease: &Lease,
+        operation_id: Uuid,
+        payload: &str,
+        source_version: i64,
+    ) -> Result<Publish, Error> {
+        self.publish_with(lease, operation_id, payload, true, Some(source_version))
+            .await
     }
 
     /// Publishes as [`publish`](Client::publish) does and, when the publish is
@@ -135,17 +168,19 @@ impl Client {
         operation_id: Uuid,
         payload: &str,
     ) -> Result<Publish, Error> {
-        self.publish_with(lease, operation_id, payload, true).await
+        self.publish_with(lease, operation_id, payload, true, None).await
     }
 
-    async fn publish_with(
+    pub(crate) async fn publish_with(
         &self,
         lease: &Lease,
         operation_id: Uuid,
         payload: &str,
         release: bool,
+        source_version: Option<i64>,
     ) -> Result<Publish, Error> {
         let operation_id = input::operation_id(operation_id)?;
+        let source_version = input::source_version(source_version)?;
         let reply = self
             .call(
                 Procedure::Publish,
@@ -156,6 +191,7 @@ impl Client {
                     &operation_id,
                     &payload,
                     &release,
+                    &source_version,
                 ],
             )
             .await
@@ -196,6 +232,7 @@ impl Client {
                 resource_key: reply.required::<&str>("ResourceKey")?.to_string(),
                 generation: reply.required("Generation")?,
                 published_at: reply.required_utc("PublishedAtUtc")?,
+                source_version: reply.get("SourceVersion")?,
             }),
             "Unknown" => Ok(OperationOutcome::Unknown),
             _ => Err(reply.unknown_outcome()),
@@ -213,6 +250,7 @@ impl Client {
                     generation,
                     payload: reply.required::<&str>("Payload")?.to_string(),
                     published_at: reply.required_utc("PublishedAtUtc")?,
+                    source_version: reply.get("SourceVersion")?,
                 }),
             },
             "NotProvisioned" => Ok(Publication::NotProvisioned),
@@ -231,6 +269,7 @@ impl Client {
                 lease_until: reply.utc("LeaseUntilUtc")?,
                 published_generation: reply.get("PublishedGeneration")?,
                 server_utc: reply.required_utc("ServerUtc")?,
+                source_version: reply.get("SourceVersion")?,
             })),
             "NotProvisioned" => Ok(Inspection::NotProvisioned),
             _ => Err(reply.unknown_outcome()),

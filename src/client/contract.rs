@@ -13,7 +13,7 @@ use super::error::{Error, Parameter};
 /// v1.3 added the operators' tenure history and recovery (`fence_admin`),
 /// which `fencepost lease history | prune | recover` call; the client and
 /// the procedures it deploys are released together, so it asks for v1.3.
-pub const CONTRACT_VERSION: ContractVersion = ContractVersion { major: 1, minor: 3 };
+pub const CONTRACT_VERSION: ContractVersion = ContractVersion { major: 1, minor: 4 };
 
 /// A procedure contract version, as `fence_api.ContractVersion` answers it.
 /// Minors add (columns, outcomes, optional parameters, procedures); a major
@@ -158,11 +158,18 @@ impl Procedure {
                 (P::OperationId, T::UniqueIdentifier),
                 (P::Payload, T::NVarCharMax),
                 (P::Release, T::Bit),
+                (P::SourceVersion, T::BigInt),
             ],
-            Procedure::Release | Procedure::AssertHolder => &[
+            Procedure::Release => &[
                 (P::ResourceKey, T::WideKey),
                 (P::Owner, T::UniqueIdentifier),
                 (P::Generation, T::BigInt),
+            ],
+            Procedure::AssertHolder => &[
+                (P::ResourceKey, T::WideKey),
+                (P::Owner, T::UniqueIdentifier),
+                (P::Generation, T::BigInt),
+                (P::SourceVersion, T::BigInt),
             ],
             Procedure::GetOutcome => &[(P::OperationId, T::UniqueIdentifier)],
             Procedure::ContractVersion => &[],
@@ -525,7 +532,7 @@ mod tests {
     fn each_statement_binds_the_parameters_by_name_in_order() {
         assert_eq!(
             Procedure::Publish.statement(),
-            "EXEC fence_api.Publish @ResourceKey = @P1, @Owner = @P2, @Generation = @P3, @OperationId = @P4, @Payload = @P5, @Release = @P6"
+            "EXEC fence_api.Publish @ResourceKey = @P1, @Owner = @P2, @Generation = @P3, @OperationId = @P4, @Payload = @P5, @Release = @P6, @SourceVersion = @P7"
         );
     }
 

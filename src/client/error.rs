@@ -25,6 +25,9 @@ pub enum Parameter {
     Payload,
     /// `@Release` of `Publish`: 0 or 1, never NULL.
     Release,
+    /// `@SourceVersion` of `Publish` and `AssertHolder` (contract v1.4): 0
+    /// or more.
+    SourceVersion,
 }
 
 impl Parameter {
@@ -38,10 +41,11 @@ impl Parameter {
             Parameter::OperationId => "@OperationId",
             Parameter::Payload => "@Payload",
             Parameter::Release => "@Release",
+            Parameter::SourceVersion => "@SourceVersion",
         }
     }
 
-    /// The parameter a documented contract error number (50101–50108) is about.
+    /// The parameter a documented contract error number (50101–50109) is about.
     pub fn for_error_number(number: u32) -> Option<Parameter> {
         Some(match number {
             50101 => Parameter::ResourceKey,
@@ -51,6 +55,7 @@ impl Parameter {
             50105 | 50107 => Parameter::OperationId,
             50106 => Parameter::Payload,
             50108 => Parameter::Release,
+            50109 => Parameter::SourceVersion,
             _ => return None,
         })
     }
@@ -76,7 +81,7 @@ pub enum Error {
         reason: String,
     },
     /// The procedure refused the input with one of the contract's error
-    /// numbers (50101–50108). Nothing was changed.
+    /// numbers (50101–50109). Nothing was changed.
     #[error("{procedure} refused {parameter} (error {number}): {message}")]
     Rejected {
         /// The procedure, e.g. `fence_api.Publish`.
@@ -311,7 +316,7 @@ mod tests {
 
     #[test]
     fn every_contract_error_number_names_its_parameter() {
-        let names: Vec<_> = (50101..=50108)
+        let names: Vec<_> = (50101..=50109)
             .map(|n| Parameter::for_error_number(n).map(Parameter::name))
             .collect();
         assert_eq!(
@@ -325,9 +330,10 @@ mod tests {
                 Some("@Payload"),
                 Some("@OperationId"),
                 Some("@Release"),
+                Some("@SourceVersion"),
             ]
         );
-        assert_eq!(Parameter::for_error_number(50109), None);
+        assert_eq!(Parameter::for_error_number(50110), None);
     }
 
     #[test]

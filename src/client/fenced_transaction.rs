@@ -43,6 +43,22 @@ impl Client {
     ) -> Result<FencedTransaction<T, E>, Error> {
         around(self.begin_fenced_without_guard(lease).await?, work).await
     }
+
+    /// [`fenced_transaction_without_guard`](Client::fenced_transaction_without_guard)
+    /// for writes built from version `source_version` of their source
+    /// ([`begin_fenced_versioned_without_guard`](Client::begin_fenced_versioned_without_guard)).
+    pub async fn fenced_transaction_versioned_without_guard<T, E>(
+        &self,
+        lease: &Lease,
+        source_version: i64,
+        work: impl AsyncFnOnce(&mut FencedTx<'_>) -> Result<T, E>,
+    ) -> Result<FencedTransaction<T, E>, Error> {
+        around(
+            self.begin_fenced_versioned_without_guard(lease, source_version).await?,
+            work,
+        )
+        .await
+    }
 }
 
 /// Runs `work` in the transaction `begun` opened, if it did.

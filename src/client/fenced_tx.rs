@@ -111,6 +111,7 @@ fn refusal(number: u32) -> Option<BeginFenced<'static>> {
         50110 => Some(BeginFenced::Refused(RefusalReason::Superseded)),
         50111 => Some(BeginFenced::Refused(RefusalReason::Expired)),
         50112 => Some(BeginFenced::NotProvisioned),
+        50114 => Some(BeginFenced::Refused(RefusalReason::StaleSource)),
         _ => None,
     }
 }
@@ -127,7 +128,21 @@ impl Client {
     /// successor's acquire waits for it), and make no other lease call on
     /// the same key while it is open: that call would wait for its lock.
     pub async fn begin_fenced_without_guard(&self, lease: &Lease) -> Result<BeginFenced<'_>, Error> {
-        begin(self, lease, None).await
+        begin(self, lease, None, None).await
+    }
+
+    /// [`begin_fenced_without_guard`](Client::begin_fenced_without_guard)
+    /// for writes built from version `source_version` of their source
+    /// (contract v1.4): refused as [`RefusalReason::StaleSource`] when a
+    /// newer source was already published or committed for the resource;
+    /// otherwise the resource's source version rises to this one inside the
+    /// transaction, so a rollback leaves it as it was.
+    pub async fn begin_fenced_versioned_without_guard(
+        &self,
+        lease: &Lease,
+        source_version: i64,
+    ) -> Result<BeginFenced<'_>, Error> {
+        begin(self, lease, None, Some(source_version)).await
     }
 }
 
@@ -136,8 +151,10 @@ pub(crate) async fn begin<'c>(
     client: &'c Client,
     lease: &Lease,
     row: Option<OwnedMutexGuard<()>>,
+    source_version: Option<i64>,
 ) -> Result<BeginFenced<'c>, Error> {
     let key = input::key(lease.key())?;
+    let source_version = input::source_version(source_version)?;
     let procedure = Procedure::AssertHolder;
     let timeout = client.config.call_timeout;
     let mut session = checkout(&client.pool, &client.last_connect_error, &client.config).await?;
@@ -152,7 +169,10 @@ pub(crate) async fn begin<'c>(
             .into_results()
             .await?;
         connection
-            .query(procedure.statement(), &[&key, &lease.owner(), &lease.generation()])
+            .query(
+                procedure.statement(),
+                &[&key, &lease.owner(), &lease.generation(), &source_version],
+            )
             .await?
             .into_results()
             .await

@@ -185,9 +185,20 @@ impl LeaseGuard {
     /// and renew right after it ends; keep it well shorter than the lease,
     /// or the guard gives the lease up as unconfirmed.
     pub async fn begin_fenced(&self) -> Result<BeginFenced<'_>, Error> {
+        self.begin(None).await
+    }
+
+    /// [`begin_fenced`](LeaseGuard::begin_fenced) for writes built from
+    /// version `source_version` of their source, as
+    /// [`Client::begin_fenced_versioned_without_guard`] describes.
+    pub async fn begin_fenced_versioned(&self, source_version: i64) -> Result<BeginFenced<'_>, Error> {
+        self.begin(Some(source_version)).await
+    }
+
+    async fn begin(&self, source_version: Option<i64>) -> Result<BeginFenced<'_>, Error> {
         let row = self.row.clone().lock_owned().await;
         let lease = self.lease();
-        fenced_tx::begin(&self.client, &lease, Some(row)).await
+        fenced_tx::begin(&self.client, &lease, Some(row), source_version).await
     }
 
     /// Runs `work` in a transaction fenced by this lease
@@ -202,10 +213,34 @@ impl LeaseGuard {
         fenced_transaction::around(self.begin_fenced().await?, work).await
     }
 
+    /// [`fenced_transaction`](LeaseGuard::fenced_transaction) for writes
+    /// built from version `source_version` of their source: `Refused(StaleSource)`
+    /// when a newer source was already published or committed.
+    pub async fn fenced_transaction_versioned<T, E>(
+        &self,
+        source_version: i64,
+        work: impl AsyncFnOnce(&mut FencedTx<'_>) -> Result<T, E>,
+    ) -> Result<FencedTransaction<T, E>, Error> {
+        fenced_transaction::around(self.begin_fenced_versioned(source_version).await?, work).await
+    }
+
     /// Publishes `payload` under this guard's lease, as [`Client::publish`]
     /// does. The lease stays held and renewed: publishing does not end it.
     pub async fn publish(&self, operation_id: Uuid, payload: &str) -> Result<Publish, Error> {
         self.client.publish(&self.lease(), operation_id, payload).await
+    }
+
+    /// Publishes a result built from version `source_version` of its source,
+    /// as [`Client::publish_versioned`] does; the lease stays held.
+    pub async fn publish_versioned(
+        &self,
+        operation_id: Uuid,
+        payload: &str,
+        source_version: i64,
+    ) -> Result<Publish, Error> {
+        self.client
+            .publish_versioned(&self.lease(), operation_id, payload, source_version)
+            .await
     }
 
     /// Publishes `payload` and gives the lease back in the same call, as
@@ -219,11 +254,35 @@ impl LeaseGuard {
     /// operation id under [`lease`](LeaseGuard::lease), taken before this
     /// call: `AlreadyPublished` if it committed, otherwise a refusal, since
     /// a released lease is never revived.
-    pub async fn publish_and_release(mut self, operation_id: Uuid, payload: &str) -> Result<Publish, Error> {
+    pub async fn publish_and_release(self, operation_id: Uuid, payload: &str) -> Result<Publish, Error> {
+        self.publish_releasing(operation_id, payload, None).await
+    }
+
+    /// [`publish_and_release`](LeaseGuard::publish_and_release) for a result
+    /// built from version `source_version` of its source
+    /// ([`Client::publish_versioned_and_release`]). A `StaleSource` refusal
+    /// leaves the lease held, so it is released in the background as after
+    /// any refusal.
+    pub async fn publish_versioned_and_release(
+        self,
+        operation_id: Uuid,
+        payload: &str,
+        source_version: i64,
+    ) -> Result<Publish, Error> {
+        self.publish_releasing(operation_id, payload, Some(source_version))
+            .await
+    }
+
+    async fn publish_releasing(
+        mut self,
+        operation_id: Uuid,
+        payload: &str,
+        source_version: Option<i64>,
+    ) -> Result<Publish, Error> {
         self.stop_renewing().await;
         let answer = self
             .client
-            .publish_and_release(&self.lease(), operation_id, payload)
+            .publish_with(&self.lease(), operation_id, payload, true, source_version)
             .await;
         if matches!(answer, Ok(Publish::Published | Publish::AlreadyPublished)) {
             self.needs_release = false;

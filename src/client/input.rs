@@ -35,6 +35,18 @@ pub(crate) fn key(key: &str) -> Result<&str, Error> {
     Ok(key)
 }
 
+/// A source version (contract v1.4) is 0 or more: the procedures refuse a
+/// negative one with 50109.
+pub(crate) fn source_version(version: Option<i64>) -> Result<Option<i64>, Error> {
+    match version {
+        Some(v) if v < 0 => Err(Error::invalid(
+            Parameter::SourceVersion,
+            format!("must be 0 or more, not {v}"),
+        )),
+        other => Ok(other),
+    }
+}
+
 /// The lease length in whole seconds. A sub-second part is refused rather than
 /// rounded: rounding down could hand out a shorter lease than asked for, and
 /// rounding up a longer one than the caller planned its work around.

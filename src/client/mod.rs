@@ -7,6 +7,7 @@
 //! `fence_service` role.
 
 mod api;
+mod built;
 mod call;
 mod config;
 mod contract;
@@ -28,6 +29,7 @@ mod wait;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use built::Built;
 pub use config::ClientConfig;
 pub use contract::{CONTRACT_VERSION, ContractVersion};
 pub use error::{Error, Parameter};

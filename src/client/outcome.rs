@@ -80,6 +80,12 @@ pub enum RefusalReason {
     GenerationAlreadyPublished,
     /// No fence row exists for the key.
     NotProvisioned,
+    /// Contract v1.4: the lease is yours, but the resource already holds a
+    /// result (or a fenced write) built from a newer source version than
+    /// this one. Nothing changed and the lease is still held, also after a
+    /// publish-and-release: rebuild from a fresher source and publish again
+    /// under the same lease, or release it.
+    StaleSource,
 }
 
 impl std::fmt::Display for RefusalReason {
@@ -89,6 +95,7 @@ impl std::fmt::Display for RefusalReason {
             RefusalReason::Expired => "Expired",
             RefusalReason::GenerationAlreadyPublished => "GenerationAlreadyPublished",
             RefusalReason::NotProvisioned => "NotProvisioned",
+            RefusalReason::StaleSource => "StaleSource",
         })
     }
 }
@@ -115,6 +122,8 @@ pub enum OperationOutcome {
         generation: i64,
         /// When it committed, on the server clock.
         published_at: OffsetDateTime,
+        /// The source version it carried (contract v1.4), if any.
+        source_version: Option<i64>,
     },
     /// No publish with this id committed (so far: a publish still in flight
     /// may yet commit).
@@ -132,6 +141,9 @@ pub enum Publication {
         payload: String,
         /// When it committed, on the server clock.
         published_at: OffsetDateTime,
+        /// The source version it was published with (contract v1.4); `None`
+        /// for an unversioned publish.
+        source_version: Option<i64>,
     },
     /// The resource exists but nothing was published yet.
     NothingPublished,
@@ -161,6 +173,10 @@ pub struct LeaseState {
     pub published_generation: Option<i64>,
     /// The server clock when it answered.
     pub server_utc: OffsetDateTime,
+    /// The resource's source version (contract v1.4): the newest source a
+    /// publish or a fenced write committed; an older one is refused. `None`
+    /// until a versioned write committed.
+    pub source_version: Option<i64>,
 }
 
 impl LeaseState {
@@ -181,6 +197,7 @@ pub(crate) fn refusal(name: &str) -> Option<RefusalReason> {
         "Expired" => RefusalReason::Expired,
         "GenerationAlreadyPublished" => RefusalReason::GenerationAlreadyPublished,
         "NotProvisioned" => RefusalReason::NotProvisioned,
+        "StaleSource" => RefusalReason::StaleSource,
         _ => return None,
     })
 }
@@ -191,7 +208,13 @@ mod tests {
 
     #[test]
     fn every_refusal_name_of_the_contract_round_trips_through_display() {
-        for name in ["Superseded", "Expired", "GenerationAlreadyPublished", "NotProvisioned"] {
+        for name in [
+            "Superseded",
+            "Expired",
+            "GenerationAlreadyPublished",
+            "NotProvisioned",
+            "StaleSource",
+        ] {
             assert_eq!(refusal(name).map(|r| r.to_string()).as_deref(), Some(name));
         }
         assert_eq!(refusal("Published"), None);

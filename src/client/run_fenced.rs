@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use super::built::Built;
 use super::guard::Ending;
 use super::settle::{Unresolved, Unsettled};
 use super::{Acquire, Client, Error, LeaseGuard, LostReason, Publish, RefusalReason, Renew, input};
@@ -29,7 +30,9 @@ pub enum Fenced<E> {
         /// The operation id of the publish.
         operation_id: Uuid,
     },
-    /// The work finished but the fence refused its result.
+    /// The work finished but the fence refused its result. After
+    /// `StaleSource` (a newer source was published meanwhile) the lease was
+    /// released, as after every refusal.
     Refused(RefusalReason),
     /// The lease was lost while the work ran; the work was cancelled and
     /// nothing was published.
@@ -85,10 +88,16 @@ impl Client {
     /// spawned never outlive the lease unknowingly. Dropping the future at
     /// any point before the lease was given back (also during the publish or
     /// the closing release) releases the lease in the background.
-    pub async fn run_fenced<F, Fut, E>(&self, key: &str, length: Duration, work: F) -> Result<Fenced<E>, Error>
+    ///
+    /// The work returns its payload as a `String`, or as a [`Built`] that
+    /// also names the version of the source it was built from (contract
+    /// v1.4): the publish is then refused as
+    /// [`RefusalReason::StaleSource`] if a newer source was published.
+    pub async fn run_fenced<F, Fut, P, E>(&self, key: &str, length: Duration, work: F) -> Result<Fenced<E>, Error>
     where
         F: FnOnce(CancellationToken) -> Fut,
-        Fut: Future<Output = Result<String, E>>,
+        Fut: Future<Output = Result<P, E>>,
+        P: Into<Built>,
     {
         // Refused before any arithmetic on it, and before a round trip.
         input::key(key)?;
@@ -104,7 +113,9 @@ impl Client {
         let mut guard = self.guard(lease);
         let cancel = guard.token();
         let _cancel_on_exit = cancel.clone().drop_guard();
-        let held = self.hold(&mut guard, work(cancel.clone()), &cancel).await;
+        let work = work(cancel.clone());
+        let built = async move { work.await.map(Into::into) };
+        let held = self.hold(&mut guard, built, &cancel).await;
         // An accepted publish released the lease with it, and after a renewal
         // answered `Lost` there is nothing left to release. Until one of those
         // happened, dropping this future drops the guard, which releases.
@@ -119,7 +130,7 @@ impl Client {
     async fn hold<E>(
         &self,
         guard: &mut LeaseGuard,
-        work: impl Future<Output = Result<String, E>>,
+        work: impl Future<Output = Result<Built, E>>,
         cancel: &CancellationToken,
     ) -> Result<Fenced<E>, Error> {
         tokio::pin!(work);
@@ -133,8 +144,8 @@ impl Client {
         // Stopping the renewals also waits for one in flight to give its
         // connection back before the publish needs one.
         let ending = guard.stop_renewing().await;
-        let payload = match judge(finished, ending, work, cancel, self.config.cancel_grace).await {
-            Verdict::Publish(payload) => payload,
+        let built = match judge(finished, ending, work, cancel, self.config.cancel_grace).await {
+            Verdict::Publish(built) => built,
             Verdict::Failed(error) => return Ok(Fenced::Failed(error)),
             Verdict::Lost => return Ok(Fenced::Lost(guard.lost_reason().unwrap_or(LostReason::Renewal))),
             Verdict::Error(error) => return Err(error),
@@ -150,7 +161,8 @@ impl Client {
             return Ok(Fenced::Lost(LostReason::Renewal));
         }
         let operation_id = Uuid::new_v4();
-        Ok(match self.publish_resolved(&lease, operation_id, &payload).await {
+        let Built { payload, source_version } = built;
+        Ok(match self.publish_resolved(&lease, operation_id, &payload, source_version).await {
             // `AlreadyPublished` answers a replay of a publish whose reply was
             // lost: this operation committed.
             Ok(Publish::Published | Publish::AlreadyPublished) => Fenced::Published {
@@ -162,6 +174,7 @@ impl Client {
                 lease,
                 operation_id,
                 payload,
+                source_version,
                 reason,
             })),
             Err(Unresolved::Failed(error)) => return Err(error),
@@ -172,7 +185,7 @@ impl Client {
 /// What becomes of a work once the renewals have stopped.
 enum Verdict<E> {
     /// It finished in time: publish its result.
-    Publish(String),
+    Publish(Built),
     /// It failed in time: nothing to publish.
     Failed(E),
     /// The lease was lost: its result, if any, is dropped.
@@ -186,9 +199,9 @@ enum Verdict<E> {
 /// cancelled and given `grace` to wind down on its own terms; its result is
 /// not published, whatever it is. A finished work is never polled again.
 async fn judge<E>(
-    finished: Option<Result<String, E>>,
+    finished: Option<Result<Built, E>>,
     ending: Option<Ending>,
-    work: Pin<&mut impl Future<Output = Result<String, E>>>,
+    work: Pin<&mut impl Future<Output = Result<Built, E>>>,
     cancel: &CancellationToken,
     grace: Duration,
 ) -> Verdict<E> {
@@ -224,12 +237,12 @@ mod tests {
     }
 
     impl Future for FinishesOnce {
-        type Output = Result<String, Infallible>;
+        type Output = Result<Built, Infallible>;
 
         fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Self::Output> {
             assert!(!self.finished, "a finished work was polled again");
             self.finished = true;
-            Poll::Ready(Ok("result".to_string()))
+            Poll::Ready(Ok(Built::from("result")))
         }
     }
 

@@ -17,6 +17,7 @@ pub struct Unsettled {
     pub(crate) lease: Lease,
     pub(crate) operation_id: Uuid,
     pub(crate) payload: String,
+    pub(crate) source_version: Option<i64>,
     pub(crate) reason: Error,
 }
 
@@ -34,6 +35,12 @@ impl Unsettled {
     /// The payload the publish carried.
     pub fn payload(&self) -> &str {
         &self.payload
+    }
+
+    /// The source version the publish carried (contract v1.4), if any: a
+    /// replay carries the same.
+    pub fn source_version(&self) -> Option<i64> {
+        self.source_version
     }
 
     /// The last failure met while trying to learn the outcome.
@@ -62,13 +69,21 @@ impl Client {
     ///   so the payload is published now, once, and the lease released;
     /// - `Refused`: no earlier send committed and the lease has ended (or was
     ///   taken over); an ended lease is never revived, so nothing is or ever
-    ///   will be published under this operation id.
+    ///   will be published under this operation id. `Refused(StaleSource)`
+    ///   is the one refusal that leaves the lease held (a newer source was
+    ///   published meanwhile): release it.
     ///
     /// `Err` settles nothing (the server could not be reached, or a reply was
     /// lost again): call it again later. A replay is always safe.
     pub async fn settle(&self, unsettled: &Unsettled) -> Result<Publish, Error> {
-        self.publish_and_release(&unsettled.lease, unsettled.operation_id, &unsettled.payload)
-            .await
+        self.publish_with(
+            &unsettled.lease,
+            unsettled.operation_id,
+            &unsettled.payload,
+            true,
+            unsettled.source_version,
+        )
+        .await
     }
 
     /// Publishes and releases; while the outcome stays unknown, or a
@@ -84,12 +99,16 @@ impl Client {
         lease: &Lease,
         operation_id: Uuid,
         payload: &str,
+        source_version: Option<i64>,
     ) -> Result<Publish, Unresolved> {
         let mut pause = Duration::from_millis(50);
         let mut tried_once_more = false;
         let mut maybe_sent = false;
         loop {
-            let error = match self.publish_and_release(lease, operation_id, payload).await {
+            let error = match self
+                .publish_with(lease, operation_id, payload, true, source_version)
+                .await
+            {
                 Ok(answer) => return Ok(answer),
                 Err(error) => error,
             };
