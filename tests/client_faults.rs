@@ -233,12 +233,11 @@ async fn run_fenced_with_a_renewal_cut_publishes_once_or_not_at_all() {
             .unwrap();
         assert!(!proxy.cut_pending(), "{cut:?}: the cut never happened");
         let published = recorded(&db, &key).await;
+        // One broken connection costs one renewal attempt: its retry answers
+        // on a new connection, well inside the lease, so the lease is kept.
         match fenced {
             Fenced::Published { .. } => assert_eq!(published, 1, "{cut:?}"),
-            // The fence itself may refuse a publish whose lease ran out while
-            // a broken connection was replaced: nothing is written then either.
-            Fenced::Lost(_) | Fenced::Refused(_) => assert_eq!(published, 0, "{cut:?}"),
-            other => panic!("{cut:?}: {other:?}"),
+            other => panic!("{cut:?}: one cut renewal lost the lease: {other:?} ({published} published)"),
         }
     }
     drop(client);
@@ -289,12 +288,11 @@ async fn run_fenced_whose_session_the_server_ends_publishes_once_or_not_at_all()
             .await
             .unwrap();
         let published = recorded(&db, &key).await;
+        // A killed session is a broken connection like a cut: the next call
+        // on it fails, and its retry answers on a new one.
         match fenced {
             Fenced::Published { .. } => assert_eq!(published, 1, "killed before publish: {before_publish}"),
-            Fenced::Lost(_) | Fenced::Refused(_) => {
-                assert_eq!(published, 0, "killed before publish: {before_publish}")
-            }
-            other => panic!("killed before publish: {before_publish}: {other:?}"),
+            other => panic!("killed before publish: {before_publish}: {other:?} ({published} published)"),
         }
     }
     drop(client);

@@ -7,7 +7,7 @@ mod support;
 
 use std::time::Duration;
 
-use fencepost::client::{Acquire, Publish, Renew};
+use fencepost::client::{Acquire, Publish, RefusalReason, Renew};
 use lease_support::{acquired, json, lease_cli as lease, provisioned, worker};
 use support::TestDatabase;
 use uuid::Uuid;
@@ -82,10 +82,10 @@ async fn force_release_fences_the_holder_out_and_frees_the_key_at_once() {
     assert_eq!(document["generation"], stuck.generation() + 1);
 
     assert_eq!(holder.renew(&mut stuck).await.unwrap(), Renew::Lost);
-    assert!(matches!(
+    assert_eq!(
         holder.publish(&stuck, Uuid::new_v4(), "late").await.unwrap(),
-        Publish::Refused(_)
-    ));
+        Publish::Refused(RefusalReason::Superseded)
+    );
     assert!(matches!(
         successor.acquire(&key, Duration::from_secs(30)).await.unwrap(),
         Acquire::Acquired(_)

@@ -7,7 +7,6 @@
 mod caller_support;
 mod support;
 
-use std::io::Write;
 use std::time::Duration;
 
 use caller_support::{Answer, Caller, LEVELS, engine_limit};
@@ -39,10 +38,6 @@ async fn fixture(test: &str) -> Option<Fixture> {
         .await;
     }
     Some(Fixture { db, a, b, babelfish })
-}
-
-fn say(line: &str) {
-    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 async fn provision(caller: &mut Caller, name: &str) -> String {
@@ -90,10 +85,19 @@ async fn begin_and_read(caller: &mut Caller, babelfish: bool, level: &str, key: 
 }
 
 /// The outcome of a call in the caller's transaction, or why this engine
-/// cannot show it; anything else fails the test.
+/// cannot show it; anything else fails the test. An outcome is a row, not an
+/// error, and leaves the caller's transaction open.
 async fn outcome_in(caller: &mut Caller, babelfish: bool, level: &str, answer: Answer) -> Result<String, String> {
     match answer {
-        Answer::Row(_) => Ok(answer.outcome()),
+        Answer::Row(_) => {
+            let outcome = answer.outcome();
+            assert_eq!(
+                caller.trancount().await,
+                1,
+                "{level}: answering {outcome} ended the caller's transaction"
+            );
+            Ok(outcome)
+        }
         Answer::Error { number, message } => {
             caller.rollback().await;
             Err(engine_limit(babelfish, level, &message)
@@ -113,7 +117,7 @@ async fn bounded<T>(what: &str, step: impl std::future::Future<Output = T>) -> T
 fn record(test: &str, level: &'static str, result: Result<(), String>, ran: &mut Vec<&'static str>) {
     match result {
         Ok(()) => ran.push(level),
-        Err(reason) => say(&format!("{test}: skipped at {level}: {reason}")),
+        Err(reason) => support::skip(test, &format!("at {level}: {reason}")),
     }
 }
 
@@ -314,7 +318,7 @@ async fn two_serializable_callers_publish_at_once_without_a_deadlock() {
         if let Err(e) = caller.begin("SERIALIZABLE").await {
             let reason = engine_limit(f.babelfish, "SERIALIZABLE", &e.to_string())
                 .unwrap_or_else(|| panic!("BEGIN TRANSACTION at SERIALIZABLE: {e}"));
-            say(&format!("{test}: skipped: {reason}"));
+            support::skip(test, &format!("at SERIALIZABLE: {reason}"));
             let [a, b] = callers;
             drop((a, b));
             f.db.drop().await;
