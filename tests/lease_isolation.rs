@@ -5,11 +5,13 @@
 //! its locks or snapshot predate what the other caller then changes.
 
 mod caller_support;
+mod client_support;
 mod support;
 
 use std::time::Duration;
 
 use caller_support::{Answer, Caller, LEVELS, engine_limit};
+use client_support::Proxy;
 use support::TestDatabase;
 use uuid::Uuid;
 
@@ -273,17 +275,52 @@ async fn a_read_uncommitted_caller_never_sees_an_uncommitted_lease() {
     let (_, uncommitted) = acquire(&mut f.a, &key, 60).await;
     assert_eq!(uncommitted, 1);
 
-    let mut reader = f.b;
+    // The reader goes through a proxy that counts what reached the server,
+    // on a session whose Inspect and Acquire are compiled already.
+    let proxy = Proxy::start(f.db.connection_string().server()).await;
+    let mut reader = Caller::new(support::connect_ado(&proxy.ado(&f.db.ado())).await);
+    let warm = provision(&mut reader, "warm").await;
+    assert_eq!(reader.inspect(&warm).await.outcome(), "Found");
+    acquire(&mut reader, &warm, 60).await;
+    let sent = proxy.requests();
+    let (inspected_tx, inspected) = tokio::sync::oneshot::channel();
     let read = tokio::spawn(async move {
         reader.begin("READ UNCOMMITTED").await.unwrap();
         let inspect = reader.inspect(&key).await;
+        let _ = inspected_tx.send(());
         let acquire = reader.acquire(&key, Uuid::new_v4(), 60).await;
         reader.commit().await.unwrap();
         (inspect, acquire, reader)
     });
-    // Long enough for the reader's calls to reach the server; where they wait
-    // for the lock, they are still waiting.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The BEGIN and the Inspect reached the server before the rollback. An
+    // Inspect that answered without waiting for the row is followed by the
+    // Acquire, which must reach the server too; one that waits for the lock
+    // holds the Acquire back until the rollback.
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut inspected = Some(inspected);
+    loop {
+        let forwarded = proxy.requests() - sent;
+        if forwarded >= 3 {
+            break;
+        }
+        if forwarded == 2 && inspected.as_mut().is_some_and(|i| i.try_recv().is_err()) && !f.babelfish {
+            // SQL Server: the Inspect waits for the row; the server shows it.
+            let blocked = f
+                .db
+                .query("SELECT COUNT(*) FROM sys.dm_exec_requests WHERE blocking_session_id <> 0 AND database_id = DB_ID()")
+                .await;
+            if blocked[0].get::<i32, _>(0).unwrap_or(0) > 0 {
+                inspected = None;
+                break;
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "only {forwarded} of the reader's requests reached the server"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(inspected);
     f.a.rollback().await;
     let (inspect, acquire, reader) = bounded("the reader", read).await.unwrap();
 
