@@ -96,20 +96,3 @@ async fn force_release_fences_the_holder_out_and_frees_the_key_at_once() {
     drop((holder, successor));
     db.drop().await;
 }
-
-#[tokio::test]
-async fn a_null_or_out_of_range_list_argument_is_refused_naming_it() {
-    let Some(db) = TestDatabase::deployed("a_null_or_out_of_range_list_argument_is_refused_naming_it").await else {
-        return;
-    };
-    for (sql, number, parameter) in [
-        ("EXEC fence_admin.ListLeases @Prefix = NULL", 50120, "@Prefix"),
-        ("EXEC fence_admin.ListLeases @HeldOnly = NULL", 50121, "@HeldOnly"),
-        ("EXEC fence_admin.ListLeases @MaxRows = 0", 50122, "@MaxRows"),
-    ] {
-        let error = db.refusal(sql).await;
-        assert_eq!(error.code(), Some(number), "{sql}: {error}");
-        assert!(error.to_string().contains(parameter), "{sql}: {error}");
-    }
-    db.drop().await;
-}
