@@ -17,7 +17,9 @@ use std::time::Duration;
 
 use caller_support::{Caller, RELEASE};
 use fencepost::Client;
-use fencepost::client::{Acquire, Fenced, FencedTransaction, Inspection, Publication, Publish, RefusalReason, Release};
+use fencepost::client::{
+    Acquire, Fenced, FencedTransaction, Inspection, Publication, Publish, RefusalReason, Release, Renew,
+};
 use lease_support::{acquired, json, lease_cli, provisioned, wait_until_expired};
 use support::TestDatabase;
 use tokio::time::Instant;
@@ -320,7 +322,23 @@ async fn publish_renew_and_release_on_a_never_provisioned_key_answer_their_outco
         ))
         .await;
     assert_eq!(rows[0].get::<i32, _>(0), Some(0), "a call made a row for the key");
-    drop(caller);
+
+    // The client's reading of those rows, for a lease whose key has lost its
+    // fence row (as a restore from before its provisioning leaves it).
+    let client = client(&db).await;
+    let key = provisioned(&client, "outcomes").await;
+    let mut lease = acquired(client.acquire(&key, Duration::from_secs(60)).await.unwrap());
+    db.exec(&format!(
+        "DELETE FROM fence.Tenure WHERE ResourceKey = N'{key}'; DELETE FROM fence.Resource WHERE ResourceKey = N'{key}';"
+    ))
+    .await;
+    assert_eq!(
+        client.publish(&lease, Uuid::new_v4(), "x").await.unwrap(),
+        Publish::Refused(RefusalReason::NotProvisioned)
+    );
+    assert_eq!(client.renew(&mut lease).await.unwrap(), Renew::Lost);
+    assert_eq!(client.release(&lease).await.unwrap(), Release::NotHolder);
+    drop((caller, client));
     db.drop().await;
 }
 
