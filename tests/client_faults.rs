@@ -274,7 +274,8 @@ async fn kill_sessions(db: &TestDatabase, name: &str) -> usize {
             // (SQL Server's 6106; Babelfish raises the same text as 33557097).
             Err(tiberius::error::Error::Server(e))
                 if matches!(e.code(), 6106 | 33557097)
-                    && e.message().trim_end_matches('.') == format!("Process ID {session} is not an active process ID") => {}
+                    && e.message().trim_end_matches('.')
+                        == format!("Process ID {session} is not an active process ID") => {}
             Err(e) => panic!("{kill}: {e}"),
         }
     }

@@ -151,7 +151,10 @@ async fn acquire_waiting_answers_busy_at_its_deadline_after_one_last_attempt() {
             at
         }
     });
-    let answer = waiter.acquire_waiting(&key, Duration::from_secs(5), wait).await.unwrap();
+    let answer = waiter
+        .acquire_waiting(&key, Duration::from_secs(5), wait)
+        .await
+        .unwrap();
     let took = started.elapsed();
     done.send_replace(true);
     let attempts = attempts.await.unwrap();
@@ -285,7 +288,11 @@ async fn a_refusal_inside_the_callers_transaction_rolls_back_what_it_wrote_befor
             _ => caller.acquire(&key, Uuid::new_v4(), 0).await,
         };
         assert_eq!(refused.error_number(), Some(number), "{step}: {refused:?}");
-        assert_eq!(caller.trancount().await, 0, "{step}: the caller's transaction is still open");
+        assert_eq!(
+            caller.trancount().await,
+            0,
+            "{step}: the caller's transaction is still open"
+        );
         caller.commit().await.unwrap();
     }
     let rows = db.query("SELECT COUNT(*) FROM dbo.Written").await;
@@ -311,9 +318,7 @@ async fn publish_renew_and_release_on_a_never_provisioned_key_answer_their_outco
     assert_eq!(publish.outcome(), "NotProvisioned");
     let renew = caller.renew(&key, owner, generation, 30).await;
     assert_eq!(renew.outcome(), "Lost");
-    let release = caller
-        .call(RELEASE, &[&key.as_str(), &owner, &generation])
-        .await;
+    let release = caller.call(RELEASE, &[&key.as_str(), &owner, &generation]).await;
     assert_eq!(release.outcome(), "NotHolder");
     let rows = db
         .query(&format!(
@@ -409,7 +414,10 @@ async fn an_operator_login_lists_and_force_releases_leases_by_procedure_and_comm
         .into_first_result()
         .await
         .unwrap();
-    let keys: Vec<&str> = listed.iter().map(|r| r.get::<&str, _>("ResourceKey").unwrap()).collect();
+    let keys: Vec<&str> = listed
+        .iter()
+        .map(|r| r.get::<&str, _>("ResourceKey").unwrap())
+        .collect();
     assert_eq!(keys, [first.as_str(), second.as_str()]);
     let fenced = operator
         .call("EXEC fence_admin.ForceRelease @ResourceKey = @P1", &[&first.as_str()])
@@ -418,8 +426,17 @@ async fn an_operator_login_lists_and_force_releases_leases_by_procedure_and_comm
     assert_eq!(fenced.big("Generation"), Some(held_first.generation() + 1));
 
     // The commands, as the same login.
-    let output = lease_cli(&["list", "--prefix", &prefix, "--held", "--format", "json"], &operator_ado).await;
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let output = lease_cli(
+        &["list", "--prefix", &prefix, "--held", "--format", "json"],
+        &operator_ado,
+    )
+    .await;
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let document = json(&output);
     let held: Vec<&str> = document["leases"]
         .as_array()
@@ -429,7 +446,12 @@ async fn an_operator_login_lists_and_force_releases_leases_by_procedure_and_comm
         .collect();
     assert_eq!(held, [second.as_str()], "{document}");
     let output = lease_cli(&["force-release", &second, "--format", "json"], &operator_ado).await;
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let document = json(&output);
     assert_eq!(document["outcome"], "Fenced", "{document}");
     assert_eq!(document["generation"], held_second.generation() + 1);

@@ -73,9 +73,9 @@ impl Call {
             .zip(&self.args)
             .filter_map(|(name, arg)| match (*name, arg) {
                 ("@ResourceKey", Arg::Text(key)) => {
-                    let valid = key.as_deref().is_some_and(|k| {
-                        (1..=256).contains(&k.encode_utf16().count()) && !k.ends_with(' ')
-                    });
+                    let valid = key
+                        .as_deref()
+                        .is_some_and(|k| (1..=256).contains(&k.encode_utf16().count()) && !k.ends_with(' '));
                     (!valid).then_some(50101)
                 }
                 ("@Owner", Arg::Id(owner)) => owner.is_none_or(|o| o.is_nil()).then_some(50102),

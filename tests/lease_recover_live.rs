@@ -186,7 +186,11 @@ async fn a_recovery_records_the_identity_it_answers_so_the_restore_is_no_longer_
     assert_eq!(recorded.recovery_fork, restored);
     assert_eq!(recorded.recorded_by, "recover");
     let after = identity_rule(&db).await;
-    assert_ne!(after, RuleOutcome::Failed, "check still reports the restore after the recovery");
+    assert_ne!(
+        after,
+        RuleOutcome::Failed,
+        "check still reports the restore after the recovery"
+    );
     if current.is_some() {
         assert_eq!(after, RuleOutcome::Passed);
     } else {

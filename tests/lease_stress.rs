@@ -12,11 +12,11 @@
 
 mod lease_support;
 mod stress_ledger;
-mod support;
 /// The invariant checks of the ledger find what they are meant to find; they
 /// run here, once, though another test binary uses the ledger too.
 #[path = "stress_ledger/tests.rs"]
 mod stress_ledger_tests;
+mod support;
 
 use std::io::Write;
 use std::time::Duration;
@@ -112,7 +112,9 @@ async fn under_load_with_stalls_every_invariant_of_the_fence_holds() {
         ledger
             .events
             .iter()
-            .filter(|e| matches!(e, Event::Publish { outcome, replay, .. } if *outcome == wanted && *replay == replayed))
+            .filter(
+                |e| matches!(e, Event::Publish { outcome, replay, .. } if *outcome == wanted && *replay == replayed),
+            )
             .count()
     };
     let schedules = [
@@ -125,10 +127,17 @@ async fn under_load_with_stalls_every_invariant_of_the_fence_holds() {
             publishes(Publish::Refused(RefusalReason::Expired), false)
                 + publishes(Publish::Refused(RefusalReason::Expired), true),
         ),
-        ("a replay answered AlreadyPublished", publishes(Publish::AlreadyPublished, true)),
+        (
+            "a replay answered AlreadyPublished",
+            publishes(Publish::AlreadyPublished, true),
+        ),
         (
             "a ForceRelease that fenced a key",
-            ledger.events.iter().filter(|e| matches!(e, Event::Fenced { .. })).count(),
+            ledger
+                .events
+                .iter()
+                .filter(|e| matches!(e, Event::Fenced { .. }))
+                .count(),
         ),
     ];
     for (schedule, seen) in schedules {
@@ -248,8 +257,16 @@ async fn scripted(w: u64, client: &Client, operator: &mut Connection) -> Vec<Eve
     let lease = grant(&mut events, Duration::from_secs(30)).await;
     let operation = Uuid::new_v4();
     let payload = format!("w{w}-solo");
-    expect(&mut events, publish(client, &lease, operation, &payload, false).await, Publish::Published);
-    expect(&mut events, publish(client, &lease, operation, &payload, true).await, Publish::AlreadyPublished);
+    expect(
+        &mut events,
+        publish(client, &lease, operation, &payload, false).await,
+        Publish::Published,
+    );
+    expect(
+        &mut events,
+        publish(client, &lease, operation, &payload, true).await,
+        Publish::AlreadyPublished,
+    );
     assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
     events.push(Event::Released {
         key: key.clone(),
