@@ -32,8 +32,8 @@ mod rule;
 mod rules;
 
 pub use catalog::{
-    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, FenceTableFeature, IdentityReading, JobStep,
-    LinkedLogin, LinkedServer, LinkedServers, LoginKind, Membership, Object, ObjectKind, OtherDatabase,
+    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, FenceTableFeature, IdentityReading, JobEditor,
+    JobStep, LinkedLogin, LinkedServer, LinkedServers, LoginKind, Membership, Object, ObjectKind, OtherDatabase,
     OtherDatabaseUser, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable, ServerFacts,
     ServerPermission, ServerSettings, ServerTrigger, ServiceQueue, TableFeature, Visibility,
 };

@@ -284,6 +284,8 @@ pub fn clean() -> Catalog {
     c.fence_table_features = Some(Vec::new());
     // No Agent job step, linked server or activated queue.
     c.job_steps = Some(Vec::new());
+    // Only sysadmins may write msdb's job tables.
+    c.job_editors = Some(Vec::new());
     c.linked_servers = Some(fencepost::audit::LinkedServers {
         this_server: vec!["SQL01".into()],
         servers: Vec::new(),
