@@ -274,6 +274,20 @@ pub fn clean() -> Catalog {
     c.deployed = Some(journal);
     c.server = Some(ServerFacts {
         role_members: vec![member("sysadmin", "sa"), member("sysadmin", "deployer")],
+        // The fixed server roles, as sys.server_principals lists them.
+        roles: [
+            "public",
+            "sysadmin",
+            "securityadmin",
+            "serveradmin",
+            "setupadmin",
+            "processadmin",
+            "diskadmin",
+            "dbcreator",
+            "bulkadmin",
+        ]
+        .map(String::from)
+        .to_vec(),
         permissions: Vec::new(),
         permissions_unreadable: None,
         group_logins: Vec::new(),

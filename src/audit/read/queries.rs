@@ -13,7 +13,8 @@ pub(super) struct Query {
     pub(super) required: bool,
 }
 
-/// The visibility marker and the server role memberships.
+/// The visibility marker, the server role memberships, the group logins and
+/// every server role (a role without members included).
 const SERVER_ROLES: &str = "SELECT N'visible', CAST(CASE WHEN IS_SRVROLEMEMBER(N'sysadmin') = 1
                                          OR HAS_PERMS_BY_NAME(NULL, NULL, N'VIEW ANY DEFINITION') = 1
                                          THEN N'1' ELSE N'0' END AS nvarchar(256)), CAST(NULL AS nvarchar(256)),
@@ -27,7 +28,11 @@ const SERVER_ROLES: &str = "SELECT N'visible', CAST(CASE WHEN IS_SRVROLEMEMBER(N
                      UNION ALL
                      SELECT N'group', CAST(g.name AS nvarchar(256)), CAST(NULL AS nvarchar(256)),
                             CAST(NULL AS nvarchar(256))
-                       FROM sys.server_principals AS g WHERE g.type IN ('G', 'X')";
+                       FROM sys.server_principals AS g WHERE g.type IN ('G', 'X')
+                     UNION ALL
+                     SELECT N'role', CAST(r.name AS nvarchar(256)), CAST(NULL AS nvarchar(256)),
+                            CAST(NULL AS nvarchar(256))
+                       FROM sys.server_principals AS r WHERE r.type = 'R'";
 
 /// Every granted server permission: server-wide ones, and those on a login
 /// or server role (class 101). All of them, not a chosen list: the rules
