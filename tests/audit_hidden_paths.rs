@@ -376,7 +376,6 @@ fn who_may_write_msdbs_job_tables_unread_leaves_fp024_unverified() {
 #[test]
 fn a_step_run_as_a_strong_user_by_a_non_sysadmin_owner_is_unverified_and_a_weak_one_clean() {
     let mut c = clean();
-    c.principals.push(user("reporting", Some("reporting")));
     c.job_steps = Some(vec![JobStep {
         owner: Some("reporting".into()),
         run_as_user: Some("dbo".into()),
@@ -530,8 +529,48 @@ fn a_linked_server_elsewhere_is_clean_as_itself_and_unverified_as_another_login(
     let report = check(&c);
     assert!(report.findings.is_empty(), "{report:#?}");
     assert_eq!(unverified(&report), ["FP025"]);
+    assert!(
+        report.cannot_verify[0]
+            .reason
+            .contains("maps every login as etl to another login there"),
+        "{report:#?}"
+    );
     c.linked_servers = None;
     assert_eq!(unverified(&check(&c)), ["FP025"]);
+}
+
+#[test]
+fn a_linked_login_mapping_only_administrators_use_is_clean_and_one_a_service_or_non_admin_uses_is_not() {
+    let mapped = |local: &str| LinkedLogin {
+        local_login: Some(local.into()),
+        uses_self_credential: false,
+        remote_login: Some("etl".into()),
+    };
+    let mut c = clean();
+    // sa and deployer are sysadmin; deployer is also db_owner here.
+    c.linked_servers.as_mut().unwrap().servers = vec![linked(
+        "REPORTS",
+        Some("reports01"),
+        vec![mapped("sa"), mapped("deployer")],
+    )];
+    let report = check(&c);
+    assert!(
+        report.findings.is_empty() && report.cannot_verify.is_empty(),
+        "{report:#?}"
+    );
+    assert_eq!(report.exit_code(), 0);
+    for local in ["orders_svc", "reporting"] {
+        let mut c = c.clone();
+        c.linked_servers.as_mut().unwrap().servers[0].logins.push(mapped(local));
+        let report = check(&c);
+        assert!(report.findings.is_empty(), "{report:#?}");
+        assert_eq!(unverified(&report), ["FP025"], "{local}");
+        assert!(
+            report.cannot_verify[0].reason.contains(&format!("maps {local} as etl")),
+            "{report:#?}"
+        );
+        assert!(!report.cannot_verify[0].reason.contains("sa as etl"), "{report:#?}");
+    }
 }
 
 fn activated(procedure: &str, senders: &[&str]) -> ServiceQueue {

@@ -20,7 +20,7 @@ use super::super::catalog::JobStep;
 use super::super::module_text::{contains_words, dynamic_constructs, normalized, referenced_tables, words};
 use super::indirect_code::text_reach;
 use super::modules::fence_references;
-use super::server_rights::is_privileged;
+use super::server_rights::{is_admin_login, is_privileged};
 use super::{CannotVerify, Context, Finding, Report, Rule};
 use crate::tsql::{code_only, quote_name, without_comments};
 
@@ -125,7 +125,9 @@ fn editors(ctx: &Context, privileged: &[String], report: &mut Report) {
     };
     let mut named: Vec<&str> = Vec::new();
     for e in editors {
-        if is_admin_login(ctx, e.login.as_deref()) || named.iter().any(|u| u.eq_ignore_ascii_case(&e.user)) {
+        if e.login.as_deref().is_some_and(|l| is_admin_login(ctx, l))
+            || named.iter().any(|u| u.eq_ignore_ascii_case(&e.user))
+        {
             continue;
         }
         named.push(&e.user);
@@ -236,22 +238,6 @@ fn strong(ctx: &Context, user: &str) -> Option<&'static str> {
 
 fn is_everyone(user: &str) -> bool {
     user.eq_ignore_ascii_case("public") || user.eq_ignore_ascii_case("guest")
-}
-
-/// Whether `login` administers this database or the server already: then
-/// rewriting a job gives it nothing it lacks.
-fn is_admin_login(ctx: &Context, login: Option<&str>) -> bool {
-    let Some(login) = login else {
-        return false;
-    };
-    ctx.catalog.server.as_ref().is_some_and(|s| is_privileged(s, login))
-        || ctx.catalog.owner_login().is_some_and(|o| o.eq_ignore_ascii_case(login))
-        || ctx
-            .catalog
-            .principals
-            .iter()
-            .filter(|p| p.login.as_deref().is_some_and(|l| l.eq_ignore_ascii_case(login)))
-            .any(|p| ctx.is_admin(&p.name))
 }
 
 /// What a step's command reaches in this database. A step that runs in

@@ -3,7 +3,7 @@
 //! path. Shared by the server rules (FP002, FP016) and the group rules.
 
 use super::super::catalog::ServerFacts;
-use super::Rule;
+use super::{Context, Rule};
 use crate::tsql::quote_name;
 
 /// What fixed server roles hold without a row in `sys.server_permissions`
@@ -97,6 +97,20 @@ pub(super) fn holders(server: &ServerFacts, login: &str) -> Vec<String> {
 
 pub(super) fn holds(holders: &[String], name: &str) -> bool {
     holders.iter().any(|h| h.eq_ignore_ascii_case(name))
+}
+
+/// Whether `login` administers the server or this database already:
+/// sysadmin or as good as, the database's owner, or the login of a user that
+/// is db_owner here. Whatever it can reach, it could reach anyway.
+pub(super) fn is_admin_login(ctx: &Context, login: &str) -> bool {
+    ctx.catalog.server.as_ref().is_some_and(|s| is_privileged(s, login))
+        || ctx.catalog.owner_login().is_some_and(|o| o.eq_ignore_ascii_case(login))
+        || ctx
+            .catalog
+            .principals
+            .iter()
+            .filter(|p| p.login.as_deref().is_some_and(|l| l.eq_ignore_ascii_case(login)))
+            .any(|p| ctx.is_admin(&p.name))
 }
 
 /// Whether `login` is sysadmin, or as good as: securityadmin or CONTROL SERVER.
