@@ -328,3 +328,40 @@ fn with_grant_option_on_force_release_is_execute_beyond_the_role() {
         "REVOKE EXECUTE ON OBJECT::[fence_admin].[ForceRelease] FROM [fence_operator] CASCADE;"
     );
 }
+
+#[test]
+fn alter_any_user_for_a_non_service_that_may_put_code_in_a_schema_redirects_a_service() {
+    let mut c = clean();
+    c.permissions
+        .push(grant("reporting", "ALTER ANY USER", Securable::Database));
+    // No schema it may put code in: the default schemas it could set hold
+    // only what others put there (FP022 weighs those).
+    let report = check(&c);
+    assert!(report.findings.is_empty(), "{report:#?}");
+    assert_eq!(report.exit_code(), 0);
+    for how in ["owns", "ALTER"] {
+        let mut c = c.clone();
+        if how == "owns" {
+            c.schemas.push(Schema {
+                name: "rpt".into(),
+                owner: "reporting".into(),
+            });
+        } else {
+            c.principals.push(role("rpt_owners"));
+            c.schemas.push(Schema {
+                name: "rpt".into(),
+                owner: "rpt_owners".into(),
+            });
+            c.permissions.push(grant("reporting", "ALTER", schema("rpt")));
+        }
+        let f = only(&check(&c), Rule::BecomeService);
+        assert_eq!(f.len(), 1, "{how}: {f:#?}");
+        assert_eq!(f[0].principal.as_deref(), Some("reporting"));
+        assert!(
+            f[0].why.contains("ALTER USER [dashboard] WITH DEFAULT_SCHEMA = [rpt]"),
+            "{how}: {}",
+            f[0].why
+        );
+        assert_eq!(f[0].fix, "REVOKE ALTER ANY USER FROM [reporting];");
+    }
+}
