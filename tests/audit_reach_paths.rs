@@ -339,6 +339,14 @@ fn alter_any_user_for_a_non_service_that_may_put_code_in_a_schema_redirects_a_se
     let report = check(&c);
     assert!(report.findings.is_empty(), "{report:#?}");
     assert_eq!(report.exit_code(), 0);
+    // A schema of its own, but no module there and no right to create one.
+    let mut owns = c.clone();
+    owns.schemas.push(Schema {
+        name: "rpt".into(),
+        owner: "reporting".into(),
+    });
+    let report = check(&owns);
+    assert!(report.findings.is_empty(), "{report:#?}");
     for how in ["owns", "ALTER"] {
         let mut c = c.clone();
         if how == "owns" {
@@ -346,6 +354,8 @@ fn alter_any_user_for_a_non_service_that_may_put_code_in_a_schema_redirects_a_se
                 name: "rpt".into(),
                 owner: "reporting".into(),
             });
+            c.permissions
+                .push(grant("reporting", "CREATE PROCEDURE", Securable::Database));
         } else {
             c.principals.push(role("rpt_owners"));
             c.schemas.push(Schema {
@@ -353,6 +363,13 @@ fn alter_any_user_for_a_non_service_that_may_put_code_in_a_schema_redirects_a_se
                 owner: "rpt_owners".into(),
             });
             c.permissions.push(grant("reporting", "ALTER", schema("rpt")));
+            // A module already there, which ALTER on the schema rewrites.
+            c.objects.push(module(
+                "rpt",
+                "Acquire",
+                ObjectKind::Procedure,
+                "CREATE PROCEDURE rpt.Acquire AS SELECT 1;",
+            ));
         }
         let f = only(&check(&c), Rule::BecomeService);
         assert_eq!(f.len(), 1, "{how}: {f:#?}");

@@ -7,7 +7,7 @@
 //! on the database) but can change a service's default schema: it is a way
 //! in when its holder may also put code in some schema.
 
-use super::super::catalog::{PrincipalKind, Securable};
+use super::super::catalog::{Permission, PrincipalKind, Securable};
 use super::{Context, Finding, Report, Rule, is_one_of};
 use crate::tsql::quote_name;
 
@@ -103,34 +103,57 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
     }
 }
 
-/// A schema, outside the shipped ones, where `principal` may create or
-/// change code: one it (or a role it is in) owns or holds ALTER or CONTROL
-/// on, or any schema at all with ALTER ANY SCHEMA or CONTROL on the database.
+/// A schema, outside the shipped ones, where `principal` may put code a
+/// service's unqualified name would run: one it (or a role it is in) owns or
+/// holds ALTER or CONTROL on, or any with ALTER ANY SCHEMA, when it may also
+/// create modules there (CREATE PROCEDURE, FUNCTION, VIEW or SYNONYM) or the
+/// schema already holds modules, which ALTER on the schema lets it rewrite.
 fn code_schema_of(ctx: &Context, principal: &str) -> Option<String> {
     let holders = ctx.holders(principal);
     let shipped = |s: &str| {
         s.eq_ignore_ascii_case(&ctx.policy.fence_schema)
             || ctx.policy.code_schemas.iter().any(|c| c.eq_ignore_ascii_case(s))
     };
-    if let Some(s) = ctx
-        .catalog
+    let held = |g: &&Permission| holders.contains(&g.grantee.to_lowercase());
+    let creates = ctx.grants().filter(held).any(|g| {
+        g.on == Securable::Database
+            && is_one_of(
+                &g.permission,
+                &[
+                    "CREATE PROCEDURE",
+                    "CREATE FUNCTION",
+                    "CREATE VIEW",
+                    "CREATE SYNONYM",
+                    "CONTROL",
+                ],
+            )
+    });
+    let usable = |schema: &str| {
+        !shipped(schema)
+            && (creates
+                || ctx
+                    .catalog
+                    .objects
+                    .iter()
+                    .any(|o| o.kind.is_module() && o.schema.eq_ignore_ascii_case(schema)))
+    };
+    let any_schema = ctx
+        .grants()
+        .filter(held)
+        .any(|g| g.on == Securable::Database && is_one_of(&g.permission, &["ALTER ANY SCHEMA"]));
+    ctx.catalog
         .schemas
         .iter()
-        .find(|s| !shipped(&s.name) && holders.contains(&s.owner.to_lowercase()))
-    {
-        return Some(s.name.clone());
-    }
-    ctx.grants()
-        .filter(|g| holders.contains(&g.grantee.to_lowercase()))
-        .find_map(|g| match &g.on {
-            Securable::Schema { schema } if !shipped(schema) && is_one_of(&g.permission, &["ALTER", "CONTROL"]) => {
-                Some(schema.clone())
-            }
-            Securable::Database if is_one_of(&g.permission, &["ALTER ANY SCHEMA"]) => {
-                Some("a schema it creates".into())
-            }
-            _ => None,
+        .filter(|s| usable(&s.name))
+        .find(|s| {
+            any_schema
+                || holders.contains(&s.owner.to_lowercase())
+                || ctx.grants().filter(held).any(|g| {
+                    matches!(&g.on, Securable::Schema { schema } if schema.eq_ignore_ascii_case(&s.name))
+                        && is_one_of(&g.permission, &["ALTER", "CONTROL"])
+                })
         })
+        .map(|s| s.name.clone())
 }
 
 fn service_app_role(ctx: &Context) -> bool {
