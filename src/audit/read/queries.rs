@@ -224,7 +224,9 @@ const JOB_STEPS: &str = "IF SERVERPROPERTY('Babelfish') IS NOT NULL
          SELECT CAST(N'step' AS nvarchar(16)), CAST(j.name AS nvarchar(256)), CAST(s.step_id AS int),
                 CAST(s.step_name AS nvarchar(256)), CAST(SUSER_SNAME(j.owner_sid) AS nvarchar(256)),
                 CAST(s.command AS nvarchar(max)),
-                CAST(CASE WHEN s.database_name <> DB_NAME() THEN s.database_name END AS nvarchar(256)),
+                -- A step without a database runs in master.
+                CAST(CASE WHEN s.database_name = DB_NAME() THEN NULL ELSE ISNULL(s.database_name, N'master') END
+                     AS nvarchar(256)),
                 CAST(NULLIF(s.database_user_name, N'') AS nvarchar(256))
            FROM msdb.dbo.sysjobsteps AS s JOIN msdb.dbo.sysjobs AS j ON j.job_id = s.job_id
           WHERE s.subsystem = N'TSQL'
