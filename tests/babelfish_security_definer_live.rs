@@ -83,9 +83,7 @@ async fn the_script_refuses_a_database_without_the_fence_and_changes_nothing() {
 
 /// `fencepost status` on `db`: its exit status and what it printed.
 fn status(db: &TestDatabase) -> (Option<i32>, String) {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .arg("status")
-        .env("FENCEPOST_CONNECTION", db.ado())
+    let output = support::binary::fencepost_on(&db.ado(), ["status"])
         .output()
         .expect("run fencepost status");
     (
@@ -97,9 +95,7 @@ fn status(db: &TestDatabase) -> (Option<i32>, String) {
 /// What `fencepost check` says of FP009 on `db`: its outcome, and its
 /// reason when it cannot verify.
 fn fp009(db: &TestDatabase) -> (String, String) {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .args(["check", "--format", "json"])
-        .env("FENCEPOST_CONNECTION", db.ado())
+    let output = support::binary::fencepost_on(&db.ado(), ["check", "--format", "json"])
         .output()
         .expect("run fencepost check");
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("check's JSON");

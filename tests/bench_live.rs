@@ -3,15 +3,12 @@
 
 mod support;
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use support::TestDatabase;
 
 fn bench(ado: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .arg("bench")
-        .args(args)
-        .env("FENCEPOST_CONNECTION", ado)
+    support::binary::fencepost_on(ado, ["bench"].iter().chain(args))
         .output()
         .expect("run fencepost bench")
 }
@@ -120,13 +117,14 @@ async fn ctrl_c_stops_the_run_and_still_cleans_up() {
     let Some(db) = TestDatabase::deployed("bench_live").await else {
         return;
     };
-    let child = Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .args(["bench", "--workers", "2", "--duration", "120s", "--format", "json"])
-        .env("FENCEPOST_CONNECTION", db.ado())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run fencepost bench");
+    let child = support::binary::tokio(support::binary::fencepost_on(
+        &db.ado(),
+        ["bench", "--workers", "2", "--duration", "120s", "--format", "json"],
+    ))
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("run fencepost bench");
     // The scratch table exists from setup until clean-up: once it is there,
     // the run is under way.
     let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -144,11 +142,11 @@ async fn ctrl_c_stops_the_run_and_still_cleans_up() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     // SAFETY: signals the child process this test started.
-    let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let sent = unsafe { libc::kill(child.id().expect("the bench is running") as libc::pid_t, libc::SIGINT) };
     assert_eq!(sent, 0);
-    let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+    let output = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
         .await
-        .unwrap()
+        .expect("the interrupted bench still ran after 60 s")
         .unwrap();
 
     let stderr = String::from_utf8_lossy(&output.stderr);

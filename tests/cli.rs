@@ -1,14 +1,12 @@
 //! The real binary, driven as a pipeline would drive it, with no server.
 
+mod support;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn fencepost(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .args(args)
-        .env_remove("FENCEPOST_CONNECTION")
-        .output()
-        .expect("run fencepost")
+    support::binary::fencepost(args).output().expect("run fencepost")
 }
 
 fn stdout(output: &Output) -> String {

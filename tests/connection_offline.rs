@@ -6,7 +6,6 @@ mod support;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, UdpSocket};
-use std::process::Command;
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
@@ -311,11 +310,7 @@ async fn a_named_instance_s_port_comes_from_the_sql_browser_and_an_explicit_port
 }
 
 fn fencepost(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_fencepost"));
-    command
-        .args(args)
-        .env_remove("FENCEPOST_CONNECTION")
-        .env_remove("FENCEPOST_ACCESS_TOKEN");
+    let mut command = support::binary::fencepost(args);
     for (k, v) in env {
         command.env(k, v);
     }

@@ -8,14 +8,9 @@ mod support;
 use std::process::Output;
 
 use support::TestDatabase;
-use tokio::process::Command;
 
 async fn fencepost(args: &[&str], env: &[(&str, &str)], dir: Option<&std::path::Path>) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_fencepost"));
-    command
-        .args(args)
-        .env_remove("FENCEPOST_CONNECTION")
-        .env_remove("FENCEPOST_ENVIRONMENT");
+    let mut command = support::binary::tokio(support::binary::fencepost(args));
     for (name, value) in env {
         command.env(name, value);
     }
@@ -57,8 +52,8 @@ async fn grant_adds_a_user_to_a_fence_role_once() {
     let ado = db.ado();
 
     let first = fencepost(
-        &["migrate", "--grant", &grant, "--format", "json"],
-        &[("FENCEPOST_CONNECTION", &ado)],
+        &["migrate", "--grant", &grant, "--format", "json", "--connection", &ado],
+        &[],
         None,
     )
     .await;
@@ -67,7 +62,7 @@ async fn grant_adds_a_user_to_a_fence_role_once() {
     assert_eq!(report["grants"][0]["added"], true, "{report}");
     assert_eq!(members_of(&db, "fence_service").await, [user]);
 
-    let second = fencepost(&["migrate", "--grant", &grant], &[("FENCEPOST_CONNECTION", &ado)], None).await;
+    let second = fencepost(&["migrate", "--grant", &grant, "--connection", &ado], &[], None).await;
     assert_eq!(second.status.code(), Some(0), "{}", text(&second.stderr));
     assert!(
         text(&second.stdout).contains(&format!("{user} is already a member of fence_service")),
@@ -84,8 +79,16 @@ async fn a_grant_to_a_user_that_does_not_exist_stops_naming_it() {
         return;
     };
     let output = fencepost(
-        &["migrate", "--grant", "fence_reader=nobody_here", "--format", "json"],
-        &[("FENCEPOST_CONNECTION", &db.ado())],
+        &[
+            "migrate",
+            "--grant",
+            "fence_reader=nobody_here",
+            "--format",
+            "json",
+            "--connection",
+            &db.ado(),
+        ],
+        &[],
         None,
     )
     .await;
@@ -155,8 +158,8 @@ async fn grant_refuses_to_put_the_deploying_user_in_a_fence_role() {
     // The test login is sysadmin: in the database it is dbo.
     let ado = db.ado();
     let run = fencepost(
-        &["migrate", "--grant", "fence_operator=dbo"],
-        &[("FENCEPOST_CONNECTION", &ado)],
+        &["migrate", "--grant", "fence_operator=dbo", "--connection", &ado],
+        &[],
         None,
     )
     .await;

@@ -63,10 +63,7 @@ async fn recorded_identity(db: &TestDatabase) -> Option<(Uuid, String)> {
 }
 
 fn fencepost(db: &TestDatabase, args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .args(args)
-        .env("FENCEPOST_CONNECTION", db.ado())
-        .env_remove("FENCEPOST_ENVIRONMENT")
+    support::binary::fencepost_on(&db.ado(), args)
         .output()
         .expect("run fencepost")
 }

@@ -13,13 +13,10 @@ use deploy_support::shipped_versions_and;
 use fencepost::deploy::{self, Change, DeployError, MigrateOptions, MigrationState, ProcedureState, Sources};
 use support::TestDatabase;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
 
 /// Runs the real binary against `ado`, as a pipeline would.
 async fn fencepost_cli(args: &[&str], ado: &str) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .args(args)
-        .env("FENCEPOST_CONNECTION", ado)
+    support::binary::tokio(support::binary::fencepost_on(ado, args))
         .output()
         .await
         .expect("run fencepost")
@@ -207,13 +204,14 @@ async fn two_deploys_started_together_both_succeed_and_apply_each_migration_once
     support::hold_deploy_lock(&mut holder).await;
     let mut children = Vec::new();
     for _ in 0..2 {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fencepost"))
-            .args(["migrate", "--lock-timeout", "120", "--format", "json"])
-            .env("FENCEPOST_CONNECTION", db.ado())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start fencepost migrate");
+        let mut child = support::binary::tokio(support::binary::fencepost_on(
+            &db.ado(),
+            ["migrate", "--lock-timeout", "120", "--format", "json"],
+        ))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start fencepost migrate");
         let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
         while let Some(line) = stderr.next_line().await.unwrap() {
             if line.contains("taking the deploy lock") {

@@ -114,12 +114,13 @@ async fn a_permission_script_failing_in_the_combined_request_is_named_and_the_de
         dir.path(),
         &failing_second_batch("THROW 50999, N'the second batch fails', 1;"),
     );
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .args(["migrate", "--source-dir", dir.path().to_str().unwrap()])
-        .env("FENCEPOST_CONNECTION", db.ado())
-        .output()
-        .await
-        .expect("run fencepost");
+    let output = support::binary::tokio(support::binary::fencepost_on(
+        &db.ado(),
+        ["migrate", "--source-dir", dir.path().to_str().unwrap()],
+    ))
+    .output()
+    .await
+    .expect("run fencepost");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(

@@ -70,13 +70,17 @@ async fn a_deploy_during_traffic_loses_nothing_and_lowers_no_generation() {
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     let sources = changed_sources();
-    let deploy = tokio::process::Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .args(["migrate", "--source-dir"])
-        .arg(sources.path())
-        .env("FENCEPOST_CONNECTION", db.ado())
-        .output()
-        .await
-        .unwrap();
+    let deploy = support::binary::tokio(support::binary::fencepost_on(
+        &db.ado(),
+        [
+            std::ffi::OsStr::new("migrate"),
+            std::ffi::OsStr::new("--source-dir"),
+            sources.path().as_os_str(),
+        ],
+    ))
+    .output()
+    .await
+    .unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;
     stop.store(true, Ordering::SeqCst);
 

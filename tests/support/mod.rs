@@ -11,6 +11,7 @@
 #![allow(dead_code)]
 
 pub mod babelfish_postgres;
+pub mod binary;
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
