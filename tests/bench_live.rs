@@ -105,6 +105,16 @@ async fn an_empty_database_is_refused_with_the_command_that_deploys_it() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("fencepost migrate"), "{stderr}");
     assert!(output.stdout.is_empty(), "nothing measured, nothing printed");
+    let output = bench(&db.ado(), &["--workers", "1", "--operations", "5", "--format", "json"]);
+    assert_eq!(output.status.code(), Some(2));
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON document");
+    assert_eq!(document["error"]["kind"], "not_deployed", "{document}");
+    assert!(
+        document["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("fencepost migrate")),
+        "{document}"
+    );
     let tables = db
         .query("SELECT COUNT(*) FROM sys.tables WHERE name LIKE N'fencepost[_]bench[_]%';")
         .await;
@@ -162,5 +172,67 @@ async fn ctrl_c_stops_the_run_and_still_cleans_up() {
         .query("SELECT COUNT(*) FROM fence.Resource WHERE ResourceKey LIKE N'fencepost-bench:%';")
         .await;
     assert_eq!(count(keys), 0, "the bench's keys are left behind");
+    db.drop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_that_cannot_remove_its_keys_exits_1_and_one_whose_calls_fail_is_a_bench_error() {
+    let Some(db) = TestDatabase::deployed("bench_live").await else {
+        return;
+    };
+    let short = [
+        "--workers",
+        "1",
+        "--operations",
+        "5",
+        "--warmup",
+        "0",
+        "--workload",
+        "cycle",
+        "--format",
+        "json",
+    ];
+    // The fence rows cannot be deleted: the run measures, then cannot clean
+    // up, says so and exits 1.
+    db.exec(
+        "CREATE TRIGGER fence.KeepEveryResource ON fence.Resource AFTER DELETE AS \
+         BEGIN THROW 50000, N'fence.Resource keeps its rows in this test', 1; END;",
+    )
+    .await;
+    let output = bench(&db.ado(), &short);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("the report on stdout");
+    assert!(
+        report["scenarios"].as_array().is_some_and(|s| !s.is_empty()),
+        "{report}"
+    );
+    assert!(
+        stderr.contains("are left in fence.Resource") && stderr.contains("fence.Resource keeps its rows"),
+        "{stderr}"
+    );
+    let keys = db
+        .query("SELECT COUNT(*) FROM fence.Resource WHERE ResourceKey LIKE N'fencepost-bench:%';")
+        .await;
+    assert!(count(keys) > 0, "exit 1 said keys were left, and none are");
+    db.exec("DROP TRIGGER fence.KeepEveryResource;").await;
+
+    // A new key cannot be made: the run stops with a bench error.
+    db.exec(
+        "CREATE TRIGGER fence.NoNewResource ON fence.Resource AFTER INSERT AS \
+         BEGIN THROW 50000, N'no new fence.Resource rows in this test', 1; END;",
+    )
+    .await;
+    let output = bench(&db.ado(), &short);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON document");
+    assert_eq!(document["error"]["kind"], "bench", "{document}");
+    assert!(
+        document["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no new fence.Resource rows")),
+        "{document}"
+    );
     db.drop().await;
 }

@@ -403,6 +403,17 @@ async fn a_procedure_altered_by_hand_stops_migrate_until_drift_may_be_overwritte
             .unwrap()
             .is_current()
     );
+    // With nothing drifted, the same sources apply the migration the stopped
+    // run held back: it was pending, and would have run.
+    let applied = fencepost_cli(&["migrate", "--source-dir", source_dir], &db.ado()).await;
+    assert_eq!(
+        applied.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    assert_eq!(deploy_support::history(&db).await, shipped_versions_and(&[102]));
+    assert!(deploy_support::exists(&db, "fence.PendingBehindDrift").await);
     db.drop().await;
 }
 
