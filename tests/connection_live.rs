@@ -59,7 +59,8 @@ async fn a_jdbc_url_deploys_and_reads_status_like_an_ado_string() {
 
     // Exit 1 on Babelfish, whose procedures also need a PostgreSQL-side step
     // that status reports; what matters here is that the URL reached the same
-    // deployment.
+    // deployment: status through it says what status through the ADO.NET
+    // string says, and exits as it does.
     let status = fencepost_cli(&["status", "--connection", &url]).await;
     let stdout = String::from_utf8_lossy(&status.stdout).into_owned();
     assert!(
@@ -67,6 +68,9 @@ async fn a_jdbc_url_deploys_and_reads_status_like_an_ado_string() {
         "status after migrate: {stdout}{}",
         String::from_utf8_lossy(&status.stderr)
     );
+    let by_ado = fencepost_cli(&["status", "--connection", &db.ado()]).await;
+    assert_eq!(status.status.code(), by_ado.status.code());
+    assert_eq!(stdout, String::from_utf8_lossy(&by_ado.stdout));
     db.drop().await;
 }
 
@@ -159,6 +163,30 @@ async fn connection_flag_beats_the_environments_variable_which_beats_fencepost_c
         ("FENCEPOST_CONNECTION", live.as_str()),
     ];
     unreachable(&status_in(dir.path(), None, &prod_unreachable).await);
+
+    // --config names the file from anywhere, and --environment wins over
+    // FENCEPOST_ENVIRONMENT.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let config = dir.path().join("fencepost.toml");
+    let config = config.to_str().unwrap();
+    let by_config = [
+        ("FENCEPOST_ENVIRONMENT", "prod"),
+        ("FP_PRECEDENCE_STAGING", live.as_str()),
+        ("FP_PRECEDENCE_PROD", UNREACHABLE),
+    ];
+    let mut command = support::binary::fencepost(["status", "--environment", "staging", "--config", config]);
+    command.current_dir(elsewhere.path());
+    for (name, value) in by_config {
+        command.env(name, value);
+    }
+    let output = support::binary::tokio(command)
+        .output()
+        .await
+        .expect("run fencepost status");
+    reached(&(
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr),
+    ));
 
     // FENCEPOST_CONNECTION when nothing else is given, both ways.
     reached(&status_in(dir.path(), None, &[("FENCEPOST_CONNECTION", live.as_str())]).await);

@@ -103,6 +103,16 @@ async fn a_deploy_that_times_out_on_the_lock_says_how_long_it_waited_and_who_hol
         err.contains("deploy lock on this database") && err.contains("this deploy waited"),
         "{err}"
     );
+    let output = support::binary::tokio(support::binary::fencepost_on(
+        &db.ado(),
+        ["migrate", "--lock-timeout", "1", "--format", "json"],
+    ))
+    .output()
+    .await
+    .expect("run fencepost");
+    assert_eq!(output.status.code(), Some(2));
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON document");
+    assert_eq!(document["error"]["kind"], "lock_timeout", "{document}");
     drop(holder);
     db.drop().await;
 }
