@@ -418,8 +418,8 @@ async fn a_procedure_altered_by_hand_stops_migrate_until_drift_may_be_overwritte
 }
 
 #[tokio::test]
-async fn a_dry_run_shows_the_plan_changes_nothing_and_exits_1_while_changes_are_pending_and_0_once_current() {
-    let test = "a_dry_run_shows_the_plan_changes_nothing_and_exits_1_while_changes_are_pending_and_0_once_current";
+async fn a_dry_run_shows_the_plan_changes_nothing_and_exits_1_until_migrate_says_what_it_changed_then_0() {
+    let test = "a_dry_run_shows_the_plan_changes_nothing_and_exits_1_until_migrate_says_what_it_changed_then_0";
     let Some(db) = TestDatabase::new(test).await else {
         return;
     };
@@ -448,7 +448,35 @@ async fn a_dry_run_shows_the_plan_changes_nothing_and_exits_1_while_changes_are_
         .await;
     assert_eq!(schemas[0].get::<i32, usize>(0), Some(0), "a dry run created a schema");
 
-    assert_eq!(fencepost_cli(&["migrate"], &db.ado()).await.status.code(), Some(0));
+    // migrate says what it changed, and a second run that nothing changed.
+    let first = fencepost_cli(&["migrate"], &db.ado()).await;
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let out = String::from_utf8_lossy(&first.stdout);
+    assert!(out.starts_with("deployed to "), "{out}");
+    assert!(out.contains("\n  applied migration V1__lease_tables\n"), "{out}");
+    assert!(out.contains("\n  deployed procedure fence_api.Publish (was "), "{out}");
+    let second = fencepost_cli(&["migrate"], &db.ado()).await;
+    assert_eq!(
+        second.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    let out = String::from_utf8_lossy(&second.stdout);
+    assert!(out.starts_with("nothing changed on "), "{out}");
+    assert!(
+        out.contains(&format!(
+            ": {} migration(s) applied, {} procedure(s) current\n",
+            shipped().migrations().len(),
+            shipped().procedures().len()
+        )),
+        "{out}"
+    );
     let current = fencepost_cli(&["migrate", "--dry-run"], &db.ado()).await;
     assert_eq!(
         current.status.code(),
