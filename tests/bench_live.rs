@@ -13,6 +13,25 @@ fn bench(ado: &str, args: &[&str]) -> Output {
         .expect("run fencepost bench")
 }
 
+/// Each of `scenario`'s `ratio_to` entries is its median latency over that
+/// baseline's, to the two decimals printed (the medians are printed to three).
+fn assert_ratios(scenarios: &[serde_json::Value], scenario: &serde_json::Value) {
+    let p50 = scenario["p50_ms"].as_f64().unwrap();
+    let ratios = scenario["ratio_to"].as_object().expect("ratio_to");
+    for (baseline, ratio) in ratios {
+        let other = scenarios
+            .iter()
+            .find(|s| s["name"] == baseline.as_str())
+            .unwrap_or_else(|| panic!("a ratio to {baseline}, which is not measured: {scenario}"));
+        let expected = p50 / other["p50_ms"].as_f64().unwrap();
+        let ratio = ratio.as_f64().unwrap();
+        assert!(
+            (ratio - expected).abs() <= 0.01 + expected * 0.02,
+            "ratio_to.{baseline} is {ratio}, the medians give {expected}: {scenario}"
+        );
+    }
+}
+
 fn count(rows: Vec<tiberius::Row>) -> i32 {
     rows[0].get::<i32, usize>(0).expect("a count")
 }
@@ -71,6 +90,7 @@ async fn a_short_run_reports_every_scenario_and_leaves_nothing_behind() {
         if name != "select1" {
             assert!(scenario["ratio_to"]["select1"].as_f64().is_some(), "{name}: {scenario}");
         }
+        assert_ratios(scenarios, scenario);
     }
     // A waiting acquire may try more than once: at least a whole cycle.
     let contended = find("contended");
@@ -176,7 +196,8 @@ async fn ctrl_c_stops_the_run_and_still_cleans_up() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_run_that_cannot_remove_its_keys_exits_1_and_one_whose_calls_fail_is_a_bench_error() {
+async fn a_cycle_run_of_five_operations_that_cannot_remove_its_keys_exits_1_and_one_whose_calls_fail_is_a_bench_error()
+{
     let Some(db) = TestDatabase::deployed("bench_live").await else {
         return;
     };
@@ -203,10 +224,33 @@ async fn a_run_that_cannot_remove_its_keys_exits_1_and_one_whose_calls_fail_is_a
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("the report on stdout");
-    assert!(
-        report["scenarios"].as_array().is_some_and(|s| !s.is_empty()),
+    // Measured as asked: the baselines and the cycle workload's scenarios
+    // only, five operations each, every ratio to a baseline it measured.
+    let scenarios = report["scenarios"].as_array().expect("scenarios");
+    let names: Vec<&str> = scenarios.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "select1",
+            "raw_update",
+            "applock_cycle",
+            "acquire",
+            "publish",
+            "release",
+            "fenced_cycle"
+        ],
         "{report}"
     );
+    for scenario in scenarios {
+        assert_eq!(scenario["operations"], 5, "{scenario}");
+        assert_ratios(scenarios, scenario);
+    }
+    for baseline in ["select1", "raw_update", "applock_cycle"] {
+        assert!(
+            scenarios[3]["ratio_to"][baseline].as_f64().is_some(),
+            "acquire has no ratio to {baseline}: {report}"
+        );
+    }
     assert!(
         stderr.contains("are left in fence.Resource") && stderr.contains("fence.Resource keeps its rows"),
         "{stderr}"
