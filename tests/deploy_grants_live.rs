@@ -104,8 +104,12 @@ async fn a_grant_to_a_user_that_does_not_exist_stops_naming_it() {
 }
 
 #[tokio::test]
-async fn an_environment_reads_its_connection_and_grants_from_fencepost_toml() {
-    let Some(db) = TestDatabase::new("an_environment_reads_its_connection_and_grants_from_fencepost_toml").await else {
+async fn an_environment_reads_its_connection_and_grants_from_fencepost_toml_and_a_grant_flag_replaces_them() {
+    let Some(db) = TestDatabase::new(
+        "an_environment_reads_its_connection_and_grants_from_fencepost_toml_and_a_grant_flag_replaces_them",
+    )
+    .await
+    else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -135,6 +139,28 @@ async fn an_environment_reads_its_connection_and_grants_from_fencepost_toml() {
         text(&deployed.stdout)
     );
     assert_eq!(members_of(&db, "fence_operator").await, ["oncall"]);
+
+    // A --grant replaces the environment's grants: its user is added, the
+    // file's is not.
+    std::fs::write(
+        dir.path().join("fencepost.toml"),
+        "[environments.staging]\nconnection_env = \"STAGING_DB\"\ngrants.fence_operator = [\"oncall_too\"]\n",
+    )
+    .unwrap();
+    db.exec("CREATE ROLE oncall_too; CREATE ROLE report_readers;").await;
+    let flagged = fencepost(
+        &["migrate", "-e", "staging", "--grant", "fence_reader=report_readers"],
+        &[("STAGING_DB", &ado)],
+        Some(dir.path()),
+    )
+    .await;
+    assert_eq!(flagged.status.code(), Some(0), "{}", text(&flagged.stderr));
+    assert_eq!(members_of(&db, "fence_reader").await, ["report_readers"]);
+    assert_eq!(
+        members_of(&db, "fence_operator").await,
+        ["oncall"],
+        "the file's grant was applied beside --grant"
+    );
 
     // `check` audits an environment's users as services: one the database
     // does not have is an error naming it.
