@@ -104,8 +104,9 @@ async fn status_in(dir: &std::path::Path, connection: Option<&str>, env: &[(&str
 }
 
 #[tokio::test]
-async fn connection_flag_beats_the_environments_variable_which_beats_fencepost_connection() {
-    let test = "connection_flag_beats_the_environments_variable_which_beats_fencepost_connection";
+async fn status_exits_1_on_a_pending_database_and_connection_flag_beats_the_environments_variable_beats_fencepost_connection()
+ {
+    let test = "status_exits_1_on_a_pending_database_and_connection_flag_beats_the_environments_variable_beats_fencepost_connection";
     let Some(db) = TestDatabase::new(test).await else {
         return;
     };
