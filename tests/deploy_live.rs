@@ -347,6 +347,12 @@ async fn a_procedure_altered_by_hand_stops_migrate_until_drift_may_be_overwritte
         "{text}"
     );
     assert!(text.contains("-    SET NOCOUNT ON;"), "{text}");
+    // And in JSON, under the procedure's name.
+    let diff = fencepost_cli(&["status", "--diff", "--format", "json"], &db.ado()).await;
+    let document: serde_json::Value = serde_json::from_slice(&diff.stdout).unwrap();
+    let inspect = document["diffs"]["fence_api.Inspect"].as_str().unwrap_or_default();
+    assert!(inspect.contains("Found by hand"), "{document}");
+    assert_eq!(document["diffs"].as_object().map(|d| d.len()), Some(1), "{document}");
 
     // A dry run says a deploy would stop (2), and a deploy stops before it
     // changes anything: the migration it has pending is not applied.
@@ -377,6 +383,17 @@ async fn a_procedure_altered_by_hand_stops_migrate_until_drift_may_be_overwritte
         !deploy_support::exists(&db, "fence.PendingBehindDrift").await,
         "the stopped deploy ran its pending migration: {err}"
     );
+    // status reads the same folder and shows the migration still pending.
+    let status = fencepost_cli(&["status", "--source-dir", source_dir, "--format", "json"], &db.ado()).await;
+    assert_eq!(status.status.code(), Some(1));
+    let document: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let held_back = document["migrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m.to_string().contains("pending_behind_drift"))
+        .unwrap_or_else(|| panic!("status --source-dir does not list the folder's migration: {document}"));
+    assert_eq!(held_back["state"], "pending", "{held_back}");
     let still = fencepost::deploy::status(&mut db.connect().await, &shipped())
         .await
         .unwrap();
