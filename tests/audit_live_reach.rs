@@ -255,8 +255,7 @@ async fn a_principal_named_by_its_login_is_found_by_sid_and_an_unknown_name_is_a
         catalog.principal_or_login(&login).map(|p| p.name.to_lowercase()),
         Some("svc_alias".to_string())
     );
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .args(["check", "--connection", &db.ado(), "--principal", "nobody_by_that_name"])
+    let out = support::binary::fencepost_on(&db.ado(), ["check", "--principal", "nobody_by_that_name"])
         .output()
         .expect("run fencepost");
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 use fencepost::deploy::Sources;
 
-use super::{TestDatabase, connect_ado, end_sessions, server_or_skip, with_catalog_retry};
+use super::{TestDatabase, connect_ado, end_sessions, server_or_skip, sweep_leftovers_once, with_catalog_retry};
 
 impl TestDatabase {
     /// The deployed database shared by this run's tests of this binary (see
@@ -28,6 +28,7 @@ impl TestDatabase {
     /// logins the test made.
     pub async fn shared(test: &str) -> Option<Self> {
         let server_ado = server_or_skip(test)?;
+        sweep_leftovers_once(&server_ado);
         let name = shared_name();
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
         let lock = File::create(dir.join(format!("{name}.lock"))).expect("the shared database's lock file");
