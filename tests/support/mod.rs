@@ -215,8 +215,12 @@ impl Drop for TestDatabase {
         if self.dropped {
             return;
         }
-        let (server_ado, name, logins, shared) =
-            (self.server_ado.clone(), self.name.clone(), self.logins.clone(), self.shared);
+        let (server_ado, name, logins, shared) = (
+            self.server_ado.clone(),
+            self.name.clone(),
+            self.logins.clone(),
+            self.shared,
+        );
         // This may run on the test's own runtime thread, which cannot block
         // on a future: the teardown gets a thread and a runtime of its own,
         // and the test waits for it so the process cannot exit first.
@@ -251,7 +255,9 @@ pub fn maker_of(name: &str, login: bool) -> Option<u32> {
         && !pid.is_empty()
         && pid.bytes().all(|b| b.is_ascii_digit())
         && !binary.is_empty()
-        && binary.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && binary
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
     {
         return pid.parse().ok();
     }

@@ -38,7 +38,9 @@ impl TestDatabase {
         lock.lock().expect("locking the shared database's lock file");
         let mut admin = connect_ado(&server_ado).await;
         let exists = admin
-            .simple_query(format!("SELECT CAST(CASE WHEN DB_ID(N'{name}') IS NULL THEN 0 ELSE 1 END AS int);"))
+            .simple_query(format!(
+                "SELECT CAST(CASE WHEN DB_ID(N'{name}') IS NULL THEN 0 ELSE 1 END AS int);"
+            ))
             .await
             .expect("looking for the shared database")
             .into_row()
