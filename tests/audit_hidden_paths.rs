@@ -6,8 +6,8 @@ mod audit_fixtures;
 
 use audit_fixtures::*;
 use fencepost::audit::{
-    FenceTableFeature, JobStep, LinkedLogin, LinkedServer, LoginKind, ObjectKind, Principal, PrincipalKind, Rule,
-    Securable, ServerTrigger, ServiceQueue, TableFeature,
+    FenceTableFeature, JobEditor, JobStep, LinkedLogin, LinkedServer, LoginKind, ObjectKind, Principal, PrincipalKind,
+    Rule, Securable, ServerTrigger, ServiceQueue, TableFeature,
 };
 
 #[test]
@@ -299,6 +299,127 @@ fn job_step(step_id: i32, command: &str) -> JobStep {
         step: format!("step {step_id}"),
         owner: Some("sa".into()),
         command: Some(command.into()),
+        database: None,
+        run_as_user: None,
+    }
+}
+
+fn editor(user: &str, login: Option<&str>, via: &str, via_role: bool, holder: &str) -> JobEditor {
+    JobEditor {
+        user: user.into(),
+        login: login.map(String::from),
+        via: via.into(),
+        via_role,
+        holder: holder.into(),
+    }
+}
+
+#[test]
+fn a_non_admin_who_may_write_msdbs_job_tables_is_a_finding_and_an_admin_is_not() {
+    let mut c = clean();
+    // Harmless today, and run as the Agent's sysadmin login.
+    c.job_steps = Some(vec![job_step(1, "EXEC fence_api.PruneTenure @OlderThanDays = 30;")]);
+    c.job_editors = Some(vec![
+        editor("dbo", Some("sa"), "db_owner", true, "dbo"),
+        editor("deployer", Some("deployer"), "db_datawriter", true, "deployer"),
+    ]);
+    let report = check(&c);
+    assert!(report.findings.is_empty(), "{report:#?}");
+    assert_eq!(report.exit_code(), 0);
+    c.job_editors.as_mut().unwrap().extend([
+        editor("etl", Some("etl"), "db_datawriter", true, "agent_writers"),
+        editor("guest", None, "UPDATE ON OBJECT::dbo.sysjobsteps", false, "guest"),
+    ]);
+    let f = only(&check(&c), Rule::AgentJob);
+    assert_eq!(f.len(), 2, "{f:#?}");
+    assert_eq!(f[0].principal.as_deref(), Some("etl"));
+    assert_eq!(f[0].object, "DATABASE::msdb");
+    assert_eq!(
+        f[0].permission.as_deref(),
+        Some(
+            "writes the Agent's job tables through db_datawriter through agent_writers; here step 1 of nightly runs \
+             as the Agent's sysadmin login (its owner sa is sysadmin)"
+        )
+    );
+    assert_eq!(
+        f[0].fix,
+        "USE msdb; ALTER ROLE [db_datawriter] DROP MEMBER [agent_writers];"
+    );
+    assert_eq!(f[1].principal.as_deref(), Some("guest"));
+    assert!(
+        f[1].why.starts_with("every login (through msdb's guest) may write"),
+        "{}",
+        f[1].why
+    );
+    assert_eq!(
+        f[1].fix,
+        "USE msdb; REVOKE UPDATE ON OBJECT::dbo.sysjobsteps FROM [guest];"
+    );
+    // With no job here yet, the writer still makes one run as sysadmin.
+    c.job_steps = Some(Vec::new());
+    assert_eq!(only(&check(&c), Rule::AgentJob).len(), 2);
+}
+
+#[test]
+fn who_may_write_msdbs_job_tables_unread_leaves_fp024_unverified() {
+    let mut c = clean();
+    c.job_editors = None;
+    let report = check(&c);
+    assert!(report.findings.is_empty(), "{report:#?}");
+    assert_eq!(unverified(&report), ["FP024"]);
+    assert!(
+        report.cannot_verify[0].reason.contains("VIEW DEFINITION in msdb"),
+        "{report:#?}"
+    );
+}
+
+#[test]
+fn a_step_run_as_a_strong_user_by_a_non_sysadmin_owner_is_unverified_and_a_weak_one_clean() {
+    let mut c = clean();
+    c.job_steps = Some(vec![JobStep {
+        owner: Some("reporting".into()),
+        run_as_user: Some("dbo".into()),
+        ..job_step(1, "EXEC dbo.ShipOrder @Id = 1;")
+    }]);
+    let report = check(&c);
+    assert_eq!(unverified(&report), ["FP024"], "{report:#?}");
+    assert!(
+        report.cannot_verify[0]
+            .reason
+            .contains("database_user_name is dbo, which is db_owner here"),
+        "{report:#?}"
+    );
+    // Run as its owner, who may rewrite it and gains nothing by that.
+    c.job_steps.as_mut().unwrap()[0].run_as_user = None;
+    let report = check(&c);
+    assert!(
+        report.findings.is_empty() && report.cannot_verify.is_empty(),
+        "{report:#?}"
+    );
+}
+
+#[test]
+fn a_step_in_another_database_reaches_the_fence_only_through_this_databases_names() {
+    let mut c = clean();
+    let elsewhere = |command: &str| JobStep {
+        database: Some("staging".into()),
+        ..job_step(1, command)
+    };
+    // The other database's own fence.
+    c.job_steps = Some(vec![elsewhere("UPDATE fence.Resource SET Generation = 0;")]);
+    let report = check(&c);
+    assert!(report.findings.is_empty(), "{report:#?}");
+    assert_eq!(report.exit_code(), 0);
+    let db = c.database.clone();
+    for command in [
+        format!("UPDATE [{db}].fence.Resource SET Generation = 0;"),
+        format!("USE [{db}]; UPDATE fence.Resource SET Generation = 0;"),
+    ] {
+        c.job_steps = Some(vec![elsewhere(&command)]);
+        let f = only(&check(&c), Rule::AgentJob);
+        assert_eq!(f.len(), 1, "{command}: {f:#?}");
+        assert_eq!(f[0].object, "JOB::nightly");
+        assert!(f[0].permission.as_deref().unwrap().contains("fence.Resource"), "{f:#?}");
     }
 }
 
@@ -408,8 +529,48 @@ fn a_linked_server_elsewhere_is_clean_as_itself_and_unverified_as_another_login(
     let report = check(&c);
     assert!(report.findings.is_empty(), "{report:#?}");
     assert_eq!(unverified(&report), ["FP025"]);
+    assert!(
+        report.cannot_verify[0]
+            .reason
+            .contains("maps every login as etl to another login there"),
+        "{report:#?}"
+    );
     c.linked_servers = None;
     assert_eq!(unverified(&check(&c)), ["FP025"]);
+}
+
+#[test]
+fn a_linked_login_mapping_only_administrators_use_is_clean_and_one_a_service_or_non_admin_uses_is_not() {
+    let mapped = |local: &str| LinkedLogin {
+        local_login: Some(local.into()),
+        uses_self_credential: false,
+        remote_login: Some("etl".into()),
+    };
+    let mut c = clean();
+    // sa and deployer are sysadmin; deployer is also db_owner here.
+    c.linked_servers.as_mut().unwrap().servers = vec![linked(
+        "REPORTS",
+        Some("reports01"),
+        vec![mapped("sa"), mapped("deployer")],
+    )];
+    let report = check(&c);
+    assert!(
+        report.findings.is_empty() && report.cannot_verify.is_empty(),
+        "{report:#?}"
+    );
+    assert_eq!(report.exit_code(), 0);
+    for local in ["orders_svc", "reporting"] {
+        let mut c = c.clone();
+        c.linked_servers.as_mut().unwrap().servers[0].logins.push(mapped(local));
+        let report = check(&c);
+        assert!(report.findings.is_empty(), "{report:#?}");
+        assert_eq!(unverified(&report), ["FP025"], "{local}");
+        assert!(
+            report.cannot_verify[0].reason.contains(&format!("maps {local} as etl")),
+            "{report:#?}"
+        );
+        assert!(!report.cannot_verify[0].reason.contains("sa as etl"), "{report:#?}");
+    }
 }
 
 fn activated(procedure: &str, senders: &[&str]) -> ServiceQueue {

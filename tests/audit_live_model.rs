@@ -12,7 +12,7 @@ use support::{TestDatabase, skip};
 /// Babelfish 4.2's refusals of the layouts it cannot make, exactly as it
 /// answers them: its code for errors without a SQL Server number, and the
 /// whole message.
-const BABELFISH_REFUSALS: [(u32, &str); 5] = [
+const BABELFISH_REFUSALS: [(u32, &str); 7] = [
     (
         33557097,
         "'ALTER AUTHORIZATION on object types other than DATABASE::' is not currently supported in Babelfish",
@@ -23,6 +23,12 @@ const BABELFISH_REFUSALS: [(u32, &str); 5] = [
     // Linked servers need PostgreSQL's tds_fdw, which it does not ship.
     (33557097, "foreign-data wrapper \"tds_fdw\" does not exist"),
     (33557097, "'CREATE QUEUE' is not currently supported in Babelfish"),
+    // No SQL Server Agent: msdb has neither its procedures nor its tables.
+    (
+        33557097,
+        "procedure msdb_dbo.sp_add_job(@job_name => nvarchar, @owner_login_name => nvarchar) does not exist",
+    ),
+    (33557097, "'CREATE SERVER ROLE' is not currently supported in Babelfish"),
 ];
 
 /// Runs `sql`. False, after reporting the skip, only when the engine is
@@ -200,6 +206,83 @@ async fn a_queue_activating_a_procedure_that_writes_the_fence_is_named() {
     .await
     {
         expect(&report(&db).await, Rule::QueueActivation, "QUEUE::dbo.Intake", "intake");
+    }
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_login_that_may_write_msdbs_job_tables_is_named() {
+    let test = "a_login_that_may_write_msdbs_job_tables_is_named";
+    let Some(mut db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    // Server-wide names, unique to this database.
+    let job = format!("{}_prune", db.name);
+    let login = user_of(&db.login_in_role(None).await);
+    let cleanup = format!(
+        "IF EXISTS (SELECT 1 FROM msdb.dbo.sysjobs WHERE name = N'{job}') EXEC msdb.dbo.sp_delete_job @job_name = N'{job}';
+         USE msdb;
+         IF USER_ID(N'{login}') IS NOT NULL DROP USER [{login}];"
+    );
+    // A harmless step, owned by sa, so run as the Agent's sysadmin login.
+    if make(
+        test,
+        &db,
+        &format!(
+            "EXEC msdb.dbo.sp_add_job @job_name = N'{job}', @owner_login_name = N'sa';
+             EXEC msdb.dbo.sp_add_jobstep @job_name = N'{job}', @step_name = N'prune', @subsystem = N'TSQL',
+                  @database_name = N'{db}', @command = N'EXEC fence_api.PruneTenure @OlderThanDays = 30;';",
+            db = db.name
+        ),
+    )
+    .await
+    {
+        let made = make(
+            test,
+            &db,
+            &format!(
+                "USE msdb; CREATE USER [{login}] FOR LOGIN [{login}]; ALTER ROLE [db_datawriter] ADD MEMBER [{login}];"
+            ),
+        )
+        .await;
+        let report = if made { Some(report(&db).await) } else { None };
+        db.exec(&cleanup).await;
+        if let Some(report) = report {
+            expect(&report, Rule::AgentJob, "DATABASE::msdb", &login);
+        }
+    }
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn alter_any_server_role_with_an_empty_role_holding_control_server_is_named() {
+    let test = "alter_any_server_role_with_an_empty_role_holding_control_server_is_named";
+    let Some(mut db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let role = format!("{}_ops", db.name);
+    let login = user_of(&db.login_in_role(Some("fence_service")).await);
+    if make(
+        test,
+        &db,
+        &format!("CREATE SERVER ROLE [{role}]; GRANT CONTROL SERVER TO [{role}];"),
+    )
+    .await
+    {
+        db.exec(&format!("GRANT ALTER ANY SERVER ROLE TO [{login}];")).await;
+        let report = report(&db).await;
+        db.exec(&format!(
+            "REVOKE ALTER ANY SERVER ROLE FROM [{login}]; DROP SERVER ROLE [{role}];"
+        ))
+        .await;
+        assert!(
+            report.findings_of(Rule::ServerPrivilege).any(|f| {
+                f.principal.as_deref().is_some_and(|p| p.eq_ignore_ascii_case(&login))
+                    && f.permission.as_deref() == Some("ALTER ANY SERVER ROLE")
+                    && f.why.contains(&role)
+            }),
+            "FP016 did not name {login}'s ALTER ANY SERVER ROLE with the empty role {role}:\n{report:#?}"
+        );
     }
     db.drop().await;
 }

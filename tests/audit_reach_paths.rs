@@ -164,7 +164,63 @@ fn alter_any_server_role_reaches_the_fence_only_when_a_server_role_does() {
     let mut alter = server_grant("orders_svc", "ALTER");
     alter.on_login = Some("ops".into());
     server(&mut c).permissions.push(alter);
-    assert_eq!(fp016_paths(&c), ["ALTER ON LOGIN::ops"]);
+    let f = only(&check(&c), Rule::ServerPrivilege);
+    assert_eq!(f[0].permission.as_deref(), Some("ALTER ON SERVER ROLE::ops"));
+    assert!(f[0].why.contains("add members to the server role ops"), "{}", f[0].why);
+    assert_eq!(f[0].fix, "REVOKE ALTER ON SERVER ROLE::[ops] FROM [orders_svc];");
+}
+
+#[test]
+fn a_server_role_without_members_is_still_joined_and_named_as_a_role_not_a_login() {
+    // ops has no member yet: only sys.server_principals shows it is a role.
+    let mut c = clean();
+    server(&mut c).roles.push("ops".into());
+    server(&mut c).permissions.push(server_grant("ops", "CONTROL SERVER"));
+    server(&mut c)
+        .permissions
+        .push(server_grant("orders_svc", "ALTER ANY SERVER ROLE"));
+    let f = only(&check(&c), Rule::ServerPrivilege);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0].principal.as_deref(), Some("orders_svc"));
+    assert_eq!(f[0].object, "LOGIN::orders_svc");
+    assert_eq!(f[0].permission.as_deref(), Some("ALTER ANY SERVER ROLE"));
+    assert!(
+        f[0].why.contains("and ops holds rights that reach the fence"),
+        "{}",
+        f[0].why
+    );
+    assert_eq!(f[0].fix, "REVOKE ALTER ANY SERVER ROLE FROM [orders_svc];");
+
+    // ALTER on the empty role that holds CONTROL SERVER: a role's statement,
+    // not a login's; and IMPERSONATE means nothing on a role.
+    let mut c = clean();
+    server(&mut c).roles.push("ops".into());
+    server(&mut c).permissions.push(server_grant("ops", "CONTROL SERVER"));
+    let mut alter = server_grant("orders_svc", "ALTER");
+    alter.on_login = Some("ops".into());
+    server(&mut c).permissions.push(alter.clone());
+    let f = only(&check(&c), Rule::ServerPrivilege);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0].permission.as_deref(), Some("ALTER ON SERVER ROLE::ops"));
+    assert!(f[0].why.contains("add members to ops"), "{}", f[0].why);
+    assert_eq!(f[0].fix, "REVOKE ALTER ON SERVER ROLE::[ops] FROM [orders_svc];");
+    let mut c = clean();
+    server(&mut c).roles.push("ops".into());
+    server(&mut c).permissions.push(server_grant("ops", "CONTROL SERVER"));
+    alter.permission = "IMPERSONATE".into();
+    server(&mut c).permissions.push(alter);
+    assert_eq!(check(&c).exit_code(), 0, "no IMPERSONATE on a server role");
+
+    // The same grant on a login that is db_owner here names the login.
+    let mut c = clean();
+    server(&mut c).role_members.retain(|m| m.member != "deployer");
+    let mut alter = server_grant("orders_svc", "ALTER");
+    alter.on_login = Some("deployer".into());
+    server(&mut c).permissions.push(alter);
+    let f = only(&check(&c), Rule::ServerPrivilege);
+    assert_eq!(f[0].permission.as_deref(), Some("ALTER ON LOGIN::deployer"));
+    assert!(f[0].why.contains("act as the login deployer"), "{}", f[0].why);
+    assert_eq!(f[0].fix, "REVOKE ALTER ON LOGIN::[deployer] FROM [orders_svc];");
 }
 
 #[test]
@@ -271,4 +327,58 @@ fn with_grant_option_on_force_release_is_execute_beyond_the_role() {
         f[0].fix,
         "REVOKE EXECUTE ON OBJECT::[fence_admin].[ForceRelease] FROM [fence_operator] CASCADE;"
     );
+}
+
+#[test]
+fn alter_any_user_for_a_non_service_that_may_put_code_in_a_schema_redirects_a_service() {
+    let mut c = clean();
+    c.permissions
+        .push(grant("reporting", "ALTER ANY USER", Securable::Database));
+    // No schema it may put code in: the default schemas it could set hold
+    // only what others put there (FP022 weighs those).
+    let report = check(&c);
+    assert!(report.findings.is_empty(), "{report:#?}");
+    assert_eq!(report.exit_code(), 0);
+    // A schema of its own, but no module there and no right to create one.
+    let mut owns = c.clone();
+    owns.schemas.push(Schema {
+        name: "rpt".into(),
+        owner: "reporting".into(),
+    });
+    let report = check(&owns);
+    assert!(report.findings.is_empty(), "{report:#?}");
+    for how in ["owns", "ALTER"] {
+        let mut c = c.clone();
+        if how == "owns" {
+            c.schemas.push(Schema {
+                name: "rpt".into(),
+                owner: "reporting".into(),
+            });
+            c.permissions
+                .push(grant("reporting", "CREATE PROCEDURE", Securable::Database));
+        } else {
+            c.principals.push(role("rpt_owners"));
+            c.schemas.push(Schema {
+                name: "rpt".into(),
+                owner: "rpt_owners".into(),
+            });
+            c.permissions.push(grant("reporting", "ALTER", schema("rpt")));
+            // A module already there, which ALTER on the schema rewrites.
+            c.objects.push(module(
+                "rpt",
+                "Acquire",
+                ObjectKind::Procedure,
+                "CREATE PROCEDURE rpt.Acquire AS SELECT 1;",
+            ));
+        }
+        let f = only(&check(&c), Rule::BecomeService);
+        assert_eq!(f.len(), 1, "{how}: {f:#?}");
+        assert_eq!(f[0].principal.as_deref(), Some("reporting"));
+        assert!(
+            f[0].why.contains("ALTER USER [dashboard] WITH DEFAULT_SCHEMA = [rpt]"),
+            "{how}: {}",
+            f[0].why
+        );
+        assert_eq!(f[0].fix, "REVOKE ALTER ANY USER FROM [reporting];");
+    }
 }

@@ -4,7 +4,9 @@
 mod audit_fixtures;
 
 use audit_fixtures::*;
-use fencepost::audit::{Catalog, Finding, ObjectKind, PermissionState, Policy, Report, Rule, Securable, evaluate};
+use fencepost::audit::{
+    Catalog, Finding, ObjectKind, PermissionState, Policy, Report, Rule, Securable, evaluate, shipped_grants,
+};
 
 fn check(c: &Catalog) -> Report {
     evaluate(c, &Policy::default())
@@ -592,4 +594,43 @@ fn a_deny_does_not_count_as_a_grant() {
     assert!(report.findings.is_empty());
     // With every EXECUTE denied, none of the deploy's grants shows.
     assert_eq!(report.exit_code(), 2);
+}
+
+#[test]
+fn the_fixture_grants_are_the_permission_scripts_grants_and_the_policy_expects_each() {
+    // The fixture builds its EXECUTE grants from permissions/*.sql; the
+    // policy the live rules use must name the same ones, no more, no fewer.
+    let mut from_scripts: Vec<(String, String)> = shipped_grants(&shipped_sources())
+        .into_iter()
+        .map(|p| {
+            assert_eq!(p.permission, "EXECUTE", "{p:?}");
+            let Securable::Object { schema, name, .. } = &p.on else {
+                panic!("a shipped grant on something other than a procedure: {p:?}");
+            };
+            (p.grantee.to_lowercase(), format!("{schema}.{name}").to_lowercase())
+        })
+        .collect();
+    let mut expected: Vec<(String, String)> = Policy::default()
+        .expected_grants()
+        .map(|(role, procedure)| (role.to_lowercase(), procedure.to_lowercase()))
+        .collect();
+    from_scripts.sort();
+    expected.sort();
+    assert_eq!(from_scripts, expected);
+    assert_eq!(from_scripts.len(), 21);
+    // And the clean fixture holds exactly those.
+    let c = clean();
+    let mut in_fixture: Vec<(String, String)> = c
+        .permissions
+        .iter()
+        .filter(|p| p.permission == "EXECUTE" && p.state == PermissionState::Grant)
+        .filter_map(|p| match &p.on {
+            Securable::Object { schema, name, .. } => {
+                Some((p.grantee.to_lowercase(), format!("{schema}.{name}").to_lowercase()))
+            }
+            _ => None,
+        })
+        .collect();
+    in_fixture.sort();
+    assert_eq!(in_fixture, expected);
 }

@@ -83,9 +83,7 @@ async fn the_script_refuses_a_database_without_the_fence_and_changes_nothing() {
 
 /// `fencepost status` on `db`: its exit status and what it printed.
 fn status(db: &TestDatabase) -> (Option<i32>, String) {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .arg("status")
-        .env("FENCEPOST_CONNECTION", db.ado())
+    let output = support::binary::fencepost_on(&db.ado(), ["status"])
         .output()
         .expect("run fencepost status");
     (
@@ -97,9 +95,7 @@ fn status(db: &TestDatabase) -> (Option<i32>, String) {
 /// What `fencepost check` says of FP009 on `db`: its outcome, and its
 /// reason when it cannot verify.
 fn fp009(db: &TestDatabase) -> (String, String) {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .args(["check", "--format", "json"])
-        .env("FENCEPOST_CONNECTION", db.ado())
+    let output = support::binary::fencepost_on(&db.ado(), ["check", "--format", "json"])
         .output()
         .expect("run fencepost check");
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("check's JSON");
@@ -208,5 +204,121 @@ async fn a_redeployed_procedure_loses_security_definer_until_the_script_runs_aga
     let (_, text) = status(&db);
     assert!(text.contains("every fence procedure is SECURITY DEFINER"), "{text}");
     drop(service);
+    db.drop().await;
+}
+
+/// Runs `sql` with psql in the PostgreSQL namespace of the T-SQL schema
+/// `schema` of `database`: `{ns}` in `sql` is that namespace, quoted.
+fn psql_in(postgres: &str, database: &str, schema: &str, sql: &str) -> String {
+    let namespace = support::babelfish_postgres::psql(
+        postgres,
+        &format!(
+            "SELECT s.nspname FROM sys.babelfish_namespace_ext s \
+             JOIN sys.babelfish_sysdatabases d ON d.dbid = s.dbid \
+             WHERE d.name = '{}' AND s.orig_name::text = '{schema}';",
+            database.replace('\'', "''")
+        ),
+    );
+    let namespace = namespace.trim();
+    assert!(!namespace.is_empty(), "no namespace for {schema} in {database}");
+    support::babelfish_postgres::psql(postgres, &sql.replace("{ns}", &format!("\"{namespace}\"")))
+}
+
+/// psql's refusal of the script on `db`: the panic message of the run.
+fn refusal(postgres: &str, db: &TestDatabase) -> String {
+    let refused =
+        std::panic::catch_unwind(|| run_security_definer_script(postgres, &db.name)).expect_err("the script ran");
+    refused.downcast_ref::<String>().cloned().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn the_script_refuses_a_procedure_of_another_owner_or_open_to_every_role_and_changes_nothing() {
+    const TEST: &str = "the_script_refuses_a_procedure_of_another_owner_or_open_to_every_role_and_changes_nothing";
+    let Some(db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    if !db.is_babelfish().await {
+        support::skip(TEST, "the engine is not Babelfish (SQL Server chains ownership)");
+        db.drop().await;
+        return;
+    }
+    let Some(postgres) = postgres_or_skip(TEST) else {
+        db.drop().await;
+        return;
+    };
+    let shipped = all_fence_procedures();
+    // fence_api.Inspect sorts after procedures the script would alter first:
+    // changing nothing means those are put back too.
+    assert_eq!(procedures_not_security_definer(&postgres, &db.name), shipped);
+
+    // Owned by a role other than the fence tables' owner: as SECURITY DEFINER
+    // it would run with that role's rights.
+    let owner = psql_in(
+        &postgres,
+        &db.name,
+        "fence_api",
+        "SELECT pg_get_userbyid(proowner) FROM pg_proc WHERE pronamespace = '{ns}'::regnamespace AND proname = 'inspect';",
+    );
+    let owner = owner.trim().to_owned();
+    psql_in(
+        &postgres,
+        &db.name,
+        "fence_api",
+        "ALTER PROCEDURE {ns}.inspect OWNER TO CURRENT_USER;",
+    );
+    let message = refusal(&postgres, &db);
+    assert!(
+        message.contains(".inspect(")
+            && message.contains(&format!("not by the fence tables' owner {owner}: re-own it first")),
+        "{message}"
+    );
+    assert_eq!(
+        procedures_not_security_definer(&postgres, &db.name),
+        shipped,
+        "the refused script changed procedures: {message}"
+    );
+    psql_in(
+        &postgres,
+        &db.name,
+        "fence_api",
+        &format!("ALTER PROCEDURE {{ns}}.inspect OWNER TO \"{owner}\";"),
+    );
+
+    // Executable by every role: as SECURITY DEFINER it would open the fence
+    // to anyone.
+    psql_in(
+        &postgres,
+        &db.name,
+        "fence_api",
+        "GRANT EXECUTE ON PROCEDURE {ns}.inspect TO PUBLIC;",
+    );
+    let message = refusal(&postgres, &db);
+    assert!(
+        message.contains("every role may execute")
+            && message.contains(".inspect(")
+            && message.contains("revoke EXECUTE from public first"),
+        "{message}"
+    );
+    assert_eq!(
+        procedures_not_security_definer(&postgres, &db.name),
+        shipped,
+        "the refused script changed procedures: {message}"
+    );
+
+    // Put right, the same script goes through.
+    psql_in(
+        &postgres,
+        &db.name,
+        "fence_api",
+        "REVOKE EXECUTE ON PROCEDURE {ns}.inspect FROM PUBLIC;",
+    );
+    let done = run_security_definer_script(&postgres, &db.name);
+    assert!(
+        done.contains(&format!(
+            "{} procedure(s) made SECURITY DEFINER, 0 already were",
+            shipped.len()
+        )),
+        "{done}"
+    );
     db.drop().await;
 }

@@ -2,18 +2,15 @@
 //! failure for the formats pipelines parse, each cause once, a quiet end on a
 //! closed pipe, -q, --version, completions and the manual page.
 
+mod support;
+
 use std::io::Read;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 const UNREACHABLE: &str = "Server=tcp:127.0.0.1,1;User ID=u;Password=Secret#1";
 
 fn fencepost(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .args(args)
-        .env_remove("FENCEPOST_CONNECTION")
-        .env_remove("FENCEPOST_LOG")
-        .output()
-        .expect("run fencepost")
+    support::binary::fencepost(args).output().expect("run fencepost")
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -80,8 +77,7 @@ fn each_cause_of_an_error_is_printed_once() {
 
 #[test]
 fn a_reader_that_closes_the_pipe_early_ends_the_command_quietly() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .arg("script")
+    let mut child = support::binary::fencepost(["script"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -154,10 +150,8 @@ fn a_grant_outside_the_fence_roles_is_refused_before_connecting() {
 #[test]
 fn an_environment_without_a_file_says_where_it_looked() {
     let dir = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .args(["status", "--environment", "prod"])
+    let output = support::binary::fencepost(["status", "--environment", "prod"])
         .current_dir(dir.path())
-        .env_remove("FENCEPOST_CONNECTION")
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));

@@ -23,6 +23,7 @@ async fn a_waiter_takes_a_lease_released_early_within_about_a_second() {
     let key = provisioned(&holder, "report").await;
     let lease = acquired(holder.acquire(&key, Duration::from_secs(600)).await.unwrap());
 
+    let sent = waiter.requests_sent();
     let waiting = tokio::spawn({
         let (waiter, key) = (waiter.clone(), key.clone());
         async move {
@@ -33,8 +34,14 @@ async fn a_waiter_takes_a_lease_released_early_within_about_a_second() {
             (answer, Instant::now())
         }
     });
-    // The waiter has found the key busy at least once and sleeps.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The waiter has found the key busy and asked again: a second attempt
+    // starts only after the first was answered Busy. It is still waiting.
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while waiter.requests_sent() < sent + 2 {
+        assert!(Instant::now() < give_up, "the waiter never asked twice");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!waiting.is_finished(), "the waiter stopped waiting for a held lease");
     assert_eq!(holder.release(&lease).await.unwrap(), Release::Released);
     let released = Instant::now();
 

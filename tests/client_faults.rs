@@ -4,7 +4,7 @@
 //! `OutcomeUnknown` and resolves to exactly one publication; every other call
 //! surfaces a typed network error, and a retry gets a contract outcome; the
 //! pool never hands the broken connection out again; `run_fenced` publishes
-//! exactly once or not at all.
+//! exactly once, and one broken connection does not cost it its lease.
 
 mod client_support;
 mod lease_support;
@@ -23,6 +23,9 @@ use uuid::Uuid;
 
 const CUTS: [Cut; 3] = [Cut::BeforeRequest, Cut::BeforeReply, Cut::MidReply];
 const LEASE: Duration = Duration::from_secs(60);
+/// A lease the guard renews while a test breaks its connections: one
+/// renewal period (a third) leaves room for a retry on a new session.
+const RENEWED: Duration = Duration::from_secs(6);
 
 struct Setup {
     db: TestDatabase,
@@ -213,12 +216,16 @@ async fn run_fenced_with_its_publish_cut_publishes_exactly_once() {
 }
 
 #[tokio::test]
-async fn run_fenced_with_a_renewal_cut_publishes_once_or_not_at_all() {
-    let test = "run_fenced_with_a_renewal_cut_publishes_once_or_not_at_all";
+async fn run_fenced_with_a_renewal_cut_keeps_its_lease_and_publishes_once() {
+    let test = "run_fenced_with_a_renewal_cut_keeps_its_lease_and_publishes_once";
     let Some(Setup { db, proxy, client }) = setup(test).await else {
         return;
     };
-    let lease = Duration::from_secs(3);
+    // The retry after a cut opens a new session, which on Babelfish costs
+    // about a second (login, and the first compilation of Renew in that
+    // session); an attempt may take half of what is left of the lease, so
+    // the lease is long enough for that: 6 s.
+    let lease = RENEWED;
     for cut in CUTS {
         let key = provisioned(&client, "renewal").await;
         // Armed before the first renewal (a third into the lease); the work
@@ -233,12 +240,11 @@ async fn run_fenced_with_a_renewal_cut_publishes_once_or_not_at_all() {
             .unwrap();
         assert!(!proxy.cut_pending(), "{cut:?}: the cut never happened");
         let published = recorded(&db, &key).await;
+        // One broken connection costs one renewal attempt: its retry answers
+        // on a new connection, well inside the lease, so the lease is kept.
         match fenced {
             Fenced::Published { .. } => assert_eq!(published, 1, "{cut:?}"),
-            // The fence itself may refuse a publish whose lease ran out while
-            // a broken connection was replaced: nothing is written then either.
-            Fenced::Lost(_) | Fenced::Refused(_) => assert_eq!(published, 0, "{cut:?}"),
-            other => panic!("{cut:?}: {other:?}"),
+            other => panic!("{cut:?}: one cut renewal lost the lease: {other:?} ({published} published)"),
         }
     }
     drop(client);
@@ -253,22 +259,38 @@ async fn kill_sessions(db: &TestDatabase, name: &str) -> usize {
             "SELECT CAST(session_id AS int) FROM sys.dm_exec_sessions WHERE program_name = N'{name}'"
         ))
         .await;
+    let mut admin = db.connect().await;
+    let mut killed = 0;
     for row in &rows {
         let session: i32 = row.get(0).unwrap();
-        db.exec(&format!("KILL {session};")).await;
+        let kill = format!("KILL {session};");
+        let result = match admin.simple_query(&kill).await {
+            Ok(stream) => stream.into_results().await.map(drop),
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(()) => killed += 1,
+            // The session ended by itself between the listing and the KILL
+            // (SQL Server's 6106; Babelfish raises the same text as 33557097).
+            Err(tiberius::error::Error::Server(e))
+                if matches!(e.code(), 6106 | 33557097)
+                    && e.message().trim_end_matches('.')
+                        == format!("Process ID {session} is not an active process ID") => {}
+            Err(e) => panic!("{kill}: {e}"),
+        }
     }
-    rows.len()
+    killed
 }
 
 #[tokio::test]
-async fn run_fenced_whose_session_the_server_ends_publishes_once_or_not_at_all() {
-    let test = "run_fenced_whose_session_the_server_ends_publishes_once_or_not_at_all";
+async fn run_fenced_whose_session_the_server_ends_keeps_its_lease_and_publishes_once() {
+    let test = "run_fenced_whose_session_the_server_ends_keeps_its_lease_and_publishes_once";
     let Some(db) = TestDatabase::deployed(test).await else {
         return;
     };
     let name = format!("fp-victim-{}", Uuid::new_v4().simple());
     let client = worker(&format!("{};Application Name={name}", db.ado())).await;
-    let lease = Duration::from_secs(3);
+    let lease = RENEWED;
     // Once while renewals run, once just before the publish.
     for before_publish in [false, true] {
         let key = provisioned(&client, "killed").await;
@@ -289,12 +311,11 @@ async fn run_fenced_whose_session_the_server_ends_publishes_once_or_not_at_all()
             .await
             .unwrap();
         let published = recorded(&db, &key).await;
+        // A killed session is a broken connection like a cut: the next call
+        // on it fails, and its retry answers on a new one.
         match fenced {
             Fenced::Published { .. } => assert_eq!(published, 1, "killed before publish: {before_publish}"),
-            Fenced::Lost(_) | Fenced::Refused(_) => {
-                assert_eq!(published, 0, "killed before publish: {before_publish}")
-            }
-            other => panic!("killed before publish: {before_publish}: {other:?}"),
+            other => panic!("killed before publish: {before_publish}: {other:?} ({published} published)"),
         }
     }
     drop(client);

@@ -59,7 +59,12 @@ async fn a_call_after_every_pooled_connection_went_half_open_waits_one_idle_chec
                 .await
         }
     });
-    for outcome in futures_util::future::join_all(transactions).await {
+    // A transaction that fails before the barrier leaves the others waiting
+    // at it: bounded, that is a failure rather than a hang.
+    let outcomes = tokio::time::timeout(Duration::from_secs(60), futures_util::future::join_all(transactions))
+        .await
+        .expect("a fenced transaction never reached the barrier");
+    for outcome in outcomes {
         assert!(matches!(outcome, Ok(FencedTransaction::Committed(()))), "{outcome:?}");
     }
     assert_eq!(proxy.connections(), POOLED as u64 + 1, "four pooled connections");

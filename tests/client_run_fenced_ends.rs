@@ -14,6 +14,7 @@ use fencepost::{Client, ClientConfig, ConnectionString};
 use lease_support::{provisioned, warm_up, worker};
 use support::TestDatabase;
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 #[tokio::test]
 async fn an_acquire_whose_reply_was_lost_is_confirmed_with_the_same_owner() {
@@ -53,29 +54,53 @@ async fn a_work_that_ignores_its_cancel_is_dropped_after_the_grace() {
     warm_up(&client).await;
     let key = provisioned(&client, "stubborn").await;
     let (started, work_started) = oneshot::channel();
+    let (cancelled_tx, cancelled) = oneshot::channel();
+    let grace = Duration::from_millis(500);
+    let length = Duration::from_secs(3);
 
     let run = tokio::spawn({
         let (client, key) = (client.clone(), key.clone());
         async move {
-            client
-                .run_fenced(&key, Duration::from_secs(3), |_| async move {
+            let ran = client
+                .run_fenced(&key, length, |stop| async move {
+                    // Only a task of its own notes when the token is
+                    // cancelled; the work itself never looks at it.
+                    tokio::spawn(async move {
+                        stop.cancelled().await;
+                        let _ = cancelled_tx.send(Instant::now());
+                    });
                     let _ = started.send(());
-                    // Never looks at its token.
                     tokio::time::sleep(Duration::from_secs(3600)).await;
                     Ok::<_, Infallible>("too late".to_string())
                 })
-                .await
+                .await;
+            (ran, Instant::now())
         }
     });
     work_started.await.unwrap();
     db.exec(&format!("EXEC fence_admin.ForceRelease @ResourceKey = N'{key}';"))
         .await;
+    let forced = Instant::now();
     // A renewal notices within a third of the lease; then the grace.
-    let ended = tokio::time::timeout(Duration::from_secs(10), run)
+    let (ended, dropped) = tokio::time::timeout(Duration::from_secs(10), run)
         .await
         .expect("run_fenced kept waiting for a work that ignores its cancel")
-        .unwrap()
         .unwrap();
+    let ended = ended.unwrap();
+    let cancelled = cancelled.await.expect("the work's token was never cancelled");
+    // The watcher notes the cancel when it next runs, a little after it:
+    // a few milliseconds of scheduling, not a grace cut short.
+    let after_cancel = dropped.saturating_duration_since(cancelled) + Duration::from_millis(20);
+    assert!(
+        after_cancel >= grace,
+        "the work was dropped {after_cancel:?} after its cancel, before the {grace:?} grace"
+    );
+    let after_force = dropped.saturating_duration_since(forced);
+    let latest = length / 3 + grace + Duration::from_secs(1);
+    assert!(
+        after_force >= grace && after_force <= latest,
+        "the work was dropped {after_force:?} after the ForceRelease, not within {grace:?}..={latest:?}"
+    );
     assert!(matches!(ended, Fenced::Lost(_)), "{ended:?}");
     drop(client);
     db.drop().await;

@@ -6,7 +6,6 @@ mod support;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, UdpSocket};
-use std::process::Command;
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
@@ -77,6 +76,20 @@ struct Login7 {
     bytes: Vec<u8>,
 }
 
+impl Login7 {
+    /// The first feature of the FeatureExt block: its id and its data. With
+    /// fExtension set, ibExtension (offset 56) points at a DWORD holding the
+    /// block's offset; each feature is an id byte, a DWORD length, the data.
+    fn first_feature(&self) -> (u8, &[u8]) {
+        let bytes = &self.bytes;
+        let ib_extension = u16::from_le_bytes([bytes[56], bytes[57]]) as usize;
+        let dword_at = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap()) as usize;
+        let block = dword_at(ib_extension);
+        let length = dword_at(block + 1);
+        (bytes[block], &bytes[block + 5..block + 5 + length])
+    }
+}
+
 fn login7(payload: &[u8]) -> Login7 {
     let u16_at = |i: usize| u16::from_le_bytes([payload[i], payload[i + 1]]);
     Login7 {
@@ -114,9 +127,14 @@ async fn an_access_token_is_sent_as_a_fedauth_login_not_a_sql_login() {
         (0, 0),
         "no SQL login name or password"
     );
-    // FeatureExt: FEDAUTH (0x02), then the token in UTF-16.
+    // FeatureExt: FEDAUTH (0x02), its data carrying the token in UTF-16.
     assert!(contains(&login.bytes, &utf16("eyJ0eXAiOiJKV1Qi.test-token")));
-    assert!(login.bytes.contains(&0x02));
+    let (feature, data) = login.first_feature();
+    assert_eq!(feature, 0x02, "the feature is FEDAUTH");
+    assert!(
+        contains(data, &utf16("eyJ0eXAiOiJKV1Qi.test-token")),
+        "the token is FEDAUTH's data"
+    );
 }
 
 #[tokio::test]
@@ -311,11 +329,7 @@ async fn a_named_instance_s_port_comes_from_the_sql_browser_and_an_explicit_port
 }
 
 fn fencepost(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_fencepost"));
-    command
-        .args(args)
-        .env_remove("FENCEPOST_CONNECTION")
-        .env_remove("FENCEPOST_ACCESS_TOKEN");
+    let mut command = support::binary::fencepost(args);
     for (k, v) in env {
         command.env(k, v);
     }

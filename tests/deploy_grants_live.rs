@@ -8,14 +8,9 @@ mod support;
 use std::process::Output;
 
 use support::TestDatabase;
-use tokio::process::Command;
 
 async fn fencepost(args: &[&str], env: &[(&str, &str)], dir: Option<&std::path::Path>) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_fencepost"));
-    command
-        .args(args)
-        .env_remove("FENCEPOST_CONNECTION")
-        .env_remove("FENCEPOST_ENVIRONMENT");
+    let mut command = support::binary::tokio(support::binary::fencepost(args));
     for (name, value) in env {
         command.env(name, value);
     }
@@ -57,8 +52,8 @@ async fn grant_adds_a_user_to_a_fence_role_once() {
     let ado = db.ado();
 
     let first = fencepost(
-        &["migrate", "--grant", &grant, "--format", "json"],
-        &[("FENCEPOST_CONNECTION", &ado)],
+        &["migrate", "--grant", &grant, "--format", "json", "--connection", &ado],
+        &[],
         None,
     )
     .await;
@@ -67,7 +62,7 @@ async fn grant_adds_a_user_to_a_fence_role_once() {
     assert_eq!(report["grants"][0]["added"], true, "{report}");
     assert_eq!(members_of(&db, "fence_service").await, [user]);
 
-    let second = fencepost(&["migrate", "--grant", &grant], &[("FENCEPOST_CONNECTION", &ado)], None).await;
+    let second = fencepost(&["migrate", "--grant", &grant, "--connection", &ado], &[], None).await;
     assert_eq!(second.status.code(), Some(0), "{}", text(&second.stderr));
     assert!(
         text(&second.stdout).contains(&format!("{user} is already a member of fence_service")),
@@ -84,8 +79,16 @@ async fn a_grant_to_a_user_that_does_not_exist_stops_naming_it() {
         return;
     };
     let output = fencepost(
-        &["migrate", "--grant", "fence_reader=nobody_here", "--format", "json"],
-        &[("FENCEPOST_CONNECTION", &db.ado())],
+        &[
+            "migrate",
+            "--grant",
+            "fence_reader=nobody_here",
+            "--format",
+            "json",
+            "--connection",
+            &db.ado(),
+        ],
+        &[],
         None,
     )
     .await;
@@ -101,8 +104,12 @@ async fn a_grant_to_a_user_that_does_not_exist_stops_naming_it() {
 }
 
 #[tokio::test]
-async fn an_environment_reads_its_connection_and_grants_from_fencepost_toml() {
-    let Some(db) = TestDatabase::new("an_environment_reads_its_connection_and_grants_from_fencepost_toml").await else {
+async fn an_environment_reads_its_connection_and_grants_from_fencepost_toml_and_a_grant_flag_replaces_them() {
+    let Some(db) = TestDatabase::new(
+        "an_environment_reads_its_connection_and_grants_from_fencepost_toml_and_a_grant_flag_replaces_them",
+    )
+    .await
+    else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -133,6 +140,28 @@ async fn an_environment_reads_its_connection_and_grants_from_fencepost_toml() {
     );
     assert_eq!(members_of(&db, "fence_operator").await, ["oncall"]);
 
+    // A --grant replaces the environment's grants: its user is added, the
+    // file's is not.
+    std::fs::write(
+        dir.path().join("fencepost.toml"),
+        "[environments.staging]\nconnection_env = \"STAGING_DB\"\ngrants.fence_operator = [\"oncall_too\"]\n",
+    )
+    .unwrap();
+    db.exec("CREATE ROLE oncall_too; CREATE ROLE report_readers;").await;
+    let flagged = fencepost(
+        &["migrate", "-e", "staging", "--grant", "fence_reader=report_readers"],
+        &[("STAGING_DB", &ado)],
+        Some(dir.path()),
+    )
+    .await;
+    assert_eq!(flagged.status.code(), Some(0), "{}", text(&flagged.stderr));
+    assert_eq!(members_of(&db, "fence_reader").await, ["report_readers"]);
+    assert_eq!(
+        members_of(&db, "fence_operator").await,
+        ["oncall"],
+        "the file's grant was applied beside --grant"
+    );
+
     // `check` audits an environment's users as services: one the database
     // does not have is an error naming it.
     std::fs::write(
@@ -155,8 +184,8 @@ async fn grant_refuses_to_put_the_deploying_user_in_a_fence_role() {
     // The test login is sysadmin: in the database it is dbo.
     let ado = db.ado();
     let run = fencepost(
-        &["migrate", "--grant", "fence_operator=dbo"],
-        &[("FENCEPOST_CONNECTION", &ado)],
+        &["migrate", "--grant", "fence_operator=dbo", "--connection", &ado],
+        &[],
         None,
     )
     .await;

@@ -63,10 +63,7 @@ async fn recorded_identity(db: &TestDatabase) -> Option<(Uuid, String)> {
 }
 
 fn fencepost(db: &TestDatabase, args: &[&str]) -> Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .args(args)
-        .env("FENCEPOST_CONNECTION", db.ado())
-        .env_remove("FENCEPOST_ENVIRONMENT")
+    support::binary::fencepost_on(&db.ado(), args)
         .output()
         .expect("run fencepost")
 }
@@ -282,17 +279,21 @@ async fn a_changed_identity_is_reported_by_status_check_and_migrate_and_never_ov
 }
 
 #[tokio::test]
-async fn the_offline_script_records_its_deployment_too() {
-    let test = "the_offline_script_records_its_deployment_too";
+async fn the_offline_script_run_twice_deploys_a_fresh_database_records_both_runs_and_migrate_finds_it_current() {
+    let test = "the_offline_script_run_twice_deploys_a_fresh_database_records_both_runs_and_migrate_finds_it_current";
     let Some(db) = TestDatabase::new(test).await else {
         return;
     };
     let sources: Sources = shipped();
     let script = render_script(&sources);
-    let errors = run_carrying_on(&db, &script).await;
-    assert!(errors.is_empty(), "{errors:#?}");
-    let errors = run_carrying_on(&db, &script).await;
-    assert!(errors.is_empty(), "{errors:#?}");
+    for pass in 0..2 {
+        let errors = run_carrying_on(&db, &script).await;
+        assert!(errors.is_empty(), "script pass {pass}: {errors:#?}");
+        let plan = fencepost::deploy::status(&mut db.connect().await, &sources)
+            .await
+            .unwrap();
+        assert!(plan.is_current(), "after script pass {pass}: {plan:?}");
+    }
 
     let rows = deployments(&db).await;
     assert_eq!(rows.len(), 2, "{rows:?}");
@@ -302,5 +303,8 @@ async fn the_offline_script_records_its_deployment_too() {
     assert_eq!(rows[1].procedures as usize, sources.procedures().len(), "{rows:?}");
     assert_eq!(rows[0].login, login(&db).await);
     assert_eq!(rows[0].version, env!("CARGO_PKG_VERSION"));
+
+    let report = db.migrate(&sources).await.unwrap();
+    assert!(report.changes.is_empty(), "{:?}", report.changes);
     db.drop().await;
 }

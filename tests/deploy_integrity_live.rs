@@ -247,18 +247,19 @@ async fn a_failed_deploy_with_json_output_reports_what_it_committed() {
     };
     let dir = tempfile::tempdir().unwrap();
     write_sources(dir.path(), &failing_after_a_new_procedure());
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .args([
+    let output = support::binary::tokio(support::binary::fencepost_on(
+        &db.ado(),
+        [
             "migrate",
             "--format",
             "json",
             "--source-dir",
             dir.path().to_str().unwrap(),
-        ])
-        .env("FENCEPOST_CONNECTION", db.ado())
-        .output()
-        .await
-        .expect("run fencepost");
+        ],
+    ))
+    .output()
+    .await
+    .expect("run fencepost");
     assert_eq!(output.status.code(), Some(2));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON report on stdout");
     assert_eq!(report["completed"], false);

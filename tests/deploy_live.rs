@@ -1,25 +1,20 @@
 //! Live deploy tests: each makes its own database on the engine named by
 //! FENCEPOST_TEST_MSSQL and deploys with the real runner.
 
-mod client_support;
 mod deploy_support;
 mod support;
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use client_support::Proxy;
 use deploy_support::shipped_versions_and;
-use fencepost::deploy::{self, Change, DeployError, MigrateOptions, MigrationState, ProcedureState, Sources};
+use fencepost::deploy::{Change, DeployError, MigrationState, ProcedureState, Sources};
 use support::TestDatabase;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::Command;
 
 /// Runs the real binary against `ado`, as a pipeline would.
 async fn fencepost_cli(args: &[&str], ado: &str) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .args(args)
-        .env("FENCEPOST_CONNECTION", ado)
+    support::binary::tokio(support::binary::fencepost_on(ado, args))
         .output()
         .await
         .expect("run fencepost")
@@ -194,6 +189,9 @@ async fn a_migration_whose_second_batch_fails_leaves_nothing_behind() {
 /// How long the concurrent-deploy test watches the deploys wait.
 const LOCK_WAIT_OBSERVED: Duration = Duration::from_secs(3);
 
+/// How long a deploy may take to connect and say it is taking the deploy lock.
+const TAKING_THE_LOCK_WITHIN: Duration = Duration::from_secs(60);
+
 #[tokio::test]
 async fn two_deploys_started_together_both_succeed_and_apply_each_migration_once() {
     let Some(db) = TestDatabase::new("two_deploys_started_together_both_succeed_and_apply_each_migration_once").await
@@ -207,19 +205,28 @@ async fn two_deploys_started_together_both_succeed_and_apply_each_migration_once
     support::hold_deploy_lock(&mut holder).await;
     let mut children = Vec::new();
     for _ in 0..2 {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fencepost"))
-            .args(["migrate", "--lock-timeout", "120", "--format", "json"])
-            .env("FENCEPOST_CONNECTION", db.ado())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start fencepost migrate");
+        let mut child = support::binary::tokio(support::binary::fencepost_on(
+            &db.ado(),
+            ["migrate", "--lock-timeout", "120", "--format", "json"],
+        ))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start fencepost migrate");
         let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
-        while let Some(line) = stderr.next_line().await.unwrap() {
-            if line.contains("taking the deploy lock") {
-                break;
+        let said = tokio::time::timeout(TAKING_THE_LOCK_WITHIN, async {
+            while let Some(line) = stderr.next_line().await.unwrap() {
+                if line.contains("taking the deploy lock") {
+                    return true;
+                }
             }
-        }
+            false
+        })
+        .await
+        .unwrap_or_else(|_| {
+            panic!("a deploy did not say it was taking the deploy lock within {TAKING_THE_LOCK_WITHIN:?}")
+        });
+        assert!(said, "a deploy ended without saying it was taking the deploy lock");
         children.push((child, stderr));
     }
     // Long enough for either to have connected, asked for the lock and,
@@ -340,17 +347,53 @@ async fn a_procedure_altered_by_hand_stops_migrate_until_drift_may_be_overwritte
         "{text}"
     );
     assert!(text.contains("-    SET NOCOUNT ON;"), "{text}");
+    // And in JSON, under the procedure's name.
+    let diff = fencepost_cli(&["status", "--diff", "--format", "json"], &db.ado()).await;
+    let document: serde_json::Value = serde_json::from_slice(&diff.stdout).unwrap();
+    let inspect = document["diffs"]["fence_api.Inspect"].as_str().unwrap_or_default();
+    assert!(inspect.contains("Found by hand"), "{document}");
+    assert_eq!(document["diffs"].as_object().map(|d| d.len()), Some(1), "{document}");
 
-    // A dry run says a deploy would stop (2), and a deploy stops, changing nothing.
+    // A dry run says a deploy would stop (2), and a deploy stops before it
+    // changes anything: the migration it has pending is not applied.
+    let dir = tempfile::tempdir().unwrap();
+    let pending = shipped()
+        .with_migration(
+            "V102__pending_behind_drift.sql",
+            "CREATE TABLE fence.PendingBehindDrift (Id int NOT NULL);\n",
+        )
+        .unwrap();
+    deploy_support::write_sources(dir.path(), &pending);
+    let source_dir = dir.path().to_str().unwrap();
     let dry = fencepost_cli(&["migrate", "--dry-run"], &db.ado()).await;
     assert_eq!(dry.status.code(), Some(2), "{}", String::from_utf8_lossy(&dry.stdout));
-    let stopped = fencepost_cli(&["migrate"], &db.ado()).await;
+    let stopped = fencepost_cli(&["migrate", "--source-dir", source_dir], &db.ado()).await;
     assert_eq!(stopped.status.code(), Some(2));
     let err = String::from_utf8_lossy(&stopped.stderr);
     assert!(
         err.contains("fence_api.Inspect") && err.contains("--overwrite-drift"),
         "{err}"
     );
+    assert_eq!(
+        deploy_support::history(&db).await,
+        shipped_versions_and(&[]),
+        "the stopped deploy recorded its pending migration: {err}"
+    );
+    assert!(
+        !deploy_support::exists(&db, "fence.PendingBehindDrift").await,
+        "the stopped deploy ran its pending migration: {err}"
+    );
+    // status reads the same folder and shows the migration still pending.
+    let status = fencepost_cli(&["status", "--source-dir", source_dir, "--format", "json"], &db.ado()).await;
+    assert_eq!(status.status.code(), Some(1));
+    let document: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let held_back = document["migrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m.to_string().contains("pending_behind_drift"))
+        .unwrap_or_else(|| panic!("status --source-dir does not list the folder's migration: {document}"));
+    assert_eq!(held_back["state"], "pending", "{held_back}");
     let still = fencepost::deploy::status(&mut db.connect().await, &shipped())
         .await
         .unwrap();
@@ -377,14 +420,37 @@ async fn a_procedure_altered_by_hand_stops_migrate_until_drift_may_be_overwritte
             .unwrap()
             .is_current()
     );
+    // With nothing drifted, the same sources apply the migration the stopped
+    // run held back: it was pending, and would have run.
+    let applied = fencepost_cli(&["migrate", "--source-dir", source_dir], &db.ado()).await;
+    assert_eq!(
+        applied.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    assert_eq!(deploy_support::history(&db).await, shipped_versions_and(&[102]));
+    assert!(deploy_support::exists(&db, "fence.PendingBehindDrift").await);
     db.drop().await;
 }
 
 #[tokio::test]
-async fn a_dry_run_exits_0_when_current_and_1_when_changes_are_pending() {
-    let Some(db) = TestDatabase::new("a_dry_run_exits_0_when_current_and_1_when_changes_are_pending").await else {
+async fn a_dry_run_shows_the_plan_changes_nothing_and_exits_1_until_migrate_says_what_it_changed_then_0() {
+    let test = "a_dry_run_shows_the_plan_changes_nothing_and_exits_1_until_migrate_says_what_it_changed_then_0";
+    let Some(db) = TestDatabase::new(test).await else {
         return;
     };
+    let output = fencepost_cli(&["migrate", "--dry-run"], &db.ado()).await;
+    let out = String::from_utf8_lossy(&output.stdout);
+    // Changes are pending.
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(out.contains("would apply migration V1__lease_tables"), "{out}");
+    assert!(out.contains("would deploy procedure fence_api.Publish"), "{out}");
     let pending = fencepost_cli(&["migrate", "--dry-run", "--format", "json"], &db.ado()).await;
     assert_eq!(
         pending.status.code(),
@@ -394,7 +460,40 @@ async fn a_dry_run_exits_0_when_current_and_1_when_changes_are_pending() {
     );
     let plan: serde_json::Value = serde_json::from_slice(&pending.stdout).unwrap();
     assert_eq!(plan["would_stop"], serde_json::Value::Null, "{plan}");
-    assert_eq!(fencepost_cli(&["migrate"], &db.ado()).await.status.code(), Some(0));
+    let schemas = db
+        .query("SELECT COUNT(*) FROM sys.schemas WHERE name LIKE N'fence%';")
+        .await;
+    assert_eq!(schemas[0].get::<i32, usize>(0), Some(0), "a dry run created a schema");
+
+    // migrate says what it changed, and a second run that nothing changed.
+    let first = fencepost_cli(&["migrate"], &db.ado()).await;
+    assert_eq!(
+        first.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let out = String::from_utf8_lossy(&first.stdout);
+    assert!(out.starts_with("deployed to "), "{out}");
+    assert!(out.contains("\n  applied migration V1__lease_tables\n"), "{out}");
+    assert!(out.contains("\n  deployed procedure fence_api.Publish (was "), "{out}");
+    let second = fencepost_cli(&["migrate"], &db.ado()).await;
+    assert_eq!(
+        second.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    let out = String::from_utf8_lossy(&second.stdout);
+    assert!(out.starts_with("nothing changed on "), "{out}");
+    assert!(
+        out.contains(&format!(
+            ": {} migration(s) applied, {} procedure(s) current\n",
+            shipped().migrations().len(),
+            shipped().procedures().len()
+        )),
+        "{out}"
+    );
     let current = fencepost_cli(&["migrate", "--dry-run"], &db.ado()).await;
     assert_eq!(
         current.status.code(),
@@ -402,114 +501,6 @@ async fn a_dry_run_exits_0_when_current_and_1_when_changes_are_pending() {
         "{}",
         String::from_utf8_lossy(&current.stdout)
     );
-    db.drop().await;
-}
-
-/// Deploys the shipped sources on a session through `proxy`, and returns the
-/// report and the requests the proxy saw on the wire, which is what a round
-/// trip costs whatever the runner counts.
-async fn redeploy_through(proxy: &Proxy, db: &TestDatabase, sources: &Sources) -> (deploy::MigrateReport, u64) {
-    let mut conn = support::connect_ado(&proxy.ado(&db.ado())).await;
-    let before = proxy.requests();
-    let report = deploy::migrate(&mut conn, sources, &MigrateOptions::default(), &mut |_| {})
-        .await
-        .unwrap();
-    (report, proxy.requests() - before)
-}
-
-#[tokio::test]
-async fn a_no_change_redeploy_costs_the_same_round_trips_however_many_objects_exist() {
-    let Some(db) =
-        TestDatabase::deployed("a_no_change_redeploy_costs_the_same_round_trips_however_many_objects_exist").await
-    else {
-        return;
-    };
-    let proxy = Proxy::start(db.connection_string().server()).await;
-    let (small, small_requests) = redeploy_through(&proxy, &db, &shipped()).await;
-    assert!(small.changes.is_empty());
-
-    // Two hundred more procedures in a fence schema: every one is a row the
-    // state query reads. They ship and are current, so a deploy changes
-    // nothing; they are created and journaled as the runner would, a few
-    // batches at a time, to keep the test fast.
-    let mut more = shipped();
-    let mut create = String::new();
-    for i in 0..200 {
-        let text = format!("CREATE PROCEDURE fence_api.Extra{i} AS SELECT {i};");
-        more = more.with_procedure(&format!("fence_api.Extra{i}.sql"), &text).unwrap();
-        create += &format!("EXEC (N'{text}');\n");
-        if i % 25 == 24 {
-            db.exec(&std::mem::take(&mut create)).await;
-        }
-    }
-    let extras: Vec<_> = more
-        .procedures()
-        .iter()
-        .filter(|p| p.qualified_name().contains(".Extra"))
-        .collect();
-    // In batches of 25: a single batch of 200 can outlast the driver's 30 s
-    // command timeout on a busy engine.
-    for chunk in extras.chunks(25) {
-        let mut journal = String::new();
-        for p in chunk {
-            let name = p.qualified_name();
-            journal += &format!(
-                "INSERT INTO fence.DeployedProcedure (ProcedureName, SourceChecksum, DefinitionHash, DeployedAtUtc)
-                 VALUES (N'{name}', '{}', HASHBYTES('SHA2_256', OBJECT_DEFINITION(OBJECT_ID(N'{name}'))), SYSUTCDATETIME());\n",
-                p.checksum()
-            );
-        }
-        db.exec(&journal).await;
-    }
-    let started = Instant::now();
-    let (large, large_requests) = redeploy_through(&proxy, &db, &more).await;
-    let elapsed = started.elapsed();
-    assert!(large.changes.is_empty());
-    assert_eq!(large.plan.procedures.len(), shipped().procedures().len() + 200);
-    assert_eq!(
-        small_requests, large_requests,
-        "requests on the wire grew with the object count"
-    );
-    let _ = std::io::Write::write_all(
-        &mut std::io::stderr(),
-        format!(
-            "no-change redeploy: {large_requests} requests on the wire (the runner counts {}) with {} and with \
-             {} procedures; {:.0} ms with the larger set\n",
-            large.round_trips,
-            shipped().procedures().len(),
-            large.plan.procedures.len(),
-            elapsed.as_secs_f64() * 1000.0
-        )
-        .as_bytes(),
-    );
-    db.drop().await;
-}
-
-#[tokio::test]
-async fn the_rendered_script_deploys_a_fresh_database_that_migrate_then_finds_current() {
-    let Some(db) =
-        TestDatabase::new("the_rendered_script_deploys_a_fresh_database_that_migrate_then_finds_current").await
-    else {
-        return;
-    };
-    let script = fencepost::deploy::render_script(&shipped());
-    // sqlcmd directives (lines starting with ':') are for sqlcmd, not the server.
-    let sql: String = script
-        .lines()
-        .filter(|l| !l.starts_with(':'))
-        .map(|l| format!("{l}\n"))
-        .collect();
-    let mut conn = db.connect().await;
-    for pass in 0..2 {
-        for batch in fencepost::deploy::split_batches(&sql).unwrap() {
-            support::exec(&mut conn, &batch.text).await;
-        }
-        let plan = fencepost::deploy::status(&mut conn, &shipped()).await.unwrap();
-        assert!(plan.is_current(), "after script pass {pass}: {plan:?}");
-    }
-    drop(conn);
-    let report = db.migrate(&shipped()).await.unwrap();
-    assert!(report.changes.is_empty(), "{:?}", report.changes);
     db.drop().await;
 }
 
@@ -533,48 +524,6 @@ async fn a_wrong_password_and_a_missing_database_get_one_line_each_and_exit_stat
         assert!(err.contains(expected), "{err}");
         assert!(!err.contains("Not-The-Password#9"), "the password leaked: {err}");
     }
-}
-
-#[tokio::test]
-async fn a_deploy_that_cannot_get_the_lock_says_another_deployment_holds_it() {
-    let Some(db) = TestDatabase::deployed("a_deploy_that_cannot_get_the_lock_says_another_deployment_holds_it").await
-    else {
-        return;
-    };
-    let mut holder = db.connect().await;
-    support::hold_deploy_lock(&mut holder).await;
-    let output = fencepost_cli(&["migrate", "--lock-timeout", "1"], &db.ado()).await;
-    let err = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("deploy lock on this database") && err.contains("this deploy waited"),
-        "{err}"
-    );
-    drop(holder);
-    db.drop().await;
-}
-
-#[tokio::test]
-async fn a_dry_run_shows_the_plan_and_changes_nothing() {
-    let Some(db) = TestDatabase::new("a_dry_run_shows_the_plan_and_changes_nothing").await else {
-        return;
-    };
-    let output = fencepost_cli(&["migrate", "--dry-run"], &db.ado()).await;
-    let out = String::from_utf8_lossy(&output.stdout);
-    // Changes are pending.
-    assert_eq!(
-        output.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(out.contains("would apply migration V1__lease_tables"), "{out}");
-    assert!(out.contains("would deploy procedure fence_api.Publish"), "{out}");
-    let schemas = db
-        .query("SELECT COUNT(*) FROM sys.schemas WHERE name LIKE N'fence%';")
-        .await;
-    assert_eq!(schemas[0].get::<i32, usize>(0), Some(0), "a dry run created a schema");
-    db.drop().await;
 }
 
 #[tokio::test]

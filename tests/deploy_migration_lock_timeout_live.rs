@@ -38,18 +38,17 @@ async fn a_migration_behind_a_callers_open_transaction_fails_fast_and_keeps_noth
     let dir = tempfile::tempdir().unwrap();
     write_sources(dir.path(), &sources);
     let started = Instant::now();
-    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .args([
+    let run = support::binary::tokio(support::binary::fencepost_on(
+        &db.ado(),
+        [
             "migrate",
             "--migration-lock-timeout",
             "1",
             "--source-dir",
             dir.path().to_str().unwrap(),
-        ])
-        .env("FENCEPOST_CONNECTION", db.ado())
-        .env_remove("FENCEPOST_MIGRATION_LOCK_TIMEOUT")
-        .kill_on_drop(true)
-        .output();
+        ],
+    ))
+    .output();
     let output = tokio::time::timeout(Duration::from_secs(30), run)
         .await
         .expect("the deploy still waited for the caller's transaction after 30 s")

@@ -112,3 +112,38 @@ async fn a_script_migration_that_fails_part_way_is_not_recorded_and_nothing_afte
     );
     db.drop().await;
 }
+
+#[tokio::test]
+async fn the_script_refuses_a_database_whose_copy_of_a_shipped_migration_changed_and_changes_nothing() {
+    let test = "the_script_refuses_a_database_whose_copy_of_a_shipped_migration_changed_and_changes_nothing";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    // V1 as the database has it is not V1 as shipped (its file changed), and
+    // Inspect was altered since: a script that ran anyway would put it back.
+    db.exec("UPDATE fence.SchemaHistory SET checksum = N'1' WHERE version = 1;")
+        .await;
+    db.exec("ALTER PROCEDURE fence_api.Inspect @ResourceKey nvarchar(4000) AS SELECT N'kept' AS Outcome;")
+        .await;
+    let deployments = "SELECT COUNT(*) FROM fence.Deployment;";
+    let before = db.query(deployments).await[0].get::<i32, usize>(0);
+
+    let errors = run_carrying_on(&db, &render_script(&shipped())).await;
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("does not ship migration V1__lease_tables as the database has it")),
+        "{errors:#?}"
+    );
+    assert!(
+        definition(&db, "fence_api.Inspect").await.contains("N'kept'"),
+        "the refused script altered fence_api.Inspect"
+    );
+    assert_eq!(history(&db).await, shipped_versions_and(&[]));
+    assert_eq!(
+        db.query(deployments).await[0].get::<i32, usize>(0),
+        before,
+        "the refused script recorded a deployment"
+    );
+    db.drop().await;
+}

@@ -126,10 +126,18 @@ async fn a_successor_waits_for_the_holders_transaction_and_the_holder_is_then_su
         "the successor did not wait for the holder's transaction"
     );
     insert(&mut holder, "A").await;
+    let before_commit = holder.server_now().await.assume_utc();
     holder.commit().await.unwrap();
     let next = acquired(successor.await.unwrap());
 
     assert_eq!(next.generation(), lease.generation() + 1);
+    // Acquire reads the clock once it has the row: a successor that waited
+    // for the holder's commit was judged after it.
+    let judged = next.until() - Duration::from_secs(60);
+    assert!(
+        judged > before_commit,
+        "the successor was judged at {judged}, before the holder's commit (after {before_commit})"
+    );
     assert_eq!(
         writers(&db).await,
         ["A"],

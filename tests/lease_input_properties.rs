@@ -34,8 +34,7 @@ enum Arg {
     Big(Option<i64>),
 }
 
-/// A generated call: procedure, arguments in contract order, the outcomes
-/// and error numbers the contract allows it.
+/// A generated call: procedure and arguments in contract order.
 #[derive(Clone, Debug)]
 struct Call {
     procedure: &'static str,
@@ -44,27 +43,63 @@ struct Call {
 }
 
 impl Call {
-    fn allowed(&self) -> (&'static [&'static str], &'static [u32]) {
+    /// The outcomes the contract allows this procedure.
+    fn outcomes(&self) -> &'static [&'static str] {
         match self.procedure {
-            "fence_api.Provision" => (&["Created", "Exists"], &[50101]),
-            "fence_api.Acquire" => (&["Acquired", "Busy", "NotProvisioned"], &[50101, 50102, 50103]),
-            "fence_api.Renew" => (&["Renewed", "Lost"], &[50101, 50102, 50103, 50104]),
-            "fence_api.Publish" => (
-                &[
-                    "Published",
-                    "AlreadyPublished",
-                    "Superseded",
-                    "Expired",
-                    "GenerationAlreadyPublished",
-                    "NotProvisioned",
-                ],
-                &[50101, 50102, 50104, 50105, 50106, 50107],
-            ),
-            "fence_api.Release" => (&["Released", "NotHolder"], &[50101, 50102, 50104]),
-            "fence_api.GetOutcome" => (&["Published", "Unknown"], &[50105]),
-            "fence_api.ReadPublication" | "fence_api.Inspect" => (&["Found", "NotProvisioned"], &[50101]),
-            "fence_admin.ForceRelease" => (&["Fenced", "NotProvisioned"], &[50101]),
+            "fence_api.Provision" => &["Created", "Exists"],
+            "fence_api.Acquire" => &["Acquired", "Busy", "NotProvisioned"],
+            "fence_api.Renew" => &["Renewed", "Lost"],
+            "fence_api.Publish" => &[
+                "Published",
+                "AlreadyPublished",
+                "Superseded",
+                "Expired",
+                "GenerationAlreadyPublished",
+                "NotProvisioned",
+            ],
+            "fence_api.Release" => &["Released", "NotHolder"],
+            "fence_api.GetOutcome" => &["Published", "Unknown"],
+            "fence_api.ReadPublication" | "fence_api.Inspect" => &["Found", "NotProvisioned"],
+            "fence_admin.ForceRelease" => &["Fenced", "NotProvisioned"],
             other => panic!("no contract for {other}"),
+        }
+    }
+
+    /// The documented numbers of the arguments this call gets wrong, by the
+    /// rules of the contract's input table; empty when every argument is valid.
+    fn invalid(&self) -> Vec<u32> {
+        self.parameters
+            .iter()
+            .zip(&self.args)
+            .filter_map(|(name, arg)| match (*name, arg) {
+                ("@ResourceKey", Arg::Text(key)) => {
+                    let valid = key
+                        .as_deref()
+                        .is_some_and(|k| (1..=256).contains(&k.encode_utf16().count()) && !k.ends_with(' '));
+                    (!valid).then_some(50101)
+                }
+                ("@Owner", Arg::Id(owner)) => owner.is_none_or(|o| o.is_nil()).then_some(50102),
+                ("@LeaseSeconds", Arg::Int(seconds)) => {
+                    seconds.is_none_or(|s| !(1..=86_400).contains(&s)).then_some(50103)
+                }
+                ("@Generation", Arg::Big(generation)) => generation.is_none_or(|g| g < 1).then_some(50104),
+                ("@OperationId", Arg::Id(operation)) => operation.is_none_or(|o| o.is_nil()).then_some(50105),
+                ("@Payload", Arg::Text(payload)) => payload.is_none().then_some(50106),
+                (name, arg) => panic!("no rule for {name} = {arg:?}"),
+            })
+            .collect()
+    }
+
+    /// The error numbers this call may be refused with: one of its invalid
+    /// arguments' (the contract does not order the checks); with every
+    /// argument valid, only a publish's 50107 (an operation id already used
+    /// by a publish to another resource or generation), decided by the data.
+    fn allowed_errors(&self) -> Vec<u32> {
+        let invalid = self.invalid();
+        if invalid.is_empty() && self.procedure == "fence_api.Publish" {
+            vec![50107]
+        } else {
+            invalid
         }
     }
 
@@ -209,21 +244,31 @@ async fn run_raw(conn: &mut Connection, call: &Call) -> Result<(), TestCaseError
         Ok(stream) => stream.into_results().await,
         Err(e) => Err(e),
     };
-    let (outcomes, numbers) = call.allowed();
+    let (outcomes, invalid, numbers) = (call.outcomes(), call.invalid(), call.allowed_errors());
     match result {
         Ok(sets) => {
             let rows: Vec<_> = sets.into_iter().flatten().collect();
             prop_assert_eq!(rows.len(), 1, "{}: not exactly one row", statement);
             let outcome = rows[0].get::<&str, _>(0).unwrap_or("<NULL>");
+            prop_assert!(
+                invalid.is_empty(),
+                "{}: {:?} answered {} instead of refusing {:?}",
+                statement,
+                call.args,
+                outcome,
+                invalid
+            );
             prop_assert!(outcomes.contains(&outcome), "{}: outcome {}", statement, outcome);
         }
         Err(tiberius::error::Error::Server(token)) => {
             prop_assert!(
                 numbers.contains(&token.code()),
-                "{}: error {} {}",
+                "{}: {:?}: error {} {}, expected one of {:?}",
                 statement,
+                call.args,
                 token.code(),
-                token.message()
+                token.message(),
+                numbers
             );
             prop_assert_eq!(
                 tables(conn).await,

@@ -5,12 +5,13 @@
 //! its locks or snapshot predate what the other caller then changes.
 
 mod caller_support;
+mod client_support;
 mod support;
 
-use std::io::Write;
 use std::time::Duration;
 
 use caller_support::{Answer, Caller, LEVELS, engine_limit};
+use client_support::Proxy;
 use support::TestDatabase;
 use uuid::Uuid;
 
@@ -39,10 +40,6 @@ async fn fixture(test: &str) -> Option<Fixture> {
         .await;
     }
     Some(Fixture { db, a, b, babelfish })
-}
-
-fn say(line: &str) {
-    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 async fn provision(caller: &mut Caller, name: &str) -> String {
@@ -90,10 +87,19 @@ async fn begin_and_read(caller: &mut Caller, babelfish: bool, level: &str, key: 
 }
 
 /// The outcome of a call in the caller's transaction, or why this engine
-/// cannot show it; anything else fails the test.
+/// cannot show it; anything else fails the test. An outcome is a row, not an
+/// error, and leaves the caller's transaction open.
 async fn outcome_in(caller: &mut Caller, babelfish: bool, level: &str, answer: Answer) -> Result<String, String> {
     match answer {
-        Answer::Row(_) => Ok(answer.outcome()),
+        Answer::Row(_) => {
+            let outcome = answer.outcome();
+            assert_eq!(
+                caller.trancount().await,
+                1,
+                "{level}: answering {outcome} ended the caller's transaction"
+            );
+            Ok(outcome)
+        }
         Answer::Error { number, message } => {
             caller.rollback().await;
             Err(engine_limit(babelfish, level, &message)
@@ -113,7 +119,7 @@ async fn bounded<T>(what: &str, step: impl std::future::Future<Output = T>) -> T
 fn record(test: &str, level: &'static str, result: Result<(), String>, ran: &mut Vec<&'static str>) {
     match result {
         Ok(()) => ran.push(level),
-        Err(reason) => say(&format!("{test}: skipped at {level}: {reason}")),
+        Err(reason) => support::skip(test, &format!("at {level}: {reason}")),
     }
 }
 
@@ -269,17 +275,52 @@ async fn a_read_uncommitted_caller_never_sees_an_uncommitted_lease() {
     let (_, uncommitted) = acquire(&mut f.a, &key, 60).await;
     assert_eq!(uncommitted, 1);
 
-    let mut reader = f.b;
+    // The reader goes through a proxy that counts what reached the server,
+    // on a session whose Inspect and Acquire are compiled already.
+    let proxy = Proxy::start(f.db.connection_string().server()).await;
+    let mut reader = Caller::new(support::connect_ado(&proxy.ado(&f.db.ado())).await);
+    let warm = provision(&mut reader, "warm").await;
+    assert_eq!(reader.inspect(&warm).await.outcome(), "Found");
+    acquire(&mut reader, &warm, 60).await;
+    let sent = proxy.requests();
+    let (inspected_tx, inspected) = tokio::sync::oneshot::channel();
     let read = tokio::spawn(async move {
         reader.begin("READ UNCOMMITTED").await.unwrap();
         let inspect = reader.inspect(&key).await;
+        let _ = inspected_tx.send(());
         let acquire = reader.acquire(&key, Uuid::new_v4(), 60).await;
         reader.commit().await.unwrap();
         (inspect, acquire, reader)
     });
-    // Long enough for the reader's calls to reach the server; where they wait
-    // for the lock, they are still waiting.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The BEGIN and the Inspect reached the server before the rollback. An
+    // Inspect that answered without waiting for the row is followed by the
+    // Acquire, which must reach the server too; one that waits for the lock
+    // holds the Acquire back until the rollback.
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(10);
+    let mut inspected = Some(inspected);
+    loop {
+        let forwarded = proxy.requests() - sent;
+        if forwarded >= 3 {
+            break;
+        }
+        if forwarded == 2 && inspected.as_mut().is_some_and(|i| i.try_recv().is_err()) && !f.babelfish {
+            // SQL Server: the Inspect waits for the row; the server shows it.
+            let blocked = f
+                .db
+                .query("SELECT COUNT(*) FROM sys.dm_exec_requests WHERE blocking_session_id <> 0 AND database_id = DB_ID()")
+                .await;
+            if blocked[0].get::<i32, _>(0).unwrap_or(0) > 0 {
+                inspected = None;
+                break;
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "only {forwarded} of the reader's requests reached the server"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(inspected);
     f.a.rollback().await;
     let (inspect, acquire, reader) = bounded("the reader", read).await.unwrap();
 
@@ -314,7 +355,7 @@ async fn two_serializable_callers_publish_at_once_without_a_deadlock() {
         if let Err(e) = caller.begin("SERIALIZABLE").await {
             let reason = engine_limit(f.babelfish, "SERIALIZABLE", &e.to_string())
                 .unwrap_or_else(|| panic!("BEGIN TRANSACTION at SERIALIZABLE: {e}"));
-            say(&format!("{test}: skipped: {reason}"));
+            support::skip(test, &format!("at SERIALIZABLE: {reason}"));
             let [a, b] = callers;
             drop((a, b));
             f.db.drop().await;

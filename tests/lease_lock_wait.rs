@@ -4,13 +4,28 @@
 //! `Expired`, and revive nothing.
 
 mod caller_support;
+mod client_support;
 mod support;
 
 use std::time::Duration;
 
 use caller_support::{Caller, READ_PUBLICATION};
-use support::TestDatabase;
+use client_support::Proxy;
+use support::{TestDatabase, connect_ado};
 use uuid::Uuid;
+
+/// Waits until the proxy has forwarded `requests` requests: they reached the server.
+async fn reached(proxy: &Proxy, requests: u64) {
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(10);
+    while proxy.requests() < requests {
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "only {} of {requests} requests reached the server",
+            proxy.requests()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
 
 #[tokio::test]
 async fn calls_that_waited_for_the_row_past_the_lease_end_are_refused() {
@@ -18,7 +33,13 @@ async fn calls_that_waited_for_the_row_past_the_lease_end_are_refused() {
         return;
     };
     let mut holder = Caller::new(db.connect().await);
-    let (mut renewer, mut publisher) = (Caller::new(db.connect().await), Caller::new(db.connect().await));
+    // The waiting calls go through a proxy that counts what reached the server.
+    let proxy = Proxy::start(db.connection_string().server()).await;
+    let through = proxy.ado(&db.ado());
+    let (mut renewer, mut publisher) = (
+        Caller::new(connect_ado(&through).await),
+        Caller::new(connect_ado(&through).await),
+    );
     let key = format!("wait:{}", Uuid::new_v4().simple());
     let provision = holder
         .call("EXEC fence_api.Provision @ResourceKey = @P1", &[&key.as_str()])
@@ -42,12 +63,13 @@ async fn calls_that_waited_for_the_row_past_the_lease_end_are_refused() {
         assert_eq!(other.outcome(), "Superseded");
     }
 
-    // The holder's own transaction renews for one second and keeps the row
-    // locked, uncommitted, past that second.
+    // The holder's own transaction renews for two seconds and keeps the row
+    // locked, uncommitted, past them.
     holder.begin("READ COMMITTED").await.unwrap();
-    let renewed = holder.renew(&key, owner, generation, 1).await;
+    let renewed = holder.renew(&key, owner, generation, 2).await;
     assert_eq!(renewed.outcome(), "Renewed");
     let until = renewed.time("LeaseUntilUtc").unwrap();
+    let sent = proxy.requests();
 
     let renew = tokio::spawn({
         let key = key.clone();
@@ -57,6 +79,14 @@ async fn calls_that_waited_for_the_row_past_the_lease_end_are_refused() {
         let key = key.clone();
         async move { publisher.publish(&key, owner, generation, Uuid::new_v4(), "late").await }
     });
+    // Both calls reached the server while the lease still ran: a call that
+    // arrived after its end would be refused without having waited at all.
+    reached(&proxy, sent + 2).await;
+    let arrived_by = holder.server_now().await;
+    assert!(
+        arrived_by < until,
+        "the calls reached the server only at {arrived_by}, after the lease's end {until}"
+    );
     // Hold the row until the server clock is past the lease's end.
     while holder.server_now().await <= until + time::Duration::milliseconds(200) {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -96,7 +126,11 @@ async fn an_operation_id_raced_onto_two_keys_is_50107_for_the_loser() {
     let Some(db) = TestDatabase::deployed("an_operation_id_raced_onto_two_keys_is_50107_for_the_loser").await else {
         return;
     };
-    let (mut first, mut second) = (Caller::new(db.connect().await), Caller::new(db.connect().await));
+    let proxy = Proxy::start(db.connection_string().server()).await;
+    let (mut first, mut second) = (
+        Caller::new(db.connect().await),
+        Caller::new(connect_ado(&proxy.ado(&db.ado())).await),
+    );
     let mut leases = Vec::new();
     for name in ["one", "two"] {
         let key = format!("{name}:{}", Uuid::new_v4().simple());
@@ -121,11 +155,13 @@ async fn an_operation_id_raced_onto_two_keys_is_50107_for_the_loser() {
     let (key, owner, generation) = leases[0].clone();
     let won = first.publish(&key, owner, generation, operation, "first").await;
     assert_eq!(won.outcome(), "Published");
+    let sent = proxy.requests();
     let raced = tokio::spawn({
         let (key, owner, generation) = leases[1].clone();
         async move { second.publish(&key, owner, generation, operation, "second").await }
     });
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The second publish reached the server before the first committed.
+    reached(&proxy, sent + 1).await;
     assert!(
         !raced.is_finished(),
         "the second publish did not wait for the first to commit"

@@ -8,10 +8,19 @@ mod support;
 
 use std::time::Duration;
 
+use fencepost::audit::{Policy, Rule, RuleOutcome, evaluate, read_catalog};
 use fencepost::client::{Publish, Release, Renew};
+use fencepost::deploy::identity;
 use lease_support::{acquired, json, lease_cli, provisioned, state, worker};
 use support::TestDatabase;
 use uuid::Uuid;
+
+/// How `check`'s FP019 (the database was restored or failed over) comes out
+/// on `db`, read as `fencepost check` reads it.
+async fn identity_rule(db: &TestDatabase) -> RuleOutcome {
+    let catalog = read_catalog(&mut db.connect().await).await.expect("read the catalog");
+    evaluate(&catalog, &Policy::default()).outcome(Rule::DatabaseIdentity)
+}
 
 const LONG: Duration = Duration::from_secs(600);
 /// Generations per epoch: what a recovery raises to a multiple of.
@@ -144,19 +153,52 @@ async fn a_recovery_records_the_identity_it_answers_so_the_restore_is_no_longer_
     else {
         return;
     };
-    // The identity a restore left, as SQL Server would show it; Babelfish
-    // shows none, so the procedure is given one directly.
-    let restored = Uuid::new_v4();
+    let test = "a_recovery_records_the_identity_it_answers_so_the_restore_is_no_longer_reported";
+    let current = identity::read_current(&mut db.connect().await).await.unwrap();
+    // The identity a restore left. SQL Server shows it (the recovery fork),
+    // and the one recorded at deploy time then differs, which `check`
+    // reports; Babelfish shows none, so the procedure is given one directly.
+    let restored = match current {
+        Some(fork) => {
+            db.exec(&format!(
+                "UPDATE fence.DatabaseIdentity SET RecoveryForkGuid = '{}' WHERE Singleton = 1;",
+                Uuid::new_v4()
+            ))
+            .await;
+            assert_eq!(
+                identity_rule(&db).await,
+                RuleOutcome::Failed,
+                "check did not report the restore"
+            );
+            fork
+        }
+        None => Uuid::new_v4(),
+    };
     db.exec(&format!(
         "EXEC fence_admin.Recover @RecoveryId = '{}', @DatabaseIdentity = '{restored}';",
         Uuid::new_v4()
     ))
     .await;
-    let recorded = fencepost::deploy::identity::read_recorded(&mut db.connect().await)
+    let recorded = identity::read_recorded(&mut db.connect().await)
         .await
         .unwrap()
         .expect("the recovery recorded an identity");
     assert_eq!(recorded.recovery_fork, restored);
     assert_eq!(recorded.recorded_by, "recover");
+    let after = identity_rule(&db).await;
+    assert_ne!(
+        after,
+        RuleOutcome::Failed,
+        "check still reports the restore after the recovery"
+    );
+    if current.is_some() {
+        assert_eq!(after, RuleOutcome::Passed);
+    } else {
+        support::skip(
+            test,
+            "the engine shows no recovery fork (sys.database_recovery_status has no row), so FP019 cannot verify \
+             and never reports a restore: only the recorded identity and the absence of a finding are checked",
+        );
+    }
     db.drop().await;
 }

@@ -3,18 +3,25 @@
 //! replay, release and ForceRelease. Every call is written to a client-side
 //! ledger; afterwards the ledger and the tables must satisfy the invariants of
 //! the fence. The test prints how many operations ran and how many violations
-//! it found.
+//! it found. Each worker also runs, once and on a key of its own, the
+//! schedules contention may not produce in a short run (a replay, a publish
+//! after the lease ran out, one after a ForceRelease), so every run shows
+//! each of them.
 //!
 //! `FENCEPOST_STRESS_SECONDS` sets the length of the run (default 60).
 
 mod lease_support;
 mod stress_ledger;
+/// The invariant checks of the ledger find what they are meant to find; they
+/// run here, once, though another test binary uses the ledger too.
+#[path = "stress_ledger/tests.rs"]
+mod stress_ledger_tests;
 mod support;
 
 use std::io::Write;
 use std::time::Duration;
 
-use fencepost::client::{Acquire, Release, Renew};
+use fencepost::client::{Acquire, Publish, RefusalReason, Release, Renew};
 use fencepost::{Client, Connection};
 use lease_support::worker;
 use rand::rngs::StdRng;
@@ -48,14 +55,31 @@ async fn under_load_with_stalls_every_invariant_of_the_fence_holds() {
         first.provision(&key).await.unwrap();
         keys.push(key);
     }
+    for w in 0..WORKERS {
+        first.provision(&solo_key(w)).await.unwrap();
+    }
     drop(first);
 
+    // Every worker warms up at once, and the run's clock starts only when
+    // all of them are ready, so the whole window runs eight ways.
+    let warming: Vec<_> = (0..WORKERS)
+        .map(|_| {
+            let ado = db.ado();
+            tokio::spawn(async move {
+                let client = worker(&ado).await;
+                let operator = support::connect_ado(&ado).await;
+                (client, operator)
+            })
+        })
+        .collect();
+    let mut ready = Vec::new();
+    for warm in warming {
+        ready.push(warm.await.expect("a worker warms up"));
+    }
     let deadline = Instant::now() + run_length();
     let seed: u64 = rand::rng().random();
     let mut tasks = Vec::new();
-    for w in 0..WORKERS {
-        let client = worker(&db.ado()).await;
-        let operator = db.connect().await;
+    for (w, (client, operator)) in (0..WORKERS).zip(ready) {
         let keys = keys.clone();
         tasks.push(tokio::spawn(run_worker(w, client, operator, keys, deadline, seed + w)));
     }
@@ -83,6 +107,42 @@ async fn under_load_with_stalls_every_invariant_of_the_fence_holds() {
         ledger.accepted().count() > 0,
         "nothing was ever published: the run showed nothing"
     );
+    // A run that never met a schedule proved nothing about it.
+    let publishes = |wanted: Publish, replayed: bool| {
+        ledger
+            .events
+            .iter()
+            .filter(
+                |e| matches!(e, Event::Publish { outcome, replay, .. } if *outcome == wanted && *replay == replayed),
+            )
+            .count()
+    };
+    let schedules = [
+        (
+            "a stale publish refused as Superseded",
+            publishes(Publish::Refused(RefusalReason::Superseded), false),
+        ),
+        (
+            "a publish after the lease ran out refused as Expired",
+            publishes(Publish::Refused(RefusalReason::Expired), false)
+                + publishes(Publish::Refused(RefusalReason::Expired), true),
+        ),
+        (
+            "a replay answered AlreadyPublished",
+            publishes(Publish::AlreadyPublished, true),
+        ),
+        (
+            "a ForceRelease that fenced a key",
+            ledger
+                .events
+                .iter()
+                .filter(|e| matches!(e, Event::Fenced { .. }))
+                .count(),
+        ),
+    ];
+    for (schedule, seen) in schedules {
+        assert!(seen > 0, "the run never showed {schedule}: {}", ledger.summary());
+    }
     db.drop().await;
 }
 
@@ -95,7 +155,7 @@ async fn run_worker(
     seed: u64,
 ) -> Vec<Event> {
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut events = Vec::new();
+    let mut events = scripted(w, &client, &mut operator).await;
     let mut publishes = 0u64;
     while Instant::now() < deadline {
         let key = keys[rng.random_range(0..keys.len())].clone();
@@ -165,6 +225,67 @@ async fn run_worker(
         }
         // Otherwise the lease is left to run out, as a crashed holder's does.
     }
+    events
+}
+
+/// A key only worker `w` uses.
+fn solo_key(w: u64) -> String {
+    format!("stress-solo-{w}")
+}
+
+/// The schedules that contention on the shared keys may never produce in a
+/// short run, each once, on the worker's own key where nobody can take over:
+/// a replay, a publish after the lease ran out, and a publish after a
+/// ForceRelease fenced the holder out. They run while the other workers load
+/// the server, and go into the ledger like every other call.
+async fn scripted(w: u64, client: &Client, operator: &mut Connection) -> Vec<Event> {
+    let key = solo_key(w);
+    let mut events = Vec::new();
+    let grant = async |events: &mut Vec<Event>, length: Duration| {
+        let lease = lease_support::acquired(client.acquire(&key, length).await.unwrap());
+        events.push(Event::granted(&lease));
+        lease
+    };
+    let expect = |events: &mut Vec<Event>, event: Event, wanted: Publish| {
+        let Event::Publish { outcome, .. } = &event else {
+            panic!("worker {w}: {event:?}, expected {wanted:?}");
+        };
+        assert_eq!(*outcome, wanted, "worker {w} on {key}");
+        events.push(event);
+    };
+
+    let lease = grant(&mut events, Duration::from_secs(30)).await;
+    let operation = Uuid::new_v4();
+    let payload = format!("w{w}-solo");
+    expect(
+        &mut events,
+        publish(client, &lease, operation, &payload, false).await,
+        Publish::Published,
+    );
+    expect(
+        &mut events,
+        publish(client, &lease, operation, &payload, true).await,
+        Publish::AlreadyPublished,
+    );
+    assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
+    events.push(Event::Released {
+        key: key.clone(),
+        generation: lease.generation(),
+        received: Instant::now(),
+    });
+
+    // Left to run out, as a stalled holder's lease does: the server clock says when.
+    let lease = grant(&mut events, Duration::from_secs(1)).await;
+    lease_support::wait_until_expired(client, &key).await;
+    let late = publish(client, &lease, Uuid::new_v4(), &format!("w{w}-expired"), false).await;
+    expect(&mut events, late, Publish::Refused(RefusalReason::Expired));
+
+    let lease = grant(&mut events, Duration::from_secs(30)).await;
+    let fenced = force_release(operator, &key).await;
+    assert!(matches!(fenced, Event::Fenced { .. }), "worker {w}: {fenced:?}");
+    events.push(fenced);
+    let stale = publish(client, &lease, Uuid::new_v4(), &format!("w{w}-fenced"), false).await;
+    expect(&mut events, stale, Publish::Refused(RefusalReason::Superseded));
     events
 }
 

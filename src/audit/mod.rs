@@ -32,14 +32,14 @@ mod rule;
 mod rules;
 
 pub use catalog::{
-    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, FenceTableFeature, IdentityReading, JobStep,
-    LinkedLogin, LinkedServer, LinkedServers, LoginKind, Membership, Object, ObjectKind, OtherDatabase,
+    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, FenceTableFeature, IdentityReading, JobEditor,
+    JobStep, LinkedLogin, LinkedServer, LinkedServers, LoginKind, Membership, Object, ObjectKind, OtherDatabase,
     OtherDatabaseUser, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable, ServerFacts,
     ServerPermission, ServerSettings, ServerTrigger, ServiceQueue, TableFeature, Visibility,
 };
 pub use error::AuditError;
 pub use finding::{CannotVerify, Finding};
-pub use offline::{Source, Sources, lint_offline};
+pub use offline::{Source, Sources, lint_offline, shipped_grants};
 pub use policy::{Policy, ShippedProcedure};
 pub use read::{read_catalog, read_catalog_counted};
 pub use render::{Format, render};

@@ -3,6 +3,7 @@
 //! role gets only its procedures, no procedure uses dynamic SQL or `EXECUTE
 //! AS`, and every `fence_api` procedure is granted to `fence_service`.
 
+use super::catalog::{Permission, PermissionState, Securable};
 use super::module_text::{dynamic_constructs, words};
 use super::{Finding, Policy, Report, Rule};
 use crate::tsql::{code_only, quote_name, quote_qualified, without_comments};
@@ -194,6 +195,46 @@ fn procedure_name(source: &Source) -> String {
         Some(c) if !c.eq_ignore_ascii_case(stem) => c,
         _ => stem.to_string(),
     }
+}
+
+/// The grants the shipped permission scripts make, one per permission and
+/// grantee, as `sys.database_permissions` shows them after a deploy: what a
+/// clean catalog holds. Procedure names take the spelling of the script that
+/// creates them.
+pub fn shipped_grants(sources: &Sources) -> Vec<Permission> {
+    let names: Vec<String> = sources.procedures.iter().map(procedure_name).collect();
+    let mut out = Vec::new();
+    for g in sources.permissions.iter().flat_map(grants_in) {
+        let on = match g.on.as_deref() {
+            None => Securable::Database,
+            Some(on) => match on.strip_prefix("SCHEMA::") {
+                Some(schema) => Securable::Schema { schema: schema.into() },
+                None => {
+                    let spelled = names
+                        .iter()
+                        .find(|n| n.eq_ignore_ascii_case(on))
+                        .map_or(on, String::as_str);
+                    let (schema, name) = spelled.split_once('.').unwrap_or(("dbo", spelled));
+                    Securable::Object {
+                        schema: schema.into(),
+                        name: name.into(),
+                        column: None,
+                    }
+                }
+            },
+        };
+        for permission in &g.permissions {
+            for grantee in &g.grantees {
+                out.push(Permission {
+                    grantee: grantee.clone(),
+                    permission: permission.to_uppercase(),
+                    state: PermissionState::Grant,
+                    on: on.clone(),
+                });
+            }
+        }
+    }
+    out
 }
 
 /// Every GRANT in a script, including inside strings that dynamic SQL runs.

@@ -217,7 +217,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn acquire_waiting_wakes_at_the_lease_end_on_the_local_monotonic_clock() {
+    async fn a_busy_pause_timed_by_a_server_an_hour_ahead_ends_at_the_lease_end_on_the_local_monotonic_clock() {
         // A busy answer judged by a server an hour ahead: the pause is timed
         // from the request's send instant, on tokio's (paused) clock.
         let server_now = OffsetDateTime::now_utc() + Duration::from_secs(3600);

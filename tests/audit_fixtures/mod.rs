@@ -39,6 +39,16 @@ pub fn shipped_permissions() -> Vec<(String, String)> {
     shipped_folder("permissions")
 }
 
+/// The shipped procedures and permission scripts, as `check --offline`
+/// reads them.
+pub fn shipped_sources() -> fencepost::audit::Sources {
+    let source = |(file, text): (String, String)| fencepost::audit::Source::new(file, text);
+    fencepost::audit::Sources {
+        procedures: shipped_procedures().into_iter().map(source).collect(),
+        permissions: shipped_permissions().into_iter().map(source).collect(),
+    }
+}
+
 /// What SQL Server's `HASHBYTES('SHA2_256', nvarchar)` gives: SHA-256 over
 /// UTF-16LE, as upper-case hex.
 pub fn server_hash(definition: &str) -> String {
@@ -163,36 +173,10 @@ pub fn clean() -> Catalog {
         member("fence_reader", "dashboard"),
         member("fence_operator", "oncall"),
     ];
-    let api = [
-        "Provision",
-        "Acquire",
-        "Renew",
-        "Publish",
-        "Release",
-        "GetOutcome",
-        "ReadPublication",
-        "Inspect",
-        "AssertHolder",
-        "ContractVersion",
-    ];
-    for p in api {
-        c.permissions
-            .push(grant("fence_service", "EXECUTE", object("fence_api", p)));
-    }
-    for p in ["ReadPublication", "Inspect", "ContractVersion"] {
-        c.permissions
-            .push(grant("fence_reader", "EXECUTE", object("fence_api", p)));
-    }
+    // The EXECUTE grants, as the shipped permission scripts make them: a
+    // grant added there, or taken away, is one here.
     c.permissions
-        .push(grant("fence_reader", "EXECUTE", object("fence_admin", "LeaseHistory")));
-    for p in ["ForceRelease", "ListLeases", "LeaseHistory"] {
-        c.permissions
-            .push(grant("fence_operator", "EXECUTE", object("fence_admin", p)));
-    }
-    for p in ["Recover", "PruneTenure", "ListLeases", "LeaseHistory"] {
-        c.permissions
-            .push(grant("fence_recovery", "EXECUTE", object("fence_admin", p)));
-    }
+        .extend(fencepost::audit::shipped_grants(&shipped_sources()));
     for r in ["fence_service", "fence_reader", "fence_operator", "fence_recovery"] {
         for p in [
             "SELECT",
@@ -274,6 +258,20 @@ pub fn clean() -> Catalog {
     c.deployed = Some(journal);
     c.server = Some(ServerFacts {
         role_members: vec![member("sysadmin", "sa"), member("sysadmin", "deployer")],
+        // The fixed server roles, as sys.server_principals lists them.
+        roles: [
+            "public",
+            "sysadmin",
+            "securityadmin",
+            "serveradmin",
+            "setupadmin",
+            "processadmin",
+            "diskadmin",
+            "dbcreator",
+            "bulkadmin",
+        ]
+        .map(String::from)
+        .to_vec(),
         permissions: Vec::new(),
         permissions_unreadable: None,
         group_logins: Vec::new(),
@@ -284,6 +282,8 @@ pub fn clean() -> Catalog {
     c.fence_table_features = Some(Vec::new());
     // No Agent job step, linked server or activated queue.
     c.job_steps = Some(Vec::new());
+    // Only sysadmins may write msdb's job tables.
+    c.job_editors = Some(Vec::new());
     c.linked_servers = Some(fencepost::audit::LinkedServers {
         this_server: vec!["SQL01".into()],
         servers: Vec::new(),

@@ -82,11 +82,7 @@ pub async fn wait_until_expired(client: &Client, key: &str) {
 
 /// Runs `fencepost lease ARGS` against the database of `ado`.
 pub async fn lease_cli(args: &[&str], ado: &str) -> Output {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_fencepost"))
-        .arg("lease")
-        .args(args)
-        .env("FENCEPOST_CONNECTION", ado)
-        .env_remove("FENCEPOST_ENVIRONMENT")
+    crate::support::binary::tokio(crate::support::binary::fencepost_on(ado, ["lease"].iter().chain(args)))
         .output()
         .await
         .expect("run fencepost")

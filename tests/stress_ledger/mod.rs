@@ -350,5 +350,5 @@ impl Ledger {
     }
 }
 
-#[cfg(test)]
-mod tests;
+// The ledger's own checks (`tests.rs`) are compiled into `lease_stress`
+// only, so they run once although `deploy_under_traffic` uses the ledger too.

@@ -1,6 +1,10 @@
 //! The invariant checks find what they are meant to find.
 
-use super::*;
+use crate::stress_ledger::*;
+use fencepost::client::Publish;
+use time::OffsetDateTime;
+use tokio::time::Instant;
+use uuid::Uuid;
 
 fn t(second: i64) -> OffsetDateTime {
     OffsetDateTime::UNIX_EPOCH + time::Duration::seconds(second)

@@ -11,6 +11,7 @@
 #![allow(dead_code)]
 
 pub mod babelfish_postgres;
+pub mod binary;
 mod shared;
 
 use std::io::Write;
@@ -61,6 +62,13 @@ pub struct TestDatabase {
     dropped: bool,
 }
 
+/// The prefix of every test database's name; a login's is [`LOGIN_PREFIX`].
+/// Both are followed by [`unique_suffix`].
+const DATABASE_PREFIX: &str = "fp_";
+const LOGIN_PREFIX: &str = "fp_login_";
+
+/// `<pid>_<six hex digits, or x>_<counter>`: the process that made the name,
+/// and what makes it unique within that process.
 fn unique_suffix() -> String {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -76,6 +84,7 @@ impl TestDatabase {
     /// line) when no engine is configured.
     pub async fn new(test: &str) -> Option<Self> {
         let server_ado = server_or_skip(test)?;
+        sweep_leftovers_once(&server_ado);
         let name = format!("fp_{}", unique_suffix());
         let mut admin = connect_ado(&server_ado).await;
         if let Err(e) = with_catalog_retry(&mut admin, &format!("CREATE DATABASE [{name}];")).await {
@@ -206,8 +215,12 @@ impl Drop for TestDatabase {
         if self.dropped {
             return;
         }
-        let (server_ado, name, logins, shared) =
-            (self.server_ado.clone(), self.name.clone(), self.logins.clone(), self.shared);
+        let (server_ado, name, logins, shared) = (
+            self.server_ado.clone(),
+            self.name.clone(),
+            self.logins.clone(),
+            self.shared,
+        );
         // This may run on the test's own runtime thread, which cannot block
         // on a future: the teardown gets a thread and a runtime of its own,
         // and the test waits for it so the process cannot exit first.
@@ -224,6 +237,133 @@ impl Drop for TestDatabase {
             let _ = writeln!(std::io::stderr(), "warning: database {} left behind", self.name);
         }
     }
+}
+
+/// The id of the test process that made `name`, when `name` is a test
+/// database's (`fp_<pid>_<hex>_<n>`) or a test login's (`fp_login_<pid>_<hex>_<n>`,
+/// with `login` true), or the id of the test runner whose run shares the
+/// database (`fp_<pid>_shared_<binary>`, [`TestDatabase::shared`]), and
+/// nothing else.
+pub fn maker_of(name: &str, login: bool) -> Option<u32> {
+    let rest = if login {
+        name.strip_prefix(LOGIN_PREFIX)?
+    } else {
+        name.strip_prefix(DATABASE_PREFIX)?
+    };
+    if !login
+        && let Some((pid, binary)) = rest.split_once("_shared_")
+        && !pid.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && !binary.is_empty()
+        && binary
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        return pid.parse().ok();
+    }
+    let mut parts = rest.split('_');
+    let (pid, unique, counter) = (parts.next()?, parts.next()?, parts.next()?);
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let unique_ok = unique == "x" || (unique.len() == 6 && unique.bytes().all(|b| b.is_ascii_hexdigit()));
+    (parts.next().is_none() && digits(pid) && unique_ok && digits(counter))
+        .then(|| pid.parse().ok())
+        .flatten()
+}
+
+/// Whether the test process that made a name is gone: not this process, and
+/// no process of that id is running. A live process's databases are its own
+/// business, whoever it is.
+fn maker_is_gone(pid: u32) -> bool {
+    pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Once per test process, before its first database: drops the test
+/// databases and logins that a test process which is no longer running left
+/// behind (killed by a time-out, Ctrl-C or the OOM killer before its
+/// teardown ran), ending their sessions first as a teardown does.
+pub fn sweep_leftovers_once(server_ado: &str) {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| {
+        let server_ado = server_ado.to_owned();
+        // The caller may be on a test's runtime thread, which cannot block
+        // on a future: the sweep gets a thread and a runtime of its own.
+        let sweep = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime for the sweep")
+                .block_on(sweep_leftovers(&server_ado));
+        });
+        if sweep.join().is_err() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: the sweep of earlier runs' leftovers failed"
+            );
+        }
+    });
+}
+
+/// Drops the test databases and logins whose making process is gone (see
+/// [`sweep_leftovers_once`]).
+pub async fn sweep_leftovers(server_ado: &str) {
+    let mut admin = connect_ado(server_ado).await;
+    let logins = names_of(
+        &mut admin,
+        "SELECT name FROM sys.server_principals WHERE name LIKE N'fp[_]login[_]%';",
+    )
+    .await;
+    let databases = names_of(&mut admin, "SELECT name FROM sys.databases WHERE name LIKE N'fp[_]%';").await;
+    let logins: Vec<String> = logins
+        .into_iter()
+        .filter(|name| maker_of(name, true).is_some_and(maker_is_gone))
+        .collect();
+    for login in &logins {
+        end_sessions(&mut admin, &format!("login_name = N'{login}'")).await;
+        // IF EXISTS: another process starting its tests sweeps the same
+        // leftovers at the same time.
+        let drop_login =
+            format!("IF EXISTS (SELECT 1 FROM sys.server_principals WHERE name = N'{login}') DROP LOGIN [{login}];");
+        match with_catalog_retry(&mut admin, &drop_login).await {
+            Ok(()) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "dropped login {login}, left behind by an earlier run"
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "warning: login {login} left behind: {e}");
+            }
+        }
+    }
+    for name in databases
+        .into_iter()
+        .filter(|name| maker_of(name, false).is_some_and(maker_is_gone))
+    {
+        end_sessions(&mut admin, &format!("database_id = DB_ID(N'{name}')")).await;
+        match with_catalog_retry(&mut admin, &format!("DROP DATABASE IF EXISTS [{name}];")).await {
+            Ok(()) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "dropped database {name}, left behind by an earlier run"
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "warning: database {name} left behind: {e}");
+            }
+        }
+    }
+}
+
+/// The first column of `sql`'s rows, or nothing when the query fails (a
+/// sweep never fails a test).
+async fn names_of(admin: &mut Connection, sql: &str) -> Vec<String> {
+    let rows = match admin.simple_query(sql).await {
+        Ok(stream) => stream.into_first_result().await.unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    rows.iter()
+        .filter_map(|row| row.get::<&str, usize>(0).map(str::to_owned))
+        .collect()
 }
 
 /// Drops `logins` and the database `name`; of a shared database, only the
@@ -276,14 +416,9 @@ pub fn ado_value(ado: &str, key: &str) -> Option<String> {
     })
 }
 
-/// Runs a CREATE or DROP DATABASE or a CREATE LOGIN, retrying while another
-/// session is in the way: Babelfish refuses concurrent catalog changes ("tuple
-/// concurrently updated") where SQL Server would queue them, adds each new
-/// login to every database's guest role (failing with `role "x_guest" does
-/// not exist` while one is being dropped), touches every login's role when it
-/// creates a database, and a just-closed connection may
-/// still hold a database or a login for a moment.
-async fn with_catalog_retry(admin: &mut Connection, sql: &str) -> Result<(), tiberius::error::Error> {
+/// Runs a CREATE or DROP DATABASE or a CREATE or DROP LOGIN, retrying
+/// while another session is in the way (see [`is_transient_catalog_conflict`]).
+pub async fn with_catalog_retry(admin: &mut Connection, sql: &str) -> Result<(), tiberius::error::Error> {
     let mut attempt = 0;
     loop {
         attempt += 1;
@@ -292,7 +427,9 @@ async fn with_catalog_retry(admin: &mut Connection, sql: &str) -> Result<(), tib
             Err(e) => Err(e),
         };
         match result {
-            Err(e) if attempt < 20 && is_transient_catalog_conflict(&e.to_string()) => {
+            Err(tiberius::error::Error::Server(token))
+                if attempt < 20 && is_transient_catalog_conflict(token.code(), token.message()) =>
+            {
                 tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await;
             }
             other => return other,
@@ -300,21 +437,50 @@ async fn with_catalog_retry(admin: &mut Connection, sql: &str) -> Result<(), tib
     }
 }
 
-fn is_transient_catalog_conflict(message: &str) -> bool {
-    // CREATE DATABASE on Babelfish touches every login's role; one that a
-    // parallel test is dropping fails it with `role "fp_login_..." does not
-    // exist`.
-    if message.contains("role \"fp_login_") && message.contains("\" does not exist") {
+/// SQL Server's "Cannot drop database \"%.*ls\" because it is currently in use."
+const SQL_SERVER_DATABASE_IN_USE: u32 = 3702;
+/// SQL Server's "Could not drop login '%.*ls' as the user is currently logged in."
+const SQL_SERVER_LOGIN_LOGGED_IN: u32 = 15434;
+/// The one number Babelfish gives every PostgreSQL error; its message tells them apart.
+const BABELFISH: u32 = 33557097;
+
+/// Whether the server refused a catalog change only because another session
+/// was in the way, so that the same statement may succeed in a moment. These
+/// are the engines' exact refusals, and each names only a test's own
+/// database or login:
+///
+/// * a database or login still in use by a session that is closing (SQL
+///   Server 3702 and 15434; on Babelfish `Cannot drop database "fp_..."
+///   because it is currently in use in another session` and `Could not drop
+///   login 'fp_login_...' as the user is currently logged in.`);
+/// * Babelfish refusing concurrent catalog changes where SQL Server queues
+///   them: `tuple concurrently updated` (CREATE and DROP DATABASE) and `tuple
+///   concurrently deleted` (DROP DATABASE, DROP LOGIN);
+/// * Babelfish adding each new login to every database's guest role, which
+///   fails with `role "fp_..._guest" does not exist` while a parallel test
+///   drops its database, and touching every login's role when it creates a
+///   database, which fails with `role "fp_login_..." does not exist` while a
+///   parallel test drops its login.
+pub fn is_transient_catalog_conflict(code: u32, message: &str) -> bool {
+    if code == SQL_SERVER_DATABASE_IN_USE || code == SQL_SERVER_LOGIN_LOGGED_IN {
         return true;
     }
-    [
-        "concurrently",
-        "in use",
-        "_guest\" does not exist",
-        "currently logged in",
-    ]
-    .iter()
-    .any(|m| message.contains(m))
+    if code != BABELFISH {
+        return false;
+    }
+    let between = |prefix: &str, suffix: &str| message.strip_prefix(prefix)?.strip_suffix(suffix);
+    let database = |name: &str| maker_of(name, false).is_some();
+    let login = |name: &str| maker_of(name, true).is_some();
+    message == "tuple concurrently updated"
+        || message == "tuple concurrently deleted"
+        || between(
+            "Cannot drop database \"",
+            "\" because it is currently in use in another session",
+        )
+        .is_some_and(database)
+        || between("Could not drop login '", "' as the user is currently logged in.").is_some_and(login)
+        || between("role \"", "\" does not exist")
+            .is_some_and(|role| login(role) || role.strip_suffix("_guest").is_some_and(database))
 }
 
 /// Opens a connection from an ADO string, panicking with the reason.

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 use fencepost::deploy::Sources;
 
-use super::{TestDatabase, connect_ado, end_sessions, server_or_skip, with_catalog_retry};
+use super::{TestDatabase, connect_ado, end_sessions, server_or_skip, sweep_leftovers_once, with_catalog_retry};
 
 impl TestDatabase {
     /// The deployed database shared by this run's tests of this binary (see
@@ -28,6 +28,7 @@ impl TestDatabase {
     /// logins the test made.
     pub async fn shared(test: &str) -> Option<Self> {
         let server_ado = server_or_skip(test)?;
+        sweep_leftovers_once(&server_ado);
         let name = shared_name();
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
         let lock = File::create(dir.join(format!("{name}.lock"))).expect("the shared database's lock file");
@@ -37,7 +38,9 @@ impl TestDatabase {
         lock.lock().expect("locking the shared database's lock file");
         let mut admin = connect_ado(&server_ado).await;
         let exists = admin
-            .simple_query(format!("SELECT CAST(CASE WHEN DB_ID(N'{name}') IS NULL THEN 0 ELSE 1 END AS int);"))
+            .simple_query(format!(
+                "SELECT CAST(CASE WHEN DB_ID(N'{name}') IS NULL THEN 0 ELSE 1 END AS int);"
+            ))
             .await
             .expect("looking for the shared database")
             .into_row()

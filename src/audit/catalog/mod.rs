@@ -11,7 +11,7 @@ mod tables;
 use serde::{Deserialize, Serialize};
 
 pub use code::{Dependency, DeployedProcedure, Object, ObjectKind};
-pub use runners::{JobStep, LinkedLogin, LinkedServer, LinkedServers, ServiceQueue};
+pub use runners::{JobEditor, JobStep, LinkedLogin, LinkedServer, LinkedServers, ServiceQueue};
 pub use security::{LoginKind, Membership, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable};
 pub use server::{OtherDatabase, OtherDatabaseUser, ServerFacts, ServerPermission, ServerSettings, ServerTrigger};
 pub use tables::{FenceTableFeature, TableFeature};
@@ -72,6 +72,9 @@ pub struct Catalog {
     /// SQL Server Agent T-SQL job steps that run in this database; `None`
     /// when `msdb` could not be read.
     pub job_steps: Option<Vec<JobStep>>,
+    /// Who may rewrite any Agent job by writing msdb's job tables; `None`
+    /// when msdb's principals and permissions could not be read in full.
+    pub job_editors: Option<Vec<JobEditor>>,
     /// Linked servers and their login mappings; `None` when unreadable.
     pub linked_servers: Option<LinkedServers>,
     /// Service Broker queues with activation on; `None` when unreadable.

@@ -22,6 +22,38 @@ pub struct JobStep {
     /// The step's command text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+    /// The database the step runs in (`database_name`), when it is not this
+    /// one: then only what its command names of this database counts
+    /// (`USE`, three-part names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<String>,
+    /// The database user the step runs as (`database_user_name`), which only
+    /// a sysadmin sets and which applies to a sysadmin-owned job's step; else
+    /// a sysadmin owner's step runs as the Agent's own sysadmin login and any
+    /// other owner's as that owner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_as_user: Option<String>,
+}
+
+/// An msdb principal that may rewrite any job without the Agent's
+/// procedures, which let a non-sysadmin edit only its own jobs: by writing
+/// `msdb.dbo.sysjobsteps` or `sysjobs` (their commands, their owners) as a
+/// member of msdb's `db_owner` or `db_datawriter`, or with a grant there.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobEditor {
+    /// The msdb user (`public` or `guest`: every login).
+    pub user: String,
+    /// Its login; `None` for `public`, `guest` or an orphaned user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub login: Option<String>,
+    /// The role (`db_datawriter`) or permission
+    /// (`UPDATE ON OBJECT::dbo.sysjobsteps`) that lets it.
+    pub via: String,
+    /// Whether `via` is a role membership rather than a grant.
+    pub via_role: bool,
+    /// The msdb principal that is in that role or holds that grant: the user
+    /// itself, or a role it is in.
+    pub holder: String,
 }
 
 /// The linked servers of the server and the names it answers to.

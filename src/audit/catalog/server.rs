@@ -13,6 +13,11 @@ pub struct ServerFacts {
     /// user-defined server roles). The permissions of fixed server roles are
     /// not listed in `permissions`: the rules know them.
     pub role_members: Vec<Membership>,
+    /// The server roles (`sys.server_principals`, type `R`), fixed and
+    /// user-defined, with members or without: a name here is a server role,
+    /// never a login. Empty when the reader did not list them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<String>,
     /// Granted server permissions, by login or server role.
     pub permissions: Vec<ServerPermission>,
     /// Why `permissions` could not be read, when it could not: then an empty

@@ -7,9 +7,10 @@ use tiberius::Row;
 
 use super::super::AuditError;
 use super::super::catalog::{
-    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, FenceTableFeature, IdentityReading, JobStep,
-    LinkedLogin, LinkedServer, LinkedServers, LoginKind, Membership, Object, ObjectKind, Permission, PermissionState,
-    Principal, PrincipalKind, Schema, Securable, ServerSettings, ServerTrigger, ServiceQueue, TableFeature,
+    Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, FenceTableFeature, IdentityReading, JobEditor,
+    JobStep, LinkedLogin, LinkedServer, LinkedServers, LoginKind, Membership, Object, ObjectKind, Permission,
+    PermissionState, Principal, PrincipalKind, Schema, Securable, ServerSettings, ServerTrigger, ServiceQueue,
+    TableFeature,
 };
 use super::facts::{is_visible_marker, server, trustworthy, visibility};
 use super::rows::{int, required, text, uuid};
@@ -315,9 +316,9 @@ pub(super) fn build(next: &mut Next) -> Result<Catalog, AuditError> {
     }
 
     let (rows, what) = next();
-    catalog.job_steps = match rows {
+    (catalog.job_steps, catalog.job_editors) = match rows {
         Some(rows) => job_steps(&rows, what)?,
-        None => None,
+        None => (None, None),
     };
 
     let (rows, what) = next();
@@ -335,22 +336,39 @@ pub(super) fn build(next: &mut Next) -> Result<Catalog, AuditError> {
 }
 
 /// The job steps, or `None` at the marker row of an engine without an Agent
-/// catalog.
-fn job_steps(rows: &[Row], what: &'static str) -> Result<Option<Vec<JobStep>>, AuditError> {
+/// catalog; and who may rewrite any job, or `None` without the row saying
+/// msdb's principals were seen in full.
+type JobRows = (Option<Vec<JobStep>>, Option<Vec<JobEditor>>);
+
+fn job_steps(rows: &[Row], what: &'static str) -> Result<JobRows, AuditError> {
     let mut steps = Vec::new();
+    let mut editors = Vec::new();
+    let mut visible = false;
     for row in rows {
-        if text(row, 0, what)?.as_deref() != Some("step") {
-            return Ok(None);
+        match text(row, 0, what)?.as_deref() {
+            Some("step") => steps.push(JobStep {
+                job: required(row, 1, what)?,
+                step_id: int(row, 2, what)?.unwrap_or_default(),
+                step: text(row, 3, what)?.unwrap_or_default(),
+                owner: text(row, 4, what)?,
+                command: text(row, 5, what)?,
+                database: text(row, 6, what)?,
+                run_as_user: text(row, 7, what)?,
+            }),
+            Some("editors visible") => visible = true,
+            // Azure SQL Database: no Agent, no msdb jobs at all.
+            Some("no agent") => return Ok((Some(Vec::new()), Some(Vec::new()))),
+            Some("editor") => editors.push(JobEditor {
+                user: required(row, 1, what)?,
+                via_role: int(row, 2, what)? == Some(1),
+                via: required(row, 3, what)?,
+                login: text(row, 4, what)?,
+                holder: required(row, 6, what)?,
+            }),
+            _ => return Ok((None, None)),
         }
-        steps.push(JobStep {
-            job: required(row, 1, what)?,
-            step_id: int(row, 2, what)?.unwrap_or_default(),
-            step: text(row, 3, what)?.unwrap_or_default(),
-            owner: text(row, 4, what)?,
-            command: text(row, 5, what)?,
-        });
     }
-    Ok(Some(steps))
+    Ok((Some(steps), visible.then_some(editors)))
 }
 
 /// The linked servers, or `None` without the row saying the checking login

@@ -48,6 +48,7 @@ pub(super) fn server(rows: &[Row], what: &'static str, catalog: &Catalog) -> Res
                 on_login: text(row, 3, what)?,
             }),
             Some("group") => facts.group_logins.push(required(row, 1, what)?),
+            Some("role") => facts.roles.push(required(row, 1, what)?),
             Some("no permission catalog") => {
                 facts.permissions_unreadable = Some(format!(
                     "{} has no server permission catalog (sys.server_permissions)",

@@ -13,7 +13,8 @@ pub(super) struct Query {
     pub(super) required: bool,
 }
 
-/// The visibility marker and the server role memberships.
+/// The visibility marker, the server role memberships, the group logins and
+/// every server role (a role without members included).
 const SERVER_ROLES: &str = "SELECT N'visible', CAST(CASE WHEN IS_SRVROLEMEMBER(N'sysadmin') = 1
                                          OR HAS_PERMS_BY_NAME(NULL, NULL, N'VIEW ANY DEFINITION') = 1
                                          THEN N'1' ELSE N'0' END AS nvarchar(256)), CAST(NULL AS nvarchar(256)),
@@ -27,7 +28,11 @@ const SERVER_ROLES: &str = "SELECT N'visible', CAST(CASE WHEN IS_SRVROLEMEMBER(N
                      UNION ALL
                      SELECT N'group', CAST(g.name AS nvarchar(256)), CAST(NULL AS nvarchar(256)),
                             CAST(NULL AS nvarchar(256))
-                       FROM sys.server_principals AS g WHERE g.type IN ('G', 'X')";
+                       FROM sys.server_principals AS g WHERE g.type IN ('G', 'X')
+                     UNION ALL
+                     SELECT N'role', CAST(r.name AS nvarchar(256)), CAST(NULL AS nvarchar(256)),
+                            CAST(NULL AS nvarchar(256))
+                       FROM sys.server_principals AS r WHERE r.type = 'R'";
 
 /// Every granted server permission: server-wide ones, and those on a login
 /// or server role (class 101). All of them, not a chosen list: the rules
@@ -174,23 +179,69 @@ const FENCE_TABLE_FEATURES: &str = "IF OBJECT_ID(N'sys.security_predicates') IS 
                 CAST(OBJECT_SCHEMA_NAME(sp.object_id) + N'.' + OBJECT_NAME(sp.object_id) AS nvarchar(520))
            FROM sys.security_predicates AS sp WHERE OBJECT_SCHEMA_NAME(sp.target_object_id) = N'fence'";
 
-/// SQL Server Agent T-SQL steps that run in this database, or name it. A
-/// marker row on Babelfish, which has no Agent; none on Azure SQL Database,
-/// which has none either (its elastic jobs sign in as a database user, whose
-/// grants the other rules weigh). A login that cannot read msdb fails it.
+/// SQL Server Agent T-SQL steps that run in this database, or name it, with
+/// the database and the user each runs as; and who may rewrite any job by
+/// writing msdb's job tables (members of its db_owner or db_datawriter,
+/// through nested roles, and holders of CONTROL, INSERT or UPDATE on msdb,
+/// on its dbo schema, or on dbo.sysjobsteps and dbo.sysjobs), with a row
+/// saying the checking login sees msdb's principals in full. An `editor` row
+/// is `(kind, user, 1 for a role, role or permission, login, NULL, holder,
+/// NULL)`. A marker row on Babelfish, which has no Agent, and another on Azure
+/// SQL Database, which has none either (its elastic jobs sign in as a database
+/// user, whose grants the other rules weigh). A login that cannot read msdb
+/// fails it.
 const JOB_STEPS: &str = "IF SERVERPROPERTY('Babelfish') IS NOT NULL
          SELECT CAST(N'no catalog' AS nvarchar(16)), CAST(NULL AS nvarchar(256)), CAST(NULL AS int),
-                CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(max))
+                CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(max)),
+                CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(256))
      ELSE IF SERVERPROPERTY('EngineEdition') = 5
-         SELECT CAST(NULL AS nvarchar(16)), CAST(NULL AS nvarchar(256)), CAST(NULL AS int),
-                CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(max)) WHERE 1 = 0
+         SELECT CAST(N'no agent' AS nvarchar(16)), CAST(NULL AS nvarchar(256)), CAST(NULL AS int),
+                CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(max)),
+                CAST(NULL AS nvarchar(256)), CAST(NULL AS nvarchar(256))
      ELSE
+     BEGIN
+         DECLARE @fp_w TABLE (id int, via nvarchar(256), via_role int, holder int);
+         INSERT INTO @fp_w (id, via, via_role, holder)
+         SELECT rm.member_principal_id, CAST(r.name AS nvarchar(256)), 1, rm.member_principal_id
+           FROM msdb.sys.database_role_members AS rm
+           JOIN msdb.sys.database_principals AS r ON r.principal_id = rm.role_principal_id
+          WHERE r.name IN (N'db_owner', N'db_datawriter')
+         UNION ALL
+         SELECT p.grantee_principal_id,
+                CAST(p.permission_name + CASE p.class WHEN 3 THEN N' ON SCHEMA::dbo'
+                                                      WHEN 1 THEN N' ON OBJECT::dbo.' + o.name ELSE N'' END
+                     AS nvarchar(256)), 0, p.grantee_principal_id
+           FROM msdb.sys.database_permissions AS p
+           LEFT JOIN msdb.sys.objects AS o ON p.class = 1 AND o.object_id = p.major_id
+          WHERE p.state IN ('G', 'W') AND p.permission_name IN (N'CONTROL', N'INSERT', N'UPDATE')
+            AND (p.class = 0 OR (p.class = 3 AND p.major_id = 1)
+                 OR (p.class = 1 AND o.schema_id = 1 AND o.name IN (N'sysjobsteps', N'sysjobs')));
+         WHILE @@ROWCOUNT > 0
+             INSERT INTO @fp_w (id, via, via_role, holder)
+             SELECT DISTINCT rm.member_principal_id, w.via, w.via_role, w.holder
+               FROM msdb.sys.database_role_members AS rm JOIN @fp_w AS w ON w.id = rm.role_principal_id
+              WHERE NOT EXISTS (SELECT 1 FROM @fp_w AS x WHERE x.id = rm.member_principal_id AND x.via = w.via);
          SELECT CAST(N'step' AS nvarchar(16)), CAST(j.name AS nvarchar(256)), CAST(s.step_id AS int),
                 CAST(s.step_name AS nvarchar(256)), CAST(SUSER_SNAME(j.owner_sid) AS nvarchar(256)),
-                CAST(s.command AS nvarchar(max))
+                CAST(s.command AS nvarchar(max)),
+                -- A step without a database runs in master.
+                CAST(CASE WHEN s.database_name = DB_NAME() THEN NULL ELSE ISNULL(s.database_name, N'master') END
+                     AS nvarchar(256)),
+                CAST(NULLIF(s.database_user_name, N'') AS nvarchar(256))
            FROM msdb.dbo.sysjobsteps AS s JOIN msdb.dbo.sysjobs AS j ON j.job_id = s.job_id
           WHERE s.subsystem = N'TSQL'
-            AND (s.database_name = DB_NAME() OR s.command LIKE N'%' + DB_NAME() + N'%')";
+            AND (s.database_name = DB_NAME() OR s.command LIKE N'%' + DB_NAME() + N'%')
+         UNION ALL
+         SELECT N'editors visible', NULL, NULL, NULL, NULL, NULL, NULL, NULL
+          WHERE IS_SRVROLEMEMBER(N'sysadmin') = 1 OR HAS_PERMS_BY_NAME(N'msdb', N'DATABASE', N'VIEW DEFINITION') = 1
+         UNION ALL
+         SELECT DISTINCT N'editor', CAST(m.name AS nvarchar(256)), w.via_role, w.via,
+                CAST(SUSER_SNAME(m.sid) AS nvarchar(256)), NULL, CAST(h.name AS nvarchar(256)), NULL
+           FROM @fp_w AS w
+           JOIN msdb.sys.database_principals AS m ON m.principal_id = w.id
+           JOIN msdb.sys.database_principals AS h ON h.principal_id = w.holder
+          WHERE m.type <> 'R' OR m.principal_id = 0;
+     END";
 
 /// The names this server answers to, its linked servers and their login
 /// mappings; a `visible` row when the checking login sees them all.

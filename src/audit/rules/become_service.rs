@@ -3,9 +3,11 @@
 //! also act as a service, join a fence role or reshape one, it can publish as
 //! any holder. Administrators (`dbo`, `db_owner`, CONTROL on the database)
 //! can do anything by design and are not named; services doing it are
-//! FP006's.
+//! FP006's. ALTER ANY USER cannot change a user's login (that needs CONTROL
+//! on the database) but can change a service's default schema: it is a way
+//! in when its holder may also put code in some schema.
 
-use super::super::catalog::{PrincipalKind, Securable};
+use super::super::catalog::{Permission, PrincipalKind, Securable};
 use super::{Context, Finding, Report, Rule, is_one_of};
 use crate::tsql::quote_name;
 
@@ -30,6 +32,26 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                 p.grantee,
                 ctx.policy.service_roles.join(", ")
             ),
+            // ALTER ANY USER is ALTER on every user: a service's default
+            // schema is the holder's to set (its login, CONTROL on the
+            // database). Pointed at a schema the holder puts code in, the
+            // service's unqualified names run that code as the service.
+            Securable::Database if is_one_of(&perm, &["ALTER ANY USER"]) => {
+                let Some(service) = ctx.service_principals().next() else {
+                    continue;
+                };
+                let Some(schema) = code_schema_of(ctx, &p.grantee) else {
+                    continue;
+                };
+                format!(
+                    "ALTER ANY USER lets {} set a service's default schema (ALTER USER {} WITH DEFAULT_SCHEMA = \
+                     {}) to {schema}, where it may put code: the service's unqualified names (EXEC Acquire) then \
+                     resolve there and run that code as the service",
+                    p.grantee,
+                    quote_name(service),
+                    quote_name(&schema)
+                )
+            }
             Securable::Database if is_one_of(&perm, &["ALTER ANY APPLICATION ROLE"]) && service_app_role(ctx) => {
                 format!(
                     "ALTER ANY APPLICATION ROLE lets {} set the password of an application role that is a service, \
@@ -79,6 +101,59 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             fix: format!("ALTER AUTHORIZATION ON ROLE::{} TO [dbo];", quote_name(&role.name)),
         });
     }
+}
+
+/// A schema, outside the shipped ones, where `principal` may put code a
+/// service's unqualified name would run: one it (or a role it is in) owns or
+/// holds ALTER or CONTROL on, or any with ALTER ANY SCHEMA, when it may also
+/// create modules there (CREATE PROCEDURE, FUNCTION, VIEW or SYNONYM) or the
+/// schema already holds modules, which ALTER on the schema lets it rewrite.
+fn code_schema_of(ctx: &Context, principal: &str) -> Option<String> {
+    let holders = ctx.holders(principal);
+    let shipped = |s: &str| {
+        s.eq_ignore_ascii_case(&ctx.policy.fence_schema)
+            || ctx.policy.code_schemas.iter().any(|c| c.eq_ignore_ascii_case(s))
+    };
+    let held = |g: &&Permission| holders.contains(&g.grantee.to_lowercase());
+    let creates = ctx.grants().filter(held).any(|g| {
+        g.on == Securable::Database
+            && is_one_of(
+                &g.permission,
+                &[
+                    "CREATE PROCEDURE",
+                    "CREATE FUNCTION",
+                    "CREATE VIEW",
+                    "CREATE SYNONYM",
+                    "CONTROL",
+                ],
+            )
+    });
+    let usable = |schema: &str| {
+        !shipped(schema)
+            && (creates
+                || ctx
+                    .catalog
+                    .objects
+                    .iter()
+                    .any(|o| o.kind.is_module() && o.schema.eq_ignore_ascii_case(schema)))
+    };
+    let any_schema = ctx
+        .grants()
+        .filter(held)
+        .any(|g| g.on == Securable::Database && is_one_of(&g.permission, &["ALTER ANY SCHEMA"]));
+    ctx.catalog
+        .schemas
+        .iter()
+        .filter(|s| usable(&s.name))
+        .find(|s| {
+            any_schema
+                || holders.contains(&s.owner.to_lowercase())
+                || ctx.grants().filter(held).any(|g| {
+                    matches!(&g.on, Securable::Schema { schema } if schema.eq_ignore_ascii_case(&s.name))
+                        && is_one_of(&g.permission, &["ALTER", "CONTROL"])
+                })
+        })
+        .map(|s| s.name.clone())
 }
 
 fn service_app_role(ctx: &Context) -> bool {

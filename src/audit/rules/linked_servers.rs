@@ -2,9 +2,11 @@
 //! login its mapping names: one that points back at this server lets a login
 //! run here as another (a remote login mapped for it, or itself outside the
 //! session's context); one that maps to another login elsewhere may be this
-//! server under another name, or link back, which no catalog here shows.
+//! server under another name, or link back, which no catalog here shows;
+//! only a mapping that a service or a non-administrator may use matters.
 
 use super::super::catalog::LinkedServer;
+use super::server_rights::is_admin_login;
 use super::{CannotVerify, Context, Finding, Report, Rule};
 
 /// Host names that always mean the machine the server runs on.
@@ -41,10 +43,14 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             });
             continue;
         }
+        // Only a mapping a service or a non-administrator may use is a way
+        // here: one for every login, or for such a login. One used only by
+        // administrators gives them nothing they lack.
         let others: Vec<String> = s
             .logins
             .iter()
             .filter(|l| !l.uses_self_credential)
+            .filter(|l| l.local_login.as_deref().is_none_or(|login| !is_admin_login(ctx, login)))
             .map(|l| {
                 format!(
                     "{} as {}",
@@ -57,8 +63,9 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             report.cannot_verify.push(CannotVerify {
                 rule: Rule::LinkedServer,
                 reason: format!(
-                    "the linked server {} ({target}) maps {} to another login there: whether {target} is this \
-                     server under another name, or links back, the catalog here cannot show",
+                    "the linked server {} ({target}) maps {} to another login there, which a service or a login \
+                     that is not an administrator may use: whether {target} is this server under another name, \
+                     or links back, the catalog here cannot show",
                     s.name,
                     others.join(", ")
                 ),

@@ -8,7 +8,7 @@
 //! SERVER, UNSAFE ASSEMBLY).
 
 use super::super::catalog::ServerFacts;
-use super::server_rights::{holders, holds, is_privileged, privileges};
+use super::server_rights::{FIXED_SERVER_ROLES, holders, holds, is_privileged, is_server_role, privileges};
 use super::{Context, Finding, Rule};
 use crate::tsql::quote_name;
 
@@ -88,18 +88,6 @@ const FIXED: [(&str, &str); 6] = [
     ("##MS_ServerStateReader##", "VIEW SERVER STATE"),
     ("##MS_ServerStateManager##", "VIEW SERVER STATE"),
     ("##MS_ServerPerformanceStateReader##", "VIEW SERVER PERFORMANCE STATE"),
-];
-
-const FIXED_SERVER_ROLES: [&str; 9] = [
-    "sysadmin",
-    "securityadmin",
-    "serveradmin",
-    "setupadmin",
-    "processadmin",
-    "diskadmin",
-    "dbcreator",
-    "bulkadmin",
-    "public",
 ];
 
 /// A finding for each further server right of service `principal`'s `login`.
@@ -185,14 +173,23 @@ pub(super) fn findings(ctx: &Context, server: &ServerFacts, principal: &str, log
         let Some(reach) = reaches(ctx, server, target) else {
             continue;
         };
+        // A server role is entered by adding a member, a login by acting as it.
+        let (class, how) = if is_server_role(server, target) {
+            (
+                "SERVER ROLE",
+                format!("lets its holder add members to the server role {target}, itself or any login it controls"),
+            )
+        } else {
+            (
+                "LOGIN",
+                format!("lets its holder act as the login {target} (EXECUTE AS LOGIN, or a new password)"),
+            )
+        };
         found.push(finding(
-            format!("{permission} ON LOGIN::{target}{}", via(&p.grantee)),
+            format!("{permission} ON {class}::{target}{}", via(&p.grantee)),
+            format!("{target} {reach}, and {permission} on it {how}, and so reach the fence tables"),
             format!(
-                "{target} {reach}, and {permission} on it lets its holder act as {target} (EXECUTE AS LOGIN, a new \
-                 password, or new members for a server role) and so reach the fence tables"
-            ),
-            format!(
-                "REVOKE {permission} ON LOGIN::{} FROM {};",
+                "REVOKE {permission} ON {class}::{} FROM {};",
                 quote_name(target),
                 quote_name(&p.grantee)
             ),
@@ -237,14 +234,16 @@ fn reaches(ctx: &Context, server: &ServerFacts, name: &str) -> Option<String> {
         })
 }
 
-/// The user-defined server roles that reach the fence, if any: those with
-/// members (sys.server_role_members); a role without members is not told
-/// apart from a login here.
+/// The user-defined server roles that reach the fence, if any, with members
+/// or without: the holder of ALTER ANY SERVER ROLE joins an empty one as
+/// readily. Roles are those the server lists as roles
+/// (sys.server_principals) and those with members; a login is never one.
 fn reaching_roles(ctx: &Context, server: &ServerFacts) -> Option<String> {
     let mut roles: Vec<&str> = server
         .role_members
         .iter()
         .map(|m| m.role.as_str())
+        .chain(server.roles.iter().map(String::as_str))
         .filter(|r| !FIXED_SERVER_ROLES.iter().any(|f| f.eq_ignore_ascii_case(r)) && !r.starts_with("##"))
         .filter(|r| is_privileged(server, r) || reaches(ctx, server, r).is_some())
         .collect();

@@ -3,7 +3,7 @@
 //! path. Shared by the server rules (FP002, FP016) and the group rules.
 
 use super::super::catalog::ServerFacts;
-use super::Rule;
+use super::{Context, Rule};
 use crate::tsql::quote_name;
 
 /// What fixed server roles hold without a row in `sys.server_permissions`
@@ -38,6 +38,29 @@ const PRIVILEGED: [(&str, &str); 4] = [
          owner id, and owner plus generation is what a publish presents",
     ),
 ];
+
+/// The fixed server roles that predate the `##MS_...##` ones.
+pub(super) const FIXED_SERVER_ROLES: [&str; 9] = [
+    "sysadmin",
+    "securityadmin",
+    "serveradmin",
+    "setupadmin",
+    "processadmin",
+    "diskadmin",
+    "dbcreator",
+    "bulkadmin",
+    "public",
+];
+
+/// Whether `name` is a server role rather than a login: a fixed role, one
+/// the server lists as a role (with or without members), or one with
+/// members.
+pub(super) fn is_server_role(server: &ServerFacts, name: &str) -> bool {
+    FIXED_SERVER_ROLES.iter().any(|f| f.eq_ignore_ascii_case(name))
+        || name.starts_with("##")
+        || server.roles.iter().any(|r| r.eq_ignore_ascii_case(name))
+        || server.role_members.iter().any(|m| m.role.eq_ignore_ascii_case(name))
+}
 
 /// Roles whose members the documentation treats as sysadmin.
 const SYSADMIN_LIKE: [&str; 2] = ["sysadmin", "securityadmin"];
@@ -74,6 +97,20 @@ pub(super) fn holders(server: &ServerFacts, login: &str) -> Vec<String> {
 
 pub(super) fn holds(holders: &[String], name: &str) -> bool {
     holders.iter().any(|h| h.eq_ignore_ascii_case(name))
+}
+
+/// Whether `login` administers the server or this database already:
+/// sysadmin or as good as, the database's owner, or the login of a user that
+/// is db_owner here. Whatever it can reach, it could reach anyway.
+pub(super) fn is_admin_login(ctx: &Context, login: &str) -> bool {
+    ctx.catalog.server.as_ref().is_some_and(|s| is_privileged(s, login))
+        || ctx.catalog.owner_login().is_some_and(|o| o.eq_ignore_ascii_case(login))
+        || ctx
+            .catalog
+            .principals
+            .iter()
+            .filter(|p| p.login.as_deref().is_some_and(|l| l.eq_ignore_ascii_case(login)))
+            .any(|p| ctx.is_admin(&p.name))
 }
 
 /// Whether `login` is sysadmin, or as good as: securityadmin or CONTROL SERVER.
@@ -184,21 +221,40 @@ pub(super) fn privileges(server: &ServerFacts, login: &str) -> Vec<Privilege> {
     for p in server.permissions.iter().filter(|p| holds(&holders, &p.grantee)) {
         let Some(target) = p.on_login.as_deref() else { continue };
         let permission = p.permission.to_uppercase();
-        if ["IMPERSONATE", "CONTROL"].contains(&permission.as_str()) && is_privileged(server, target) {
-            found.push(Privilege {
-                rule: Rule::ServerPrivilege,
-                path: format!("{permission} ON LOGIN::{target}{}", via(&p.grantee)),
-                why: format!(
-                    "{target} is sysadmin or as good as, and {permission} on it lets its holder act as \
-                     {target} (EXECUTE AS LOGIN, or a new password) and update the fence tables"
-                ),
-                fix: format!(
-                    "REVOKE {permission} ON LOGIN::{} FROM {};",
-                    quote_name(target),
-                    quote_name(&p.grantee)
-                ),
-            });
+        if !is_privileged(server, target) {
+            continue;
         }
+        // A login is acted as; a server role is joined, by whoever may
+        // change its members (ALTER, CONTROL, or taking it over).
+        let (class, how) = if is_server_role(server, target) {
+            if !["ALTER", "CONTROL", "TAKE OWNERSHIP"].contains(&permission.as_str()) {
+                continue;
+            }
+            (
+                "SERVER ROLE",
+                format!("lets its holder add members to {target}, itself included,"),
+            )
+        } else {
+            if !["IMPERSONATE", "CONTROL"].contains(&permission.as_str()) {
+                continue;
+            }
+            (
+                "LOGIN",
+                format!("lets its holder act as {target} (EXECUTE AS LOGIN, or a new password)"),
+            )
+        };
+        found.push(Privilege {
+            rule: Rule::ServerPrivilege,
+            path: format!("{permission} ON {class}::{target}{}", via(&p.grantee)),
+            why: format!(
+                "{target} is sysadmin or as good as, and {permission} on it {how} and update the fence tables"
+            ),
+            fix: format!(
+                "REVOKE {permission} ON {class}::{} FROM {};",
+                quote_name(target),
+                quote_name(&p.grantee)
+            ),
+        });
     }
     found
 }
