@@ -53,7 +53,8 @@ BEGIN
            CAST(CASE WHEN r.Owner IS NOT NULL AND r.LeaseUntilUtc > @Now THEN 1 ELSE 0 END AS bit) AS IsHeld,
            r.LeaseUntilUtc,
            r.PublishedGeneration,
-           @Now AS ServerUtc
+           @Now AS ServerUtc,
+           r.SourceVersion
       FROM fence.Resource AS r
      WHERE r.ResourceKey LIKE @Pattern COLLATE Latin1_General_100_BIN2 ESCAPE N'\'
        AND (@After IS NULL OR r.ResourceKey > @After COLLATE Latin1_General_100_BIN2)

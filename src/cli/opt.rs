@@ -108,8 +108,9 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum LeaseCommand {
     /// Show one resource's lease: generation, whether it is held and until
-    /// when (server clock), and the last published generation. Exits 1 when
-    /// the key has no fence row.
+    /// when (server clock), the last published generation, and the source
+    /// version below which a publish is refused. Exits 1 when the key has no
+    /// fence row.
     Inspect(LeaseKeyArgs),
     /// List resources and their leases in key order.
     List(LeaseListArgs),
@@ -127,6 +128,14 @@ pub enum LeaseCommand {
     /// as SHA-256 of their upper-case text. Needs fence_reader or
     /// fence_operator. Exits 1 when the key has no fence row.
     History(LeaseHistoryArgs),
+    /// Set a resource's source version: the watermark below which a publish
+    /// or a fenced write built from an older source is refused (StaleSource).
+    /// Lower it, or clear it by leaving VERSION out, when the source's
+    /// versions restarted (a rebuilt change feed, a restored replica);
+    /// otherwise every new build would be refused. Leases and publications
+    /// stay as they are. Needs fence_operator. Exits 1 when the key has no
+    /// fence row.
+    ResetSourceVersion(LeaseResetSourceVersionArgs),
     /// Delete the tenure history that ended more than D days ago (server
     /// clock), keeping it bounded. Needs fence_recovery.
     Prune(LeasePruneArgs),
@@ -147,6 +156,22 @@ pub struct LeaseHistoryArgs {
     /// At most this many tenures, newest first.
     #[arg(long, default_value_t = 100, value_name = "N", value_parser = clap::value_parser!(i32).range(1..=100_000))]
     pub limit: i32,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `fencepost lease reset-source-version`.
+#[derive(Debug, Args)]
+pub struct LeaseResetSourceVersionArgs {
+    /// The resource key, exactly (keys compare binary).
+    pub key: String,
+    /// The new source version (0 or more); without it the source version is
+    /// cleared, and the next versioned publish sets it.
+    #[arg(value_name = "VERSION", value_parser = clap::value_parser!(i64).range(0..))]
+    pub source_version: Option<i64>,
     #[command(flatten)]
     pub connect: ConnectArgs,
     /// Output format.
@@ -507,6 +532,14 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_command_definition_is_consistent() {
+        // Clap checks names, conflicts and defaults only when a command is
+        // built: a clash (an argument called `version` beside --version)
+        // would otherwise surface as a panic in the field.
+        <Options as clap::CommandFactory>::command().debug_assert();
+    }
 
     #[test]
     fn durations_take_ms_s_and_m_or_bare_seconds() {

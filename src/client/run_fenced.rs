@@ -161,24 +161,32 @@ impl Client {
             return Ok(Fenced::Lost(LostReason::Renewal));
         }
         let operation_id = Uuid::new_v4();
-        let Built { payload, source_version } = built;
-        Ok(match self.publish_resolved(&lease, operation_id, &payload, source_version).await {
-            // `AlreadyPublished` answers a replay of a publish whose reply was
-            // lost: this operation committed.
-            Ok(Publish::Published | Publish::AlreadyPublished) => Fenced::Published {
-                generation: lease.generation(),
-                operation_id,
+        let Built {
+            payload,
+            source_version,
+        } = built;
+        Ok(
+            match self
+                .publish_resolved(&lease, operation_id, &payload, source_version)
+                .await
+            {
+                // `AlreadyPublished` answers a replay of a publish whose reply was
+                // lost: this operation committed.
+                Ok(Publish::Published | Publish::AlreadyPublished) => Fenced::Published {
+                    generation: lease.generation(),
+                    operation_id,
+                },
+                Ok(Publish::Refused(reason)) => Fenced::Refused(reason),
+                Err(Unresolved::Unknown(reason)) => Fenced::Unknown(Box::new(Unsettled {
+                    lease,
+                    operation_id,
+                    payload,
+                    source_version,
+                    reason,
+                })),
+                Err(Unresolved::Failed(error)) => return Err(error),
             },
-            Ok(Publish::Refused(reason)) => Fenced::Refused(reason),
-            Err(Unresolved::Unknown(reason)) => Fenced::Unknown(Box::new(Unsettled {
-                lease,
-                operation_id,
-                payload,
-                source_version,
-                reason,
-            })),
-            Err(Unresolved::Failed(error)) => return Err(error),
-        })
+        )
     }
 }
 

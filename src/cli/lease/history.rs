@@ -24,6 +24,8 @@ struct Tenure {
     published: bool,
     /// The open tenure's lease end.
     lease_until_utc: Option<String>,
+    /// The source version its accepted publish carried (contract v1.4).
+    source_version: Option<i64>,
 }
 
 impl Tenure {
@@ -36,6 +38,7 @@ impl Tenure {
             ending: get::<&str>(row, "Ending").map(str::to_string),
             published: get(row, "Published").unwrap_or_default(),
             lease_until_utc: utc(row, "LeaseUntilUtc"),
+            source_version: get(row, "SourceVersion"),
         }
     }
 
@@ -54,7 +57,11 @@ impl Tenure {
             .map_or("acquired before the history began".to_string(), |at| {
                 format!("acquired {at}")
             });
-        let published = if self.published { "published" } else { "not published" };
+        let published = match (self.published, self.source_version) {
+            (true, Some(version)) => format!("published from source version {version}"),
+            (true, None) => "published".to_string(),
+            (false, _) => "not published".to_string(),
+        };
         let owner = self.owner_sha256.as_deref().map_or("", |h| &h[..h.len().min(12)]);
         format!(
             "generation {}  {how}  {acquired}  {published}  owner sha256 {owner}…",

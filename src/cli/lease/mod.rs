@@ -5,6 +5,7 @@
 mod force_release;
 mod history;
 mod recover;
+mod source_version;
 mod state;
 
 use anyhow::{Context, Result};
@@ -26,6 +27,7 @@ impl LeaseCommand {
             LeaseCommand::History(args) => args.format,
             LeaseCommand::Prune(args) => args.format,
             LeaseCommand::Recover(args) => args.format,
+            LeaseCommand::ResetSourceVersion(args) => args.format,
         }
     }
 }
@@ -38,6 +40,7 @@ pub async fn run(command: LeaseCommand) -> Result<u8> {
         LeaseCommand::History(args) => history::history(args).await,
         LeaseCommand::Prune(args) => history::prune(args).await,
         LeaseCommand::Recover(args) => recover::recover(args).await,
+        LeaseCommand::ResetSourceVersion(args) => source_version::reset(args).await,
     }
 }
 

@@ -17,6 +17,9 @@ struct Lease {
     is_held: bool,
     lease_until_utc: Option<String>,
     published_generation: Option<i64>,
+    /// The newest source version a publish or fenced write committed
+    /// (contract v1.4); an older one is refused.
+    source_version: Option<i64>,
 }
 
 impl Lease {
@@ -30,6 +33,7 @@ impl Lease {
             is_held: get(row, "IsHeld").unwrap_or_default(),
             lease_until_utc: utc(row, "LeaseUntilUtc"),
             published_generation: get(row, "PublishedGeneration"),
+            source_version: get(row, "SourceVersion"),
         }
     }
 
@@ -42,7 +46,13 @@ impl Lease {
         let published = self
             .published_generation
             .map_or("nothing published".to_string(), |g| format!("published generation {g}"));
-        format!("{}  generation {}  {lease}  {published}", self.key, self.generation)
+        let source = self
+            .source_version
+            .map_or(String::new(), |v| format!("  source version {v}"));
+        format!(
+            "{}  generation {}  {lease}  {published}{source}",
+            self.key, self.generation
+        )
     }
 }
 
