@@ -307,16 +307,7 @@ pub fn sweep_leftovers_once(server_ado: &str) {
 /// [`sweep_leftovers_once`]).
 pub async fn sweep_leftovers(server_ado: &str) {
     let mut admin = connect_ado(server_ado).await;
-    let logins = names_of(
-        &mut admin,
-        "SELECT name FROM sys.server_principals WHERE name LIKE N'fp[_]login[_]%';",
-    )
-    .await;
-    let databases = names_of(&mut admin, "SELECT name FROM sys.databases WHERE name LIKE N'fp[_]%';").await;
-    let logins: Vec<String> = logins
-        .into_iter()
-        .filter(|name| maker_of(name, true).is_some_and(maker_is_gone))
-        .collect();
+    let (databases, logins) = leftovers(&mut admin).await;
     for login in &logins {
         end_sessions(&mut admin, &format!("login_name = N'{login}'")).await;
         // IF EXISTS: another process starting its tests sweeps the same
@@ -335,10 +326,7 @@ pub async fn sweep_leftovers(server_ado: &str) {
             }
         }
     }
-    for name in databases
-        .into_iter()
-        .filter(|name| maker_of(name, false).is_some_and(maker_is_gone))
-    {
+    for name in databases {
         end_sessions(&mut admin, &format!("database_id = DB_ID(N'{name}')")).await;
         match with_catalog_retry(&mut admin, &format!("DROP DATABASE IF EXISTS [{name}];")).await {
             Ok(()) => {
@@ -352,6 +340,22 @@ pub async fn sweep_leftovers(server_ado: &str) {
             }
         }
     }
+}
+
+/// The test databases and logins whose making process (or, for a shared
+/// database, whose test run) is gone.
+pub async fn leftovers(admin: &mut Connection) -> (Vec<String>, Vec<String>) {
+    let logins = names_of(
+        admin,
+        "SELECT name FROM sys.server_principals WHERE name LIKE N'fp[_]login[_]%';",
+    )
+    .await;
+    let databases = names_of(admin, "SELECT name FROM sys.databases WHERE name LIKE N'fp[_]%';").await;
+    let gone = |login: bool| move |name: &String| maker_of(name, login).is_some_and(maker_is_gone);
+    (
+        databases.into_iter().filter(gone(false)).collect(),
+        logins.into_iter().filter(gone(true)).collect(),
+    )
 }
 
 /// The first column of `sql`'s rows, or nothing when the query fails (a
