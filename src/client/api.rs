@@ -3,29 +3,39 @@
 
 use tiberius::ToSql;
 use tokio::time::Instant;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use super::call::{Reply, call, checkout};
 use super::contract::{self, CatalogRow, Procedure};
 use super::error::Error;
 use super::outcome::{self, LeaseState};
+use super::span::{self, About};
 use super::{
     Acquire, Client, Inspection, Lease, OperationOutcome, Provision, Publication, Publish, Release, Renew, input,
     privilege,
 };
 
 impl Client {
-    async fn call(&self, procedure: Procedure, arguments: &[&dyn ToSql]) -> Result<Reply, Error> {
+    async fn call(&self, procedure: Procedure, arguments: &[&dyn ToSql], about: About<'_>) -> Result<Reply, Error> {
         self.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let pool = self.pool_for(procedure);
-        call(pool, &self.last_connect_error, &self.config, procedure, arguments).await
+        let span = span::call_span(&self.config, procedure, about);
+        let reply = call(pool, &self.last_connect_error, &self.config, procedure, arguments)
+            .instrument(span.clone())
+            .await;
+        match &reply {
+            Ok(reply) => span::record_end(&span, reply.outcome().as_ref().map(|o| *o)),
+            Err(error) => span::record_end(&span, Err(error)),
+        }
+        reply
     }
 
     /// Creates the fence row for `key` if it does not exist. Never resets a
     /// generation.
     pub async fn provision(&self, key: &str) -> Result<Provision, Error> {
         let key = input::key(key)?;
-        let reply = self.call(Procedure::Provision, &[&key]).await?;
+        let reply = self.call(Procedure::Provision, &[&key], About::key(key)).await?;
         match reply.outcome()? {
             "Created" => Ok(Provision::Created),
             "Exists" => Ok(Provision::Exists),
@@ -67,7 +77,9 @@ impl Client {
         // early (by the latency and any lock wait), which costs one more
         // `Busy`, never a grant before the holder's end.
         let sent_at = Instant::now();
-        let reply = self.call(Procedure::Acquire, &[&key, &owner, &seconds]).await?;
+        let reply = self
+            .call(Procedure::Acquire, &[&key, &owner, &seconds], About::key(key))
+            .await?;
         let answer = match reply.outcome()? {
             "Acquired" => Ok(Acquire::Acquired(Lease::new(
                 key,
@@ -100,6 +112,7 @@ impl Client {
             .call(
                 Procedure::Renew,
                 &[&lease.key(), &lease.owner(), &lease.generation(), &seconds],
+                About::lease(lease),
             )
             .await?;
         match reply.outcome()? {
@@ -193,6 +206,7 @@ impl Client {
                     &release,
                     &source_version,
                 ],
+                About::lease(lease).operation(operation_id),
             )
             .await
             .map_err(|error| unknown_if_unanswered(error, operation_id))?;
@@ -211,7 +225,11 @@ impl Client {
     /// nothing.
     pub async fn release(&self, lease: &Lease) -> Result<Release, Error> {
         let reply = self
-            .call(Procedure::Release, &[&lease.key(), &lease.owner(), &lease.generation()])
+            .call(
+                Procedure::Release,
+                &[&lease.key(), &lease.owner(), &lease.generation()],
+                About::lease(lease),
+            )
             .await?;
         match reply.outcome()? {
             "Released" => Ok(Release::Released),
@@ -226,7 +244,13 @@ impl Client {
     /// settle an unknown outcome for good, replay the publish instead.
     pub async fn outcome(&self, operation_id: Uuid) -> Result<OperationOutcome, Error> {
         let operation_id = input::operation_id(operation_id)?;
-        let reply = self.call(Procedure::GetOutcome, &[&operation_id]).await?;
+        let reply = self
+            .call(
+                Procedure::GetOutcome,
+                &[&operation_id],
+                About::default().operation(operation_id),
+            )
+            .await?;
         match reply.outcome()? {
             "Published" => Ok(OperationOutcome::Published {
                 resource_key: reply.required::<&str>("ResourceKey")?.to_string(),
@@ -242,7 +266,7 @@ impl Client {
     /// The last accepted publication of `key`.
     pub async fn read_publication(&self, key: &str) -> Result<Publication, Error> {
         let key = input::key(key)?;
-        let reply = self.call(Procedure::ReadPublication, &[&key]).await?;
+        let reply = self.call(Procedure::ReadPublication, &[&key], About::key(key)).await?;
         match reply.outcome()? {
             "Found" => match reply.get::<i64>("PublishedGeneration")? {
                 None => Ok(Publication::NothingPublished),
@@ -261,7 +285,7 @@ impl Client {
     /// The lease state of `key`, without its owner.
     pub async fn inspect(&self, key: &str) -> Result<Inspection, Error> {
         let key = input::key(key)?;
-        let reply = self.call(Procedure::Inspect, &[&key]).await?;
+        let reply = self.call(Procedure::Inspect, &[&key], About::key(key)).await?;
         match reply.outcome()? {
             "Found" => Ok(Inspection::Found(LeaseState {
                 generation: reply.required("Generation")?,

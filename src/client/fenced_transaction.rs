@@ -1,8 +1,13 @@
 //! A fenced transaction around a closure: begin, run the work, commit if it
 //! succeeded and roll back if it did not.
 
+use std::future::Future;
+
+use tracing::Instrument;
+
 use super::error::Error;
 use super::fenced_tx::{BeginFenced, FencedTx};
+use super::span;
 use super::{Client, Lease, RefusalReason};
 
 /// How a fenced transaction around a work ended, when no server or network
@@ -41,7 +46,12 @@ impl Client {
         lease: &Lease,
         work: impl AsyncFnOnce(&mut FencedTx<'_>) -> Result<T, E>,
     ) -> Result<FencedTransaction<T, E>, Error> {
-        around(self.begin_fenced_without_guard(lease).await?, work).await
+        let span = span::work_span("fencepost.fenced_transaction", lease.key(), Some(lease.generation()));
+        traced(
+            async { around(self.begin_fenced_without_guard(lease).await?, work).await },
+            span,
+        )
+        .await
     }
 
     /// [`fenced_transaction_without_guard`](Client::fenced_transaction_without_guard)
@@ -53,12 +63,33 @@ impl Client {
         source_version: i64,
         work: impl AsyncFnOnce(&mut FencedTx<'_>) -> Result<T, E>,
     ) -> Result<FencedTransaction<T, E>, Error> {
-        around(
-            self.begin_fenced_versioned_without_guard(lease, source_version).await?,
-            work,
-        )
-        .await
+        let span = span::work_span("fencepost.fenced_transaction", lease.key(), Some(lease.generation()));
+        let run = async {
+            around(
+                self.begin_fenced_versioned_without_guard(lease, source_version).await?,
+                work,
+            )
+            .await
+        };
+        traced(run, span).await
     }
+}
+
+/// Runs `run` in `span`, and records on it how the transaction ended.
+pub(crate) async fn traced<T, E>(
+    run: impl Future<Output = Result<FencedTransaction<T, E>, Error>>,
+    span: tracing::Span,
+) -> Result<FencedTransaction<T, E>, Error> {
+    let ended = run.instrument(span.clone()).await;
+    let outcome = match &ended {
+        Ok(FencedTransaction::Committed(_)) => "Committed".to_string(),
+        Ok(FencedTransaction::Failed(_)) => "Failed".to_string(),
+        Ok(FencedTransaction::Refused(reason)) => reason.to_string(),
+        Ok(FencedTransaction::NotProvisioned) => "NotProvisioned".to_string(),
+        Err(_) => "Error".to_string(),
+    };
+    span.record("fencepost.outcome", outcome.as_str());
+    ended
 }
 
 /// Runs `work` in the transaction `begun` opened, if it did.

@@ -7,11 +7,13 @@ use std::time::Duration;
 use tiberius::{Row, ToSql};
 use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::call::{checkout, classify};
 use super::contract::Procedure;
 use super::error::Error;
 use super::pool::Manager;
+use super::span::{self, About};
 use super::{Client, Lease, RefusalReason, input};
 
 /// What errors of the work's statements name as their procedure.
@@ -146,8 +148,28 @@ impl Client {
     }
 }
 
-/// Checks out a connection, opens the transaction and asserts `lease` in it.
+/// Checks out a connection, opens the transaction and asserts `lease` in it,
+/// in a span of the AssertHolder call whose outcome is how it began.
 pub(crate) async fn begin<'c>(
+    client: &'c Client,
+    lease: &Lease,
+    row: Option<OwnedMutexGuard<()>>,
+    source_version: Option<i64>,
+) -> Result<BeginFenced<'c>, Error> {
+    let span = span::call_span(&client.config, Procedure::AssertHolder, About::lease(lease));
+    let begun = assert_in_transaction(client, lease, row, source_version)
+        .instrument(span.clone())
+        .await;
+    match &begun {
+        Ok(BeginFenced::Holding(_)) => span::record_end(&span, Ok("Holding")),
+        Ok(BeginFenced::Refused(reason)) => span::record_end(&span, Ok(&reason.to_string())),
+        Ok(BeginFenced::NotProvisioned) => span::record_end(&span, Ok("NotProvisioned")),
+        Err(error) => span::record_end(&span, Err(error)),
+    }
+    begun
+}
+
+async fn assert_in_transaction<'c>(
     client: &'c Client,
     lease: &Lease,
     row: Option<OwnedMutexGuard<()>>,

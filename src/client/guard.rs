@@ -8,8 +8,10 @@ use tokio::sync::{Mutex, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 use uuid::Uuid;
 
+use super::span;
 use super::{
     BeginFenced, Client, Error, FencedTransaction, FencedTx, Lease, Publish, Release, Renew, fenced_transaction,
     fenced_tx,
@@ -119,6 +121,8 @@ impl Client {
     /// Keeps `lease` renewed in the background and returns the guard that
     /// holds it. Must be called inside a tokio runtime.
     pub fn guard(&self, lease: Lease) -> LeaseGuard {
+        let (lease_key, lease_generation) = (lease.key().to_string(), lease.generation());
+        let lease_key = lease_key.as_str();
         let (sender, state) = watch::channel(Held { lease, lost: None });
         let stop = CancellationToken::new();
         let ended = CancellationToken::new();
@@ -130,7 +134,9 @@ impl Client {
             ended: ended.clone(),
             loss: Some(died("it panicked or was aborted")),
         };
-        let renewals = tokio::spawn(renew_until_stopped(self.clone(), report, stop.clone(), row.clone()));
+        let span = span::work_span("fencepost.renewals", lease_key, Some(lease_generation));
+        let renewals =
+            tokio::spawn(renew_until_stopped(self.clone(), report, stop.clone(), row.clone()).instrument(span));
         LeaseGuard {
             client: self.clone(),
             state,
@@ -210,7 +216,13 @@ impl LeaseGuard {
         &self,
         work: impl AsyncFnOnce(&mut FencedTx<'_>) -> Result<T, E>,
     ) -> Result<FencedTransaction<T, E>, Error> {
-        fenced_transaction::around(self.begin_fenced().await?, work).await
+        let lease = self.lease();
+        let span = span::work_span("fencepost.fenced_transaction", lease.key(), Some(lease.generation()));
+        fenced_transaction::traced(
+            async { fenced_transaction::around(self.begin_fenced().await?, work).await },
+            span,
+        )
+        .await
     }
 
     /// [`fenced_transaction`](LeaseGuard::fenced_transaction) for writes
@@ -221,7 +233,10 @@ impl LeaseGuard {
         source_version: i64,
         work: impl AsyncFnOnce(&mut FencedTx<'_>) -> Result<T, E>,
     ) -> Result<FencedTransaction<T, E>, Error> {
-        fenced_transaction::around(self.begin_fenced_versioned(source_version).await?, work).await
+        let lease = self.lease();
+        let span = span::work_span("fencepost.fenced_transaction", lease.key(), Some(lease.generation()));
+        let run = async { fenced_transaction::around(self.begin_fenced_versioned(source_version).await?, work).await };
+        fenced_transaction::traced(run, span).await
     }
 
     /// Publishes `payload` under this guard's lease, as [`Client::publish`]

@@ -23,6 +23,7 @@ mod pool;
 mod privilege;
 mod run_fenced;
 mod settle;
+mod span;
 mod token;
 mod wait;
 

@@ -8,11 +8,13 @@ use std::time::Duration;
 use time::OffsetDateTime;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use super::built::Built;
 use super::guard::Ending;
 use super::settle::{Unresolved, Unsettled};
+use super::span;
 use super::{Acquire, Client, Error, LeaseGuard, LostReason, Publish, RefusalReason, Renew, input};
 
 /// How a [`Client::run_fenced`] ended. A server or network failure that
@@ -51,6 +53,22 @@ pub enum Fenced<E> {
     /// Not an error, because the result may well be published; settle it
     /// with [`Client::settle`], whose answer is final.
     Unknown(Box<Unsettled>),
+}
+
+impl<E> Fenced<E> {
+    /// The outcome's name, as spans record it: `Published`, `Refused`,
+    /// `Lost`, `Failed`, `Busy`, `NotProvisioned` or `Unknown`.
+    fn name(&self) -> &'static str {
+        match self {
+            Fenced::Published { .. } => "Published",
+            Fenced::Refused(_) => "Refused",
+            Fenced::Lost(_) => "Lost",
+            Fenced::Failed(_) => "Failed",
+            Fenced::Busy { .. } => "Busy",
+            Fenced::NotProvisioned => "NotProvisioned",
+            Fenced::Unknown(_) => "Unknown",
+        }
+    }
 }
 
 impl Client {
@@ -94,6 +112,23 @@ impl Client {
     /// v1.4): the publish is then refused as
     /// [`RefusalReason::StaleSource`] if a newer source was published.
     pub async fn run_fenced<F, Fut, P, E>(&self, key: &str, length: Duration, work: F) -> Result<Fenced<E>, Error>
+    where
+        F: FnOnce(CancellationToken) -> Fut,
+        Fut: Future<Output = Result<P, E>>,
+        P: Into<Built>,
+    {
+        let span = span::work_span("fencepost.run_fenced", key, None);
+        let ran = self.run_fenced_in(key, length, work).instrument(span.clone()).await;
+        if let Ok(fenced) = &ran {
+            span.record("fencepost.outcome", fenced.name());
+            if let Fenced::Published { generation, .. } = fenced {
+                span.record("fencepost.generation", generation);
+            }
+        }
+        ran
+    }
+
+    async fn run_fenced_in<F, Fut, P, E>(&self, key: &str, length: Duration, work: F) -> Result<Fenced<E>, Error>
     where
         F: FnOnce(CancellationToken) -> Fut,
         Fut: Future<Output = Result<P, E>>,

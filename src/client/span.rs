@@ -1,0 +1,151 @@
+//! One span per procedure call, shaped as OpenTelemetry's semantic
+//! conventions for a database client call on SQL Server (stable since
+//! conventions v1.33): a CLIENT span named `EXECUTE <procedure>`, with
+//! `db.system.name`, `db.operation.name`, `db.stored_procedure.name`,
+//! `db.namespace`, `server.address` and `server.port`, and on an error
+//! `db.response.status_code` and `error.type`. `tracing-opentelemetry` reads
+//! `otel.name`, `otel.kind` and `otel.status_code` as the span's name, kind
+//! and status. fencepost's own fields are under `fencepost.*`; an owner id or
+//! a payload never is.
+
+use tracing::field::Empty;
+use uuid::Uuid;
+
+use super::config::ClientConfig;
+use super::contract::Procedure;
+use super::error::Error;
+
+/// What a call is about, as far as it may be shown.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct About<'a> {
+    pub(crate) key: Option<&'a str>,
+    pub(crate) generation: Option<i64>,
+    pub(crate) operation_id: Option<Uuid>,
+}
+
+impl<'a> About<'a> {
+    pub(crate) fn key(key: &'a str) -> Self {
+        About {
+            key: Some(key),
+            ..About::default()
+        }
+    }
+
+    pub(crate) fn lease(lease: &'a super::Lease) -> Self {
+        About {
+            key: Some(lease.key()),
+            generation: Some(lease.generation()),
+            operation_id: None,
+        }
+    }
+
+    pub(crate) fn operation(mut self, operation_id: Uuid) -> Self {
+        self.operation_id = Some(operation_id);
+        self
+    }
+}
+
+/// The span of one call of `procedure`, not yet entered.
+pub(crate) fn call_span(config: &ClientConfig, procedure: Procedure, about: About<'_>) -> tracing::Span {
+    let target = &config.connection_string;
+    let server = target.server();
+    let (address, port) = match server.rsplit_once(':') {
+        Some((host, port)) => (host.to_string(), port.parse::<u16>().ok()),
+        None => (server, None),
+    };
+    let database = target.database();
+    let span = tracing::info_span!(
+        target: "fencepost::client",
+        "EXECUTE",
+        otel.name = %format_args!("EXECUTE {}", procedure.name()),
+        otel.kind = "client",
+        otel.status_code = Empty,
+        db.system.name = "microsoft.sql_server",
+        db.operation.name = "EXECUTE",
+        db.stored_procedure.name = procedure.name(),
+        db.namespace = Empty,
+        db.response.status_code = Empty,
+        error.type = Empty,
+        server.address = %address,
+        server.port = Empty,
+        fencepost.resource_key = about.key,
+        fencepost.generation = about.generation,
+        fencepost.operation_id = about.operation_id.map(tracing::field::display),
+        fencepost.outcome = Empty,
+    );
+    if !database.is_empty() {
+        span.record("db.namespace", database);
+    }
+    if let Some(port) = port {
+        span.record("server.port", port);
+    }
+    span
+}
+
+/// The parent span of the calls made for one piece of work under a lease:
+/// `fencepost.run_fenced`, `fencepost.renewals` (a guard's renewals) or
+/// `fencepost.fenced_transaction`.
+pub(crate) fn work_span(name: &'static str, key: &str, generation: Option<i64>) -> tracing::Span {
+    match name {
+        "fencepost.run_fenced" => tracing::info_span!(
+            target: "fencepost::client",
+            "fencepost.run_fenced",
+            fencepost.resource_key = key,
+            fencepost.generation = Empty,
+            fencepost.outcome = Empty,
+        ),
+        "fencepost.renewals" => tracing::info_span!(
+            target: "fencepost::client",
+            "fencepost.renewals",
+            fencepost.resource_key = key,
+            fencepost.generation = generation,
+        ),
+        _ => tracing::info_span!(
+            target: "fencepost::client",
+            "fencepost.fenced_transaction",
+            fencepost.resource_key = key,
+            fencepost.generation = generation,
+            fencepost.outcome = Empty,
+        ),
+    }
+}
+
+/// Records how a call ended: its contract outcome (a refusal is an outcome,
+/// not an error), or the error and its kind.
+pub(crate) fn record_end(span: &tracing::Span, ended: Result<&str, &Error>) {
+    match ended {
+        Ok(outcome) => {
+            span.record("fencepost.outcome", outcome);
+        }
+        Err(error) => {
+            span.record("otel.status_code", "ERROR");
+            span.record("error.type", error_type(error));
+            if let Some(number) = error.server_number() {
+                span.record("db.response.status_code", tracing::field::display(number));
+            }
+        }
+    }
+}
+
+/// `error.type`: the server's error number when it raised one, as the
+/// conventions ask, otherwise a low-cardinality name for the failure.
+fn error_type(error: &Error) -> String {
+    if let Some(number) = error.server_number() {
+        return number.to_string();
+    }
+    match error {
+        Error::InvalidInput { .. } => "invalid_input",
+        Error::Connect(_) => "connect",
+        Error::Unavailable { .. } => "unavailable",
+        Error::Network { timed_out: true, .. } => "timeout",
+        Error::Network { .. } => "network",
+        Error::OutcomeUnknown { .. } => "outcome_unknown",
+        Error::CommitUnknown { .. } => "commit_unknown",
+        Error::TransactionAborted { .. } => "transaction_aborted",
+        Error::UnexpectedReply { .. } => "unexpected_reply",
+        Error::PrivilegedLogin { .. } => "privileged_login",
+        Error::ContractMismatch { .. } => "contract_mismatch",
+        _ => "other",
+    }
+    .to_string()
+}
