@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::call::{Reply, call, checkout};
 use super::contract::{self, CatalogRow, Procedure};
 use super::error::Error;
+use super::meter;
 use super::outcome::{self, LeaseState};
 use super::span::{self, About};
 use super::{
@@ -20,14 +21,27 @@ impl Client {
     async fn call(&self, procedure: Procedure, arguments: &[&dyn ToSql], about: About<'_>) -> Result<Reply, Error> {
         self.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let pool = self.pool_for(procedure);
+        // The main pool's, whichever pool this call uses.
+        let state = self.pool.state();
+        meter::pool(state.idle_connections, state.connections - state.idle_connections);
         let span = span::call_span(&self.config, procedure, about);
+        let started = Instant::now();
         let reply = call(pool, &self.last_connect_error, &self.config, procedure, arguments)
             .instrument(span.clone())
             .await;
-        match &reply {
-            Ok(reply) => span::record_end(&span, reply.outcome().as_ref().map(|o| *o)),
-            Err(error) => span::record_end(&span, Err(error)),
-        }
+        let unreadable;
+        let ended = match &reply {
+            Ok(reply) => match reply.outcome() {
+                Ok(outcome) => Ok(outcome),
+                Err(error) => {
+                    unreadable = error;
+                    Err(&unreadable)
+                }
+            },
+            Err(error) => Err(error),
+        };
+        span::record_end(&span, ended);
+        meter::call_ended(procedure, started.elapsed(), ended);
         reply
     }
 

@@ -12,6 +12,7 @@ use tracing::Instrument;
 use super::call::{checkout, classify};
 use super::contract::Procedure;
 use super::error::Error;
+use super::meter;
 use super::pool::Manager;
 use super::span::{self, About};
 use super::{Client, Lease, RefusalReason, input};
@@ -157,15 +158,22 @@ pub(crate) async fn begin<'c>(
     source_version: Option<i64>,
 ) -> Result<BeginFenced<'c>, Error> {
     let span = span::call_span(&client.config, Procedure::AssertHolder, About::lease(lease));
+    let started = Instant::now();
     let begun = assert_in_transaction(client, lease, row, source_version)
         .instrument(span.clone())
         .await;
-    match &begun {
-        Ok(BeginFenced::Holding(_)) => span::record_end(&span, Ok("Holding")),
-        Ok(BeginFenced::Refused(reason)) => span::record_end(&span, Ok(&reason.to_string())),
-        Ok(BeginFenced::NotProvisioned) => span::record_end(&span, Ok("NotProvisioned")),
-        Err(error) => span::record_end(&span, Err(error)),
-    }
+    let refusal;
+    let ended = match &begun {
+        Ok(BeginFenced::Holding(_)) => Ok("Holding"),
+        Ok(BeginFenced::Refused(reason)) => {
+            refusal = reason.to_string();
+            Ok(refusal.as_str())
+        }
+        Ok(BeginFenced::NotProvisioned) => Ok("NotProvisioned"),
+        Err(error) => Err(error),
+    };
+    span::record_end(&span, ended);
+    meter::call_ended(Procedure::AssertHolder, started.elapsed(), ended);
     begun
 }
 

@@ -11,11 +11,11 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use uuid::Uuid;
 
-use super::span;
 use super::{
     BeginFenced, Client, Error, FencedTransaction, FencedTx, Lease, Publish, Release, Renew, fenced_transaction,
     fenced_tx,
 };
+use super::{meter, span};
 
 /// Why a lease was given up as lost.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -121,6 +121,7 @@ impl Client {
     /// Keeps `lease` renewed in the background and returns the guard that
     /// holds it. Must be called inside a tokio runtime.
     pub fn guard(&self, lease: Lease) -> LeaseGuard {
+        meter::guards_held(1.0);
         let (lease_key, lease_generation) = (lease.key().to_string(), lease.generation());
         let lease_key = lease_key.as_str();
         let (sender, state) = watch::channel(Held { lease, lost: None });
@@ -358,6 +359,7 @@ impl LeaseGuard {
 
 impl Drop for LeaseGuard {
     fn drop(&mut self) {
+        meter::guards_held(-1.0);
         self.stop.cancel();
         self.ended.cancel();
         let renewals = self.renewals.take();
@@ -429,6 +431,10 @@ struct Report {
 impl Drop for Report {
     fn drop(&mut self) {
         if let Some(reason) = self.loss.take() {
+            meter::lease_lost(match reason {
+                LostReason::Renewal => "renewal",
+                _ => "unconfirmed",
+            });
             self.state.send_modify(|held| {
                 held.lost.get_or_insert(reason);
             });

@@ -18,6 +18,7 @@ mod guard;
 mod guarded;
 mod input;
 mod lease;
+pub mod meter;
 mod outcome;
 mod pool;
 mod privilege;
@@ -91,6 +92,7 @@ impl Client {
     /// the others as calls need them, and one more for renewals on the first
     /// renewal.
     pub async fn connect_with(config: ClientConfig) -> Result<Client, Error> {
+        meter::describe();
         let client = Client::unconnected(config);
         let first = client.pool.dedicated_connection().await?;
         // The pool has room for it: it is empty and holds at least one.

@@ -212,13 +212,16 @@ impl Client {
                     operation_id,
                 },
                 Ok(Publish::Refused(reason)) => Fenced::Refused(reason),
-                Err(Unresolved::Unknown(reason)) => Fenced::Unknown(Box::new(Unsettled {
-                    lease,
-                    operation_id,
-                    payload,
-                    source_version,
-                    reason,
-                })),
+                Err(Unresolved::Unknown(reason)) => {
+                    super::meter::outcome_unknown("unsettled".to_string());
+                    Fenced::Unknown(Box::new(Unsettled {
+                        lease,
+                        operation_id,
+                        payload,
+                        source_version,
+                        reason,
+                    }))
+                }
                 Err(Unresolved::Failed(error)) => return Err(error),
             },
         )

@@ -76,14 +76,22 @@ impl Client {
     /// `Err` settles nothing (the server could not be reached, or a reply was
     /// lost again): call it again later. A replay is always safe.
     pub async fn settle(&self, unsettled: &Unsettled) -> Result<Publish, Error> {
-        self.publish_with(
-            &unsettled.lease,
-            unsettled.operation_id,
-            &unsettled.payload,
-            true,
-            unsettled.source_version,
-        )
-        .await
+        let answer = self
+            .publish_with(
+                &unsettled.lease,
+                unsettled.operation_id,
+                &unsettled.payload,
+                true,
+                unsettled.source_version,
+            )
+            .await;
+        super::meter::outcome_unknown(match &answer {
+            Ok(Publish::Published) => "Published".to_string(),
+            Ok(Publish::AlreadyPublished) => "AlreadyPublished".to_string(),
+            Ok(Publish::Refused(reason)) => reason.to_string(),
+            Err(_) => "error".to_string(),
+        });
+        answer
     }
 
     /// Publishes and releases; while the outcome stays unknown, or a

@@ -129,7 +129,7 @@ pub(crate) fn record_end(span: &tracing::Span, ended: Result<&str, &Error>) {
 
 /// `error.type`: the server's error number when it raised one, as the
 /// conventions ask, otherwise a low-cardinality name for the failure.
-fn error_type(error: &Error) -> String {
+pub(crate) fn error_type(error: &Error) -> String {
     if let Some(number) = error.server_number() {
         return number.to_string();
     }

@@ -51,10 +51,14 @@ impl Client {
         let deadline = later(Instant::now(), wait);
         let owner = Uuid::new_v4();
         let mut backoff = Backoff::default();
+        let started = Instant::now();
         loop {
             let until = self.confirm_until(Instant::now(), length).min(deadline);
             let (answer, sent_at) = self.acquire_retrying_timed(key, owner, length, until).await?;
             let Acquire::Busy { remaining, .. } = answer else {
+                if matches!(answer, Acquire::Acquired(_)) {
+                    super::meter::handover_wait(started.elapsed());
+                }
                 return Ok(answer);
             };
             let now = Instant::now();
