@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use caller_support::{Answer, Caller};
 use fencepost::client::{FencedTransaction, FencedTx, Publish, RefusalReason};
-use lease_support::{acquired, provisioned, wait_until_expired, worker, workers};
+use lease_support::{acquired, provisioned, unwarmed, wait_until_expired, workers};
 use support::TestDatabase;
 use uuid::Uuid;
 
@@ -49,7 +49,8 @@ async fn a_late_writers_rows_are_rolled_back_and_its_successors_commit() {
         return;
     };
     let report = report(&db).await;
-    let [a, b] = workers(&db.ado()).await;
+    // Nothing here depends on timing: no warm-up.
+    let (a, b) = (unwarmed(&db.ado()).await, unwarmed(&db.ado()).await);
     let key = provisioned(&a, "report").await;
     let late = acquired(a.acquire(&key, Duration::from_secs(2)).await.unwrap());
     wait_until_expired(&b, &key).await;
@@ -86,7 +87,8 @@ async fn an_expired_lease_with_no_successor_is_50111_and_nothing_commits() {
         return;
     };
     let report = report(&db).await;
-    let a = worker(&db.ado()).await;
+    // Nothing here depends on timing: no warm-up.
+    let a = unwarmed(&db.ado()).await;
     let key = provisioned(&a, "report").await;
     let lease = acquired(a.acquire(&key, Duration::from_secs(2)).await.unwrap());
     wait_until_expired(&a, &key).await;
@@ -169,7 +171,8 @@ async fn assert_holder_outside_a_transaction_and_bad_input_are_refused_and_chang
     else {
         return;
     };
-    let a = worker(&db.ado()).await;
+    // Nothing here depends on timing: no warm-up.
+    let a = unwarmed(&db.ado()).await;
     let key = provisioned(&a, "report").await;
     let lease = acquired(a.acquire(&key, Duration::from_secs(60)).await.unwrap());
     let before = lease_support::state(&a, &key).await;
