@@ -117,8 +117,10 @@ async fn sql_that_ends_the_transaction_by_itself_leaves_nothing_to_run_unfenced(
     let report = report(&db).await;
     let insert = insert_into(&report);
     let rolls_back = format!("dbo.RollsBack_{}", Uuid::new_v4().simple());
-    db.exec(&format!("CREATE PROCEDURE {rolls_back} AS BEGIN ROLLBACK TRANSACTION; END"))
-        .await;
+    db.exec(&format!(
+        "CREATE PROCEDURE {rolls_back} AS BEGIN ROLLBACK TRANSACTION; END"
+    ))
+    .await;
     // Nothing here depends on timing: no warm-up.
     let client = unwarmed(&db.ado()).await;
     let key = provisioned(&client, "report").await;

@@ -82,8 +82,7 @@ async fn a_late_writers_rows_are_rolled_back_and_its_successors_commit() {
 
 #[tokio::test]
 async fn an_expired_lease_with_no_successor_is_50111_and_nothing_commits() {
-    let Some(db) = TestDatabase::shared("an_expired_lease_with_no_successor_is_50111_and_nothing_commits").await
-    else {
+    let Some(db) = TestDatabase::shared("an_expired_lease_with_no_successor_is_50111_and_nothing_commits").await else {
         return;
     };
     let report = report(&db).await;
@@ -166,8 +165,7 @@ async fn a_successor_waits_for_the_holders_transaction_and_the_holder_is_then_su
 #[tokio::test]
 async fn assert_holder_outside_a_transaction_and_bad_input_are_refused_and_change_nothing() {
     let Some(db) =
-        TestDatabase::shared("assert_holder_outside_a_transaction_and_bad_input_are_refused_and_change_nothing")
-            .await
+        TestDatabase::shared("assert_holder_outside_a_transaction_and_bad_input_are_refused_and_change_nothing").await
     else {
         return;
     };

@@ -23,8 +23,7 @@ fn parameter_of<T: std::fmt::Debug>(result: Result<T, Error>) -> Parameter {
 
 #[tokio::test]
 async fn the_client_refuses_bad_input_naming_the_parameter_and_changes_nothing() {
-    let Some(db) =
-        TestDatabase::shared("the_client_refuses_bad_input_naming_the_parameter_and_changes_nothing").await
+    let Some(db) = TestDatabase::shared("the_client_refuses_bad_input_naming_the_parameter_and_changes_nothing").await
     else {
         return;
     };
@@ -266,8 +265,7 @@ async fn the_procedures_refuse_bad_input_with_the_documented_numbers_and_change_
 
 #[tokio::test]
 async fn a_key_of_256_characters_and_a_large_payload_are_accepted_whole() {
-    let Some(db) = TestDatabase::shared("a_key_of_256_characters_and_a_large_payload_are_accepted_whole").await
-    else {
+    let Some(db) = TestDatabase::shared("a_key_of_256_characters_and_a_large_payload_are_accepted_whole").await else {
         return;
     };
     // Nothing here depends on timing: no warm-up.

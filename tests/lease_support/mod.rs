@@ -27,7 +27,9 @@ pub async fn worker(ado: &str) -> Client {
 /// its own session's compilation, so they need not wait for each other.
 pub async fn workers<const N: usize>(ado: &str) -> [Client; N] {
     let clients = futures_util::future::join_all((0..N).map(|_| worker(ado))).await;
-    clients.try_into().unwrap_or_else(|_| unreachable!("join_all keeps every worker"))
+    clients
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("join_all keeps every worker"))
 }
 
 /// A client of one connection, as [`worker`] but not warmed up: for a test
