@@ -1,7 +1,8 @@
 //! An acquire whose reply is lost keeps its owner: the client retries as the
 //! same owner and confirms the grant, rather than leaving the key held by an
 //! owner nobody knows. A server that cannot be reached at all is not retried
-//! for a lease length.
+//! for a lease length. The tests share one database: each works on keys of its
+//! own.
 
 mod client_support;
 mod lease_support;
@@ -20,12 +21,12 @@ use tokio::time::Instant;
 #[tokio::test]
 async fn an_acquire_whose_reply_was_lost_answers_acquired_as_the_same_owner() {
     const TEST: &str = "an_acquire_whose_reply_was_lost_answers_acquired_as_the_same_owner";
-    let Some(db) = TestDatabase::deployed(TEST).await else {
+    let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
     let proxy = Proxy::start(db.connection_string().server()).await;
-    let client = worker(&proxy.ado(&db.ado())).await;
-    let observer = worker(&db.ado()).await;
+    let (through, direct) = (proxy.ado(&db.ado()), db.ado());
+    let (client, observer) = tokio::join!(worker(&through), worker(&direct));
     let key = provisioned(&client, "lost-grant").await;
 
     // The server grants the lease; the client never hears it.
@@ -45,7 +46,7 @@ async fn an_acquire_whose_reply_was_lost_answers_acquired_as_the_same_owner() {
 #[tokio::test]
 async fn a_server_that_cannot_be_reached_ends_an_hour_long_run_within_seconds() {
     const TEST: &str = "a_server_that_cannot_be_reached_ends_an_hour_long_run_within_seconds";
-    let Some(db) = TestDatabase::deployed(TEST).await else {
+    let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
     let proxy = Proxy::start(db.connection_string().server()).await;

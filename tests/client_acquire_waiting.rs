@@ -8,7 +8,7 @@ mod support;
 use std::time::Duration;
 
 use fencepost::client::{Acquire, Release};
-use lease_support::{acquired, provisioned, worker};
+use lease_support::{acquired, provisioned, workers};
 use support::TestDatabase;
 use tokio::time::Instant;
 
@@ -18,8 +18,7 @@ async fn a_waiter_takes_a_lease_released_early_within_about_a_second() {
     let Some(db) = TestDatabase::deployed(TEST).await else {
         return;
     };
-    let holder = worker(&db.ado()).await;
-    let waiter = worker(&db.ado()).await;
+    let [holder, waiter] = workers(&db.ado()).await;
     let key = provisioned(&holder, "report").await;
     let lease = acquired(holder.acquire(&key, Duration::from_secs(600)).await.unwrap());
 

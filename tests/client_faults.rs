@@ -4,7 +4,9 @@
 //! `OutcomeUnknown` and resolves to exactly one publication; every other call
 //! surfaces a typed network error, and a retry gets a contract outcome; the
 //! pool never hands the broken connection out again; `run_fenced` publishes
-//! exactly once, and one broken connection does not cost it its lease.
+//! exactly once, and one broken connection does not cost it its lease. The
+//! tests share one database: each works on keys of its own, and ends only its
+//! own sessions.
 
 mod client_support;
 mod lease_support;
@@ -34,7 +36,7 @@ struct Setup {
 }
 
 async fn setup(test: &str) -> Option<Setup> {
-    let db = TestDatabase::deployed(test).await?;
+    let db = TestDatabase::shared(test).await?;
     let proxy = Proxy::start(db.connection_string().server()).await;
     let client = worker(&proxy.ado(&db.ado())).await;
     Some(Setup { db, proxy, client })
@@ -285,7 +287,7 @@ async fn kill_sessions(db: &TestDatabase, name: &str) -> usize {
 #[tokio::test]
 async fn run_fenced_whose_session_the_server_ends_keeps_its_lease_and_publishes_once() {
     let test = "run_fenced_whose_session_the_server_ends_keeps_its_lease_and_publishes_once";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
     let name = format!("fp-victim-{}", Uuid::new_v4().simple());

@@ -2,7 +2,8 @@
 //! statement nothing more is sent, SQL that ends the transaction by itself
 //! leaves the next statement nothing to run in, an unbalanced transaction is
 //! rolled back rather than reported committed, a session that ran the work's
-//! SQL is never reused, and a commit whose answer is lost says so.
+//! SQL is never reused, and a commit whose answer is lost says so. The tests
+//! share one database: each works on keys and a table of its own.
 
 mod caller_support;
 mod client_support;
@@ -14,14 +15,30 @@ use std::time::Duration;
 use client_support::{Cut, Proxy};
 use fencepost::client::{BeginFenced, Error, FencedTransaction, FencedTx, Lease, Release};
 use fencepost::{Client, ClientConfig, ConnectionString};
-use lease_support::{acquired, provisioned, state, wait_until_expired, warm_up, worker};
+use lease_support::{acquired, provisioned, state, unwarmed, wait_until_expired, worker};
 use support::TestDatabase;
+use uuid::Uuid;
 
-const REPORT: &str = "CREATE TABLE dbo.Report (Id int PRIMARY KEY, Writer nvarchar(20) NOT NULL);";
 const LONG: Duration = Duration::from_secs(60);
 
-async fn writers(db: &TestDatabase) -> Vec<String> {
-    db.query("SELECT Writer FROM dbo.Report ORDER BY Id")
+/// Creates this test's own report table (the database is shared) and
+/// returns its name.
+async fn report(db: &TestDatabase) -> String {
+    let report = format!("dbo.Report_{}", Uuid::new_v4().simple());
+    db.exec(&format!(
+        "CREATE TABLE {report} (Id int PRIMARY KEY, Writer nvarchar(20) NOT NULL);"
+    ))
+    .await;
+    report
+}
+
+/// The row the works write: an id and its writer.
+fn insert_into(report: &str) -> String {
+    format!("INSERT INTO {report} (Id, Writer) VALUES (@P1, @P2)")
+}
+
+async fn writers(db: &TestDatabase, report: &str) -> Vec<String> {
+    db.query(&format!("SELECT Writer FROM {report} ORDER BY Id"))
         .await
         .iter()
         .map(|row| row.get::<&str, _>(0).unwrap().to_string())
@@ -42,8 +59,6 @@ fn aborted<T: std::fmt::Debug>(what: &str, result: Result<T, Error>) {
     );
 }
 
-const INSERT: &str = "INSERT INTO dbo.Report (Id, Writer) VALUES (@P1, @P2)";
-
 /// The everyday "insert, ignore the duplicate key" work: XACT_ABORT rolled
 /// the transaction back and freed the fence row, the lease ran out and a
 /// successor took it. The work's next statement must not run at all: in
@@ -51,20 +66,21 @@ const INSERT: &str = "INSERT INTO dbo.Report (Id, Writer) VALUES (@P1, @P2)";
 #[tokio::test]
 async fn after_a_failed_statement_nothing_more_is_sent_so_a_late_write_cannot_land_under_a_successor() {
     let test = "after_a_failed_statement_nothing_more_is_sent_so_a_late_write_cannot_land_under_a_successor";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    db.exec(REPORT).await;
+    let report = report(&db).await;
+    let insert = insert_into(&report);
     let proxy = Proxy::start(db.connection_string().server()).await;
-    let late = worker(&proxy.ado(&db.ado())).await;
-    let successor = worker(&db.ado()).await;
+    let (through, direct) = (proxy.ado(&db.ado()), db.ado());
+    let (late, successor) = tokio::join!(worker(&through), worker(&direct));
     let key = provisioned(&late, "report").await;
     let lease = acquired(late.acquire(&key, lease_support::SHORT).await.unwrap());
 
     let outcome = late
         .fenced_transaction_without_guard(&lease, async |tx: &mut FencedTx<'_>| {
-            tx.execute(INSERT, &[&1i32, &"A"]).await?;
-            let duplicate = tx.execute(INSERT, &[&1i32, &"A again"]).await;
+            tx.execute(&insert, &[&1i32, &"A"]).await?;
+            let duplicate = tx.execute(&insert, &[&1i32, &"A again"]).await;
             assert_eq!(duplicate.as_ref().err().and_then(Error::server_number), Some(2627));
             // Ignored, as the pattern does; meanwhile the lease runs out and
             // a successor takes over.
@@ -72,7 +88,7 @@ async fn after_a_failed_statement_nothing_more_is_sent_so_a_late_write_cannot_la
             let taken = acquired(successor.acquire(&key, LONG).await.unwrap());
             assert_eq!(taken.generation(), lease.generation() + 1);
             let sent = proxy.requests();
-            let result = tx.execute(INSERT, &[&2i32, &"A late"]).await;
+            let result = tx.execute(&insert, &[&2i32, &"A late"]).await;
             assert_eq!(proxy.requests(), sent, "a statement after the failure was sent");
             aborted("the statement after the failure", result);
             Ok::<_, Error>(())
@@ -80,7 +96,7 @@ async fn after_a_failed_statement_nothing_more_is_sent_so_a_late_write_cannot_la
         .await;
     aborted("the commit of a work that swallowed an error", outcome);
     assert_eq!(
-        writers(&db).await,
+        writers(&db, &report).await,
         Vec::<String>::new(),
         "a row landed outside the fence"
     );
@@ -95,29 +111,38 @@ async fn after_a_failed_statement_nothing_more_is_sent_so_a_late_write_cannot_la
 #[tokio::test]
 async fn sql_that_ends_the_transaction_by_itself_leaves_nothing_to_run_unfenced() {
     let test = "sql_that_ends_the_transaction_by_itself_leaves_nothing_to_run_unfenced";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    db.exec(REPORT).await;
-    db.exec("CREATE PROCEDURE dbo.RollsBack AS BEGIN ROLLBACK TRANSACTION; END")
-        .await;
-    let client = worker(&db.ado()).await;
+    let report = report(&db).await;
+    let insert = insert_into(&report);
+    let rolls_back = format!("dbo.RollsBack_{}", Uuid::new_v4().simple());
+    db.exec(&format!(
+        "CREATE PROCEDURE {rolls_back} AS BEGIN ROLLBACK TRANSACTION; END"
+    ))
+    .await;
+    // Nothing here depends on timing: no warm-up.
+    let client = unwarmed(&db.ado()).await;
     let key = provisioned(&client, "report").await;
     let lease = acquired(client.acquire(&key, LONG).await.unwrap());
-    let endings = ["COMMIT TRANSACTION;", "ROLLBACK TRANSACTION;", "EXEC dbo.RollsBack;"];
-    for (n, ending) in endings.into_iter().enumerate() {
+    let endings = [
+        "COMMIT TRANSACTION;".to_string(),
+        "ROLLBACK TRANSACTION;".to_string(),
+        format!("EXEC {rolls_back};"),
+    ];
+    for (n, ending) in endings.iter().enumerate() {
         let id = 10 * n as i32;
         let mut tx = holding(client.begin_fenced_without_guard(&lease).await).await;
-        tx.execute(INSERT, &[&id, &"before"]).await.unwrap();
+        tx.execute(&insert, &[&id, &"before"]).await.unwrap();
         let ended = tx.execute(ending, &[]).await;
         assert!(
             ended.is_err(),
             "{ending}: the statement that ended the transaction answered {ended:?}"
         );
-        aborted(ending, tx.execute(INSERT, &[&(id + 1), &"after"]).await);
+        aborted(ending, tx.execute(&insert, &[&(id + 1), &"after"]).await);
         aborted(ending, tx.commit().await);
     }
-    let landed = writers(&db).await;
+    let landed = writers(&db, &report).await;
     assert!(!landed.iter().any(|w| w == "after"), "{landed:?}");
     assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
     drop(client);
@@ -132,17 +157,17 @@ async fn sql_that_ends_the_transaction_by_itself_leaves_nothing_to_run_unfenced(
 #[tokio::test]
 async fn an_unbalanced_transaction_is_never_reported_committed_nor_passed_to_the_next_call() {
     let test = "an_unbalanced_transaction_is_never_reported_committed_nor_passed_to_the_next_call";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    db.exec(REPORT).await;
-    let client = worker(&db.ado()).await;
-    let observer = worker(&db.ado()).await;
+    let report = report(&db).await;
+    // Nothing here depends on timing: no warm-up.
+    let (client, observer) = (unwarmed(&db.ado()).await, unwarmed(&db.ado()).await);
     let unbalancing = [
-        "BEGIN TRANSACTION; INSERT INTO dbo.Report (Id, Writer) VALUES (@P1, N'nested');",
-        "SET IMPLICIT_TRANSACTIONS ON; INSERT INTO dbo.Report (Id, Writer) VALUES (@P1, N'implicit');",
+        format!("BEGIN TRANSACTION; INSERT INTO {report} (Id, Writer) VALUES (@P1, N'nested');"),
+        format!("SET IMPLICIT_TRANSACTIONS ON; INSERT INTO {report} (Id, Writer) VALUES (@P1, N'implicit');"),
     ];
-    for (n, sql) in unbalancing.into_iter().enumerate() {
+    for (n, sql) in unbalancing.iter().enumerate() {
         let key = provisioned(&client, "report").await;
         let lease = acquired(client.acquire(&key, LONG).await.unwrap());
         let mut tx = holding(client.begin_fenced_without_guard(&lease).await).await;
@@ -163,7 +188,7 @@ async fn an_unbalanced_transaction_is_never_reported_committed_nor_passed_to_the
             "{sql}: the release ran inside a transaction left open by the work"
         );
     }
-    assert!(!writers(&db).await.iter().any(|w| w == "nested"));
+    assert!(!writers(&db, &report).await.iter().any(|w| w == "nested"));
     drop((client, observer));
     db.drop().await;
 }
@@ -175,10 +200,11 @@ async fn an_unbalanced_transaction_is_never_reported_committed_nor_passed_to_the
 #[tokio::test]
 async fn a_session_that_ran_the_works_sql_is_never_handed_to_the_next_call() {
     let test = "a_session_that_ran_the_works_sql_is_never_handed_to_the_next_call";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    let client = worker(&db.ado()).await;
+    // Nothing here depends on timing: no warm-up.
+    let client = unwarmed(&db.ado()).await;
     let key = provisioned(&client, "report").await;
     let lease = acquired(client.acquire(&key, LONG).await.unwrap());
     let mut sessions = Vec::new();
@@ -203,17 +229,19 @@ async fn a_session_that_ran_the_works_sql_is_never_handed_to_the_next_call() {
 #[tokio::test]
 async fn a_commit_whose_answer_is_lost_is_commit_unknown_and_not_to_be_retried_blindly() {
     let test = "a_commit_whose_answer_is_lost_is_commit_unknown_and_not_to_be_retried_blindly";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    db.exec(REPORT).await;
+    let report = report(&db).await;
+    let insert = insert_into(&report);
     let proxy = Proxy::start(db.connection_string().server()).await;
-    let client = worker(&proxy.ado(&db.ado())).await;
+    // Nothing here depends on timing: no warm-up.
+    let client = unwarmed(&proxy.ado(&db.ado())).await;
     let key = provisioned(&client, "report").await;
     let lease = acquired(client.acquire(&key, LONG).await.unwrap());
     for (id, cut) in [(1i32, Cut::BeforeReply), (2, Cut::BeforeRequest)] {
         let mut tx = holding(client.begin_fenced_without_guard(&lease).await).await;
-        tx.execute(INSERT, &[&id, &format!("{cut:?}")]).await.unwrap();
+        tx.execute(&insert, &[&id, &format!("{cut:?}")]).await.unwrap();
         proxy.cut_next(cut);
         let committed = tx.commit().await;
         assert!(!proxy.cut_pending(), "{cut:?}: the cut never happened");
@@ -223,7 +251,7 @@ async fn a_commit_whose_answer_is_lost_is_commit_unknown_and_not_to_be_retried_b
         }
     }
     // Both were unknown to the client; the server ran only the first.
-    assert_eq!(writers(&db).await, ["BeforeReply"]);
+    assert_eq!(writers(&db, &report).await, ["BeforeReply"]);
     assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
     drop(client);
     db.drop().await;
@@ -236,13 +264,14 @@ async fn a_commit_whose_answer_is_lost_is_commit_unknown_and_not_to_be_retried_b
 #[tokio::test]
 async fn a_fenced_transaction_does_not_outlast_its_lease() {
     let test = "a_fenced_transaction_does_not_outlast_its_lease";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    db.exec(REPORT).await;
+    let report = report(&db).await;
+    let insert = insert_into(&report);
     let proxy = Proxy::start(db.connection_string().server()).await;
-    let client = worker(&proxy.ado(&db.ado())).await;
-    let successor = worker(&db.ado()).await;
+    let (through, direct) = (proxy.ado(&db.ado()), db.ado());
+    let (client, successor) = tokio::join!(worker(&through), worker(&direct));
     let key = provisioned(&client, "report").await;
     let lease = acquired(client.acquire(&key, lease_support::SHORT).await.unwrap());
 
@@ -250,12 +279,12 @@ async fn a_fenced_transaction_does_not_outlast_its_lease() {
     let mut other = caller_support::Caller::new(db.connect().await);
     other.begin("READ COMMITTED").await.unwrap();
     other
-        .batch("INSERT INTO dbo.Report (Id, Writer) VALUES (5, N'other');")
+        .batch(&format!("INSERT INTO {report} (Id, Writer) VALUES (5, N'other');"))
         .await
         .unwrap();
 
     let mut tx = holding(client.begin_fenced_without_guard(&lease).await).await;
-    let stuck = tx.execute(INSERT, &[&5i32, &"stuck"]).await;
+    let stuck = tx.execute(&insert, &[&5i32, &"stuck"]).await;
     assert!(
         matches!(stuck, Err(Error::Network { timed_out: true, .. })),
         "{stuck:?}"
@@ -277,7 +306,7 @@ async fn a_fenced_transaction_does_not_outlast_its_lease() {
     let sent = proxy.requests();
     aborted(
         "a statement past the deadline",
-        tx.execute(INSERT, &[&6i32, &"late"]).await,
+        tx.execute(&insert, &[&6i32, &"late"]).await,
     );
     assert_eq!(proxy.requests(), sent, "a statement past the lease's deadline was sent");
     aborted("a commit past the deadline", tx.commit().await);
@@ -285,7 +314,7 @@ async fn a_fenced_transaction_does_not_outlast_its_lease() {
     // ended.
     wait_until_expired(&successor, &key).await;
     acquired(successor.acquire(&key, LONG).await.unwrap());
-    assert_eq!(writers(&db).await, Vec::<String>::new());
+    assert_eq!(writers(&db, &report).await, Vec::<String>::new());
     drop((client, successor, other));
     db.drop().await;
 }
@@ -322,25 +351,26 @@ fn a_spawned_task_can_hold_a_fenced_transaction_that_borrows_its_locals() {
 #[tokio::test]
 async fn a_guards_fenced_transaction_commits_the_holders_rows() {
     let test = "a_guards_fenced_transaction_commits_the_holders_rows";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    db.exec(REPORT).await;
+    let report = report(&db).await;
+    let insert = insert_into(&report);
     let mut config = ClientConfig::new(ConnectionString::parse(&db.ado()).unwrap());
     config.max_connections(2).allow_privileged_login(true);
+    // Nothing here depends on timing: no warm-up.
     let client = Client::connect_with(config).await.unwrap();
-    warm_up(&client).await;
     let key = provisioned(&client, "report").await;
     let guard = client.guard(acquired(client.acquire(&key, LONG).await.unwrap()));
     let written = guard
         .fenced_transaction(async |tx| {
-            tx.execute(INSERT, &[&1i32, &"holder"]).await?;
+            tx.execute(&insert, &[&1i32, &"holder"]).await?;
             Ok::<_, Error>(1)
         })
         .await
         .unwrap();
     assert!(matches!(written, FencedTransaction::Committed(1)), "{written:?}");
-    assert_eq!(writers(&db).await, ["holder"]);
+    assert_eq!(writers(&db, &report).await, ["holder"]);
     assert_eq!(guard.release().await.unwrap(), Release::Released);
     drop(client);
     db.drop().await;

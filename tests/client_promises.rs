@@ -5,7 +5,9 @@
 //! `NotProvisioned`; a refusal inside the caller's transaction rolling back
 //! what it wrote before the call; the outcomes of calls on a key that was
 //! never provisioned; the reader's and the operator's roles; and a guard's
-//! token cancelled by `release()`.
+//! token cancelled by `release()`. The tests share one database, each with
+//! keys of its own, except the two role tests: on Babelfish they run the
+//! SECURITY DEFINER script, which changes every procedure.
 
 mod caller_support;
 mod lease_support;
@@ -57,7 +59,7 @@ async fn roles_can_reach_the_tables(db: &TestDatabase, test: &str) -> bool {
 #[tokio::test]
 async fn run_fenced_answers_busy_and_not_provisioned_without_running_the_work() {
     let test = "run_fenced_answers_busy_and_not_provisioned_without_running_the_work";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
     let (holder, runner) = (client(&db).await, client(&db).await);
@@ -96,7 +98,7 @@ async fn run_fenced_answers_busy_and_not_provisioned_without_running_the_work() 
 #[tokio::test]
 async fn run_fenced_whose_work_fails_publishes_nothing_and_releases_the_lease() {
     let test = "run_fenced_whose_work_fails_publishes_nothing_and_releases_the_lease";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
     let (runner, successor) = (client(&db).await, client(&db).await);
@@ -126,7 +128,7 @@ async fn run_fenced_whose_work_fails_publishes_nothing_and_releases_the_lease() 
 #[tokio::test]
 async fn acquire_waiting_answers_busy_at_its_deadline_after_one_last_attempt() {
     let test = "acquire_waiting_answers_busy_at_its_deadline_after_one_last_attempt";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
     let (holder, waiter) = (client(&db).await, lease_support::worker(&db.ado()).await);
@@ -147,6 +149,11 @@ async fn acquire_waiting_answers_busy_at_its_deadline_after_one_last_attempt() {
                     at.push(started.elapsed());
                 }
                 let _ = tokio::time::timeout(Duration::from_millis(5), finished.changed()).await;
+            }
+            // The last attempt may have been sent and answered within the
+            // last 5 ms: it is counted once the answer is in.
+            if waiter.requests_sent() > seen {
+                at.push(started.elapsed());
             }
             at
         }
@@ -188,7 +195,7 @@ async fn acquire_waiting_answers_busy_at_its_deadline_after_one_last_attempt() {
 #[tokio::test]
 async fn acquire_waiting_answers_not_provisioned_at_once() {
     let test = "acquire_waiting_answers_not_provisioned_at_once";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
     let waiter = client(&db).await;
@@ -206,7 +213,7 @@ async fn acquire_waiting_answers_not_provisioned_at_once() {
 #[tokio::test]
 async fn a_fenced_transaction_on_an_expired_lease_is_refused_as_expired_and_runs_nothing() {
     let test = "a_fenced_transaction_on_an_expired_lease_is_refused_as_expired_and_runs_nothing";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
     let client = client(&db).await;
@@ -233,7 +240,7 @@ async fn a_fenced_transaction_on_an_expired_lease_is_refused_as_expired_and_runs
 #[tokio::test]
 async fn a_fenced_transaction_on_a_key_with_no_fence_row_is_not_provisioned_and_runs_nothing() {
     let test = "a_fenced_transaction_on_a_key_with_no_fence_row_is_not_provisioned_and_runs_nothing";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
     let client = client(&db).await;
@@ -261,7 +268,7 @@ async fn a_fenced_transaction_on_a_key_with_no_fence_row_is_not_provisioned_and_
 #[tokio::test]
 async fn a_refusal_inside_the_callers_transaction_rolls_back_what_it_wrote_before_the_call() {
     let test = "a_refusal_inside_the_callers_transaction_rolls_back_what_it_wrote_before_the_call";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
     db.exec("CREATE TABLE dbo.Written (Step nvarchar(20) NOT NULL);").await;
@@ -308,7 +315,7 @@ async fn a_refusal_inside_the_callers_transaction_rolls_back_what_it_wrote_befor
 #[tokio::test]
 async fn publish_renew_and_release_on_a_never_provisioned_key_answer_their_outcomes() {
     let test = "publish_renew_and_release_on_a_never_provisioned_key_answer_their_outcomes";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
     let mut caller = Caller::new(db.connect().await);
@@ -471,7 +478,7 @@ async fn an_operator_login_lists_and_force_releases_leases_by_procedure_and_comm
 #[tokio::test]
 async fn releasing_a_guard_cancels_its_token() {
     let test = "releasing_a_guard_cancels_its_token";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
     let client = client(&db).await;

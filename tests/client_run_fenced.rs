@@ -1,6 +1,7 @@
 //! `run_fenced` on a live engine: a job longer than its lease publishes while
 //! renewals work; when the lease is lost, or no renewal can reach the server
-//! in time, the work is cancelled and nothing is published.
+//! in time, the work is cancelled and nothing is published. The tests share
+//! one database: each works on keys of its own.
 
 mod client_support;
 mod lease_support;
@@ -60,7 +61,7 @@ async fn server_clock_at(conn: &mut fencepost::Connection, at: Instant) -> Offse
 
 #[tokio::test]
 async fn a_job_longer_than_its_lease_publishes_while_renewals_work() {
-    let Some(db) = TestDatabase::deployed("a_job_longer_than_its_lease_publishes_while_renewals_work").await else {
+    let Some(db) = TestDatabase::shared("a_job_longer_than_its_lease_publishes_while_renewals_work").await else {
         return;
     };
     let client = worker(&db.ado()).await;
@@ -94,7 +95,7 @@ async fn a_job_longer_than_its_lease_publishes_while_renewals_work() {
 #[tokio::test]
 async fn a_lease_fenced_out_by_an_operator_cancels_the_work_and_publishes_nothing() {
     const TEST: &str = "a_lease_fenced_out_by_an_operator_cancels_the_work_and_publishes_nothing";
-    let Some(db) = TestDatabase::deployed(TEST).await else {
+    let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
     let client = worker(&db.ado()).await;
@@ -158,7 +159,7 @@ const RENEWAL_ROUND_TRIP: Duration = Duration::from_millis(300);
 #[tokio::test]
 async fn a_renewal_that_cannot_reach_the_server_in_time_cancels_the_work_before_the_lease_ends() {
     const TEST: &str = "a_renewal_that_cannot_reach_the_server_in_time_cancels_the_work_before_the_lease_ends";
-    let Some(db) = TestDatabase::deployed(TEST).await else {
+    let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
     let proxy = Proxy::start(db.connection_string().server()).await;
@@ -168,8 +169,8 @@ async fn a_renewal_that_cannot_reach_the_server_in_time_cancels_the_work_before_
         .checkout_timeout(Duration::from_secs(1))
         .release_timeout(Duration::from_secs(1));
     let client = Client::connect_with(config).await.unwrap();
-    warm_up(&client).await;
-    let observer = worker(&db.ado()).await;
+    let direct = db.ado();
+    let ((), observer) = tokio::join!(warm_up(&client), worker(&direct));
     let key = provisioned(&observer, "report").await;
     // A session of its own to read the server clock on, opened and used once
     // beforehand so that reading it costs only the query.

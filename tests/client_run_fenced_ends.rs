@@ -1,5 +1,6 @@
 //! How `run_fenced` ends when things go wrong around the work: the acquire's
 //! reply is lost, the work ignores its cancel, or the caller drops the run.
+//! The tests share one database: each works on keys of its own.
 
 mod client_support;
 mod lease_support;
@@ -18,7 +19,7 @@ use tokio::time::Instant;
 
 #[tokio::test]
 async fn an_acquire_whose_reply_was_lost_is_confirmed_with_the_same_owner() {
-    let Some(db) = TestDatabase::deployed("an_acquire_whose_reply_was_lost_is_confirmed_with_the_same_owner").await
+    let Some(db) = TestDatabase::shared("an_acquire_whose_reply_was_lost_is_confirmed_with_the_same_owner").await
     else {
         return;
     };
@@ -45,7 +46,7 @@ async fn an_acquire_whose_reply_was_lost_is_confirmed_with_the_same_owner() {
 
 #[tokio::test]
 async fn a_work_that_ignores_its_cancel_is_dropped_after_the_grace() {
-    let Some(db) = TestDatabase::deployed("a_work_that_ignores_its_cancel_is_dropped_after_the_grace").await else {
+    let Some(db) = TestDatabase::shared("a_work_that_ignores_its_cancel_is_dropped_after_the_grace").await else {
         return;
     };
     let mut config = ClientConfig::new(ConnectionString::parse(&db.ado()).unwrap());
@@ -108,7 +109,7 @@ async fn a_work_that_ignores_its_cancel_is_dropped_after_the_grace() {
 
 #[tokio::test]
 async fn dropping_a_run_cancels_what_its_work_spawned() {
-    let Some(db) = TestDatabase::deployed("dropping_a_run_cancels_what_its_work_spawned").await else {
+    let Some(db) = TestDatabase::shared("dropping_a_run_cancels_what_its_work_spawned").await else {
         return;
     };
     let client = worker(&db.ado()).await;

@@ -29,8 +29,8 @@ async fn a_publish_that_committed_while_every_reply_was_lost_is_unknown_and_sett
         .checkout_timeout(Duration::from_millis(500))
         .release_timeout(Duration::from_millis(500));
     let client = Client::connect_with(config).await.unwrap();
-    warm_up(&client).await;
-    let observer = worker(&db.ado()).await;
+    let direct = db.ado();
+    let ((), observer) = tokio::join!(warm_up(&client), worker(&direct));
     let key = provisioned(&client, "unsettled").await;
 
     let fenced = client

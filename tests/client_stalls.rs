@@ -2,7 +2,8 @@
 //! start-up check is bounded by `call_timeout` like every call, and a pooled
 //! connection the server ended while it sat idle is replaced before a call
 //! uses it, so a publish after a restart neither fails nor reports an
-//! unknown outcome.
+//! unknown outcome. The tests share one database: each works on keys of its
+//! own, and ends only its own sessions.
 
 mod client_support;
 mod lease_support;
@@ -28,7 +29,7 @@ fn config(ado: &str) -> ClientConfig {
 #[tokio::test]
 async fn verify_contract_with_its_reply_held_times_out_within_the_call_timeout() {
     let test = "verify_contract_with_its_reply_held_times_out_within_the_call_timeout";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
     let proxy = Proxy::start(db.connection_string().server()).await;
@@ -75,7 +76,7 @@ async fn kill_sessions(db: &TestDatabase, name: &str) -> usize {
 #[tokio::test]
 async fn a_publish_on_a_pooled_connection_the_server_ended_while_idle_succeeds() {
     let test = "a_publish_on_a_pooled_connection_the_server_ended_while_idle_succeeds";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
     let proxy = Proxy::start(db.connection_string().server()).await;

@@ -1,6 +1,7 @@
 //! Fencing the service's own tables with `fence_api.AssertHolder`, in the
 //! T-SQL pattern any language uses (BEGIN TRAN; EXEC AssertHolder; own
 //! writes; COMMIT) and through `Client::fenced_transaction_without_guard`, on a user table.
+//! The tests share one database: each works on keys and a table of its own.
 
 mod caller_support;
 mod lease_support;
@@ -10,36 +11,46 @@ use std::time::Duration;
 
 use caller_support::{Answer, Caller};
 use fencepost::client::{FencedTransaction, FencedTx, Publish, RefusalReason};
-use lease_support::{acquired, provisioned, wait_until_expired, worker};
+use lease_support::{acquired, provisioned, unwarmed, wait_until_expired, workers};
 use support::TestDatabase;
 use uuid::Uuid;
 
 const ASSERT: &str = "EXEC fence_api.AssertHolder @ResourceKey = @P1, @Owner = @P2, @Generation = @P3";
-const REPORT: &str = "CREATE TABLE dbo.Report (Id int IDENTITY PRIMARY KEY, Writer nvarchar(20) NOT NULL);";
+/// Creates this test's own report table (the database is shared) and
+/// returns its name.
+async fn report(db: &TestDatabase) -> String {
+    let report = format!("dbo.Report_{}", Uuid::new_v4().simple());
+    db.exec(&format!(
+        "CREATE TABLE {report} (Id int IDENTITY PRIMARY KEY, Writer nvarchar(20) NOT NULL);"
+    ))
+    .await;
+    report
+}
 
-async fn writers(db: &TestDatabase) -> Vec<String> {
-    db.query("SELECT Writer FROM dbo.Report ORDER BY Id")
+async fn writers(db: &TestDatabase, report: &str) -> Vec<String> {
+    db.query(&format!("SELECT Writer FROM {report} ORDER BY Id"))
         .await
         .iter()
         .map(|row| row.get::<&str, _>(0).unwrap().to_string())
         .collect()
 }
 
-async fn insert(caller: &mut Caller, writer: &str) {
+async fn insert(caller: &mut Caller, report: &str, writer: &str) {
     caller
         .conn
-        .execute("INSERT INTO dbo.Report (Writer) VALUES (@P1)", &[&writer])
+        .execute(format!("INSERT INTO {report} (Writer) VALUES (@P1)"), &[&writer])
         .await
         .unwrap();
 }
 
 #[tokio::test]
 async fn a_late_writers_rows_are_rolled_back_and_its_successors_commit() {
-    let Some(db) = TestDatabase::deployed("a_late_writers_rows_are_rolled_back_and_its_successors_commit").await else {
+    let Some(db) = TestDatabase::shared("a_late_writers_rows_are_rolled_back_and_its_successors_commit").await else {
         return;
     };
-    db.exec(REPORT).await;
-    let (a, b) = (worker(&db.ado()).await, worker(&db.ado()).await);
+    let report = report(&db).await;
+    // Nothing here depends on timing: no warm-up.
+    let (a, b) = (unwarmed(&db.ado()).await, unwarmed(&db.ado()).await);
     let key = provisioned(&a, "report").await;
     let late = acquired(a.acquire(&key, Duration::from_secs(2)).await.unwrap());
     wait_until_expired(&b, &key).await;
@@ -47,7 +58,7 @@ async fn a_late_writers_rows_are_rolled_back_and_its_successors_commit() {
 
     let mut caller_a = Caller::new(db.connect().await);
     caller_a.begin("READ COMMITTED").await.unwrap();
-    insert(&mut caller_a, "A").await;
+    insert(&mut caller_a, &report, "A").await;
     let refused = caller_a
         .call(ASSERT, &[&key.as_str(), &late.owner(), &late.generation()])
         .await;
@@ -61,35 +72,35 @@ async fn a_late_writers_rows_are_rolled_back_and_its_successors_commit() {
         .await;
     assert_eq!(holding.outcome(), "Holding");
     assert_eq!(holding.big("Generation"), Some(current.generation()));
-    insert(&mut caller_b, "B").await;
+    insert(&mut caller_b, &report, "B").await;
     caller_b.commit().await.unwrap();
 
-    assert_eq!(writers(&db).await, ["B"]);
+    assert_eq!(writers(&db, &report).await, ["B"]);
     drop((a, b, caller_a, caller_b));
     db.drop().await;
 }
 
 #[tokio::test]
 async fn an_expired_lease_with_no_successor_is_50111_and_nothing_commits() {
-    let Some(db) = TestDatabase::deployed("an_expired_lease_with_no_successor_is_50111_and_nothing_commits").await
-    else {
+    let Some(db) = TestDatabase::shared("an_expired_lease_with_no_successor_is_50111_and_nothing_commits").await else {
         return;
     };
-    db.exec(REPORT).await;
-    let a = worker(&db.ado()).await;
+    let report = report(&db).await;
+    // Nothing here depends on timing: no warm-up.
+    let a = unwarmed(&db.ado()).await;
     let key = provisioned(&a, "report").await;
     let lease = acquired(a.acquire(&key, Duration::from_secs(2)).await.unwrap());
     wait_until_expired(&a, &key).await;
 
     let mut caller = Caller::new(db.connect().await);
     caller.begin("READ COMMITTED").await.unwrap();
-    insert(&mut caller, "A").await;
+    insert(&mut caller, &report, "A").await;
     let refused = caller
         .call(ASSERT, &[&key.as_str(), &lease.owner(), &lease.generation()])
         .await;
     assert_eq!(refused.error_number(), Some(50111), "{refused:?}");
     caller.rollback().await;
-    assert_eq!(writers(&db).await, Vec::<String>::new());
+    assert_eq!(writers(&db, &report).await, Vec::<String>::new());
     drop((a, caller));
     db.drop().await;
 }
@@ -97,12 +108,12 @@ async fn an_expired_lease_with_no_successor_is_50111_and_nothing_commits() {
 #[tokio::test]
 async fn a_successor_waits_for_the_holders_transaction_and_the_holder_is_then_superseded() {
     let Some(db) =
-        TestDatabase::deployed("a_successor_waits_for_the_holders_transaction_and_the_holder_is_then_superseded").await
+        TestDatabase::shared("a_successor_waits_for_the_holders_transaction_and_the_holder_is_then_superseded").await
     else {
         return;
     };
-    db.exec(REPORT).await;
-    let (a, b) = (worker(&db.ado()).await, worker(&db.ado()).await);
+    let report = report(&db).await;
+    let [a, b] = workers(&db.ado()).await;
     let key = provisioned(&a, "report").await;
     let lease = acquired(a.acquire(&key, Duration::from_secs(2)).await.unwrap());
 
@@ -125,7 +136,7 @@ async fn a_successor_waits_for_the_holders_transaction_and_the_holder_is_then_su
         !successor.is_finished(),
         "the successor did not wait for the holder's transaction"
     );
-    insert(&mut holder, "A").await;
+    insert(&mut holder, &report, "A").await;
     let before_commit = holder.server_now().await.assume_utc();
     holder.commit().await.unwrap();
     let next = acquired(successor.await.unwrap());
@@ -139,7 +150,7 @@ async fn a_successor_waits_for_the_holders_transaction_and_the_holder_is_then_su
         "the successor was judged at {judged}, before the holder's commit (after {before_commit})"
     );
     assert_eq!(
-        writers(&db).await,
+        writers(&db, &report).await,
         ["A"],
         "the holder's rows, written under the lock, commit"
     );
@@ -154,12 +165,12 @@ async fn a_successor_waits_for_the_holders_transaction_and_the_holder_is_then_su
 #[tokio::test]
 async fn assert_holder_outside_a_transaction_and_bad_input_are_refused_and_change_nothing() {
     let Some(db) =
-        TestDatabase::deployed("assert_holder_outside_a_transaction_and_bad_input_are_refused_and_change_nothing")
-            .await
+        TestDatabase::shared("assert_holder_outside_a_transaction_and_bad_input_are_refused_and_change_nothing").await
     else {
         return;
     };
-    let a = worker(&db.ado()).await;
+    // Nothing here depends on timing: no warm-up.
+    let a = unwarmed(&db.ado()).await;
     let key = provisioned(&a, "report").await;
     let lease = acquired(a.acquire(&key, Duration::from_secs(60)).await.unwrap());
     let before = lease_support::state(&a, &key).await;
@@ -199,18 +210,19 @@ async fn assert_holder_outside_a_transaction_and_bad_input_are_refused_and_chang
 #[tokio::test]
 async fn a_fenced_transaction_commits_for_the_holder_and_writes_nothing_for_a_late_one() {
     let Some(db) =
-        TestDatabase::deployed("a_fenced_transaction_commits_for_the_holder_and_writes_nothing_for_a_late_one").await
+        TestDatabase::shared("a_fenced_transaction_commits_for_the_holder_and_writes_nothing_for_a_late_one").await
     else {
         return;
     };
-    db.exec(REPORT).await;
-    let (a, b) = (worker(&db.ado()).await, worker(&db.ado()).await);
+    let report = report(&db).await;
+    let [a, b] = workers(&db.ado()).await;
     let key = provisioned(&a, "report").await;
     let late = acquired(a.acquire(&key, Duration::from_secs(2)).await.unwrap());
+    let insert = format!("INSERT INTO {report} (Writer) VALUES (@P1)");
     let write = |writer: &'static str| {
+        let insert = &insert;
         async move |tx: &mut FencedTx<'_>| {
-            tx.execute("INSERT INTO dbo.Report (Writer) VALUES (@P1)", &[&writer])
-                .await?;
+            tx.execute(insert.as_str(), &[&writer]).await?;
             Ok::<_, fencepost::client::Error>(writer)
         }
     };
@@ -226,7 +238,7 @@ async fn a_fenced_transaction_commits_for_the_holder_and_writes_nothing_for_a_la
     );
     let failed = b
         .fenced_transaction_without_guard(&current, async |tx: &mut FencedTx<'_>| {
-            tx.execute("INSERT INTO dbo.Report (Writer) VALUES (N'B-failed')", &[])
+            tx.execute(&format!("INSERT INTO {report} (Writer) VALUES (N'B-failed')"), &[])
                 .await?;
             tx.execute("INSERT INTO dbo.Missing (Writer) VALUES (N'x')", &[]).await
         })
@@ -236,7 +248,7 @@ async fn a_fenced_transaction_commits_for_the_holder_and_writes_nothing_for_a_la
     let second = b.fenced_transaction_without_guard(&current, write("B")).await.unwrap();
     assert!(matches!(second, FencedTransaction::Committed("B")), "{second:?}");
 
-    assert_eq!(writers(&db).await, ["A1", "B"]);
+    assert_eq!(writers(&db, &report).await, ["A1", "B"]);
     drop((a, b));
     db.drop().await;
 }

@@ -1,6 +1,7 @@
 //! `fencepost lease inspect | list | force-release` on a live engine, through
 //! the fence procedures: what an operator sees, and the lever that ends a
-//! stuck lease so the next acquirer gets it at once.
+//! stuck lease so the next acquirer gets it at once. The tests share one
+//! database: each works on keys of its own, and lists only its own prefix.
 
 mod lease_support;
 mod support;
@@ -8,18 +9,21 @@ mod support;
 use std::time::Duration;
 
 use fencepost::client::{Acquire, Publish, RefusalReason, Renew};
-use lease_support::{acquired, json, lease_cli as lease, provisioned, worker};
+use lease_support::{acquired, json, lease_cli as lease, provisioned, unwarmed};
 use support::TestDatabase;
 use uuid::Uuid;
 
 #[tokio::test]
 async fn inspect_and_list_show_leases_without_owners() {
-    let Some(db) = TestDatabase::deployed("inspect_and_list_show_leases_without_owners").await else {
+    let Some(db) = TestDatabase::shared("inspect_and_list_show_leases_without_owners").await else {
         return;
     };
-    let client = worker(&db.ado()).await;
-    let held = provisioned(&client, "report:held").await;
-    let free = provisioned(&client, "report:free").await;
+    // Nothing here depends on timing: no warm-up.
+    let client = unwarmed(&db.ado()).await;
+    // Listed by a prefix of this test's own: the database is shared.
+    let prefix = format!("report-{}:", Uuid::new_v4().simple());
+    let held = provisioned(&client, &format!("{prefix}held")).await;
+    let free = provisioned(&client, &format!("{prefix}free")).await;
     let other = provisioned(&client, "invoice").await;
     let lease_on_held = acquired(client.acquire(&held, Duration::from_secs(600)).await.unwrap());
     let ado = db.ado();
@@ -37,7 +41,7 @@ async fn inspect_and_list_show_leases_without_owners() {
     let missing = lease(&["inspect", "report:nothing-here"], &ado).await;
     assert_eq!(missing.status.code(), Some(1));
 
-    let listed = json(&lease(&["list", "--prefix", "report:", "--format", "json"], &ado).await);
+    let listed = json(&lease(&["list", "--prefix", &prefix, "--format", "json"], &ado).await);
     let keys: Vec<&str> = listed["leases"]
         .as_array()
         .unwrap()
@@ -49,11 +53,11 @@ async fn inspect_and_list_show_leases_without_owners() {
     assert_eq!(keys, expected, "{listed}");
     assert!(!keys.contains(&other.as_str()));
 
-    let only_held = json(&lease(&["list", "--prefix", "report:", "--held", "--format", "json"], &ado).await);
+    let only_held = json(&lease(&["list", "--prefix", &prefix, "--held", "--format", "json"], &ado).await);
     assert_eq!(only_held["leases"].as_array().unwrap().len(), 1, "{only_held}");
     assert_eq!(only_held["leases"][0]["key"], held.as_str());
 
-    let limited = json(&lease(&["list", "--limit", "1", "--format", "json"], &ado).await);
+    let limited = json(&lease(&["list", "--prefix", &prefix, "--limit", "1", "--format", "json"], &ado).await);
     assert_eq!(limited["leases"].as_array().unwrap().len(), 1);
     assert_eq!(limited["truncated"], true);
     drop(client);
@@ -62,11 +66,11 @@ async fn inspect_and_list_show_leases_without_owners() {
 
 #[tokio::test]
 async fn force_release_fences_the_holder_out_and_frees_the_key_at_once() {
-    let Some(db) = TestDatabase::deployed("force_release_fences_the_holder_out_and_frees_the_key_at_once").await else {
+    let Some(db) = TestDatabase::shared("force_release_fences_the_holder_out_and_frees_the_key_at_once").await else {
         return;
     };
-    let holder = worker(&db.ado()).await;
-    let successor = worker(&db.ado()).await;
+    // Nothing here depends on timing: no warm-up.
+    let (holder, successor) = (unwarmed(&db.ado()).await, unwarmed(&db.ado()).await);
     let key = provisioned(&holder, "stuck").await;
     let mut stuck = acquired(holder.acquire(&key, Duration::from_secs(600)).await.unwrap());
 

@@ -1,7 +1,8 @@
 //! A key is an exact identifier (contract v1.1): keys that differ in case are
 //! two fences, a key ending in a space is refused, and the length limit counts
 //! UTF-16 code units as `nvarchar(256)` stores them. Databases deployed before
-//! this rule move to it with every row kept.
+//! this rule move to it with every row kept. The first two tests share one
+//! database, each with keys of its own; the upgrade has a database of its own.
 
 mod caller_support;
 mod lease_support;
@@ -12,7 +13,7 @@ use std::time::Duration;
 use caller_support::Caller;
 use fencepost::client::{Error, Parameter, Provision, Publication, Publish};
 use fencepost::deploy::Sources;
-use lease_support::{acquired, worker};
+use lease_support::{acquired, unwarmed, worker};
 use support::TestDatabase;
 use uuid::Uuid;
 
@@ -21,12 +22,17 @@ const PROVISION: &str = "EXEC fence_api.Provision @ResourceKey = @P1";
 #[tokio::test]
 async fn keys_that_differ_in_case_are_two_fences_and_a_trailing_space_is_refused() {
     let Some(db) =
-        TestDatabase::deployed("keys_that_differ_in_case_are_two_fences_and_a_trailing_space_is_refused").await
+        TestDatabase::shared("keys_that_differ_in_case_are_two_fences_and_a_trailing_space_is_refused").await
     else {
         return;
     };
-    let client = worker(&db.ado()).await;
-    let (upper, lower) = ("Job", "job");
+    // Nothing here depends on timing: no warm-up.
+    let client = unwarmed(&db.ado()).await;
+    // Keys of this test's own (the database is shared), differing only in
+    // the case of `Job`.
+    let prefix = format!("{}:", Uuid::new_v4().simple());
+    let (upper, lower) = (format!("{prefix}Job"), format!("{prefix}job"));
+    let (upper, lower) = (upper.as_str(), lower.as_str());
     assert_eq!(client.provision(upper).await.unwrap(), Provision::Created);
     assert_eq!(client.provision(lower).await.unwrap(), Provision::Created);
     let a = acquired(client.acquire(upper, Duration::from_secs(60)).await.unwrap());
@@ -51,17 +57,19 @@ async fn keys_that_differ_in_case_are_two_fences_and_a_trailing_space_is_refused
         matches!(client.read_publication(lower).await.unwrap(), Publication::Found { payload, .. } if payload == "lower")
     );
 
-    match client.provision("job ").await {
+    match client.provision(&format!("{prefix}job ")).await {
         Err(Error::InvalidInput { parameter, .. }) => assert_eq!(parameter, Parameter::ResourceKey),
         other => panic!("the client took a key ending in a space: {other:?}"),
     }
     let mut raw = Caller::new(db.connect().await);
-    for key in ["job ", "Job ", " "] {
-        let answer = raw.call(PROVISION, &[&key]).await;
+    for key in [format!("{prefix}job "), format!("{prefix}Job "), " ".to_string()] {
+        let answer = raw.call(PROVISION, &[&key.as_str()]).await;
         assert_eq!(answer.error_number(), Some(50101), "{key:?}: {answer:?}");
     }
     let rows = db
-        .query("SELECT COUNT(*) FROM fence.Resource WHERE ResourceKey NOT LIKE N'warm-up:%'")
+        .query(&format!(
+            "SELECT COUNT(*) FROM fence.Resource WHERE ResourceKey LIKE N'{prefix}%' OR ResourceKey = N' '"
+        ))
         .await;
     assert_eq!(rows[0].get::<i32, _>(0), Some(2));
     drop((client, raw));
@@ -70,7 +78,7 @@ async fn keys_that_differ_in_case_are_two_fences_and_a_trailing_space_is_refused
 
 #[tokio::test]
 async fn the_key_limit_counts_utf16_code_units_as_nvarchar_stores_them() {
-    let Some(db) = TestDatabase::deployed("the_key_limit_counts_utf16_code_units_as_nvarchar_stores_them").await else {
+    let Some(db) = TestDatabase::shared("the_key_limit_counts_utf16_code_units_as_nvarchar_stores_them").await else {
         return;
     };
     let mut raw = Caller::new(db.connect().await);
@@ -100,7 +108,7 @@ async fn the_key_limit_counts_utf16_code_units_as_nvarchar_stores_them() {
         );
     }
     // The client draws the line at the same place.
-    let client = worker(&db.ado()).await;
+    let client = unwarmed(&db.ado()).await;
     for key in &fits {
         assert_eq!(client.provision(key).await.unwrap(), Provision::Exists);
     }

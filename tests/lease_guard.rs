@@ -1,7 +1,8 @@
 //! The lease guard on a live engine: it keeps a lease past its length, says
 //! when a successor took over, releases when dropped, never queues a renewal
 //! behind its own holder's fenced transaction, and retries a renewal that
-//! hangs on another connection.
+//! hangs on another connection. The tests share one database: each works on
+//! keys and tables of its own.
 
 mod client_support;
 mod lease_support;
@@ -12,9 +13,10 @@ use std::time::Duration;
 use client_support::{Cut, Proxy};
 use fencepost::client::{Acquire, FencedTransaction, LostReason, Release};
 use fencepost::{Client, ClientConfig, ConnectionString};
-use lease_support::{acquired, provisioned, state, warm_up, worker};
+use lease_support::{acquired, provisioned, state, warm_up, worker, workers};
 use support::TestDatabase;
 use tokio::time::Instant;
+use uuid::Uuid;
 
 /// Long enough to wait past in a test, with room for a renewal on a fresh
 /// session (about half a second of compilation on Babelfish).
@@ -29,11 +31,10 @@ const TX_LEASE: Duration = Duration::from_secs(6);
 #[tokio::test]
 async fn a_guard_keeps_its_lease_past_its_length_and_release_gives_it_back() {
     const TEST: &str = "a_guard_keeps_its_lease_past_its_length_and_release_gives_it_back";
-    let Some(db) = TestDatabase::deployed(TEST).await else {
+    let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
-    let holder = worker(&db.ado()).await;
-    let observer = worker(&db.ado()).await;
+    let [holder, observer] = workers(&db.ado()).await;
     let key = provisioned(&holder, "report").await;
     let lease = acquired(holder.acquire(&key, LEASE).await.unwrap());
     let first_deadline = lease.local_deadline();
@@ -59,11 +60,10 @@ async fn a_guard_keeps_its_lease_past_its_length_and_release_gives_it_back() {
 #[tokio::test]
 async fn lost_resolves_when_a_successor_takes_over() {
     const TEST: &str = "lost_resolves_when_a_successor_takes_over";
-    let Some(db) = TestDatabase::deployed(TEST).await else {
+    let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
-    let holder = worker(&db.ado()).await;
-    let successor = worker(&db.ado()).await;
+    let [holder, successor] = workers(&db.ado()).await;
     let key = provisioned(&holder, "report").await;
     let guard = holder.guard(acquired(holder.acquire(&key, LEASE).await.unwrap()));
     let token = guard.token();
@@ -92,11 +92,10 @@ async fn lost_resolves_when_a_successor_takes_over() {
 #[tokio::test]
 async fn dropping_the_guard_releases_so_a_successor_acquires_at_once() {
     const TEST: &str = "dropping_the_guard_releases_so_a_successor_acquires_at_once";
-    let Some(db) = TestDatabase::deployed(TEST).await else {
+    let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
-    let holder = worker(&db.ado()).await;
-    let successor = worker(&db.ado()).await;
+    let [holder, successor] = workers(&db.ado()).await;
     let key = provisioned(&holder, "report").await;
     // A lease far longer than the successor is willing to wait.
     let long = Duration::from_secs(600);
@@ -129,16 +128,21 @@ async fn dropping_the_guard_releases_so_a_successor_acquires_at_once() {
 /// commit instead of queueing on the row lock (where it would time out and
 /// retry on fresh sessions until the lease was given up), then renews.
 async fn a_renewal_waits_for_its_own_fenced_transaction(test: &str, connections: u32) {
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    db.exec("CREATE TABLE dbo.Report (Id int IDENTITY PRIMARY KEY, Writer nvarchar(20) NOT NULL);")
-        .await;
+    // A table of this test's own: the database is shared.
+    let report = format!("dbo.Report_{}", Uuid::new_v4().simple());
+    db.exec(&format!(
+        "CREATE TABLE {report} (Id int IDENTITY PRIMARY KEY, Writer nvarchar(20) NOT NULL);"
+    ))
+    .await;
+    let insert = format!("INSERT INTO {report} (Writer) VALUES (N'A')");
     let mut config = ClientConfig::new(ConnectionString::parse(&db.ado()).unwrap());
     config.max_connections(connections).allow_privileged_login(true);
     let holder = Client::connect_with(config).await.unwrap();
-    warm_up(&holder).await;
-    let observer = worker(&db.ado()).await;
+    let direct = db.ado();
+    let ((), observer) = tokio::join!(warm_up(&holder), worker(&direct));
     let key = provisioned(&holder, "report").await;
     let lease = acquired(holder.acquire(&key, TX_LEASE).await.unwrap());
     let first_deadline = lease.local_deadline();
@@ -149,7 +153,7 @@ async fn a_renewal_waits_for_its_own_fenced_transaction(test: &str, connections:
     let commit_at = first_deadline - TX_LEASE * 2 / 5;
     let written = guard
         .fenced_transaction(async |tx| {
-            tx.execute("INSERT INTO dbo.Report (Writer) VALUES (N'A')", &[]).await?;
+            tx.execute(&insert, &[]).await?;
             tokio::time::sleep_until(commit_at).await;
             Ok::<_, fencepost::client::Error>(())
         })
@@ -169,7 +173,7 @@ async fn a_renewal_waits_for_its_own_fenced_transaction(test: &str, connections:
     );
     let (_, held, _, _) = state(&observer, &key).await;
     assert!(held, "the lease ended while the guard held it");
-    let rows = db.query("SELECT COUNT(*) FROM dbo.Report").await;
+    let rows = db.query(&format!("SELECT COUNT(*) FROM {report}")).await;
     assert_eq!(rows[0].get::<i32, usize>(0), Some(1));
     assert_eq!(guard.release().await.unwrap(), Release::Released);
     drop((holder, observer));
@@ -193,7 +197,7 @@ async fn a_renewal_waits_for_its_own_fenced_transaction_on_one_connection() {
 #[tokio::test]
 async fn a_renewal_that_hangs_is_retried_on_another_connection_and_the_lease_is_kept() {
     const TEST: &str = "a_renewal_that_hangs_is_retried_on_another_connection_and_the_lease_is_kept";
-    let Some(db) = TestDatabase::deployed(TEST).await else {
+    let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
     let proxy = Proxy::start(db.connection_string().server()).await;
@@ -203,8 +207,8 @@ async fn a_renewal_that_hangs_is_retried_on_another_connection_and_the_lease_is_
     config.max_connections(2).call_timeout(Duration::from_secs(60));
     let holder = Client::connect_with(config).await.unwrap();
     // Both connections warmed up, so the retry pays no first-call compilation.
-    tokio::join!(warm_up(&holder), warm_up(&holder));
-    let observer = worker(&db.ado()).await;
+    let direct = db.ado();
+    let ((), (), observer) = tokio::join!(warm_up(&holder), warm_up(&holder), worker(&direct));
     let key = provisioned(&observer, "report").await;
     let length = Duration::from_secs(6);
     let lease = acquired(holder.acquire(&key, length).await.unwrap());

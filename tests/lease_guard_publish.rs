@@ -1,6 +1,7 @@
 //! Publishing through the lease guard: a publish keeps the lease renewed,
 //! and a publish-and-release stops the renewals first, so that no renewal
-//! after it can answer `Lost` and make a published result read as lost.
+//! after it can answer `Lost` and make a published result read as lost. The
+//! tests share one database: each works on keys of its own.
 
 mod client_support;
 mod lease_support;
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use client_support::Proxy;
 use fencepost::client::{Guarded, Publication, Publish, Release};
-use lease_support::{acquired, provisioned, state, worker};
+use lease_support::{acquired, provisioned, state, worker, workers};
 use support::TestDatabase;
 use uuid::Uuid;
 
@@ -20,12 +21,12 @@ const LEASE: Duration = Duration::from_secs(3);
 #[tokio::test]
 async fn a_publish_and_release_through_the_guard_sends_no_renewal_after_it() {
     const TEST: &str = "a_publish_and_release_through_the_guard_sends_no_renewal_after_it";
-    let Some(db) = TestDatabase::deployed(TEST).await else {
+    let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
     let proxy = Proxy::start(db.connection_string().server()).await;
-    let client = worker(&proxy.ado(&db.ado())).await;
-    let observer = worker(&db.ado()).await;
+    let (through, direct) = (proxy.ado(&db.ado()), db.ado());
+    let (client, observer) = tokio::join!(worker(&through), worker(&direct));
     let key = provisioned(&client, "guard-publish").await;
     let guard = client.guard(acquired(client.acquire(&key, LEASE).await.unwrap()));
     let generation = guard.lease().generation();
@@ -51,11 +52,10 @@ async fn a_publish_and_release_through_the_guard_sends_no_renewal_after_it() {
 #[tokio::test]
 async fn a_publish_through_the_guard_keeps_the_lease_renewed() {
     const TEST: &str = "a_publish_through_the_guard_keeps_the_lease_renewed";
-    let Some(db) = TestDatabase::deployed(TEST).await else {
+    let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
-    let client = worker(&db.ado()).await;
-    let observer = worker(&db.ado()).await;
+    let [client, observer] = workers(&db.ado()).await;
     let key = provisioned(&client, "guard-publish").await;
     let guard = client.guard(acquired(client.acquire(&key, LEASE).await.unwrap()));
     let token = guard.token();
@@ -81,11 +81,10 @@ async fn a_publish_through_the_guard_keeps_the_lease_renewed() {
 #[tokio::test]
 async fn acquire_guarded_hands_back_a_renewed_guard_or_busy() {
     const TEST: &str = "acquire_guarded_hands_back_a_renewed_guard_or_busy";
-    let Some(db) = TestDatabase::deployed(TEST).await else {
+    let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
-    let client = worker(&db.ado()).await;
-    let other = worker(&db.ado()).await;
+    let [client, other] = workers(&db.ado()).await;
     let key = provisioned(&client, "guarded").await;
     let guard = match client.acquire_guarded(&key, LEASE, Duration::ZERO).await.unwrap() {
         Guarded::Held(guard) => guard,

@@ -1,7 +1,8 @@
 //! A lease is judged when its row is locked, not when the call was sent
 //! (contract v1.1). A caller's transaction holds the fence row past the end of
 //! the lease; the Renew and Publish that waited for the row answer `Lost` and
-//! `Expired`, and revive nothing.
+//! `Expired`, and revive nothing. The tests share one database: each works
+//! on keys and operation ids of its own.
 
 mod caller_support;
 mod client_support;
@@ -29,7 +30,7 @@ async fn reached(proxy: &Proxy, requests: u64) {
 
 #[tokio::test]
 async fn calls_that_waited_for_the_row_past_the_lease_end_are_refused() {
-    let Some(db) = TestDatabase::deployed("calls_that_waited_for_the_row_past_the_lease_end_are_refused").await else {
+    let Some(db) = TestDatabase::shared("calls_that_waited_for_the_row_past_the_lease_end_are_refused").await else {
         return;
     };
     let mut holder = Caller::new(db.connect().await);
@@ -123,7 +124,7 @@ async fn calls_that_waited_for_the_row_past_the_lease_end_are_refused() {
 /// `AlreadyPublished` for another key's publish, never a duplicate-key error.
 #[tokio::test]
 async fn an_operation_id_raced_onto_two_keys_is_50107_for_the_loser() {
-    let Some(db) = TestDatabase::deployed("an_operation_id_raced_onto_two_keys_is_50107_for_the_loser").await else {
+    let Some(db) = TestDatabase::shared("an_operation_id_raced_onto_two_keys_is_50107_for_the_loser").await else {
         return;
     };
     let proxy = Proxy::start(db.connection_string().server()).await;

@@ -1,6 +1,7 @@
 //! `fence_api.Publish @Release = 1` (contract v1.2): an accepted publish gives
 //! the lease back in the same transaction, so a cycle is two calls. Called
-//! with raw EXECs, as a service in another language would.
+//! with raw EXECs, as a service in another language would. The tests share
+//! one database: each works on keys of its own.
 
 mod caller_support;
 mod support;
@@ -53,7 +54,7 @@ async fn provisioned(caller: &mut Caller) -> String {
 #[tokio::test]
 async fn an_accepted_publish_with_release_gives_the_lease_back_in_the_same_call() {
     const TEST: &str = "an_accepted_publish_with_release_gives_the_lease_back_in_the_same_call";
-    let Some(db) = TestDatabase::deployed(TEST).await else {
+    let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
     let mut a = Caller::new(db.connect().await);
@@ -83,7 +84,7 @@ async fn an_accepted_publish_with_release_gives_the_lease_back_in_the_same_call(
 #[tokio::test]
 async fn a_refused_publish_with_release_changes_nothing() {
     const TEST: &str = "a_refused_publish_with_release_changes_nothing";
-    let Some(db) = TestDatabase::deployed(TEST).await else {
+    let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
     let mut a = Caller::new(db.connect().await);
@@ -118,7 +119,7 @@ async fn a_refused_publish_with_release_changes_nothing() {
 #[tokio::test]
 async fn a_null_release_is_refused_with_50108_and_changes_nothing() {
     const TEST: &str = "a_null_release_is_refused_with_50108_and_changes_nothing";
-    let Some(db) = TestDatabase::deployed(TEST).await else {
+    let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
     let mut a = Caller::new(db.connect().await);
@@ -140,7 +141,7 @@ async fn a_null_release_is_refused_with_50108_and_changes_nothing() {
 #[tokio::test]
 async fn a_publish_without_release_keeps_the_lease_as_in_v1() {
     const TEST: &str = "a_publish_without_release_keeps_the_lease_as_in_v1";
-    let Some(db) = TestDatabase::deployed(TEST).await else {
+    let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
     let mut a = Caller::new(db.connect().await);

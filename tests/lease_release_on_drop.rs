@@ -1,7 +1,8 @@
 //! A lease is given back when the future holding it is dropped, also after
 //! the work finished: during `run_fenced`'s publish or its closing release,
 //! and during `LeaseGuard::release`. The call in flight is made to hang at a
-//! proxy, so the drop lands in the middle of it.
+//! proxy, so the drop lands in the middle of it. The tests share one
+//! database: each works on keys of its own.
 
 mod client_support;
 mod lease_support;
@@ -26,10 +27,10 @@ struct Setup {
 }
 
 async fn setup(test: &str) -> Option<Setup> {
-    let db = TestDatabase::deployed(test).await?;
+    let db = TestDatabase::shared(test).await?;
     let proxy = Proxy::start(db.connection_string().server()).await;
-    let client = worker(&proxy.ado(&db.ado())).await;
-    let observer = worker(&db.ado()).await;
+    let (through, direct) = (proxy.ado(&db.ado()), db.ado());
+    let (client, observer) = tokio::join!(worker(&through), worker(&direct));
     Some(Setup {
         db,
         proxy,

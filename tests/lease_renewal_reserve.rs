@@ -25,8 +25,8 @@ async fn a_guard_keeps_renewing_while_the_service_holds_every_ordinary_connectio
         .allow_privileged_login(true);
     let client = Client::connect_with(config).await.unwrap();
     // Warms up the ordinary connection and the renewals' one alike.
-    warm_up(&client).await;
-    let observer = worker(&db.ado()).await;
+    let direct = db.ado();
+    let ((), observer) = tokio::join!(warm_up(&client), worker(&direct));
     let busy_key = provisioned(&observer, "busy").await;
     let guarded_key = provisioned(&observer, "guarded").await;
     let busy = acquired(client.acquire(&busy_key, Duration::from_secs(60)).await.unwrap());

@@ -1,7 +1,8 @@
 //! The six semantics of the fence (DESIGN.md), plus the acquire contract, on a
 //! live engine. Each worker has its own client and connection; the order of
 //! their steps is forced with a barrier, and a lease expires by letting the
-//! server clock run past it.
+//! server clock run past it. Every test but the redeploy's shares one
+//! database: each works on keys of its own.
 
 mod lease_support;
 mod support;
@@ -11,7 +12,7 @@ use std::sync::Arc;
 use fencepost::client::{
     Acquire, Inspection, OperationOutcome, Provision, Publication, Publish, RefusalReason, Release, Renew,
 };
-use lease_support::{SHORT, acquired, provisioned, state, wait_until_expired, worker};
+use lease_support::{SHORT, acquired, provisioned, state, unwarmed, wait_until_expired, worker, workers};
 use support::TestDatabase;
 use tokio::sync::Barrier;
 use uuid::Uuid;
@@ -30,10 +31,10 @@ async fn server_utc(client: &fencepost::Client, key: &str) -> time::OffsetDateTi
 
 #[tokio::test]
 async fn a_superseded_publish_is_refused_while_the_successors_lands() {
-    let Some(db) = TestDatabase::deployed("a_superseded_publish_is_refused_while_the_successors_lands").await else {
+    let Some(db) = TestDatabase::shared("a_superseded_publish_is_refused_while_the_successors_lands").await else {
         return;
     };
-    let (a, b) = (worker(&db.ado()).await, worker(&db.ado()).await);
+    let [a, b] = workers(&db.ado()).await;
     let key = provisioned(&a, "report").await;
     let step = Arc::new(Barrier::new(2));
 
@@ -80,10 +81,10 @@ async fn a_superseded_publish_is_refused_while_the_successors_lands() {
 
 #[tokio::test]
 async fn a_late_release_and_renew_change_nothing_of_the_successors() {
-    let Some(db) = TestDatabase::deployed("a_late_release_and_renew_change_nothing_of_the_successors").await else {
+    let Some(db) = TestDatabase::shared("a_late_release_and_renew_change_nothing_of_the_successors").await else {
         return;
     };
-    let (a, b) = (worker(&db.ado()).await, worker(&db.ado()).await);
+    let [a, b] = workers(&db.ado()).await;
     let key = provisioned(&a, "report").await;
     let step = Arc::new(Barrier::new(2));
 
@@ -127,10 +128,11 @@ async fn a_late_release_and_renew_change_nothing_of_the_successors() {
 
 #[tokio::test]
 async fn publish_and_renew_after_expiry_with_no_successor_are_refused() {
-    let Some(db) = TestDatabase::deployed("publish_and_renew_after_expiry_with_no_successor_are_refused").await else {
+    let Some(db) = TestDatabase::shared("publish_and_renew_after_expiry_with_no_successor_are_refused").await else {
         return;
     };
-    let a = worker(&db.ado()).await;
+    // Nothing here depends on timing: no warm-up.
+    let a = unwarmed(&db.ado()).await;
     let key = provisioned(&a, "report").await;
     let mut lease = acquired(a.acquire(&key, SHORT).await.unwrap());
     wait_until_expired(&a, &key).await;
@@ -152,10 +154,11 @@ async fn publish_and_renew_after_expiry_with_no_successor_are_refused() {
 
 #[tokio::test]
 async fn a_second_publish_in_one_generation_is_refused() {
-    let Some(db) = TestDatabase::deployed("a_second_publish_in_one_generation_is_refused").await else {
+    let Some(db) = TestDatabase::shared("a_second_publish_in_one_generation_is_refused").await else {
         return;
     };
-    let a = worker(&db.ado()).await;
+    // Nothing here depends on timing: no warm-up.
+    let a = unwarmed(&db.ado()).await;
     let key = provisioned(&a, "report").await;
     let lease = acquired(a.acquire(&key, SHORT * 5).await.unwrap());
 
@@ -176,11 +179,12 @@ async fn a_second_publish_in_one_generation_is_refused() {
 #[tokio::test]
 async fn a_replay_with_the_same_operation_id_is_already_published_and_writes_once() {
     let Some(db) =
-        TestDatabase::deployed("a_replay_with_the_same_operation_id_is_already_published_and_writes_once").await
+        TestDatabase::shared("a_replay_with_the_same_operation_id_is_already_published_and_writes_once").await
     else {
         return;
     };
-    let (a, other) = (worker(&db.ado()).await, worker(&db.ado()).await);
+    // Nothing here depends on timing: no warm-up.
+    let (a, other) = (unwarmed(&db.ado()).await, unwarmed(&db.ado()).await);
     let key = provisioned(&a, "report").await;
     let lease = acquired(a.acquire(&key, SHORT * 5).await.unwrap());
     let operation = Uuid::new_v4();
@@ -246,10 +250,11 @@ async fn the_generation_never_goes_down() {
 
 #[tokio::test]
 async fn an_acquire_retried_by_the_holder_keeps_its_generation() {
-    let Some(db) = TestDatabase::deployed("an_acquire_retried_by_the_holder_keeps_its_generation").await else {
+    let Some(db) = TestDatabase::shared("an_acquire_retried_by_the_holder_keeps_its_generation").await else {
         return;
     };
-    let a = worker(&db.ado()).await;
+    // Nothing here depends on timing: no warm-up.
+    let a = unwarmed(&db.ado()).await;
     let key = provisioned(&a, "report").await;
     let owner = Uuid::new_v4();
     let first = acquired(a.acquire_as(&key, owner, SHORT * 5).await.unwrap());
@@ -280,10 +285,10 @@ async fn an_acquire_retried_by_the_holder_keeps_its_generation() {
 #[tokio::test]
 async fn busy_carries_the_server_time_it_was_judged_at_and_the_time_left() {
     let test = "busy_carries_the_server_time_it_was_judged_at_and_the_time_left";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    let (a, b) = (worker(&db.ado()).await, worker(&db.ado()).await);
+    let [a, b] = workers(&db.ado()).await;
     let key = provisioned(&a, "report").await;
     let length = SHORT * 5;
     let lease = acquired(a.acquire(&key, length).await.unwrap());
@@ -317,10 +322,11 @@ async fn busy_carries_the_server_time_it_was_judged_at_and_the_time_left() {
 
 #[tokio::test]
 async fn an_unknown_key_is_not_provisioned() {
-    let Some(db) = TestDatabase::deployed("an_unknown_key_is_not_provisioned").await else {
+    let Some(db) = TestDatabase::shared("an_unknown_key_is_not_provisioned").await else {
         return;
     };
-    let a = worker(&db.ado()).await;
+    // Nothing here depends on timing: no warm-up.
+    let a = unwarmed(&db.ado()).await;
     let key = "never-provisioned";
 
     assert!(matches!(a.acquire(key, SHORT).await.unwrap(), Acquire::NotProvisioned));
@@ -333,10 +339,11 @@ async fn an_unknown_key_is_not_provisioned() {
 
 #[tokio::test]
 async fn inspect_never_shows_the_owner() {
-    let Some(db) = TestDatabase::deployed("inspect_never_shows_the_owner").await else {
+    let Some(db) = TestDatabase::shared("inspect_never_shows_the_owner").await else {
         return;
     };
-    let a = worker(&db.ado()).await;
+    // Nothing here depends on timing: no warm-up.
+    let a = unwarmed(&db.ado()).await;
     let key = provisioned(&a, "report").await;
     let owner = Uuid::new_v4();
     acquired(a.acquire_as(&key, owner, SHORT * 5).await.unwrap());

@@ -23,6 +23,24 @@ pub async fn worker(ado: &str) -> Client {
     client
 }
 
+/// `N` workers ([`worker`]), warmed up at the same time: each warm-up is
+/// its own session's compilation, so they need not wait for each other.
+pub async fn workers<const N: usize>(ado: &str) -> [Client; N] {
+    let clients = futures_util::future::join_all((0..N).map(|_| worker(ado))).await;
+    clients
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("join_all keeps every worker"))
+}
+
+/// A client of one connection, as [`worker`] but not warmed up: for a test
+/// whose steps no timing depends on, where first-call compilation only costs
+/// time.
+pub async fn unwarmed(ado: &str) -> Client {
+    let mut config = ClientConfig::new(ConnectionString::parse(ado).expect("connection string"));
+    config.max_connections(1);
+    Client::connect_with(config).await.expect("client connects")
+}
+
 /// Calls every procedure once on a key of its own.
 pub async fn warm_up(client: &Client) {
     let key = format!("warm-up:{}", Uuid::new_v4());
