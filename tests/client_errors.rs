@@ -93,7 +93,8 @@ async fn a_fatal_server_error_on_a_publish_is_outcome_unknown() {
     db.exec(
         "ALTER PROCEDURE fence_api.Publish \
            @ResourceKey nvarchar(4000), @Owner uniqueidentifier, @Generation bigint, \
-           @OperationId uniqueidentifier, @Payload nvarchar(max), @Release bit = 0 \
+           @OperationId uniqueidentifier, @Payload nvarchar(max), @Release bit = 0, \
+           @SourceVersion bigint = NULL \
          AS BEGIN \
            SET NOCOUNT ON; \
            RAISERROR('the session ends here', 20, 1) WITH LOG; \
@@ -149,11 +150,13 @@ async fn a_server_error_after_the_published_row_is_outcome_unknown_and_a_replay_
     db.exec(
         "ALTER PROCEDURE fence_api.Publish \
            @ResourceKey nvarchar(4000), @Owner uniqueidentifier, @Generation bigint, \
-           @OperationId uniqueidentifier, @Payload nvarchar(max), @Release bit = 0 \
+           @OperationId uniqueidentifier, @Payload nvarchar(max), @Release bit = 0, \
+           @SourceVersion bigint = NULL \
          AS BEGIN \
            SET NOCOUNT ON; \
            EXEC fence_api.PublishInner @ResourceKey = @ResourceKey, @Owner = @Owner, @Generation = @Generation, \
-                @OperationId = @OperationId, @Payload = @Payload, @Release = @Release; \
+                @OperationId = @OperationId, @Payload = @Payload, @Release = @Release, \
+                @SourceVersion = @SourceVersion; \
            RAISERROR('after the row', 16, 1); \
          END;",
     )

@@ -26,7 +26,9 @@ impl Client {
         meter::pool(state.idle_connections, state.connections - state.idle_connections);
         let span = span::call_span(&self.config, procedure, about);
         let started = Instant::now();
-        let reply = call(pool, &self.last_connect_error, &self.config, procedure, arguments)
+        // On the heap, so the futures that nest calls (run_fenced's publish
+        // inside its replays inside its guard) stay small on the stack.
+        let reply = Box::pin(call(pool, &self.last_connect_error, &self.config, procedure, arguments))
             .instrument(span.clone())
             .await;
         let unreadable;

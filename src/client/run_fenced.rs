@@ -118,7 +118,11 @@ impl Client {
         P: Into<Built>,
     {
         let span = span::work_span("fencepost.run_fenced", key, None);
-        let ran = self.run_fenced_in(key, length, work).instrument(span.clone()).await;
+        // On the heap: the whole run's state machine is large, and a caller's
+        // stack (a test thread's 2 MiB in a debug build) need not hold it.
+        let ran = Box::pin(self.run_fenced_in(key, length, work))
+            .instrument(span.clone())
+            .await;
         if let Ok(fenced) = &ran {
             span.record("fencepost.outcome", fenced.name());
             if let Fenced::Published { generation, .. } = fenced {
