@@ -38,7 +38,9 @@ async fn a_cycle_a_refusal_a_lost_lease_and_an_unknown_outcome_are_counted_with_
     let mut config = ClientConfig::new(ConnectionString::parse(&proxy.ado(&db.ado())).unwrap());
     config
         .max_connections(1)
-        .call_timeout(Duration::from_secs(2))
+        // Room for a first compilation on a busy engine; a held reply still
+        // outlasts the 3 s lease below.
+        .call_timeout(Duration::from_secs(5))
         .checkout_timeout(Duration::from_millis(500))
         .release_timeout(Duration::from_millis(500));
     let client = Client::connect_with(config).await.unwrap();
