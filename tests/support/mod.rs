@@ -277,13 +277,25 @@ fn maker_is_gone(pid: u32) -> bool {
     pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// Once per test process, before its first database: drops the test
-/// databases and logins that a test process which is no longer running left
-/// behind (killed by a time-out, Ctrl-C or the OOM killer before its
-/// teardown ran), ending their sessions first as a teardown does.
+/// Once per test run, before its first database: drops the test databases
+/// and logins that a test process which is no longer running left behind
+/// (killed by a time-out, Ctrl-C or the OOM killer before its teardown ran),
+/// ending their sessions first as a teardown does.
 pub fn sweep_leftovers_once(server_ado: &str) {
     static SWEPT: std::sync::Once = std::sync::Once::new();
     SWEPT.call_once(|| {
+        // The runner starts a process per test (nextest) or per binary
+        // (cargo test); the first of its run sweeps for all of them.
+        let run = std::env::var("NEXTEST_RUN_ID").unwrap_or_else(|_| std::os::unix::process::parent_id().to_string());
+        let marker = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fp_swept_{run}"));
+        if std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&marker)
+            .is_err()
+        {
+            return;
+        }
         let server_ado = server_ado.to_owned();
         // The caller may be on a test's runtime thread, which cannot block
         // on a future: the sweep gets a thread and a runtime of its own.
