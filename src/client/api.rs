@@ -22,8 +22,7 @@ impl Client {
         self.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let pool = self.pool_for(procedure);
         // The main pool's, whichever pool this call uses.
-        let state = self.pool.state();
-        meter::pool(state.idle_connections, state.connections - state.idle_connections);
+        meter::pool(&self.pool);
         let span = span::call_span(&self.config, procedure, about);
         let started = Instant::now();
         // On the heap, so the futures that nest calls (run_fenced's publish

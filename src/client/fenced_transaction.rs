@@ -46,7 +46,7 @@ impl Client {
         lease: &Lease,
         work: impl AsyncFnOnce(&mut FencedTx<'_>) -> Result<T, E>,
     ) -> Result<FencedTransaction<T, E>, Error> {
-        let span = span::work_span("fencepost.fenced_transaction", lease.key(), Some(lease.generation()));
+        let span = span::fenced_transaction_span(lease);
         traced(
             async { around(self.begin_fenced_without_guard(lease).await?, work).await },
             span,
@@ -63,7 +63,7 @@ impl Client {
         source_version: i64,
         work: impl AsyncFnOnce(&mut FencedTx<'_>) -> Result<T, E>,
     ) -> Result<FencedTransaction<T, E>, Error> {
-        let span = span::work_span("fencepost.fenced_transaction", lease.key(), Some(lease.generation()));
+        let span = span::fenced_transaction_span(lease);
         let run = async {
             around(
                 self.begin_fenced_versioned_without_guard(lease, source_version).await?,

@@ -122,8 +122,7 @@ impl Client {
     /// holds it. Must be called inside a tokio runtime.
     pub fn guard(&self, lease: Lease) -> LeaseGuard {
         meter::guards_held(1.0);
-        let (lease_key, lease_generation) = (lease.key().to_string(), lease.generation());
-        let lease_key = lease_key.as_str();
+        let span = span::renewals_span(&lease);
         let (sender, state) = watch::channel(Held { lease, lost: None });
         let stop = CancellationToken::new();
         let ended = CancellationToken::new();
@@ -135,7 +134,6 @@ impl Client {
             ended: ended.clone(),
             loss: Some(died("it panicked or was aborted")),
         };
-        let span = span::work_span("fencepost.renewals", lease_key, Some(lease_generation));
         let renewals =
             tokio::spawn(renew_until_stopped(self.clone(), report, stop.clone(), row.clone()).instrument(span));
         LeaseGuard {
@@ -218,7 +216,7 @@ impl LeaseGuard {
         work: impl AsyncFnOnce(&mut FencedTx<'_>) -> Result<T, E>,
     ) -> Result<FencedTransaction<T, E>, Error> {
         let lease = self.lease();
-        let span = span::work_span("fencepost.fenced_transaction", lease.key(), Some(lease.generation()));
+        let span = span::fenced_transaction_span(&lease);
         fenced_transaction::traced(
             async { fenced_transaction::around(self.begin_fenced().await?, work).await },
             span,
@@ -235,7 +233,7 @@ impl LeaseGuard {
         work: impl AsyncFnOnce(&mut FencedTx<'_>) -> Result<T, E>,
     ) -> Result<FencedTransaction<T, E>, Error> {
         let lease = self.lease();
-        let span = span::work_span("fencepost.fenced_transaction", lease.key(), Some(lease.generation()));
+        let span = span::fenced_transaction_span(&lease);
         let run = async { fenced_transaction::around(self.begin_fenced_versioned(source_version).await?, work).await };
         fenced_transaction::traced(run, span).await
     }

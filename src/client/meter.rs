@@ -101,8 +101,10 @@ mod on {
         gauge!(GUARDS_HELD).increment(change);
     }
 
-    pub(crate) fn pool(idle: u32, in_use: u32) {
-        gauge!(POOL_CONNECTIONS, "state" => "idle").set(f64::from(idle));
+    pub(crate) fn pool(pool: &bb8::Pool<super::super::pool::Manager>) {
+        let state = pool.state();
+        let in_use = state.connections - state.idle_connections;
+        gauge!(POOL_CONNECTIONS, "state" => "idle").set(f64::from(state.idle_connections));
         gauge!(POOL_CONNECTIONS, "state" => "in_use").set(f64::from(in_use));
     }
 }
@@ -117,7 +119,7 @@ mod on {
     pub(crate) fn outcome_unknown(_: String) {}
     pub(crate) fn handover_wait(_: Duration) {}
     pub(crate) fn guards_held(_: f64) {}
-    pub(crate) fn pool(_: u32, _: u32) {}
+    pub(crate) fn pool(_: &bb8::Pool<super::super::pool::Manager>) {}
 }
 
 pub(crate) use on::*;

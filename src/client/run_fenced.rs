@@ -117,7 +117,7 @@ impl Client {
         Fut: Future<Output = Result<P, E>>,
         P: Into<Built>,
     {
-        let span = span::work_span("fencepost.run_fenced", key, None);
+        let span = span::run_fenced_span(key);
         // On the heap: the whole run's state machine is large, and a caller's
         // stack (a test thread's 2 MiB in a debug build) need not hold it.
         let ran = Box::pin(self.run_fenced_in(key, length, work))

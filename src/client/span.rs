@@ -82,32 +82,36 @@ pub(crate) fn call_span(config: &ClientConfig, procedure: Procedure, about: Abou
     span
 }
 
-/// The parent span of the calls made for one piece of work under a lease:
-/// `fencepost.run_fenced`, `fencepost.renewals` (a guard's renewals) or
-/// `fencepost.fenced_transaction`.
-pub(crate) fn work_span(name: &'static str, key: &str, generation: Option<i64>) -> tracing::Span {
-    match name {
-        "fencepost.run_fenced" => tracing::info_span!(
-            target: "fencepost::client",
-            "fencepost.run_fenced",
-            fencepost.resource_key = key,
-            fencepost.generation = Empty,
-            fencepost.outcome = Empty,
-        ),
-        "fencepost.renewals" => tracing::info_span!(
-            target: "fencepost::client",
-            "fencepost.renewals",
-            fencepost.resource_key = key,
-            fencepost.generation = generation,
-        ),
-        _ => tracing::info_span!(
-            target: "fencepost::client",
-            "fencepost.fenced_transaction",
-            fencepost.resource_key = key,
-            fencepost.generation = generation,
-            fencepost.outcome = Empty,
-        ),
-    }
+/// `run_fenced`'s span, parent of its calls and its guard's renewals.
+pub(crate) fn run_fenced_span(key: &str) -> tracing::Span {
+    tracing::info_span!(
+        target: "fencepost::client",
+        "fencepost.run_fenced",
+        fencepost.resource_key = key,
+        fencepost.generation = Empty,
+        fencepost.outcome = Empty,
+    )
+}
+
+/// A guard's renewals, parent of each Renew call.
+pub(crate) fn renewals_span(lease: &super::Lease) -> tracing::Span {
+    tracing::info_span!(
+        target: "fencepost::client",
+        "fencepost.renewals",
+        fencepost.resource_key = lease.key(),
+        fencepost.generation = lease.generation(),
+    )
+}
+
+/// A fenced transaction, parent of its AssertHolder call.
+pub(crate) fn fenced_transaction_span(lease: &super::Lease) -> tracing::Span {
+    tracing::info_span!(
+        target: "fencepost::client",
+        "fencepost.fenced_transaction",
+        fencepost.resource_key = lease.key(),
+        fencepost.generation = lease.generation(),
+        fencepost.outcome = Empty,
+    )
 }
 
 /// Records how a call ended: its contract outcome (a refusal is an outcome,
