@@ -302,9 +302,10 @@ async fn run_fenced_whose_session_the_server_ends_keeps_its_lease_and_publishes_
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }
                 // One session for calls, and the renewals' own once a
-                // renewal has run.
+                // renewal has run: one, or two after a renewal slow enough
+                // to be sent again beside the first.
                 let killed = kill_sessions(&db, &name).await;
-                assert!((1..=2).contains(&killed), "the client's sessions: {killed}");
+                assert!((1..=3).contains(&killed), "the client's sessions: {killed}");
                 if !before_publish {
                     tokio::time::sleep(lease * 2 / 3 + Duration::from_millis(500)).await;
                 }

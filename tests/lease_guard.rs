@@ -206,9 +206,11 @@ async fn a_renewal_that_hangs_is_retried_on_another_connection_and_the_lease_is_
     // each attempt can end the hung one in time.
     config.max_connections(2).call_timeout(Duration::from_secs(60));
     let holder = Client::connect_with(config).await.unwrap();
-    // Both connections warmed up, so the retry pays no first-call compilation.
+    // Warmed up as a service in steady use is: one connection for its calls
+    // and one for renewals. The retry has to log in on a new one.
     let direct = db.ado();
-    let ((), (), observer) = tokio::join!(warm_up(&holder), warm_up(&holder), worker(&direct));
+    let ((), observer) = tokio::join!(warm_up(&holder), worker(&direct));
+    let connections = proxy.connections();
     let key = provisioned(&observer, "report").await;
     let length = Duration::from_secs(6);
     let lease = acquired(holder.acquire(&key, length).await.unwrap());
@@ -221,6 +223,11 @@ async fn a_renewal_that_hangs_is_retried_on_another_connection_and_the_lease_is_
 
     assert_eq!(proxy.cuts(), 1, "the renewal never went out");
     assert_eq!(guard.lost_reason(), None, "one hung connection cost the lease");
+    assert_eq!(
+        proxy.connections(),
+        connections + 1,
+        "the retry went out on a new connection"
+    );
     assert!(
         guard.lease().local_deadline() > first_deadline,
         "no renewal was confirmed"

@@ -56,10 +56,12 @@ impl ClientConfig {
     }
 
     /// The most connections the pool opens for calls and fenced transactions
-    /// (at least 1). Renewals have one more connection of their own, so a
-    /// client opens at most `max + 1`, and a guard keeps renewing while the
-    /// service's own work holds all `max`. `run_fenced` itself uses one
-    /// ordinary connection at a time (its renewals stop before the publish).
+    /// (at least 1). Renewals have up to two connections of their own (the
+    /// second only while a renewal is slow to answer or two guards renew at
+    /// once), so a client opens at most `max + 2`, and a guard keeps renewing
+    /// while the service's own work holds all `max`. `run_fenced` itself uses
+    /// one ordinary connection at a time (its renewals stop before the
+    /// publish).
     pub fn max_connections(&mut self, max: u32) -> &mut Self {
         self.max_connections = max.max(1);
         self

@@ -11,9 +11,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use uuid::Uuid;
 
+use super::hedged_renew::{self, Renewal};
 use super::{
-    BeginFenced, Client, Error, FencedTransaction, FencedTx, Lease, Publish, Release, Renew, fenced_transaction,
-    fenced_tx,
+    BeginFenced, Client, Error, FencedTransaction, FencedTx, Lease, Publish, Release, fenced_transaction, fenced_tx,
 };
 use super::{meter, span};
 
@@ -56,9 +56,6 @@ fn loss_margin(length: Duration) -> Duration {
     (length / 100).max(FLOOR).min(length / 10)
 }
 
-/// The shortest time one renewal attempt is given, however little is left.
-const MIN_ATTEMPT: Duration = Duration::from_millis(250);
-
 /// What the renewals share with the guard.
 #[derive(Clone)]
 struct Held {
@@ -83,9 +80,9 @@ pub(crate) enum Ending {
 /// length until it is released, dropped, or lost. Made by
 /// [`Client::guard`].
 ///
-/// Each renewal attempt may take at most about half of the time left, so a
-/// connection that hangs leaves time for another attempt on another
-/// connection. If a renewal answers `Lost`, or none is confirmed some margin
+/// A renewal that has no answer after a quarter of the time left is sent
+/// again on a second connection, with the first left running, so a
+/// connection that went silent leaves most of the time for the other. If a renewal answers `Lost`, or none is confirmed some margin
 /// before the lease would end on the local clock, the lease is lost:
 /// [`lost`](LeaseGuard::lost) resolves and [`token`](LeaseGuard::token) is
 /// cancelled. The margin is 1% of the lease length, at least 100 ms and at
@@ -455,48 +452,26 @@ async fn keep_renewed(client: &Client, state: &watch::Sender<Held>, row: &Mutex<
     let period = length / 3;
     let retry_pause = (period / 4).max(Duration::from_millis(50));
     let ahead = loss_margin(length);
-    let mut next = lease.local_deadline() - length + period;
-    let mut last_error = None;
     loop {
         let give_up = lease.local_deadline() - ahead;
+        let next = lease.local_deadline() - length + period;
         tokio::time::sleep_until(next.min(give_up)).await;
         // A fenced transaction of this guard holds the row: wait for its
         // commit rather than queue a renewal behind its lock.
         let Ok(_row) = tokio::time::timeout_at(give_up, row.lock()).await else {
-            return unconfirmed(last_error);
+            return unconfirmed(None);
         };
-        let now = Instant::now();
-        let left = give_up.saturating_duration_since(now);
-        if left.is_zero() {
-            return unconfirmed(last_error);
+        if Instant::now() >= give_up {
+            return unconfirmed(None);
         }
-        // At most half of what is left, so a connection that hangs leaves
-        // time to try another one.
-        let bound = (left / 2).max(MIN_ATTEMPT.min(left));
-        match tokio::time::timeout(bound, client.renew(&mut lease)).await {
-            Err(_) => {
-                // The connection that hung is discarded by the pool; the next
-                // attempt goes out at once on another.
-                tracing::debug!(
-                    key = lease.key(),
-                    bound_ms = bound.as_millis() as u64,
-                    "renewal hung; retrying"
-                );
-                last_error = Some(format!("a renewal got no reply within {} ms", bound.as_millis()));
-                next = Instant::now();
-            }
-            Ok(Ok(Renew::Renewed { .. })) => {
+        match hedged_renew::renew_hedged(client, &lease, give_up, retry_pause).await {
+            Renewal::Renewed(renewed) => {
+                lease = renewed;
                 state.send_modify(|held| held.lease = lease.clone());
-                last_error = None;
-                next = lease.local_deadline() - length + period;
             }
-            Ok(Ok(Renew::Lost)) => return Ending::Lost(LostReason::Renewal),
-            Ok(Err(error)) if error.is_transient() => {
-                tracing::debug!(key = lease.key(), %error, "renewal failed; retrying");
-                last_error = Some(error.to_string());
-                next = now + retry_pause;
-            }
-            Ok(Err(error)) => return Ending::Failed(error),
+            Renewal::Lost => return Ending::Lost(LostReason::Renewal),
+            Renewal::Failed(error) => return Ending::Failed(error),
+            Renewal::Unanswered { last_error } => return unconfirmed(last_error),
         }
     }
 }

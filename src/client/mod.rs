@@ -16,6 +16,7 @@ mod fenced_transaction;
 mod fenced_tx;
 mod guard;
 mod guarded;
+mod hedged_renew;
 mod input;
 mod lease;
 pub mod meter;
@@ -62,8 +63,10 @@ pub(crate) fn read_contract_version(rows: &[tiberius::Row]) -> Option<ContractVe
 use contract::Procedure;
 use pool::{LastConnectError, Manager};
 
-/// Connections kept for renewals alone, beside `max_connections`.
-const RENEWAL_CONNECTIONS: u32 = 1;
+/// Connections kept for renewals alone, beside `max_connections`: one in
+/// steady use, and a second opened only when a renewal is slow to answer
+/// (or two guards renew at once), so the retry need not wait for the first.
+const RENEWAL_CONNECTIONS: u32 = hedged_renew::MAX_IN_FLIGHT as u32;
 
 /// A pool of connections to one fence database and the typed calls on it.
 /// Cloning is cheap and shares the pool.
