@@ -5,6 +5,8 @@
 //! The client sends nothing but procedure calls, one round trip each; it never
 //! reads or writes the fence tables, so it runs as a login that only holds the
 //! `fence_service` role.
+//!
+//! Each procedure's parameters, outcomes and error numbers: `docs/contract.md` in the repository.
 
 mod api;
 mod built;
