@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::error::{Error, Parameter};
+use super::error::Error;
+use super::parameter::Parameter;
 
 /// The longest key the contract allows, in UTF-16 code units: what
 /// `nvarchar(256)` stores, so a character outside the Basic Multilingual Plane

@@ -21,12 +21,14 @@ mod input;
 mod lease;
 pub mod meter;
 mod outcome;
+mod parameter;
 mod pool;
 mod privilege;
 mod run_fenced;
 mod settle;
 mod span;
 mod token;
+mod verify;
 mod wait;
 
 use std::sync::Arc;
@@ -35,7 +37,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub use built::Built;
 pub use config::ClientConfig;
 pub use contract::{CONTRACT_VERSION, ContractVersion};
-pub use error::{Error, Parameter};
+pub use error::Error;
 pub use fenced_transaction::FencedTransaction;
 pub use fenced_tx::{BeginFenced, FencedTx};
 pub use guard::{LeaseGuard, LostReason};
@@ -45,6 +47,7 @@ pub use lease::Lease;
 pub use outcome::{
     Acquire, Inspection, LeaseState, OperationOutcome, Provision, Publication, Publish, RefusalReason, Release, Renew,
 };
+pub use parameter::Parameter;
 pub use run_fenced::Fenced;
 pub use settle::Unsettled;
 
