@@ -6,32 +6,78 @@ use tokio::time::Instant;
 use tracing::Instrument;
 use uuid::Uuid;
 
-use super::call::{Reply, call};
+use super::call::{Reply, call, call_on};
 use super::contract::Procedure;
 use super::error::Error;
 use super::meter;
 use super::outcome::{self, LeaseState};
+use super::pool::Session;
 use super::span::{self, About};
 use super::{
     Acquire, Client, Inspection, Lease, OperationOutcome, Provision, Publication, Publish, Release, Renew, input,
 };
 
 impl Client {
-    async fn call(&self, procedure: Procedure, arguments: &[&dyn ToSql], about: About<'_>) -> Result<Reply, Error> {
-        self.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    /// Calls `procedure` and returns its one row, observed as every call is:
+    /// counted, in its span, and measured.
+    pub(crate) async fn call(
+        &self,
+        procedure: Procedure,
+        arguments: &[&dyn ToSql],
+        about: About<'_>,
+    ) -> Result<Reply, Error> {
+        let mut replies = self.call_rows(procedure, arguments, about).await?;
+        // `call_on` answers exactly one row for a procedure that does not
+        // answer rows.
+        Ok(replies.swap_remove(0))
+    }
+
+    /// Calls a procedure that answers any number of rows, and returns them.
+    pub(crate) async fn call_rows(
+        &self,
+        procedure: Procedure,
+        arguments: &[&dyn ToSql],
+        about: About<'_>,
+    ) -> Result<Vec<Reply>, Error> {
         let pool = self.pool_for(procedure);
+        // On the heap, so the futures that nest calls (run_fenced's publish
+        // inside its replays inside its guard) stay small on the stack.
+        let exchange = Box::pin(call(pool, &self.last_connect_error, &self.config, procedure, arguments));
+        self.observed(procedure, about, exchange).await
+    }
+
+    /// Calls `procedure` on `session`, which the caller holds (its server
+    /// session is watched from another), observed as every call is.
+    pub(crate) async fn call_on(
+        &self,
+        session: &mut Session,
+        procedure: Procedure,
+        arguments: &[&dyn ToSql],
+        about: About<'_>,
+    ) -> Result<Vec<Reply>, Error> {
+        let exchange = Box::pin(call_on(session, &self.config, procedure, arguments));
+        self.observed(procedure, about, exchange).await
+    }
+
+    /// Runs `exchange`, one call of `procedure`: counted when it starts, in
+    /// its span, and measured by how it ended.
+    async fn observed(
+        &self,
+        procedure: Procedure,
+        about: About<'_>,
+        exchange: impl Future<Output = Result<Vec<Reply>, Error>>,
+    ) -> Result<Vec<Reply>, Error> {
+        self.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // The main pool's, whichever pool this call uses.
         meter::pool(&self.pool);
         let span = span::call_span(&self.config, procedure, about);
         let started = Instant::now();
-        // On the heap, so the futures that nest calls (run_fenced's publish
-        // inside its replays inside its guard) stay small on the stack.
-        let reply = Box::pin(call(pool, &self.last_connect_error, &self.config, procedure, arguments))
-            .instrument(span.clone())
-            .await;
+        let replies = exchange.instrument(span.clone()).await;
         let unreadable;
-        let ended = match &reply {
-            Ok(reply) => match reply.outcome() {
+        let ended = match &replies {
+            // Every row of a procedure that answers rows says `Found`, so an
+            // answer without rows ended as that too.
+            Ok(replies) => match replies.first().map_or(Ok("Found"), Reply::outcome) {
                 Ok(outcome) => Ok(outcome),
                 Err(error) => {
                     unreadable = error;
@@ -42,7 +88,7 @@ impl Client {
         };
         span::record_end(&span, ended);
         meter::call_ended(procedure, started.elapsed(), ended);
-        reply
+        replies
     }
 
     /// Creates the fence row for `key` if it does not exist. Never resets a
@@ -300,19 +346,30 @@ impl Client {
     pub async fn inspect(&self, key: &str) -> Result<Inspection, Error> {
         let key = input::key(key)?;
         let reply = self.call(Procedure::Inspect, &[&key], About::key(key)).await?;
-        match reply.outcome()? {
-            "Found" => Ok(Inspection::Found(LeaseState {
-                generation: reply.required("Generation")?,
-                is_held: reply.required("IsHeld")?,
-                lease_until: reply.utc("LeaseUntilUtc")?,
-                published_generation: reply.get("PublishedGeneration")?,
-                server_utc: reply.required_utc("ServerUtc")?,
-                source_version: reply.get("SourceVersion")?,
-            })),
-            "NotProvisioned" => Ok(Inspection::NotProvisioned),
-            _ => Err(reply.unknown_outcome()),
-        }
+        inspection(&reply)
     }
+}
+
+/// What `Inspect`'s row says.
+pub(crate) fn inspection(reply: &Reply) -> Result<Inspection, Error> {
+    match reply.outcome()? {
+        "Found" => Ok(Inspection::Found(lease_state(reply)?)),
+        "NotProvisioned" => Ok(Inspection::NotProvisioned),
+        _ => Err(reply.unknown_outcome()),
+    }
+}
+
+/// A resource's lease state, from a row of `Inspect` or `fence_admin.ListLeases`
+/// (the same columns).
+pub(crate) fn lease_state(reply: &Reply) -> Result<LeaseState, Error> {
+    Ok(LeaseState {
+        generation: reply.required("Generation")?,
+        is_held: reply.required("IsHeld")?,
+        lease_until: reply.utc("LeaseUntilUtc")?,
+        published_generation: reply.get("PublishedGeneration")?,
+        server_utc: reply.required_utc("ServerUtc")?,
+        source_version: reply.get("SourceVersion")?,
+    })
 }
 
 /// A publish that failed after it may have been sent has an unknown outcome.

@@ -130,6 +130,31 @@ pub enum Error {
         /// What was wrong with the reply.
         detail: String,
     },
+    /// A watched force-release
+    /// ([`Admin::force_release_watched`](super::Admin::force_release_watched))
+    /// failed while another session's open transaction held the fence row:
+    /// the procedure gave up waiting for it. Nothing changed. End that
+    /// session to roll its transaction back, then force-release again.
+    #[error("{procedure} gave up waiting for the fence row, which session {session} holds in an open transaction")]
+    Blocked {
+        /// The procedure that was called.
+        procedure: &'static str,
+        /// The server session whose transaction holds the fence row.
+        session: i32,
+        /// How the call failed.
+        #[source]
+        cause: Box<Error>,
+    },
+    /// Ending the session that blocked a watched force-release failed
+    /// (`KILL` needs ALTER ANY CONNECTION on SQL Server, KILL DATABASE
+    /// CONNECTION on Azure SQL Database). Nothing was fenced.
+    #[error("ending session {session} failed: {reason}")]
+    KillFailed {
+        /// The session that was to be ended.
+        session: i32,
+        /// What the server answered.
+        reason: String,
+    },
     /// [`Client::verify_contract`](super::Client::verify_contract) refused to
     /// start: this client's own login can write the fence table directly, so
     /// a lease taken with it would fence nothing. Connect as a login that

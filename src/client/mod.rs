@@ -6,6 +6,7 @@
 //! reads or writes the fence tables, so it runs as a login that only holds the
 //! `fence_service` role.
 
+pub mod admin;
 mod api;
 mod built;
 mod call;
@@ -34,6 +35,7 @@ mod wait;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use admin::Admin;
 pub use built::Built;
 pub use config::ClientConfig;
 pub use contract::{CONTRACT_VERSION, ContractVersion};

@@ -5,6 +5,7 @@
 
 use tiberius::Row;
 
+use super::call::{checkout, classify_statement};
 use super::contract::{self, CatalogRow, Definition, Half};
 use super::error::Error;
 use super::{Client, privilege};
@@ -68,20 +69,8 @@ impl Client {
     /// procedures' texts, then the deployed version (absent when the
     /// procedure that answers it is missing or not visible).
     async fn read_contract(&self) -> Result<Reading, Error> {
-        let network = |e: tiberius::error::Error| match e.code() {
-            Some(number) => Error::Server {
-                procedure: PROCEDURE,
-                number,
-                class: super::call::server_error(&e).map_or(16, |(_, class)| class),
-                message: e.to_string(),
-            },
-            None => Error::Network {
-                procedure: PROCEDURE,
-                reason: e.to_string(),
-                timed_out: false,
-            },
-        };
-        let mut session = super::call::checkout(&self.pool, &self.last_connect_error, &self.config).await?;
+        let network = |e| classify_statement(PROCEDURE, e);
+        let mut session = checkout(&self.pool, &self.last_connect_error, &self.config).await?;
         session.in_call = true;
         let batch = format!(
             "{};\n{};\n{};\n{};",
