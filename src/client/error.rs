@@ -148,7 +148,10 @@ pub enum Error {
     /// Ending the session that blocked a watched force-release failed
     /// (`KILL` needs ALTER ANY CONNECTION on SQL Server, KILL DATABASE
     /// CONNECTION on Azure SQL Database). Nothing was fenced.
-    #[error("ending session {session} failed: {reason}")]
+    #[error(
+        "ending session {session} failed (KILL needs ALTER ANY CONNECTION on SQL Server, KILL DATABASE CONNECTION on \
+         Azure SQL Database): {reason}"
+    )]
     KillFailed {
         /// The session that was to be ended.
         session: i32,
