@@ -4,6 +4,7 @@
 use anyhow::{Result, bail};
 use fencepost::client::admin::{Ending, LeaseHistory, Prune, Tenure};
 use serde_json::{Value, json};
+use time::OffsetDateTime;
 
 use super::{admin, utc};
 use crate::cli::opt::{Format, LeaseHistoryArgs, LeasePruneArgs};
@@ -28,15 +29,16 @@ fn tenure_json(tenure: &Tenure) -> Value {
 }
 
 /// One tenure as a line of text; `server_utc` tells an open lease that ran
-/// out from one still held.
-fn tenure_text(tenure: &Tenure, server_utc: Option<&str>) -> String {
-    let (ended_at, lease_until) = (tenure.ended_at.map(utc), tenure.lease_until.map(utc));
-    let how = match (tenure.ending, &ended_at, &lease_until) {
-        (Some(ending), Some(at), _) => format!("{} {at}", ending.name()),
-        (_, _, Some(until)) if server_utc.is_some_and(|now| until.as_str() <= now) => {
-            format!("open, lease ran out {until} (nobody took over yet)")
+/// out from one still held. The times compare as times: their RFC 3339 text
+/// has as many fraction digits as each needs, so `12:00:00Z` sorts after
+/// `12:00:00.1Z`.
+fn tenure_text(tenure: &Tenure, server_utc: Option<OffsetDateTime>) -> String {
+    let how = match (tenure.ending, tenure.ended_at, tenure.lease_until) {
+        (Some(ending), Some(at), _) => format!("{} {}", ending.name(), utc(at)),
+        (_, _, Some(until)) if server_utc.is_some_and(|now| until <= now) => {
+            format!("open, lease ran out {} (nobody took over yet)", utc(until))
         }
-        (_, _, Some(until)) => format!("open, held until {until}"),
+        (_, _, Some(until)) => format!("open, held until {}", utc(until)),
         _ => "open".to_string(),
     };
     let acquired = tenure
@@ -68,14 +70,13 @@ pub(super) async fn history(args: LeaseHistoryArgs) -> Result<u8> {
         other => bail!("{}: this command cannot show the answer {}", args.key, other.name()),
     };
     let provisioned = matches!(answer, LeaseHistory::Found(_));
-    let server_utc = server_utc.map(utc);
     match args.format {
         Format::Json => println!(
             "{}",
             serde_json::to_string_pretty(&json!({
                 "key": args.key,
                 "outcome": answer.name(),
-                "server_utc": server_utc,
+                "server_utc": server_utc.map(utc),
                 "truncated": truncated,
                 "tenures": tenures.iter().map(tenure_json).collect::<Vec<_>>(),
             }))?
@@ -84,7 +85,7 @@ pub(super) async fn history(args: LeaseHistoryArgs) -> Result<u8> {
         Format::Text => {
             println!("{}: {} tenure(s), newest first", args.key, tenures.len());
             for tenure in tenures {
-                println!("  {}", tenure_text(tenure, server_utc.as_deref()));
+                println!("  {}", tenure_text(tenure, server_utc));
             }
             if truncated {
                 println!("(stopped at --limit {}: there may be older ones)", args.limit);
@@ -116,4 +117,38 @@ pub(super) async fn prune(args: LeasePruneArgs) -> Result<u8> {
         Format::Text => println!("pruned {deleted} tenure(s) that ended before {before}"),
     }
     Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use time::macros::datetime;
+
+    use super::*;
+
+    fn open_until(until: OffsetDateTime) -> Tenure {
+        Tenure {
+            generation: 4,
+            owner_hash: Some("ab".repeat(32)),
+            acquired_at: Some(datetime!(2025-03-01 11:00:00 UTC)),
+            ended_at: None,
+            ending: None,
+            published: false,
+            lease_until: Some(until),
+            source_version: None,
+        }
+    }
+
+    #[test]
+    fn an_open_lease_that_ended_on_a_whole_second_ran_out_by_a_later_fraction() {
+        let until = datetime!(2025-03-01 12:00:00 UTC);
+        let now = datetime!(2025-03-01 12:00:00.1 UTC);
+        assert!(utc(until) > utc(now), "the text alone sorts the other way");
+        let line = tenure_text(&open_until(until), Some(now));
+        assert!(
+            line.contains("open, lease ran out 2025-03-01T12:00:00Z (nobody took over yet)"),
+            "{line}"
+        );
+        let held = tenure_text(&open_until(datetime!(2025-03-01 12:00:00.5 UTC)), Some(now));
+        assert!(held.contains("open, held until 2025-03-01T12:00:00.5Z"), "{held}");
+    }
 }
