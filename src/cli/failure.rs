@@ -33,6 +33,10 @@ pub fn kind(error: &anyhow::Error) -> &'static str {
         if cause.is::<ConnectError>() {
             return "connect";
         }
+        // Its connect error is transparent: the chain goes on past it.
+        if let Some(fencepost::client::Error::Connect(_)) = cause.downcast_ref::<fencepost::client::Error>() {
+            return "connect";
+        }
         if cause.is::<SourceError>() {
             return "source";
         }

@@ -6,33 +6,78 @@ use tokio::time::Instant;
 use tracing::Instrument;
 use uuid::Uuid;
 
-use super::call::{Reply, call, checkout};
-use super::contract::{self, CatalogRow, Procedure};
+use super::call::{Reply, call, call_on};
+use super::contract::Procedure;
 use super::error::Error;
 use super::meter;
 use super::outcome::{self, LeaseState};
+use super::pool::Session;
 use super::span::{self, About};
 use super::{
     Acquire, Client, Inspection, Lease, OperationOutcome, Provision, Publication, Publish, Release, Renew, input,
-    privilege,
 };
 
 impl Client {
-    async fn call(&self, procedure: Procedure, arguments: &[&dyn ToSql], about: About<'_>) -> Result<Reply, Error> {
-        self.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    /// Calls `procedure` and returns its one row, observed as every call is:
+    /// counted, in its span, and measured.
+    pub(crate) async fn call(
+        &self,
+        procedure: Procedure,
+        arguments: &[&dyn ToSql],
+        about: About<'_>,
+    ) -> Result<Reply, Error> {
+        let mut replies = self.call_rows(procedure, arguments, about).await?;
+        // `call_on` answers exactly one row for a procedure that does not
+        // answer rows.
+        Ok(replies.swap_remove(0))
+    }
+
+    /// Calls a procedure that answers any number of rows, and returns them.
+    pub(crate) async fn call_rows(
+        &self,
+        procedure: Procedure,
+        arguments: &[&dyn ToSql],
+        about: About<'_>,
+    ) -> Result<Vec<Reply>, Error> {
         let pool = self.pool_for(procedure);
+        // On the heap, so the futures that nest calls (run_fenced's publish
+        // inside its replays inside its guard) stay small on the stack.
+        let exchange = Box::pin(call(pool, &self.last_connect_error, &self.config, procedure, arguments));
+        self.observed(procedure, about, exchange).await
+    }
+
+    /// Calls `procedure` on `session`, which the caller holds (its server
+    /// session is watched from another), observed as every call is.
+    pub(crate) async fn call_on(
+        &self,
+        session: &mut Session,
+        procedure: Procedure,
+        arguments: &[&dyn ToSql],
+        about: About<'_>,
+    ) -> Result<Vec<Reply>, Error> {
+        let exchange = Box::pin(call_on(session, &self.config, procedure, arguments));
+        self.observed(procedure, about, exchange).await
+    }
+
+    /// Runs `exchange`, one call of `procedure`: counted when it starts, in
+    /// its span, and measured by how it ended.
+    async fn observed(
+        &self,
+        procedure: Procedure,
+        about: About<'_>,
+        exchange: impl Future<Output = Result<Vec<Reply>, Error>>,
+    ) -> Result<Vec<Reply>, Error> {
+        self.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // The main pool's, whichever pool this call uses.
         meter::pool(&self.pool);
         let span = span::call_span(&self.config, procedure, about);
         let started = Instant::now();
-        // On the heap, so the futures that nest calls (run_fenced's publish
-        // inside its replays inside its guard) stay small on the stack.
-        let reply = Box::pin(call(pool, &self.last_connect_error, &self.config, procedure, arguments))
-            .instrument(span.clone())
-            .await;
+        let replies = exchange.instrument(span.clone()).await;
         let unreadable;
-        let ended = match &reply {
-            Ok(reply) => match reply.outcome() {
+        let ended = match &replies {
+            // Every row of a procedure that answers rows says `Found`, so an
+            // answer without rows ended as that too.
+            Ok(replies) => match replies.first().map_or(Ok("Found"), Reply::outcome) {
                 Ok(outcome) => Ok(outcome),
                 Err(error) => {
                     unreadable = error;
@@ -43,7 +88,7 @@ impl Client {
         };
         span::record_end(&span, ended);
         meter::call_ended(procedure, started.elapsed(), ended);
-        reply
+        replies
     }
 
     /// Creates the fence row for `key` if it does not exist. Never resets a
@@ -301,125 +346,30 @@ impl Client {
     pub async fn inspect(&self, key: &str) -> Result<Inspection, Error> {
         let key = input::key(key)?;
         let reply = self.call(Procedure::Inspect, &[&key], About::key(key)).await?;
-        match reply.outcome()? {
-            "Found" => Ok(Inspection::Found(LeaseState {
-                generation: reply.required("Generation")?,
-                is_held: reply.required("IsHeld")?,
-                lease_until: reply.utc("LeaseUntilUtc")?,
-                published_generation: reply.get("PublishedGeneration")?,
-                server_utc: reply.required_utc("ServerUtc")?,
-                source_version: reply.get("SourceVersion")?,
-            })),
-            "NotProvisioned" => Ok(Inspection::NotProvisioned),
-            _ => Err(reply.unknown_outcome()),
-        }
+        inspection(&reply)
     }
+}
 
-    /// Checks that the database holds every `fence_api` procedure of contract
-    /// [`CONTRACT_VERSION`](super::CONTRACT_VERSION) with the parameters this
-    /// client passes, and that this client's own login cannot write the fence
-    /// table past them. Call it at start-up: the error names each procedure
-    /// or parameter that is missing or different, or
-    /// ([`Error::PrivilegedLogin`]) why the login is too strong: it may
-    /// update, insert or delete rows of the fence tables, alter a fence
-    /// schema (and so redefine a procedure), controls the database, or
-    /// enters it as `dbo`. This reads the session's own effective rights; it
-    /// is a quick guard, not the proof that `fencepost check` gives. A caller
-    /// that means to run with such a login says so with
-    /// [`ClientConfig::allow_privileged_login`](super::ClientConfig::allow_privileged_login).
-    pub async fn verify_contract(&self) -> Result<(), Error> {
-        const PROCEDURE: &str = "the catalog query of verify_contract";
-        let network = |e: tiberius::error::Error| match e.code() {
-            Some(number) => Error::Server {
-                procedure: PROCEDURE,
-                number,
-                class: super::call::server_error(&e).map_or(16, |(_, class)| class),
-                message: e.to_string(),
-            },
-            None => Error::Network {
-                procedure: PROCEDURE,
-                reason: e.to_string(),
-                timed_out: false,
-            },
-        };
-        let mut session = checkout(&self.pool, &self.last_connect_error, &self.config).await?;
-        session.in_call = true;
-        // One round trip: the contract's catalog rows, the session's rights,
-        // the procedures' texts, then the deployed version (absent when the
-        // procedure that answers it is missing).
-        let batch = format!(
-            "{};\n{};\n{};\n{};",
-            contract::CATALOG_QUERY,
-            privilege::privilege_query(),
-            contract::DEFINITION_QUERY,
-            contract::VERSION_QUERY
-        );
-        let exchange = async { session.connection.simple_query(batch).await?.into_results().await };
-        let timeout = self.config.call_timeout;
-        // Bounded like every procedure call; on a timeout `in_call` stays set
-        // and the pool drops the connection with its unread reply.
-        let mut sets = match tokio::time::timeout(timeout, exchange).await {
-            Err(_) => return Err(Error::timed_out(PROCEDURE, timeout)),
-            Ok(result) => result.map_err(network)?,
-        };
-        session.in_call = false;
-        if !(3..=4).contains(&sets.len()) {
-            return Err(Error::UnexpectedReply {
-                procedure: PROCEDURE,
-                detail: format!("{} result sets instead of 3 or 4", sets.len()),
-            });
-        }
-        let version = if sets.len() == 4 { sets.pop() } else { None };
-        let texts = sets.pop().unwrap_or_default();
-        let rights = sets.pop().unwrap_or_default();
-        let rows = sets.pop().unwrap_or_default();
-        let catalog = rows
-            .iter()
-            .map(|row| {
-                let text = |column: &str| row.try_get::<&str, _>(column).ok().flatten().map(str::to_string);
-                CatalogRow {
-                    procedure: text("ProcedureName").unwrap_or_default(),
-                    parameter: text("ParameterName"),
-                    type_name: text("TypeName"),
-                    max_length: row.try_get::<i32, _>("MaxLength").ok().flatten(),
-                }
-            })
-            .collect::<Vec<_>>();
-        let definitions = texts
-            .iter()
-            .map(|row| {
-                let text = |column: &str| row.try_get::<&str, _>(column).ok().flatten().map(str::to_string);
-                (text("ProcedureName").unwrap_or_default(), text("Definition"))
-            })
-            .collect::<Vec<_>>();
-        let found = contract::differences(&catalog, &definitions);
-        let mut problems = found.problems;
-        if let Some(rows) = version {
-            match contract::read_version(&rows) {
-                Some(deployed) => problems.extend(contract::version_problem(deployed)),
-                None => problems.push("fence_api.ContractVersion did not answer one Version row".to_string()),
-            }
-        }
-        if !problems.is_empty() {
-            return Err(problems.into());
-        }
-        for warning in &found.warnings {
-            tracing::warn!("{warning}");
-        }
-        let row = rights.first();
-        let user = row.and_then(|r| r.try_get::<&str, _>("UserName").ok().flatten());
-        let reasons = privilege::excess(user, |column| {
-            row.and_then(|r| r.try_get::<i32, _>(column).ok().flatten())
-        });
-        if reasons.is_empty() || self.config.allow_privileged_login {
-            Ok(())
-        } else {
-            Err(Error::PrivilegedLogin {
-                user: user.unwrap_or("unknown").to_string(),
-                reasons,
-            })
-        }
+/// What `Inspect`'s row says.
+pub(crate) fn inspection(reply: &Reply) -> Result<Inspection, Error> {
+    match reply.outcome()? {
+        "Found" => Ok(Inspection::Found(lease_state(reply)?)),
+        "NotProvisioned" => Ok(Inspection::NotProvisioned),
+        _ => Err(reply.unknown_outcome()),
     }
+}
+
+/// A resource's lease state, from a row of `Inspect` or `fence_admin.ListLeases`
+/// (the same columns).
+pub(crate) fn lease_state(reply: &Reply) -> Result<LeaseState, Error> {
+    Ok(LeaseState {
+        generation: reply.required("Generation")?,
+        is_held: reply.required("IsHeld")?,
+        lease_until: reply.utc("LeaseUntilUtc")?,
+        published_generation: reply.get("PublishedGeneration")?,
+        server_utc: reply.required_utc("ServerUtc")?,
+        source_version: reply.get("SourceVersion")?,
+    })
 }
 
 /// A publish that failed after it may have been sent has an unknown outcome.

@@ -9,28 +9,43 @@ use std::time::Duration;
 use super::config::ClientConfig;
 use super::contract::Procedure;
 use super::error::{Error, FATAL_CLASS};
-use super::pool::{LastConnectError, Manager};
+use super::pool::{LastConnectError, Manager, Session};
 use crate::connection::Connection;
 
-/// Sends `EXEC <procedure> ...` with `arguments` bound in contract order and
-/// returns its single row. The call is bounded by `timeout` from check-out to
-/// the last byte of the reply.
+/// Sends `EXEC <procedure> ...` with `arguments` bound in contract order on a
+/// connection from `pool` and returns its rows: exactly one, or for a
+/// procedure that [answers rows](Procedure::answers_rows) any number. The
+/// call is bounded by `timeout` from check-out to the last byte of the reply.
 pub(crate) async fn call(
     pool: &bb8::Pool<Manager>,
     last_connect_error: &LastConnectError,
     config: &ClientConfig,
     procedure: Procedure,
     arguments: &[&dyn ToSql],
-) -> Result<Reply, Error> {
-    let timeout = config.call_timeout;
+) -> Result<Vec<Reply>, Error> {
     let mut session = checkout(pool, last_connect_error, config).await?;
+    call_on(&mut session, config, procedure, arguments).await
+}
+
+/// [`call`] on a session the caller already holds: one that must be the
+/// same across statements, such as a call another session watches.
+/// Arguments left out of the end of the procedure's parameters take their
+/// declared defaults.
+pub(crate) async fn call_on(
+    session: &mut Session,
+    config: &ClientConfig,
+    procedure: Procedure,
+    arguments: &[&dyn ToSql],
+) -> Result<Vec<Reply>, Error> {
+    let timeout = config.call_timeout;
     session.in_call = true;
-    let statement = procedure.statement();
+    let statement = procedure.statement_for(arguments.len());
     // Read item by item: tiberius reports a server error only where its token
     // arrives, and collecting the whole reply at once would drop the rows read
     // before it, such as a publish's `Published`.
+    let connection = &mut session.connection;
     let exchange = async {
-        let mut stream = match session.connection.query(statement, arguments).await {
+        let mut stream = match connection.query(statement, arguments).await {
             Ok(stream) => stream,
             Err(error) => return Err((Vec::new(), error)),
         };
@@ -45,7 +60,7 @@ pub(crate) async fn call(
         }
     };
     let outcome = tokio::time::timeout(timeout, exchange).await;
-    let mut rows = match outcome {
+    let rows = match outcome {
         Err(_) => {
             // `in_call` stays set: the pool drops this connection whatever
             // the cancel below achieves.
@@ -63,16 +78,13 @@ pub(crate) async fn call(
     };
     session.in_call = false;
     session.last_used = tokio::time::Instant::now();
-    if rows.len() != 1 {
+    if !procedure.answers_rows() && rows.len() != 1 {
         return Err(Error::UnexpectedReply {
             procedure: procedure.name(),
             detail: format!("{} rows instead of exactly one", rows.len()),
         });
     }
-    Ok(Reply {
-        procedure,
-        row: rows.remove(0),
-    })
+    Ok(rows.into_iter().map(|row| Reply { procedure, row }).collect())
 }
 
 /// How long a request that ran past its call's bound is given to stop on the
@@ -221,6 +233,24 @@ async fn get<'p>(
     }
 }
 
+/// Sorts the driver error of a statement that is not a procedure call (`what`
+/// names it in messages): a server error with its number, or a network one.
+pub(crate) fn classify_statement(what: &'static str, error: tiberius::error::Error) -> Error {
+    match error.code() {
+        Some(number) => Error::Server {
+            procedure: what,
+            number,
+            class: server_error(&error).map_or(16, |(_, class)| class),
+            message: error.to_string(),
+        },
+        None => Error::Network {
+            procedure: what,
+            reason: error.to_string(),
+            timed_out: false,
+        },
+    }
+}
+
 /// Sorts a driver error into the client's kinds. The contract's own numbers
 /// become [`Error::Rejected`] with the parameter they are about.
 pub(crate) fn classify(procedure: Procedure, error: tiberius::error::Error) -> Error {
@@ -245,13 +275,19 @@ pub(crate) fn classify(procedure: Procedure, error: tiberius::error::Error) -> E
     }
 }
 
-/// The single row a procedure answered, read by column name.
+/// One row a procedure answered, read by column name.
 pub(crate) struct Reply {
     procedure: Procedure,
     row: Row,
 }
 
 impl Reply {
+    /// A reply of `procedure` made of `row`, for the tests of what decodes it.
+    #[cfg(test)]
+    pub(crate) fn of(procedure: Procedure, row: Row) -> Reply {
+        Reply { procedure, row }
+    }
+
     /// The `Outcome` column.
     pub(crate) fn outcome(&self) -> Result<&str, Error> {
         self.required::<&str>("Outcome")

@@ -5,67 +5,9 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
+use super::contract::ContractVersion;
+use super::parameter::Parameter;
 use crate::connection::ConnectError;
-
-/// A parameter of the procedure contract, named as the procedures name it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Parameter {
-    /// `@ResourceKey`: 1 to 256 UTF-16 code units, not ending in a space.
-    ResourceKey,
-    /// `@Owner`: a non-nil id, fresh for each acquisition.
-    Owner,
-    /// `@LeaseSeconds`: whole seconds from 1 to 86400.
-    LeaseSeconds,
-    /// `@Generation`: a generation returned by `Acquire` (1 or more).
-    Generation,
-    /// `@OperationId`: a non-nil id, fresh for each publish, reused only to replay it.
-    OperationId,
-    /// `@Payload`: any text, never NULL.
-    Payload,
-    /// `@Release` of `Publish`: 0 or 1, never NULL.
-    Release,
-    /// `@SourceVersion` of `Publish` and `AssertHolder` (contract v1.4): 0
-    /// or more.
-    SourceVersion,
-}
-
-impl Parameter {
-    /// The parameter's name in T-SQL, e.g. `@ResourceKey`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Parameter::ResourceKey => "@ResourceKey",
-            Parameter::Owner => "@Owner",
-            Parameter::LeaseSeconds => "@LeaseSeconds",
-            Parameter::Generation => "@Generation",
-            Parameter::OperationId => "@OperationId",
-            Parameter::Payload => "@Payload",
-            Parameter::Release => "@Release",
-            Parameter::SourceVersion => "@SourceVersion",
-        }
-    }
-
-    /// The parameter a documented contract error number (50101–50109) is about.
-    pub fn for_error_number(number: u32) -> Option<Parameter> {
-        Some(match number {
-            50101 => Parameter::ResourceKey,
-            50102 => Parameter::Owner,
-            50103 => Parameter::LeaseSeconds,
-            50104 => Parameter::Generation,
-            50105 | 50107 => Parameter::OperationId,
-            50106 => Parameter::Payload,
-            50108 => Parameter::Release,
-            50109 => Parameter::SourceVersion,
-            _ => return None,
-        })
-    }
-}
-
-impl std::fmt::Display for Parameter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// A failed call. Refusals that are part of the contract (`Busy`, `Lost`,
 /// `Superseded`, ...) are not errors: they are outcome values.
@@ -81,7 +23,8 @@ pub enum Error {
         reason: String,
     },
     /// The procedure refused the input with one of the contract's error
-    /// numbers (50101–50109). Nothing was changed.
+    /// numbers (50101–50109, and 50120–50126 of the operators' procedures).
+    /// Nothing was changed.
     #[error("{procedure} refused {parameter} (error {number}): {message}")]
     Rejected {
         /// The procedure, e.g. `fence_api.Publish`.
@@ -187,6 +130,34 @@ pub enum Error {
         /// What was wrong with the reply.
         detail: String,
     },
+    /// A watched force-release
+    /// ([`Admin::force_release_watched`](super::Admin::force_release_watched))
+    /// failed while another session's open transaction held the fence row:
+    /// the procedure gave up waiting for it. Nothing changed. End that
+    /// session to roll its transaction back, then force-release again.
+    #[error("{procedure} gave up waiting for the fence row, which session {session} holds in an open transaction")]
+    Blocked {
+        /// The procedure that was called.
+        procedure: &'static str,
+        /// The server session whose transaction holds the fence row.
+        session: i32,
+        /// How the call failed.
+        #[source]
+        cause: Box<Error>,
+    },
+    /// Ending the session that blocked a watched force-release failed
+    /// (`KILL` needs ALTER ANY CONNECTION on SQL Server, KILL DATABASE
+    /// CONNECTION on Azure SQL Database). Nothing was fenced.
+    #[error(
+        "ending session {session} failed (KILL needs ALTER ANY CONNECTION on SQL Server, KILL DATABASE CONNECTION on \
+         Azure SQL Database): {reason}"
+    )]
+    KillFailed {
+        /// The session that was to be ended.
+        session: i32,
+        /// What the server answered.
+        reason: String,
+    },
     /// [`Client::verify_contract`](super::Client::verify_contract) refused to
     /// start: this client's own login can write the fence table directly, so
     /// a lease taken with it would fence nothing. Connect as a login that
@@ -207,7 +178,7 @@ pub enum Error {
     #[error("the database does not hold the fence_api contract {version} this client expects: {}", .problems.join("; "))]
     ContractMismatch {
         /// The contract version this client speaks.
-        version: super::ContractVersion,
+        version: ContractVersion,
         /// Each missing or different procedure or parameter, one per entry.
         problems: Vec<String>,
     },
@@ -313,28 +284,6 @@ impl Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_contract_error_number_names_its_parameter() {
-        let names: Vec<_> = (50101..=50109)
-            .map(|n| Parameter::for_error_number(n).map(Parameter::name))
-            .collect();
-        assert_eq!(
-            names,
-            [
-                Some("@ResourceKey"),
-                Some("@Owner"),
-                Some("@LeaseSeconds"),
-                Some("@Generation"),
-                Some("@OperationId"),
-                Some("@Payload"),
-                Some("@OperationId"),
-                Some("@Release"),
-                Some("@SourceVersion"),
-            ]
-        );
-        assert_eq!(Parameter::for_error_number(50110), None);
-    }
 
     #[test]
     fn a_deadlock_is_transient_but_a_permission_error_is_not() {

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::error::{Error, Parameter};
+use super::error::Error;
+use super::parameter::Parameter;
 
 /// The longest key the contract allows, in UTF-16 code units: what
 /// `nvarchar(256)` stores, so a character outside the Basic Multilingual Plane
@@ -71,6 +72,55 @@ pub(crate) fn lease_seconds(length: Duration) -> Result<i32, Error> {
     Ok(length.as_secs() as i32)
 }
 
+/// The most rows `fence_admin.ListLeases` or `LeaseHistory` answers in one call.
+pub const MAX_ROWS: u32 = 100_000;
+/// The oldest bound `fence_admin.PruneTenure` takes, in days (about a century).
+pub const MAX_PRUNE_DAYS: u32 = 36_500;
+/// The highest `@Floor` a recovery takes (2^62 - 1): the epoch above it still
+/// fits a bigint.
+pub const MAX_RECOVERY_FLOOR: i64 = (1 << 62) - 1;
+
+/// A row limit of `ListLeases` or `LeaseHistory`: 1 to [`MAX_ROWS`].
+pub(crate) fn max_rows(rows: u32) -> Result<i32, Error> {
+    match i32::try_from(rows) {
+        Ok(rows) if (1..=MAX_ROWS as i32).contains(&rows) => Ok(rows),
+        _ => Err(Error::invalid(
+            Parameter::MaxRows,
+            format!("must be 1 to {MAX_ROWS}, not {rows}"),
+        )),
+    }
+}
+
+/// `PruneTenure`'s bound: 1 to [`MAX_PRUNE_DAYS`] days.
+pub(crate) fn older_than_days(days: u32) -> Result<i32, Error> {
+    match i32::try_from(days) {
+        Ok(days) if (1..=MAX_PRUNE_DAYS as i32).contains(&days) => Ok(days),
+        _ => Err(Error::invalid(
+            Parameter::OlderThanDays,
+            format!("must be 1 to {MAX_PRUNE_DAYS} days, not {days}"),
+        )),
+    }
+}
+
+/// A recovery's floor: 0 to [`MAX_RECOVERY_FLOOR`], or none.
+pub(crate) fn recovery_floor(floor: Option<i64>) -> Result<Option<i64>, Error> {
+    match floor {
+        Some(f) if !(0..=MAX_RECOVERY_FLOOR).contains(&f) => Err(Error::invalid(
+            Parameter::Floor,
+            format!("must be 0 to {MAX_RECOVERY_FLOOR}, not {f}"),
+        )),
+        other => Ok(other),
+    }
+}
+
+pub(crate) fn recovery_id(id: Uuid) -> Result<Uuid, Error> {
+    non_nil(Parameter::RecoveryId, id)
+}
+
+pub(crate) fn database_identity(identity: Option<Uuid>) -> Result<Option<Uuid>, Error> {
+    identity.map(|id| non_nil(Parameter::DatabaseIdentity, id)).transpose()
+}
+
 pub(crate) fn owner(owner: Uuid) -> Result<Uuid, Error> {
     non_nil(Parameter::Owner, owner)
 }
@@ -128,6 +178,44 @@ mod tests {
             let err = lease_seconds(bad).unwrap_err();
             assert_eq!(err.parameter(), Some(Parameter::LeaseSeconds), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn the_operators_bounds_are_the_procedures_own() {
+        assert_eq!(max_rows(1).unwrap(), 1);
+        assert_eq!(max_rows(MAX_ROWS).unwrap(), 100_000);
+        for bad in [0, MAX_ROWS + 1, u32::MAX] {
+            assert_eq!(
+                max_rows(bad).unwrap_err().parameter(),
+                Some(Parameter::MaxRows),
+                "{bad}"
+            );
+        }
+        assert_eq!(older_than_days(36_500).unwrap(), 36_500);
+        assert_eq!(
+            older_than_days(0).unwrap_err().parameter(),
+            Some(Parameter::OlderThanDays)
+        );
+        assert_eq!(
+            recovery_floor(Some(MAX_RECOVERY_FLOOR)).unwrap(),
+            Some(4_611_686_018_427_387_903)
+        );
+        assert_eq!(recovery_floor(None).unwrap(), None);
+        for bad in [-1, MAX_RECOVERY_FLOOR + 1] {
+            assert_eq!(
+                recovery_floor(Some(bad)).unwrap_err().parameter(),
+                Some(Parameter::Floor)
+            );
+        }
+        assert_eq!(
+            recovery_id(Uuid::nil()).unwrap_err().parameter(),
+            Some(Parameter::RecoveryId)
+        );
+        assert_eq!(
+            database_identity(Some(Uuid::nil())).unwrap_err().parameter(),
+            Some(Parameter::DatabaseIdentity)
+        );
+        assert_eq!(database_identity(None).unwrap(), None);
     }
 
     #[test]

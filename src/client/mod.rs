@@ -8,6 +8,7 @@
 //!
 //! Each procedure's parameters, outcomes and error numbers: `docs/contract.md` in the repository.
 
+pub mod admin;
 mod api;
 mod built;
 mod call;
@@ -23,21 +24,24 @@ mod input;
 mod lease;
 pub mod meter;
 mod outcome;
+mod parameter;
 mod pool;
 mod privilege;
 mod run_fenced;
 mod settle;
 mod span;
 mod token;
+mod verify;
 mod wait;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub use admin::Admin;
 pub use built::Built;
 pub use config::ClientConfig;
 pub use contract::{CONTRACT_VERSION, ContractVersion};
-pub use error::{Error, Parameter};
+pub use error::Error;
 pub use fenced_transaction::FencedTransaction;
 pub use fenced_tx::{BeginFenced, FencedTx};
 pub use guard::{LeaseGuard, LostReason};
@@ -47,6 +51,7 @@ pub use lease::Lease;
 pub use outcome::{
     Acquire, Inspection, LeaseState, OperationOutcome, Provision, Publication, Publish, RefusalReason, Release, Renew,
 };
+pub use parameter::Parameter;
 pub use run_fenced::Fenced;
 pub use settle::Unsettled;
 

@@ -160,6 +160,16 @@ pub enum Inspection {
     NotProvisioned,
 }
 
+impl Inspection {
+    /// The contract's name of the outcome: `Found` or `NotProvisioned`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Inspection::Found(_) => "Found",
+            Inspection::NotProvisioned => "NotProvisioned",
+        }
+    }
+}
+
 /// A resource's lease state as `Inspect` shows it: never the owner.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LeaseState {

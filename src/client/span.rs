@@ -149,6 +149,8 @@ pub(crate) fn error_type(error: &Error) -> String {
         Error::UnexpectedReply { .. } => "unexpected_reply",
         Error::PrivilegedLogin { .. } => "privileged_login",
         Error::ContractMismatch { .. } => "contract_mismatch",
+        Error::Blocked { .. } => "blocked",
+        Error::KillFailed { .. } => "kill_failed",
         _ => "other",
     }
     .to_string()

@@ -1,107 +1,91 @@
 //! `lease history` and `lease prune`: the tenures a resource had, newest
 //! first, and the bound an operator keeps on them.
 
-use anyhow::Result;
-use serde::Serialize;
-use serde_json::json;
-use tiberius::Row;
+use anyhow::{Result, bail};
+use fencepost::client::admin::{Ending, LeaseHistory, Prune, Tenure};
+use serde_json::{Value, json};
+use time::OffsetDateTime;
 
-use super::{call, get, outcome, utc};
+use super::{admin, utc};
 use crate::cli::opt::{Format, LeaseHistoryArgs, LeasePruneArgs};
-use crate::cli::{EXIT_ATTENTION, EXIT_OK, connect};
+use crate::cli::{EXIT_ATTENTION, EXIT_OK};
 
-/// One tenure as LeaseHistory answers it: the owner only as a hash.
-#[derive(Debug, Serialize)]
-struct Tenure {
-    generation: i64,
-    /// SHA-256 of the owner's upper-case text, in hex.
-    owner_sha256: Option<String>,
-    acquired_at_utc: Option<String>,
-    /// NULL while the tenure is open.
-    ended_at_utc: Option<String>,
-    /// Released, Expired, ForceReleased or Superseded; `None` while open.
-    ending: Option<String>,
-    published: bool,
-    /// The open tenure's lease end.
-    lease_until_utc: Option<String>,
-    /// The source version its accepted publish carried (contract v1.4).
-    source_version: Option<i64>,
+/// One tenure as JSON: the owner only as a hash.
+fn tenure_json(tenure: &Tenure) -> Value {
+    json!({
+        "generation": tenure.generation,
+        // SHA-256 of the owner's upper-case text, in hex.
+        "owner_sha256": tenure.owner_hash,
+        "acquired_at_utc": tenure.acquired_at.map(utc),
+        // NULL while the tenure is open.
+        "ended_at_utc": tenure.ended_at.map(utc),
+        "ending": tenure.ending.map(Ending::name),
+        "published": tenure.published,
+        // The open tenure's lease end.
+        "lease_until_utc": tenure.lease_until.map(utc),
+        // The source version its accepted publish carried (contract v1.4).
+        "source_version": tenure.source_version,
+    })
 }
 
-impl Tenure {
-    fn from_row(row: &Row) -> Tenure {
-        Tenure {
-            generation: get(row, "Generation").unwrap_or_default(),
-            owner_sha256: get::<&[u8]>(row, "OwnerHash").map(hex::encode),
-            acquired_at_utc: utc(row, "AcquiredAtUtc"),
-            ended_at_utc: utc(row, "EndedAtUtc"),
-            ending: get::<&str>(row, "Ending").map(str::to_string),
-            published: get(row, "Published").unwrap_or_default(),
-            lease_until_utc: utc(row, "LeaseUntilUtc"),
-            source_version: get(row, "SourceVersion"),
+/// One tenure as a line of text; `server_utc` tells an open lease that ran
+/// out from one still held. The times compare as times: their RFC 3339 text
+/// has as many fraction digits as each needs, so `12:00:00Z` sorts after
+/// `12:00:00.1Z`.
+fn tenure_text(tenure: &Tenure, server_utc: Option<OffsetDateTime>) -> String {
+    let how = match (tenure.ending, tenure.ended_at, tenure.lease_until) {
+        (Some(ending), Some(at), _) => format!("{} {}", ending.name(), utc(at)),
+        (_, _, Some(until)) if server_utc.is_some_and(|now| until <= now) => {
+            format!("open, lease ran out {} (nobody took over yet)", utc(until))
         }
-    }
-
-    fn to_text(&self, server_utc: Option<&str>) -> String {
-        let how = match (&self.ending, &self.ended_at_utc, &self.lease_until_utc) {
-            (Some(ending), Some(at), _) => format!("{ending} {at}"),
-            (_, _, Some(until)) if server_utc.is_some_and(|now| until.as_str() <= now) => {
-                format!("open, lease ran out {until} (nobody took over yet)")
-            }
-            (_, _, Some(until)) => format!("open, held until {until}"),
-            _ => "open".to_string(),
-        };
-        let acquired = self
-            .acquired_at_utc
-            .as_deref()
-            .map_or("acquired before the history began".to_string(), |at| {
-                format!("acquired {at}")
-            });
-        let published = match (self.published, self.source_version) {
-            (true, Some(version)) => format!("published from source version {version}"),
-            (true, None) => "published".to_string(),
-            (false, _) => "not published".to_string(),
-        };
-        let owner = self.owner_sha256.as_deref().map_or("", |h| &h[..h.len().min(12)]);
-        format!(
-            "generation {}  {how}  {acquired}  {published}  owner sha256 {owner}…",
-            self.generation
-        )
-    }
+        (_, _, Some(until)) => format!("open, held until {}", utc(until)),
+        _ => "open".to_string(),
+    };
+    let acquired = tenure
+        .acquired_at
+        .map_or("acquired before the history began".to_string(), |at| {
+            format!("acquired {}", utc(at))
+        });
+    let published = match (tenure.published, tenure.source_version) {
+        (true, Some(version)) => format!("published from source version {version}"),
+        (true, None) => "published".to_string(),
+        (false, _) => "not published".to_string(),
+    };
+    let owner = tenure.owner_hash.as_deref().map_or("", |h| &h[..h.len().min(12)]);
+    format!(
+        "generation {}  {how}  {acquired}  {published}  owner sha256 {owner}…",
+        tenure.generation
+    )
 }
 
 pub(super) async fn history(args: LeaseHistoryArgs) -> Result<u8> {
-    let (_, mut conn) = connect(&args.connect).await?;
-    let rows = call(
-        &mut conn,
-        "EXEC fence_admin.LeaseHistory @ResourceKey = @P1, @MaxRows = @P2",
-        &[&args.key.as_str(), &args.limit],
-    )
-    .await?;
-    let provisioned = rows.first().is_none_or(|row| outcome(row) == "Found");
-    let server_utc = rows.first().and_then(|row| utc(row, "ServerUtc"));
-    let tenures: Vec<Tenure> = if provisioned {
-        rows.iter().map(Tenure::from_row).collect()
-    } else {
-        Vec::new()
+    // At least 1: the flag's parser bounds it.
+    let answer = admin(&args.connect)
+        .await?
+        .lease_history(&args.key, args.limit.unsigned_abs())
+        .await?;
+    let (tenures, server_utc, truncated) = match &answer {
+        LeaseHistory::Found(history) => (&history.tenures[..], history.server_utc, history.is_full()),
+        LeaseHistory::NotProvisioned { server_utc } => (&[][..], Some(*server_utc), false),
+        other => bail!("{}: this command cannot show the answer {}", args.key, other.name()),
     };
-    let truncated = tenures.len() == args.limit as usize;
+    let provisioned = matches!(answer, LeaseHistory::Found(_));
     match args.format {
         Format::Json => println!(
             "{}",
             serde_json::to_string_pretty(&json!({
                 "key": args.key,
-                "outcome": if provisioned { "Found" } else { "NotProvisioned" },
-                "server_utc": server_utc,
+                "outcome": answer.name(),
+                "server_utc": server_utc.map(utc),
                 "truncated": truncated,
-                "tenures": tenures,
+                "tenures": tenures.iter().map(tenure_json).collect::<Vec<_>>(),
             }))?
         ),
         Format::Text if !provisioned => println!("{}: no fence row (provision it first)", args.key),
         Format::Text => {
             println!("{}: {} tenure(s), newest first", args.key, tenures.len());
-            for tenure in &tenures {
-                println!("  {}", tenure.to_text(server_utc.as_deref()));
+            for tenure in tenures {
+                println!("  {}", tenure_text(tenure, server_utc));
             }
             if truncated {
                 println!("(stopped at --limit {}: there may be older ones)", args.limit);
@@ -112,29 +96,59 @@ pub(super) async fn history(args: LeaseHistoryArgs) -> Result<u8> {
 }
 
 pub(super) async fn prune(args: LeasePruneArgs) -> Result<u8> {
-    let (_, mut conn) = connect(&args.connect).await?;
-    let rows = call(
-        &mut conn,
-        "EXEC fence_admin.PruneTenure @OlderThanDays = @P1",
-        &[&args.older_than],
-    )
-    .await?;
-    let row = rows.first();
-    let deleted: i32 = row.and_then(|r| get(r, "Deleted")).unwrap_or_default();
-    let before = row.and_then(|r| utc(r, "EndedBeforeUtc"));
+    // 1 to 36500: the flag's parser bounds it.
+    let answer = admin(&args.connect)
+        .await?
+        .prune_tenure(args.older_than.unsigned_abs())
+        .await?;
+    let (deleted, before) = match answer {
+        Prune::Pruned { deleted, ended_before } => (deleted, utc(ended_before)),
+        other => bail!("this command cannot show the answer {}", other.name()),
+    };
     match args.format {
         Format::Json => println!(
             "{}",
             serde_json::to_string_pretty(&json!({
-                "outcome": row.map(outcome),
+                "outcome": answer.name(),
                 "deleted": deleted,
                 "ended_before_utc": before,
             }))?
         ),
-        Format::Text => println!(
-            "pruned {deleted} tenure(s) that ended before {}",
-            before.unwrap_or_default()
-        ),
+        Format::Text => println!("pruned {deleted} tenure(s) that ended before {before}"),
     }
     Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use time::macros::datetime;
+
+    use super::*;
+
+    fn open_until(until: OffsetDateTime) -> Tenure {
+        Tenure {
+            generation: 4,
+            owner_hash: Some("ab".repeat(32)),
+            acquired_at: Some(datetime!(2025-03-01 11:00:00 UTC)),
+            ended_at: None,
+            ending: None,
+            published: false,
+            lease_until: Some(until),
+            source_version: None,
+        }
+    }
+
+    #[test]
+    fn an_open_lease_that_ended_on_a_whole_second_ran_out_by_a_later_fraction() {
+        let until = datetime!(2025-03-01 12:00:00 UTC);
+        let now = datetime!(2025-03-01 12:00:00.1 UTC);
+        assert!(utc(until) > utc(now), "the text alone sorts the other way");
+        let line = tenure_text(&open_until(until), Some(now));
+        assert!(
+            line.contains("open, lease ran out 2025-03-01T12:00:00Z (nobody took over yet)"),
+            "{line}"
+        );
+        let held = tenure_text(&open_until(datetime!(2025-03-01 12:00:00.5 UTC)), Some(now));
+        assert!(held.contains("open, held until 2025-03-01T12:00:00.5Z"), "{held}");
+    }
 }

@@ -1,6 +1,7 @@
 //! `fencepost lease`: an operator's look at leases and their history, the
-//! lever for a stuck one, and the recovery after a restore, through the fence
-//! procedures only.
+//! lever for a stuck one, and the recovery after a restore. The calls are the
+//! client's ([`fencepost::client::admin`]); these commands only render what
+//! they answer.
 
 mod force_release;
 mod history;
@@ -8,14 +9,22 @@ mod recover;
 mod source_version;
 mod state;
 
-use anyhow::{Context, Result};
-use fencepost::Connection;
-use tiberius::{Row, ToSql};
-use time::format_description::well_known::Rfc3339;
-use time::{OffsetDateTime, PrimitiveDateTime};
+use std::time::Duration;
 
-use super::connect;
-use super::opt::{Format, LeaseCommand, LeaseKeyArgs};
+use anyhow::Result;
+use fencepost::client::Admin;
+use fencepost::{Client, ClientConfig};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use super::connection_string;
+use super::opt::{ConnectArgs, Format, LeaseCommand};
+
+/// How long one operator call may take. An operator's command waits as long
+/// as the server takes (a recovery waits for every open transaction on a fence
+/// row), as it did on a connection without a command timeout; the driver
+/// needs a finite bound, so it is a day.
+const OPERATOR_CALL_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
 
 impl LeaseCommand {
     /// The output format asked for.
@@ -44,47 +53,19 @@ pub async fn run(command: LeaseCommand) -> Result<u8> {
     }
 }
 
-/// Calls `procedure` with the command's key and returns its one row.
-async fn key_call(args: &LeaseKeyArgs, procedure: &str) -> Result<Row> {
-    let (_, mut conn) = connect(&args.connect).await?;
-    let sql = format!("EXEC {procedure} @ResourceKey = @P1");
-    let rows = call(&mut conn, &sql, &[&args.key.as_str()]).await?;
-    rows.into_iter()
-        .next()
-        .with_context(|| format!("{procedure} answered no row"))
+/// The operators' calls, on one connection of the login given. No start-up
+/// check: an operator's login holds an operator role, not the service role
+/// `Client::verify_contract` expects, and is often the deploy login it would
+/// refuse.
+async fn admin(args: &ConnectArgs) -> Result<Admin> {
+    let mut target = connection_string(args)?;
+    target.set_application_name("fencepost");
+    let mut config = ClientConfig::new(target);
+    config.max_connections(1).call_timeout(OPERATOR_CALL_TIMEOUT);
+    Ok(Client::connect_with(config).await?.admin())
 }
 
-/// Runs one procedure call and returns its rows; a server error names the
-/// procedure and keeps the server's message (a refused parameter, a missing
-/// permission).
-async fn call(conn: &mut Connection, sql: &str, params: &[&dyn ToSql]) -> Result<Vec<Row>> {
-    let procedure = sql.split_whitespace().nth(1).unwrap_or(sql);
-    let rows = conn
-        .query(sql, params)
-        .await
-        .with_context(|| format!("calling {procedure}"))?
-        .into_first_result()
-        .await
-        .with_context(|| format!("calling {procedure}"))?;
-    Ok(rows)
-}
-
-fn outcome(row: &Row) -> &str {
-    get::<&str>(row, "Outcome").unwrap_or_default()
-}
-
-/// A column found without regard to case (some engines fold names), or
-/// `None` when it is missing, NULL or of another type.
-fn get<'a, T: tiberius::FromSql<'a>>(row: &'a Row, column: &str) -> Option<T> {
-    let index = row
-        .columns()
-        .iter()
-        .position(|c| c.name().eq_ignore_ascii_case(column))?;
-    row.try_get::<T, _>(index).ok().flatten()
-}
-
-/// A `datetime2` column (UTC by contract) as RFC 3339.
-fn utc(row: &Row, column: &str) -> Option<String> {
-    let value: OffsetDateTime = get::<PrimitiveDateTime>(row, column)?.assume_utc();
-    value.format(&Rfc3339).ok()
+/// A server time (UTC by contract) as RFC 3339.
+fn utc(at: OffsetDateTime) -> String {
+    at.format(&Rfc3339).unwrap_or_default()
 }

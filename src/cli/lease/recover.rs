@@ -1,19 +1,22 @@
 //! `lease recover`: after a restore or a data-losing failover, every
 //! generation is raised above any issued before, and every open lease voided.
 
-use anyhow::{Context, Result};
+use anyhow::{Result, bail};
 use fencepost::Connection;
+use fencepost::client::admin::{Recover, Recovery};
 use serde_json::json;
 use uuid::Uuid;
 
-use super::{call, get, outcome, utc};
+use super::{admin, utc};
 use crate::cli::EXIT_OK;
 use crate::cli::connect;
 use crate::cli::opt::{Format, LeaseRecoverArgs};
 
 pub(super) async fn recover(args: LeaseRecoverArgs) -> Result<u8> {
-    let (_, mut conn) = connect(&args.connect).await?;
-    let identity = database_identity(&mut conn).await;
+    let identity = {
+        let (_, mut conn) = connect(&args.connect).await?;
+        database_identity(&mut conn).await
+    };
     // One restore, one recovery: keyed by the database's recovery fork when
     // the engine shows it, so a second run for the same restore changes nothing.
     let (recovery_id, id_from) = match (args.id, identity) {
@@ -21,22 +24,21 @@ pub(super) async fn recover(args: LeaseRecoverArgs) -> Result<u8> {
         (None, Some(fork)) => (fork, "the database's recovery fork"),
         (None, None) => (Uuid::new_v4(), "a fresh id"),
     };
-    let rows = call(
-        &mut conn,
-        "EXEC fence_admin.Recover @RecoveryId = @P1, @Floor = @P2, @DatabaseIdentity = @P3",
-        &[&recovery_id, &args.floor, &identity],
-    )
-    .await?;
-    let row = rows.first().context("fence_admin.Recover answered no row")?;
-    let floor: i64 = get(row, "GenerationFloor").unwrap_or_default();
-    let voided: i32 = get(row, "LeasesVoided").unwrap_or_default();
-    let at = utc(row, "RecoveredAtUtc").unwrap_or_default();
-    let repeated = outcome(row) == "AlreadyRecovered";
+    let mut recovery = Recovery::new(recovery_id);
+    if let Some(floor) = args.floor {
+        recovery.floor(floor);
+    }
+    if let Some(identity) = identity {
+        recovery.database_identity(identity);
+    }
+    let answer = admin(&args.connect).await?.recover(&recovery).await?;
+    let record = answer.record();
+    let (floor, voided, at) = (record.generation_floor, record.leases_voided, utc(record.recovered_at));
     match args.format {
         Format::Json => println!(
             "{}",
             serde_json::to_string_pretty(&json!({
-                "outcome": outcome(row),
+                "outcome": answer.name(),
                 "recovery_id": recovery_id,
                 "recovery_id_from": id_from,
                 "database_identity": identity,
@@ -45,17 +47,25 @@ pub(super) async fn recover(args: LeaseRecoverArgs) -> Result<u8> {
                 "recovered_at_utc": at,
             }))?
         ),
-        Format::Text if repeated => println!(
-            "recovery {recovery_id} (from {id_from}) already ran at {at}: every generation was raised to {floor}; \
-             nothing changed. To recover from another restore or failover since then, pass a new --id"
-        ),
-        Format::Text => {
-            println!(
-                "recovered: every generation raised to {floor}, so every next acquisition gets a higher one; \
-                 {voided} open lease(s) voided (their holders' publishes answer Superseded)"
-            );
-            println!("recovery id {recovery_id} (from {id_from}): repeat with --id {recovery_id} to change nothing");
-        }
+        Format::Text => match answer {
+            Recover::AlreadyRecovered(_) => println!(
+                "recovery {recovery_id} (from {id_from}) already ran at {at}: every generation was raised to \
+                 {floor}; nothing changed. To recover from another restore or failover since then, pass a new --id"
+            ),
+            Recover::Recovered(_) => {
+                println!(
+                    "recovered: every generation raised to {floor}, so every next acquisition gets a higher one; \
+                     {voided} open lease(s) voided (their holders' publishes answer Superseded)"
+                );
+                println!(
+                    "recovery id {recovery_id} (from {id_from}): repeat with --id {recovery_id} to change nothing"
+                );
+            }
+            other => bail!(
+                "recovery {recovery_id}: this command cannot show the answer {}",
+                other.name()
+            ),
+        },
     }
     Ok(EXIT_OK)
 }

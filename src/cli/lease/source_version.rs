@@ -2,31 +2,30 @@
 //! version a resource's publications are fenced by (contract v1.4), after the
 //! source's versions restarted.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
+use fencepost::client::admin::ResetSourceVersion;
 use serde_json::json;
 
-use super::{call, get, outcome};
+use super::admin;
 use crate::cli::opt::{Format, LeaseResetSourceVersionArgs};
-use crate::cli::{EXIT_ATTENTION, EXIT_OK, connect};
+use crate::cli::{EXIT_ATTENTION, EXIT_OK};
 
 pub(super) async fn reset(args: LeaseResetSourceVersionArgs) -> Result<u8> {
-    let (_, mut conn) = connect(&args.connect).await?;
-    let rows = call(
-        &mut conn,
-        "EXEC fence_admin.ResetSourceVersion @ResourceKey = @P1, @SourceVersion = @P2",
-        &[&args.key.as_str(), &args.source_version],
-    )
-    .await?;
-    let row = rows.first();
-    let answer = row.map(outcome).unwrap_or_default();
-    let previous: Option<i64> = row.and_then(|r| get(r, "PreviousSourceVersion"));
-    let reset = answer == "Reset";
+    let answer = admin(&args.connect)
+        .await?
+        .reset_source_version(&args.key, args.source_version)
+        .await?;
+    let (reset, previous) = match answer {
+        ResetSourceVersion::Reset { previous } => (true, previous),
+        ResetSourceVersion::NotProvisioned => (false, None),
+        other => bail!("{}: this command cannot show the answer {}", args.key, other.name()),
+    };
     match args.format {
         Format::Json => println!(
             "{}",
             serde_json::to_string_pretty(&json!({
                 "key": args.key,
-                "outcome": answer,
+                "outcome": answer.name(),
                 "previous_source_version": previous,
                 "source_version": if reset { args.source_version } else { None },
             }))?

@@ -1,227 +1,41 @@
-//! The procedure contract this client speaks: each `fence_api` procedure with
-//! its parameters, the one statement used to call it, and the start-up check
-//! that the database holds them.
+//! The start-up check that the database holds the contract: the catalog's
+//! procedures and parameters, read in one query, compared with what this
+//! client calls.
 
-use super::error::{Error, Parameter};
+use super::procedure::{Half, Procedure, SqlType};
 
-/// The version of the procedure contract this client speaks, and the oldest
-/// one it accepts: a database answering the same major and this minor or a
-/// later one (`fence_api.ContractVersion`) holds everything it calls.
-///
-/// v1.2 added `fence_api.ContractVersion` and `ServerUtc` on `fence_api.Acquire`'s
-/// row, which [`acquire_waiting`](super::Client::acquire_waiting) times its pauses by.
-/// v1.3 added the operators' tenure history and recovery (`fence_admin`),
-/// which `fencepost lease history | prune | recover` call; the client and
-/// the procedures it deploys are released together, so it asks for v1.3.
-pub const CONTRACT_VERSION: ContractVersion = ContractVersion { major: 1, minor: 4 };
-
-/// A procedure contract version, as `fence_api.ContractVersion` answers it.
-/// Minors add (columns, outcomes, optional parameters, procedures); a major
-/// changes meaning. Shown as `v1.1`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ContractVersion {
-    /// Changes of meaning.
-    pub major: u32,
-    /// Compatible additions.
-    pub minor: u32,
-}
-
-impl std::fmt::Display for ContractVersion {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "v{}.{}", self.major, self.minor)
-    }
-}
-
-impl ContractVersion {
-    /// Whether a database answering `self` holds what a client speaking
-    /// `needed` calls: the same major, and a minor at least as new.
-    pub fn satisfies(self, needed: ContractVersion) -> bool {
-        self.major == needed.major && self.minor >= needed.minor
-    }
-}
-
-/// The version in `fence_api.ContractVersion`'s one row.
-pub(crate) fn read_version(rows: &[tiberius::Row]) -> Option<ContractVersion> {
-    let [row] = rows else { return None };
-    let column = |name: &str| {
-        let index = row.columns().iter().position(|c| c.name().eq_ignore_ascii_case(name))?;
-        row.try_get::<i32, _>(index).ok().flatten()
-    };
-    let outcome_index = row
-        .columns()
-        .iter()
-        .position(|c| c.name().eq_ignore_ascii_case("Outcome"))?;
-    if row.try_get::<&str, _>(outcome_index).ok().flatten() != Some("Version") {
-        return None;
-    }
-    Some(ContractVersion {
-        major: u32::try_from(column("Major")?).ok()?,
-        minor: u32::try_from(column("Minor")?).ok()?,
-    })
-}
-
-/// Why the deployed version does not do for this client, or `None` when it does.
-pub(crate) fn version_problem(deployed: ContractVersion) -> Option<String> {
-    if deployed.satisfies(CONTRACT_VERSION) {
-        return None;
-    }
-    let why = if deployed.major != CONTRACT_VERSION.major {
-        "a different major version"
-    } else {
-        "an older minor version"
-    };
-    Some(format!(
-        "the database speaks contract {deployed}, this client needs {CONTRACT_VERSION} ({why})"
-    ))
-}
-
-/// A `fence_api` procedure.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Procedure {
-    Provision,
-    Acquire,
-    Renew,
-    Publish,
-    Release,
-    GetOutcome,
-    ReadPublication,
-    Inspect,
-    AssertHolder,
-    ContractVersion,
-}
-
-/// A parameter's declared type as the catalog names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum SqlType {
-    /// `nvarchar` wide enough to hold a 257-character key, so an over-long key
-    /// reaches the procedure's check instead of being truncated to fit.
-    WideKey,
-    /// `nvarchar(max)`.
-    NVarCharMax,
-    UniqueIdentifier,
-    Int,
-    BigInt,
-    Bit,
-}
-
-use Parameter as P;
 use SqlType as T;
 
-impl Procedure {
-    pub(crate) const ALL: [Procedure; 10] = [
-        Procedure::Provision,
-        Procedure::Acquire,
-        Procedure::Renew,
-        Procedure::Publish,
-        Procedure::Release,
-        Procedure::GetOutcome,
-        Procedure::ReadPublication,
-        Procedure::Inspect,
-        Procedure::AssertHolder,
-        Procedure::ContractVersion,
-    ];
-
-    /// The schema-qualified name, as used in messages.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Procedure::Provision => "fence_api.Provision",
-            Procedure::Acquire => "fence_api.Acquire",
-            Procedure::Renew => "fence_api.Renew",
-            Procedure::Publish => "fence_api.Publish",
-            Procedure::Release => "fence_api.Release",
-            Procedure::GetOutcome => "fence_api.GetOutcome",
-            Procedure::ReadPublication => "fence_api.ReadPublication",
-            Procedure::Inspect => "fence_api.Inspect",
-            Procedure::AssertHolder => "fence_api.AssertHolder",
-            Procedure::ContractVersion => "fence_api.ContractVersion",
-        }
-    }
-
-    fn parameters(self) -> &'static [(Parameter, SqlType)] {
-        match self {
-            Procedure::Provision | Procedure::ReadPublication | Procedure::Inspect => &[(P::ResourceKey, T::WideKey)],
-            Procedure::Acquire => &[
-                (P::ResourceKey, T::WideKey),
-                (P::Owner, T::UniqueIdentifier),
-                (P::LeaseSeconds, T::Int),
-            ],
-            Procedure::Renew => &[
-                (P::ResourceKey, T::WideKey),
-                (P::Owner, T::UniqueIdentifier),
-                (P::Generation, T::BigInt),
-                (P::LeaseSeconds, T::Int),
-            ],
-            Procedure::Publish => &[
-                (P::ResourceKey, T::WideKey),
-                (P::Owner, T::UniqueIdentifier),
-                (P::Generation, T::BigInt),
-                (P::OperationId, T::UniqueIdentifier),
-                (P::Payload, T::NVarCharMax),
-                (P::Release, T::Bit),
-                (P::SourceVersion, T::BigInt),
-            ],
-            Procedure::Release => &[
-                (P::ResourceKey, T::WideKey),
-                (P::Owner, T::UniqueIdentifier),
-                (P::Generation, T::BigInt),
-            ],
-            Procedure::AssertHolder => &[
-                (P::ResourceKey, T::WideKey),
-                (P::Owner, T::UniqueIdentifier),
-                (P::Generation, T::BigInt),
-                (P::SourceVersion, T::BigInt),
-            ],
-            Procedure::GetOutcome => &[(P::OperationId, T::UniqueIdentifier)],
-            Procedure::ContractVersion => &[],
-        }
-    }
-
-    /// The one statement that calls the procedure, its arguments bound in
-    /// contract order as `@P1, @P2, ...`. Arguments are passed by name so a
-    /// contract version that appends optional parameters still works.
-    pub(crate) fn statement(self) -> String {
-        let arguments: Vec<String> = self
-            .parameters()
-            .iter()
-            .enumerate()
-            .map(|(i, (parameter, _))| format!("{} = @P{}", parameter.name(), i + 1))
-            .collect();
-        format!("EXEC {} {}", self.name(), arguments.join(", "))
-    }
-}
-
-/// Lists every `fence_api` procedure with its parameters, one row per parameter.
-/// `sys.all_parameters` rather than `sys.parameters`: both hold user procedures'
-/// parameters on SQL Server, and only the former exists on Babelfish.
+/// Lists every procedure of the fence schemas with its parameters, one row
+/// per parameter. The catalog shows a login only the procedures it may run,
+/// so an operator's login lists only the `fence_admin` procedures granted to
+/// it, and a service's none of them. `sys.all_parameters` rather than
+/// `sys.parameters`: both hold user procedures' parameters on SQL Server, and
+/// only the former exists on Babelfish.
 pub(crate) const CATALOG_QUERY: &str = "\
-SELECT p.name AS ProcedureName, prm.name AS ParameterName, t.name AS TypeName, \
+SELECT s.name AS SchemaName, p.name AS ProcedureName, prm.name AS ParameterName, t.name AS TypeName, \
        CAST(prm.max_length AS int) AS MaxLength \
   FROM sys.procedures AS p \
   JOIN sys.schemas AS s ON s.schema_id = p.schema_id \
   LEFT JOIN sys.all_parameters AS prm ON prm.object_id = p.object_id \
   LEFT JOIN sys.types AS t ON t.user_type_id = prm.user_type_id \
- WHERE s.name = N'fence_api' \
- ORDER BY p.name, prm.parameter_id";
+ WHERE s.name IN (N'fence_api', N'fence_admin') \
+ ORDER BY s.name, p.name, prm.parameter_id";
 
-/// The deployed contract version, when the procedure that answers it exists
-/// (a database older than the procedure gets a "missing" from the catalog
-/// check instead of a failed batch).
-pub(crate) const VERSION_QUERY: &str = "\
-IF OBJECT_ID(N'fence_api.ContractVersion', N'P') IS NOT NULL EXEC fence_api.ContractVersion";
-
-/// The text of every `fence_api` procedure, NULL where the login may not read
-/// it: only the text says whether an extra parameter has a default
+/// The text of every procedure of the fence schemas, NULL where the login may
+/// not read it: only the text says whether an extra parameter has a default
 /// (`has_default_value` is 0 for T-SQL procedures on SQL Server and on Babelfish).
 pub(crate) const DEFINITION_QUERY: &str = "\
-SELECT p.name AS ProcedureName, CAST(m.definition AS nvarchar(max)) AS Definition \
+SELECT s.name AS SchemaName, p.name AS ProcedureName, CAST(m.definition AS nvarchar(max)) AS Definition \
   FROM sys.procedures AS p \
   JOIN sys.schemas AS s ON s.schema_id = p.schema_id \
   LEFT JOIN sys.sql_modules AS m ON m.object_id = p.object_id \
- WHERE s.name = N'fence_api'";
+ WHERE s.name IN (N'fence_api', N'fence_admin')";
 
 /// One row of [`CATALOG_QUERY`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct CatalogRow {
+    pub schema: String,
     pub procedure: String,
     pub parameter: Option<String>,
     pub type_name: Option<String>,
@@ -229,24 +43,44 @@ pub(crate) struct CatalogRow {
     pub max_length: Option<i32>,
 }
 
-/// Compares the catalog with the contract and names every difference.
-/// Names compare without regard to case: the catalog of some engines folds them.
-/// `definitions` holds each procedure's text (None where unreadable), read
-/// only to tell an appended optional parameter, a compatible change, from one
-/// every call would have to pass.
-pub(crate) fn differences(catalog: &[CatalogRow], definitions: &[(String, Option<String>)]) -> Differences {
+/// One row of [`DEFINITION_QUERY`]: a procedure's text, `None` where unreadable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Definition {
+    pub schema: String,
+    pub procedure: String,
+    pub text: Option<String>,
+}
+
+/// Whether a catalog row names `procedure`. Names compare without regard to
+/// case: the catalog of some engines folds them.
+fn names(schema: &str, name: &str, procedure: Procedure) -> bool {
+    schema.eq_ignore_ascii_case(procedure.schema()) && name.eq_ignore_ascii_case(procedure.short_name())
+}
+
+/// Compares the catalog with the contract, for a client that calls the
+/// procedures of `caller`'s half, and names every difference. A service
+/// needs every `fence_api` procedure listed. An operator's login sees only
+/// the `fence_admin` procedures granted to it, so one not listed may be
+/// missing or only not granted: at least one must be listed. Any other
+/// procedure listed is compared too. `definitions` holds each procedure's
+/// text, read only to tell an appended optional parameter, a compatible
+/// change, from one every call would have to pass.
+pub(crate) fn differences(catalog: &[CatalogRow], definitions: &[Definition], caller: Half) -> Differences {
     let mut problems = Vec::new();
     let mut warnings = Vec::new();
+    let mut listed_for_operator = false;
     for procedure in Procedure::ALL {
-        let short = &procedure.name()["fence_api.".len()..];
         let rows: Vec<&CatalogRow> = catalog
             .iter()
-            .filter(|r| r.procedure.eq_ignore_ascii_case(short))
+            .filter(|r| names(&r.schema, &r.procedure, procedure))
             .collect();
         if rows.is_empty() {
-            problems.push(format!("{} is missing", procedure.name()));
+            if caller == Half::Service && procedure.half() == Half::Service {
+                problems.push(format!("{} is missing", procedure.name()));
+            }
             continue;
         }
+        listed_for_operator |= procedure.half() == Half::Operator;
         let declared: Vec<&CatalogRow> = rows.iter().copied().filter(|r| r.parameter.is_some()).collect();
         for (parameter, expected) in procedure.parameters() {
             let found = declared.iter().find(|r| {
@@ -277,8 +111,8 @@ pub(crate) fn differences(catalog: &[CatalogRow], definitions: &[(String, Option
             }
             let text = definitions
                 .iter()
-                .find(|(p, _)| p.eq_ignore_ascii_case(short))
-                .and_then(|(_, text)| text.as_deref());
+                .find(|d| names(&d.schema, &d.procedure, procedure))
+                .and_then(|d| d.text.as_deref());
             match text.map(|text| has_default(text, name)) {
                 Some(false) => problems.push(format!(
                     "{} has a parameter {name} without a default, which this client does not pass",
@@ -295,6 +129,13 @@ pub(crate) fn differences(catalog: &[CatalogRow], definitions: &[(String, Option
                 )),
             }
         }
+    }
+    if caller == Half::Operator && !listed_for_operator {
+        problems.push(
+            "no fence_admin procedure is visible to this login: they are missing, or none is granted to it \
+             (fence_operator, fence_recovery or fence_reader)"
+                .to_string(),
+        );
     }
     Differences { problems, warnings }
 }
@@ -369,15 +210,6 @@ fn describe(row: &CatalogRow) -> String {
     }
 }
 
-impl From<Vec<String>> for Error {
-    fn from(problems: Vec<String>) -> Self {
-        Error::ContractMismatch {
-            version: CONTRACT_VERSION,
-            problems,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -386,14 +218,23 @@ mod tests {
     use crate::tsql::tokenize;
 
     /// The rows the catalog query lists for the shipped
-    /// `procedures/fence_api.*.sql`, read from their parameter lists.
+    /// `procedures/fence_api.*.sql` and `fence_admin.*.sql`, read from their
+    /// parameter lists.
     fn shipped_catalog() -> Vec<CatalogRow> {
         let sources = Sources::embedded().unwrap();
-        let api = sources
+        let fence = sources
             .procedures()
             .iter()
-            .filter(|p| p.file().starts_with("fence_api."));
-        api.flat_map(|p| declared_parameters(p.text())).collect()
+            .filter(|p| p.file().starts_with("fence_api.") || p.file().starts_with("fence_admin."));
+        fence.flat_map(|p| declared_parameters(p.text())).collect()
+    }
+
+    /// The rows an operator's login lists: the `fence_admin` procedures only.
+    fn operator_catalog() -> Vec<CatalogRow> {
+        shipped_catalog()
+            .into_iter()
+            .filter(|r| r.schema == "fence_admin")
+            .collect()
     }
 
     /// Reads `CREATE PROCEDURE schema.Name @P type[(n|max)] [= default], ... AS`
@@ -407,6 +248,7 @@ mod tests {
         let unquoted = |w: &str| w.trim_matches(|c| matches!(c, '[' | ']' | '"')).to_string();
         let create = code.iter().position(|w| w.eq_ignore_ascii_case("CREATE")).unwrap();
         // CREATE PROCEDURE schema . Name
+        let schema = unquoted(code[create + 2]);
         let procedure = unquoted(code[create + 4]);
         let mut rows = Vec::new();
         let mut i = create + 5;
@@ -433,6 +275,7 @@ mod tests {
             }
             i += usize::from(code[i] == ",");
             rows.push(CatalogRow {
+                schema: schema.clone(),
                 procedure: procedure.clone(),
                 parameter: Some(parameter.to_string()),
                 type_name: Some(type_name),
@@ -442,6 +285,7 @@ mod tests {
         if rows.is_empty() {
             // The catalog's LEFT JOIN lists a procedure without parameters once.
             rows.push(CatalogRow {
+                schema,
                 procedure,
                 parameter: None,
                 type_name: None,
@@ -452,7 +296,15 @@ mod tests {
     }
 
     fn problems(rows: &[CatalogRow]) -> Vec<String> {
-        differences(rows, &[]).problems
+        differences(rows, &[], Half::Service).problems
+    }
+
+    fn text(procedure: &str, text: String) -> Vec<Definition> {
+        vec![Definition {
+            schema: "fence_api".to_string(),
+            procedure: procedure.to_string(),
+            text: Some(text),
+        }]
     }
 
     /// Names as Babelfish's catalog lists them: lower-cased.
@@ -460,6 +312,7 @@ mod tests {
         let lower = |s: Option<String>| s.map(|s| s.to_lowercase());
         rows.into_iter()
             .map(|r| CatalogRow {
+                schema: r.schema.to_lowercase(),
                 procedure: r.procedure.to_lowercase(),
                 parameter: lower(r.parameter),
                 ..r
@@ -476,6 +329,45 @@ mod tests {
         let shipped = shipped_catalog();
         assert_eq!(problems(&shipped), Vec::<String>::new());
         assert_eq!(problems(&folded(shipped)), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_service_login_that_sees_no_operator_procedure_has_no_differences() {
+        let service: Vec<_> = catalog().into_iter().filter(|r| r.schema == "fence_api").collect();
+        assert_eq!(problems(&service), Vec::<String>::new());
+    }
+
+    #[test]
+    fn an_operator_login_needs_only_the_operator_procedures_it_sees() {
+        let check = |rows: &[CatalogRow]| differences(rows, &[], Half::Operator).problems;
+        assert_eq!(check(&operator_catalog()), Vec::<String>::new());
+        assert_eq!(check(&folded(operator_catalog())), Vec::<String>::new());
+        // What fence_operator sees: Recover and PruneTenure are fence_recovery's.
+        let operator: Vec<_> = operator_catalog()
+            .into_iter()
+            .filter(|r| r.procedure != "Recover" && r.procedure != "PruneTenure")
+            .collect();
+        assert_eq!(check(&operator), Vec::<String>::new());
+        assert_eq!(
+            check(&[]),
+            [
+                "no fence_admin procedure is visible to this login: they are missing, or none is granted to it \
+              (fence_operator, fence_recovery or fence_reader)"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_operator_procedure_that_is_listed_is_compared_for_every_caller() {
+        let mut rows = shipped_catalog();
+        let floor = rows
+            .iter_mut()
+            .find(|r| r.procedure == "Recover" && r.parameter.as_deref() == Some("@Floor"))
+            .unwrap();
+        floor.type_name = Some("int".into());
+        let expected = ["fence_admin.Recover declares @Floor as int, expected bigint"];
+        assert_eq!(problems(&rows), expected);
+        assert_eq!(differences(&rows, &[], Half::Operator).problems, expected);
     }
 
     #[test]
@@ -520,7 +412,7 @@ mod tests {
         let text = "CREATE PROCEDURE fence_api.Renew @ResourceKey nvarchar(4000), @Owner uniqueidentifier, \
                     @Gen bigint, @LeaseSeconds int AS SELECT 1";
         assert_eq!(
-            differences(&rows, &[("renew".to_string(), Some(text.to_string()))]).problems,
+            differences(&rows, &self::text("renew", text.to_string()), Half::Service).problems,
             [
                 "fence_api.Renew has no parameter @Generation",
                 "fence_api.Renew has a parameter @Gen without a default, which this client does not pass"
@@ -529,56 +421,25 @@ mod tests {
     }
 
     #[test]
-    fn each_statement_binds_the_parameters_by_name_in_order() {
-        assert_eq!(
-            Procedure::Publish.statement(),
-            "EXEC fence_api.Publish @ResourceKey = @P1, @Owner = @P2, @Generation = @P3, @OperationId = @P4, @Payload = @P5, @Release = @P6, @SourceVersion = @P7"
-        );
-    }
-
-    #[test]
-    fn a_deployed_version_is_accepted_with_the_same_major_and_a_minor_as_new() {
-        let v = |major, minor| ContractVersion { major, minor };
-        let needed = CONTRACT_VERSION;
-        assert_eq!(version_problem(needed), None);
-        assert_eq!(version_problem(v(needed.major, needed.minor + 1)), None);
-        assert_eq!(
-            version_problem(v(needed.major + 1, 0)),
-            Some(format!(
-                "the database speaks contract v{}.0, this client needs {needed} (a different major version)",
-                needed.major + 1
-            ))
-        );
-        if needed.minor > 0 {
-            let older = v(needed.major, needed.minor - 1);
-            assert_eq!(
-                version_problem(older),
-                Some(format!(
-                    "the database speaks contract {older}, this client needs {needed} (an older minor version)"
-                ))
-            );
-        }
-    }
-
-    #[test]
     fn an_appended_parameter_with_a_default_is_a_warning_and_without_one_a_problem() {
         let mut rows = catalog();
         let extra = |name: &str| CatalogRow {
+            schema: "fence_api".into(),
             procedure: "inspect".into(),
             parameter: Some(name.into()),
             type_name: Some("int".into()),
             max_length: Some(4),
         };
         rows.push(extra("@detail"));
-        let text = |default: &str| {
-            vec![(
-                "Inspect".to_string(),
-                Some(format!(
+        let definition = |default: &str| {
+            text(
+                "Inspect",
+                format!(
                     "CREATE PROCEDURE fence_api.Inspect @ResourceKey nvarchar(4000), @Detail int{default} AS SELECT 1;"
-                )),
-            )]
+                ),
+            )
         };
-        let optional = differences(&rows, &text(" = 0"));
+        let optional = differences(&rows, &definition(" = 0"), Half::Service);
         assert_eq!(optional.problems, Vec::<String>::new());
         assert_eq!(
             optional.warnings,
@@ -586,13 +447,21 @@ mod tests {
                 "fence_api.Inspect has an optional parameter @detail this client does not pass (a later contract's addition)"
             ]
         );
-        let required = differences(&rows, &text(""));
+        let required = differences(&rows, &definition(""), Half::Service);
         assert_eq!(
             required.problems,
             ["fence_api.Inspect has a parameter @detail without a default, which this client does not pass"]
         );
         // Unreadable text: the contract's promise, with a warning that says so.
-        let unreadable = differences(&rows, &[("Inspect".to_string(), None)]);
+        let unreadable = differences(
+            &rows,
+            &[Definition {
+                schema: "fence_api".into(),
+                procedure: "Inspect".into(),
+                text: None,
+            }],
+            Half::Service,
+        );
         assert!(unreadable.problems.is_empty());
         assert_eq!(unreadable.warnings.len(), 1);
     }

@@ -1,0 +1,178 @@
+//! A force-release watched from a second session. Behind a holder whose
+//! transaction stays open (a frozen process, a client that never commits)
+//! ForceRelease waits at most its bound and fails; the watcher names the
+//! session that blocks it, and can end that session and fence the key.
+
+use std::time::Duration;
+
+use super::Admin;
+use super::force_release::{ForceRelease, force_release};
+use crate::client::call::{Reply, checkout, classify_statement};
+use crate::client::contract::Procedure;
+use crate::client::pool::Session;
+use crate::client::span::About;
+use crate::client::{Client, Error, input};
+
+/// How often the watcher looks for the session blocking the call.
+const WATCH: Duration = Duration::from_millis(400);
+
+/// What errors of the sessions' own queries name as their procedure.
+const WHAT: &str = "the session query of force_release_watched";
+
+const SPID: &str = "SELECT CAST(@@SPID AS int)";
+const BABELFISH: &str = "SELECT CAST(CASE WHEN SERVERPROPERTY('Babelfish') IS NULL THEN 0 ELSE 1 END AS int)";
+
+/// What [`Admin::force_release_watched`] does when another session's open
+/// transaction holds the fence row past the procedure's bound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WhenBlocked {
+    /// Fail with [`Error::Blocked`], naming the session.
+    #[default]
+    Fail,
+    /// End that session (`KILL`, which rolls its transaction back, so
+    /// nothing it wrote commits) and force-release again. Needs ALTER ANY
+    /// CONNECTION on SQL Server, KILL DATABASE CONNECTION on Azure SQL
+    /// Database.
+    Kill,
+}
+
+/// What a watched force-release did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ForceReleased {
+    /// What `ForceRelease` answered.
+    pub outcome: ForceRelease,
+    /// The session ended first because its open transaction held the fence
+    /// row ([`WhenBlocked::Kill`]).
+    pub killed_session: Option<i32>,
+}
+
+impl Admin {
+    /// [`force_release`](Admin::force_release), watched from a second
+    /// session. If the call fails while another session's open transaction
+    /// holds the fence row, the answer is [`Error::Blocked`] naming that
+    /// session, or with [`WhenBlocked::Kill`] the session is ended and the
+    /// key fenced. Seeing other sessions needs VIEW SERVER STATE on SQL
+    /// Server (VIEW DATABASE STATE on Azure SQL Database); without it a
+    /// blocked call fails with the procedure's own error.
+    pub async fn force_release_watched(&self, key: &str, when_blocked: WhenBlocked) -> Result<ForceReleased, Error> {
+        let key = input::key(key)?;
+        let client = &self.client;
+        // Outside the pool: the call holds the pool's connection meanwhile.
+        let mut watcher = client.pool.dedicated_connection().await?;
+        let mut session = checkout(&client.pool, &client.last_connect_error, &client.config).await?;
+        let spid = single_int(&mut session, SPID, client).await?;
+        let babelfish = single_int(&mut watcher, BABELFISH, client).await? == 1;
+        let blocker = match watched_call(client, &mut session, &mut watcher, key, spid, babelfish).await {
+            Ok(reply) => {
+                return Ok(ForceReleased {
+                    outcome: force_release(&reply)?,
+                    killed_session: None,
+                });
+            }
+            Err((error, None)) => return Err(error),
+            Err((error, Some(blocker))) if when_blocked == WhenBlocked::Fail => {
+                return Err(Error::Blocked {
+                    procedure: Procedure::ForceRelease.name(),
+                    session: blocker,
+                    cause: Box::new(error),
+                });
+            }
+            Err((_, Some(blocker))) => blocker,
+        };
+        kill(&mut watcher, blocker).await?;
+        // The killed session's rollback may take a moment; the call waits
+        // for it within its own bound.
+        drop(session);
+        Ok(ForceReleased {
+            outcome: self.force_release(key).await?,
+            killed_session: Some(blocker),
+        })
+    }
+}
+
+/// Runs ForceRelease on `session` while `watcher` looks for the session that
+/// blocks it; on failure, the error and the last blocker seen.
+async fn watched_call(
+    client: &Client,
+    session: &mut Session,
+    watcher: &mut Session,
+    key: &str,
+    spid: i32,
+    babelfish: bool,
+) -> Result<Reply, (Error, Option<i32>)> {
+    let mut blocker = None;
+    let arguments: [&dyn tiberius::ToSql; 1] = [&key];
+    let call = client.call_on(session, Procedure::ForceRelease, &arguments, About::key(key));
+    tokio::pin!(call);
+    loop {
+        tokio::select! {
+            result = &mut call => {
+                // Exactly one row: ForceRelease does not answer rows.
+                return result.map(|mut replies| replies.swap_remove(0)).map_err(|error| (error, blocker));
+            }
+            () = tokio::time::sleep(WATCH) => {
+                if let Some(seen) = blocking_session(watcher, spid, babelfish).await {
+                    blocker = Some(seen);
+                }
+            }
+        }
+    }
+}
+
+/// The session `spid` waits for, if this login may see it. SQL Server and
+/// Azure SQL show it in sys.dm_exec_requests; Babelfish has no such view, but
+/// its sys.sysprocesses fills `blocked`.
+async fn blocking_session(watcher: &mut Session, spid: i32, babelfish: bool) -> Option<i32> {
+    let sql = if babelfish {
+        "SELECT TOP (1) CAST(blocked AS int) FROM sys.sysprocesses \
+         WHERE spid = @P1 AND blocked <> 0 AND blocked <> @@SPID AND blocked <> @P1"
+    } else {
+        "SELECT TOP (1) CAST(blocking_session_id AS int) FROM sys.dm_exec_requests \
+         WHERE session_id = @P1 AND blocking_session_id <> 0"
+    };
+    let row = watcher
+        .connection
+        .query(sql, &[&spid])
+        .await
+        .ok()?
+        .into_row()
+        .await
+        .ok()??;
+    row.get::<i32, _>(0)
+}
+
+/// Ends `session`, which rolls its open transaction back.
+async fn kill(watcher: &mut Session, session: i32) -> Result<(), Error> {
+    let failed = |error: tiberius::error::Error| Error::KillFailed {
+        session,
+        reason: error.to_string(),
+    };
+    watcher
+        .connection
+        .simple_query(format!("KILL {session};"))
+        .await
+        .map_err(failed)?
+        .into_results()
+        .await
+        .map_err(failed)?;
+    Ok(())
+}
+
+/// The one int `sql` answers on `session`, within the client's call timeout.
+async fn single_int(session: &mut Session, sql: &'static str, client: &Client) -> Result<i32, Error> {
+    let timeout = client.config.call_timeout;
+    // Left set if the read is abandoned: the pool then drops the connection.
+    session.in_call = true;
+    let connection = &mut session.connection;
+    let read = async { connection.simple_query(sql).await?.into_row().await };
+    let row = tokio::time::timeout(timeout, read)
+        .await
+        .map_err(|_| Error::timed_out(WHAT, timeout))?
+        .map_err(|error| classify_statement(WHAT, error))?;
+    session.in_call = false;
+    row.and_then(|row| row.get::<i32, _>(0))
+        .ok_or_else(|| Error::UnexpectedReply {
+            procedure: WHAT,
+            detail: format!("{sql}: no value"),
+        })
+}

@@ -1,0 +1,237 @@
+//! Each procedure of the contract with its parameters, and the one statement
+//! that calls it: the services' `fence_api` and the operators' `fence_admin`.
+
+use crate::client::parameter::Parameter;
+
+/// A procedure of the contract.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Procedure {
+    Provision,
+    Acquire,
+    Renew,
+    Publish,
+    Release,
+    GetOutcome,
+    ReadPublication,
+    Inspect,
+    AssertHolder,
+    ContractVersion,
+    ListLeases,
+    ForceRelease,
+    LeaseHistory,
+    PruneTenure,
+    Recover,
+    ResetSourceVersion,
+}
+
+/// The half of the contract a procedure belongs to, by its schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Half {
+    /// `fence_api`: what services call. Every procedure is granted to a
+    /// service or reader role, and a database without one lacks the contract.
+    Service,
+    /// `fence_admin`: what operators call. Each is granted to some operator
+    /// roles only, and a login sees only those it may run.
+    Operator,
+}
+
+/// A parameter's declared type as the catalog names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SqlType {
+    /// `nvarchar` wide enough to hold a 257-character key, so an over-long key
+    /// reaches the procedure's check instead of being truncated to fit.
+    WideKey,
+    /// `nvarchar(max)`.
+    NVarCharMax,
+    UniqueIdentifier,
+    Int,
+    BigInt,
+    Bit,
+}
+
+use Parameter as P;
+use SqlType as T;
+
+impl Procedure {
+    pub(crate) const ALL: [Procedure; 16] = [
+        Procedure::Provision,
+        Procedure::Acquire,
+        Procedure::Renew,
+        Procedure::Publish,
+        Procedure::Release,
+        Procedure::GetOutcome,
+        Procedure::ReadPublication,
+        Procedure::Inspect,
+        Procedure::AssertHolder,
+        Procedure::ContractVersion,
+        Procedure::ListLeases,
+        Procedure::ForceRelease,
+        Procedure::LeaseHistory,
+        Procedure::PruneTenure,
+        Procedure::Recover,
+        Procedure::ResetSourceVersion,
+    ];
+
+    /// The schema-qualified name, as used in messages.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Procedure::Provision => "fence_api.Provision",
+            Procedure::Acquire => "fence_api.Acquire",
+            Procedure::Renew => "fence_api.Renew",
+            Procedure::Publish => "fence_api.Publish",
+            Procedure::Release => "fence_api.Release",
+            Procedure::GetOutcome => "fence_api.GetOutcome",
+            Procedure::ReadPublication => "fence_api.ReadPublication",
+            Procedure::Inspect => "fence_api.Inspect",
+            Procedure::AssertHolder => "fence_api.AssertHolder",
+            Procedure::ContractVersion => "fence_api.ContractVersion",
+            Procedure::ListLeases => "fence_admin.ListLeases",
+            Procedure::ForceRelease => "fence_admin.ForceRelease",
+            Procedure::LeaseHistory => "fence_admin.LeaseHistory",
+            Procedure::PruneTenure => "fence_admin.PruneTenure",
+            Procedure::Recover => "fence_admin.Recover",
+            Procedure::ResetSourceVersion => "fence_admin.ResetSourceVersion",
+        }
+    }
+
+    /// The schema, as the catalog names it.
+    pub(crate) fn schema(self) -> &'static str {
+        self.name().split_once('.').map_or("", |(schema, _)| schema)
+    }
+
+    /// The name within the schema, as the catalog names it.
+    pub(crate) fn short_name(self) -> &'static str {
+        self.name().split_once('.').map_or(self.name(), |(_, name)| name)
+    }
+
+    pub(crate) fn half(self) -> Half {
+        match self.schema() {
+            "fence_admin" => Half::Operator,
+            _ => Half::Service,
+        }
+    }
+
+    /// Whether the procedure answers any number of rows (one per lease or
+    /// tenure) rather than exactly one.
+    pub(crate) fn answers_rows(self) -> bool {
+        matches!(self, Procedure::ListLeases | Procedure::LeaseHistory)
+    }
+
+    pub(crate) fn parameters(self) -> &'static [(Parameter, SqlType)] {
+        match self {
+            Procedure::Provision | Procedure::ReadPublication | Procedure::Inspect | Procedure::ForceRelease => {
+                &[(P::ResourceKey, T::WideKey)]
+            }
+            Procedure::Acquire => &[
+                (P::ResourceKey, T::WideKey),
+                (P::Owner, T::UniqueIdentifier),
+                (P::LeaseSeconds, T::Int),
+            ],
+            Procedure::Renew => &[
+                (P::ResourceKey, T::WideKey),
+                (P::Owner, T::UniqueIdentifier),
+                (P::Generation, T::BigInt),
+                (P::LeaseSeconds, T::Int),
+            ],
+            Procedure::Publish => &[
+                (P::ResourceKey, T::WideKey),
+                (P::Owner, T::UniqueIdentifier),
+                (P::Generation, T::BigInt),
+                (P::OperationId, T::UniqueIdentifier),
+                (P::Payload, T::NVarCharMax),
+                (P::Release, T::Bit),
+                (P::SourceVersion, T::BigInt),
+            ],
+            Procedure::Release => &[
+                (P::ResourceKey, T::WideKey),
+                (P::Owner, T::UniqueIdentifier),
+                (P::Generation, T::BigInt),
+            ],
+            Procedure::AssertHolder => &[
+                (P::ResourceKey, T::WideKey),
+                (P::Owner, T::UniqueIdentifier),
+                (P::Generation, T::BigInt),
+                (P::SourceVersion, T::BigInt),
+            ],
+            Procedure::GetOutcome => &[(P::OperationId, T::UniqueIdentifier)],
+            Procedure::ContractVersion => &[],
+            Procedure::ListLeases => &[
+                (P::Prefix, T::WideKey),
+                (P::HeldOnly, T::Bit),
+                (P::MaxRows, T::Int),
+                (P::After, T::WideKey),
+            ],
+            Procedure::LeaseHistory => &[(P::ResourceKey, T::WideKey), (P::MaxRows, T::Int)],
+            Procedure::PruneTenure => &[(P::OlderThanDays, T::Int)],
+            Procedure::Recover => &[
+                (P::RecoveryId, T::UniqueIdentifier),
+                (P::Floor, T::BigInt),
+                (P::DatabaseIdentity, T::UniqueIdentifier),
+            ],
+            Procedure::ResetSourceVersion => &[(P::ResourceKey, T::WideKey), (P::SourceVersion, T::BigInt)],
+        }
+    }
+
+    /// The one statement that calls the procedure, its arguments bound in
+    /// contract order as `@P1, @P2, ...`. Arguments are passed by name so a
+    /// contract version that appends optional parameters still works.
+    pub(crate) fn statement(self) -> String {
+        self.statement_for(self.parameters().len())
+    }
+
+    /// The statement binding only the first `count` parameters: the ones
+    /// after take their declared defaults. An optional parameter left out
+    /// rather than bound to a NULL of no declared type, which some engines'
+    /// RPC parsers refuse.
+    pub(crate) fn statement_for(self, count: usize) -> String {
+        let arguments: Vec<String> = self
+            .parameters()
+            .iter()
+            .take(count)
+            .enumerate()
+            .map(|(i, (parameter, _))| format!("{} = @P{}", parameter.name(), i + 1))
+            .collect();
+        format!("EXEC {} {}", self.name(), arguments.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_statement_binds_the_parameters_by_name_in_order() {
+        assert_eq!(
+            Procedure::Publish.statement(),
+            "EXEC fence_api.Publish @ResourceKey = @P1, @Owner = @P2, @Generation = @P3, @OperationId = @P4, @Payload = @P5, @Release = @P6, @SourceVersion = @P7"
+        );
+    }
+
+    #[test]
+    fn an_optional_trailing_parameter_can_be_left_to_its_default() {
+        assert_eq!(
+            Procedure::ListLeases.statement_for(3),
+            "EXEC fence_admin.ListLeases @Prefix = @P1, @HeldOnly = @P2, @MaxRows = @P3"
+        );
+        assert_eq!(
+            Procedure::ListLeases.statement(),
+            "EXEC fence_admin.ListLeases @Prefix = @P1, @HeldOnly = @P2, @MaxRows = @P3, @After = @P4"
+        );
+    }
+
+    #[test]
+    fn the_halves_follow_the_schemas() {
+        for procedure in Procedure::ALL {
+            let expected = if procedure.name().starts_with("fence_admin.") {
+                Half::Operator
+            } else {
+                Half::Service
+            };
+            assert_eq!(procedure.half(), expected, "{procedure:?}");
+            assert_eq!(
+                format!("{}.{}", procedure.schema(), procedure.short_name()),
+                procedure.name()
+            );
+        }
+    }
+}
