@@ -7,11 +7,17 @@
 //! protected result, and a publish is a conditional update that the database
 //! refuses unless the caller still owns the current, unexpired generation.
 //!
-//! The crate has three rooms:
-//! - [`deploy`]: the T-SQL (migrations, procedures, permissions) embedded in
-//!   the binary, and the runner behind `fencepost migrate`, `status` and `script`;
+//! The crate's rooms:
+//! - [`source`]: the T-SQL (migrations, procedures, permissions) embedded in
+//!   the binary or read from a folder;
+//! - [`deploy`]: the runner behind `fencepost migrate`, `status` and `script`;
 //! - [`client`]: the typed API services use, which calls only the procedures;
-//! - [`audit`]: `fencepost check`, which proves nothing else can write the fence.
+//! - [`audit`]: `fencepost check`, which proves nothing else can write the fence;
+//! - [`bench`]: `fencepost bench`, the lease calls measured beside what a user would run instead;
+//! - [`connection`]: opening a connection from an ADO.NET string or a JDBC URL.
+//!
+//! [`schema`] (the names of fencepost's objects) and [`identity`] (the
+//! database identity) hold what several rooms share.
 //!
 //! # A service holding a lease
 //!
@@ -52,6 +58,9 @@ pub mod bench;
 pub mod client;
 pub mod connection;
 pub mod deploy;
+pub mod identity;
+pub mod schema;
+pub mod source;
 mod tsql;
 
 pub use client::{Client, ClientConfig};

@@ -6,7 +6,7 @@ mod deploy_support;
 mod support;
 
 use deploy_support::{exists, history, shipped, shipped_versions_and, write_sources};
-use fencepost::deploy::{Change, DeployError, ProcedureState, Sources};
+use fencepost::deploy::{Blocker, Change, DeployError, ProcedureState, Sources};
 use support::TestDatabase;
 
 /// Deploys `sources` plus the migration `V102__<name>.sql` holding `text`, and
@@ -290,7 +290,7 @@ async fn an_out_of_order_pending_migration_is_refused_by_name_before_anything_ru
         .unwrap();
     let error = db.migrate(&earlier).await.expect_err("V2 after V3 must be refused");
     assert!(
-        matches!(&error, DeployError::OutOfOrderMigration { name, latest } if name == "V102__earlier" && latest == "V103__later"),
+        matches!(&error, DeployError::Blocked(Blocker::OutOfOrderMigration { name, latest }) if name == "V102__earlier" && latest == "V103__later"),
         "{error:?}"
     );
     assert_eq!(history(&db).await, shipped_versions_and(&[103]));

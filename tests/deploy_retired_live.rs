@@ -6,7 +6,7 @@ mod deploy_support;
 mod support;
 
 use deploy_support::{exists, history, shipped, shipped_versions_and};
-use fencepost::deploy::{Change, DeployError};
+use fencepost::deploy::{Blocker, Change, DeployError};
 use support::TestDatabase;
 
 #[tokio::test]
@@ -64,7 +64,7 @@ async fn a_hand_made_procedure_in_a_fence_schema_stops_the_deploy_and_is_named()
         .unwrap();
     let error = db.migrate(&changed).await.expect_err("the deploy must stop");
     assert!(
-        matches!(&error, DeployError::HandMadeProcedure { name } if name.eq_ignore_ascii_case("fence_admin.Backdoor")),
+        matches!(&error, DeployError::Blocked(Blocker::HandMadeProcedure { name }) if name.eq_ignore_ascii_case("fence_admin.Backdoor")),
         "{error:?}"
     );
     assert_eq!(

@@ -42,8 +42,8 @@ pub struct Sources {
 }
 
 /// The scripts a deploy ships, as `check --offline` reads them.
-impl From<&crate::deploy::Sources> for Sources {
-    fn from(shipped: &crate::deploy::Sources) -> Self {
+impl From<&crate::source::Sources> for Sources {
+    fn from(shipped: &crate::source::Sources) -> Self {
         Self {
             procedures: shipped
                 .procedures()

@@ -1,7 +1,7 @@
 //! How `status` shows the deploy history and the database identity.
 
-use fencepost::deploy::identity::{IdentityState, RecordedIdentity};
 use fencepost::deploy::{DeployHistory, Deployment};
+use fencepost::identity::{IdentityState, RecordedIdentity};
 use serde_json::{Value, json};
 
 /// The last deployment and how many are recorded, then the last `listed`
@@ -69,7 +69,7 @@ pub fn identity_json(state: IdentityState, recorded: Option<&RecordedIdentity>) 
 
 #[cfg(test)]
 mod tests {
-    use fencepost::deploy::identity::compare;
+    use fencepost::identity::compare;
     use uuid::Uuid;
 
     use super::*;

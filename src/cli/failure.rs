@@ -4,7 +4,8 @@
 
 use fencepost::ConnectError;
 use fencepost::bench::BenchError;
-use fencepost::deploy::{Committed, DeployError, SourceError};
+use fencepost::deploy::{Committed, DeployError};
+use fencepost::source::SourceError;
 use serde_json::json;
 
 /// The error and its causes on one line. A cause whose text the line already

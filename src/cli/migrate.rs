@@ -82,9 +82,10 @@ fn grants_text(dry_run: bool, grants: &[Grant], granted: &[GrantOutcome]) -> Str
 
 /// Why a deploy of this plan would stop, as its error would say.
 fn would_stop(report: &MigrateReport, options: &MigrateOptions) -> Option<String> {
-    let plan = &report.plan;
-    let drift = plan.drift().filter(|_| !options.overwrite_drift);
-    plan.blocker().or(drift).map(|error| error.to_string())
+    report
+        .plan
+        .would_stop(options.overwrite_drift)
+        .map(|blocker| blocker.to_string())
 }
 
 /// A deploy exits 0. A dry run exits 0 when there is nothing to do, 1 when
@@ -221,7 +222,7 @@ mod tests {
     #[test]
     fn the_summary_names_the_recorded_deployment_and_warns_of_a_changed_identity() {
         let mut changed = report(&[]);
-        let identity = Some(deploy::identity::compare(
+        let identity = Some(fencepost::identity::compare(
             Some(uuid::Uuid::from_u128(1)),
             Some(uuid::Uuid::from_u128(2)),
         ));

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, bail};
 use fencepost::ConnectionString;
-use fencepost::deploy::Sources;
+use fencepost::source::Sources;
 
 pub use opt::Options;
 use opt::{Command, ConnectArgs};

@@ -17,10 +17,10 @@ pub async fn run(args: StatusArgs) -> Result<u8> {
     let contract = deploy::read_contract_version(&mut conn).await?;
     // Without --history, the last deployment only.
     let history = deploy::read_history(&mut conn, args.history.unwrap_or(1)).await?;
-    let recorded_identity = deploy::identity::read_recorded(&mut conn).await?;
-    let identity = deploy::identity::compare(
+    let recorded_identity = deploy::read_recorded_identity(&mut conn).await?;
+    let identity = fencepost::identity::compare(
         recorded_identity.as_ref().map(|r| r.recovery_fork),
-        deploy::identity::read_current(&mut conn).await?,
+        deploy::read_current_identity(&mut conn).await?,
     );
     let diffs = if args.diff {
         drift_diffs(&mut conn, &sources, &plan).await?
@@ -76,7 +76,7 @@ pub async fn run(args: StatusArgs) -> Result<u8> {
 /// when the server's definition cannot be read.
 async fn drift_diffs(
     conn: &mut fencepost::Connection,
-    sources: &deploy::Sources,
+    sources: &fencepost::source::Sources,
     plan: &Plan,
 ) -> Result<Vec<(String, Option<String>)>> {
     let mut diffs = Vec::new();

@@ -1,125 +1,12 @@
 //! What can go wrong reading the shipped T-SQL or deploying it.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::connection::ConnectError;
 
+use super::blocker::Blocker;
 use super::report::Committed;
-
-/// A problem with the T-SQL sources themselves, found before any server is
-/// touched.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SourceError {
-    /// A source folder or file could not be read.
-    #[error("cannot read {path}: {source}")]
-    Unreadable {
-        /// The path.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// A file is not UTF-8 text.
-    #[error("{file} is not UTF-8 text")]
-    NotUtf8 {
-        /// The file.
-        file: String,
-    },
-    /// A migration file name is not `V<version>__<name>.sql`.
-    #[error("migrations/{file}: {reason}")]
-    MigrationName {
-        /// The file.
-        file: String,
-        /// What is wrong with its name.
-        reason: String,
-    },
-    /// Two migration files claim one version.
-    #[error("migrations/{first} and migrations/{second} both have version {version}")]
-    DuplicateVersion {
-        /// The version.
-        version: i32,
-        /// One file.
-        first: String,
-        /// The other.
-        second: String,
-    },
-    /// A line that starts with `GO` but is not a separator.
-    #[error("{file}, {line}")]
-    BadGo {
-        /// The file, e.g. `migrations/V2__x.sql`.
-        file: String,
-        /// The line and what is wrong with it.
-        line: super::batch::BadSeparator,
-    },
-    /// A migration or permission script with a `USE` statement.
-    #[error(
-        "{file}, line {line}: USE is not allowed: it would move the rest of the deploy, and the deploy lock, \
-         to another database; connect to the database to deploy instead"
-    )]
-    UseStatement {
-        /// The file, e.g. `migrations/V2__x.sql`.
-        file: String,
-        /// The line of the `USE`.
-        line: usize,
-    },
-    /// A migration with a statement SQL Server refuses inside a transaction,
-    /// not marked to run without one.
-    #[error(
-        "{file}, line {line}: {statement} cannot run inside the migration's transaction; if the migration \
-         is safe to re-run from its first batch, put the line `-- fencepost: no-transaction` before its \
-         first statement: it then runs batch by batch without a transaction and is recorded only after \
-         the last batch succeeds"
-    )]
-    NeedsNoTransaction {
-        /// The file, e.g. `migrations/V2__x.sql`.
-        file: String,
-        /// The statement's line.
-        line: usize,
-        /// What it is, e.g. `ALTER DATABASE`.
-        statement: String,
-    },
-    /// A procedure file that does not hold exactly one `CREATE PROCEDURE`.
-    #[error(
-        "procedures/{file} holds {found} CREATE PROCEDURE statements; a procedure file holds exactly one \
-         (write CREATE PROCEDURE, not CREATE OR ALTER: the runner alters it in place)"
-    )]
-    ProcedureCount {
-        /// The file.
-        file: String,
-        /// How many it holds.
-        found: usize,
-    },
-    /// A procedure file with code before its `CREATE PROCEDURE`.
-    #[error("procedures/{file}: CREATE PROCEDURE must be the first statement (only comments may precede it)")]
-    ProcedureNotFirst {
-        /// The file.
-        file: String,
-    },
-    /// A procedure file with a `GO` line.
-    #[error("procedures/{file}: a procedure file is one batch and must not contain GO")]
-    ProcedureHasGo {
-        /// The file.
-        file: String,
-    },
-    /// A procedure file whose name does not match the procedure it declares.
-    #[error("procedures/{file}: the file must be named <schema>.<procedure>.sql after the procedure it creates{}",
-        .declared.as_ref().map(|d| format!(" (it creates {d})")).unwrap_or_default())]
-    ProcedureName {
-        /// The file.
-        file: String,
-        /// The `schema.name` it declares, if one could be read.
-        declared: Option<String>,
-    },
-    /// A procedure outside `fence_api` and `fence_admin`.
-    #[error("procedures/{file}: schema {schema} is not one of fence_api, fence_admin")]
-    ProcedureSchema {
-        /// The file.
-        file: String,
-        /// The schema it names.
-        schema: String,
-    },
-}
+use crate::source::SourceError;
 
 /// A deployment that could not be completed. Each migration and each
 /// procedure commits in its own transaction, so a failure rolls back only the
@@ -135,6 +22,9 @@ pub enum DeployError {
     /// The server could not be reached or refused the login.
     #[error(transparent)]
     Connect(#[from] ConnectError),
+    /// The plan refuses the deploy: nothing was changed.
+    #[error(transparent)]
+    Blocked(#[from] Blocker),
     /// Another deployment holds the deploy lock.
     #[error(
         "{}; this deploy waited {:.1}s for it: wait for that deployment to finish, or raise --lock-timeout",
@@ -147,21 +37,6 @@ pub enum DeployError {
         waited: Duration,
         /// The session holding the lock, when the engine can show it.
         holder: Option<LockHolder>,
-    },
-    /// An applied migration no longer matches the shipped file.
-    #[error(
-        "migration {name} was changed after it was applied (the server's checksum differs); \
-             ship a new migration instead of editing an applied one"
-    )]
-    DivergentMigration {
-        /// The migration, e.g. `V1__lease_tables`.
-        name: String,
-    },
-    /// The database holds a migration this fencepost does not ship.
-    #[error("the database has migration {name}, which this fencepost does not ship; deploy with the newer fencepost")]
-    UnknownMigration {
-        /// The migration as recorded on the server.
-        name: String,
     },
     /// A batch of a script failed on the server. A migration's or a
     /// procedure's changes were rolled back; a permission script's earlier
@@ -226,39 +101,6 @@ pub enum DeployError {
         /// `@@TRANCOUNT` when the deploy ended.
         open: i32,
     },
-    /// A pending migration is older than one already applied.
-    #[error(
-        "migration {name} is pending, but the database already has the later migration {latest}; \
-         give it a version above {latest}'s"
-    )]
-    OutOfOrderMigration {
-        /// The pending migration, e.g. `V2__x`.
-        name: String,
-        /// The latest applied migration.
-        latest: String,
-    },
-    /// A procedure in a fence schema that fencepost never deployed.
-    #[error(
-        "procedure {name} is in a fence schema but was not deployed by fencepost; a procedure there can \
-         write the fence tables, so drop it or move it out of fence_api and fence_admin before deploying"
-    )]
-    HandMadeProcedure {
-        /// `schema.name`.
-        name: String,
-    },
-    /// Shipped procedures on the server are not what fencepost deployed:
-    /// someone altered them, or this login cannot read them. A deploy does
-    /// not overwrite that unless told to.
-    #[error(
-        "{} on the server differ{} from what fencepost deployed (altered by hand, or unreadable to this login): \
-         review with `fencepost status --diff`, then deploy with --overwrite-drift to restore the shipped text, \
-         or ship the change in the procedure's file",
-        .names.join(", "), if .names.len() == 1 { "s" } else { "" }
-    )]
-    Drift {
-        /// `schema.name` of each drifted procedure.
-        names: Vec<String>,
-    },
     /// A grant names a user the database does not have.
     #[error(
         "cannot add {member} to {role}: the database has no user {member} (create it first, e.g. \
@@ -315,6 +157,16 @@ pub enum DeployError {
         /// The driver's error.
         source: tiberius::error::Error,
     },
+}
+
+/// A read of the database identity fails as the deploy's other reads do.
+impl From<crate::identity::ReadError> for DeployError {
+    fn from(error: crate::identity::ReadError) -> Self {
+        Self::Server {
+            context: error.context.into(),
+            source: error.source,
+        }
+    }
 }
 
 impl DeployError {

@@ -1,77 +1,48 @@
-//! Deployment: the shipped T-SQL and the runner behind `fencepost migrate`,
-//! `status` and `script`.
+//! Deciding and doing a deploy: the runner behind `fencepost migrate`,
+//! `status` and `script`, over the shipped T-SQL of [`crate::source`].
 //!
-//! A deploy takes the deploy lock, applies pending migrations through
-//! refinery (split on `GO`, one transaction per migration, recorded only when
-//! every batch left it intact), then, from the state the migrations left,
-//! every procedure whose shipped text changed, whose server definition
-//! drifted or that is missing (created as a stub when missing, then altered,
-//! so grants survive), drops the procedures it deployed and no longer ships,
-//! then applies every permission script, records the deployment
-//! (fence.Deployment, and the database identity when none is recorded) and
-//! releases the lock in one request. A failure part-way reports what committed
-//! before it and records no deployment.
+//! The rooms form a pipeline. The [`Plan`] compares what ships with the
+//! [`ServerState`] a database holds, and gives any refusal as a [`Blocker`].
+//! `run` is the only code that changes a database: under the deploy lock it
+//! applies the pending migrations (split on `GO`, one transaction each,
+//! recorded in refinery's history only when every batch left it intact),
+//! then, from the state the migrations left, every procedure that changed,
+//! drifted or is missing, drops the procedures it deployed and no longer
+//! ships, and in one last request applies every permission script, records
+//! the deployment and releases the lock. A failure part-way reports what
+//! committed before it ([`Committed`]) and records no deployment. `inspect`
+//! holds the read-only probes of `status`, and `script` renders the same
+//! deploy as text.
 
-mod babelfish_postgres;
-mod batch;
-mod contract_version;
-mod definition;
+mod blocker;
 mod error;
-mod executor;
-mod grants;
-mod history;
-pub mod identity;
-mod lint;
-mod lock;
-mod migrate;
-mod migration;
-mod permissions;
+mod inspect;
 mod plan;
-mod procedure;
 mod report;
+mod run;
 mod script;
-mod script_guard;
-mod security_definer;
-mod session;
-mod sources;
+mod sql;
 mod state;
-mod statements;
 mod upgrade;
 
-pub use babelfish_postgres::render as render_babelfish_postgres_script;
-pub use batch::{BadSeparator, Batch, split_batches};
-pub use contract_version::read_contract_version;
-pub use definition::{definition_diff, read_definition};
-pub use error::{DeployError, LockHolder, SourceError};
-pub use grants::{FENCE_ROLES, Grant, GrantOutcome, ensure_members, refuse_deploying_user};
-pub use history::{DeployHistory, Deployment, read_history, record_deployment};
-pub use migrate::{DEFAULT_MIGRATION_LOCK_TIMEOUT, MigrateOptions, Progress, migrate};
-pub use migration::MigrationSource;
+pub use blocker::Blocker;
+pub use error::{DeployError, LockHolder};
+pub use inspect::{
+    DeployHistory, Deployment, SecurityDefiner, definition_diff, read_contract_version, read_current_identity,
+    read_definition, read_history, read_recorded_identity, read_security_definer, read_state, status,
+};
 pub use plan::{MigrationState, MigrationStatus, Plan, ProcedureState, ProcedureStatus};
-pub use procedure::{PROCEDURE_SCHEMAS, ProcedureSource};
 pub use report::{Change, Committed, MigrateReport};
-pub use script::render as render_script;
-pub use security_definer::{SecurityDefiner, read as read_security_definer};
-pub use sources::{ScriptSource, Sources};
-pub use state::{AppliedMigration, HISTORY_TABLE, ServerProcedure, ServerState};
-// Where they were first public: the checksum the journal records.
-pub use crate::tsql::{checksum, normalize};
+pub use run::{
+    DEFAULT_MIGRATION_LOCK_TIMEOUT, Grant, GrantOutcome, MigrateOptions, Progress, ensure_members, migrate,
+    refuse_deploying_user,
+};
+pub use script::{render as render_script, render_babelfish_postgres as render_babelfish_postgres_script};
+pub use sql::record_deployment;
+pub use state::{AppliedMigration, ServerProcedure, ServerState};
 
-use crate::connection::Connection;
-
-/// Compares what ships with what the database holds, changing nothing.
-pub async fn status(conn: &mut Connection, sources: &Sources) -> Result<Plan, DeployError> {
-    let mut session = session::Session::new(conn);
-    let shipped: Vec<String> = sources
-        .procedures()
-        .iter()
-        .map(ProcedureSource::qualified_name)
-        .collect();
-    Ok(Plan::new(sources, &state::read_state(&mut session, &shipped).await?))
-}
-
-/// Reads fencepost's footprint in a database (one round trip), hashing the
-/// definitions of the procedures named in `shipped` (`schema.name`).
-pub async fn read_state(conn: &mut Connection, shipped: &[String]) -> Result<ServerState, DeployError> {
-    state::read_state(&mut session::Session::new(conn), shipped).await
-}
+// Where they were first public, before the rooms above `deploy` held them.
+pub use crate::identity;
+pub use crate::schema::{FENCE_ROLES, HISTORY_TABLE, PROCEDURE_SCHEMAS};
+pub use crate::source::{MigrationSource, ProcedureSource, ScriptSource, SourceError, Sources};
+pub use crate::tsql::{BadSeparator, Batch, checksum, normalize, split_batches};

@@ -3,9 +3,9 @@
 
 use serde::Serialize;
 
-use super::error::DeployError;
-use super::sources::Sources;
+use super::blocker::Blocker;
 use super::state::ServerState;
+use crate::source::Sources;
 
 /// Where one migration stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -183,23 +183,30 @@ impl Plan {
             && self.procedures.iter().all(|p| p.state == ProcedureState::Current)
     }
 
+    /// Why a deploy of this plan would stop before changing anything: the
+    /// history's [`blocker`](Self::blocker), then, unless told to overwrite
+    /// it, the [`drift`](Self::drift).
+    pub fn would_stop(&self, overwrite_drift: bool) -> Option<Blocker> {
+        self.blocker().or_else(|| self.drift().filter(|_| !overwrite_drift))
+    }
+
     /// The shipped procedures whose definition on the server is not the one
     /// deployed, as a refusal to overwrite them.
-    pub fn drift(&self) -> Option<DeployError> {
+    pub fn drift(&self) -> Option<Blocker> {
         let names: Vec<String> = self
             .procedures
             .iter()
             .filter(|p| p.state == ProcedureState::Drifted)
             .map(|p| p.name.clone())
             .collect();
-        (!names.is_empty()).then_some(DeployError::Drift { names })
+        (!names.is_empty()).then_some(Blocker::Drift { names })
     }
 
     /// The reason a deploy must not proceed, if there is one: the database's
     /// history does not agree with what ships. A pending migration older than
     /// an applied one is refused here, before anything runs: applied after
     /// it, it would run against a schema its author never saw.
-    pub fn blocker(&self) -> Option<DeployError> {
+    pub fn blocker(&self) -> Option<Blocker> {
         let latest = self
             .migrations
             .iter()
@@ -208,12 +215,12 @@ impl Plan {
         self.migrations
             .iter()
             .find_map(|m| match m.state {
-                MigrationState::Divergent => Some(DeployError::DivergentMigration { name: m.name.clone() }),
-                MigrationState::NotShipped => Some(DeployError::UnknownMigration { name: m.name.clone() }),
+                MigrationState::Divergent => Some(Blocker::DivergentMigration { name: m.name.clone() }),
+                MigrationState::NotShipped => Some(Blocker::UnknownMigration { name: m.name.clone() }),
                 MigrationState::Pending => {
                     latest
                         .filter(|l| l.version > m.version)
-                        .map(|l| DeployError::OutOfOrderMigration {
+                        .map(|l| Blocker::OutOfOrderMigration {
                             name: m.name.clone(),
                             latest: l.name.clone(),
                         })
@@ -224,7 +231,7 @@ impl Plan {
                 self.procedures
                     .iter()
                     .find(|p| p.state == ProcedureState::NotShipped)
-                    .map(|p| DeployError::HandMadeProcedure { name: p.name.clone() })
+                    .map(|p| Blocker::HandMadeProcedure { name: p.name.clone() })
             })
     }
 }
@@ -389,7 +396,7 @@ mod tests {
             },
         );
         assert_eq!(plan.migrations[0].state, MigrationState::Divergent);
-        assert!(matches!(plan.blocker(), Some(DeployError::DivergentMigration { .. })));
+        assert!(matches!(plan.blocker(), Some(Blocker::DivergentMigration { .. })));
     }
 
     #[test]
@@ -406,7 +413,7 @@ mod tests {
             procedures: vec![],
         };
         let plan = Plan::new(&s, &state);
-        assert!(matches!(plan.blocker(), Some(DeployError::UnknownMigration { ref name }) if name == "V3__c"));
+        assert!(matches!(plan.blocker(), Some(Blocker::UnknownMigration { ref name }) if name == "V3__c"));
     }
 
     #[test]
@@ -421,7 +428,7 @@ mod tests {
         );
         let blocker = plan.blocker().expect("an out-of-order migration blocks");
         assert!(
-            matches!(&blocker, DeployError::OutOfOrderMigration { name, latest } if name == "V1__a" && latest == "V2__b"),
+            matches!(&blocker, Blocker::OutOfOrderMigration { name, latest } if name == "V1__a" && latest == "V2__b"),
             "{blocker:?}"
         );
         assert!(blocker.to_string().contains("V1__a"), "{blocker}");
@@ -453,7 +460,7 @@ mod tests {
         let plan = Plan::new(&s, &state);
         assert_eq!(plan.procedures_to_drop().count(), 0);
         assert!(
-            matches!(plan.blocker(), Some(DeployError::HandMadeProcedure { ref name }) if name == "fence_admin.Backdoor"),
+            matches!(plan.blocker(), Some(Blocker::HandMadeProcedure { ref name }) if name == "fence_admin.Backdoor"),
             "{:?}",
             plan.blocker()
         );

@@ -6,7 +6,7 @@
 //! migration is not run again) and runs, under `migrate` and in the
 //! rendered script alike, for every database that has yet to apply it.
 
-use super::migration::MigrationSource;
+use crate::source::MigrationSource;
 
 /// Before `V2__exact_resource_keys`: V1's Publish recorded the caller's
 /// spelling of the key (`VALUES (@OperationId, @ResourceKey, ...)`), which
@@ -34,7 +34,7 @@ pub fn before(migration: &MigrationSource) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::deploy::Sources;
+    use crate::source::Sources;
 
     #[test]
     fn only_v2_has_a_step_before_it() {

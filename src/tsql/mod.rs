@@ -1,9 +1,11 @@
 //! T-SQL text handling shared by the deploy runner, the audit and the
-//! client: one lexer, one way to quote a name or a string, one fingerprint of
-//! a shipped text and one of a definition the server holds. Two copies of any
+//! client: one lexer, one splitting on `GO`, one way to quote a name or a
+//! string, one fingerprint of a shipped text and one of a definition the
+//! server holds. Two copies of any
 //! of these would drift apart, and then a name the deploy quotes one way
 //! would be read another way by the audit.
 
+mod batch;
 mod checksum;
 mod definition_hash;
 mod lexer;
@@ -11,6 +13,8 @@ mod lock_timeout;
 mod quote;
 mod strip;
 
+pub(crate) use batch::has_separator;
+pub use batch::{BadSeparator, Batch, split_batches};
 pub use checksum::{checksum, normalize};
 pub(crate) use definition_hash::{definition_hash_sql, hash_hex, same_definition};
 pub(crate) use lexer::{Token, TokenKind, tokenize};

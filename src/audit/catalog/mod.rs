@@ -83,7 +83,7 @@ pub struct Catalog {
 
 /// The database identity as fence.DatabaseIdentity records it and as
 /// `sys.database_recovery_status` shows it now (see
-/// [`crate::deploy::identity`]).
+/// [`crate::identity`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IdentityReading {
     /// The recorded recovery fork; `None` when none is recorded.

@@ -295,7 +295,7 @@ const ACTIVATED_QUEUES: &str = "IF SERVERPROPERTY('Babelfish') IS NOT NULL
 /// one is read by `sp_executesql` so that a database deployed before
 /// fence.DatabaseIdentity existed still compiles the batch.
 fn database_identity() -> String {
-    use crate::deploy::identity::CURRENT_IDENTITY_SQL;
+    use crate::identity::CURRENT_IDENTITY_SQL;
     format!(
         "IF OBJECT_ID(N'fence.DatabaseIdentity', N'U') IS NULL
                  SELECT CAST(NULL AS uniqueidentifier), ({CURRENT_IDENTITY_SQL})

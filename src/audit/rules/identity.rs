@@ -3,7 +3,7 @@
 //! already handed out, so a holder fenced out before it could publish again
 //! until `fencepost lease recover` raises every generation.
 
-use crate::deploy::identity::{CANNOT_VERIFY_REASON, IdentityState, RESTORED_MESSAGE, compare};
+use crate::identity::{CANNOT_VERIFY_REASON, IdentityState, RESTORED_MESSAGE, compare};
 
 use super::{CannotVerify, Context, Finding, Report, Rule};
 

@@ -74,7 +74,7 @@ pub(super) async fn recover(args: LeaseRecoverArgs) -> Result<u8> {
 /// one (Babelfish). A login that may not read it gets a warning, not a
 /// refusal: the recovery matters more than recording the identity.
 async fn database_identity(conn: &mut Connection) -> Option<Uuid> {
-    match fencepost::deploy::identity::read_current(conn).await {
+    match fencepost::identity::read_current(conn).await {
         Ok(identity) => identity,
         Err(error) => {
             tracing::warn!(

@@ -1,59 +1,19 @@
-//! The T-SQL a deployment applies: migrations, procedures and permission
+//! Everything one deployment applies: migrations, procedures and permission
 //! scripts, embedded in the binary or read from a folder with the same layout.
 
 use std::path::Path;
 
 use include_dir::{Dir, include_dir};
 
-use super::batch::{Batch, split_batches};
 use super::error::SourceError;
-use super::lint::refuse_use;
 use super::migration::MigrationSource;
+use super::permission::ScriptSource;
 use super::procedure::ProcedureSource;
 use crate::tsql::normalize;
 
 static EMBEDDED_MIGRATIONS: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/migrations");
 static EMBEDDED_PROCEDURES: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/procedures");
 static EMBEDDED_PERMISSIONS: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/permissions");
-
-/// A permission script, `permissions/<order>_<name>.sql`, re-applied on every
-/// deploy and therefore written to be idempotent.
-#[derive(Clone, Debug)]
-pub struct ScriptSource {
-    file: String,
-    text: String,
-    batches: Vec<Batch>,
-}
-
-impl ScriptSource {
-    fn parse(file: &str, text: &str) -> Result<Self, SourceError> {
-        let batches = split_batches(text).map_err(|line| SourceError::BadGo {
-            file: format!("permissions/{file}"),
-            line,
-        })?;
-        refuse_use(&format!("permissions/{file}"), text)?;
-        Ok(Self {
-            file: file.to_string(),
-            text: text.to_string(),
-            batches,
-        })
-    }
-
-    /// The file name.
-    pub fn file(&self) -> &str {
-        &self.file
-    }
-
-    /// The script text, with line ends normalised to LF.
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-
-    /// The batches the file splits into on `GO` lines.
-    pub fn batches(&self) -> &[Batch] {
-        &self.batches
-    }
-}
 
 /// Everything one deployment applies, in the order it applies it.
 #[derive(Clone, Debug)]

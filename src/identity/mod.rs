@@ -6,15 +6,19 @@
 //! The first deploy that can read the identity records it in
 //! fence.DatabaseIdentity; `fencepost lease recover` acknowledges a new one
 //! after raising every generation. `status` and `check` compare the two.
+//!
+//! What the deploy, the audit and the lease commands share: the types, the
+//! comparison, the SQL that reads either identity and the words an operator
+//! is told. The two reads live in [`read`](read_current) beside it.
 
 use std::fmt;
 
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::connection::Connection;
+mod read;
 
-use super::error::DeployError;
+pub use read::{ReadError, read_current, read_recorded};
 
 /// What `status`, `check` and `migrate` tell an operator when the identity
 /// changed.
@@ -102,40 +106,6 @@ impl fmt::Display for IdentityState {
             Self::CannotVerify => write!(f, "cannot verify: {CANNOT_VERIFY_REASON}"),
         }
     }
-}
-
-/// The database's identity now: its recovery fork, or `None` where the
-/// engine does not show one.
-pub async fn read_current(conn: &mut Connection) -> Result<Option<Uuid>, DeployError> {
-    const CONTEXT: &str = "reading the database identity (sys.database_recovery_status)";
-    let rows = conn
-        .simple_query(CURRENT_IDENTITY_SQL)
-        .await
-        .map_err(DeployError::server(CONTEXT))?
-        .into_first_result()
-        .await
-        .map_err(DeployError::server(CONTEXT))?;
-    Ok(rows.first().and_then(|row| row.get::<Uuid, usize>(0)))
-}
-
-/// The identity recorded in fence.DatabaseIdentity, or `None` when none is
-/// (or the table does not exist yet).
-pub async fn read_recorded(conn: &mut Connection) -> Result<Option<RecordedIdentity>, DeployError> {
-    const CONTEXT: &str = "reading the recorded database identity (fence.DatabaseIdentity)";
-    let rows = conn
-        .simple_query(RECORDED_IDENTITY_SQL)
-        .await
-        .map_err(DeployError::server(CONTEXT))?
-        .into_first_result()
-        .await
-        .map_err(DeployError::server(CONTEXT))?;
-    Ok(rows.first().and_then(|row| {
-        Some(RecordedIdentity {
-            recovery_fork: row.get::<Uuid, usize>(0)?,
-            recorded_at_utc: row.get::<&str, usize>(1).unwrap_or_default().to_owned(),
-            recorded_by: row.get::<&str, usize>(2).unwrap_or_default().to_owned(),
-        })
-    }))
 }
 
 #[cfg(test)]

@@ -2,9 +2,9 @@
 //! checked, its text split on `GO` and checked for what must not run in (or
 //! cannot run outside) the deploy's transaction.
 
-use super::batch::{Batch, split_batches};
 use super::error::SourceError;
 use super::lint::{has_no_transaction_marker, refuse_use, statement_needing_no_transaction};
+use crate::tsql::{Batch, split_batches};
 
 /// A versioned migration, `migrations/V<version>__<name>.sql`, run once.
 #[derive(Clone, Debug)]

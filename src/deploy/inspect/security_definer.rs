@@ -7,8 +7,8 @@
 
 use serde::Serialize;
 
-use super::error::DeployError;
 use crate::connection::Connection;
+use crate::deploy::error::DeployError;
 
 /// What the engine says about the fence procedures' SECURITY DEFINER.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

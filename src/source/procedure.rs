@@ -1,12 +1,9 @@
 //! A shipped procedure file: exactly one `CREATE PROCEDURE`, turned into the
 //! stub-then-`ALTER` pair that keeps grants and works on every engine.
 
-use super::batch::has_separator;
 use super::error::SourceError;
-use crate::tsql::{Token, TokenKind, checksum, quote_name, tokenize};
-
-/// The schemas whose procedures fencepost ships and tracks.
-pub const PROCEDURE_SCHEMAS: [&str; 2] = ["fence_api", "fence_admin"];
+use crate::schema::PROCEDURE_SCHEMAS;
+use crate::tsql::{Token, TokenKind, checksum, has_separator, quote_name, tokenize};
 
 /// One procedure as shipped in `procedures/<schema>.<name>.sql`.
 #[derive(Clone, Debug, PartialEq, Eq)]

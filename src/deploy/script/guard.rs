@@ -6,8 +6,8 @@
 
 use std::fmt::Write;
 
-use super::sources::Sources;
-use super::state::HISTORY_TABLE;
+use crate::schema::HISTORY_TABLE;
+use crate::source::Sources;
 use crate::tsql::literal;
 
 /// Throws 50191 when the history holds a version this script does not ship,

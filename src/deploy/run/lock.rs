@@ -2,10 +2,11 @@
 
 use std::time::{Duration, Instant};
 
-use super::error::{DeployError, LockHolder};
+use super::read::{parse_state, state_query};
 use super::session::Session;
-use super::state::{ServerState, parse_state, state_query};
-use super::statements::{DEPLOY_LOCK_HOLDER, release_deploy_lock, take_deploy_lock};
+use crate::deploy::error::{DeployError, LockHolder};
+use crate::deploy::sql::{DEPLOY_LOCK_HOLDER, release_deploy_lock, take_deploy_lock};
+use crate::deploy::state::ServerState;
 use crate::tsql::literal;
 
 /// Waits up to `timeout` for the session-scoped deploy lock and, once it is
@@ -14,7 +15,7 @@ use crate::tsql::literal;
 /// spends before its permission scripts. Returns how long it waited, and the
 /// state. The lock belongs to the session, so it also ends if the deploying
 /// process dies.
-pub async fn take_reading_state(
+pub async fn lock_and_read_state(
     session: &mut Session<'_>,
     timeout: Duration,
     shipped: &[String],

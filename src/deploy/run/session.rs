@@ -6,9 +6,9 @@ use tiberius::{QueryItem, Row};
 
 use crate::connection::Connection;
 
-use super::batch::Batch;
-use super::error::DeployError;
-use super::statements::{MIGRATION_DEPTH, MIGRATION_MARKER, TRANSACTION_STATE};
+use crate::deploy::error::DeployError;
+use crate::deploy::sql::{MIGRATION_DEPTH, MIGRATION_MARKER, TRANSACTION_STATE};
+use crate::tsql::Batch;
 
 /// A session's transactions, as `@@TRANCOUNT`, `XACT_STATE()` and
 /// IMPLICIT_TRANSACTIONS show them.
@@ -40,7 +40,7 @@ impl TransactionState {
     }
 
     /// What is wrong, for a batch of a migration: it must leave the session
-    /// as [`begin_migration`](super::statements::begin_migration) did, in
+    /// as [`begin_migration`](crate::deploy::sql::begin_migration) did, in
     /// the runner's transaction `MIGRATION_DEPTH` levels deep, committable,
     /// with IMPLICIT_TRANSACTIONS on. Whatever the answer, the runner rolls
     /// back what is still open.

@@ -8,7 +8,7 @@
 //! batch into the procedure's body. A `GO` inside a comment, a string or a
 //! quoted identifier, or after code on its line, is not a separator.
 
-use crate::tsql::{Token, TokenKind, tokenize};
+use super::lexer::{Token, TokenKind, tokenize};
 
 /// One batch of a script, as the server receives it.
 #[derive(Clone, Debug, PartialEq, Eq)]

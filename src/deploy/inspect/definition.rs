@@ -5,8 +5,8 @@ use similar::TextDiff;
 
 use crate::connection::Connection;
 
-use super::error::DeployError;
-use super::procedure::ProcedureSource;
+use crate::deploy::error::DeployError;
+use crate::source::ProcedureSource;
 
 /// The definition of `schema.name` on the server, or `None` when the login
 /// cannot read it (encrypted, or no VIEW DEFINITION) or it does not exist.

@@ -3,7 +3,7 @@
 use crate::client::ContractVersion;
 use crate::connection::Connection;
 
-use super::error::DeployError;
+use crate::deploy::error::DeployError;
 
 /// The version `fence_api.ContractVersion` answers, or `None` when the
 /// procedure is not deployed (a database older than it, or none deployed).

@@ -1,17 +1,14 @@
 //! The runner's own T-SQL, shared by `migrate` and `script` so that a
-//! scripted deploy does exactly what a connected one does.
+//! scripted deploy does exactly what a connected one does: the deploy lock,
+//! the session options, the migration and procedure transactions with their
+//! records, and the record of the deployment.
 
 use std::time::Duration;
 
-use super::procedure::ProcedureSource;
-use super::state::{HISTORY_TABLE, definition_hash_of};
-use crate::tsql::{literal, quote_qualified};
-
-/// The name of the deploy lock (`sp_getapplock` resource), followed by the
-/// database name. SQL Server scopes application locks to a database already;
-/// engines whose locks are server-wide (Babelfish) need the name to keep
-/// deploys of different databases independent.
-pub const DEPLOY_LOCK: &str = "fencepost:deploy:";
+use crate::identity::CURRENT_IDENTITY_SQL;
+use crate::schema::{DEPLOY_LOCK, HISTORY_TABLE};
+use crate::source::ProcedureSource;
+use crate::tsql::{definition_hash_sql, literal, quote_qualified};
 
 fn deploy_lock_resource() -> String {
     format!("{} + DB_NAME()", literal(DEPLOY_LOCK))
@@ -263,6 +260,61 @@ pub fn record_migration(version: i32, name: &str, applied_on_sql: &str, checksum
     )
 }
 
+/// The definition hash of one procedure, as a SQL expression. Read from
+/// `sys.sql_modules`: Babelfish's `OBJECT_DEFINITION` is `nvarchar(4000)` and
+/// fails on a longer definition.
+pub(crate) fn definition_hash_of(object_name_literal: &str) -> String {
+    format!(
+        "(SELECT {} FROM sys.sql_modules AS m WHERE m.object_id = OBJECT_ID({object_name_literal}))",
+        definition_hash_sql("m.definition")
+    )
+}
+
+/// The column of the row the recording returns.
+pub(crate) const RECORDED_COLUMN: &str = "FencepostDeploymentId";
+
+/// The T-SQL that records a deployment: the database identity when none is
+/// recorded and the engine shows one (a deploy never changes a recorded
+/// one: only `fencepost lease recover` may), then the deployment row, in one
+/// transaction. `migrations` and `procedures` are T-SQL int expressions. It
+/// returns one row: the deployment's id, the recorded identity and the
+/// current one.
+///
+/// The caller runs it only after everything else of the deploy succeeded,
+/// outside any transaction. Where fence.Deployment does not exist (sources
+/// that do not ship it) it records nothing and returns no row.
+pub fn record_deployment(migrations: &str, procedures: &str) -> String {
+    let version = literal(env!("CARGO_PKG_VERSION"));
+    // Dynamic, so that a batch naming tables created by this same deploy
+    // compiles before they exist.
+    let record = format!(
+        "SET XACT_ABORT ON;
+DECLARE @CurrentIdentity uniqueidentifier, @RecordedIdentity uniqueidentifier, @DeploymentId int;
+SELECT @CurrentIdentity = recovery_fork_guid FROM ({CURRENT_IDENTITY_SQL}) AS f;
+BEGIN TRANSACTION;
+IF @CurrentIdentity IS NOT NULL AND NOT EXISTS (SELECT 1 FROM fence.DatabaseIdentity WHERE Singleton = 1)
+    INSERT INTO fence.DatabaseIdentity (Singleton, RecoveryForkGuid, RecordedAtUtc, RecordedBy)
+    VALUES (1, @CurrentIdentity, SYSUTCDATETIME(), N'deploy');
+SELECT @RecordedIdentity = RecoveryForkGuid FROM fence.DatabaseIdentity WHERE Singleton = 1;
+INSERT INTO fence.Deployment (DeployedAtUtc, LoginName, FencepostVersion, MigrationsApplied, ProceduresApplied,
+                              DatabaseIdentity)
+VALUES (SYSUTCDATETIME(), SUSER_SNAME(), {version}, @Migrations, @Procedures, @CurrentIdentity);
+SET @DeploymentId = CAST(SCOPE_IDENTITY() AS int);
+COMMIT TRANSACTION;
+SELECT @DeploymentId AS {RECORDED_COLUMN}, @RecordedIdentity AS RecordedIdentity, @CurrentIdentity AS CurrentIdentity;"
+    );
+    format!(
+        "IF OBJECT_ID(N'fence.Deployment', N'U') IS NOT NULL
+BEGIN
+    DECLARE @MigrationsApplied int = {migrations}, @ProceduresApplied int = {procedures};
+    EXEC sys.sp_executesql {record}, N'@Migrations int, @Procedures int',
+         @Migrations = @MigrationsApplied, @Procedures = @ProceduresApplied;
+END;
+",
+        record = literal(&record)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -330,5 +382,32 @@ mod tests {
     #[test]
     fn the_lock_timeout_is_in_milliseconds() {
         assert!(take_deploy_lock(Duration::from_secs(2)).contains("@LockTimeout = 2000"));
+    }
+
+    #[test]
+    fn the_record_is_guarded_by_the_table_and_runs_as_a_batch_of_its_own() {
+        let sql = record_deployment("3", "@P");
+        assert!(
+            sql.starts_with("IF OBJECT_ID(N'fence.Deployment', N'U') IS NOT NULL"),
+            "{sql}"
+        );
+        assert!(
+            sql.contains("DECLARE @MigrationsApplied int = 3, @ProceduresApplied int = @P;"),
+            "{sql}"
+        );
+        assert!(sql.contains("EXEC sys.sp_executesql N'SET XACT_ABORT ON;"), "{sql}");
+    }
+
+    #[test]
+    fn the_record_stamps_the_login_and_version_on_the_server_and_never_replaces_an_identity() {
+        let sql = record_deployment("0", "0");
+        assert!(sql.contains("SYSUTCDATETIME(), SUSER_SNAME(), N''"), "{sql}");
+        assert!(sql.contains(env!("CARGO_PKG_VERSION")), "{sql}");
+        assert!(
+            sql.contains("IF @CurrentIdentity IS NOT NULL AND NOT EXISTS (SELECT 1 FROM fence.DatabaseIdentity"),
+            "{sql}"
+        );
+        assert!(!sql.contains("UPDATE fence.DatabaseIdentity"), "{sql}");
+        assert!(sql.contains("N''deploy''"), "{sql}");
     }
 }

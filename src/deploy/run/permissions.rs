@@ -11,15 +11,14 @@
 //! compile errors).
 
 use tiberius::Row;
+use uuid::Uuid;
 
-use super::batch::Batch;
-use super::error::DeployError;
-use super::history::{RECORDED_COLUMN, read_recorded_row};
 use super::lock;
 use super::session::{Session, batch_failed};
-use super::sources::ScriptSource;
-use super::statements::release_deploy_lock;
-use crate::tsql::literal;
+use crate::deploy::error::DeployError;
+use crate::deploy::sql::{RECORDED_COLUMN, release_deploy_lock};
+use crate::source::ScriptSource;
+use crate::tsql::{Batch, literal};
 
 /// One run of one batch of a permission script.
 struct Step<'a> {
@@ -33,7 +32,7 @@ struct Step<'a> {
 }
 
 /// What the request did.
-pub(super) struct PermissionsRun {
+pub(crate) struct PermissionsRun {
     /// How many scripts, in order, ran every batch.
     pub applied: usize,
     /// The recorded deployment, when the sources ship fence.Deployment and
@@ -45,7 +44,7 @@ pub(super) struct PermissionsRun {
 
 /// What the record of a deployment returned.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct RecordedDeployment {
+pub(crate) struct RecordedDeployment {
     /// fence.Deployment's id.
     pub id: Option<i32>,
     /// The identity fence.DatabaseIdentity holds after the record.
@@ -69,10 +68,10 @@ const RECORD_FAILED_COLUMN: &str = "FencepostRecordFailed";
 const TRANSACTION_COUNT_MISMATCH: i32 = 266;
 
 /// Applies `scripts`, records the deployment with `record` (T-SQL from
-/// [`history::record_deployment`](super::history::record_deployment)) when
+/// [`record_deployment`](crate::deploy::sql::record_deployment)) when
 /// they all succeeded, and releases the deploy lock in one request. When the
 /// request ends before its release ran, the lock is released in another.
-pub(super) async fn apply_and_release(
+pub(crate) async fn apply_and_release(
     session: &mut Session<'_>,
     scripts: &[ScriptSource],
     record: &str,
@@ -169,6 +168,16 @@ fn record_failure(row: &Row) -> DeployError {
     }
 }
 
+/// What the recording returned: the deployment's id, the recorded identity
+/// and the current one.
+fn read_recorded_row(row: &tiberius::Row) -> (Option<i32>, Option<Uuid>, Option<Uuid>) {
+    (
+        row.get::<i32, usize>(0),
+        row.get::<Uuid, usize>(1),
+        row.get::<Uuid, usize>(2),
+    )
+}
+
 /// Every run of every batch, in order.
 fn steps(scripts: &[ScriptSource]) -> Vec<Step<'_>> {
     let mut steps = Vec::new();
@@ -263,7 +272,7 @@ fn caught_failure(row: &Row, steps: &[Step<'_>]) -> Option<(usize, DeployError)>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::deploy::Sources;
+    use crate::source::Sources;
 
     fn scripts() -> Sources {
         Sources::from_files(

@@ -5,11 +5,8 @@
 use serde::Serialize;
 
 use crate::connection::Connection;
-
-use super::error::DeployError;
-
-/// The roles a deploy may add members to: the fence's own, nothing else.
-pub const FENCE_ROLES: [&str; 4] = ["fence_service", "fence_reader", "fence_operator", "fence_recovery"];
+use crate::deploy::error::DeployError;
+use crate::schema::FENCE_ROLES;
 
 /// One role membership to ensure.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

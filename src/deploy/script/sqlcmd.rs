@@ -7,20 +7,16 @@
 
 use std::fmt::Write;
 
-use super::batch::Batch;
-use super::history::record_deployment;
-use super::migrate::DEFAULT_MIGRATION_LOCK_TIMEOUT;
-use super::migration::MigrationSource;
-use super::procedure::ProcedureSource;
-use super::script_guard;
-use super::sources::{ScriptSource, Sources};
-use super::state::HISTORY_TABLE;
-use super::statements::{
+use super::guard;
+use crate::deploy::run::DEFAULT_MIGRATION_LOCK_TIMEOUT;
+use crate::deploy::sql::{
     SESSION_OPTIONS, begin_migration, bootstrap, commit_migration, commit_migration_alone, commit_procedure,
-    in_migration_transaction, outside_any_transaction,
+    in_migration_transaction, outside_any_transaction, record_deployment,
 };
-use super::upgrade;
-use crate::tsql::literal;
+use crate::deploy::upgrade;
+use crate::schema::HISTORY_TABLE;
+use crate::source::{MigrationSource, ProcedureSource, ScriptSource, Sources};
+use crate::tsql::{Batch, literal};
 
 /// A fixed timestamp for history rows written by scripts is wrong; the server
 /// stamps them instead, in refinery's RFC 3339 format.
@@ -60,7 +56,7 @@ GO
     let _ = writeln!(
         out,
         "-- the database's migration history must be one this script ships\n{}GO\n",
-        script_guard::history_agrees(sources)
+        guard::history_agrees(sources)
     );
     let _ = writeln!(
         out,
@@ -106,7 +102,7 @@ fn render_record(out: &mut String, sources: &Sources, versions: &[i32]) {
     let _ = writeln!(
         out,
         "-- the record of this deployment in fence.Deployment (and of the database identity, when none is recorded)\n{}{}GO\n",
-        script_guard::section(sources, versions),
+        guard::section(sources, versions),
         stop_at_first_error(&record)
     );
 }
@@ -187,7 +183,7 @@ fn render_migration(out: &mut String, sources: &Sources, migration: &MigrationSo
         out,
         "-- migrations/{file}{note}\n{guard}IF NOT EXISTS (SELECT 1 FROM {HISTORY_TABLE} WHERE version = {version})\nBEGIN\n{body}END;\nGO\n",
         file = migration.file(),
-        guard = script_guard::section(sources, earlier),
+        guard = guard::section(sources, earlier),
         version = m.version(),
     );
 }
@@ -206,7 +202,7 @@ fn render_procedure(out: &mut String, sources: &Sources, procedure: &ProcedureSo
         out,
         "-- procedures/{}\n{}{}GO\n",
         procedure.file(),
-        script_guard::section(sources, versions),
+        guard::section(sources, versions),
         all_or_nothing(&body)
     );
 }
@@ -218,7 +214,7 @@ fn render_permissions(out: &mut String, sources: &Sources, script: &ScriptSource
         out,
         "-- permissions/{}\n{}{}GO\n",
         script.file(),
-        script_guard::section(sources, versions),
+        guard::section(sources, versions),
         execs(script.batches(), "")
     );
 }
@@ -283,7 +279,7 @@ mod tests {
         for setting in ["QUOTED_IDENTIFIER ON", "ANSI_NULLS, ", "IMPLICIT_TRANSACTIONS OFF"] {
             assert!(SESSION_OPTIONS.contains(setting), "{setting}");
         }
-        let lock = super::super::statements::take_deploy_lock(std::time::Duration::from_secs(1));
+        let lock = crate::deploy::sql::take_deploy_lock(std::time::Duration::from_secs(1));
         assert!(lock.starts_with(SESSION_OPTIONS), "{lock}");
     }
 

@@ -1,0 +1,61 @@
+//! Why a deploy must not proceed: the database's history does not agree with
+//! what ships, or shipped procedures were changed on the server. A refusal is
+//! a value of the plan, found before anything runs: `status` and a dry run
+//! show it, and a deploy stops with it as [`DeployError::Blocked`].
+//!
+//! [`DeployError::Blocked`]: super::DeployError::Blocked
+
+/// A reason the plan gives for a deploy not to run. Its text is what the
+/// stopped deploy says.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Blocker {
+    /// An applied migration no longer matches the shipped file.
+    #[error(
+        "migration {name} was changed after it was applied (the server's checksum differs); \
+             ship a new migration instead of editing an applied one"
+    )]
+    DivergentMigration {
+        /// The migration, e.g. `V1__lease_tables`.
+        name: String,
+    },
+    /// The database holds a migration this fencepost does not ship.
+    #[error("the database has migration {name}, which this fencepost does not ship; deploy with the newer fencepost")]
+    UnknownMigration {
+        /// The migration as recorded on the server.
+        name: String,
+    },
+    /// A pending migration is older than one already applied.
+    #[error(
+        "migration {name} is pending, but the database already has the later migration {latest}; \
+         give it a version above {latest}'s"
+    )]
+    OutOfOrderMigration {
+        /// The pending migration, e.g. `V2__x`.
+        name: String,
+        /// The latest applied migration.
+        latest: String,
+    },
+    /// A procedure in a fence schema that fencepost never deployed.
+    #[error(
+        "procedure {name} is in a fence schema but was not deployed by fencepost; a procedure there can \
+         write the fence tables, so drop it or move it out of fence_api and fence_admin before deploying"
+    )]
+    HandMadeProcedure {
+        /// `schema.name`.
+        name: String,
+    },
+    /// Shipped procedures on the server are not what fencepost deployed:
+    /// someone altered them, or this login cannot read them. A deploy does
+    /// not overwrite that unless told to.
+    #[error(
+        "{} on the server differ{} from what fencepost deployed (altered by hand, or unreadable to this login): \
+         review with `fencepost status --diff`, then deploy with --overwrite-drift to restore the shipped text, \
+         or ship the change in the procedure's file",
+        .names.join(", "), if .names.len() == 1 { "s" } else { "" }
+    )]
+    Drift {
+        /// `schema.name` of each drifted procedure.
+        names: Vec<String>,
+    },
+}
