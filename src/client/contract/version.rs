@@ -6,11 +6,10 @@
 /// one it accepts: a database answering the same major and this minor or a
 /// later one (`fence_api.ContractVersion`) holds everything it calls.
 ///
-/// v1.2 added `fence_api.ContractVersion` and `ServerUtc` on `fence_api.Acquire`'s
-/// row, which [`acquire_waiting`](crate::Client::acquire_waiting) times its pauses by.
-/// v1.3 added the operators' tenure history and recovery (`fence_admin`),
-/// which `fencepost lease history | prune | recover` call; the client and
-/// the procedures it deploys are released together, so it asks for v1.3.
+/// It asks for v1.4, whose `@SourceVersion` on `fence_api.Publish` and
+/// `fence_api.AssertHolder` the versioned publishes and fenced transactions
+/// send: the client and the procedures it deploys are released together.
+/// What each version added is in `CHANGELOG.md`.
 pub const CONTRACT_VERSION: ContractVersion = ContractVersion { major: 1, minor: 4 };
 
 /// A procedure contract version, as `fence_api.ContractVersion` answers it.
