@@ -1,7 +1,8 @@
 //! The client's metrics through the `metrics` facade, as an application's
 //! recorder sees them: names, units and low-cardinality labels for a full
-//! cycle, a refusal, a lost lease and an unknown outcome settled. One test in
-//! its own binary, since a recorder is installed for the whole process.
+//! cycle, a refusal, a lost lease and an unknown outcome settled. The recorder
+//! is this test's thread's own (the test's runtime has one thread), so the
+//! other tests that share the process under `cargo test` do not count in it.
 #![cfg(feature = "metrics")]
 
 use crate::support;
@@ -30,7 +31,7 @@ async fn a_cycle_a_refusal_a_lost_lease_and_an_unknown_outcome_are_counted_with_
     };
     let recorder = DebuggingRecorder::new();
     let snapshotter = recorder.snapshotter();
-    recorder.install().expect("the only recorder of this process");
+    let _recording = metrics::set_default_local_recorder(&recorder);
 
     let proxy = Proxy::start(db.connection_string().server()).await;
     let mut config = ClientConfig::new(ConnectionString::parse(&proxy.ado(&db.ado())).unwrap());

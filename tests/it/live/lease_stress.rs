@@ -11,8 +11,6 @@
 //! `FENCEPOST_STRESS_SECONDS` sets the length of the run (default 60).
 
 use crate::support;
-/// The invariant checks of the ledger find what they are meant to find; they
-/// run here, once, though another test binary uses the ledger too.
 use std::io::Write;
 use std::time::Duration;
 
