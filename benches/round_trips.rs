@@ -16,19 +16,20 @@
 //! FENCEPOST_TEST_MSSQL="Server=...;Encrypt=..." cargo bench --bench round_trips
 //! ```
 
-#[path = "../tests/client_support/mod.rs"]
-mod client_support;
-#[path = "../tests/support/mod.rs"]
+// The integration tests' support, of which the bench uses the database and
+// the proxy only.
+#[allow(dead_code)]
+#[path = "../tests/it/support/mod.rs"]
 mod support;
 
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use client_support::Proxy;
 use fencepost::client::{Acquire, Provision, Publish, Release, Renew};
 use fencepost::deploy::{MigrateOptions, Sources};
 use fencepost::{Client, ClientConfig, ConnectionString};
 use support::TestDatabase;
+use support::proxy::Proxy;
 use uuid::Uuid;
 
 const RUNS: usize = 7;

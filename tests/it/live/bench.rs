@@ -1,0 +1,282 @@
+//! `fencepost bench` against a real engine: the real binary, a short run,
+//! every scenario in its JSON, and nothing of the bench's left behind.
+
+use crate::support;
+
+use std::process::Output;
+
+use support::TestDatabase;
+
+fn bench(ado: &str, args: &[&str]) -> Output {
+    support::binary::fencepost_on(ado, ["bench"].iter().chain(args))
+        .output()
+        .expect("run fencepost bench")
+}
+
+/// Each of `scenario`'s `ratio_to` entries is its median latency over that
+/// baseline's, to the two decimals printed (the medians are printed to three).
+fn assert_ratios(scenarios: &[serde_json::Value], scenario: &serde_json::Value) {
+    let p50 = scenario["p50_ms"].as_f64().unwrap();
+    let ratios = scenario["ratio_to"].as_object().expect("ratio_to");
+    for (baseline, ratio) in ratios {
+        let other = scenarios
+            .iter()
+            .find(|s| s["name"] == baseline.as_str())
+            .unwrap_or_else(|| panic!("a ratio to {baseline}, which is not measured: {scenario}"));
+        let expected = p50 / other["p50_ms"].as_f64().unwrap();
+        let ratio = ratio.as_f64().unwrap();
+        assert!(
+            (ratio - expected).abs() <= 0.01 + expected * 0.02,
+            "ratio_to.{baseline} is {ratio}, the medians give {expected}: {scenario}"
+        );
+    }
+}
+
+fn count(rows: Vec<tiberius::Row>) -> i32 {
+    rows[0].get::<i32, usize>(0).expect("a count")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_short_run_reports_every_scenario_and_leaves_nothing_behind() {
+    let Some(db) = TestDatabase::deployed("bench_live").await else {
+        return;
+    };
+    let output = bench(
+        &db.ado(),
+        &[
+            "--workers",
+            "2",
+            "--duration",
+            "2s",
+            "--warmup",
+            "1",
+            "--format",
+            "json",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON document on stdout");
+    assert_eq!(report["workers"], 2);
+    assert!(
+        report["client_peak_memory_kib"].as_u64().is_some_and(|kib| kib > 0),
+        "{report}"
+    );
+    assert!(report["engine"].as_str().is_some_and(|e| !e.is_empty()), "{report}");
+    let scenarios = report["scenarios"].as_array().expect("scenarios");
+    let find = |name: &str| {
+        scenarios
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no scenario {name} in {report}"))
+    };
+    let expected = [
+        ("select1", 1.0),
+        ("raw_update", 1.0),
+        ("applock_cycle", 3.0),
+        ("acquire", 1.0),
+        ("publish", 1.0),
+        ("release", 1.0),
+        ("fenced_cycle", 2.0),
+        ("renew", 1.0),
+    ];
+    for (name, round_trips) in expected {
+        let scenario = find(name);
+        assert_eq!(scenario["round_trips_per_op"], round_trips, "{name}: {scenario}");
+        assert!(scenario["operations"].as_u64().unwrap() > 0, "{name}: {scenario}");
+        for field in ["ops_per_s", "p50_ms", "p95_ms", "p99_ms", "client_cpu_us_per_op"] {
+            assert!(scenario[field].as_f64().unwrap() > 0.0, "{name}.{field}: {scenario}");
+        }
+        if name != "select1" {
+            assert!(scenario["ratio_to"]["select1"].as_f64().is_some(), "{name}: {scenario}");
+        }
+        assert_ratios(scenarios, scenario);
+    }
+    // A waiting acquire may try more than once: at least a whole cycle.
+    let contended = find("contended");
+    assert!(contended["round_trips_per_op"].as_f64().unwrap() >= 3.0, "{contended}");
+
+    let keys = db
+        .query("SELECT COUNT(*) FROM fence.Resource WHERE ResourceKey LIKE N'fencepost-bench:%';")
+        .await;
+    assert_eq!(count(keys), 0, "the bench's keys are left behind");
+    let operations = db
+        .query("SELECT COUNT(*) FROM fence.PublishedOperation WHERE ResourceKey LIKE N'fencepost-bench:%';")
+        .await;
+    assert_eq!(count(operations), 0, "the bench's publish records are left behind");
+    let tenures = db
+        .query("SELECT COUNT(*) FROM fence.Tenure WHERE ResourceKey LIKE N'fencepost-bench:%';")
+        .await;
+    assert_eq!(count(tenures), 0, "the bench's tenure history is left behind");
+    let tables = db
+        .query("SELECT COUNT(*) FROM sys.tables WHERE name LIKE N'fencepost[_]bench[_]%';")
+        .await;
+    assert_eq!(count(tables), 0, "the scratch table is left behind");
+    db.drop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_empty_database_is_refused_with_the_command_that_deploys_it() {
+    let Some(db) = TestDatabase::new("bench_live").await else {
+        return;
+    };
+    let output = bench(&db.ado(), &["--workers", "1", "--operations", "5"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("fencepost migrate"), "{stderr}");
+    assert!(output.stdout.is_empty(), "nothing measured, nothing printed");
+    let output = bench(&db.ado(), &["--workers", "1", "--operations", "5", "--format", "json"]);
+    assert_eq!(output.status.code(), Some(2));
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON document");
+    assert_eq!(document["error"]["kind"], "not_deployed", "{document}");
+    assert!(
+        document["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("fencepost migrate")),
+        "{document}"
+    );
+    let tables = db
+        .query("SELECT COUNT(*) FROM sys.tables WHERE name LIKE N'fencepost[_]bench[_]%';")
+        .await;
+    assert_eq!(count(tables), 0, "a refused run creates nothing");
+    db.drop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_stops_the_run_and_still_cleans_up() {
+    let Some(db) = TestDatabase::deployed("bench_live").await else {
+        return;
+    };
+    let child = support::binary::tokio(support::binary::fencepost_on(
+        &db.ado(),
+        ["bench", "--workers", "2", "--duration", "120s", "--format", "json"],
+    ))
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("run fencepost bench");
+    // The scratch table exists from setup until clean-up: once it is there,
+    // the run is under way.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let tables = db
+            .query("SELECT COUNT(*) FROM sys.tables WHERE name LIKE N'fencepost[_]bench[_]%';")
+            .await;
+        if count(tables) > 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < give_up,
+            "the bench never created its scratch table"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // SAFETY: signals the child process this test started.
+    let sent = unsafe { libc::kill(child.id().expect("the bench is running") as libc::pid_t, libc::SIGINT) };
+    assert_eq!(sent, 0);
+    let output = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("the interrupted bench still ran after 60 s")
+        .unwrap();
+
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON document");
+    assert_eq!(document["error"]["kind"], "interrupted", "{document}");
+    let tables = db
+        .query("SELECT COUNT(*) FROM sys.tables WHERE name LIKE N'fencepost[_]bench[_]%';")
+        .await;
+    assert_eq!(count(tables), 0, "the scratch table is left behind");
+    let keys = db
+        .query("SELECT COUNT(*) FROM fence.Resource WHERE ResourceKey LIKE N'fencepost-bench:%';")
+        .await;
+    assert_eq!(count(keys), 0, "the bench's keys are left behind");
+    db.drop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cycle_run_of_five_operations_that_cannot_remove_its_keys_exits_1_and_one_whose_calls_fail_is_a_bench_error()
+{
+    let Some(db) = TestDatabase::deployed("bench_live").await else {
+        return;
+    };
+    let short = [
+        "--workers",
+        "1",
+        "--operations",
+        "5",
+        "--warmup",
+        "0",
+        "--workload",
+        "cycle",
+        "--format",
+        "json",
+    ];
+    // The fence rows cannot be deleted: the run measures, then cannot clean
+    // up, says so and exits 1.
+    db.exec(
+        "CREATE TRIGGER fence.KeepEveryResource ON fence.Resource AFTER DELETE AS \
+         BEGIN THROW 50000, N'fence.Resource keeps its rows in this test', 1; END;",
+    )
+    .await;
+    let output = bench(&db.ado(), &short);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("the report on stdout");
+    // Measured as asked: the baselines and the cycle workload's scenarios
+    // only, five operations each, every ratio to a baseline it measured.
+    let scenarios = report["scenarios"].as_array().expect("scenarios");
+    let names: Vec<&str> = scenarios.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "select1",
+            "raw_update",
+            "applock_cycle",
+            "acquire",
+            "publish",
+            "release",
+            "fenced_cycle"
+        ],
+        "{report}"
+    );
+    for scenario in scenarios {
+        assert_eq!(scenario["operations"], 5, "{scenario}");
+        assert_ratios(scenarios, scenario);
+    }
+    for baseline in ["select1", "raw_update", "applock_cycle"] {
+        assert!(
+            scenarios[3]["ratio_to"][baseline].as_f64().is_some(),
+            "acquire has no ratio to {baseline}: {report}"
+        );
+    }
+    assert!(
+        stderr.contains("are left in fence.Resource") && stderr.contains("fence.Resource keeps its rows"),
+        "{stderr}"
+    );
+    let keys = db
+        .query("SELECT COUNT(*) FROM fence.Resource WHERE ResourceKey LIKE N'fencepost-bench:%';")
+        .await;
+    assert!(count(keys) > 0, "exit 1 said keys were left, and none are");
+    db.exec("DROP TRIGGER fence.KeepEveryResource;").await;
+
+    // A new key cannot be made: the run stops with a bench error.
+    db.exec(
+        "CREATE TRIGGER fence.NoNewResource ON fence.Resource AFTER INSERT AS \
+         BEGIN THROW 50000, N'no new fence.Resource rows in this test', 1; END;",
+    )
+    .await;
+    let output = bench(&db.ado(), &short);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON document");
+    assert_eq!(document["error"]["kind"], "bench", "{document}");
+    assert!(
+        document["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no new fence.Resource rows")),
+        "{document}"
+    );
+    db.drop().await;
+}

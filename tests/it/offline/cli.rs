@@ -1,0 +1,243 @@
+//! The real binary, driven as a pipeline would drive it, with no server.
+
+use crate::support;
+
+use std::path::Path;
+use std::process::Output;
+
+fn fencepost(args: &[&str]) -> Output {
+    support::binary::fencepost(args).output().expect("run fencepost")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn help_explains_every_command() {
+    for command in [&[][..], &["migrate"], &["status"], &["script"], &["check"], &["bench"]] {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let output = fencepost(&args);
+        assert!(output.status.success());
+        let name = if command.is_empty() {
+            "help".to_string()
+        } else {
+            format!("help_{}", command[0])
+        };
+        insta::assert_snapshot!(name, stdout(&output));
+    }
+}
+
+/// The end of the T-SQL string literal `text` starts inside of: the index of
+/// its closing quote (a doubled quote is one quote of the text).
+fn literal_end(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\'' {
+            if bytes.get(i + 1) == Some(&b'\'') {
+                i += 2;
+                continue;
+            }
+            return i;
+        }
+        i += 1;
+    }
+    panic!("an unterminated string literal: {text}");
+}
+
+/// The script with what changes at every procedure edit and every release
+/// left out: the text of each `ALTER PROCEDURE` (replaced by the name of the
+/// procedure it alters), each procedure's source checksum, and the package
+/// version. The rest stays: the sections and their order, the guards, the
+/// session options, the stubs, the journal rows, the migrations, the
+/// permission scripts and the deployment record.
+fn script_skeleton(script: &str) -> String {
+    const EXEC: &str = "EXEC (N'";
+    let script = script.replace(env!("CARGO_PKG_VERSION"), "[version]");
+    let mut skeleton = String::new();
+    let mut rest = script.as_str();
+    while let Some(at) = rest.find(EXEC) {
+        let (before, from) = rest.split_at(at + EXEC.len());
+        skeleton += before;
+        let end = literal_end(from);
+        let literal = &from[..end];
+        match literal.split_once("ALTER PROCEDURE ") {
+            Some((_, altered)) => {
+                let name = altered.split_whitespace().next().unwrap_or_default();
+                skeleton += &format!("[the text that alters {name}]");
+            }
+            None => skeleton += literal,
+        }
+        rest = &from[end..];
+    }
+    skeleton += rest;
+    // A procedure's source checksum: 64 hex digits in a literal.
+    let mut redacted = String::new();
+    let mut rest = skeleton.as_str();
+    while let Some(at) = rest.find("N'") {
+        let (before, from) = rest.split_at(at + 2);
+        redacted += before;
+        let digits = from.bytes().take_while(u8::is_ascii_hexdigit).count();
+        if digits == 64 && from.as_bytes().get(64) == Some(&b'\'') {
+            redacted += "[checksum]";
+            rest = &from[64..];
+        } else {
+            rest = from;
+        }
+    }
+    redacted + rest
+}
+
+#[test]
+fn script_renders_the_whole_deployment() {
+    let output = fencepost(&["script"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let script = stdout(&output);
+    let skeleton = script_skeleton(&script);
+    // Every shipped procedure is altered, once, in the order of its section.
+    let procedures = fencepost::deploy::Sources::embedded().unwrap().procedures().len();
+    assert_eq!(
+        skeleton.matches("[the text that alters ").count(),
+        procedures,
+        "{skeleton}"
+    );
+    assert_eq!(skeleton.matches("[checksum]").count(), 2 * procedures, "{skeleton}");
+    insta::assert_snapshot!("script", skeleton);
+}
+
+#[test]
+fn script_writes_to_a_file_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("deploy.sql");
+    let output = fencepost(&["script", "--output", path.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), stdout(&fencepost(&["script"])));
+}
+
+#[test]
+fn the_babelfish_postgres_script_names_its_database_and_who_runs_it() {
+    let output = fencepost(&["script", "--target", "babelfish-postgres", "--database", "app"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    insta::assert_snapshot!("script_babelfish_postgres", stdout(&output));
+}
+
+#[test]
+fn the_babelfish_postgres_script_needs_a_database() {
+    let output = fencepost(&["script", "--target", "babelfish-postgres"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--database"), "{}", stderr(&output));
+}
+
+#[test]
+fn a_missing_connection_names_the_flag_and_the_variable() {
+    let output = fencepost(&["status"]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(
+        err.contains("--connection") && err.contains("FENCEPOST_CONNECTION"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unreachable_server_is_one_line_and_exit_status_2() {
+    // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+    let output = fencepost(&[
+        "status",
+        "--connection",
+        "Server=tcp:127.0.0.1,1;User ID=u;Password=Secret#1",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("cannot reach 127.0.0.1:1"), "{err}");
+    assert!(!err.contains("Secret#1"), "the password leaked: {err}");
+}
+
+#[test]
+fn a_malformed_connection_string_is_refused() {
+    let output = fencepost(&["migrate", "--connection", "Server=x;Connect Timeout=soon"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("Connect Timeout"), "{}", stderr(&output));
+}
+
+#[test]
+fn an_invalid_source_folder_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for folder in ["migrations", "procedures", "permissions"] {
+        std::fs::create_dir(dir.path().join(folder)).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("procedures/fence_api.Twice.sql"),
+        "CREATE PROCEDURE fence_api.Twice AS SELECT 1;\nCREATE PROCEDURE fence_api.Again AS SELECT 2;\n",
+    )
+    .unwrap();
+    let output = fencepost(&["script", "--source-dir", dir.path().to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("procedures/fence_api.Twice.sql"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn check_refuses_a_source_dir_it_would_not_read() {
+    // Without --offline, check reads the catalog: a folder would be ignored.
+    let root = env!("CARGO_MANIFEST_DIR");
+    let output = fencepost(&["check", "--source-dir", root]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--offline"), "{}", stderr(&output));
+    let offline = fencepost(&["check", "--offline", "--source-dir", root]);
+    assert_eq!(offline.status.code(), Some(0), "{}", stdout(&offline));
+}
+
+#[test]
+fn the_repository_folders_render_the_same_script_as_the_binary() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let from_dir = fencepost(&["script", "--source-dir", root.to_str().unwrap()]);
+    assert_eq!(stdout(&from_dir), stdout(&fencepost(&["script"])));
+}
+
+#[test]
+fn bench_refuses_both_a_duration_and_a_count_of_operations() {
+    let output = fencepost(&["bench", "--duration", "2s", "--operations", "50"]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(err.contains("--duration") && err.contains("--operations"), "{err}");
+}
+
+#[test]
+fn bench_refuses_a_duration_it_cannot_read_and_zero_workers() {
+    let output = fencepost(&["bench", "--duration", "soon"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("not a duration"), "{}", stderr(&output));
+    let output = fencepost(&["bench", "--workers", "0"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--workers"), "{}", stderr(&output));
+}
+
+#[test]
+fn bench_refuses_an_unknown_workload_naming_the_known_ones() {
+    let output = fencepost(&["bench", "--workload", "cycle,storm"]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(err.contains("storm") && err.contains("contended"), "{err}");
+}
+
+#[test]
+fn bench_without_a_connection_names_the_flag_and_the_variable() {
+    let output = fencepost(&["bench", "--operations", "5"]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(
+        err.contains("--connection") && err.contains("FENCEPOST_CONNECTION"),
+        "{err}"
+    );
+}

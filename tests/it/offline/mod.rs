@@ -1,0 +1,15 @@
+//! Tests that need no server: the binary, the audit on fixtures, the
+//! connection string and loopback stand-ins.
+
+mod audit_code_paths;
+mod audit_hidden_paths;
+mod audit_offline;
+mod audit_reach_paths;
+mod audit_render;
+mod audit_rules;
+mod audit_server;
+mod audit_services;
+mod cli;
+mod cli_output;
+mod connection_offline;
+mod stress_ledger;

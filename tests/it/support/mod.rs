@@ -1,0 +1,567 @@
+//! Live-test support: a fresh database per test on the engine named by
+//! `FENCEPOST_TEST_MSSQL`, deployed with the real runner.
+//!
+//! Without the variable, [`TestDatabase::new`] prints
+//! "skipped: FENCEPOST_TEST_MSSQL not set" and returns `None`, and the test
+//! returns early: a skip that says so, never a silent pass.
+//!
+//! A [`TestDatabase`] is dropped from the server whatever happens to the test:
+//! by [`TestDatabase::drop`] at the end, or, when a failed assertion unwinds
+//! past that call, by its `Drop`.
+
+pub mod babelfish_postgres;
+pub mod binary;
+pub mod caller;
+pub mod deploy;
+pub mod fixtures;
+pub mod lease;
+pub mod proxy;
+mod shared;
+pub mod stress_ledger;
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use fencepost::deploy::{DeployError, MigrateOptions, MigrateReport, Sources};
+use fencepost::{Connection, ConnectionString};
+
+/// The variable holding an ADO connection string for a login that may
+/// create databases and logins.
+pub const ENV: &str = "FENCEPOST_TEST_MSSQL";
+
+/// Returns the server connection string, or prints the skip line for `test`.
+pub fn server_or_skip(test: &str) -> Option<String> {
+    match std::env::var(ENV) {
+        Ok(ado) if !ado.trim().is_empty() => Some(ado),
+        _ => {
+            // CI names an engine and says so: there, a live test that finds
+            // none has lost it on the way, which is a failure, not a skip.
+            if std::env::var("FENCEPOST_REQUIRE_LIVE").as_deref() == Ok("1") {
+                panic!("{test}: FENCEPOST_REQUIRE_LIVE=1 but {ENV} is not set in this test's environment");
+            }
+            // Straight to the stream rather than eprintln!, which the test
+            // harness captures: a skip must be seen, not only a pass.
+            let _ = writeln!(std::io::stderr(), "{test}: skipped: {ENV} not set");
+            None
+        }
+    }
+}
+
+/// Prints the line that marks `test` as skipped, and why, past the test
+/// harness's capture: a skip must be seen, not counted as a pass.
+pub fn skip(test: &str, reason: &str) {
+    let _ = writeln!(std::io::stderr(), "{test}: skipped: {reason}");
+}
+
+/// A database made for one test and dropped by [`TestDatabase::drop`], or by
+/// `Drop` when the test panicked before it got there.
+pub struct TestDatabase {
+    /// The database name.
+    pub name: String,
+    server_ado: String,
+    logins: Vec<String>,
+    /// Shared with the other tests of this run and binary ([`TestDatabase::shared`]):
+    /// the test's teardown drops its logins, and the database outlives it.
+    shared: bool,
+    /// Set once the database and logins are gone, so `Drop` has nothing to do.
+    dropped: bool,
+}
+
+/// The prefix of every test database's name; a login's is [`LOGIN_PREFIX`].
+/// Both are followed by [`unique_suffix`].
+const DATABASE_PREFIX: &str = "fp_";
+const LOGIN_PREFIX: &str = "fp_login_";
+
+/// `<pid>_<six hex digits, or x>_<counter>`: the process that made the name,
+/// and what makes it unique within that process.
+fn unique_suffix() -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!(
+        "{}_{}_{n}",
+        std::process::id(),
+        uuid::Uuid::new_v4().simple().to_string().get(..6).unwrap_or("x")
+    )
+}
+
+impl TestDatabase {
+    /// Creates an empty database, or returns `None` (after printing the skip
+    /// line) when no engine is configured.
+    pub async fn new(test: &str) -> Option<Self> {
+        let server_ado = server_or_skip(test)?;
+        sweep_leftovers_once(&server_ado);
+        let name = format!("fp_{}", unique_suffix());
+        let mut admin = connect_ado(&server_ado).await;
+        if let Err(e) = with_catalog_retry(&mut admin, &format!("CREATE DATABASE [{name}];")).await {
+            panic!("creating the test database: {e}");
+        }
+        Some(Self {
+            name,
+            server_ado,
+            logins: Vec::new(),
+            shared: false,
+            dropped: false,
+        })
+    }
+
+    /// Creates a database and deploys the shipped T-SQL with the real runner.
+    pub async fn deployed(test: &str) -> Option<Self> {
+        let db = Self::new(test).await?;
+        db.migrate(&Sources::embedded().expect("embedded sources"))
+            .await
+            .expect("first deploy");
+        Some(db)
+    }
+
+    /// The ADO connection string for this database, as the deploy login.
+    pub fn ado(&self) -> String {
+        format!("{};Database={}", self.server_ado.trim_end_matches(';'), self.name)
+    }
+
+    /// The parsed connection string for this database.
+    pub fn connection_string(&self) -> ConnectionString {
+        ConnectionString::parse(&self.ado()).expect("test connection string")
+    }
+
+    /// Whether the engine is Babelfish, on the evidence `fencepost check`
+    /// uses (`SERVERPROPERTY('Babelfish')` is NULL on SQL Server). Tests skip
+    /// over a known gap of Babelfish only when this says so.
+    pub async fn is_babelfish(&self) -> bool {
+        let rows = self
+            .query("SELECT CAST(CASE WHEN SERVERPROPERTY('Babelfish') IS NULL THEN 0 ELSE 1 END AS int);")
+            .await;
+        rows[0].get::<i32, usize>(0) == Some(1)
+    }
+
+    /// A new connection to this database.
+    pub async fn connect(&self) -> Connection {
+        connect_ado(&self.ado()).await
+    }
+
+    /// Runs one batch in this database and returns its first result set's rows.
+    pub async fn query(&self, sql: &str) -> Vec<tiberius::Row> {
+        let mut conn = self.connect().await;
+        conn.simple_query(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .into_first_result()
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    /// The error `sql` is refused with, on a connection of its own; a panic
+    /// if it runs.
+    pub async fn refusal(&self, sql: &str) -> tiberius::error::Error {
+        let mut conn = self.connect().await;
+        match conn.simple_query(sql).await {
+            Ok(stream) => stream.into_results().await.expect_err(sql),
+            Err(error) => error,
+        }
+    }
+
+    /// Runs one batch in this database, panicking on error.
+    pub async fn exec(&self, sql: &str) {
+        exec(&mut self.connect().await, sql).await;
+    }
+
+    /// Deploys `sources` with the runner, as `fencepost migrate` does.
+    pub async fn migrate(&self, sources: &Sources) -> Result<MigrateReport, DeployError> {
+        let mut conn = self.connect().await;
+        fencepost::deploy::migrate(&mut conn, sources, &MigrateOptions::default(), &mut |_| {}).await
+    }
+
+    /// Creates a login and a user for it in this database, member of `role`
+    /// (if any), and returns an ADO string that logs in as it.
+    pub async fn login_in_role(&mut self, role: Option<&str>) -> String {
+        let login = format!("fp_login_{}", unique_suffix());
+        let password = format!("Pw#{}", uuid::Uuid::new_v4().simple());
+        let mut admin = connect_ado(&self.server_ado).await;
+        let create = format!("CREATE LOGIN [{login}] WITH PASSWORD = '{password}';");
+        if let Err(e) = with_catalog_retry(&mut admin, &create).await {
+            panic!("{create}: {e}");
+        }
+        self.user_for_login(login, password, role).await
+    }
+
+    async fn user_for_login(&mut self, login: String, password: String, role: Option<&str>) -> String {
+        self.logins.push(login.clone());
+        let mut add = format!("CREATE USER [{login}] FOR LOGIN [{login}];");
+        if let Some(role) = role {
+            add += &format!("\nALTER ROLE [{role}] ADD MEMBER [{login}];");
+        }
+        self.exec(&add).await;
+        let server = ConnectionString::parse(&self.server_ado)
+            .expect("server string")
+            .server();
+        let (host, port) = server.rsplit_once(':').expect("host:port");
+        let encrypt = ado_value(&self.server_ado, "encrypt").unwrap_or_else(|| "true".into());
+        let trust = ado_value(&self.server_ado, "trustservercertificate").unwrap_or_else(|| "false".into());
+        format!(
+            "Server=tcp:{host},{port};Database={};User ID={login};Password={password};Encrypt={encrypt};TrustServerCertificate={trust}",
+            self.name
+        )
+    }
+
+    /// Drops the database and the logins made for it. Connections the test
+    /// still holds make the drop wait and retry, then give up with a warning:
+    /// cleanup never fails a test.
+    pub async fn drop(mut self) {
+        teardown(&self.server_ado, &self.name, &self.logins, self.shared).await;
+        self.dropped = true;
+    }
+}
+
+impl Drop for TestDatabase {
+    /// The teardown of a test that never reached [`TestDatabase::drop`]: it
+    /// panicked, or returned early. Locals declared after the database (the
+    /// test's clients and connections) are dropped before it, so their
+    /// sessions are closed by now.
+    fn drop(&mut self) {
+        if self.dropped {
+            return;
+        }
+        let (server_ado, name, logins, shared) = (
+            self.server_ado.clone(),
+            self.name.clone(),
+            self.logins.clone(),
+            self.shared,
+        );
+        // This may run on the test's own runtime thread, which cannot block
+        // on a future: the teardown gets a thread and a runtime of its own,
+        // and the test waits for it so the process cannot exit first.
+        let cleanup = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime for the teardown")
+                .block_on(teardown(&server_ado, &name, &logins, shared));
+        });
+        if cleanup.join().is_err() {
+            // The thread's panic message has been printed; panicking again
+            // here, perhaps while unwinding, would abort the test process.
+            let _ = writeln!(std::io::stderr(), "warning: database {} left behind", self.name);
+        }
+    }
+}
+
+/// The id of the test process that made `name`, when `name` is a test
+/// database's (`fp_<pid>_<hex>_<n>`) or a test login's (`fp_login_<pid>_<hex>_<n>`,
+/// with `login` true), or the id of the test runner whose run shares the
+/// database (`fp_<pid>_shared_<binary>`, [`TestDatabase::shared`]), and
+/// nothing else.
+pub fn maker_of(name: &str, login: bool) -> Option<u32> {
+    let rest = if login {
+        name.strip_prefix(LOGIN_PREFIX)?
+    } else {
+        name.strip_prefix(DATABASE_PREFIX)?
+    };
+    if !login
+        && let Some((pid, binary)) = rest.split_once("_shared_")
+        && !pid.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && !binary.is_empty()
+        && binary
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    {
+        return pid.parse().ok();
+    }
+    let mut parts = rest.split('_');
+    let (pid, unique, counter) = (parts.next()?, parts.next()?, parts.next()?);
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let unique_ok = unique == "x" || (unique.len() == 6 && unique.bytes().all(|b| b.is_ascii_hexdigit()));
+    (parts.next().is_none() && digits(pid) && unique_ok && digits(counter))
+        .then(|| pid.parse().ok())
+        .flatten()
+}
+
+/// Whether the test process that made a name is gone: not this process, and
+/// no process of that id is running. A live process's databases are its own
+/// business, whoever it is.
+fn maker_is_gone(pid: u32) -> bool {
+    pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Once per test run, before its first database: drops the test databases
+/// and logins that a test process which is no longer running left behind
+/// (killed by a time-out, Ctrl-C or the OOM killer before its teardown ran),
+/// ending their sessions first as a teardown does.
+pub fn sweep_leftovers_once(server_ado: &str) {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| {
+        // The runner starts a process per test (nextest) or per binary
+        // (cargo test); the first of its run sweeps for all of them.
+        let run = std::env::var("NEXTEST_RUN_ID").unwrap_or_else(|_| std::os::unix::process::parent_id().to_string());
+        let marker = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fp_swept_{run}"));
+        if std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&marker)
+            .is_err()
+        {
+            return;
+        }
+        let server_ado = server_ado.to_owned();
+        // The caller may be on a test's runtime thread, which cannot block
+        // on a future: the sweep gets a thread and a runtime of its own.
+        let sweep = std::thread::spawn(move || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime for the sweep")
+                .block_on(sweep_leftovers(&server_ado));
+        });
+        if sweep.join().is_err() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: the sweep of earlier runs' leftovers failed"
+            );
+        }
+    });
+}
+
+/// Drops the test databases and logins whose making process is gone (see
+/// [`sweep_leftovers_once`]).
+pub async fn sweep_leftovers(server_ado: &str) {
+    let mut admin = connect_ado(server_ado).await;
+    let (databases, logins) = leftovers(&mut admin).await;
+    for login in &logins {
+        end_sessions(&mut admin, &format!("login_name = N'{login}'")).await;
+        // IF EXISTS: another process starting its tests sweeps the same
+        // leftovers at the same time.
+        let drop_login =
+            format!("IF EXISTS (SELECT 1 FROM sys.server_principals WHERE name = N'{login}') DROP LOGIN [{login}];");
+        match with_catalog_retry(&mut admin, &drop_login).await {
+            Ok(()) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "dropped login {login}, left behind by an earlier run"
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "warning: login {login} left behind: {e}");
+            }
+        }
+    }
+    for name in databases {
+        end_sessions(&mut admin, &format!("database_id = DB_ID(N'{name}')")).await;
+        match with_catalog_retry(&mut admin, &format!("DROP DATABASE IF EXISTS [{name}];")).await {
+            Ok(()) => {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "dropped database {name}, left behind by an earlier run"
+                );
+            }
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "warning: database {name} left behind: {e}");
+            }
+        }
+    }
+}
+
+/// The test databases and logins whose making process (or, for a shared
+/// database, whose test run) is gone.
+pub async fn leftovers(admin: &mut Connection) -> (Vec<String>, Vec<String>) {
+    let logins = names_of(
+        admin,
+        "SELECT name FROM sys.server_principals WHERE name LIKE N'fp[_]login[_]%';",
+    )
+    .await;
+    let databases = names_of(admin, "SELECT name FROM sys.databases WHERE name LIKE N'fp[_]%';").await;
+    let gone = |login: bool| move |name: &String| maker_of(name, login).is_some_and(maker_is_gone);
+    (
+        databases.into_iter().filter(gone(false)).collect(),
+        logins.into_iter().filter(gone(true)).collect(),
+    )
+}
+
+/// The first column of `sql`'s rows, or nothing when the query fails (a
+/// sweep never fails a test).
+async fn names_of(admin: &mut Connection, sql: &str) -> Vec<String> {
+    let rows = match admin.simple_query(sql).await {
+        Ok(stream) => stream.into_first_result().await.unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    rows.iter()
+        .filter_map(|row| row.get::<&str, usize>(0).map(str::to_owned))
+        .collect()
+}
+
+/// Drops `logins` and the database `name`; of a shared database, only the
+/// logins and their users, since other tests are still using it.
+async fn teardown(server_ado: &str, name: &str, logins: &[String], shared: bool) {
+    let mut admin = connect_ado(server_ado).await;
+    if shared {
+        shared::drop_users(server_ado, name, logins).await;
+    }
+    // The test is over, but a connection it still held, or the pool of a
+    // client a failed test never closed, would keep a login logged in and
+    // the database in use, and both would be left behind: end them first.
+    for login in logins {
+        end_sessions(&mut admin, &format!("login_name = N'{login}'")).await;
+        if let Err(e) = with_catalog_retry(&mut admin, &format!("DROP LOGIN [{login}];")).await {
+            let _ = writeln!(std::io::stderr(), "warning: login {login} left behind: {e}");
+        }
+    }
+    if shared {
+        return;
+    }
+    end_sessions(&mut admin, &format!("database_id = DB_ID(N'{name}')")).await;
+    if let Err(e) = with_catalog_retry(&mut admin, &format!("DROP DATABASE [{name}];")).await {
+        let _ = writeln!(std::io::stderr(), "warning: database {name} left behind: {e}");
+    }
+}
+
+/// KILLs every other session that matches `filter` (a condition on
+/// `sys.dm_exec_sessions`). Both engines support KILL; a failure only leaves
+/// the drop to retry and warn.
+async fn end_sessions(admin: &mut Connection, filter: &str) {
+    let sql =
+        format!("SELECT CAST(session_id AS int) FROM sys.dm_exec_sessions WHERE {filter} AND session_id <> @@SPID;");
+    let sessions = match admin.simple_query(sql).await {
+        Ok(stream) => stream.into_first_result().await.unwrap_or_default(),
+        Err(_) => Vec::new(),
+    };
+    for id in sessions.iter().filter_map(|row| row.get::<i32, usize>(0)) {
+        if let Ok(stream) = admin.simple_query(format!("KILL {id};")).await {
+            let _ = stream.into_results().await;
+        }
+    }
+}
+
+/// The value of `key` (lower case, spaces removed) in an ADO string.
+pub fn ado_value(ado: &str, key: &str) -> Option<String> {
+    ado.split(';').find_map(|pair| {
+        let (k, v) = pair.split_once('=')?;
+        (k.trim().to_ascii_lowercase().replace(' ', "") == key).then(|| v.trim().to_string())
+    })
+}
+
+/// Runs a CREATE or DROP DATABASE or a CREATE or DROP LOGIN, retrying
+/// while another session is in the way (see [`is_transient_catalog_conflict`]).
+pub async fn with_catalog_retry(admin: &mut Connection, sql: &str) -> Result<(), tiberius::error::Error> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let result = match admin.simple_query(sql).await {
+            Ok(stream) => stream.into_results().await.map(drop),
+            Err(e) => Err(e),
+        };
+        match result {
+            Err(tiberius::error::Error::Server(token))
+                if attempt < 20 && is_transient_catalog_conflict(token.code(), token.message()) =>
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(100 * attempt)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// SQL Server's "Cannot drop database \"%.*ls\" because it is currently in use."
+const SQL_SERVER_DATABASE_IN_USE: u32 = 3702;
+/// SQL Server's "Could not drop login '%.*ls' as the user is currently logged in."
+const SQL_SERVER_LOGIN_LOGGED_IN: u32 = 15434;
+/// The one number Babelfish gives every PostgreSQL error; its message tells them apart.
+const BABELFISH: u32 = 33557097;
+
+/// Whether the server refused a catalog change only because another session
+/// was in the way, so that the same statement may succeed in a moment. These
+/// are the engines' exact refusals, and each names only a test's own
+/// database or login:
+///
+/// * a database or login still in use by a session that is closing (SQL
+///   Server 3702 and 15434; on Babelfish `Cannot drop database "fp_..."
+///   because it is currently in use in another session` and `Could not drop
+///   login 'fp_login_...' as the user is currently logged in.`);
+/// * Babelfish refusing concurrent catalog changes where SQL Server queues
+///   them: `tuple concurrently updated` (CREATE and DROP DATABASE) and `tuple
+///   concurrently deleted` (DROP DATABASE, DROP LOGIN);
+/// * Babelfish adding each new login to every database's guest role, which
+///   fails with `role "fp_..._guest" does not exist` while a parallel test
+///   drops its database, and touching every login's role when it creates a
+///   database, which fails with `role "fp_login_..." does not exist` while a
+///   parallel test drops its login.
+pub fn is_transient_catalog_conflict(code: u32, message: &str) -> bool {
+    if code == SQL_SERVER_DATABASE_IN_USE || code == SQL_SERVER_LOGIN_LOGGED_IN {
+        return true;
+    }
+    if code != BABELFISH {
+        return false;
+    }
+    let between = |prefix: &str, suffix: &str| message.strip_prefix(prefix)?.strip_suffix(suffix);
+    let database = |name: &str| maker_of(name, false).is_some();
+    let login = |name: &str| maker_of(name, true).is_some();
+    message == "tuple concurrently updated"
+        || message == "tuple concurrently deleted"
+        || between(
+            "Cannot drop database \"",
+            "\" because it is currently in use in another session",
+        )
+        .is_some_and(database)
+        || between("Could not drop login '", "' as the user is currently logged in.").is_some_and(login)
+        || between("role \"", "\" does not exist")
+            .is_some_and(|role| login(role) || role.strip_suffix("_guest").is_some_and(database))
+}
+
+/// Opens a connection from an ADO string, panicking with the reason.
+pub async fn connect_ado(ado: &str) -> Connection {
+    let target = ConnectionString::parse(ado).expect("valid test connection string");
+    target
+        .connect()
+        .await
+        .unwrap_or_else(|e| panic!("connecting for a test: {e}"))
+}
+
+/// Runs a batch to the end, panicking on error.
+pub async fn exec(conn: &mut Connection, sql: &str) {
+    conn.simple_query(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .into_results()
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+}
+
+/// Whether the login of `ado` may EXECUTE `procedure`, as the server answers
+/// HAS_PERMS_BY_NAME for it; `None` when the engine cannot say.
+pub async fn has_execute(ado: &str, procedure: &str) -> Option<bool> {
+    let mut conn = connect_ado(ado).await;
+    let sql = format!("SELECT HAS_PERMS_BY_NAME(N'{procedure}', N'OBJECT', N'EXECUTE');");
+    let row = conn.simple_query(sql).await.ok()?.into_row().await.ok()??;
+    row.get::<i32, usize>(0).map(|v| v == 1)
+}
+
+/// `ado` with the value of `key` replaced (keys compared without case or spaces).
+pub fn replace_ado_value(ado: &str, key: &str, value: &str) -> String {
+    let kept: Vec<&str> = ado
+        .split(';')
+        .filter(|pair| {
+            pair.split_once('=')
+                .is_none_or(|(k, _)| k.trim().to_ascii_lowercase().replace(' ', "") != key)
+        })
+        .collect();
+    format!("{};{key}={value}", kept.join(";").trim_end_matches(';'))
+}
+
+/// Takes the deploy lock of the connection's database, as another deployment
+/// would (the resource name is the runner's: `fencepost:deploy:` + database).
+pub async fn hold_deploy_lock(conn: &mut Connection) {
+    exec(
+        conn,
+        "DECLARE @s int, @r nvarchar(255) = N'fencepost:deploy:' + DB_NAME();
+         EXEC @s = sp_getapplock @Resource = @r, @LockMode = N'Exclusive', @LockOwner = N'Session', @LockTimeout = 0;
+         IF @s < 0 THROW 50000, N'the deploy lock is taken', 1;",
+    )
+    .await;
+}
+
+/// Releases what [`hold_deploy_lock`] took.
+pub async fn release_deploy_lock(conn: &mut Connection) {
+    exec(
+        conn,
+        "DECLARE @r nvarchar(255) = N'fencepost:deploy:' + DB_NAME();
+         EXEC sp_releaseapplock @Resource = @r, @LockOwner = N'Session';",
+    )
+    .await;
+}

@@ -1,0 +1,125 @@
+//! One deployed database shared by the tests of a run and test file that
+//! touch only their own keys: a deploy costs seconds on Babelfish, and these
+//! tests would each pay it for an identical schema.
+//!
+//! A test may share only if nothing it does can be seen by another test of
+//! its file: it uses keys no other test uses, and never alters a procedure,
+//! changes a grant or a role, recovers, redeploys or counts a whole table.
+//! Everything else keeps [`TestDatabase::deployed`], a database of its own.
+//!
+//! The test runner may start every test in a process of its own (nextest) or
+//! run all tests as threads of one (cargo test), so the database is found by
+//! name and created under a file lock, by whichever test comes first. Its
+//! name carries the runner's pid and the test's file, `fp_<pid>_shared_<file>`
+//! (one database per file, as there was one per test binary when each file
+//! was a binary of its own): once the run is over that pid is gone, and the
+//! sweep of leftovers drops it.
+
+use std::fs::File;
+use std::future::Future;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use fencepost::deploy::Sources;
+
+use super::{TestDatabase, connect_ado, end_sessions, server_or_skip, sweep_leftovers_once, with_catalog_retry};
+
+impl TestDatabase {
+    /// The deployed database shared by this run's tests of the calling test
+    /// file (see the module's rules for who may share), or `None` after the
+    /// skip line when no engine is configured. [`TestDatabase::drop`] drops
+    /// only the logins the test made.
+    ///
+    /// Not an `async fn`, so `#[track_caller]` names the caller's file.
+    #[track_caller]
+    pub fn shared(test: &str) -> impl Future<Output = Option<Self>> + '_ {
+        let file = std::panic::Location::caller().file();
+        async move { Self::shared_by(test, file).await }
+    }
+
+    async fn shared_by(test: &str, file: &str) -> Option<Self> {
+        let server_ado = server_or_skip(test)?;
+        sweep_leftovers_once(&server_ado);
+        let name = shared_name(file);
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        let lock = File::create(dir.join(format!("{name}.lock"))).expect("the shared database's lock file");
+        let ready = dir.join(format!("{name}.deployed"));
+        // Blocks this test's own runtime thread only, while another test
+        // (another thread or process) deploys.
+        lock.lock().expect("locking the shared database's lock file");
+        let mut admin = connect_ado(&server_ado).await;
+        let exists = admin
+            .simple_query(format!(
+                "SELECT CAST(CASE WHEN DB_ID(N'{name}') IS NULL THEN 0 ELSE 1 END AS int);"
+            ))
+            .await
+            .expect("looking for the shared database")
+            .into_row()
+            .await
+            .expect("looking for the shared database")
+            .and_then(|row| row.get::<i32, usize>(0))
+            == Some(1);
+        let db = Self {
+            name: name.clone(),
+            server_ado,
+            logins: Vec::new(),
+            shared: true,
+            dropped: false,
+        };
+        if !(exists && ready.exists()) {
+            // A deploy that did not finish (its test was killed) is no base
+            // for anyone: start again.
+            if exists {
+                end_sessions(&mut admin, &format!("database_id = DB_ID(N'{name}')")).await;
+                with_catalog_retry(&mut admin, &format!("DROP DATABASE [{name}];"))
+                    .await
+                    .expect("dropping a half-deployed shared database");
+            }
+            let _ = std::fs::remove_file(&ready);
+            with_catalog_retry(&mut admin, &format!("CREATE DATABASE [{name}];"))
+                .await
+                .expect("creating the shared database");
+            db.migrate(&Sources::embedded().expect("embedded sources"))
+                .await
+                .expect("deploying the shared database");
+            File::create(&ready).expect("marking the shared database deployed");
+        }
+        lock.unlock().expect("unlocking the shared database's lock file");
+        Some(db)
+    }
+}
+
+/// `fp_<runner pid>_shared_<test file>` (`tests/it/live/lease_guard.rs` is
+/// `lease_guard`): the same for every test of this file in this run,
+/// whether the runner starts a process per test or one for them all.
+fn shared_name(file: &str) -> String {
+    let file = Path::new(file).file_stem().and_then(|s| s.to_str()).unwrap_or("tests");
+    let runner = std::os::unix::process::parent_id();
+    let mut name = format!("fp_{runner}_shared_{file}");
+    name.truncate(60);
+    name
+}
+
+/// Drops the users of `logins` from the shared database `name`, ending their
+/// sessions first; the database and everyone else's sessions stay.
+pub(super) async fn drop_users(server_ado: &str, name: &str, logins: &[String]) {
+    if logins.is_empty() {
+        return;
+    }
+    let mut admin = connect_ado(server_ado).await;
+    for login in logins {
+        end_sessions(&mut admin, &format!("login_name = N'{login}'")).await;
+    }
+    let ado = format!("{};Database={name}", server_ado.trim_end_matches(';'));
+    let mut conn = connect_ado(&ado).await;
+    for login in logins {
+        let sql = format!("IF USER_ID(N'{login}') IS NOT NULL DROP USER [{login}];");
+        let dropped = match conn.simple_query(sql).await {
+            Ok(stream) => stream.into_results().await.map(drop),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = dropped {
+            let _ = writeln!(std::io::stderr(), "warning: user {login} left behind in {name}: {e}");
+        }
+    }
+}
