@@ -494,6 +494,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn no_message_repeats_its_cause() {
+        // `Other` carries the driver's reason in its text and keeps no source.
+        let errors = [ConnectError::AccessTokenProvider {
+            server: "db:1433".into(),
+            source: "the identity endpoint answered 500".into(),
+        }];
+        for error in &errors {
+            assert!(std::error::Error::source(error).is_some(), "{error:?} has a cause");
+            crate::says_once::assert_each_cause_said_once(error);
+        }
+    }
+
+    #[test]
     fn parses_the_fields_reported_in_messages() {
         let s = ConnectionString::parse(
             "Server=tcp:db.example,1444;Database=app;User ID=deploy;Password='p;w''d';Connect Timeout=3",

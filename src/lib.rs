@@ -63,6 +63,9 @@ pub mod schema;
 pub mod source;
 mod tsql;
 
+#[cfg(test)]
+mod says_once;
+
 pub use client::{Client, ClientConfig};
 pub use connection::{ConnectError, Connection, ConnectionString};
 /// The driver whose types the API hands out ([`tiberius::Row`] from a

@@ -1,12 +1,13 @@
 //! Why a catalog could not be read.
 
 /// A failure to read the catalog. A rule the catalog cannot answer is not an
-/// error but a [`CannotVerify`](super::CannotVerify) in the report.
+/// error but a [`CannotVerify`](super::CannotVerify) in the report. A cause
+/// is kept as `source` only, so a chain printed with `{:#}` shows it once.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AuditError {
     /// A catalog query failed.
-    #[error("reading {what} from the catalog failed: {source}")]
+    #[error("reading {what} from the catalog failed")]
     Query {
         /// What was being read (`database principals`).
         what: &'static str,
@@ -22,4 +23,23 @@ pub enum AuditError {
         /// What was wrong with it.
         reason: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_query_keeps_the_driver_error_as_the_cause_only() {
+        let error = AuditError::Query {
+            what: "database principals",
+            source: tiberius::error::Error::Io {
+                kind: std::io::ErrorKind::ConnectionReset,
+                message: "connection reset by peer".into(),
+            },
+        };
+        assert_eq!(error.to_string(), "reading database principals from the catalog failed");
+        assert!(std::error::Error::source(&error).is_some());
+        crate::says_once::assert_each_cause_said_once(&error);
+    }
 }

@@ -74,3 +74,29 @@ impl BenchError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_message_repeats_its_cause() {
+        let errors = [
+            BenchError::client("acquire")(client::Error::Unavailable {
+                reason: "the pool stayed busy".into(),
+            }),
+            BenchError::server("creating the scratch table")(tiberius::error::Error::Io {
+                kind: std::io::ErrorKind::ConnectionReset,
+                message: "connection reset by peer".into(),
+            }),
+            BenchError::Connect(ConnectError::AccessTokenProvider {
+                server: "db:1433".into(),
+                source: "the identity endpoint answered 500".into(),
+            }),
+        ];
+        for error in &errors {
+            assert!(std::error::Error::source(error).is_some(), "{error:?} has a cause");
+            crate::says_once::assert_each_cause_said_once(error);
+        }
+    }
+}

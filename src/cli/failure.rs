@@ -8,22 +8,11 @@ use fencepost::deploy::{Committed, DeployError};
 use fencepost::source::SourceError;
 use serde_json::json;
 
-/// The error and its causes on one line. A cause whose text the line already
-/// holds (an error that repeats its source in its own message) is left out,
-/// so each is printed once.
+/// The error and its causes on one line, `: `-separated as anyhow's `{:#}`
+/// prints them. Each error's message leaves its cause out (the cause is its
+/// `source`), so each is printed once without filtering.
 pub fn one_line(error: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in error.chain() {
-        let text = cause.to_string();
-        if line.contains(&text) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(&text);
-    }
-    line
+    format!("{error:#}")
 }
 
 /// What kind of failure this is, for a pipeline to branch on: `connect`,
@@ -96,15 +85,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_cause_already_in_the_message_is_printed_once() {
+    fn a_chain_of_three_is_printed_once_each_in_order() {
         let io = std::io::Error::new(std::io::ErrorKind::NotFound, "No such file or directory (os error 2)");
-        let error = anyhow::Error::new(io)
-            .context("cannot read /x/migrations: No such file or directory (os error 2)")
-            .context("reading T-SQL from /x");
+        let error = anyhow::Error::new(SourceError::Unreadable {
+            path: "/x/migrations".into(),
+            source: io,
+        })
+        .context("reading T-SQL from /x");
+        assert_eq!(error.chain().count(), 3);
         assert_eq!(
             one_line(&error),
             "reading T-SQL from /x: cannot read /x/migrations: No such file or directory (os error 2)"
         );
+    }
+
+    #[test]
+    fn a_cause_whose_text_an_earlier_message_holds_is_still_printed() {
+        // The old substring filter dropped "timed out" here, a different cause.
+        let error = anyhow::Error::new(std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out"))
+            .context("the login timed out once before; retrying");
+        assert_eq!(one_line(&error), "the login timed out once before; retrying: timed out");
     }
 
     #[test]

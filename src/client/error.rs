@@ -360,4 +360,29 @@ mod tests {
         assert!(!e.is_transient(), "a blind retry could publish twice");
         assert!(e.to_string().contains(&op.to_string()));
     }
+
+    #[test]
+    fn no_message_repeats_its_cause() {
+        let refused = Error::Server {
+            procedure: "fence_admin.ForceRelease",
+            number: 1222,
+            class: 16,
+            message: "Lock request time out period exceeded.".into(),
+        };
+        let errors = [
+            Error::Blocked {
+                procedure: "fence_admin.ForceRelease",
+                session: 57,
+                cause: Box::new(refused),
+            },
+            Error::Connect(ConnectError::AccessTokenProvider {
+                server: "db:1433".into(),
+                source: "the identity endpoint answered 500".into(),
+            }),
+        ];
+        for error in &errors {
+            assert!(std::error::Error::source(error).is_some(), "{error:?} has a cause");
+            crate::says_once::assert_each_cause_said_once(error);
+        }
+    }
 }

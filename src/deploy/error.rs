@@ -13,6 +13,9 @@ use crate::source::SourceError;
 /// one that failed: what committed before it stays, and
 /// [`DeployError::Incomplete`] says what that was. Permission scripts are not
 /// transactional: the batches of one that ran before its failure stay applied.
+///
+/// A cause is kept as `source` only, never repeated in the message, so a
+/// chain printed with `{:#}` shows each once.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DeployError {
@@ -155,7 +158,18 @@ pub enum DeployError {
         /// What fencepost was doing.
         context: String,
         /// The driver's error.
+        #[source]
         source: tiberius::error::Error,
+    },
+    /// The server answered, but not in the shape fencepost asked for (a
+    /// missing row or result set, a status outside the documented ones). Not
+    /// a driver error: the driver read the reply fine.
+    #[error("{context}: {detail}")]
+    Unexpected {
+        /// What fencepost was doing.
+        context: String,
+        /// What came back instead.
+        detail: String,
     },
 }
 
@@ -173,6 +187,13 @@ impl DeployError {
     pub(crate) fn server(context: impl Into<String>) -> impl FnOnce(tiberius::error::Error) -> Self {
         let context = context.into();
         move |source| Self::Server { context, source }
+    }
+
+    pub(crate) fn unexpected(context: impl Into<String>, detail: impl std::fmt::Display) -> Self {
+        Self::Unexpected {
+            context: context.into(),
+            detail: detail.to_string(),
+        }
     }
 }
 
@@ -230,5 +251,65 @@ mod tests {
         let text = error.to_string();
         assert!(text.contains("this engine cannot show which session"), "{text}");
         assert!(text.contains("this deploy waited 2.0s"), "{text}");
+    }
+
+    fn driver() -> tiberius::error::Error {
+        tiberius::error::Error::Io {
+            kind: std::io::ErrorKind::ConnectionReset,
+            message: "connection reset by peer".into(),
+        }
+    }
+
+    fn batch_failed() -> DeployError {
+        DeployError::BatchFailed {
+            file: "migrations/V2__x.sql".into(),
+            batch: 1,
+            line: 3,
+            message: "Msg 2714: There is already an object named 'x'".into(),
+        }
+    }
+
+    #[test]
+    fn no_message_repeats_its_cause() {
+        let unreadable = SourceError::Unreadable {
+            path: "/x/migrations".into(),
+            source: std::io::Error::other("permission denied"),
+        };
+        let token = ConnectError::AccessTokenProvider {
+            server: "db:1433".into(),
+            source: "the identity endpoint answered 500".into(),
+        };
+        let errors = [
+            DeployError::Source(unreadable),
+            DeployError::Connect(token),
+            DeployError::PartlyApplied {
+                name: "V2__x".into(),
+                batch: 1,
+                cause: Box::new(batch_failed()),
+            },
+            DeployError::Incomplete {
+                committed: Box::default(),
+                cause: Box::new(DeployError::server("running migrations/V2__x.sql, batch 1")(driver())),
+            },
+            DeployError::server("reading the deployed state")(driver()),
+            DeployError::from(crate::identity::ReadError {
+                context: "reading the database identity",
+                source: driver(),
+            }),
+        ];
+        for error in &errors {
+            assert!(std::error::Error::source(error).is_some(), "{error:?} has a cause");
+            crate::says_once::assert_each_cause_said_once(error);
+        }
+    }
+
+    #[test]
+    fn an_unexpected_answer_is_not_dressed_as_a_driver_error() {
+        let error = DeployError::unexpected("releasing the deploy lock", "no transaction count came back");
+        assert_eq!(
+            error.to_string(),
+            "releasing the deploy lock: no transaction count came back"
+        );
+        assert!(std::error::Error::source(&error).is_none());
     }
 }

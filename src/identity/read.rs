@@ -58,3 +58,21 @@ pub async fn read_recorded(conn: &mut Connection) -> Result<Option<RecordedIdent
         })
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_read_keeps_the_driver_error_as_the_cause_only() {
+        let error = ReadError {
+            context: "reading the database identity",
+            source: tiberius::error::Error::Io {
+                kind: std::io::ErrorKind::ConnectionReset,
+                message: "connection reset by peer".into(),
+            },
+        };
+        assert_eq!(error.to_string(), "reading the database identity");
+        crate::says_once::assert_each_cause_said_once(&error);
+    }
+}

@@ -9,11 +9,12 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum SourceError {
     /// A source folder or file could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Unreadable {
         /// The path.
         path: PathBuf,
         /// The I/O error.
+        #[source]
         source: std::io::Error,
     },
     /// A file is not UTF-8 text.
@@ -115,4 +116,20 @@ pub enum SourceError {
         /// The schema it names.
         schema: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unreadable_path_keeps_its_io_error_as_the_cause_only() {
+        let error = SourceError::Unreadable {
+            path: "/x/migrations".into(),
+            source: std::io::Error::other("permission denied"),
+        };
+        assert_eq!(error.to_string(), "cannot read /x/migrations");
+        assert!(std::error::Error::source(&error).is_some());
+        crate::says_once::assert_each_cause_said_once(&error);
+    }
 }

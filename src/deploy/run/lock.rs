@@ -71,10 +71,10 @@ IF @Status IN (0, 1)
             waited,
             holder: holder(session).await,
         }),
-        other => Err(DeployError::Server {
-            context: "taking the deploy lock".into(),
-            source: tiberius::error::Error::Protocol(format!("sp_getapplock answered {other:?}").into()),
-        }),
+        other => Err(DeployError::unexpected(
+            "taking the deploy lock",
+            format_args!("sp_getapplock answered {other:?}"),
+        )),
     }
 }
 
@@ -105,9 +105,9 @@ pub async fn release(session: &mut Session<'_>) -> Result<(), DeployError> {
     match open {
         Some(0) => Ok(()),
         Some(open) => Err(DeployError::TransactionLeftOpen { open }),
-        None => Err(DeployError::Server {
-            context: "releasing the deploy lock".into(),
-            source: tiberius::error::Error::Protocol("no transaction count came back".into()),
-        }),
+        None => Err(DeployError::unexpected(
+            "releasing the deploy lock",
+            "no transaction count came back",
+        )),
     }
 }

@@ -188,8 +188,5 @@ fn partly_applied(shipped: &MigrationSource, done: usize, cause: DeployError) ->
 }
 
 fn unexpected(what: &str) -> DeployError {
-    DeployError::Server {
-        context: "applying migrations".into(),
-        source: tiberius::error::Error::Protocol(what.to_string().into()),
-    }
+    DeployError::unexpected("applying migrations", what)
 }

@@ -138,10 +138,10 @@ pub(crate) async fn apply_and_release(
                 error: Some(DeployError::TransactionLeftOpen { open }),
             };
         }
-        None => Some(DeployError::Server {
-            context: "releasing the deploy lock".into(),
-            source: tiberius::error::Error::Protocol("no transaction count came back".into()),
-        }),
+        None => Some(DeployError::unexpected(
+            "releasing the deploy lock",
+            "no transaction count came back",
+        )),
     };
     if error.is_some() {
         return PermissionsRun {
@@ -162,10 +162,10 @@ pub(crate) async fn apply_and_release(
 fn record_failure(row: &Row) -> DeployError {
     let code = row.get::<i32, usize>(1).unwrap_or_default();
     let message = row.get::<&str, usize>(2).unwrap_or_default();
-    DeployError::Server {
-        context: "recording the deployment in fence.Deployment".into(),
-        source: tiberius::error::Error::Protocol(format!("error {code}: {message}").into()),
-    }
+    DeployError::unexpected(
+        "recording the deployment in fence.Deployment",
+        format_args!("error {code}: {message}"),
+    )
 }
 
 /// What the recording returned: the deployment's id, the recorded identity

@@ -88,13 +88,12 @@ const STATE_CONTEXT: &str = "reading the deployed state";
 
 /// The [`ServerState`] in the result sets of [`state_query`].
 pub(crate) fn parse_state(results: Vec<Vec<tiberius::Row>>, context: &str) -> Result<ServerState, DeployError> {
-    let [history, procedures, hashes, journal] =
-        <[_; STATE_RESULT_SETS]>::try_from(results).map_err(|r: Vec<_>| DeployError::Server {
-            context: context.into(),
-            source: tiberius::error::Error::Protocol(
-                format!("expected {STATE_RESULT_SETS} result sets, got {}", r.len()).into(),
-            ),
-        })?;
+    let [history, procedures, hashes, journal] = <[_; STATE_RESULT_SETS]>::try_from(results).map_err(|r: Vec<_>| {
+        DeployError::unexpected(
+            context,
+            format_args!("expected {STATE_RESULT_SETS} result sets, got {}", r.len()),
+        )
+    })?;
 
     let text = |row: &tiberius::Row, i: usize| row.get::<&str, usize>(i).map(|s| s.trim().to_string());
     let mut state = ServerState::default();
