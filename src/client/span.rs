@@ -77,7 +77,9 @@ pub(crate) fn call_span(config: &ClientConfig, procedure: Procedure, about: Abou
         span.record("db.namespace", database);
     }
     if let Some(port) = port {
-        span.record("server.port", port);
+        // As an i64: the conventions type the port as an int, and
+        // tracing-opentelemetry exports an unsigned field as its text.
+        span.record("server.port", i64::from(port));
     }
     span
 }
