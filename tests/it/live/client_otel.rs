@@ -7,7 +7,7 @@
 //! refusal is no error status and a server error is one, with its number;
 //! for a refusal AssertHolder raises, that takes the documented filter.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
