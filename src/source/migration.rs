@@ -33,7 +33,7 @@ impl MigrationSource {
         // every later deploy as divergent.
         if !stem.is_ascii() {
             return Err(bad_name(
-                "a migration name must be ASCII (letters a-z, digits and _): the history may store it                  as non-Unicode text, and a changed name blocks every later deploy",
+                "a migration name must be ASCII (letters a-z, digits and _): the history may store it as non-Unicode text, and a changed name blocks every later deploy",
             ));
         }
         let migration = refinery::Migration::unapplied(stem, text)
@@ -101,6 +101,7 @@ mod tests {
         let err = MigrationSource::parse("V2__größe.sql", "SELECT 1;").unwrap_err();
         assert!(matches!(err, SourceError::MigrationName { ref file, .. } if file == "V2__größe.sql"));
         assert!(err.to_string().contains("must be ASCII"), "{err}");
+        assert!(!err.to_string().contains("  "), "a run of spaces in the message: {err}");
     }
 
     #[test]
