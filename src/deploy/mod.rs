@@ -16,6 +16,8 @@
 
 mod blocker;
 mod error;
+#[cfg(test)]
+mod fixtures;
 mod inspect;
 mod plan;
 mod report;

@@ -238,43 +238,9 @@ impl Plan {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fixtures::{applied, deployed, sources};
     use super::super::state::{AppliedMigration, ServerProcedure};
     use super::*;
-
-    fn sources() -> Sources {
-        Sources::from_files(
-            vec![
-                ("V1__a.sql".into(), b"SELECT 1;".to_vec()),
-                ("V2__b.sql".into(), b"SELECT 2;".to_vec()),
-            ],
-            vec![(
-                "fence_api.P.sql".into(),
-                b"CREATE PROCEDURE fence_api.P AS SELECT 1;".to_vec(),
-            )],
-            vec![("010_roles.sql".into(), b"SELECT 1;".to_vec())],
-        )
-        .unwrap()
-    }
-
-    fn applied(sources: &Sources, index: usize) -> AppliedMigration {
-        let m = sources.migrations()[index].migration();
-        AppliedMigration {
-            version: m.version(),
-            name: m.name().to_string(),
-            applied_on: "2026-01-01T00:00:00Z".into(),
-            checksum: m.checksum(),
-        }
-    }
-
-    fn deployed(sources: &Sources, server_hash: &str) -> ServerProcedure {
-        ServerProcedure {
-            name: "fence_api.P".into(),
-            exists: true,
-            definition_hash: Some(server_hash.into()),
-            deployed_checksum: Some(sources.procedures()[0].checksum().into()),
-            deployed_definition_hash: Some("H1".into()),
-        }
-    }
 
     #[test]
     fn an_empty_database_needs_everything() {

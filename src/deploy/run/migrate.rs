@@ -210,6 +210,7 @@ mod tests {
 
     use super::*;
     use crate::deploy::blocker::Blocker;
+    use crate::deploy::fixtures::{applied, deployed, sources};
     use crate::deploy::plan::ProcedureState;
     use crate::deploy::run::permissions::{PermissionsRun, RecordedDeployment};
     use crate::deploy::state::{AppliedMigration, ServerProcedure};
@@ -317,43 +318,6 @@ mod tests {
         }
     }
 
-    fn sources() -> Sources {
-        Sources::from_files(
-            vec![
-                ("V1__a.sql".into(), b"SELECT 1;".to_vec()),
-                ("V2__b.sql".into(), b"SELECT 2;".to_vec()),
-            ],
-            vec![(
-                "fence_api.P.sql".into(),
-                b"CREATE PROCEDURE fence_api.P AS SELECT 1;".to_vec(),
-            )],
-            vec![("010_roles.sql".into(), b"SELECT 1;".to_vec())],
-        )
-        .unwrap()
-    }
-
-    fn applied(sources: &Sources, index: usize) -> AppliedMigration {
-        let m = sources.migrations()[index].migration();
-        AppliedMigration {
-            version: m.version(),
-            name: m.name().to_string(),
-            applied_on: "2026-01-01T00:00:00Z".into(),
-            checksum: m.checksum(),
-        }
-    }
-
-    /// fence_api.P as deployed, its definition now hashing to `server_hash`
-    /// (`H1` is what was deployed).
-    fn procedure(sources: &Sources, server_hash: &str) -> ServerProcedure {
-        ServerProcedure {
-            name: "fence_api.P".into(),
-            exists: true,
-            definition_hash: Some(server_hash.into()),
-            deployed_checksum: Some(sources.procedures()[0].checksum().into()),
-            deployed_definition_hash: Some("H1".into()),
-        }
-    }
-
     fn state(migrations: Vec<AppliedMigration>, procedures: Vec<ServerProcedure>) -> ServerState {
         ServerState { migrations, procedures }
     }
@@ -362,7 +326,7 @@ mod tests {
     fn current(sources: &Sources) -> ServerState {
         state(
             vec![applied(sources, 0), applied(sources, 1)],
-            vec![procedure(sources, "H1")],
+            vec![deployed(sources, "H1")],
         )
     }
 
@@ -396,7 +360,7 @@ mod tests {
     #[tokio::test]
     async fn drift_stops_the_deploy_unless_told_to_overwrite_it() {
         let s = sources();
-        let drifted = || state(vec![applied(&s, 0), applied(&s, 1)], vec![procedure(&s, "H2")]);
+        let drifted = || state(vec![applied(&s, 0), applied(&s, 1)], vec![deployed(&s, "H2")]);
         let mut target = Recorder::with_states([drifted()]);
         let error = deploy_to(&mut target).await.unwrap_err();
         assert!(
@@ -425,7 +389,7 @@ mod tests {
     async fn procedures_are_planned_from_the_state_the_migrations_left() {
         let s = sources();
         // V2 is pending and P current; V2 drops P.
-        let before = state(vec![applied(&s, 0)], vec![procedure(&s, "H1")]);
+        let before = state(vec![applied(&s, 0)], vec![deployed(&s, "H1")]);
         let after = state(vec![applied(&s, 0), applied(&s, 1)], vec![]);
         let mut target = Recorder::with_states([before, after]);
         let (report, progress) = run(&mut target, &MigrateOptions::default()).await;
@@ -473,7 +437,7 @@ mod tests {
     #[tokio::test]
     async fn a_retired_procedure_is_dropped_after_the_shipped_ones_are_deployed() {
         let s = sources();
-        let mut retired = procedure(&s, "H1");
+        let mut retired = deployed(&s, "H1");
         retired.name = "fence_api.Old".into();
         let mut target = Recorder::with_states([state(vec![applied(&s, 0), applied(&s, 1)], vec![retired])]);
         let report = deploy_to(&mut target).await.unwrap();
