@@ -18,6 +18,7 @@ use opentelemetry::Value;
 use opentelemetry::trace::{SpanKind, Status, TracerProvider as _};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
 use support::TestDatabase;
+use support::lease::provisioned;
 use tracing::subscriber::DefaultGuard;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
@@ -213,11 +214,8 @@ async fn calls_under_run_fenced_or_a_fenced_transaction_are_its_children_in_one_
     let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
-    let client = Client::connect_with(ClientConfig::new(ConnectionString::parse(&db.ado()).unwrap()))
-        .await
-        .unwrap();
-    let key = format!("otel:{}", Uuid::new_v4().simple());
-    client.provision(&key).await.unwrap();
+    let client = Client::connect(&db.ado()).await.unwrap();
+    let key = provisioned(&client, "otel").await;
     let (backend, _default) = Backend::installed();
 
     let ran = client
@@ -273,11 +271,8 @@ async fn a_server_error_is_an_error_span_with_its_number() {
     let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
-    let client = Client::connect_with(ClientConfig::new(ConnectionString::parse(&db.ado()).unwrap()))
-        .await
-        .unwrap();
-    let key = format!("otel:{}", Uuid::new_v4().simple());
-    client.provision(&key).await.unwrap();
+    let client = Client::connect(&db.ado()).await.unwrap();
+    let key = provisioned(&client, "otel").await;
     let operation = Uuid::new_v4();
     let Acquire::Acquired(first) = client.acquire(&key, Duration::from_secs(60)).await.unwrap() else {
         panic!("not acquired")
@@ -328,11 +323,8 @@ async fn the_documented_filter_is_what_keeps_a_thrown_refusal_from_reading_as_an
     let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
-    let client = Client::connect_with(ClientConfig::new(ConnectionString::parse(&db.ado()).unwrap()))
-        .await
-        .unwrap();
-    let key = format!("otel:{}", Uuid::new_v4().simple());
-    client.provision(&key).await.unwrap();
+    let client = Client::connect(&db.ado()).await.unwrap();
+    let key = provisioned(&client, "otel").await;
     let Acquire::Acquired(first) = client.acquire(&key, Duration::from_secs(60)).await.unwrap() else {
         panic!("not acquired")
     };
