@@ -246,7 +246,8 @@ async fn a_login_that_may_write_msdbs_job_tables_is_named() {
         )
         .await;
         let report = if made { Some(report(&db).await) } else { None };
-        db.exec(&cleanup).await;
+        // On a session of its own: its USE would outlast the batch.
+        support::exec(&mut db.connect().await, &cleanup).await;
         if let Some(report) = report {
             expect(&report, Rule::AgentJob, "DATABASE::msdb", &login);
         }

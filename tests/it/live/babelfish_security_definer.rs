@@ -226,8 +226,8 @@ fn psql_in(postgres: &str, database: &str, schema: &str, sql: &str) -> String {
 
 /// psql's refusal of the script on `db`: the panic message of the run.
 fn refusal(postgres: &str, db: &TestDatabase) -> String {
-    let refused =
-        std::panic::catch_unwind(|| run_security_definer_script(postgres, &db.name)).expect_err("the script ran");
+    let name = db.name.as_str();
+    let refused = std::panic::catch_unwind(|| run_security_definer_script(postgres, name)).expect_err("the script ran");
     refused.downcast_ref::<String>().cloned().unwrap_or_default()
 }
 

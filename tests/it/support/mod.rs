@@ -65,6 +65,14 @@ pub struct TestDatabase {
     shared: bool,
     /// Set once the database and logins are gone, so `Drop` has nothing to do.
     dropped: bool,
+    /// The session [`TestDatabase::query`] and [`TestDatabase::exec`] run
+    /// on, opened at the first of them. A session is dear on Babelfish: a
+    /// sign-in, then each function a statement names is looked up afresh
+    /// (a tenth of a second or more each on a busy engine), so a test's
+    /// many setup statements share one.
+    session: tokio::sync::Mutex<Option<Connection>>,
+    /// The same for the server's catalog (logins), opened at the first login.
+    server_session: Option<Connection>,
 }
 
 /// The prefix of every test database's name; a login's is [`LOGIN_PREFIX`].
@@ -101,6 +109,8 @@ impl TestDatabase {
             logins: Vec::new(),
             shared: false,
             dropped: false,
+            session: Default::default(),
+            server_session: None,
         })
     }
 
@@ -138,15 +148,32 @@ impl TestDatabase {
         connect_ado(&self.ado()).await
     }
 
-    /// Runs one batch in this database and returns its first result set's rows.
+    /// Runs one batch in this database, on the test's own session, and
+    /// returns its first result set's rows.
     pub async fn query(&self, sql: &str) -> Vec<tiberius::Row> {
-        let mut conn = self.connect().await;
-        conn.simple_query(sql)
-            .await
-            .unwrap_or_else(|e| panic!("{sql}: {e}"))
-            .into_first_result()
-            .await
-            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        let mut session = self.session().await;
+        let conn = session.as_mut().expect("the test's session is open");
+        let rows = match conn.simple_query(sql).await {
+            Ok(stream) => stream.into_first_result().await,
+            Err(e) => Err(e),
+        };
+        rows.unwrap_or_else(|e| {
+            // A session that failed is not reused: it may be gone (a test
+            // ended it) or still in the middle of a reply.
+            *session = None;
+            panic!("{sql}: {e}")
+        })
+    }
+
+    /// The test's session ([`TestDatabase::query`]), opened if it is not.
+    /// A batch that leaves the session changed (a USE, a SET, an open
+    /// transaction) belongs on a connection of its own ([`TestDatabase::connect`]).
+    async fn session(&self) -> tokio::sync::MutexGuard<'_, Option<Connection>> {
+        let mut session = self.session.lock().await;
+        if session.is_none() {
+            *session = Some(self.connect().await);
+        }
+        session
     }
 
     /// The error `sql` is refused with, on a connection of its own; a panic
@@ -159,9 +186,10 @@ impl TestDatabase {
         }
     }
 
-    /// Runs one batch in this database, panicking on error.
+    /// Runs one batch in this database, on the test's own session
+    /// ([`TestDatabase::query`]), panicking on error.
     pub async fn exec(&self, sql: &str) {
-        exec(&mut self.connect().await, sql).await;
+        self.query(sql).await;
     }
 
     /// Deploys `sources` with the runner, as `fencepost migrate` does.
@@ -175,9 +203,12 @@ impl TestDatabase {
     pub async fn login_in_role(&mut self, role: Option<&str>) -> String {
         let login = format!("fp_login_{}", unique_suffix());
         let password = format!("Pw#{}", uuid::Uuid::new_v4().simple());
-        let mut admin = connect_ado(&self.server_ado).await;
+        if self.server_session.is_none() {
+            self.server_session = Some(connect_ado(&self.server_ado).await);
+        }
+        let admin = self.server_session.as_mut().expect("the server session is open");
         let create = format!("CREATE LOGIN [{login}] WITH PASSWORD = '{password}';");
-        if let Err(e) = with_catalog_retry(&mut admin, &create).await {
+        if let Err(e) = with_catalog_retry(admin, &create).await {
             panic!("{create}: {e}");
         }
         self.user_for_login(login, password, role).await
@@ -206,7 +237,13 @@ impl TestDatabase {
     /// still holds make the drop wait and retry, then give up with a warning:
     /// cleanup never fails a test.
     pub async fn drop(mut self) {
-        teardown(&self.server_ado, &self.name, &self.logins, self.shared).await;
+        // Its own session would keep the database in use.
+        self.session.get_mut().take();
+        let admin = match self.server_session.take() {
+            Some(admin) => admin,
+            None => connect_ado(&self.server_ado).await,
+        };
+        teardown(admin, &self.server_ado, &self.name, &self.logins, self.shared).await;
         self.dropped = true;
     }
 }
@@ -220,6 +257,9 @@ impl Drop for TestDatabase {
         if self.dropped {
             return;
         }
+        // Its own sessions would keep the database in use.
+        self.session.get_mut().take();
+        self.server_session.take();
         let (server_ado, name, logins, shared) = (
             self.server_ado.clone(),
             self.name.clone(),
@@ -234,7 +274,9 @@ impl Drop for TestDatabase {
                 .enable_all()
                 .build()
                 .expect("a runtime for the teardown")
-                .block_on(teardown(&server_ado, &name, &logins, shared));
+                .block_on(async {
+                    teardown(connect_ado(&server_ado).await, &server_ado, &name, &logins, shared).await
+                });
         });
         if cleanup.join().is_err() {
             // The thread's panic message has been printed; panicking again
@@ -389,10 +431,9 @@ async fn names_of(admin: &mut Connection, sql: &str) -> Vec<String> {
 
 /// Drops `logins` and the database `name`; of a shared database, only the
 /// logins and their users, since other tests are still using it.
-async fn teardown(server_ado: &str, name: &str, logins: &[String], shared: bool) {
-    let mut admin = connect_ado(server_ado).await;
+async fn teardown(mut admin: Connection, server_ado: &str, name: &str, logins: &[String], shared: bool) {
     if shared {
-        shared::drop_users(server_ado, name, logins).await;
+        shared::drop_users(&mut admin, server_ado, name, logins).await;
     }
     // The test is over, but a connection it still held, or the pool of a
     // client a failed test never closed, would keep a login logged in and

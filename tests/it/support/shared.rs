@@ -20,6 +20,7 @@ use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use fencepost::Connection;
 use fencepost::deploy::Sources;
 
 use super::{TestDatabase, connect_ado, end_sessions, server_or_skip, sweep_leftovers_once, with_catalog_retry};
@@ -65,6 +66,8 @@ impl TestDatabase {
             logins: Vec::new(),
             shared: true,
             dropped: false,
+            session: Default::default(),
+            server_session: None,
         };
         if !(exists && ready.exists()) {
             // A deploy that did not finish (its test was killed) is no base
@@ -102,13 +105,12 @@ fn shared_name(file: &str) -> String {
 
 /// Drops the users of `logins` from the shared database `name`, ending their
 /// sessions first; the database and everyone else's sessions stay.
-pub(super) async fn drop_users(server_ado: &str, name: &str, logins: &[String]) {
+pub(super) async fn drop_users(admin: &mut Connection, server_ado: &str, name: &str, logins: &[String]) {
     if logins.is_empty() {
         return;
     }
-    let mut admin = connect_ado(server_ado).await;
     for login in logins {
-        end_sessions(&mut admin, &format!("login_name = N'{login}'")).await;
+        end_sessions(admin, &format!("login_name = N'{login}'")).await;
     }
     let ado = format!("{};Database={name}", server_ado.trim_end_matches(';'));
     let mut conn = connect_ado(&ado).await;
