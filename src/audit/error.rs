@@ -23,6 +23,15 @@ pub enum AuditError {
         /// What was wrong with it.
         reason: String,
     },
+    /// The catalog queries were answered with a different number of result
+    /// sets, so no answer could be matched to its query.
+    #[error("the {queries} catalog queries were answered with {answered} result sets")]
+    ResultSets {
+        /// How many queries were sent.
+        queries: usize,
+        /// How many result sets came back.
+        answered: usize,
+    },
 }
 
 #[cfg(test)]

@@ -1,10 +1,23 @@
 //! Takes a [`Catalog`] snapshot from a live database: one batch of catalog
 //! queries, one round trip, however many objects the database holds.
+//!
+//! Each query is declared with the decoder of its answer (`query`), in the
+//! file of what it reads (`database`, `principals`, `permissions`, `objects`,
+//! `modules`, `server`, `trustworthy`, `background`); `queries` lists them in
+//! batch order and `build` hands each answer to its query's decoder.
 
+mod background;
 mod build;
-mod facts;
+mod database;
+mod modules;
+mod objects;
+mod permissions;
+mod principals;
 mod queries;
+mod query;
 mod rows;
+mod server;
+mod trustworthy;
 
 use tiberius::Row;
 
@@ -53,12 +66,7 @@ pub async fn read_catalog_counted(connection: &mut Connection) -> Result<(Catalo
             sets
         }
     };
-    let mut sets = results.into_iter().zip(&queries);
-    let mut next = || {
-        let (rows, q) = sets.next().expect("one result per query");
-        (rows, q.what)
-    };
-    build(&mut next).map(|catalog| (catalog, round_trips))
+    build(&queries, results).map(|catalog| (catalog, round_trips))
 }
 
 async fn run(connection: &mut Connection, sql: &str) -> tiberius::Result<Vec<Vec<Row>>> {

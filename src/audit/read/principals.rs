@@ -1,0 +1,137 @@
+//! Who is who in the database: what the checking login itself may see, the
+//! database principals, the logins behind them and the role memberships.
+
+use tiberius::Row;
+
+use super::super::AuditError;
+use super::super::catalog::{LoginKind, Membership, Principal, PrincipalKind, Visibility};
+use super::query::{Query, Reading};
+use super::rows::{required, text};
+
+/// The checking login's own database permissions that decide what the
+/// catalog shows it. Babelfish has no fn_my_permissions; there only
+/// sysadmin can be established.
+const VISIBILITY: &str = "IF SERVERPROPERTY('Babelfish') IS NULL
+         SELECT CAST(N'held' AS nvarchar(16)), CAST(p.permission_name AS nvarchar(128))
+           FROM fn_my_permissions(NULL, N'DATABASE') AS p
+          WHERE p.permission_name IN (N'VIEW DEFINITION', N'VIEW SECURITY DEFINITION')
+         UNION ALL
+         SELECT N'exists', CAST(b.permission_name AS nvarchar(128))
+           FROM sys.fn_builtin_permissions(N'DATABASE') AS b
+          WHERE b.permission_name = N'VIEW SECURITY DEFINITION'
+         UNION ALL
+         SELECT N'sysadmin', CAST(IS_SRVROLEMEMBER(N'sysadmin') AS nvarchar(128))
+         UNION ALL
+         SELECT N'listed', CAST(NULL AS nvarchar(128))
+     ELSE
+         SELECT CAST(N'sysadmin' AS nvarchar(16)), CAST(IS_SRVROLEMEMBER(N'sysadmin') AS nvarchar(128))";
+
+pub(super) fn visibility() -> Query {
+    Query::optional("the checking login's view of the catalog", VISIBILITY, read_visibility)
+}
+
+/// What the checking login sees. A `listed` row says fn_my_permissions ran
+/// (an empty list there is an answer: the login lacks both); an `exists` row
+/// says the engine has VIEW SECURITY DEFINITION at all.
+fn read_visibility(rows: Option<&[Row]>, what: &'static str, reading: &mut Reading) -> Result<(), AuditError> {
+    let Some(rows) = rows else {
+        reading.catalog.visibility = None;
+        return Ok(());
+    };
+    let mut v = Visibility::default();
+    let (mut listed, mut view_definition) = (false, false);
+    let (mut exists, mut held) = (false, false);
+    for row in rows {
+        let value = text(row, 1, what)?.unwrap_or_default();
+        match text(row, 0, what)?.as_deref() {
+            Some("sysadmin") => v.sysadmin = value.trim() == "1",
+            Some("listed") => listed = true,
+            Some("held") if value == "VIEW DEFINITION" => view_definition = true,
+            Some("held") if value == "VIEW SECURITY DEFINITION" => held = true,
+            Some("exists") => exists = true,
+            _ => {}
+        }
+    }
+    v.view_definition = listed.then_some(view_definition);
+    v.view_security_definition = (listed && exists).then_some(held);
+    reading.catalog.visibility = Some(v);
+    Ok(())
+}
+
+pub(super) fn database_principals() -> Query {
+    Query::required(
+        "database principals",
+        // Babelfish answers owning_principal_id with -1 for every row.
+        "SELECT CAST(dp.name AS nvarchar(256)), CAST(dp.type AS nvarchar(2)),
+                    CAST(CASE WHEN dp.owning_principal_id > 0 THEN USER_NAME(dp.owning_principal_id) END
+                         AS nvarchar(256)),
+                    CAST(dp.default_schema_name AS nvarchar(256))
+               FROM sys.database_principals AS dp",
+        read_database_principals,
+    )
+}
+
+fn read_database_principals(rows: Option<&[Row]>, what: &'static str, reading: &mut Reading) -> Result<(), AuditError> {
+    for row in rows.unwrap_or_default() {
+        let kind = match text(row, 1, what)?.as_deref().map(str::trim) {
+            Some("R") => PrincipalKind::Role,
+            Some("A") => PrincipalKind::ApplicationRole,
+            Some("G" | "X") => PrincipalKind::Group,
+            _ => PrincipalKind::User,
+        };
+        let mut principal = Principal::new(required(row, 0, what)?, kind);
+        principal.owner = text(row, 2, what)?;
+        principal.default_schema = text(row, 3, what)?.filter(|s| !s.is_empty());
+        reading.catalog.principals.push(principal);
+    }
+    Ok(())
+}
+
+/// Read after the principals, whose users it gives their logins.
+pub(super) fn user_logins() -> Query {
+    Query::optional(
+        "the logins behind database users",
+        "SELECT CAST(dp.name AS nvarchar(256)), CAST(sp.name AS nvarchar(256)), CAST(sp.type AS nvarchar(2))
+               FROM sys.database_principals AS dp JOIN sys.server_principals AS sp ON sp.sid = dp.sid",
+        read_user_logins,
+    )
+}
+
+fn read_user_logins(rows: Option<&[Row]>, what: &'static str, reading: &mut Reading) -> Result<(), AuditError> {
+    for row in rows.unwrap_or_default() {
+        let user = required(row, 0, what)?;
+        let login = text(row, 1, what)?;
+        let kind = text(row, 2, what)?.as_deref().and_then(LoginKind::from_type);
+        if let Some(p) = reading
+            .catalog
+            .principals
+            .iter_mut()
+            .find(|p| p.name.eq_ignore_ascii_case(&user))
+        {
+            p.login = login;
+            p.login_kind = kind;
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn role_memberships() -> Query {
+    Query::required(
+        "role memberships",
+        "SELECT CAST(r.name AS nvarchar(256)), CAST(m.name AS nvarchar(256))
+               FROM sys.database_role_members AS rm
+               JOIN sys.database_principals AS r ON r.principal_id = rm.role_principal_id
+               JOIN sys.database_principals AS m ON m.principal_id = rm.member_principal_id",
+        read_role_memberships,
+    )
+}
+
+fn read_role_memberships(rows: Option<&[Row]>, what: &'static str, reading: &mut Reading) -> Result<(), AuditError> {
+    for row in rows.unwrap_or_default() {
+        reading.catalog.memberships.push(Membership {
+            role: required(row, 0, what)?,
+            member: required(row, 1, what)?,
+        });
+    }
+    Ok(())
+}
