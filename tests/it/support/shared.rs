@@ -60,7 +60,7 @@ impl TestDatabase {
             .expect("looking for the shared database")
             .and_then(|row| row.get::<i32, usize>(0))
             == Some(1);
-        let db = Self {
+        let mut db = Self {
             name: name.clone(),
             server_ado,
             logins: Vec::new(),
@@ -88,6 +88,7 @@ impl TestDatabase {
             File::create(&ready).expect("marking the shared database deployed");
         }
         lock.unlock().expect("unlocking the shared database's lock file");
+        db.server_session = Some(admin);
         Some(db)
     }
 }
