@@ -272,7 +272,9 @@ impl ConnectionString {
         self.connect_timeout
     }
 
-    /// The same connection string pointed at another database.
+    /// A copy of this connection string pointed at another database; `self`
+    /// is left as it was (as `Path::with_extension` leaves its path), where
+    /// the `set_*` methods change the string in place.
     pub fn with_database(&self, database: &str) -> Self {
         let mut copy = self.clone();
         copy.config.database(database);
