@@ -4,7 +4,7 @@
 use crate::support;
 
 use fencepost::audit::{Policy, Report, Rule, ShippedScripts, Source, lint_offline};
-use fencepost::deploy::normalize;
+use fencepost::source::normalize;
 
 fn shipped() -> ShippedScripts {
     let pairs = |v: Vec<(String, String)>| v.into_iter().map(|(n, t)| Source::new(n, t)).collect();
