@@ -3,7 +3,7 @@
 //!
 //! Every worker has a connection of its own. Baselines run first (`select1`,
 //! `raw_update`, `applock_cycle`), then the workloads (`cycle`, `contended`,
-//! `renew`) through [`Client`](crate::Client). Each scenario warms up, then
+//! `renew`) through [`Client`]. Each scenario warms up, then
 //! measures for a duration or a number of operations. The bench works on keys
 //! of its own under a prefix and deletes them afterwards, with its scratch
 //! table.
