@@ -19,7 +19,7 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use fencepost::client::{Acquire, FencedTransaction, LeaseGuard};
+use fencepost::client::{Acquire, FencedOutcome, LeaseGuard};
 use fencepost::{Client, ClientConfig, ConnectionString};
 
 const REPORT: &str = "report:weekly-rows";
@@ -115,7 +115,7 @@ async fn write_rows(
     guard: &LeaseGuard,
     writer: &str,
     lines: &[&str],
-) -> Result<FencedTransaction<usize, fencepost::client::Error>, fencepost::client::Error> {
+) -> Result<FencedOutcome<usize, fencepost::client::Error>, fencepost::client::Error> {
     let generation = guard.lease().generation();
     guard
         .fenced_transaction(async |tx| {
@@ -131,12 +131,12 @@ async fn write_rows(
         .await
 }
 
-fn describe(written: &FencedTransaction<usize, fencepost::client::Error>) -> String {
+fn describe(written: &FencedOutcome<usize, fencepost::client::Error>) -> String {
     match written {
-        FencedTransaction::Committed(rows) => format!("{rows} row(s) committed"),
-        FencedTransaction::Refused(reason) => format!("refused ({reason}), nothing committed"),
-        FencedTransaction::Failed(error) => format!("failed ({error}), nothing committed"),
-        FencedTransaction::NotProvisioned => "the report has no fence row".to_string(),
+        FencedOutcome::Committed(rows) => format!("{rows} row(s) committed"),
+        FencedOutcome::Refused(reason) => format!("refused ({reason}), nothing committed"),
+        FencedOutcome::Failed(error) => format!("failed ({error}), nothing committed"),
+        FencedOutcome::NotProvisioned => "the report has no fence row".to_string(),
         other => format!("{other:?}"),
     }
 }

@@ -13,7 +13,7 @@
 //! - [`deploy`]: the runner behind `fencepost migrate`, `status` and `script`;
 //! - [`client`]: the typed API services use, which calls only the procedures;
 //! - [`audit`]: `fencepost check`, which proves nothing else can write the fence;
-//! - [`bench`]: `fencepost bench`, the lease calls measured beside what a user would run instead;
+//! - [`bench`](mod@bench): `fencepost bench`, the lease calls measured beside what a user would run instead;
 //! - [`connection`]: opening a connection from an ADO.NET string or a JDBC URL.
 //!
 //! [`schema`] (the names of fencepost's objects) and [`identity`] (the

@@ -39,7 +39,9 @@ pub use catalog::{
 };
 pub use error::AuditError;
 pub use finding::{CannotVerify, Finding};
-pub use offline::{Source, Sources, lint_offline, shipped_grants};
+#[allow(deprecated)]
+pub use offline::Sources;
+pub use offline::{ShippedScripts, Source, lint_offline, shipped_grants};
 pub use policy::{Policy, ShippedProcedure};
 pub use read::{read_catalog, read_catalog_counted};
 pub use render::{Format, render};

@@ -32,9 +32,12 @@ impl Source {
     }
 }
 
-/// The shipped T-SQL that `check --offline` reads.
+/// The shipped T-SQL that `check --offline` reads: the procedure and
+/// permission scripts, as names and texts. What a deploy ships, migrations
+/// and all, is a [`source::Sources`](crate::source::Sources); this is made
+/// from one with `From`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Sources {
+pub struct ShippedScripts {
     /// `procedures/`: one procedure per script.
     pub procedures: Vec<Source>,
     /// `permissions/`: roles and grants.
@@ -42,7 +45,7 @@ pub struct Sources {
 }
 
 /// The scripts a deploy ships, as `check --offline` reads them.
-impl From<&crate::source::Sources> for Sources {
+impl From<&crate::source::Sources> for ShippedScripts {
     fn from(shipped: &crate::source::Sources) -> Self {
         Self {
             procedures: shipped
@@ -59,6 +62,11 @@ impl From<&crate::source::Sources> for Sources {
     }
 }
 
+/// The former name of [`ShippedScripts`], kept so code written against 0.1
+/// still compiles; it read as a second [`source::Sources`](crate::source::Sources).
+#[deprecated(note = "renamed ShippedScripts")]
+pub type Sources = ShippedScripts;
+
 /// A GRANT statement as written.
 #[derive(Debug)]
 struct Grant {
@@ -70,7 +78,7 @@ struct Grant {
 }
 
 /// Applies the offline rules to the shipped sources.
-pub fn lint_offline(sources: &Sources, policy: &Policy) -> Report {
+pub fn lint_offline(sources: &ShippedScripts, policy: &Policy) -> Report {
     let mut report = Report {
         target: "shipped sources".into(),
         rules_checked: Rule::OFFLINE.to_vec(),
@@ -201,7 +209,7 @@ fn procedure_name(source: &Source) -> String {
 /// grantee, as `sys.database_permissions` shows them after a deploy: what a
 /// clean catalog holds. Procedure names take the spelling of the script that
 /// creates them.
-pub fn shipped_grants(sources: &Sources) -> Vec<Permission> {
+pub fn shipped_grants(sources: &ShippedScripts) -> Vec<Permission> {
     let names: Vec<String> = sources.procedures.iter().map(procedure_name).collect();
     let mut out = Vec::new();
     for g in sources.permissions.iter().flat_map(grants_in) {

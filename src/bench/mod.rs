@@ -3,7 +3,7 @@
 //!
 //! Every worker has a connection of its own. Baselines run first (`select1`,
 //! `raw_update`, `applock_cycle`), then the workloads (`cycle`, `contended`,
-//! `renew`) through [`Client`](crate::Client). Each scenario warms up, then
+//! `renew`) through [`Client`]. Each scenario warms up, then
 //! measures for a duration or a number of operations. The bench works on keys
 //! of its own under a prefix and deletes them afterwards, with its scratch
 //! table.
@@ -53,22 +53,78 @@ pub enum Workload {
     Renew,
 }
 
-/// What to run.
+/// What to run. Setters take `&mut self` and chain, as
+/// [`ClientConfig`]'s do:
+///
+/// ```
+/// # use fencepost::bench::{BenchOptions, Stop, Workload};
+/// let mut options = BenchOptions::default();
+/// options.workers(8).stop(Stop::Operations(10_000)).workloads([Workload::Cycle]);
+/// ```
 #[derive(Clone, Debug)]
 pub struct BenchOptions {
-    /// Concurrent workers, each on a connection of its own.
-    pub workers: u32,
+    workers: u32,
+    stop: Stop,
+    warmup: u32,
+    workloads: Vec<Workload>,
+    key_prefix: String,
+    interrupt: CancellationToken,
+}
+
+impl Default for BenchOptions {
+    /// What `fencepost bench` runs when given no options: 4 workers, 10 s
+    /// per scenario after 2 warm-up operations per worker, every workload,
+    /// keys under `fencepost-bench:`, and no way to stop it early.
+    fn default() -> Self {
+        Self {
+            workers: 4,
+            stop: Stop::Duration(Duration::from_secs(10)),
+            warmup: 2,
+            workloads: vec![Workload::Cycle, Workload::Contended, Workload::Renew],
+            key_prefix: "fencepost-bench:".to_string(),
+            interrupt: CancellationToken::new(),
+        }
+    }
+}
+
+impl BenchOptions {
+    /// Concurrent workers, each on a connection of its own (at least 1).
+    pub fn workers(&mut self, workers: u32) -> &mut Self {
+        self.workers = workers;
+        self
+    }
+
     /// When each scenario's measurement ends.
-    pub stop: Stop,
+    pub fn stop(&mut self, stop: Stop) -> &mut Self {
+        self.stop = stop;
+        self
+    }
+
     /// Operations each worker runs, unmeasured, before each scenario.
-    pub warmup: u32,
+    pub fn warmup(&mut self, operations: u32) -> &mut Self {
+        self.warmup = operations;
+        self
+    }
+
     /// The workloads to run after the baselines.
-    pub workloads: Vec<Workload>,
+    pub fn workloads(&mut self, workloads: impl IntoIterator<Item = Workload>) -> &mut Self {
+        self.workloads = workloads.into_iter().collect();
+        self
+    }
+
     /// The start of every key the bench makes.
-    pub key_prefix: String,
-    /// Cancelled to stop the run early (Ctrl-C): it then cleans up as after
-    /// a full run and answers [`BenchError::Interrupted`].
-    pub interrupt: CancellationToken,
+    pub fn key_prefix(&mut self, prefix: &str) -> &mut Self {
+        self.key_prefix = prefix.to_string();
+        self
+    }
+
+    /// A token that stops the run early when cancelled (Ctrl-C): the run
+    /// then cleans up as after a full run and answers
+    /// [`BenchError::Interrupted`].
+    pub fn interrupt(&mut self, token: CancellationToken) -> &mut Self {
+        self.interrupt = token;
+        self
+    }
 }
 
 /// Something to show while the bench runs.

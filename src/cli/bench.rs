@@ -14,9 +14,10 @@ const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 pub async fn run(args: BenchArgs) -> Result<u8> {
     let mut target = connection_string(&args.connect)?;
     target.set_application_name("fencepost bench");
-    let options = options(&args);
+    let mut options = options(&args);
     // Ctrl-C stops the run; the bench still removes its keys and scratch table.
-    let interrupt = options.interrupt.clone();
+    let interrupt = tokio_util::sync::CancellationToken::new();
+    options.interrupt(interrupt.clone());
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             interrupt.cancel();
@@ -73,12 +74,12 @@ fn options(args: &BenchArgs) -> BenchOptions {
     if workloads.is_empty() {
         workloads = vec![Workload::Cycle, Workload::Contended, Workload::Renew];
     }
-    BenchOptions {
-        workers: args.workers,
-        stop,
-        warmup: args.warmup,
-        workloads,
-        key_prefix: args.key_prefix.clone(),
-        interrupt: Default::default(),
-    }
+    let mut options = BenchOptions::default();
+    options
+        .workers(args.workers)
+        .stop(stop)
+        .warmup(args.warmup)
+        .workloads(workloads)
+        .key_prefix(&args.key_prefix);
+    options
 }

@@ -16,7 +16,10 @@ pub async fn run(args: CheckArgs) -> Result<u8> {
         policy.add_principal(&grant.member);
     }
     let report = if args.offline {
-        audit::lint_offline(&audit::Sources::from(&sources(args.source_dir.as_deref())?), &policy)
+        audit::lint_offline(
+            &audit::ShippedScripts::from(&sources(args.source_dir.as_deref())?),
+            &policy,
+        )
     } else {
         let (_, mut conn) = connect(&args.connect).await?;
         let catalog = audit::read_catalog(&mut conn).await?;

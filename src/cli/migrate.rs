@@ -14,12 +14,12 @@ use super::{EXIT_ATTENTION, EXIT_ERROR, EXIT_OK, connect, environment_grants, so
 pub async fn run(args: MigrateArgs) -> Result<u8> {
     let sources = sources(args.source.source_dir.as_deref())?;
     let (target, mut conn) = connect(&args.connect).await?;
-    let options = MigrateOptions {
-        lock_timeout: Duration::from_secs(args.lock_timeout),
-        migration_lock_timeout: Duration::from_secs(args.migration_lock_timeout),
-        dry_run: args.dry_run,
-        overwrite_drift: args.overwrite_drift,
-    };
+    let mut options = MigrateOptions::default();
+    options
+        .lock_timeout(Duration::from_secs(args.lock_timeout))
+        .migration_lock_timeout(Duration::from_secs(args.migration_lock_timeout))
+        .dry_run(args.dry_run)
+        .overwrite_drift(args.overwrite_drift);
     let mut progress = |event: Progress| super::progress(format_args!("{}", describe(&event)));
     // A failure is rendered by the caller, JSON included, with what committed.
     // Flags override the environment's grants.
@@ -84,7 +84,7 @@ fn grants_text(dry_run: bool, grants: &[Grant], granted: &[GrantOutcome]) -> Str
 fn would_stop(report: &MigrateReport, options: &MigrateOptions) -> Option<String> {
     report
         .plan
-        .would_stop(options.overwrite_drift)
+        .would_stop(options.overwrites_drift())
         .map(|blocker| blocker.to_string())
 }
 

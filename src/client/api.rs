@@ -200,10 +200,11 @@ impl Client {
     /// Publishes as [`publish`](Client::publish) does, a result built from
     /// version `source_version` (0 or more) of its source (contract v1.4):
     /// besides the lease, the fence refuses it as
-    /// [`RefusalReason::StaleSource`] when the resource already holds a
-    /// result or a fenced write from a newer version. An equal version is
-    /// accepted (a rebuild of the same source), and an accepted publish
-    /// raises the resource's source version to this one. Ownership is judged
+    /// [`RefusalReason::StaleSource`](super::RefusalReason::StaleSource) when
+    /// the resource already holds a result or a fenced write from a newer
+    /// version. An equal version is accepted (a rebuild of the same source),
+    /// and an accepted publish raises the resource's source version to this
+    /// one. Ownership is judged
     /// first: `StaleSource` only ever answers the current holder.
     pub async fn publish_versioned(
         &self,

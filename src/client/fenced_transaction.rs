@@ -6,29 +6,10 @@ use std::future::Future;
 use tracing::Instrument;
 
 use super::error::Error;
+use super::fenced_outcome::FencedOutcome;
 use super::fenced_tx::{BeginFenced, FencedTx};
 use super::span;
-use super::{Client, Lease, RefusalReason};
-
-/// How a fenced transaction around a work ended, when no server or network
-/// failure got in the way. Those are `Err`: [`Error::CommitUnknown`] when
-/// the commit's answer was lost, [`Error::TransactionAborted`] when a
-/// statement failed and the work still returned `Ok` (nothing was
-/// committed), and otherwise errors from before the work ran.
-#[must_use]
-#[non_exhaustive]
-#[derive(Debug)]
-pub enum FencedTransaction<T, E> {
-    /// The lease was held and the transaction committed; `T` is what the
-    /// work returned.
-    Committed(T),
-    /// The work returned an error; the transaction was rolled back.
-    Failed(E),
-    /// The fence refused the lease before the work ran; nothing was written.
-    Refused(RefusalReason),
-    /// The key has no fence row; nothing was written.
-    NotProvisioned,
-}
+use super::{Client, Lease};
 
 impl Client {
     /// Runs `work` in a transaction fenced by `lease`
@@ -45,7 +26,7 @@ impl Client {
         &self,
         lease: &Lease,
         work: impl AsyncFnOnce(&mut FencedTx<'_>) -> Result<T, E>,
-    ) -> Result<FencedTransaction<T, E>, Error> {
+    ) -> Result<FencedOutcome<T, E>, Error> {
         let span = span::fenced_transaction_span(lease);
         traced(
             async { around(self.begin_fenced_without_guard(lease).await?, work).await },
@@ -62,7 +43,7 @@ impl Client {
         lease: &Lease,
         source_version: i64,
         work: impl AsyncFnOnce(&mut FencedTx<'_>) -> Result<T, E>,
-    ) -> Result<FencedTransaction<T, E>, Error> {
+    ) -> Result<FencedOutcome<T, E>, Error> {
         let span = span::fenced_transaction_span(lease);
         let run = async {
             around(
@@ -77,15 +58,15 @@ impl Client {
 
 /// Runs `run` in `span`, and records on it how the transaction ended.
 pub(crate) async fn traced<T, E>(
-    run: impl Future<Output = Result<FencedTransaction<T, E>, Error>>,
+    run: impl Future<Output = Result<FencedOutcome<T, E>, Error>>,
     span: tracing::Span,
-) -> Result<FencedTransaction<T, E>, Error> {
+) -> Result<FencedOutcome<T, E>, Error> {
     let ended = run.instrument(span.clone()).await;
     let outcome = match &ended {
-        Ok(FencedTransaction::Committed(_)) => "Committed".to_string(),
-        Ok(FencedTransaction::Failed(_)) => "Failed".to_string(),
-        Ok(FencedTransaction::Refused(reason)) => reason.to_string(),
-        Ok(FencedTransaction::NotProvisioned) => "NotProvisioned".to_string(),
+        Ok(FencedOutcome::Committed(_)) => "Committed".to_string(),
+        Ok(FencedOutcome::Failed(_)) => "Failed".to_string(),
+        Ok(FencedOutcome::Refused(reason)) => reason.to_string(),
+        Ok(FencedOutcome::NotProvisioned) => "NotProvisioned".to_string(),
         Err(_) => "Error".to_string(),
     };
     span.record("fencepost.outcome", outcome.as_str());
@@ -96,20 +77,20 @@ pub(crate) async fn traced<T, E>(
 pub(crate) async fn around<T, E>(
     begun: BeginFenced<'_>,
     work: impl AsyncFnOnce(&mut FencedTx<'_>) -> Result<T, E>,
-) -> Result<FencedTransaction<T, E>, Error> {
+) -> Result<FencedOutcome<T, E>, Error> {
     let mut tx = match begun {
         BeginFenced::Holding(tx) => tx,
-        BeginFenced::Refused(reason) => return Ok(FencedTransaction::Refused(reason)),
-        BeginFenced::NotProvisioned => return Ok(FencedTransaction::NotProvisioned),
+        BeginFenced::Refused(reason) => return Ok(FencedOutcome::Refused(reason)),
+        BeginFenced::NotProvisioned => return Ok(FencedOutcome::NotProvisioned),
     };
     match work(&mut tx).await {
         Ok(value) => {
             tx.commit().await?;
-            Ok(FencedTransaction::Committed(value))
+            Ok(FencedOutcome::Committed(value))
         }
         Err(error) => {
             tx.rollback().await;
-            Ok(FencedTransaction::Failed(error))
+            Ok(FencedOutcome::Failed(error))
         }
     }
 }

@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::hedged_renew::{self, Renewal};
 use super::{
-    BeginFenced, Client, Error, FencedTransaction, FencedTx, Lease, Publish, Release, fenced_transaction, fenced_tx,
+    BeginFenced, Client, Error, FencedOutcome, FencedTx, Lease, Publish, Release, fenced_transaction, fenced_tx,
 };
 use super::{meter, span};
 
@@ -211,7 +211,7 @@ impl LeaseGuard {
     pub async fn fenced_transaction<T, E>(
         &self,
         work: impl AsyncFnOnce(&mut FencedTx<'_>) -> Result<T, E>,
-    ) -> Result<FencedTransaction<T, E>, Error> {
+    ) -> Result<FencedOutcome<T, E>, Error> {
         let lease = self.lease();
         let span = span::fenced_transaction_span(&lease);
         fenced_transaction::traced(
@@ -228,7 +228,7 @@ impl LeaseGuard {
         &self,
         source_version: i64,
         work: impl AsyncFnOnce(&mut FencedTx<'_>) -> Result<T, E>,
-    ) -> Result<FencedTransaction<T, E>, Error> {
+    ) -> Result<FencedOutcome<T, E>, Error> {
         let lease = self.lease();
         let span = span::fenced_transaction_span(&lease);
         let run = async { fenced_transaction::around(self.begin_fenced_versioned(source_version).await?, work).await };

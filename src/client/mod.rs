@@ -15,6 +15,7 @@ mod call;
 mod config;
 mod contract;
 mod error;
+mod fenced_outcome;
 mod fenced_transaction;
 mod fenced_tx;
 mod guard;
@@ -42,7 +43,9 @@ pub use built::Built;
 pub use config::ClientConfig;
 pub use contract::{CONTRACT_VERSION, ContractVersion};
 pub use error::Error;
-pub use fenced_transaction::FencedTransaction;
+pub use fenced_outcome::FencedOutcome;
+#[allow(deprecated)]
+pub use fenced_outcome::FencedTransaction;
 pub use fenced_tx::{BeginFenced, FencedTx};
 pub use guard::{LeaseGuard, LostReason};
 pub use guarded::Guarded;

@@ -189,18 +189,6 @@ pub struct LeaseState {
     pub source_version: Option<i64>,
 }
 
-impl LeaseState {
-    /// The state without the moment it was read, for comparing two readings.
-    pub fn without_time(&self) -> (i64, bool, Option<OffsetDateTime>, Option<i64>) {
-        (
-            self.generation,
-            self.is_held,
-            self.lease_until,
-            self.published_generation,
-        )
-    }
-}
-
 pub(crate) fn refusal(name: &str) -> Option<RefusalReason> {
     Some(match name {
         "Superseded" => RefusalReason::Superseded,

@@ -40,11 +40,10 @@ pub use run::{
     refuse_deploying_user,
 };
 pub use script::{render as render_script, render_babelfish_postgres as render_babelfish_postgres_script};
-pub use sql::record_deployment;
 pub use state::{AppliedMigration, ServerProcedure, ServerState};
 
 // Where they were first public, before the rooms above `deploy` held them.
 pub use crate::identity;
 pub use crate::schema::{FENCE_ROLES, HISTORY_TABLE, PROCEDURE_SCHEMAS};
 pub use crate::source::{MigrationSource, ProcedureSource, ScriptSource, SourceError, Sources};
-pub use crate::tsql::{BadSeparator, Batch, checksum, normalize, split_batches};
+pub use crate::tsql::{BadSeparator, Batch, split_batches};

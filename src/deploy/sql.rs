@@ -283,7 +283,7 @@ pub(crate) const RECORDED_COLUMN: &str = "FencepostDeploymentId";
 /// The caller runs it only after everything else of the deploy succeeded,
 /// outside any transaction. Where fence.Deployment does not exist (sources
 /// that do not ship it) it records nothing and returns no row.
-pub fn record_deployment(migrations: &str, procedures: &str) -> String {
+pub(crate) fn record_deployment(migrations: &str, procedures: &str) -> String {
     let version = literal(env!("CARGO_PKG_VERSION"));
     // Dynamic, so that a batch naming tables created by this same deploy
     // compiles before they exist.

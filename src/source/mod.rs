@@ -9,6 +9,9 @@ mod permission;
 mod procedure;
 mod sources;
 
+/// How every file is read: without a byte-order mark and with `\n` line
+/// ends, so a checkout on any platform gives the same texts and checksums.
+pub use crate::tsql::normalize;
 pub use error::SourceError;
 pub use migration::MigrationSource;
 pub use permission::ScriptSource;

@@ -88,9 +88,15 @@ impl Sources {
     pub fn permissions(&self) -> &[ScriptSource] {
         &self.permissions
     }
+}
 
-    /// Replaces one procedure's text (for tests and tools that deploy a
-    /// modified source set).
+/// A source set with a script added, replaced or left out: how the tests
+/// deploy a migration, procedure or permission script that does not ship.
+/// Test hooks, not API: they exist with the `testing` feature (which the
+/// integration tests turn on, docs/testing.md) or in this crate's unit tests.
+#[cfg(any(test, feature = "testing"))]
+impl Sources {
+    /// Replaces one procedure's text.
     pub fn with_procedure(mut self, file: &str, text: &str) -> Result<Self, SourceError> {
         let replacement = ProcedureSource::parse(file, &normalize(text))?;
         match self.procedures.iter_mut().find(|p| p.file() == file) {
@@ -101,21 +107,13 @@ impl Sources {
         Ok(self)
     }
 
-    /// The same sources without permission scripts (for tests that must see
-    /// what survives a deploy without them).
-    // Public only because the integration tests under tests/ are another
-    // crate; nothing outside them uses it, so it stays out of the docs.
-    #[doc(hidden)]
+    /// The same sources without permission scripts.
     pub fn without_permissions(mut self) -> Self {
         self.permissions.clear();
         self
     }
 
-    /// Adds a permission script, or replaces the one with the same file name
-    /// (for tests and tools that deploy a modified source set).
-    // Public only because the integration tests under tests/ are another
-    // crate; nothing outside them uses it, so it stays out of the docs.
-    #[doc(hidden)]
+    /// Adds a permission script, or replaces the one with the same file name.
     pub fn with_permission(mut self, file: &str, text: &str) -> Result<Self, SourceError> {
         let added = ScriptSource::parse(file, &normalize(text))?;
         self.permissions.retain(|p| p.file() != file);
@@ -124,10 +122,7 @@ impl Sources {
         Ok(self)
     }
 
-    /// Adds a migration (for tests and tools that deploy a modified source set).
-    // Public only because the integration tests under tests/ are another
-    // crate; nothing outside them uses it, so it stays out of the docs.
-    #[doc(hidden)]
+    /// Adds a migration, or replaces the one with the same version.
     pub fn with_migration(mut self, file: &str, text: &str) -> Result<Self, SourceError> {
         let added = MigrationSource::parse(file, &normalize(text))?;
         self.migrations.retain(|m| m.version() != added.version());

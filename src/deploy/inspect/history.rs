@@ -1,7 +1,7 @@
 //! The deploy history as `status` reads it: one fence.Deployment row per
 //! successful deploy (who, when, which fencepost, what it applied, on which
 //! database identity). The T-SQL that writes a row is
-//! [`record_deployment`](crate::deploy::record_deployment).
+//! [`record_deployment`](crate::deploy::sql::record_deployment).
 
 use serde::Serialize;
 use uuid::Uuid;

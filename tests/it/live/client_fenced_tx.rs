@@ -9,7 +9,7 @@ use crate::support;
 
 use std::time::Duration;
 
-use fencepost::client::{BeginFenced, Error, FencedTransaction, FencedTx, Lease, Release};
+use fencepost::client::{BeginFenced, Error, FencedOutcome, FencedTx, Lease, Release};
 use fencepost::{Client, ClientConfig, ConnectionString};
 use support::TestDatabase;
 use support::lease::{acquired, provisioned, state, unwarmed, wait_until_expired, worker};
@@ -366,7 +366,7 @@ async fn a_guards_fenced_transaction_commits_the_holders_rows() {
         })
         .await
         .unwrap();
-    assert!(matches!(written, FencedTransaction::Committed(1)), "{written:?}");
+    assert!(matches!(written, FencedOutcome::Committed(1)), "{written:?}");
     assert_eq!(writers(&db, &report).await, ["holder"]);
     assert_eq!(guard.release().await.unwrap(), Release::Released);
     drop(client);

@@ -8,7 +8,7 @@ use crate::support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fencepost::client::{FencedTransaction, Renew};
+use fencepost::client::{FencedOutcome, Renew};
 use fencepost::{Client, ClientConfig, ConnectionString};
 use support::TestDatabase;
 use support::lease::{acquired, provisioned, warm_up};
@@ -63,7 +63,7 @@ async fn a_call_after_every_pooled_connection_went_half_open_waits_one_idle_chec
         .await
         .expect("a fenced transaction never reached the barrier");
     for outcome in outcomes {
-        assert!(matches!(outcome, Ok(FencedTransaction::Committed(()))), "{outcome:?}");
+        assert!(matches!(outcome, Ok(FencedOutcome::Committed(()))), "{outcome:?}");
     }
     assert_eq!(proxy.connections(), POOLED as u64 + 1, "four pooled connections");
 

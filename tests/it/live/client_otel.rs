@@ -12,7 +12,7 @@ use crate::support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use fencepost::client::{Acquire, BeginFenced, Error, Fenced, FencedTransaction, Publish, RefusalReason, Release};
+use fencepost::client::{Acquire, BeginFenced, Error, Fenced, FencedOutcome, Publish, RefusalReason, Release};
 use fencepost::{Client, ClientConfig, ConnectionString};
 use opentelemetry::Value;
 use opentelemetry::trace::{SpanKind, Status, TracerProvider as _};
@@ -232,7 +232,7 @@ async fn calls_under_run_fenced_or_a_fenced_transaction_are_its_children_in_one_
         .fenced_transaction_without_guard(&lease, async |_tx| Ok::<_, std::convert::Infallible>(()))
         .await
         .unwrap();
-    assert!(matches!(committed, FencedTransaction::Committed(())));
+    assert!(matches!(committed, FencedOutcome::Committed(())));
 
     let spans = backend.spans();
     let children = |parent: &SpanData| -> Vec<&str> {

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use fencepost::Client;
 use fencepost::client::{
-    Acquire, Fenced, FencedTransaction, Inspection, Publication, Publish, RefusalReason, Release, Renew,
+    Acquire, Fenced, FencedOutcome, Inspection, Publication, Publish, RefusalReason, Release, Renew,
 };
 use support::TestDatabase;
 use support::caller::{Caller, RELEASE};
@@ -227,7 +227,7 @@ async fn a_fenced_transaction_on_an_expired_lease_is_refused_as_expired_and_runs
         .await
         .unwrap();
     assert!(
-        matches!(answer, FencedTransaction::Refused(RefusalReason::Expired)),
+        matches!(answer, FencedOutcome::Refused(RefusalReason::Expired)),
         "{answer:?}"
     );
     assert!(!ran, "the work ran on an expired lease");
@@ -257,7 +257,7 @@ async fn a_fenced_transaction_on_a_key_with_no_fence_row_is_not_provisioned_and_
         })
         .await
         .unwrap();
-    assert!(matches!(answer, FencedTransaction::NotProvisioned), "{answer:?}");
+    assert!(matches!(answer, FencedOutcome::NotProvisioned), "{answer:?}");
     assert!(!ran, "the work ran without a fence row");
     drop(client);
     db.drop().await;

@@ -8,7 +8,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use fencepost::client::{
-    BeginFenced, Built, Fenced, FencedTransaction, Inspection, OperationOutcome, Parameter, Publication, Publish,
+    BeginFenced, Built, Fenced, FencedOutcome, Inspection, OperationOutcome, Parameter, Publication, Publish,
     RefusalReason,
 };
 use fencepost::{Client, ClientConfig, ConnectionString};
@@ -145,17 +145,14 @@ async fn a_versioned_fenced_transaction_raises_the_version_only_when_it_commits(
         .fenced_transaction_versioned_without_guard(&lease, 3, async |_tx| Err::<(), _>("the work failed"))
         .await
         .unwrap();
-    assert!(
-        matches!(failed, FencedTransaction::Failed("the work failed")),
-        "{failed:?}"
-    );
+    assert!(matches!(failed, FencedOutcome::Failed("the work failed")), "{failed:?}");
     assert_eq!(held_and_version(&client, &key).await, (true, None));
 
     let committed = client
         .fenced_transaction_versioned_without_guard(&lease, 3, async |_tx| Ok::<_, Infallible>(()))
         .await
         .unwrap();
-    assert!(matches!(committed, FencedTransaction::Committed(())), "{committed:?}");
+    assert!(matches!(committed, FencedOutcome::Committed(())), "{committed:?}");
     assert_eq!(held_and_version(&client, &key).await, (true, Some(3)));
 
     let mut ran = false;
@@ -167,7 +164,7 @@ async fn a_versioned_fenced_transaction_raises_the_version_only_when_it_commits(
         .await
         .unwrap();
     assert!(
-        matches!(stale, FencedTransaction::Refused(RefusalReason::StaleSource)),
+        matches!(stale, FencedOutcome::Refused(RefusalReason::StaleSource)),
         "{stale:?}"
     );
     assert!(!ran, "the work ran on a stale source");

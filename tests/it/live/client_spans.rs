@@ -270,7 +270,7 @@ async fn run_fenced_and_a_fenced_transaction_are_the_parents_of_their_calls() {
         .fenced_transaction_without_guard(&lease, async |_tx| Ok::<_, std::convert::Infallible>(()))
         .await
         .unwrap();
-    assert!(matches!(committed, fencepost::client::FencedTransaction::Committed(())));
+    assert!(matches!(committed, fencepost::client::FencedOutcome::Committed(())));
 
     let spans = recorder.spans.lock().unwrap().clone();
     let run = spans

@@ -30,10 +30,8 @@ async fn deploy_behind_a_held_lock(db: &TestDatabase) -> (DeployError, i32) {
         .unwrap()
         .get::<i32, usize>(0)
         .unwrap();
-    let options = MigrateOptions {
-        lock_timeout: Duration::from_secs(1),
-        ..MigrateOptions::default()
-    };
+    let mut options = MigrateOptions::default();
+    options.lock_timeout(Duration::from_secs(1));
     let error = fencepost::deploy::migrate(&mut db.connect().await, &shipped(), &options, &mut |_| {})
         .await
         .expect_err("the lock is held");

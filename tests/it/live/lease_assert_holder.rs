@@ -7,7 +7,7 @@ use crate::support;
 
 use std::time::Duration;
 
-use fencepost::client::{FencedTransaction, FencedTx, Publish, RefusalReason};
+use fencepost::client::{FencedOutcome, FencedTx, Publish, RefusalReason};
 use support::TestDatabase;
 use support::caller::{Answer, Caller};
 use support::lease::{acquired, provisioned, unwarmed, wait_until_expired, workers};
@@ -226,12 +226,12 @@ async fn a_fenced_transaction_commits_for_the_holder_and_writes_nothing_for_a_la
     };
 
     let first = a.fenced_transaction_without_guard(&late, write("A1")).await.unwrap();
-    assert!(matches!(first, FencedTransaction::Committed("A1")), "{first:?}");
+    assert!(matches!(first, FencedOutcome::Committed("A1")), "{first:?}");
     wait_until_expired(&b, &key).await;
     let current = acquired(b.acquire(&key, Duration::from_secs(60)).await.unwrap());
     let refused = a.fenced_transaction_without_guard(&late, write("A2")).await.unwrap();
     assert!(
-        matches!(refused, FencedTransaction::Refused(RefusalReason::Superseded)),
+        matches!(refused, FencedOutcome::Refused(RefusalReason::Superseded)),
         "{refused:?}"
     );
     let failed = b
@@ -242,9 +242,9 @@ async fn a_fenced_transaction_commits_for_the_holder_and_writes_nothing_for_a_la
         })
         .await
         .unwrap();
-    assert!(matches!(failed, FencedTransaction::Failed(_)), "{failed:?}");
+    assert!(matches!(failed, FencedOutcome::Failed(_)), "{failed:?}");
     let second = b.fenced_transaction_without_guard(&current, write("B")).await.unwrap();
-    assert!(matches!(second, FencedTransaction::Committed("B")), "{second:?}");
+    assert!(matches!(second, FencedOutcome::Committed("B")), "{second:?}");
 
     assert_eq!(writers(&db, &report).await, ["A1", "B"]);
     drop((a, b));

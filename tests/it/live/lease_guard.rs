@@ -8,7 +8,7 @@ use crate::support;
 
 use std::time::Duration;
 
-use fencepost::client::{Acquire, FencedTransaction, LostReason, Release};
+use fencepost::client::{Acquire, FencedOutcome, LostReason, Release};
 use fencepost::{Client, ClientConfig, ConnectionString};
 use support::TestDatabase;
 use support::lease::{acquired, provisioned, state, warm_up, worker, workers};
@@ -157,7 +157,7 @@ async fn a_renewal_waits_for_its_own_fenced_transaction(test: &str, connections:
         })
         .await
         .unwrap();
-    assert!(matches!(written, FencedTransaction::Committed(())), "{written:?}");
+    assert!(matches!(written, FencedOutcome::Committed(())), "{written:?}");
 
     tokio::time::sleep_until(first_deadline + TX_LEASE / 2).await;
     assert_eq!(

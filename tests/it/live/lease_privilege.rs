@@ -7,9 +7,7 @@
 use crate::support;
 
 use fencepost::Client;
-use fencepost::client::{
-    FencedTransaction, FencedTx, OperationOutcome, Provision, Publication, Publish, Release, Renew,
-};
+use fencepost::client::{FencedOutcome, FencedTx, OperationOutcome, Provision, Publication, Publish, Release, Renew};
 use support::babelfish_postgres::{postgres_or_skip, run_security_definer_script};
 use support::lease::{SHORT, acquired, state};
 use support::{TestDatabase, connect_ado};
@@ -111,7 +109,7 @@ async fn a_service_login_runs_the_whole_cycle_through_the_client() {
         })
         .await
         .unwrap();
-    assert!(matches!(fenced, FencedTransaction::Committed(1)), "{fenced:?}");
+    assert!(matches!(fenced, FencedOutcome::Committed(1)), "{fenced:?}");
     assert_eq!(service.release(&lease).await.unwrap(), Release::Released);
     // Close the pools first: open sessions keep the database in use.
     drop(service);

@@ -5,7 +5,7 @@ use crate::support;
 
 use std::time::Duration;
 
-use fencepost::client::{FencedTransaction, Release};
+use fencepost::client::{FencedOutcome, Release};
 use fencepost::{Client, ClientConfig, ConnectionString};
 use support::TestDatabase;
 use support::lease::{acquired, provisioned, state, warm_up, worker};
@@ -52,7 +52,7 @@ async fn a_guard_keeps_renewing_while_the_service_holds_every_ordinary_connectio
         (lost, deadline)
     };
     let (work, (lost, deadline)) = tokio::join!(work, watch);
-    assert!(matches!(work, Ok(FencedTransaction::Committed(()))), "{work:?}");
+    assert!(matches!(work, Ok(FencedOutcome::Committed(()))), "{work:?}");
     assert_eq!(lost, None, "the guard gave up while its client's pool was busy");
     assert!(
         deadline > first_deadline + length,

@@ -3,18 +3,18 @@
 
 use crate::support;
 
-use fencepost::audit::{Policy, Report, Rule, Source, Sources, lint_offline};
-use fencepost::deploy::normalize;
+use fencepost::audit::{Policy, Report, Rule, ShippedScripts, Source, lint_offline};
+use fencepost::source::normalize;
 
-fn shipped() -> Sources {
+fn shipped() -> ShippedScripts {
     let pairs = |v: Vec<(String, String)>| v.into_iter().map(|(n, t)| Source::new(n, t)).collect();
-    Sources {
+    ShippedScripts {
         procedures: pairs(support::fixtures::shipped_procedures()),
         permissions: pairs(support::fixtures::shipped_permissions()),
     }
 }
 
-fn lint(sources: &Sources) -> Report {
+fn lint(sources: &ShippedScripts) -> Report {
     lint_offline(sources, &Policy::default())
 }
 
@@ -59,7 +59,7 @@ fn the_embedded_sources_are_what_the_folders_hold() {
     migrations.sort();
     assert_eq!(migrations, normalized(support::fixtures::shipped_migrations()));
     // What `check --offline` lints when given no folder.
-    let from_binary = Sources::from(&embedded);
+    let from_binary = ShippedScripts::from(&embedded);
     assert_eq!(
         pairs_of(&from_binary.procedures),
         normalized(support::fixtures::shipped_procedures())

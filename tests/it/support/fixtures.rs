@@ -40,9 +40,9 @@ pub fn shipped_permissions() -> Vec<(String, String)> {
 
 /// The shipped procedures and permission scripts, as `check --offline`
 /// reads them.
-pub fn shipped_sources() -> fencepost::audit::Sources {
+pub fn shipped_sources() -> fencepost::audit::ShippedScripts {
     let source = |(file, text): (String, String)| fencepost::audit::Source::new(file, text);
-    fencepost::audit::Sources {
+    fencepost::audit::ShippedScripts {
         procedures: shipped_procedures().into_iter().map(source).collect(),
         permissions: shipped_permissions().into_iter().map(source).collect(),
     }

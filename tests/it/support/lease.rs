@@ -92,7 +92,12 @@ pub fn acquired(answer: Acquire) -> Lease {
 /// The lease state without the moment it was read.
 pub async fn state(client: &Client, key: &str) -> (i64, bool, Option<time::OffsetDateTime>, Option<i64>) {
     match client.inspect(key).await.unwrap() {
-        Inspection::Found(state) => state.without_time(),
+        Inspection::Found(state) => (
+            state.generation,
+            state.is_held,
+            state.lease_until,
+            state.published_generation,
+        ),
         Inspection::NotProvisioned => panic!("{key} is not provisioned"),
     }
 }
