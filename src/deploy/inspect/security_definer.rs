@@ -31,6 +31,19 @@ pub enum SecurityDefiner {
     },
 }
 
+impl SecurityDefiner {
+    /// True when no fence procedure needs the PostgreSQL-side script: not
+    /// Babelfish, or every one is SECURITY DEFINER. "Cannot verify" needs
+    /// attention too: it is never a pass.
+    pub fn is_current(&self) -> bool {
+        match self {
+            Self::Babelfish { not_security_definer } => not_security_definer.is_empty(),
+            Self::CannotVerify { .. } => false,
+            Self::NotNeeded => true,
+        }
+    }
+}
+
 /// `SERVERPROPERTY('Babelfish')` is NULL on SQL Server.
 const IS_BABELFISH: &str = "SELECT CAST(CASE WHEN SERVERPROPERTY('Babelfish') IS NULL THEN 0 ELSE 1 END AS int);";
 
