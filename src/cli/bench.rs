@@ -1,6 +1,6 @@
 //! `fencepost bench`.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -52,8 +52,7 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
         Format::Json => serde_json::to_string_pretty(&run.report)? + "\n",
         Format::Text => run.report.to_text(),
     };
-    // A reader that closed the pipe early (`| head`) is not an error.
-    let _ = std::io::stdout().write_all(text.as_bytes());
+    super::out::print(&text)?;
     Ok(if run.cleaned_up { EXIT_OK } else { EXIT_ATTENTION })
 }
 

@@ -37,6 +37,6 @@ pub async fn run(args: CheckArgs) -> Result<u8> {
         CheckFormat::Json => Format::Json,
         CheckFormat::Junit => Format::Junit,
     };
-    print!("{}", audit::render(&report, format));
+    super::out::print(audit::render(&report, format))?;
     Ok(u8::try_from(report.exit_code()).unwrap_or(super::EXIT_ERROR))
 }

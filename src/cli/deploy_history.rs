@@ -2,7 +2,6 @@
 
 use fencepost::deploy::{DeployHistory, Deployment};
 use fencepost::identity::{IdentityState, RecordedIdentity};
-use serde_json::{Value, json};
 
 /// The last deployment and how many are recorded, then the last `listed`
 /// of them when asked for.
@@ -43,28 +42,6 @@ pub fn render_identity(state: IdentityState, recorded: Option<&RecordedIdentity>
         _ => String::new(),
     };
     format!("\ndatabase identity: {state}{by}\n")
-}
-
-/// The deploy history for `status --format json`: the count, the last
-/// deployment, and the list when asked for.
-pub fn history_json(history: &DeployHistory, listed: Option<u32>) -> Value {
-    let mut document = json!({
-        "recorded": history.recorded,
-        "last": history.recent.first(),
-    });
-    if listed.is_some() {
-        document["recent"] = json!(history.recent);
-    }
-    document
-}
-
-/// The identity for `status --format json`: its state (with both forks when
-/// they differ), what was recorded, and the line `status` prints.
-pub fn identity_json(state: IdentityState, recorded: Option<&RecordedIdentity>) -> Value {
-    let mut document = json!(state);
-    document["recorded_identity"] = json!(recorded);
-    document["message"] = json!(state.to_string());
-    document
 }
 
 #[cfg(test)]
@@ -147,21 +124,5 @@ mod tests {
             "\ndatabase identity: cannot verify: the engine does not show a recovery fork\n"
         );
         assert!(render_identity(compare(None, Some(a)), None).contains("not recorded yet"));
-    }
-
-    #[test]
-    fn the_json_carries_the_state_the_message_and_the_list_only_when_asked() {
-        let identity = identity_json(IdentityState::CannotVerify, None);
-        assert_eq!(identity["state"], "cannot_verify");
-        assert_eq!(
-            identity["message"],
-            "cannot verify: the engine does not show a recovery fork"
-        );
-        assert!(identity["recorded_identity"].is_null());
-        let history = history_json(&two(), None);
-        assert_eq!(history["recorded"], 7);
-        assert_eq!(history["last"]["login"], "deployer");
-        assert!(history.get("recent").is_none());
-        assert_eq!(history_json(&two(), Some(2))["recent"].as_array().unwrap().len(), 2);
     }
 }

@@ -6,10 +6,11 @@ use anyhow::Result;
 use fencepost::deploy::{
     self, Change, Grant, GrantOutcome, MigrateOptions, MigrateReport, MigrationState, ProcedureState, Progress,
 };
+use serde::Serialize;
 
 use super::opt::{Format, MigrateArgs};
 use super::status::procedure_word;
-use super::{EXIT_ATTENTION, EXIT_ERROR, EXIT_OK, connect, environment_grants, sources};
+use super::{EXIT_ATTENTION, EXIT_ERROR, EXIT_OK, connect, environment_grants, out, sources};
 
 pub async fn run(args: MigrateArgs) -> Result<u8> {
     let sources = sources(args.source.source_dir.as_deref())?;
@@ -30,7 +31,6 @@ pub async fn run(args: MigrateArgs) -> Result<u8> {
     };
     deploy::refuse_deploying_user(&mut conn, &grants).await?;
     let report = deploy::migrate(&mut conn, &sources, &options, &mut progress).await?;
-    let would_stop = report.dry_run.then(|| would_stop(&report, &options)).flatten();
     // After the deploy, so the roles exist; a dry run adds nobody.
     let granted = if report.dry_run {
         Vec::new()
@@ -39,28 +39,35 @@ pub async fn run(args: MigrateArgs) -> Result<u8> {
     };
     match args.format {
         Format::Json => {
-            let mut document = serde_json::to_value(&report)?;
-            if report.dry_run {
-                document["would_stop"] = serde_json::json!(would_stop);
-                document["would_grant"] = serde_json::to_value(&grants)?;
-            } else {
-                document["grants"] = serde_json::to_value(&granted)?;
-            }
-            println!("{}", serde_json::to_string_pretty(&document)?);
+            let document = Document {
+                report: &report,
+                would_grant: report.dry_run.then_some(&grants[..]),
+                grants: (!report.dry_run).then_some(&granted[..]),
+            };
+            // Through a `Value`, whose keys sort, as the document's always have.
+            out::line(serde_json::to_string_pretty(&serde_json::to_value(&document)?)?)?;
         }
         Format::Text => {
-            print!(
-                "{}",
-                summary(
-                    &format!("{} / {}", target.server(), target.database()),
-                    &report,
-                    would_stop.as_deref()
-                )
-            );
-            print!("{}", grants_text(report.dry_run, &grants, &granted));
+            out::print(summary(
+                &format!("{} / {}", target.server(), target.database()),
+                &report,
+            ))?;
+            out::print(grants_text(report.dry_run, &grants, &granted))?;
         }
     }
-    Ok(exit_status(&report, would_stop.is_some()))
+    Ok(exit_status(&report))
+}
+
+/// `migrate --format json`: the report, and the memberships a dry run would
+/// ensure or a deploy ensured.
+#[derive(Serialize)]
+struct Document<'a> {
+    #[serde(flatten)]
+    report: &'a MigrateReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    would_grant: Option<&'a [Grant]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    grants: Option<&'a [GrantOutcome]>,
 }
 
 /// One line per membership: added, already there, or (dry run) to ensure.
@@ -80,20 +87,12 @@ fn grants_text(dry_run: bool, grants: &[Grant], granted: &[GrantOutcome]) -> Str
         .collect()
 }
 
-/// Why a deploy of this plan would stop, as its error would say.
-fn would_stop(report: &MigrateReport, options: &MigrateOptions) -> Option<String> {
-    report
-        .plan
-        .would_stop(options.overwrites_drift())
-        .map(|blocker| blocker.to_string())
-}
-
 /// A deploy exits 0. A dry run exits 0 when there is nothing to do, 1 when
 /// changes are pending, 2 when a deploy would stop.
-fn exit_status(report: &MigrateReport, would_stop: bool) -> u8 {
+fn exit_status(report: &MigrateReport) -> u8 {
     if !report.dry_run {
         EXIT_OK
-    } else if would_stop {
+    } else if report.would_stop.is_some() {
         EXIT_ERROR
     } else if report.plan.is_current() {
         EXIT_OK
@@ -117,7 +116,7 @@ fn describe(event: &Progress) -> String {
     }
 }
 
-fn summary(where_: &str, report: &MigrateReport, would_stop: Option<&str>) -> String {
+fn summary(where_: &str, report: &MigrateReport) -> String {
     let plan = &report.plan;
     if report.dry_run {
         let mut out = format!("dry run against {where_}: nothing was changed\n");
@@ -140,7 +139,7 @@ fn summary(where_: &str, report: &MigrateReport, would_stop: Option<&str>) -> St
         for file in &plan.permissions {
             out += &format!("  would re-apply permissions/{file}\n");
         }
-        if let Some(reason) = would_stop {
+        if let Some(reason) = &report.would_stop {
             out += &format!("  a deploy would stop: {reason}\n");
         }
         return out;
@@ -216,6 +215,7 @@ mod tests {
             deployment_id: Some(1),
             database_identity: None,
             warnings: vec![],
+            would_stop: None,
         }
     }
 
@@ -227,7 +227,7 @@ mod tests {
             Some(uuid::Uuid::from_u128(2)),
         ));
         changed.warnings = MigrateReport::identity_warnings(identity);
-        let text = summary("db", &changed, None);
+        let text = summary("db", &changed);
         assert!(
             text.contains("recorded as deployment 1 in fence.Deployment\n"),
             "{text}"
@@ -239,7 +239,7 @@ mod tests {
             ),
             "{text}"
         );
-        assert!(!summary("db", &report(&[]), None).contains("warning"));
+        assert!(!summary("db", &report(&[])).contains("warning"));
     }
 
     #[test]
@@ -250,7 +250,6 @@ mod tests {
                 ("fence_api.A", ProcedureState::Current),
                 ("fence_api.Stray", ProcedureState::NotShipped),
             ]),
-            None,
         );
         assert!(
             text.contains("1 migration(s) applied, 1 procedure(s) current"),

@@ -9,6 +9,7 @@ pub mod failure;
 mod lease;
 mod migrate;
 mod opt;
+pub mod out;
 mod script;
 mod status;
 
@@ -124,12 +125,16 @@ pub async fn run(options: Options) -> Result<u8> {
         Command::Lease(command) => lease::run(command).await,
         Command::Completions(args) => {
             let mut command = <Options as clap::CommandFactory>::command().version(version());
-            clap_complete::generate(args.shell, &mut command, "fencepost", &mut std::io::stdout());
+            let mut script = Vec::new();
+            clap_complete::generate(args.shell, &mut command, "fencepost", &mut script);
+            out::bytes(&script)?;
             Ok(EXIT_OK)
         }
         Command::Man => {
             let command = <Options as clap::CommandFactory>::command().version(version());
-            clap_mangen::Man::new(command).render(&mut std::io::stdout())?;
+            let mut page = Vec::new();
+            clap_mangen::Man::new(command).render(&mut page)?;
+            out::bytes(&page)?;
             Ok(EXIT_OK)
         }
     }

@@ -18,7 +18,7 @@ pub fn run(args: ScriptArgs) -> Result<u8> {
         (ScriptTarget::BabelfishPostgres, None) => bail!("--target babelfish-postgres needs --database NAME"),
     };
     match &args.output {
-        None => print!("{script}"),
+        None => super::out::print(&script)?,
         Some(path) => {
             std::fs::write(path, &script).with_context(|| format!("writing {}", path.display()))?;
             super::progress(format_args!("wrote the script to {}", path.display()));

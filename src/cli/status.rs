@@ -2,104 +2,59 @@
 
 use anyhow::Result;
 use fencepost::client::ContractVersion;
-use fencepost::deploy::{self, MigrationState, Plan, ProcedureState, SecurityDefiner};
-use serde_json::json;
+use fencepost::deploy::{self, MigrationState, Plan, ProcedureState, SecurityDefiner, StatusOptions, StatusReport};
+use serde::Serialize;
 
-use super::deploy_history::{history_json, identity_json, render_history, render_identity};
+use super::deploy_history::{render_history, render_identity};
 use super::opt::{Format, StatusArgs};
-use super::{EXIT_ATTENTION, EXIT_OK, connect, sources};
+use super::{EXIT_ATTENTION, EXIT_OK, connect, out, sources};
 
 pub async fn run(args: StatusArgs) -> Result<u8> {
     let sources = sources(args.source_dir.as_deref())?;
     let (target, mut conn) = connect(&args.connect).await?;
-    let plan = deploy::status(&mut conn, &sources).await?;
-    let definer = deploy::read_security_definer(&mut conn).await?;
-    let contract = deploy::read_contract_version(&mut conn).await?;
-    // Without --history, the last deployment only.
-    let history = deploy::read_history(&mut conn, args.history.unwrap_or(1)).await?;
-    let recorded_identity = deploy::read_recorded_identity(&mut conn).await?;
-    let identity = fencepost::identity::compare(
-        recorded_identity.as_ref().map(|r| r.recovery_fork),
-        deploy::read_current_identity(&mut conn).await?,
-    );
-    let diffs = if args.diff {
-        drift_diffs(&mut conn, &sources, &plan).await?
-    } else {
-        Vec::new()
+    let options = StatusOptions {
+        history: args.history,
+        diff: args.diff,
     };
-    let where_ = format!("{} / {}", target.server(), target.database());
-    // An engine that shows no identity is not a reason to act; a restore is.
-    let current = plan.is_current() && definer_is_current(&definer) && !identity.is_changed();
+    let report = deploy::status_report(&mut conn, &sources, &options).await?;
     match args.format {
         Format::Json => {
-            let mut document = json!({
-                "server": target.server(),
-                "database": target.database(),
-                "current": current,
-                "contract_version": contract.map(|v| format!("{}.{}", v.major, v.minor)),
-                "migrations": plan.migrations,
-                "procedures": plan.procedures,
-                "deployments": history_json(&history, args.history),
-                "database_identity": identity_json(identity, recorded_identity.as_ref()),
-            });
-            if args.diff {
-                document["diffs"] = diffs
-                    .iter()
-                    .map(|(name, diff)| (name.clone(), json!(diff)))
-                    .collect::<serde_json::Map<_, _>>()
-                    .into();
-            }
-            // Only Babelfish needs it; other engines' documents stay as they were.
-            if definer != SecurityDefiner::NotNeeded {
-                document["babelfish_security_definer"] = serde_json::to_value(&definer)?;
-            }
-            println!("{}", serde_json::to_string_pretty(&document)?);
+            let document = Document {
+                server: target.server(),
+                database: target.database(),
+                report: &report,
+            };
+            // Through a `Value`, whose keys sort, as the document's always have.
+            out::line(serde_json::to_string_pretty(&serde_json::to_value(&document)?)?)?;
         }
         Format::Text => {
-            print!("{}", render_text(&where_, &plan));
-            for (name, diff) in &diffs {
-                match diff {
-                    Some(diff) => print!("\n{diff}"),
-                    None => println!("\n{name}: this login cannot read its definition on the server"),
+            let where_ = format!("{} / {}", target.server(), target.database());
+            out::print(render_text(&where_, &report.plan))?;
+            for diff in report.diffs.iter().flatten() {
+                match &diff.diff {
+                    Some(text) => out::print(format_args!("\n{text}"))?,
+                    None => out::line(format_args!(
+                        "\n{}: this login cannot read its definition on the server",
+                        diff.name
+                    ))?,
                 }
             }
-            print!("{}", render_contract(contract));
-            print!("{}", render_identity(identity, recorded_identity.as_ref()));
-            print!("{}", render_history(&history, args.history));
-            print!("{}", render_security_definer(&definer, target.database()));
+            out::print(render_contract(report.contract_version))?;
+            out::print(render_identity(report.identity, report.recorded_identity.as_ref()))?;
+            out::print(render_history(&report.history, args.history))?;
+            out::print(render_security_definer(&report.security_definer, target.database()))?;
         }
     }
-    Ok(if current { EXIT_OK } else { EXIT_ATTENTION })
+    Ok(if report.is_current() { EXIT_OK } else { EXIT_ATTENTION })
 }
 
-/// Each drifted procedure with its diff from the shipped text, or `None`
-/// when the server's definition cannot be read.
-async fn drift_diffs(
-    conn: &mut fencepost::Connection,
-    sources: &fencepost::source::Sources,
-    plan: &Plan,
-) -> Result<Vec<(String, Option<String>)>> {
-    let mut diffs = Vec::new();
-    for status in plan.procedures.iter().filter(|p| p.state == ProcedureState::Drifted) {
-        let Some(shipped) = sources.procedures().iter().find(|p| p.qualified_name() == status.name) else {
-            continue;
-        };
-        let server = deploy::read_definition(conn, &status.name).await?;
-        diffs.push((
-            status.name.clone(),
-            server.map(|text| deploy::definition_diff(shipped, &text)),
-        ));
-    }
-    Ok(diffs)
-}
-
-/// "cannot verify" needs attention too: it is never a pass.
-fn definer_is_current(definer: &SecurityDefiner) -> bool {
-    match definer {
-        SecurityDefiner::Babelfish { not_security_definer } => not_security_definer.is_empty(),
-        SecurityDefiner::CannotVerify { .. } => false,
-        _ => true,
-    }
+/// `status --format json`: where, then the report.
+#[derive(Serialize)]
+struct Document<'a> {
+    server: String,
+    database: &'a str,
+    #[serde(flatten)]
+    report: &'a StatusReport,
 }
 
 fn render_security_definer(definer: &SecurityDefiner, database: &str) -> String {

@@ -4,7 +4,9 @@
 use std::fmt;
 
 use serde::Serialize;
+use serde::ser::{SerializeStruct, Serializer};
 
+use super::blocker::Blocker;
 use super::identity::{IdentityState, RESTORED_MESSAGE};
 use super::plan::{Plan, ProcedureState};
 
@@ -41,8 +43,8 @@ impl fmt::Display for Change {
     }
 }
 
-/// What a deploy found and did.
-#[derive(Clone, Debug, Serialize)]
+/// What a deploy found and did, or, for a dry run, what one would do.
+#[derive(Clone, Debug)]
 pub struct MigrateReport {
     /// The plan, as found before any change.
     pub plan: Plan,
@@ -63,8 +65,36 @@ pub struct MigrateReport {
     /// deploy; `None` when nothing was recorded.
     pub database_identity: Option<IdentityState>,
     /// What needs an operator although the deploy succeeded.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// For a dry run, what would stop a deploy of the plan with the same
+    /// options, as [`Plan::would_stop`] finds it; `None` for a deploy,
+    /// which stops with it as its error instead.
+    pub would_stop: Option<Blocker>,
+}
+
+/// The warnings only when there are some, and `would_stop` (as the
+/// blocker's message, or null) only for a dry run.
+impl Serialize for MigrateReport {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut document = serializer.serialize_struct("MigrateReport", 10)?;
+        document.serialize_field("plan", &self.plan)?;
+        document.serialize_field("changes", &self.changes)?;
+        document.serialize_field("permissions_applied", &self.permissions_applied)?;
+        document.serialize_field("dry_run", &self.dry_run)?;
+        document.serialize_field("lock_wait_seconds", &self.lock_wait_seconds)?;
+        document.serialize_field("round_trips", &self.round_trips)?;
+        document.serialize_field("deployment_id", &self.deployment_id)?;
+        document.serialize_field("database_identity", &self.database_identity)?;
+        match self.warnings.is_empty() {
+            true => document.skip_field("warnings")?,
+            false => document.serialize_field("warnings", &self.warnings)?,
+        }
+        match self.dry_run {
+            true => document.serialize_field("would_stop", &self.would_stop.as_ref().map(ToString::to_string))?,
+            false => document.skip_field("would_stop")?,
+        }
+        document.end()
+    }
 }
 
 impl MigrateReport {

@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::admin;
 use crate::cli::opt::{Format, LeaseForceReleaseArgs};
+use crate::cli::out;
 use crate::cli::{EXIT_ATTENTION, EXIT_OK};
 
 pub(super) async fn force_release(args: LeaseForceReleaseArgs) -> Result<u8> {
@@ -42,29 +43,26 @@ pub(super) async fn force_release(args: LeaseForceReleaseArgs) -> Result<u8> {
         other => bail!("{}: this command cannot show the answer {}", args.key, other.name()),
     };
     match args.format {
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "key": args.key,
-                "outcome": released.outcome.name(),
-                "generation": generation,
-                "killed_session": released.killed_session,
-            }))?
-        ),
+        Format::Json => out::line(serde_json::to_string_pretty(&json!({
+            "key": args.key,
+            "outcome": released.outcome.name(),
+            "generation": generation,
+            "killed_session": released.killed_session,
+        }))?)?,
         Format::Text => {
             if let Some(session) = released.killed_session {
-                println!(
+                out::line(format_args!(
                     "{}: ended session {session}, which held the fence row in an open transaction (rolled back)",
                     args.key
-                );
+                ))?;
             }
             match generation {
-                Some(generation) => println!(
+                Some(generation) => out::line(format_args!(
                     "{}: fenced; generation is now {generation}: the holder's next renew, publish or fenced \
                      transaction is refused, and the next acquirer gets the lease at once",
                     args.key
-                ),
-                None => println!("{}: no fence row, nothing to release", args.key),
+                ))?,
+                None => out::line(format_args!("{}: no fence row, nothing to release", args.key))?,
             }
         }
     }

@@ -8,6 +8,7 @@ use time::OffsetDateTime;
 
 use super::{admin, utc};
 use crate::cli::opt::{Format, LeaseHistoryArgs, LeasePruneArgs};
+use crate::cli::out;
 use crate::cli::{EXIT_ATTENTION, EXIT_OK};
 
 /// One tenure as JSON: the owner only as a hash.
@@ -71,24 +72,24 @@ pub(super) async fn history(args: LeaseHistoryArgs) -> Result<u8> {
     };
     let provisioned = matches!(answer, LeaseHistory::Found(_));
     match args.format {
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "key": args.key,
-                "outcome": answer.name(),
-                "server_utc": server_utc.map(utc),
-                "truncated": truncated,
-                "tenures": tenures.iter().map(tenure_json).collect::<Vec<_>>(),
-            }))?
-        ),
-        Format::Text if !provisioned => println!("{}: no fence row (provision it first)", args.key),
+        Format::Json => out::line(serde_json::to_string_pretty(&json!({
+            "key": args.key,
+            "outcome": answer.name(),
+            "server_utc": server_utc.map(utc),
+            "truncated": truncated,
+            "tenures": tenures.iter().map(tenure_json).collect::<Vec<_>>(),
+        }))?)?,
+        Format::Text if !provisioned => out::line(format_args!("{}: no fence row (provision it first)", args.key))?,
         Format::Text => {
-            println!("{}: {} tenure(s), newest first", args.key, tenures.len());
+            out::line(format_args!("{}: {} tenure(s), newest first", args.key, tenures.len()))?;
             for tenure in tenures {
-                println!("  {}", tenure_text(tenure, server_utc));
+                out::line(format_args!("  {}", tenure_text(tenure, server_utc)))?;
             }
             if truncated {
-                println!("(stopped at --limit {}: there may be older ones)", args.limit);
+                out::line(format_args!(
+                    "(stopped at --limit {}: there may be older ones)",
+                    args.limit
+                ))?;
             }
         }
     }
@@ -106,15 +107,12 @@ pub(super) async fn prune(args: LeasePruneArgs) -> Result<u8> {
         other => bail!("this command cannot show the answer {}", other.name()),
     };
     match args.format {
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "outcome": answer.name(),
-                "deleted": deleted,
-                "ended_before_utc": before,
-            }))?
-        ),
-        Format::Text => println!("pruned {deleted} tenure(s) that ended before {before}"),
+        Format::Json => out::line(serde_json::to_string_pretty(&json!({
+            "outcome": answer.name(),
+            "deleted": deleted,
+            "ended_before_utc": before,
+        }))?)?,
+        Format::Text => out::line(format_args!("pruned {deleted} tenure(s) that ended before {before}"))?,
     }
     Ok(EXIT_OK)
 }

@@ -11,6 +11,7 @@ use super::{admin, utc};
 use crate::cli::EXIT_OK;
 use crate::cli::connect;
 use crate::cli::opt::{Format, LeaseRecoverArgs};
+use crate::cli::out;
 
 pub(super) async fn recover(args: LeaseRecoverArgs) -> Result<u8> {
     let identity = {
@@ -35,31 +36,28 @@ pub(super) async fn recover(args: LeaseRecoverArgs) -> Result<u8> {
     let record = answer.record();
     let (floor, voided, at) = (record.generation_floor, record.leases_voided, utc(record.recovered_at));
     match args.format {
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "outcome": answer.name(),
-                "recovery_id": recovery_id,
-                "recovery_id_from": id_from,
-                "database_identity": identity,
-                "generation_floor": floor,
-                "leases_voided": voided,
-                "recovered_at_utc": at,
-            }))?
-        ),
+        Format::Json => out::line(serde_json::to_string_pretty(&json!({
+            "outcome": answer.name(),
+            "recovery_id": recovery_id,
+            "recovery_id_from": id_from,
+            "database_identity": identity,
+            "generation_floor": floor,
+            "leases_voided": voided,
+            "recovered_at_utc": at,
+        }))?)?,
         Format::Text => match answer {
-            Recover::AlreadyRecovered(_) => println!(
+            Recover::AlreadyRecovered(_) => out::line(format_args!(
                 "recovery {recovery_id} (from {id_from}) already ran at {at}: every generation was raised to \
                  {floor}; nothing changed. To recover from another restore or failover since then, pass a new --id"
-            ),
+            ))?,
             Recover::Recovered(_) => {
-                println!(
+                out::line(format_args!(
                     "recovered: every generation raised to {floor}, so every next acquisition gets a higher one; \
                      {voided} open lease(s) voided (their holders' publishes answer Superseded)"
-                );
-                println!(
+                ))?;
+                out::line(format_args!(
                     "recovery id {recovery_id} (from {id_from}): repeat with --id {recovery_id} to change nothing"
-                );
+                ))?;
             }
             other => bail!(
                 "recovery {recovery_id}: this command cannot show the answer {}",

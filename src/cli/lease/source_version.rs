@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::admin;
 use crate::cli::opt::{Format, LeaseResetSourceVersionArgs};
+use crate::cli::out;
 use crate::cli::{EXIT_ATTENTION, EXIT_OK};
 
 pub(super) async fn reset(args: LeaseResetSourceVersionArgs) -> Result<u8> {
@@ -21,22 +22,19 @@ pub(super) async fn reset(args: LeaseResetSourceVersionArgs) -> Result<u8> {
         other => bail!("{}: this command cannot show the answer {}", args.key, other.name()),
     };
     match args.format {
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "key": args.key,
-                "outcome": answer.name(),
-                "previous_source_version": previous,
-                "source_version": if reset { args.source_version } else { None },
-            }))?
-        ),
-        Format::Text if !reset => println!("{}: no fence row (provision it first)", args.key),
+        Format::Json => out::line(serde_json::to_string_pretty(&json!({
+            "key": args.key,
+            "outcome": answer.name(),
+            "previous_source_version": previous,
+            "source_version": if reset { args.source_version } else { None },
+        }))?)?,
+        Format::Text if !reset => out::line(format_args!("{}: no fence row (provision it first)", args.key))?,
         Format::Text => {
             let was = previous.map_or("none".to_string(), |v| v.to_string());
             let now = args
                 .source_version
                 .map_or("cleared".to_string(), |v| format!("now {v}"));
-            println!("{}: source version {now} (was {was})", args.key);
+            out::line(format_args!("{}: source version {now} (was {was})", args.key))?;
         }
     }
     Ok(if reset { EXIT_OK } else { EXIT_ATTENTION })

@@ -9,6 +9,7 @@ use super::{admin, utc};
 use crate::cli::EXIT_ATTENTION;
 use crate::cli::EXIT_OK;
 use crate::cli::opt::{Format, LeaseKeyArgs, LeaseListArgs};
+use crate::cli::out;
 
 /// One resource's lease as JSON: never an owner.
 fn lease_json(key: &str, state: &LeaseState) -> Value {
@@ -47,18 +48,15 @@ pub(super) async fn inspect(args: LeaseKeyArgs) -> Result<u8> {
         Inspection::NotProvisioned => None,
     };
     match args.format {
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "key": args.key,
-                "outcome": inspection.name(),
-                "lease": state.map(|state| lease_json(&args.key, state)),
-                "server_utc": utc(server_utc),
-            }))?
-        ),
+        Format::Json => out::line(serde_json::to_string_pretty(&json!({
+            "key": args.key,
+            "outcome": inspection.name(),
+            "lease": state.map(|state| lease_json(&args.key, state)),
+            "server_utc": utc(server_utc),
+        }))?)?,
         Format::Text => match state {
-            Some(state) => println!("{}", lease_text(&args.key, state)),
-            None => println!("{}: no fence row (provision it first)", args.key),
+            Some(state) => out::line(lease_text(&args.key, state))?,
+            None => out::line(format_args!("{}: no fence row (provision it first)", args.key))?,
         },
     }
     Ok(if state.is_some() { EXIT_OK } else { EXIT_ATTENTION })
@@ -76,27 +74,24 @@ pub(super) async fn list(args: LeaseListArgs) -> Result<u8> {
     }
     let page = admin(&args.connect).await?.list_leases(&query).await?;
     match args.format {
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({
-                "server_utc": page.server_utc().map(utc),
-                "truncated": page.is_full(),
-                "next_after": page.next_after(),
-                "leases": page.leases.iter().map(|l| lease_json(&l.key, &l.state)).collect::<Vec<_>>(),
-            }))?
-        ),
+        Format::Json => out::line(serde_json::to_string_pretty(&json!({
+            "server_utc": page.server_utc().map(utc),
+            "truncated": page.is_full(),
+            "next_after": page.next_after(),
+            "leases": page.leases.iter().map(|l| lease_json(&l.key, &l.state)).collect::<Vec<_>>(),
+        }))?)?,
         Format::Text => {
             for lease in &page.leases {
-                println!("{}", lease_text(&lease.key, &lease.state));
+                out::line(lease_text(&lease.key, &lease.state))?;
             }
             let what = if args.held { "held lease(s)" } else { "resource(s)" };
-            println!("{} {what}", page.leases.len());
+            out::line(format_args!("{} {what}", page.leases.len()))?;
             if page.is_full() {
-                println!(
+                out::line(format_args!(
                     "(stopped at --limit {}: there may be more; the next page: --after {:?})",
                     args.limit,
                     page.next_after().unwrap_or_default()
-                );
+                ))?;
             }
         }
     }

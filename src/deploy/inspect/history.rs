@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use crate::connection::Connection;
 use crate::deploy::error::DeployError;
+use crate::deploy::run::Session;
 
 /// One recorded deployment.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -50,11 +51,8 @@ SELECT TOP ({limit}) DeploymentId, REPLACE(CONVERT(nvarchar(33), DeployedAtUtc, 
        MigrationsApplied, ProceduresApplied, DatabaseIdentity
   FROM fence.Deployment ORDER BY DeploymentId DESC;';"
     );
-    let sets = conn
-        .simple_query(sql)
-        .await
-        .map_err(DeployError::server(CONTEXT))?
-        .into_results()
+    let sets = Session::new(conn)
+        .run(&sql)
         .await
         .map_err(DeployError::server(CONTEXT))?;
     let [count, rows] = &sets[..] else {

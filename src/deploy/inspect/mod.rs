@@ -1,7 +1,7 @@
 //! Read-only probes for `fencepost status`: the plan without the lock, the
 //! deploy history, a drifted procedure's definition, the contract version,
-//! SECURITY DEFINER on Babelfish and the database identity. None of them
-//! changes anything.
+//! SECURITY DEFINER on Babelfish and the database identity, and the
+//! [`StatusReport`] that gathers them. None of them changes anything.
 
 mod contract_version;
 mod definition;
@@ -9,6 +9,7 @@ mod history;
 mod identity;
 mod security_definer;
 mod status;
+mod status_report;
 
 pub use contract_version::read_contract_version;
 pub use definition::{definition_diff, read_definition};
@@ -16,3 +17,4 @@ pub use history::{DeployHistory, Deployment, read_history};
 pub use identity::{read_current_identity, read_recorded_identity};
 pub use security_definer::{SecurityDefiner, read as read_security_definer};
 pub use status::{read_state, status};
+pub use status_report::{ProcedureDiff, StatusOptions, StatusReport, status_report};

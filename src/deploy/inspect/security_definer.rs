@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::connection::Connection;
 use crate::deploy::error::DeployError;
+use crate::deploy::run::Session;
 
 /// What the engine says about the fence procedures' SECURITY DEFINER.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -30,6 +31,19 @@ pub enum SecurityDefiner {
     },
 }
 
+impl SecurityDefiner {
+    /// True when no fence procedure needs the PostgreSQL-side script: not
+    /// Babelfish, or every one is SECURITY DEFINER. "Cannot verify" needs
+    /// attention too: it is never a pass.
+    pub fn is_current(&self) -> bool {
+        match self {
+            Self::Babelfish { not_security_definer } => not_security_definer.is_empty(),
+            Self::CannotVerify { .. } => false,
+            Self::NotNeeded => true,
+        }
+    }
+}
+
 /// `SERVERPROPERTY('Babelfish')` is NULL on SQL Server.
 const IS_BABELFISH: &str = "SELECT CAST(CASE WHEN SERVERPROPERTY('Babelfish') IS NULL THEN 0 ELSE 1 END AS int);";
 
@@ -48,13 +62,10 @@ ORDER BY 1;";
 /// Reads whether the fence procedures are SECURITY DEFINER (two round
 /// trips on Babelfish, one elsewhere).
 pub async fn read(conn: &mut Connection) -> Result<SecurityDefiner, DeployError> {
-    let babelfish = conn
-        .simple_query(IS_BABELFISH)
-        .await
-        .map_err(DeployError::server("asking whether the engine is Babelfish"))?
-        .into_row()
-        .await
-        .map_err(DeployError::server("asking whether the engine is Babelfish"))?
+    let babelfish = Session::new(conn)
+        .first_result(IS_BABELFISH, "asking whether the engine is Babelfish")
+        .await?
+        .first()
         .and_then(|row| row.get::<i32, _>(0))
         == Some(1);
     if !babelfish {

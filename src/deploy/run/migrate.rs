@@ -45,6 +45,7 @@ async fn deploy(
 ) -> Result<MigrateReport, DeployError> {
     if options.dry_run {
         let plan = read_plan(target, sources).await?;
+        let would_stop = plan.would_stop(options.overwrite_drift);
         return Ok(MigrateReport {
             plan,
             changes: Vec::new(),
@@ -55,6 +56,7 @@ async fn deploy(
             deployment_id: None,
             database_identity: None,
             warnings: Vec::new(),
+            would_stop,
         });
     }
 
@@ -99,6 +101,7 @@ async fn deploy(
         deployment_id: run.recorded.and_then(|r| r.id),
         database_identity,
         warnings: MigrateReport::identity_warnings(database_identity),
+        would_stop: None,
     })
 }
 

@@ -112,6 +112,19 @@ impl<'c> Session<'c> {
         self.conn.simple_query(sql).await?.into_results().await
     }
 
+    /// Sends one batch and reads its first result set: a read whose failure
+    /// is said as `context`.
+    pub async fn first_result(&mut self, sql: &str, context: &str) -> Result<Vec<Row>, DeployError> {
+        self.round_trips += 1;
+        self.conn
+            .simple_query(sql)
+            .await
+            .map_err(DeployError::server(context))?
+            .into_first_result()
+            .await
+            .map_err(DeployError::server(context))
+    }
+
     /// Sends one batch and reads its rows as they arrive, stopping at the
     /// first error. Returns the rows read before it, and the error: what a
     /// batch got through before the server ended it.

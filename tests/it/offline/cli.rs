@@ -120,6 +120,38 @@ fn script_writes_to_a_file_when_asked() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), stdout(&fencepost(&["script"])));
 }
 
+/// A reader that leaves early (`fencepost script | head -1`) ends the command
+/// quietly and successfully, as it does other Unix tools. The script is far
+/// larger than a pipe holds, so the binary is still writing when the pipe
+/// closes.
+#[test]
+fn a_closed_pipe_ends_the_command_with_status_zero_and_no_message() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+
+    let mut child = support::binary::fencepost(["script"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start fencepost");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("its stdout"))
+        .read_line(&mut first)
+        .expect("read the first line");
+    assert!(first.starts_with("-- fencepost "), "{first}");
+    // The reader, and with it the pipe, is dropped here.
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("its stderr")
+        .read_to_string(&mut stderr)
+        .expect("read its stderr");
+    let status = child.wait().expect("wait for fencepost");
+    assert_eq!(status.code(), Some(0), "{status:?}: {stderr}");
+    assert_eq!(stderr, "");
+}
+
 #[test]
 fn the_babelfish_postgres_script_names_its_database_and_who_runs_it() {
     let output = fencepost(&["script", "--target", "babelfish-postgres", "--database", "app"]);
