@@ -52,6 +52,9 @@
 // A type a user is handed must be one they can name (store it, write a
 // function that takes it): every public type has a public path.
 #![warn(unnameable_types)]
+// `pub` says "part of the API": an item no user can reach is `pub(crate)`,
+// so what a change may break can be read off its declaration.
+#![warn(unreachable_pub)]
 
 pub mod audit;
 pub mod bench;

@@ -51,7 +51,7 @@ impl Latencies {
 
 /// Latency percentiles of one scenario, in milliseconds.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Percentiles {
+pub(super) struct Percentiles {
     /// Median.
     pub p50_ms: f64,
     /// 95th percentile.

@@ -21,7 +21,7 @@ fn deploy_lock_resource() -> String {
 /// ANSI_NULLS of the session that created it, and a migration's columns
 /// take their nullability from ANSI_NULL_DFLT_ON: spelled out, they are the
 /// same whichever client runs the deploy (tiberius and sqlcmd differ).
-pub const SESSION_OPTIONS: &str = "SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ANSI_NULL_DFLT_ON, ARITHABORT, \
+pub(super) const SESSION_OPTIONS: &str = "SET ANSI_NULLS, ANSI_PADDING, ANSI_WARNINGS, ANSI_NULL_DFLT_ON, ARITHABORT, \
 CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
 SET NUMERIC_ROUNDABORT, IMPLICIT_TRANSACTIONS OFF;
 SET XACT_ABORT ON;";
@@ -29,7 +29,7 @@ SET XACT_ABORT ON;";
 /// Creates schema `fence` and the migration history when missing. Both go
 /// through EXEC because CREATE SCHEMA must start a batch and the table's
 /// schema may not exist when the batch compiles.
-pub fn bootstrap() -> String {
+pub(super) fn bootstrap() -> String {
     format!(
         "IF SCHEMA_ID(N'fence') IS NULL
     EXEC (N'CREATE SCHEMA fence AUTHORIZATION dbo;');
@@ -44,7 +44,7 @@ IF OBJECT_ID(N'{HISTORY_TABLE}', N'U') IS NULL
 
 /// Takes the session-scoped deploy lock and returns sp_getapplock's status
 /// as one row (0 or 1: granted; -1: timed out).
-pub fn take_deploy_lock(timeout: Duration) -> String {
+pub(super) fn take_deploy_lock(timeout: Duration) -> String {
     let millis = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
     format!(
         "{SESSION_OPTIONS}
@@ -60,7 +60,7 @@ SELECT @Status AS Status;",
 /// session id, login, host, program. Application locks show their resource
 /// name in `resource_description` (cut after 32 characters, so the match is
 /// on the name's prefix).
-pub const DEPLOY_LOCK_HOLDER: &str =
+pub(super) const DEPLOY_LOCK_HOLDER: &str =
     "SELECT TOP (1) CAST(s.session_id AS int), s.login_name, s.host_name, s.program_name
   FROM sys.dm_tran_locks AS l
   JOIN sys.dm_exec_sessions AS s ON s.session_id = l.request_session_id
@@ -72,7 +72,7 @@ pub const DEPLOY_LOCK_HOLDER: &str =
 /// one row, how many transactions were still open. Everything the runner
 /// starts it also ends, so an open one is a script's: its work after that
 /// point never committed, and is rolled back here rather than by a disconnect.
-pub fn release_deploy_lock() -> String {
+pub(super) fn release_deploy_lock() -> String {
     format!(
         "DECLARE @OpenTransactions int = @@TRANCOUNT;
 IF @OpenTransactions > 0 ROLLBACK TRANSACTION;
@@ -88,13 +88,13 @@ SELECT @OpenTransactions AS OpenTransactions;",
 /// whether the [`MIGRATION_MARKER`] exists (1) or not (0). None of it reads a
 /// table, so it opens no implicit transaction ([IMPL]: "SELECT statements
 /// that do not select from a table do not start implicit transactions").
-pub const TRANSACTION_STATE: &str = "SELECT CAST(@@TRANCOUNT AS int), CAST(XACT_STATE() AS int), \
+pub(super) const TRANSACTION_STATE: &str = "SELECT CAST(@@TRANCOUNT AS int), CAST(XACT_STATE() AS int), \
 CAST(@@OPTIONS & 2 AS int), CASE WHEN OBJECT_ID(N'tempdb..#FencepostMigration') IS NULL THEN 0 ELSE 1 END;";
 
 /// A temporary table the runner creates inside each migration's
 /// transaction. A rollback removes it, a commit keeps it: when a batch has
 /// ended the runner's transaction, it says which of the two ended it.
-pub const MIGRATION_MARKER: &str = "#FencepostMigration";
+pub(super) const MIGRATION_MARKER: &str = "#FencepostMigration";
 
 /// How deep the runner nests a migration's transaction: a batch (or a
 /// procedure it calls) that runs a COMMIT of its own only lowers the count.
@@ -103,7 +103,7 @@ pub const MIGRATION_MARKER: &str = "#FencepostMigration";
 /// The data modifications are made permanent and resources freed only when
 /// the outer transaction is committed. Each COMMIT TRANSACTION issued when
 /// @@TRANCOUNT is greater than one simply decrements @@TRANCOUNT by 1."
-pub const MIGRATION_DEPTH: i32 = 2;
+pub(super) const MIGRATION_DEPTH: i32 = 2;
 
 /// Opens a migration's transaction, `MIGRATION_DEPTH` levels deep, then
 /// turns IMPLICIT_TRANSACTIONS on, so that whatever a batch runs after a
@@ -119,7 +119,7 @@ pub const MIGRATION_DEPTH: i32 = 2;
 /// "When a wait for a lock exceeds the timeout value, an error is returned",
 /// error 1222), so a caller's long transaction on a fence table fails the
 /// deploy instead of queueing every call behind the migration's Sch-M wait.
-pub fn begin_migration(lock_timeout_ms: i64) -> String {
+pub(super) fn begin_migration(lock_timeout_ms: i64) -> String {
     format!(
         "{SESSION_OPTIONS}
 BEGIN TRANSACTION;
@@ -175,7 +175,7 @@ pub(crate) fn outside_any_transaction(what: &str) -> String {
 
 /// Records `procedure` in the journal and commits its deploy, if and only if
 /// the deploy's transaction is intact.
-pub fn commit_procedure(procedure: &ProcedureSource) -> String {
+pub(super) fn commit_procedure(procedure: &ProcedureSource) -> String {
     format!(
         "{}{}\nCOMMIT TRANSACTION;",
         in_runner_transaction(&format!("procedure {}", procedure.qualified_name())),
@@ -186,7 +186,7 @@ pub fn commit_procedure(procedure: &ProcedureSource) -> String {
 /// Records a migration in the history and commits it, if and only if the
 /// migration's transaction is intact (see [`begin_migration`]). `before`
 /// runs after the check, inside the transaction.
-pub fn commit_migration(version: i32, name: &str, applied_on_sql: &str, checksum: u64, before: &str) -> String {
+pub(super) fn commit_migration(version: i32, name: &str, applied_on_sql: &str, checksum: u64, before: &str) -> String {
     format!(
         "{}{before}{}\n{END_MIGRATION}",
         in_migration_transaction(&format!("migration V{version}__{name}")),
@@ -196,7 +196,7 @@ pub fn commit_migration(version: i32, name: &str, applied_on_sql: &str, checksum
 
 /// What a migration run without a transaction records itself with: one
 /// transaction of its own, checked, around the history row.
-pub fn commit_migration_alone(version: i32, name: &str, applied_on_sql: &str, checksum: u64) -> String {
+pub(super) fn commit_migration_alone(version: i32, name: &str, applied_on_sql: &str, checksum: u64) -> String {
     format!(
         "BEGIN TRANSACTION;\n{}{}\nCOMMIT TRANSACTION;",
         in_runner_transaction(&format!("migration V{version}__{name}")),
@@ -206,7 +206,7 @@ pub fn commit_migration_alone(version: i32, name: &str, applied_on_sql: &str, ch
 
 /// Records in the journal that `procedure` was deployed from its shipped
 /// text, with the fingerprint of the definition the server now holds.
-pub fn record_procedure(procedure: &ProcedureSource) -> String {
+pub(super) fn record_procedure(procedure: &ProcedureSource) -> String {
     let name = literal(&procedure.qualified_name());
     let checksum = literal(procedure.checksum());
     let hash = definition_hash_of(&name);
@@ -225,7 +225,7 @@ IF @@ROWCOUNT = 0
 /// server decides, not the plan: a procedure whose definition the deploy login
 /// cannot read (encrypted, or no VIEW DEFINITION) still exists, and creating
 /// it again would fail.
-pub fn begin_procedure_deploy(procedure: &ProcedureSource) -> String {
+pub(super) fn begin_procedure_deploy(procedure: &ProcedureSource) -> String {
     format!(
         "{SESSION_OPTIONS}\nBEGIN TRANSACTION;\nIF OBJECT_ID({}, N'P') IS NULL\n    EXEC ({});",
         literal(&procedure.qualified_name()),
@@ -235,7 +235,7 @@ pub fn begin_procedure_deploy(procedure: &ProcedureSource) -> String {
 
 /// Drops a procedure fencepost deployed and no longer ships, with its journal
 /// row, in one transaction. `name` is `schema.name` as the server reports it.
-pub fn drop_retired_procedure(name: &str) -> String {
+pub(super) fn drop_retired_procedure(name: &str) -> String {
     let (schema, procedure) = name.split_once('.').unwrap_or(("", name));
     let quoted = quote_qualified(schema, procedure);
     let name = literal(name);
@@ -252,7 +252,7 @@ COMMIT TRANSACTION;",
 
 /// The row refinery's history keeps for an applied migration, stamped by
 /// the SQL expression `applied_on_sql` (RFC 3339 text, as refinery writes it).
-pub fn record_migration(version: i32, name: &str, applied_on_sql: &str, checksum: u64) -> String {
+pub(super) fn record_migration(version: i32, name: &str, applied_on_sql: &str, checksum: u64) -> String {
     format!(
         "INSERT INTO {HISTORY_TABLE} (version, name, applied_on, checksum) \
          VALUES ({version}, {}, {applied_on_sql}, N'{checksum}');",

@@ -27,7 +27,7 @@ const BEFORE_V2: &str = "UPDATE o
  WHERE CAST(o.ResourceKey AS varbinary(max)) <> CAST(r.ResourceKey AS varbinary(max));";
 
 /// The step to run before `migration`'s first batch, if any.
-pub fn before(migration: &MigrationSource) -> Option<&'static str> {
+pub(super) fn before(migration: &MigrationSource) -> Option<&'static str> {
     (migration.name() == "V2__exact_resource_keys").then_some(BEFORE_V2)
 }
 

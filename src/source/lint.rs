@@ -9,7 +9,7 @@ use crate::tsql::{TokenKind, tokenize};
 /// to another database. `USE HINT` and `USE PLAN` inside a query's OPTION
 /// clause are not statements, and a `USE` in a comment, a string or a quoted
 /// identifier is not code.
-pub fn use_statement_line(text: &str) -> Option<usize> {
+pub(super) fn use_statement_line(text: &str) -> Option<usize> {
     let tokens = tokenize(text);
     let code: Vec<_> = tokens.iter().filter(|t| !t.is_trivia()).collect();
     code.iter().enumerate().find_map(|(i, token)| {
@@ -25,7 +25,7 @@ pub fn use_statement_line(text: &str) -> Option<usize> {
 }
 
 /// `use_statement_line` as a source error naming `file`.
-pub fn refuse_use(file: &str, text: &str) -> Result<(), SourceError> {
+pub(super) fn refuse_use(file: &str, text: &str) -> Result<(), SourceError> {
     match use_statement_line(text) {
         Some(line) => Err(SourceError::UseStatement {
             file: file.to_string(),
@@ -37,11 +37,11 @@ pub fn refuse_use(file: &str, text: &str) -> Result<(), SourceError> {
 
 /// The marker, as a line comment among a migration's leading comments, that
 /// runs it without a transaction.
-pub const NO_TRANSACTION_MARKER: &str = "fencepost: no-transaction";
+pub(super) const NO_TRANSACTION_MARKER: &str = "fencepost: no-transaction";
 
 /// True when `text` opts out of the migration transaction: a line comment
 /// `-- fencepost: no-transaction` before its first statement.
-pub fn has_no_transaction_marker(text: &str) -> bool {
+pub(super) fn has_no_transaction_marker(text: &str) -> bool {
     tokenize(text)
         .iter()
         .take_while(|t| t.is_trivia())
@@ -56,7 +56,7 @@ pub fn has_no_transaction_marker(text: &str) -> bool {
 /// The line and words of the first statement that SQL Server refuses inside
 /// a transaction (`ALTER DATABASE`, full-text DDL, a resumable index
 /// operation), if `text` has one.
-pub fn statement_needing_no_transaction(text: &str) -> Option<(usize, String)> {
+pub(super) fn statement_needing_no_transaction(text: &str) -> Option<(usize, String)> {
     let tokens = tokenize(text);
     let code: Vec<_> = tokens.iter().filter(|t| !t.is_trivia()).collect();
     let line = |start: usize| text[..start].matches('\n').count() + 1;

@@ -4,7 +4,7 @@
 use sha2::{Digest, Sha256};
 
 /// SHA-256 of a text, lower-case hex.
-pub fn checksum(text: &str) -> String {
+pub(crate) fn checksum(text: &str) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))
 }
 

@@ -32,12 +32,12 @@ pub(crate) struct Token<'a> {
 
 impl Token<'_> {
     /// True for a word equal to `keyword`, ignoring case.
-    pub fn is_keyword(&self, keyword: &str) -> bool {
+    pub(crate) fn is_keyword(&self, keyword: &str) -> bool {
         self.kind == TokenKind::Word && self.text.eq_ignore_ascii_case(keyword)
     }
 
     /// True for tokens the server ignores.
-    pub fn is_trivia(&self) -> bool {
+    pub(crate) fn is_trivia(&self) -> bool {
         matches!(
             self.kind,
             TokenKind::Whitespace | TokenKind::LineComment | TokenKind::BlockComment

@@ -15,7 +15,8 @@ mod strip;
 
 pub(crate) use batch::has_separator;
 pub use batch::{BadSeparator, Batch, split_batches};
-pub use checksum::{checksum, normalize};
+pub(crate) use checksum::checksum;
+pub use checksum::normalize;
 pub(crate) use definition_hash::{definition_hash_sql, hash_hex, same_definition};
 pub(crate) use lexer::{Token, TokenKind, tokenize};
 pub(crate) use lock_timeout::is_lock_timeout;

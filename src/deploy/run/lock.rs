@@ -15,7 +15,7 @@ use crate::tsql::literal;
 /// spends before its permission scripts. Returns how long it waited, and the
 /// state. The lock belongs to the session, so it also ends if the deploying
 /// process dies.
-pub async fn lock_and_read_state(
+pub(super) async fn lock_and_read_state(
     session: &mut Session<'_>,
     timeout: Duration,
     shipped: &[String],
@@ -96,7 +96,7 @@ async fn holder(session: &mut Session<'_>) -> Option<LockHolder> {
 
 /// Releases the deploy lock, first rolling back any transaction a script
 /// left open, which is then an error: its work never committed.
-pub async fn release(session: &mut Session<'_>) -> Result<(), DeployError> {
+pub(super) async fn release(session: &mut Session<'_>) -> Result<(), DeployError> {
     let rows = session
         .run(&release_deploy_lock())
         .await

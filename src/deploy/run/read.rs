@@ -76,7 +76,7 @@ pub(crate) const STATE_RESULT_SETS: usize = 4;
 
 /// Reads the history, the procedures (hashing the definitions of `shipped`)
 /// and the journal in one round trip.
-pub async fn read_state(session: &mut Session<'_>, shipped: &[String]) -> Result<ServerState, DeployError> {
+pub(crate) async fn read_state(session: &mut Session<'_>, shipped: &[String]) -> Result<ServerState, DeployError> {
     let results = session
         .run(&state_query(shipped))
         .await

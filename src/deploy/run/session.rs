@@ -13,7 +13,7 @@ use crate::tsql::Batch;
 /// A session's transactions, as `@@TRANCOUNT`, `XACT_STATE()` and
 /// IMPLICIT_TRANSACTIONS show them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TransactionState {
+pub(crate) struct TransactionState {
     /// `@@TRANCOUNT`.
     pub open: i32,
     /// `XACT_STATE()`: 1 committable, 0 none, -1 can only roll back.
@@ -29,7 +29,7 @@ pub struct TransactionState {
 impl TransactionState {
     /// What is wrong, for a batch of a migration that runs without a
     /// transaction: it must leave none open, nor IMPLICIT_TRANSACTIONS on.
-    pub fn problem_outside_any(&self) -> Option<String> {
+    pub(crate) fn problem_outside_any(&self) -> Option<String> {
         if self.open > 0 {
             Some(format!("it left a transaction open (@@TRANCOUNT {})", self.open))
         } else if self.implicit {
@@ -44,7 +44,7 @@ impl TransactionState {
     /// the runner's transaction `MIGRATION_DEPTH` levels deep, committable,
     /// with IMPLICIT_TRANSACTIONS on. Whatever the answer, the runner rolls
     /// back what is still open.
-    pub fn problem_inside_migration(&self) -> Option<String> {
+    pub(crate) fn problem_inside_migration(&self) -> Option<String> {
         let depth = MIGRATION_DEPTH;
         let open = self.open;
         if open == 0 && self.marker {
@@ -89,32 +89,32 @@ impl TransactionState {
 }
 
 /// A connection used by the runner.
-pub struct Session<'c> {
+pub(crate) struct Session<'c> {
     conn: &'c mut Connection,
     round_trips: usize,
 }
 
 impl<'c> Session<'c> {
     /// Wraps an open connection.
-    pub fn new(conn: &'c mut Connection) -> Self {
+    pub(crate) fn new(conn: &'c mut Connection) -> Self {
         Self { conn, round_trips: 0 }
     }
 
     /// Round trips made so far.
-    pub fn round_trips(&self) -> usize {
+    pub(crate) fn round_trips(&self) -> usize {
         self.round_trips
     }
 
     /// Sends one batch and reads every result of it to the end, so an error
     /// raised after the first result set is still seen.
-    pub async fn run(&mut self, sql: &str) -> Result<Vec<Vec<Row>>, tiberius::error::Error> {
+    pub(crate) async fn run(&mut self, sql: &str) -> Result<Vec<Vec<Row>>, tiberius::error::Error> {
         self.round_trips += 1;
         self.conn.simple_query(sql).await?.into_results().await
     }
 
     /// Sends one batch and reads its first result set: a read whose failure
     /// is said as `context`.
-    pub async fn first_result(&mut self, sql: &str, context: &str) -> Result<Vec<Row>, DeployError> {
+    pub(crate) async fn first_result(&mut self, sql: &str, context: &str) -> Result<Vec<Row>, DeployError> {
         self.round_trips += 1;
         self.conn
             .simple_query(sql)
@@ -128,7 +128,7 @@ impl<'c> Session<'c> {
     /// Sends one batch and reads its rows as they arrive, stopping at the
     /// first error. Returns the rows read before it, and the error: what a
     /// batch got through before the server ended it.
-    pub async fn run_until_error(&mut self, sql: &str) -> (Vec<Row>, Option<tiberius::error::Error>) {
+    pub(crate) async fn run_until_error(&mut self, sql: &str) -> (Vec<Row>, Option<tiberius::error::Error>) {
         self.round_trips += 1;
         let mut rows = Vec::new();
         let mut stream = match self.conn.simple_query(sql).await {
@@ -147,7 +147,7 @@ impl<'c> Session<'c> {
 
     /// Runs the batches of a script in order, each as often as its `GO n`
     /// says, stopping at the first that fails.
-    pub async fn run_script(&mut self, file: &str, batches: &[Batch]) -> Result<(), DeployError> {
+    pub(crate) async fn run_script(&mut self, file: &str, batches: &[Batch]) -> Result<(), DeployError> {
         for (index, batch) in batches.iter().enumerate() {
             for _ in 0..batch.repeat {
                 self.run_batch(file, index + 1, batch).await?;
@@ -157,7 +157,7 @@ impl<'c> Session<'c> {
     }
 
     /// Runs batch `number` (counting from 1) of `file` once.
-    pub async fn run_batch(&mut self, file: &str, number: usize, batch: &Batch) -> Result<(), DeployError> {
+    pub(crate) async fn run_batch(&mut self, file: &str, number: usize, batch: &Batch) -> Result<(), DeployError> {
         match self.run(&batch.text).await {
             Ok(_) => Ok(()),
             Err(error) => Err(batch_failed(file, number, batch, error)),
@@ -165,7 +165,7 @@ impl<'c> Session<'c> {
     }
 
     /// Where the session stands with transactions.
-    pub async fn transaction_state(&mut self) -> Result<TransactionState, DeployError> {
+    pub(crate) async fn transaction_state(&mut self) -> Result<TransactionState, DeployError> {
         let rows = self
             .run(TRANSACTION_STATE)
             .await
@@ -181,7 +181,7 @@ impl<'c> Session<'c> {
     }
 
     /// Runs one batch of `file` (a procedure or a statement of the runner's).
-    pub async fn run_one(&mut self, file: &str, sql: &str) -> Result<(), DeployError> {
+    pub(crate) async fn run_one(&mut self, file: &str, sql: &str) -> Result<(), DeployError> {
         let batch = Batch {
             text: sql.to_string(),
             line: 1,
@@ -195,7 +195,7 @@ impl<'c> Session<'c> {
     /// timeout, the marker (which only a batch's own commit leaves behind).
     /// Errors are ignored: the batch's own error is the one worth reporting,
     /// and with XACT_ABORT the server has usually rolled back already.
-    pub async fn roll_back(&mut self) {
+    pub(crate) async fn roll_back(&mut self) {
         let _ = self
             .run(&format!(
                 "SET IMPLICIT_TRANSACTIONS OFF;

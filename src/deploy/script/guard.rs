@@ -14,7 +14,7 @@ use crate::tsql::literal;
 /// or a shipped version under another name or checksum: what `migrate`
 /// refuses as an unknown or divergent migration. Deploying over it would roll
 /// a newer database's procedures back.
-pub fn history_agrees(sources: &Sources) -> String {
+pub(super) fn history_agrees(sources: &Sources) -> String {
     let shipped: Vec<String> = sources
         .migrations()
         .iter()
@@ -49,7 +49,7 @@ END;
 
 /// Throws 50192 unless every one of `versions` is in the history: the
 /// sections that should have applied them failed.
-pub fn after(versions: &[i32]) -> String {
+pub(super) fn after(versions: &[i32]) -> String {
     if versions.is_empty() {
         return String::new();
     }
@@ -67,7 +67,7 @@ pub fn after(versions: &[i32]) -> String {
 }
 
 /// Both checks: what opens every section.
-pub fn section(sources: &Sources, versions: &[i32]) -> String {
+pub(super) fn section(sources: &Sources, versions: &[i32]) -> String {
     format!("{}{}", history_agrees(sources), after(versions))
 }
 
