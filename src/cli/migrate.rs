@@ -104,15 +104,17 @@ fn exit_status(report: &MigrateReport) -> u8 {
 fn describe(event: &Progress) -> String {
     match event {
         Progress::WaitingForLock => "taking the deploy lock".into(),
-        Progress::MigrationStarted(name) => format!("applying migration {name}"),
-        Progress::MigrationCommitted(name, seconds) => {
+        Progress::MigrationStarted { name } => format!("applying migration {name}"),
+        Progress::MigrationCommitted { name, seconds } => {
             format!("applied migration {name} ({seconds:.1}s)")
         }
-        Progress::ProcedureDeployed(name, was) => {
+        Progress::ProcedureDeployed { name, was } => {
             format!("deployed procedure {name} (was {})", procedure_word(*was))
         }
-        Progress::ProcedureDropped(name) => format!("dropped retired procedure {name}"),
-        Progress::PermissionsApplied(file) => format!("applied permissions/{file}"),
+        Progress::ProcedureDropped { name } => format!("dropped retired procedure {name}"),
+        Progress::PermissionsApplied { file } => format!("applied permissions/{file}"),
+        // An event this binary does not know yet is not worth a line.
+        _ => String::new(),
     }
 }
 
@@ -167,6 +169,7 @@ fn summary(where_: &str, report: &MigrateReport) -> String {
                     format!("  deployed procedure {name} (was {})\n", procedure_word(*was))
                 }
                 Change::RetiredProcedure { name } => format!("  dropped retired procedure {name}\n"),
+                other => format!("  changed {other}\n"),
             };
         }
     }

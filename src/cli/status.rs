@@ -105,6 +105,8 @@ pub fn procedure_word(state: ProcedureState) -> &'static str {
             "UNKNOWN: not deployed by fencepost; migrate refuses to run until it is dropped or moved out of the fence schemas"
         }
         ProcedureState::Retired => "pending: retired (fencepost deployed it and no longer ships it; migrate drops it)",
+        // The library may learn a state before this text does.
+        _ => "UNKNOWN: a state this command cannot describe; see status --format json",
     }
 }
 

@@ -32,7 +32,7 @@ pub use error::{DeployError, LockHolder};
 pub use inspect::{
     DeployHistory, Deployment, ProcedureDiff, SecurityDefiner, StatusOptions, StatusReport, definition_diff,
     read_contract_version, read_current_identity, read_definition, read_history, read_recorded_identity,
-    read_security_definer, read_state, status, status_report,
+    read_security_definer, status, status_report,
 };
 pub use plan::{MigrationState, MigrationStatus, Plan, ProcedureState, ProcedureStatus};
 pub use report::{Change, Committed, MigrateReport};

@@ -24,6 +24,7 @@ pub enum MigrationState {
 /// Where one procedure stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ProcedureState {
     /// The server holds exactly what was deployed from the shipped text.
     Current,

@@ -13,6 +13,7 @@ use super::plan::{Plan, ProcedureState};
 /// One thing a deploy changed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Change {
     /// A migration was applied.
     Migration {

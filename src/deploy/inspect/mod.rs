@@ -16,5 +16,5 @@ pub use definition::{definition_diff, read_definition};
 pub use history::{DeployHistory, Deployment, read_history};
 pub use identity::{read_current_identity, read_recorded_identity};
 pub use security_definer::{SecurityDefiner, read as read_security_definer};
-pub use status::{read_state, status};
+pub use status::status;
 pub use status_report::{ProcedureDiff, StatusOptions, StatusReport, status_report};

@@ -82,7 +82,9 @@ async fn deploy(
         .apply_permissions_and_release(sources.permissions(), &record)
         .await;
     for script in &sources.permissions()[..run.applied] {
-        on_progress(Progress::PermissionsApplied(script.file().to_string()));
+        on_progress(Progress::PermissionsApplied {
+            file: script.file().to_string(),
+        });
         done.permissions_applied.push(script.file().to_string());
     }
     if let Some(error) = run.error {
@@ -155,7 +157,10 @@ async fn deploy_locked(
             continue;
         };
         target.deploy_procedure(procedure).await?;
-        on_progress(Progress::ProcedureDeployed(status.name.clone(), status.state));
+        on_progress(Progress::ProcedureDeployed {
+            name: status.name.clone(),
+            was: status.state,
+        });
         done.changes.push(Change::Procedure {
             name: status.name.clone(),
             was: status.state,
@@ -164,7 +169,9 @@ async fn deploy_locked(
 
     for status in after_migrations.procedures_to_drop() {
         target.drop_procedure(&status.name).await?;
-        on_progress(Progress::ProcedureDropped(status.name.clone()));
+        on_progress(Progress::ProcedureDropped {
+            name: status.name.clone(),
+        });
         done.changes.push(Change::RetiredProcedure {
             name: status.name.clone(),
         });
@@ -190,15 +197,15 @@ async fn apply_migrations(
         let Some(migration) = sources.migrations().iter().find(|m| m.version() == pending.version) else {
             continue;
         };
-        on_progress(Progress::MigrationStarted(migration.name()));
+        on_progress(Progress::MigrationStarted { name: migration.name() });
         let started = Instant::now();
         target
             .apply_migration(migration, options.migration_lock_timeout)
             .await?;
-        on_progress(Progress::MigrationCommitted(
-            migration.name(),
-            started.elapsed().as_secs_f64(),
-        ));
+        on_progress(Progress::MigrationCommitted {
+            name: migration.name(),
+            seconds: started.elapsed().as_secs_f64(),
+        });
         done.changes.push(Change::Migration { name: migration.name() });
     }
     Ok(())
@@ -423,7 +430,7 @@ mod tests {
         assert_eq!(report.permissions_applied, ["010_roles.sql"]);
         let committed = progress
             .iter()
-            .any(|p| matches!(p, Progress::MigrationCommitted(name, _) if name == "V2__b"));
+            .any(|p| matches!(p, Progress::MigrationCommitted { name, .. } if name == "V2__b"));
         assert!(committed, "{progress:?}");
     }
 

@@ -18,5 +18,4 @@ pub use grants::{Grant, GrantOutcome, ensure_members, refuse_deploying_user};
 pub use migrate::migrate;
 pub(crate) use migrate::read_plan;
 pub use options::{DEFAULT_MIGRATION_LOCK_TIMEOUT, MigrateOptions, Progress};
-pub(crate) use read::read_state;
 pub(crate) use session::Session;

@@ -78,17 +78,37 @@ impl MigrateOptions {
 
 /// Something worth telling a person while a deploy runs.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum Progress {
     /// Waiting for the deploy lock.
     WaitingForLock,
     /// A migration started.
-    MigrationStarted(String),
-    /// A migration committed after this many seconds.
-    MigrationCommitted(String, f64),
+    MigrationStarted {
+        /// e.g. `V1__lease_tables`.
+        name: String,
+    },
+    /// A migration committed.
+    MigrationCommitted {
+        /// e.g. `V1__lease_tables`.
+        name: String,
+        /// How long it took, in seconds.
+        seconds: f64,
+    },
     /// A procedure was deployed.
-    ProcedureDeployed(String, ProcedureState),
+    ProcedureDeployed {
+        /// `schema.name`.
+        name: String,
+        /// Why it was deployed: missing, changed, drifted or untracked.
+        was: ProcedureState,
+    },
     /// A procedure fencepost had deployed and no longer ships was dropped.
-    ProcedureDropped(String),
+    ProcedureDropped {
+        /// `schema.name`.
+        name: String,
+    },
     /// A permission script was applied.
-    PermissionsApplied(String),
+    PermissionsApplied {
+        /// The script's file name, e.g. `020_fence_service.sql`.
+        file: String,
+    },
 }
