@@ -23,7 +23,10 @@ use fencepost::client::{Acquire, FencedOutcome, LeaseGuard};
 use fencepost::{Client, ClientConfig, ConnectionString};
 
 const REPORT: &str = "report:weekly-rows";
-const LEASE: Duration = Duration::from_secs(2);
+/// Short, so that the takeover comes soon, yet long enough for a worker's
+/// first calls on new sessions, which a busy Babelfish can take seconds to
+/// compile, to finish inside it.
+const LEASE: Duration = Duration::from_secs(5);
 
 /// What ended up committed in `dbo.ReportRow`, and how the frozen worker's
 /// late write was answered.
@@ -69,7 +72,13 @@ pub async fn run(config: ClientConfig, ado: &str) -> Result<Story, Box<dyn std::
     });
     // Worker B starts once A holds the lease and has written, and waits for
     // the lease: it gets it once A's has run out.
-    b_may_start.await?;
+    if b_may_start.await.is_err() {
+        // Worker A ended before it had written: its own error says why.
+        let ended = tokio::task::spawn_blocking(move || worker_a.join())
+            .await?
+            .map_err(|_| "worker-a panicked")?;
+        return Err(ended.err().unwrap_or_else(|| "worker-a ended before it wrote".into()));
+    }
     let b = match client.acquire_waiting(REPORT, LEASE, LEASE * 10).await? {
         Acquire::Acquired(lease) => client.guard(lease),
         other => return Err(format!("worker-b could not take the lease: {other:?}").into()),
@@ -101,6 +110,10 @@ async fn frozen_worker(
     println!("worker-a: acquired generation {}", a.lease().generation());
     let written = write_rows(&a, "worker-a", &["header"]).await?;
     println!("worker-a: {}", describe(&written));
+    if !matches!(written, FencedOutcome::Committed(_)) {
+        // The story needs a first row that committed while A held the lease.
+        return Err(format!("worker-a's first write: {}", describe(&written)).into());
+    }
     println!("worker-a: frozen");
     let _ = wrote.send(());
     // Blocks the thread, and with it this runtime: no renewal is sent.
