@@ -143,7 +143,7 @@ async fn a_redeployed_procedure_loses_security_definer_until_the_script_runs_aga
         db.drop().await;
         return;
     };
-    let definer = async |db: &TestDatabase| read_security_definer(&mut db.connect().await).await.unwrap();
+    let definer = async |db: &TestDatabase| read_security_definer(&mut *db.session().await).await.unwrap();
     let gap = |names: &[&str]| SecurityDefiner::Babelfish {
         not_security_definer: names.iter().map(|n| n.to_string()).collect(),
     };

@@ -175,7 +175,7 @@ async fn a_migration_whose_second_batch_fails_leaves_nothing_behind() {
         .await;
     let versions: Vec<i32> = history.iter().map(|r| r.get::<i32, usize>(0).unwrap()).collect();
     assert_eq!(versions, shipped_versions_and(&[]));
-    let status = fencepost::deploy::status(&mut db.connect().await, &broken)
+    let status = fencepost::deploy::status(&mut *db.session().await, &broken)
         .await
         .unwrap();
     assert_eq!(
@@ -393,7 +393,7 @@ async fn a_procedure_altered_by_hand_stops_migrate_until_drift_may_be_overwritte
         .find(|m| m.to_string().contains("pending_behind_drift"))
         .unwrap_or_else(|| panic!("status --source-dir does not list the folder's migration: {document}"));
     assert_eq!(held_back["state"], "pending", "{held_back}");
-    let still = fencepost::deploy::status(&mut db.connect().await, &shipped())
+    let still = fencepost::deploy::status(&mut *db.session().await, &shipped())
         .await
         .unwrap();
     assert!(
@@ -414,7 +414,7 @@ async fn a_procedure_altered_by_hand_stops_migrate_until_drift_may_be_overwritte
     let report: serde_json::Value = serde_json::from_slice(&restored.stdout).unwrap();
     assert_eq!(report["changes"][0]["name"], "fence_api.Inspect", "{report}");
     assert!(
-        fencepost::deploy::status(&mut db.connect().await, &shipped())
+        fencepost::deploy::status(&mut *db.session().await, &shipped())
             .await
             .unwrap()
             .is_current()

@@ -83,7 +83,7 @@ async fn each_migrate_records_who_when_which_fencepost_and_what_it_applied() {
     };
     let sources = shipped();
     let first = db.migrate(&sources).await.expect("first deploy");
-    let current = identity::read_current(&mut db.connect().await).await.unwrap();
+    let current = identity::read_current(&mut *db.session().await).await.unwrap();
     let login = login(&db).await;
 
     let rows = deployments(&db).await;
@@ -145,7 +145,7 @@ async fn status_shows_the_last_deployment_the_history_and_the_identity() {
     };
     db.migrate(&shipped()).await.expect("redeploy");
     let login = login(&db).await;
-    let current = identity::read_current(&mut db.connect().await).await.unwrap();
+    let current = identity::read_current(&mut *db.session().await).await.unwrap();
 
     // (Its exit status is Babelfish's SECURITY DEFINER's business too.)
     let out = stdout(&fencepost(&db, &["status", "--history", "5"]));
@@ -191,7 +191,7 @@ async fn check_says_whether_it_can_verify_the_identity() {
     let Some(db) = TestDatabase::deployed(test).await else {
         return;
     };
-    let current = identity::read_current(&mut db.connect().await).await.unwrap();
+    let current = identity::read_current(&mut *db.session().await).await.unwrap();
     let output = fencepost(&db, &["check", "--format", "json"]);
     let report = json(&output);
     let unverified: Vec<&serde_json::Value> = report["cannot_verify"]
@@ -226,7 +226,11 @@ async fn a_changed_identity_is_reported_by_status_check_and_migrate_and_never_ov
     let Some(db) = TestDatabase::deployed(test).await else {
         return;
     };
-    if identity::read_current(&mut db.connect().await).await.unwrap().is_none() {
+    if identity::read_current(&mut *db.session().await)
+        .await
+        .unwrap()
+        .is_none()
+    {
         // The Changed path is the pure comparison's, covered offline by
         // deploy::identity's unit tests and FP019's rule tests.
         skip(
@@ -288,7 +292,7 @@ async fn the_offline_script_run_twice_deploys_a_fresh_database_records_both_runs
     for pass in 0..2 {
         let errors = run_carrying_on(&db, &script).await;
         assert!(errors.is_empty(), "script pass {pass}: {errors:#?}");
-        let plan = fencepost::deploy::status(&mut db.connect().await, &sources)
+        let plan = fencepost::deploy::status(&mut *db.session().await, &sources)
             .await
             .unwrap();
         assert!(plan.is_current(), "after script pass {pass}: {plan:?}");

@@ -182,7 +182,7 @@ async fn a_migration_that_drops_a_shipped_procedure_has_it_deployed_again() {
         exists(&db, "fence_api.Inspect").await,
         "the dropped procedure stayed missing"
     );
-    let status = fencepost::deploy::status(&mut db.connect().await, &sources)
+    let status = fencepost::deploy::status(&mut *db.session().await, &sources)
         .await
         .unwrap();
     assert!(status.is_current(), "{status:?}");

@@ -43,7 +43,7 @@ async fn a_procedure_fencepost_deployed_and_no_longer_ships_is_dropped_with_its_
         .query("SELECT COUNT(*) FROM fence.DeployedProcedure WHERE ProcedureName = N'fence_api.Added';")
         .await;
     assert_eq!(journal[0].get::<i32, usize>(0), Some(0));
-    let status = fencepost::deploy::status(&mut db.connect().await, &shipped())
+    let status = fencepost::deploy::status(&mut *db.session().await, &shipped())
         .await
         .unwrap();
     assert!(status.is_current(), "{status:?}");

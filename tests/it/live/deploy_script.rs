@@ -44,7 +44,7 @@ async fn an_older_script_refuses_a_newer_database_and_rolls_no_procedure_back() 
         errors.iter().any(|e| e.contains("does not ship migration V102__newer")),
         "{errors:#?}"
     );
-    let status = fencepost::deploy::status(&mut db.connect().await, &newer())
+    let status = fencepost::deploy::status(&mut *db.session().await, &newer())
         .await
         .unwrap();
     assert!(status.is_current(), "{status:?}");

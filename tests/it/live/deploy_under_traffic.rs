@@ -143,7 +143,7 @@ async fn a_deploy_during_traffic_loses_nothing_and_lowers_no_generation() {
         "the deploy did not alter Publish:\n{report}"
     );
 
-    let table = TableState::read(&mut db.connect().await, "traffic-").await;
+    let table = TableState::read(&mut *db.session().await, "traffic-").await;
     let violations = ledger.violations(&table);
     let _ = writeln!(
         std::io::stderr(),

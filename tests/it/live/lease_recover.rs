@@ -153,7 +153,7 @@ async fn a_recovery_records_the_identity_it_answers_so_the_restore_is_no_longer_
         return;
     };
     let test = "a_recovery_records_the_identity_it_answers_so_the_restore_is_no_longer_reported";
-    let current = identity::read_current(&mut db.connect().await).await.unwrap();
+    let current = identity::read_current(&mut *db.session().await).await.unwrap();
     // The identity a restore left. SQL Server shows it (the recovery fork),
     // and the one recorded at deploy time then differs, which `check`
     // reports; Babelfish shows none, so the procedure is given one directly.
@@ -178,7 +178,7 @@ async fn a_recovery_records_the_identity_it_answers_so_the_restore_is_no_longer_
         Uuid::new_v4()
     ))
     .await;
-    let recorded = identity::read_recorded(&mut db.connect().await)
+    let recorded = identity::read_recorded(&mut *db.session().await)
         .await
         .unwrap()
         .expect("the recovery recorded an identity");

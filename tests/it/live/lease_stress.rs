@@ -81,7 +81,7 @@ async fn under_load_with_stalls_every_invariant_of_the_fence_holds() {
         ledger.events.extend(task.await.unwrap());
     }
 
-    let table = TableState::read(&mut db.connect().await, "stress-").await;
+    let table = TableState::read(&mut *db.session().await, "stress-").await;
     let violations = ledger.violations(&table);
     let _ = writeln!(
         std::io::stderr(),

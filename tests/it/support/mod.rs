@@ -121,10 +121,8 @@ impl TestDatabase {
             // On the test's own session, which its later statements then
             // find warm: the deploy leaves only the options every deploy
             // sets (ANSI defaults, XACT_ABORT ON) and no lock or transaction.
-            let mut session = db.session().await;
-            let conn = session.as_mut().expect("the test's session is open");
             fencepost::deploy::migrate(
-                conn,
+                &mut *db.session().await,
                 &Sources::embedded().expect("embedded sources"),
                 &MigrateOptions::default(),
                 &mut |_| {},
@@ -164,28 +162,33 @@ impl TestDatabase {
     /// returns its first result set's rows.
     pub async fn query(&self, sql: &str) -> Vec<tiberius::Row> {
         let mut session = self.session().await;
-        let conn = session.as_mut().expect("the test's session is open");
-        let rows = match conn.simple_query(sql).await {
+        let rows = match session.simple_query(sql).await {
             Ok(stream) => stream.into_first_result().await,
             Err(e) => Err(e),
         };
         rows.unwrap_or_else(|e| {
             // A session that failed is not reused: it may be gone (a test
             // ended it) or still in the middle of a reply.
-            *session = None;
+            *session.0 = None;
             panic!("{sql}: {e}")
         })
     }
 
-    /// The test's session ([`TestDatabase::query`]), opened if it is not.
-    /// A batch that leaves the session changed (a USE, a SET, an open
-    /// transaction) belongs on a connection of its own ([`TestDatabase::connect`]).
-    async fn session(&self) -> tokio::sync::MutexGuard<'_, Option<Connection>> {
+    /// The test's own session ([`TestDatabase::query`]), opened if it is
+    /// not, for a read through the library (`deploy::status`, the identity)
+    /// that needs a connection. It is held until the guard is dropped, so
+    /// `query` and `exec` wait for it meanwhile. A batch that leaves the
+    /// session changed (a USE, a SET, an open transaction) or that must run
+    /// beside another belongs on a connection of its own
+    /// ([`TestDatabase::connect`]), and so does the audit's catalog read:
+    /// after it, Babelfish 4.2 refuses a GRANT on the same session with
+    /// `cannot fetch toast data without an active snapshot`.
+    pub async fn session(&self) -> TestSession<'_> {
         let mut session = self.session.lock().await;
         if session.is_none() {
             *session = Some(self.connect().await);
         }
-        session
+        TestSession(session)
     }
 
     /// The error `sql` is refused with, on a connection of its own; a panic
@@ -295,6 +298,23 @@ impl Drop for TestDatabase {
             // here, perhaps while unwinding, would abort the test process.
             let _ = writeln!(std::io::stderr(), "warning: database {} left behind", self.name);
         }
+    }
+}
+
+/// A test database's own session ([`TestDatabase::session`]), borrowed.
+pub struct TestSession<'a>(tokio::sync::MutexGuard<'a, Option<Connection>>);
+
+impl std::ops::Deref for TestSession<'_> {
+    type Target = Connection;
+
+    fn deref(&self) -> &Connection {
+        self.0.as_ref().expect("the test's session is open")
+    }
+}
+
+impl std::ops::DerefMut for TestSession<'_> {
+    fn deref_mut(&mut self) -> &mut Connection {
+        self.0.as_mut().expect("the test's session is open")
     }
 }
 
