@@ -16,6 +16,7 @@ mod report;
 mod runner;
 mod scratch;
 mod stats;
+mod telemetry;
 mod usage;
 mod workloads;
 
@@ -25,6 +26,9 @@ use tokio_util::sync::CancellationToken;
 
 pub use error::BenchError;
 pub use report::{BASELINES, Report, Scenario};
+#[cfg(feature = "metrics")]
+pub use telemetry::RecorderInstalled;
+pub use telemetry::{Telemetry, TelemetryRecorded};
 
 use crate::client::{self, Provision};
 use crate::{Client, ClientConfig, Connection, ConnectionString};
@@ -69,12 +73,14 @@ pub struct BenchOptions {
     workloads: Vec<Workload>,
     key_prefix: String,
     interrupt: CancellationToken,
+    telemetry: Option<Telemetry>,
 }
 
 impl Default for BenchOptions {
     /// What `fencepost bench` runs when given no options: 4 workers, 10 s
     /// per scenario after 2 warm-up operations per worker, every workload,
-    /// keys under `fencepost-bench:`, and no way to stop it early.
+    /// keys under `fencepost-bench:`, no way to stop it early, and no
+    /// telemetry.
     fn default() -> Self {
         Self {
             workers: 4,
@@ -83,6 +89,7 @@ impl Default for BenchOptions {
             workloads: vec![Workload::Cycle, Workload::Contended, Workload::Renew],
             key_prefix: "fencepost-bench:".to_string(),
             interrupt: CancellationToken::new(),
+            telemetry: None,
         }
     }
 }
@@ -123,6 +130,17 @@ impl BenchOptions {
     /// [`BenchError::Interrupted`].
     pub fn interrupt(&mut self, token: CancellationToken) -> &mut Self {
         self.interrupt = token;
+        self
+    }
+
+    /// Runs with observability on: the report says so and what `telemetry`
+    /// saw ([`Report::telemetry_recorded`]), so its `client_cpu_us_per_op`
+    /// can be set beside a run's without. The caller installs
+    /// [`Telemetry::layer`] in the global subscriber and
+    /// [`Telemetry::install_recorder`] before the run; one not installed
+    /// shows as nothing recorded.
+    pub fn telemetry(&mut self, telemetry: Telemetry) -> &mut Self {
+        self.telemetry = Some(telemetry);
         self
     }
 }
@@ -189,6 +207,8 @@ pub async fn run(
         engine,
         workers: workers as u32,
         client_peak_memory_kib: usage::peak_memory_kib(),
+        telemetry: options.telemetry.is_some(),
+        telemetry_recorded: options.telemetry.as_ref().map(Telemetry::recorded),
         scenarios: measured?,
     };
     report.compute_ratios();

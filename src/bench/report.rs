@@ -6,6 +6,8 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use super::telemetry::TelemetryRecorded;
+
 /// The scenarios every other one is compared with, in the order they run.
 pub const BASELINES: [&str; 3] = ["select1", "raw_update", "applock_cycle"];
 
@@ -20,6 +22,13 @@ pub struct Report {
     /// clients, the baselines' connections and the bench's fixed-size
     /// histograms. `null` where the platform cannot tell.
     pub client_peak_memory_kib: Option<u64>,
+    /// Whether the run had a `tracing` layer and a `metrics` recorder
+    /// recording every call ([`BenchOptions::telemetry`](super::BenchOptions::telemetry)):
+    /// two runs' CPU per operation, one with and one without, is what
+    /// observability costs.
+    pub telemetry: bool,
+    /// What the layer and the recorder saw; `null` without telemetry.
+    pub telemetry_recorded: Option<TelemetryRecorded>,
     /// Every scenario that ran, baselines first.
     pub scenarios: Vec<Scenario>,
 }
@@ -113,8 +122,19 @@ impl Report {
         let memory = self
             .client_peak_memory_kib
             .map_or("unknown".to_string(), |kib| format!("{kib} KiB"));
+        let telemetry = match (self.telemetry, self.telemetry_recorded) {
+            (false, _) => "off".to_string(),
+            (true, None) => "on".to_string(),
+            (true, Some(seen)) => match seen.call_durations_recorded {
+                Some(durations) => format!(
+                    "on ({} lines formatted, {durations} call durations recorded)",
+                    seen.lines_formatted
+                ),
+                None => format!("on ({} lines formatted, no metrics)", seen.lines_formatted),
+            },
+        };
         let mut out = format!(
-            "engine: {}\nworkers: {}\nclient peak memory: {memory}\n\n",
+            "engine: {}\nworkers: {}\nclient peak memory: {memory}\ntelemetry: {telemetry}\n\n",
             self.engine, self.workers
         );
         for (i, row) in rows.iter().enumerate() {
@@ -180,6 +200,8 @@ mod tests {
             engine: "engine".into(),
             workers: 2,
             client_peak_memory_kib: Some(1024),
+            telemetry: false,
+            telemetry_recorded: None,
             scenarios,
         };
         report.compute_ratios();
@@ -238,5 +260,27 @@ mod tests {
         assert_eq!(json["workers"], 2);
         assert_eq!(json["engine"], "engine");
         assert_eq!(json["client_peak_memory_kib"], 1024);
+        assert_eq!(json["telemetry"], false);
+        assert!(json["telemetry_recorded"].is_null());
+    }
+
+    #[test]
+    fn a_run_with_telemetry_says_so_and_what_was_recorded() {
+        let mut r = report(vec![scenario("select1", 1.0)]);
+        assert!(r.to_text().contains("\ntelemetry: off\n"), "{}", r.to_text());
+        r.telemetry = true;
+        r.telemetry_recorded = Some(TelemetryRecorded {
+            lines_formatted: 12,
+            call_durations_recorded: Some(5),
+        });
+        let text = r.to_text();
+        assert!(
+            text.contains("\ntelemetry: on (12 lines formatted, 5 call durations recorded)\n"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["telemetry"], true);
+        assert_eq!(json["telemetry_recorded"]["lines_formatted"], 12);
+        assert_eq!(json["telemetry_recorded"]["call_durations_recorded"], 5);
     }
 }

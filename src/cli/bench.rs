@@ -1,15 +1,37 @@
 //! `fencepost bench`.
 
 use std::io::IsTerminal;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::Result;
-use fencepost::bench::{self, BenchOptions, Event, Stop, Workload};
+use fencepost::bench::{self, BenchOptions, Event, Stop, Telemetry, Workload};
 
 use super::opt::{BenchArgs, Format, WorkloadArg};
 use super::{EXIT_ATTENTION, EXIT_OK, connection_string};
 
 const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+
+/// `--telemetry`'s layer and recorder, made at start-up with the log
+/// subscriber and read by the run.
+static TELEMETRY: OnceLock<Telemetry> = OnceLock::new();
+
+/// For `bench --telemetry`: the telemetry whose layer the process's one
+/// subscriber must carry, its metrics recorder installed. Called once, before
+/// anything is traced: the subscriber and the recorder are global, and a
+/// scoped one would miss whatever runs on another thread.
+pub fn start_telemetry(args: &BenchArgs) -> Option<Telemetry> {
+    if !args.telemetry {
+        return None;
+    }
+    let telemetry = TELEMETRY.get_or_init(Telemetry::new).clone();
+    #[cfg(feature = "metrics")]
+    if let Err(error) = telemetry.install_recorder() {
+        // The report's count of call durations then shows none.
+        super::progress(format_args!("bench: {error}"));
+    }
+    Some(telemetry)
+}
 
 pub async fn run(args: BenchArgs) -> Result<u8> {
     let mut target = connection_string(&args.connect)?;
@@ -80,5 +102,10 @@ fn options(args: &BenchArgs) -> BenchOptions {
         .warmup(args.warmup)
         .workloads(workloads)
         .key_prefix(&args.key_prefix);
+    if args.telemetry {
+        // Made by start_telemetry, unless the run began without it: then
+        // the report shows that nothing was recorded.
+        options.telemetry(TELEMETRY.get_or_init(Telemetry::new).clone());
+    }
     options
 }

@@ -56,11 +56,30 @@ pub fn init_logging(options: &Options) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("FENCEPOST_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("fencepost={level}")));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let telemetry = match &options.command {
+        Command::Bench(args) => bench::start_telemetry(args),
+        _ => None,
+    };
+    let Some(telemetry) = telemetry else {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .without_time()
+            .with_target(false)
+            .try_init();
+        return;
+    };
+    // `bench --telemetry`: the same log lines, the filter now the log
+    // layer's own, beside the telemetry layer that records everything.
+    use tracing_subscriber::prelude::*;
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .without_time()
         .with_target(false)
+        .with_filter(filter);
+    let _ = tracing_subscriber::registry()
+        .with(log)
+        .with(telemetry.layer())
         .try_init();
 }
 

@@ -497,6 +497,15 @@ pub struct BenchArgs {
     /// The start of every key the bench makes; a run id follows it.
     #[arg(long, default_value = "fencepost-bench:", value_name = "PREFIX")]
     pub key_prefix: String,
+    /// Run with observability on, to measure what it costs per call: a
+    /// tracing layer that records every fencepost span and event at every
+    /// level, fields and timings included, formatted as a log line each into
+    /// a sink (beside the usual stderr log, whose level is unchanged), and a
+    /// metrics recorder that keeps every update in an exporter's registry.
+    /// The report says `telemetry: on` and how much each saw; compare its
+    /// client CPU per operation with a run without.
+    #[arg(long)]
+    pub telemetry: bool,
     /// Output format (progress goes to stderr when it is a terminal).
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,

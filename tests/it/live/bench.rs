@@ -280,3 +280,67 @@ async fn a_cycle_run_of_five_operations_that_cannot_remove_its_keys_exits_1_and_
     );
     db.drop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_with_telemetry_says_so_and_its_layer_and_recorder_saw_every_call() {
+    let Some(db) = TestDatabase::deployed("bench_live").await else {
+        return;
+    };
+    let short = [
+        "--workers",
+        "1",
+        "--operations",
+        "20",
+        "--warmup",
+        "0",
+        "--workload",
+        "cycle",
+        "--format",
+        "json",
+    ];
+    let run = |telemetry: bool| {
+        let mut args = short.to_vec();
+        if telemetry {
+            args.push("--telemetry");
+        }
+        let output = bench(&db.ado(), &args);
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(0), "{stderr}");
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("the report on stdout");
+        (report, stderr)
+    };
+
+    let (without, _) = run(false);
+    assert_eq!(without["telemetry"], false, "{without}");
+    assert!(without["telemetry_recorded"].is_null(), "{without}");
+
+    let (report, stderr) = run(true);
+    assert_eq!(report["telemetry"], true, "{report}");
+    let scenarios = report["scenarios"].as_array().expect("scenarios");
+    for scenario in scenarios {
+        assert!(
+            scenario["client_cpu_us_per_op"].as_f64().is_some_and(|cpu| cpu > 0.0),
+            "{scenario}"
+        );
+    }
+    // Every measured client call, at least, went through the layer (a span
+    // closing is a line) and the recorder (a duration sample each).
+    let calls: f64 = scenarios
+        .iter()
+        .filter(|s| ["acquire", "publish", "release", "fenced_cycle"].contains(&s["name"].as_str().unwrap()))
+        .map(|s| s["operations"].as_f64().unwrap() * s["round_trips_per_op"].as_f64().unwrap())
+        .sum();
+    assert_eq!(calls, 100.0, "{report}");
+    let recorded = &report["telemetry_recorded"];
+    assert!(
+        recorded["lines_formatted"].as_f64().is_some_and(|n| n >= calls),
+        "{report}"
+    );
+    assert!(
+        recorded["call_durations_recorded"].as_f64().is_some_and(|n| n >= calls),
+        "{report}"
+    );
+    // The recorded lines go nowhere: the log on stderr keeps its level.
+    assert!(!stderr.contains("EXECUTE"), "{stderr}");
+    db.drop().await;
+}
