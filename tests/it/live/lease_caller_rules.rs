@@ -184,7 +184,7 @@ async fn a_snapshot_caller_whose_first_access_is_a_fence_call_keeps_a_usable_tra
 #[tokio::test]
 async fn assert_holder_accepts_the_transaction_implicit_mode_opens() {
     let name = "assert_holder_accepts_the_transaction_implicit_mode_opens";
-    let Some(db) = TestDatabase::deployed(name).await else {
+    let Some(db) = TestDatabase::shared(name).await else {
         return;
     };
     let mut caller = Caller::new(db.connect().await);
@@ -217,7 +217,7 @@ async fn assert_holder_accepts_the_transaction_implicit_mode_opens() {
 #[tokio::test]
 async fn an_acquire_in_a_transaction_that_rolls_back_is_issued_again() {
     let name = "an_acquire_in_a_transaction_that_rolls_back_is_issued_again";
-    let Some(db) = TestDatabase::deployed(name).await else {
+    let Some(db) = TestDatabase::shared(name).await else {
         return;
     };
     let (mut first, mut second) = (Caller::new(db.connect().await), Caller::new(db.connect().await));
@@ -293,7 +293,7 @@ async fn prune_refuses_a_callers_transaction_and_deletes_past_one_batch() {
 #[tokio::test]
 async fn list_matches_a_prefix_literally_and_pages_after_a_key() {
     let name = "list_matches_a_prefix_literally_and_pages_after_a_key";
-    let Some(db) = TestDatabase::deployed(name).await else {
+    let Some(db) = TestDatabase::shared(name).await else {
         return;
     };
     let mut caller = Caller::new(db.connect().await);
@@ -303,8 +303,9 @@ async fn list_matches_a_prefix_literally_and_pages_after_a_key() {
         assert_eq!(caller.call(PROVISION, &[&key.as_str()]).await.outcome(), "Created");
     }
     async fn keys(db: &TestDatabase, prefix: &str, limit: i32, after: Option<&str>) -> Vec<String> {
-        let mut conn = db.connect().await;
-        let rows = conn
+        let rows = db
+            .session()
+            .await
             .query(
                 "EXEC fence_admin.ListLeases @Prefix = @P1, @HeldOnly = 0, @MaxRows = @P2, @After = @P3",
                 &[&prefix, &limit, &after.unwrap_or("")],
@@ -373,7 +374,7 @@ async fn recover_and_prune_are_granted_to_fence_recovery_apart_from_force_releas
 #[tokio::test]
 async fn a_lock_first_statement_changes_the_row_it_locks() {
     let name = "a_lock_first_statement_changes_the_row_it_locks";
-    let Some(db) = TestDatabase::deployed(name).await else {
+    let Some(db) = TestDatabase::shared(name).await else {
         return;
     };
     let mut caller = Caller::new(db.connect().await);
