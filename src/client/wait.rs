@@ -7,6 +7,7 @@ use rand::RngExt;
 use tokio::time::Instant;
 use uuid::Uuid;
 
+use super::handover::Woke;
 use super::{Acquire, Client, Error};
 
 /// The shortest pause between attempts.
@@ -52,9 +53,12 @@ impl Client {
         let owner = Uuid::new_v4();
         let mut backoff = Backoff::default();
         let started = Instant::now();
+        // The first attempt is a plain one: a lease nobody holds is taken
+        // at the cost of an `acquire`.
+        let mut next = Attempt::Plain;
         loop {
             let until = self.confirm_until(Instant::now(), length).min(deadline);
-            let (answer, sent_at) = self.acquire_retrying_timed(key, owner, length, until).await?;
+            let (answer, sent_at, woke) = self.acquire_retrying_timed(key, owner, length, until, next).await?;
             let Acquire::Busy { remaining, .. } = answer else {
                 if matches!(answer, Acquire::Acquired(_)) {
                     super::meter::handover_wait(started.elapsed());
@@ -67,9 +71,33 @@ impl Client {
                 return Ok(answer);
             }
             let pause = backoff.next(remaining, now.saturating_duration_since(sent_at), &mut rand::rng());
-            tokio::time::sleep(pause.min(RECHECK).min(left)).await;
+            let pause = pause.min(RECHECK).min(left);
+            next = match woke {
+                // A guard holds the signal, or nobody was ever asked: spend
+                // the pause blocked on it, so a release wakes this waiter at
+                // once, and ask the fence when it ends either way.
+                Some(Woke::Held) | None => Attempt::Signalled(pause),
+                // The signal was free, or let go of while the lease stayed
+                // busy: this holder gives none (no guard, its session ended,
+                // a successor that has not raised it yet). Poll as without a
+                // signal, and learn with that poll whether one was raised.
+                Some(Woke::Granted(_) | Woke::NoSession) => {
+                    tokio::time::sleep(pause).await;
+                    Attempt::Signalled(Duration::ZERO)
+                }
+            };
         }
     }
+}
+
+/// How [`Client::acquire_waiting`] makes its next attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Attempt {
+    /// A plain `Acquire`.
+    Plain,
+    /// Blocked on the handover signal for at most this long, then `Acquire`
+    /// in the same request.
+    Signalled(Duration),
 }
 
 impl Client {
@@ -84,22 +112,39 @@ impl Client {
         length: Duration,
         until: Instant,
     ) -> Result<Acquire, Error> {
-        Ok(self.acquire_retrying_timed(key, owner, length, until).await?.0)
+        Ok(self
+            .acquire_retrying_timed(key, owner, length, until, Attempt::Plain)
+            .await?
+            .0)
     }
 
     /// [`acquire_retrying`](Client::acquire_retrying), with the instant the
-    /// answered attempt was sent.
+    /// answered attempt's `Acquire` was sent and, when `first` is a signalled
+    /// attempt, how its wait on the signal ended. Retries are plain: a lost
+    /// reply is confirmed at once.
     async fn acquire_retrying_timed(
         &self,
         key: &str,
         owner: Uuid,
         length: Duration,
         until: Instant,
-    ) -> Result<(Acquire, Instant), Error> {
+        first: Attempt,
+    ) -> Result<(Acquire, Instant, Option<Woke>), Error> {
         let mut pause = MIN_PAUSE;
         let mut reached = false;
+        let mut attempt = first;
         loop {
-            match self.acquire_timed(key, owner, length).await {
+            let answered = match std::mem::replace(&mut attempt, Attempt::Plain) {
+                Attempt::Plain => self
+                    .acquire_timed(key, owner, length)
+                    .await
+                    .map(|(answer, sent_at)| (answer, sent_at, None)),
+                Attempt::Signalled(wait) => self
+                    .acquire_signalled(key, owner, length, wait)
+                    .await
+                    .map(|(answer, sent_at, woke)| (answer, sent_at, Some(woke))),
+            };
+            match answered {
                 Err(error) if retry_acquire(&error, &mut reached) && later(Instant::now(), pause) < until => {
                     tracing::debug!(key, %owner, %error, "acquire failed; retrying with the same owner");
                     tokio::time::sleep(pause).await;
