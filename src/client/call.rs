@@ -97,7 +97,11 @@ pub(crate) async fn batch_on(
     if let Some(expected) = expected
         && rows.len() != expected
     {
-        let exactly = if expected == 1 { "one".to_string() } else { expected.to_string() };
+        let exactly = if expected == 1 {
+            "one".to_string()
+        } else {
+            expected.to_string()
+        };
         return Err(Error::UnexpectedReply {
             procedure: procedure.name(),
             detail: format!("{} rows instead of exactly {exactly}", rows.len()),

@@ -119,10 +119,13 @@ impl Client {
         // Not cancelled half way: a request dropped mid-flight would cost the
         // session (see `Session::in_call`). A guard that ended meanwhile
         // lowers the signal right after.
-        match raise(&mut *session, resource).await {
+        match raise(&mut session, resource).await {
             Ok(true) => {}
             Ok(false) => {
-                tracing::debug!(resource, "the handover signal is still held by another; waiters will poll");
+                tracing::debug!(
+                    resource,
+                    "the handover signal is still held by another; waiters will poll"
+                );
                 return;
             }
             Err(error) => {
@@ -133,11 +136,15 @@ impl Client {
         }
         lower.cancelled().await;
         let timeout = self.config.release_timeout;
-        match tokio::time::timeout(timeout, exchange(&mut *session, LOWER, &[&resource])).await {
+        match tokio::time::timeout(timeout, exchange(&mut session, LOWER, &[&resource])).await {
             Ok(Ok(_)) => {}
             failed => {
                 // Closing the session lets go of the lock as surely.
-                tracing::debug!(resource, ?failed, "lowering the handover signal failed; closing its session");
+                tracing::debug!(
+                    resource,
+                    ?failed,
+                    "lowering the handover signal failed; closing its session"
+                );
                 session.in_call = true;
             }
         }
@@ -227,7 +234,10 @@ mod tests {
     #[test]
     fn a_signal_is_named_by_the_hash_of_its_key_and_fits_an_applock_name() {
         // SHA-256 of "report", as any client computes it.
-        assert_eq!(resource("report"), "fencepost:lease:845e91831319e89c4d656bdb80c278ac09a7230d61e5dfd2e1b1fbb436ac8917");
+        assert_eq!(
+            resource("report"),
+            "fencepost:lease:845e91831319e89c4d656bdb80c278ac09a7230d61e5dfd2e1b1fbb436ac8917"
+        );
         let longest = "k".repeat(256);
         assert_eq!(resource(&longest).chars().count(), 80);
         assert!(resource(&longest).chars().count() <= 255);

@@ -68,7 +68,10 @@ async fn raise_by_hand(conn: &mut Connection, key: &str) {
         signal(key)
     );
     let row = conn.simple_query(sql).await.unwrap().into_row().await.unwrap().unwrap();
-    assert!(matches!(row.get::<i32, usize>(0), Some(0 | 1)), "the signal was not granted");
+    assert!(
+        matches!(row.get::<i32, usize>(0), Some(0 | 1)),
+        "the signal was not granted"
+    );
 }
 
 /// Starts `waiter` waiting up to `wait` for `key`; answers the acquire and
@@ -135,7 +138,10 @@ async fn a_waiter_behind_a_guard_that_releases_early_is_woken_by_its_signal() {
     let (answer, taken) = waiting.await.unwrap();
     let lease = acquired(answer);
     let after = taken.saturating_duration_since(released);
-    assert!(after < PROMPT, "the waiter took the released lease {after:?} after the release");
+    assert!(
+        after < PROMPT,
+        "the waiter took the released lease {after:?} after the release"
+    );
     let requests = waiter.requests_sent() - sent;
     assert_eq!(requests, 2, "a Busy and the signalled attempt that took it");
     assert_eq!(waiter.release(&lease).await.unwrap(), Release::Released);
@@ -145,8 +151,7 @@ async fn a_waiter_behind_a_guard_that_releases_early_is_woken_by_its_signal() {
 
 #[tokio::test]
 async fn a_waiter_woken_by_a_dead_holders_session_takes_the_lease_only_at_its_end_without_a_busy_loop() {
-    const TEST: &str =
-        "a_waiter_woken_by_a_dead_holders_session_takes_the_lease_only_at_its_end_without_a_busy_loop";
+    const TEST: &str = "a_waiter_woken_by_a_dead_holders_session_takes_the_lease_only_at_its_end_without_a_busy_loop";
     let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
@@ -207,10 +212,16 @@ async fn a_frozen_holders_signal_never_lets_a_waiter_in_before_its_lease_ends() 
     // No later than polling would: the waits on the signal end with the
     // pauses a poll would have slept.
     let late = began(&taken) - lease.until();
-    assert!(late < time::Duration::milliseconds(1500), "taken {late} after the lease ended");
+    assert!(
+        late < time::Duration::milliseconds(1500),
+        "taken {late} after the lease ended"
+    );
     let requests = waiter.requests_sent() - sent;
     assert!(requests <= 8, "{requests} requests while the lease ran out");
-    assert!(signal_held(&mut db.connect().await, &key).await, "the frozen holder's signal is gone");
+    assert!(
+        signal_held(&mut db.connect().await, &key).await,
+        "the frozen holder's signal is gone"
+    );
     assert_eq!(waiter.release(&taken).await.unwrap(), Release::Released);
     drop((holder, waiter, holders_session));
     db.drop().await;
