@@ -1,5 +1,5 @@
-//! Acquiring with a deadline: wait for the holder's lease to run out rather
-//! than polling at a fixed rate.
+//! Acquiring with a deadline: wait for the holder's lease to run out, or
+//! for its guard's handover signal, rather than polling at a fixed rate.
 
 use std::time::Duration;
 
@@ -37,6 +37,19 @@ impl Client {
     /// at its expiry. One last attempt is made at the deadline; if it
     /// is still busy, that `Busy` is returned. `NotProvisioned` and errors
     /// return at once: a failure is never turned into `Busy`.
+    ///
+    /// A holder whose lease is in a [`LeaseGuard`](super::LeaseGuard) holds
+    /// its handover signal, an application lock named after the key, and lets
+    /// go of it right after its release. After a `Busy`, each pause is spent
+    /// blocked on that lock, in the same request as the next `Acquire`, on a
+    /// signal session of the client's: the engine wakes the waiter when the
+    /// holder lets go, and the lease is taken about one round trip after its
+    /// release. The lock decides nothing. A waiter that finds it free while
+    /// the lease is busy (a holder without a guard, one whose session ended,
+    /// a frozen one's successor) sleeps its pause and polls, as above; no
+    /// wait on the lock is longer than the pause, so no lease is taken later
+    /// than polling would take it, and a waiter sends one request per pause
+    /// either way.
     ///
     /// Every attempt uses the same owner id. An attempt whose reply was lost
     /// (a network error or a timeout) may have taken the lease, so it is
@@ -134,7 +147,8 @@ impl Client {
         let mut reached = false;
         let mut attempt = first;
         loop {
-            let answered = match std::mem::replace(&mut attempt, Attempt::Plain) {
+            let this = std::mem::replace(&mut attempt, Attempt::Plain);
+            let answered = match this {
                 Attempt::Plain => self
                     .acquire_timed(key, owner, length)
                     .await
@@ -145,6 +159,14 @@ impl Client {
                     .map(|(answer, sent_at, woke)| (answer, sent_at, Some(woke))),
             };
             match answered {
+                // The signal's part of the batch failed (an engine or a grant
+                // that refuses application locks, a reply of another shape):
+                // its Acquire may have run, so ask again at once, plainly,
+                // as the same owner. The signal is only a wake-up call.
+                Err(error) if matches!(this, Attempt::Signalled(_)) && signal_failed(&error) => {
+                    tracing::debug!(key, %owner, %error, "a waiting attempt failed; asking again without the signal");
+                    reached = true;
+                }
                 Err(error) if retry_acquire(&error, &mut reached) && later(Instant::now(), pause) < until => {
                     tracing::debug!(key, %owner, %error, "acquire failed; retrying with the same owner");
                     tokio::time::sleep(pause).await;
@@ -181,6 +203,17 @@ fn retry_acquire(error: &Error, reached: &mut bool) -> bool {
         // Nothing was sent this time. Retrying matters only to confirm an
         // earlier attempt's grant; otherwise the caller hears of it at once.
         _ => *reached && error.is_transient(),
+    }
+}
+
+/// Whether a waiting attempt's `error` may be the signal's own, not the
+/// fence's: any server error but the contract's refusals, and a reply of
+/// another shape. A deadlock or a failover is the retry's to handle.
+fn signal_failed(error: &Error) -> bool {
+    match error {
+        Error::Server { .. } => !error.is_transient(),
+        Error::UnexpectedReply { .. } => true,
+        _ => false,
     }
 }
 
@@ -358,6 +391,27 @@ mod tests {
         assert!(!retry_acquire(&refused, &mut reached));
         let denied = Error::from_server("fence_api.Acquire", 229, 14, "permission denied".into());
         assert!(!retry_acquire(&denied, &mut true));
+    }
+
+    #[test]
+    fn a_waiting_attempt_refused_by_the_engine_is_asked_again_without_the_signal() {
+        let denied = Error::from_server(
+            "fence_api.Acquire",
+            229,
+            14,
+            "permission denied on sp_getapplock".into(),
+        );
+        assert!(signal_failed(&denied));
+        let shape = Error::UnexpectedReply {
+            procedure: "fence_api.Acquire",
+            detail: "1 rows instead of exactly 2".into(),
+        };
+        assert!(signal_failed(&shape));
+        let refused = Error::from_server("fence_api.Acquire", 50103, 16, "bad length".into());
+        assert!(!signal_failed(&refused), "the fence's own refusal is the answer");
+        let deadlock = Error::from_server("fence_api.Acquire", 1205, 13, "deadlock victim".into());
+        assert!(!signal_failed(&deadlock), "a deadlock is retried as before");
+        assert!(!signal_failed(&network()));
     }
 
     #[tokio::test(start_paused = true)]
