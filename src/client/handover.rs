@@ -1,9 +1,10 @@
 //! The handover signal: a waiter learns of a release as soon as it happens,
 //! from the engine's lock queue, instead of at its next poll.
 //!
-//! While a [`LeaseGuard`](super::LeaseGuard) holds a lease, it keeps an
-//! exclusive session application lock (`sp_getapplock`) named after the key
-//! on a session of its own, and lets go of it only after the fence row said
+//! While a [`LeaseGuard`](super::LeaseGuard) holds a lease (from its 20th
+//! millisecond: a quicker tenure costs no signal), it keeps an exclusive
+//! session application lock (`sp_getapplock`) named after the key on a
+//! session of its own, and lets go of it only after the fence row said
 //! `Released` (or the lease was lost, or the guard ended). A waiting acquire
 //! blocks on a shared request for that lock inside the same batch as its
 //! `Acquire`, so the engine wakes it the moment the holder lets go, and it
@@ -18,6 +19,7 @@
 //! have slept, so losing the signal degrades to polling, never to a wrong
 //! grant or a later one.
 
+use std::pin::Pin;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -28,9 +30,10 @@ use uuid::Uuid;
 use super::call::batch_on;
 use super::config::ClientConfig;
 use super::contract::Procedure;
-use super::pool::Session;
+use super::pool::{Manager, Session};
 use super::span::About;
 use super::{Acquire, Client, Error, input};
+use crate::connection::ConnectError;
 
 /// What every signal's lock name starts with.
 const RESOURCE_PREFIX: &str = "fencepost:lease:";
@@ -59,6 +62,51 @@ pub(crate) fn resource(key: &str) -> String {
 pub(crate) fn sessions(config: &ClientConfig) -> u32 {
     config.max_connections.max(MIN_SESSIONS)
 }
+
+/// The pool of signal sessions, as `pool::build` makes the others, each
+/// session warmed up as it opens.
+pub(crate) fn pool(config: &ClientConfig, manager: Manager) -> bb8::Pool<Manager> {
+    bb8::Pool::builder()
+        .max_size(sessions(config))
+        .test_on_check_out(true)
+        .connection_timeout(config.checkout_timeout)
+        .connection_customizer(Box::new(WarmUp))
+        .build_unchecked(manager)
+}
+
+/// Calls `Acquire` once on each new signal session, for a key nobody
+/// provisioned (`NotProvisioned`, nothing written): Babelfish compiles a
+/// procedure on a session's first call of it, about half a second, which a
+/// waiter must not pay between its wake-up and its grant, nor add to its
+/// pause.
+#[derive(Debug)]
+struct WarmUp;
+
+impl bb8::CustomizeConnection<Session, ConnectError> for WarmUp {
+    fn on_acquire<'a>(
+        &'a self,
+        session: &'a mut Session,
+    ) -> Pin<Box<dyn Future<Output = Result<(), ConnectError>> + Send + 'a>> {
+        Box::pin(async move {
+            let key = format!("fencepost:signal-warm-up:{}", Uuid::new_v4());
+            let owner = Uuid::new_v4();
+            let seconds = 1i32;
+            if let Err(error) = exchange(session, WARM_UP, &[&key, &owner, &seconds]).await {
+                // A session whose reply was not read to its end is dropped
+                // on its return (`in_call`); a cold one only costs time.
+                tracing::debug!(%error, "warming up a signal session failed");
+            }
+            Ok(())
+        })
+    }
+}
+
+const WARM_UP: &str = "EXEC fence_api.Acquire @ResourceKey = @P1, @Owner = @P2, @LeaseSeconds = @P3;";
+
+/// How long a guard holds its lease before it raises the signal: a tenure
+/// shorter than this (a quick `run_fenced`) costs no signal session and no
+/// request beside its own calls, and its waiters poll.
+const RAISE_AFTER: Duration = Duration::from_millis(20);
 
 /// Takes the exclusive lock, answering sp_getapplock's status (0 or 1:
 /// granted).
@@ -96,8 +144,9 @@ pub(crate) enum Woke {
 }
 
 impl Client {
-    /// Raises the signal of the lease on `key` in the background, on a
-    /// signal session of its own, until `lower` is cancelled. Raising costs
+    /// Raises the signal of the lease on `key` in the background, after
+    /// [`RAISE_AFTER`], on a signal session of its own, until `lower` is
+    /// cancelled. Raising costs
     /// the caller nothing: a lease is never held up for its signal, and one
     /// that could not be raised (no session, the lock still held by a
     /// predecessor) leaves waiters to poll.
@@ -107,6 +156,11 @@ impl Client {
     }
 
     async fn hold_signal(&self, resource: &str, lower: CancellationToken) {
+        tokio::select! {
+            biased;
+            _ = lower.cancelled() => return,
+            _ = tokio::time::sleep(RAISE_AFTER) => {}
+        }
         let checkout = tokio::select! {
             biased;
             _ = lower.cancelled() => return,

@@ -132,11 +132,7 @@ impl Client {
             RENEWAL_CONNECTIONS,
             Manager::new(&config, last_connect_error.clone(), idle_check.clone()),
         );
-        let signals = pool::build(
-            &config,
-            handover::sessions(&config),
-            Manager::new(&config, last_connect_error.clone(), idle_check),
-        );
+        let signals = handover::pool(&config, Manager::new(&config, last_connect_error.clone(), idle_check));
         Client {
             pool,
             renewals,
