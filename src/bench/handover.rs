@@ -27,7 +27,7 @@ pub(crate) const HANDOVER_SCENARIOS: [&str; 3] = ["applock_handover", "handover"
 
 /// The least time a holder keeps the key before it lets go: ample for the
 /// waiter to be waiting, and for a guard to have raised its signal.
-const HOLD: Duration = Duration::from_millis(50);
+const HOLD: Duration = Duration::from_millis(100);
 /// Up to this much more, at random: a release lands anywhere in a polling
 /// waiter's second, as releases do, rather than always at the same point of
 /// it. Far short of the lease.

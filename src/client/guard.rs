@@ -97,7 +97,7 @@ pub(crate) enum Ending {
 /// While it holds the lease, a guard also keeps the lease's handover signal
 /// raised: an exclusive session application lock named after the key, on a
 /// session of the client's own (one more session per held guard), taken in
-/// the background 20 ms after the guard is made, so a quicker tenure costs
+/// the background 10 ms after the guard is made, so a quicker tenure costs
 /// no signal. It lets go of it right
 /// after the lease was given back (or lost), which wakes a
 /// [`acquire_waiting`](Client::acquire_waiting) blocked on it at once. The

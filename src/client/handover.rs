@@ -1,7 +1,7 @@
 //! The handover signal: a waiter learns of a release as soon as it happens,
 //! from the engine's lock queue, instead of at its next poll.
 //!
-//! While a [`LeaseGuard`](super::LeaseGuard) holds a lease (from its 20th
+//! While a [`LeaseGuard`](super::LeaseGuard) holds a lease (from its 10th
 //! millisecond: a quicker tenure costs no signal), it keeps an exclusive
 //! session application lock (`sp_getapplock`) named after the key on a
 //! session of its own, and lets go of it only after the fence row said
@@ -106,7 +106,7 @@ const WARM_UP: &str = "EXEC fence_api.Acquire @ResourceKey = @P1, @Owner = @P2, 
 /// How long a guard holds its lease before it raises the signal: a tenure
 /// shorter than this (a quick `run_fenced`) costs no signal session and no
 /// request beside its own calls, and its waiters poll.
-const RAISE_AFTER: Duration = Duration::from_millis(20);
+const RAISE_AFTER: Duration = Duration::from_millis(10);
 
 /// Takes the exclusive lock, answering sp_getapplock's status (0 or 1:
 /// granted).
@@ -129,12 +129,27 @@ SET @Waited = DATEDIFF(microsecond, @Began, SYSUTCDATETIME());
 EXEC fence_api.Acquire @ResourceKey = @P1, @Owner = @P2, @LeaseSeconds = @P3;
 SELECT @Signal AS Signal, @Waited AS WaitedMicroseconds;";
 
+/// Whether a granted signal was held by someone when the wait began.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Waited {
+    /// Granted at once: nobody held it.
+    Free,
+    /// Granted once its holder let go of it (SQL Server answers 1; Babelfish
+    /// answers 0, so a grant that took longer than [`HELD_WAIT`] on the
+    /// server clock counts too).
+    AfterRelease,
+}
+
+/// A grant later than this after the request was queued on a lock somebody
+/// held: an uncontended grant takes a fraction of it.
+const HELD_WAIT: Duration = Duration::from_millis(1);
+
 /// How a waiting attempt's wait on the signal ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Woke {
     /// The lock was free, or was let go of during the wait: no guard holds
-    /// it now. Waited this long, on the server clock.
-    Granted(Duration),
+    /// it now.
+    Granted(Waited),
     /// Someone held it for the whole wait: a guard holds the lease, and will
     /// let go of the lock when it releases.
     Held,
@@ -248,7 +263,15 @@ impl Client {
         // The server's own measure of the wait, capped by the local one: the
         // Acquire cannot have started after its answer came back.
         let acquire_sent = sent_at + waited.min(answered.saturating_duration_since(sent_at));
-        let woke = if status >= 0 { Woke::Granted(waited) } else { Woke::Held };
+        let woke = match status {
+            1 => Woke::Granted(Waited::AfterRelease),
+            0 if waited >= HELD_WAIT => Woke::Granted(Waited::AfterRelease),
+            0 => Woke::Granted(Waited::Free),
+            -1 => Woke::Held,
+            // Refused (cancelled, a deadlock victim, an error): no signal to
+            // count on, so the waiter polls.
+            _ => Woke::Granted(Waited::Free),
+        };
         let answer = super::api::acquire_answer(reply, key, owner, length, acquire_sent)?;
         Ok((answer, acquire_sent, woke))
     }

@@ -7,7 +7,7 @@ use rand::RngExt;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use super::handover::Woke;
+use super::handover::{Waited, Woke};
 use super::{Acquire, Client, Error};
 
 /// The shortest pause between attempts.
@@ -19,6 +19,10 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// lease released early is noticed within about this long, not at its
 /// expiry.
 const RECHECK: Duration = Duration::from_secs(1);
+/// How long after a grant its guard raises the handover signal, with room
+/// to spare: a waiter that finds no signal where a new tenure began waits
+/// this long before it blocks on one (see `handover::RAISE_AFTER`).
+const SETTLE: Duration = Duration::from_millis(40);
 /// How many attempts' worth of time (checkout plus call timeout each) an
 /// acquire may spend retrying as the same owner.
 const CONFIRM_ATTEMPTS: u32 = 3;
@@ -69,6 +73,9 @@ impl Client {
         // The first attempt is a plain one: a lease nobody holds is taken
         // at the cost of an `acquire`.
         let mut next = Attempt::Plain;
+        // Whether the last pause began with a short wait for a new tenure's
+        // signal.
+        let mut settled = false;
         loop {
             let until = self.confirm_until(Instant::now(), length).min(deadline);
             let (answer, sent_at, woke) = self.acquire_retrying_timed(key, owner, length, until, next).await?;
@@ -86,15 +93,28 @@ impl Client {
             let pause = backoff.next(remaining, now.saturating_duration_since(sent_at), &mut rand::rng());
             let pause = pause.min(RECHECK).min(left);
             next = match woke {
-                // A guard holds the signal, or nobody was ever asked: spend
-                // the pause blocked on it, so a release wakes this waiter at
-                // once, and ask the fence when it ends either way.
-                Some(Woke::Held) | None => Attempt::Signalled(pause),
-                // The signal was free, or let go of while the lease stayed
-                // busy: this holder gives none (no guard, its session ended,
-                // a successor that has not raised it yet). Poll as without a
-                // signal, and learn with that poll whether one was raised.
-                Some(Woke::Granted(_) | Woke::NoSession) => {
+                // A guard holds the signal: spend the pause blocked on it, so
+                // a release wakes this waiter at once, and ask the fence when
+                // it ends either way.
+                Some(Woke::Held) => Attempt::Signalled(pause),
+                // The first Busy, or a signal let go of while the lease
+                // stayed busy (this waiter lost the race to a successor, or
+                // the holder's session ended): a new tenure's guard raises
+                // its signal a moment after its grant, so block on it once
+                // that moment has passed. Not twice in a row: a holder that
+                // gives no signal is polled.
+                None | Some(Woke::Granted(Waited::AfterRelease)) if !settled => {
+                    settled = true;
+                    let settle = SETTLE.min(pause);
+                    tokio::time::sleep(settle).await;
+                    Attempt::Signalled(pause - settle)
+                }
+                // No signal to block on: this holder gives none (no guard, a
+                // dead one's lease running out, a successor slow to raise
+                // it). Poll as without a signal, and learn with that poll
+                // whether one was raised.
+                _ => {
+                    settled = false;
                     tokio::time::sleep(pause).await;
                     Attempt::Signalled(Duration::ZERO)
                 }
