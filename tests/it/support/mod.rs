@@ -15,6 +15,7 @@ pub mod caller;
 pub mod deploy;
 pub mod fixtures;
 pub mod lease;
+pub mod overwriting_store;
 pub mod proxy;
 mod shared;
 pub mod stress_ledger;
