@@ -14,6 +14,7 @@ pub mod binary;
 pub mod caller;
 pub mod deploy;
 pub mod fixtures;
+pub mod gated_store;
 pub mod lease;
 pub mod overwriting_store;
 pub mod proxy;
