@@ -31,8 +31,8 @@
 //!         Ok::<_, std::io::Error>(Produced::new(b"a big report".to_vec()))
 //!     })
 //!     .await?;
-//! if let FencedArtifact::Published { pointer, .. } = run {
-//!     println!("published {}", pointer.location);
+//! if let FencedArtifact::Published(published) = run {
+//!     println!("published {}", published.pointer.location);
 //! }
 //! let artifact = store.read_artifact(&client, "report:daily").await?;
 //! println!("{} bytes", artifact.bytes.len());
