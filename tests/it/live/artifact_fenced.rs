@@ -16,10 +16,11 @@ use chrono::{TimeDelta, Utc};
 use fencepost::artifact::object_store::path::Path;
 use fencepost::artifact::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use fencepost::artifact::{
-    ArtifactError, ArtifactPath, ArtifactPublish, ArtifactStore, FencedArtifact, KeptBecause, Orphan, Produced, Sweep,
-    open_url,
+    ArtifactError, ArtifactPath, ArtifactPublish, ArtifactStore, FencedArtifact, KeptBecause, Orphan, Pointer,
+    Produced, Sweep, open_url,
 };
 use fencepost::client::admin::ForceRelease;
+use fencepost::client::{Publish, RefusalReason};
 use futures_util::TryStreamExt;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -99,7 +100,8 @@ async fn a_stale_worker_s_artefact_is_never_what_readers_see(test: &str, backend
     gate.arm();
 
     let guard = stale.guard(acquired(stale.acquire(&key, LEASE).await.unwrap()));
-    let stale_generation = guard.lease().generation();
+    let stale_lease = guard.lease();
+    let stale_generation = stale_lease.generation();
     let stale_run = tokio::spawn(async move {
         stale_store
             .publish_and_release(guard, Produced::new(Bytes::from_static(b"stale worker's report")))
@@ -128,14 +130,18 @@ async fn a_stale_worker_s_artefact_is_never_what_readers_see(test: &str, backend
     assert!(published.generation > stale_generation);
 
     // The stale worker goes on: its pointer is refused by the fence, or
-    // never sent because its guard saw the lease lost first.
+    // never sent, because its guard saw the lease lost first or because the
+    // upload outlasted the lease (held back here past the successor's
+    // publish, on a busy engine that can be more than a lease length).
     gate.proceed();
     let stale_outcome = stale_run.await.unwrap().unwrap();
+    eprintln!("the stale worker's publish ended as {stale_outcome:?}");
     let orphan = match stale_outcome {
-        ArtifactPublish::Refused { orphan, .. } => orphan,
-        ArtifactPublish::Lost {
+        ArtifactPublish::Refused { orphan, .. }
+        | ArtifactPublish::Lost {
             orphan: Some(orphan), ..
-        } => orphan,
+        }
+        | ArtifactPublish::UploadTooSlow { orphan, .. } => orphan,
         other => panic!("the stale worker's artefact was not refused: {other:?}"),
     };
     assert!(
@@ -150,6 +156,18 @@ async fn a_stale_worker_s_artefact_is_never_what_readers_see(test: &str, backend
     assert_eq!(read.generation, published.generation);
     assert_eq!(read.pointer, published.pointer);
     assert!(inner.head(&stale_path).await.is_ok(), "the orphan was meant to stay");
+    // Its pointer sent straight to the fence under its old lease is refused.
+    let stale_pointer = Pointer {
+        location: stale_path.to_string(),
+        ..published.pointer.clone()
+    };
+    assert_eq!(
+        stale
+            .publish(&stale_lease, Uuid::new_v4(), &stale_pointer.to_payload())
+            .await
+            .unwrap(),
+        Publish::Refused(RefusalReason::Superseded)
+    );
 
     // The sweep, past its grace, deletes the orphan and keeps the publication.
     let sweep = Sweep::new(LEASE * 2 + Duration::from_secs(1), LEASE).unwrap();
