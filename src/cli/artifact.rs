@@ -158,3 +158,56 @@ fn text(report: &SweepReport) -> String {
     }
     lines.iter().map(|line| format!("{line}\n")).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+    use fencepost::artifact::{Deleted, DeletedBecause, Kept, KeptBecause, SweepReport, SweptObject};
+
+    use super::text;
+
+    fn object(location: &str) -> SweptObject {
+        SweptObject {
+            location: location.into(),
+            size: 1,
+            last_modified: Utc::now(),
+        }
+    }
+
+    #[test]
+    fn the_sweep_s_text_counts_what_it_kept_and_names_each_deletion_and_failed_delete() {
+        let report = SweepReport {
+            dry_run: false,
+            listed: 4,
+            kept: vec![
+                Kept {
+                    object: object("p/k/2/b"),
+                    why: KeptBecause::Published,
+                },
+                Kept {
+                    object: object("p/k/1/c"),
+                    why: KeptBecause::DeleteFailed("permission denied".into()),
+                },
+            ],
+            deleted: vec![
+                Deleted {
+                    object: object("p/k/1/a"),
+                    why: DeletedBecause::Orphan,
+                },
+                Deleted {
+                    object: object("p/_probe/x"),
+                    why: DeletedBecause::Probe,
+                },
+            ],
+            interrupted: true,
+        };
+        assert_eq!(
+            text(&report),
+            "4 objects: deleted 2, kept 2 (1 published, 0 within the grace, 0 not artefacts, 1 delete failed); \
+             interrupted: the rest was not looked at\n\
+             deleted  p/k/1/a  (no publication points to it)\n\
+             deleted  p/_probe/x  (a store check's probe)\n\
+             kept  p/k/1/c  (its delete failed: permission denied)\n"
+        );
+    }
+}
