@@ -43,6 +43,11 @@ impl ArtifactPath {
             return None;
         };
         let key = unescape_key(key.as_ref())?;
+        // A key the fence refuses can have no publication: not an artefact.
+        let units = key.encode_utf16().count();
+        if units > crate::client::MAX_KEY_UTF16_UNITS || key.ends_with(' ') {
+            return None;
+        }
         let generation: i64 = generation.as_ref().parse().ok().filter(|g| *g >= 0)?;
         let operation_id = Uuid::parse_str(operation_id.as_ref()).ok()?;
         // Only the one spelling `to_path` writes: a path that parses but is
@@ -158,6 +163,8 @@ mod tests {
             format!("reports/fenced/report_3Adaily/42/{id}/more"),
             format!("reports/fenced/_probe/{id}"),
             format!("reports/other/report_3Adaily/42/{id}"),
+            format!("reports/fenced/{}/42/{id}", escape_key(&"k".repeat(257))),
+            format!("reports/fenced/{}/42/{id}", escape_key("trailing ")),
         ] {
             assert_eq!(
                 ArtifactPath::parse(&prefix, &Path::from(other.as_str())),

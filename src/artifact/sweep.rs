@@ -76,7 +76,9 @@ impl Sweep {
 
     /// Sweeps `prefix` of `store` as of `now`, calling `on_event` as it goes.
     /// A cancelled `stop` ends it between two objects: the report then says
-    /// `interrupted`, and lists only what was looked at.
+    /// `interrupted`, and lists only what was looked at. A publication that
+    /// cannot be read ends it too, reported in `failed`. A listing that
+    /// fails is an `Err`: nothing was done.
     pub async fn run(
         &self,
         store: &dyn ObjectStore,
@@ -117,11 +119,18 @@ impl Sweep {
                 Kind::Artifact(artifact) => {
                     let location = match published.get(&artifact.key) {
                         Some(location) => location.clone(),
-                        None => {
-                            let location = publications.published_location(&artifact.key).await?;
-                            published.insert(artifact.key.clone(), location.clone());
-                            location
-                        }
+                        None => match publications.published_location(&artifact.key).await {
+                            Ok(location) => {
+                                published.insert(artifact.key.clone(), location.clone());
+                                location
+                            }
+                            // Without the publication nothing more can be
+                            // judged; what was done so far is reported.
+                            Err(error) => {
+                                report.failed = Some(format!("reading the publication of {}: {error}", artifact.key));
+                                break;
+                            }
+                        },
                     };
                     if location.as_deref() == Some(object.location.as_ref()) {
                         Verdict::Keep(KeptBecause::Published)
@@ -273,4 +282,7 @@ pub struct SweepReport {
     pub deleted: Vec<Deleted>,
     /// Stopped before every object was looked at.
     pub interrupted: bool,
+    /// Stopped because a publication could not be read (the error): the
+    /// objects before it were judged, the rest were not.
+    pub failed: Option<String>,
 }

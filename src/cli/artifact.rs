@@ -16,7 +16,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::opt::{ArtifactCommand, ArtifactSweepArgs, ArtifactVerifyArgs, Format};
-use super::{EXIT_ATTENTION, EXIT_OK, connection_string, out};
+use super::{EXIT_ATTENTION, EXIT_ERROR, EXIT_OK, connection_string, out};
 
 impl ArtifactCommand {
     /// The output format asked for.
@@ -116,6 +116,11 @@ async fn sweep(args: ArtifactSweepArgs) -> Result<u8> {
         }
         Format::Text => out::print(text(&report))?,
     }
+    if let Some(error) = &report.failed {
+        // The report above says what was done before it stopped.
+        eprintln!("fencepost: the sweep stopped: {error}");
+        return Ok(EXIT_ERROR);
+    }
     Ok(if report.interrupted || failed {
         EXIT_ATTENTION
     } else {
@@ -139,6 +144,8 @@ fn text(report: &SweepReport) -> String {
         count(|w| matches!(w, KeptBecause::DeleteFailed(_))),
         if report.interrupted {
             "; interrupted: the rest was not looked at"
+        } else if report.failed.is_some() {
+            "; stopped at a publication it could not read: the rest was not looked at"
         } else {
             ""
         },
@@ -200,6 +207,7 @@ mod tests {
                 },
             ],
             interrupted: true,
+            failed: None,
         };
         assert_eq!(
             text(&report),

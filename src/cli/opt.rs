@@ -308,7 +308,8 @@ pub enum ArtifactCommand {
     /// upload whose publish has not committed yet is never taken. Objects
     /// whose names are not artefacts' are never deleted. Reads publications
     /// with ReadPublication (fence_reader or fence_service). Ctrl-C stops
-    /// between two objects and reports what was done; exits 1 then.
+    /// between two objects and reports what was done; exits 1 then (2 when a
+    /// publication could not be read, after reporting what was done).
     Sweep(ArtifactSweepArgs),
 }
 

@@ -284,3 +284,39 @@ fn store_urls_name_what_to_fix() {
     let error = open_url("ftp://host/x").unwrap_err();
     assert!(error.to_string().contains("s3://bucket/path"), "{error}");
 }
+
+/// Publications that cannot be read, as when the server went away.
+struct Unreachable;
+
+impl Publications for Unreachable {
+    async fn published_location(&self, key: &str) -> Result<Option<String>, ArtifactError> {
+        Err(ArtifactError::NotProvisioned { key: key.into() })
+    }
+}
+
+#[tokio::test]
+async fn a_sweep_that_cannot_read_a_publication_deletes_nothing_of_that_key_and_reports_why() {
+    let store = ArtifactStore::open("memory://", "fenced").await.unwrap();
+    let artifact = upload(&store, "k", 1, b"maybe published").await;
+    let report = sweep()
+        .run(
+            store.object_store().as_ref(),
+            store.prefix(),
+            &Unreachable,
+            an_hour_later(),
+            &CancellationToken::new(),
+            |_| {},
+        )
+        .await
+        .unwrap();
+    assert!(report.deleted.is_empty(), "{report:?}");
+    assert!(
+        report
+            .failed
+            .as_deref()
+            .unwrap()
+            .contains("reading the publication of k"),
+        "{report:?}"
+    );
+    assert!(store.follow("k", &artifact).await.is_ok());
+}
