@@ -508,3 +508,58 @@ async fn azurite_is_trusted_and_the_same_store_that_ignores_create_only_writes_i
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+async fn a_work_whose_lease_was_taken_over_uploads_nothing(test: &str, backend: Backend) {
+    let Some((url, _dir)) = store_url(test, backend) else {
+        return;
+    };
+    let Some(db) = TestDatabase::shared(test).await else {
+        return;
+    };
+    let [worker] = workers(&db.ado()).await;
+    let operator = unwarmed(&db.ado()).await.admin();
+    let key = provisioned(&worker, "artifact-taken-over").await;
+    let store = ArtifactStore::open(&url, &own_prefix()).await.unwrap();
+    let (started, is_running) = tokio::sync::oneshot::channel();
+    let run = store.run_fenced(&worker, &key, LEASE, |stop| async move {
+        let _ = started.send(());
+        // Finishes only once the guard has seen the lease lost.
+        stop.cancelled().await;
+        Ok::<_, Infallible>(Produced::new(Bytes::from_static(b"made without the lease")))
+    });
+    let take_over = async {
+        is_running.await.unwrap();
+        assert!(matches!(
+            operator.force_release(&key).await.unwrap(),
+            ForceRelease::Fenced { .. }
+        ));
+    };
+    let (run, ()) = tokio::join!(run, take_over);
+    let run = run.unwrap();
+    assert!(matches!(run, FencedArtifact::Lost { orphan: None, .. }), "{run:?}");
+    assert!(listed(store.object_store().as_ref(), store.prefix()).await.is_empty());
+    assert!(matches!(
+        store.read_artifact(&worker, &key).await,
+        Err(ArtifactError::NothingPublished { .. })
+    ));
+    drop((worker, operator));
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_work_whose_lease_was_taken_over_uploads_nothing_to_a_folder() {
+    a_work_whose_lease_was_taken_over_uploads_nothing(
+        "a_work_whose_lease_was_taken_over_uploads_nothing_to_a_folder",
+        Backend::Folder,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_work_whose_lease_was_taken_over_uploads_nothing_to_azurite() {
+    a_work_whose_lease_was_taken_over_uploads_nothing(
+        "a_work_whose_lease_was_taken_over_uploads_nothing_to_azurite",
+        Backend::Azurite,
+    )
+    .await;
+}
