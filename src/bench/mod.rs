@@ -3,7 +3,8 @@
 //!
 //! Every worker has a connection of its own. Baselines run first (`select1`,
 //! `raw_update`, `applock_cycle`), then the workloads (`cycle`, `contended`,
-//! `renew`) through [`Client`]. Each scenario warms up, then
+//! `renew`, `handover` with its own baseline `applock_handover`) through
+//! [`Client`]. Each scenario warms up, then
 //! measures for a duration or a number of operations. The bench works on keys
 //! of its own under a prefix and deletes them afterwards, with its scratch
 //! table.
@@ -11,6 +12,7 @@
 mod baselines;
 mod engine;
 mod error;
+mod handover;
 mod keys;
 mod report;
 mod runner;
@@ -33,6 +35,7 @@ pub use telemetry::{Telemetry, TelemetryRecorded};
 use crate::client::{self, Provision};
 use crate::{Client, ClientConfig, Connection, ConnectionString};
 use baselines::{ApplockCycle, RawUpdate, Select1};
+use handover::{ApplockHandover, HANDOVER_SCENARIOS, Handover};
 use keys::RunKeys;
 use scratch::Scratch;
 use workloads::{CYCLE_SCENARIOS, Contended, Cycle, Renewing};
@@ -55,6 +58,11 @@ pub enum Workload {
     Contended,
     /// Holders renewing their leases.
     Renew,
+    /// Pairs of workers, a holder that releases early and a waiter in
+    /// `acquire_waiting`: how soon the waiter holds the lease, with the
+    /// holder's guard signalling and without, beside two sessions handing
+    /// over an `sp_getapplock` lock.
+    Handover,
 }
 
 /// What to run. Setters take `&mut self` and chain, as
@@ -86,7 +94,12 @@ impl Default for BenchOptions {
             workers: 4,
             stop: Stop::Duration(Duration::from_secs(10)),
             warmup: 2,
-            workloads: vec![Workload::Cycle, Workload::Contended, Workload::Renew],
+            workloads: vec![
+                Workload::Cycle,
+                Workload::Contended,
+                Workload::Renew,
+                Workload::Handover,
+            ],
             key_prefix: "fencepost-bench:".to_string(),
             interrupt: CancellationToken::new(),
             telemetry: None,
@@ -324,6 +337,56 @@ async fn scenarios(
             worker.finish().await?;
         }
         all.extend(measured);
+    }
+    if has(Workload::Handover) {
+        all.extend(handovers(target, keys, clients, stop, warmup, events).await?);
+    }
+    Ok(all)
+}
+
+/// The `handover` scenarios, one pair of workers per two clients (a single
+/// client holds and waits by itself).
+async fn handovers(
+    target: &ConnectionString,
+    keys: &RunKeys,
+    clients: &[Client],
+    stop: Stop,
+    warmup: u32,
+    events: &mut dyn FnMut(Event<'_>),
+) -> Result<Vec<Scenario>, BenchError> {
+    let pairs = (clients.len() / 2).max(1);
+    let pair = |p: usize| (&clients[2 * p % clients.len()], &clients[(2 * p + 1) % clients.len()]);
+    let mut all = Vec::new();
+    let mut conns = connect_all(target, 2 * pairs).await?.into_iter();
+    let applock: Vec<ApplockHandover> = (0..pairs)
+        .filter_map(|p| {
+            let (holder, waiter) = (conns.next()?, conns.next()?);
+            Some(ApplockHandover::new(
+                holder,
+                waiter,
+                &keys.key(HANDOVER_SCENARIOS[0], Some(p)),
+            ))
+        })
+        .collect();
+    all.extend(
+        runner::measure(&HANDOVER_SCENARIOS[..1], applock, stop, warmup, events)
+            .await?
+            .1,
+    );
+    for (name, guarded) in [(HANDOVER_SCENARIOS[1], true), (HANDOVER_SCENARIOS[2], false)] {
+        let mut workers = Vec::with_capacity(pairs);
+        for p in 0..pairs {
+            let (holder, waiter) = pair(p);
+            let key = keys.key(name, Some(p));
+            provision(holder, &key).await?;
+            workers.push(Handover {
+                holder: holder.clone(),
+                waiter: waiter.clone(),
+                key,
+                guarded,
+            });
+        }
+        all.extend(runner::measure(&[name], workers, stop, warmup, events).await?.1);
     }
     Ok(all)
 }

@@ -90,10 +90,16 @@ fn options(args: &BenchArgs) -> BenchOptions {
             WorkloadArg::Cycle => Workload::Cycle,
             WorkloadArg::Contended => Workload::Contended,
             WorkloadArg::Renew => Workload::Renew,
+            WorkloadArg::Handover => Workload::Handover,
         })
         .collect();
     if workloads.is_empty() {
-        workloads = vec![Workload::Cycle, Workload::Contended, Workload::Renew];
+        workloads = vec![
+            Workload::Cycle,
+            Workload::Contended,
+            Workload::Renew,
+            Workload::Handover,
+        ];
     }
     let mut options = BenchOptions::default();
     options

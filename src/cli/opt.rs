@@ -82,7 +82,8 @@ pub enum Command {
     /// Round trips per operation are requests counted as they are sent: each
     /// client call is one (a waiting acquire counts each attempt), a fenced
     /// cycle two (acquire, and a publish that releases); select1 and
-    /// raw_update one, applock_cycle three. Latency percentiles come from a
+    /// raw_update one, applock_cycle three; the handover scenarios count
+    /// the waiter's requests alone. Latency percentiles come from a
     /// histogram over every measured operation (within 0.1%); warm-up is left
     /// out. `ratio_to` is the p50 divided by each baseline's p50. The
     /// process's CPU time per operation and its peak memory are reported
@@ -553,6 +554,12 @@ pub enum WorkloadArg {
     Contended,
     /// Each worker renewing a lease it holds.
     Renew,
+    /// Pairs of workers: a holder releases early while the other waits in
+    /// acquire_waiting; the time from the release's reply to the waiter's
+    /// grant, with the holder's guard signalling (handover) and without
+    /// (handover_polling), beside two sessions handing over an sp_getapplock
+    /// session lock (applock_handover).
+    Handover,
 }
 
 /// `fencepost bench`.

@@ -61,7 +61,7 @@ impl Client {
 
     /// Runs `exchange`, one call of `procedure`: counted when it starts, in
     /// its span, and measured by how it ended.
-    async fn observed(
+    pub(super) async fn observed(
         &self,
         procedure: Procedure,
         about: About<'_>,
@@ -140,27 +140,7 @@ impl Client {
         let reply = self
             .call(Procedure::Acquire, &[&key, &owner, &seconds], About::key(key))
             .await?;
-        let answer = match reply.outcome()? {
-            "Acquired" => Ok(Acquire::Acquired(Lease::new(
-                key,
-                owner,
-                reply.required("Generation")?,
-                length,
-                reply.required_utc("LeaseUntilUtc")?,
-                sent_at,
-            ))),
-            "Busy" => {
-                let until = reply.required_utc("LeaseUntilUtc")?;
-                let server_utc = reply.required_utc("ServerUtc")?;
-                Ok(Acquire::Busy {
-                    until,
-                    remaining: outcome::remaining(until, server_utc),
-                })
-            }
-            "NotProvisioned" => Ok(Acquire::NotProvisioned),
-            _ => Err(reply.unknown_outcome()),
-        };
-        Ok((answer?, sent_at))
+        Ok((acquire_answer(&reply, key, owner, length, sent_at)?, sent_at))
     }
 
     /// Extends `lease` by its length from now (server clock). On `Renewed`
@@ -384,5 +364,36 @@ fn unknown_if_unanswered(error: Error, operation_id: Uuid) -> Error {
             reason: detail,
         },
         other => other,
+    }
+}
+
+/// What an `Acquire` row answered, for `owner` asking for `length` in a
+/// request sent at `sent_at` (what the lease's local deadline counts from).
+pub(super) fn acquire_answer(
+    reply: &Reply,
+    key: &str,
+    owner: Uuid,
+    length: std::time::Duration,
+    sent_at: Instant,
+) -> Result<Acquire, Error> {
+    match reply.outcome()? {
+        "Acquired" => Ok(Acquire::Acquired(Lease::new(
+            key,
+            owner,
+            reply.required("Generation")?,
+            length,
+            reply.required_utc("LeaseUntilUtc")?,
+            sent_at,
+        ))),
+        "Busy" => {
+            let until = reply.required_utc("LeaseUntilUtc")?;
+            let server_utc = reply.required_utc("ServerUtc")?;
+            Ok(Acquire::Busy {
+                until,
+                remaining: outcome::remaining(until, server_utc),
+            })
+        }
+        "NotProvisioned" => Ok(Acquire::NotProvisioned),
+        _ => Err(reply.unknown_outcome()),
     }
 }

@@ -37,9 +37,25 @@ pub(crate) async fn call_on(
     procedure: Procedure,
     arguments: &[&dyn ToSql],
 ) -> Result<Vec<Reply>, Error> {
+    let statement = procedure.statement_for(arguments.len());
+    let rows = (!procedure.answers_rows()).then_some(1);
+    batch_on(session, config, procedure, &statement, arguments, rows).await
+}
+
+/// [`call_on`] for a batch around one call of `procedure`: `statement` runs
+/// with `arguments` bound as `@P1`, `@P2`, ..., and its rows, of every result
+/// set in order, are what it answers; exactly `rows` of them when given.
+pub(crate) async fn batch_on(
+    session: &mut Session,
+    config: &ClientConfig,
+    procedure: Procedure,
+    statement: &str,
+    arguments: &[&dyn ToSql],
+    rows: Option<usize>,
+) -> Result<Vec<Reply>, Error> {
+    let expected = rows;
     let timeout = config.call_timeout;
     session.in_call = true;
-    let statement = procedure.statement_for(arguments.len());
     // Read item by item: tiberius reports a server error only where its token
     // arrives, and collecting the whole reply at once would drop the rows read
     // before it, such as a publish's `Published`.
@@ -78,10 +94,17 @@ pub(crate) async fn call_on(
     };
     session.in_call = false;
     session.last_used = tokio::time::Instant::now();
-    if !procedure.answers_rows() && rows.len() != 1 {
+    if let Some(expected) = expected
+        && rows.len() != expected
+    {
+        let exactly = if expected == 1 {
+            "one".to_string()
+        } else {
+            expected.to_string()
+        };
         return Err(Error::UnexpectedReply {
             procedure: procedure.name(),
-            detail: format!("{} rows instead of exactly one", rows.len()),
+            detail: format!("{} rows instead of exactly {exactly}", rows.len()),
         });
     }
     Ok(rows.into_iter().map(|row| Reply { procedure, row }).collect())

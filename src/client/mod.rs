@@ -20,6 +20,7 @@ mod fenced_transaction;
 mod fenced_tx;
 mod guard;
 mod guarded;
+mod handover;
 mod hedged_renew;
 mod input;
 mod lease;
@@ -87,6 +88,11 @@ pub struct Client {
     /// transactions cannot starve a guard until its lease ends. Opened on the
     /// first renewal.
     renewals: bb8::Pool<Manager>,
+    /// The sessions of the handover signal: each held guard keeps an
+    /// application lock on one, and a waiting acquire blocks on one (see
+    /// `handover`). Apart from `pool`, so neither ever holds a connection
+    /// the service's own calls wait for. Opened as needed.
+    signals: bb8::Pool<Manager>,
     config: Arc<ClientConfig>,
     last_connect_error: LastConnectError,
     /// Procedure calls made, shared by clones: what a benchmark or a metric
@@ -124,11 +130,13 @@ impl Client {
         let renewals = pool::build(
             &config,
             RENEWAL_CONNECTIONS,
-            Manager::new(&config, last_connect_error.clone(), idle_check),
+            Manager::new(&config, last_connect_error.clone(), idle_check.clone()),
         );
+        let signals = handover::pool(&config, Manager::new(&config, last_connect_error.clone(), idle_check));
         Client {
             pool,
             renewals,
+            signals,
             config: Arc::new(config),
             last_connect_error,
             requests: Arc::default(),

@@ -1,5 +1,5 @@
-//! Acquiring with a deadline: wait for the holder's lease to run out rather
-//! than polling at a fixed rate.
+//! Acquiring with a deadline: wait for the holder's lease to run out, or
+//! for its guard's handover signal, rather than polling at a fixed rate.
 
 use std::time::Duration;
 
@@ -7,6 +7,7 @@ use rand::RngExt;
 use tokio::time::Instant;
 use uuid::Uuid;
 
+use super::handover::{Waited, Woke};
 use super::{Acquire, Client, Error};
 
 /// The shortest pause between attempts.
@@ -18,6 +19,10 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// lease released early is noticed within about this long, not at its
 /// expiry.
 const RECHECK: Duration = Duration::from_secs(1);
+/// How long after a grant its guard raises the handover signal, with room
+/// to spare: a waiter that finds no signal where a new tenure began waits
+/// this long before it blocks on one (see `handover::RAISE_AFTER`).
+const SETTLE: Duration = Duration::from_millis(40);
 /// How many attempts' worth of time (checkout plus call timeout each) an
 /// acquire may spend retrying as the same owner.
 const CONFIRM_ATTEMPTS: u32 = 3;
@@ -37,6 +42,19 @@ impl Client {
     /// is still busy, that `Busy` is returned. `NotProvisioned` and errors
     /// return at once: a failure is never turned into `Busy`.
     ///
+    /// A holder whose lease is in a [`LeaseGuard`](super::LeaseGuard) holds
+    /// its handover signal, an application lock named after the key, and lets
+    /// go of it right after its release. After a `Busy`, each pause is spent
+    /// blocked on that lock, in the same request as the next `Acquire`, on a
+    /// signal session of the client's: the engine wakes the waiter when the
+    /// holder lets go, and the lease is taken about one round trip after its
+    /// release. The lock decides nothing. A waiter that finds it free while
+    /// the lease is busy (a holder without a guard, one whose session ended,
+    /// a frozen one's successor) sleeps its pause and polls, as above; no
+    /// wait on the lock is longer than the pause, so no lease is taken later
+    /// than polling would take it, and a waiter sends one request per pause
+    /// either way.
+    ///
     /// Every attempt uses the same owner id. An attempt whose reply was lost
     /// (a network error or a timeout) may have taken the lease, so it is
     /// retried as the same owner, which confirms that grant instead of
@@ -52,9 +70,15 @@ impl Client {
         let owner = Uuid::new_v4();
         let mut backoff = Backoff::default();
         let started = Instant::now();
+        // The first attempt is a plain one: a lease nobody holds is taken
+        // at the cost of an `acquire`.
+        let mut next = Attempt::Plain;
+        // Whether the last pause began with a short wait for a new tenure's
+        // signal.
+        let mut settled = false;
         loop {
             let until = self.confirm_until(Instant::now(), length).min(deadline);
-            let (answer, sent_at) = self.acquire_retrying_timed(key, owner, length, until).await?;
+            let (answer, sent_at, woke) = self.acquire_retrying_timed(key, owner, length, until, next).await?;
             let Acquire::Busy { remaining, .. } = answer else {
                 if matches!(answer, Acquire::Acquired(_)) {
                     super::meter::handover_wait(started.elapsed());
@@ -67,9 +91,46 @@ impl Client {
                 return Ok(answer);
             }
             let pause = backoff.next(remaining, now.saturating_duration_since(sent_at), &mut rand::rng());
-            tokio::time::sleep(pause.min(RECHECK).min(left)).await;
+            let pause = pause.min(RECHECK).min(left);
+            next = match woke {
+                // A guard holds the signal: spend the pause blocked on it, so
+                // a release wakes this waiter at once, and ask the fence when
+                // it ends either way.
+                Some(Woke::Held) => Attempt::Signalled(pause),
+                // The first Busy, or a signal let go of while the lease
+                // stayed busy (this waiter lost the race to a successor, or
+                // the holder's session ended): a new tenure's guard raises
+                // its signal a moment after its grant, so block on it once
+                // that moment has passed. Not twice in a row: a holder that
+                // gives no signal is polled.
+                None | Some(Woke::Granted(Waited::AfterRelease)) if !settled => {
+                    settled = true;
+                    let settle = SETTLE.min(pause);
+                    tokio::time::sleep(settle).await;
+                    Attempt::Signalled(pause - settle)
+                }
+                // No signal to block on: this holder gives none (no guard, a
+                // dead one's lease running out, a successor slow to raise
+                // it). Poll as without a signal, and learn with that poll
+                // whether one was raised.
+                _ => {
+                    settled = false;
+                    tokio::time::sleep(pause).await;
+                    Attempt::Signalled(Duration::ZERO)
+                }
+            };
         }
     }
+}
+
+/// How [`Client::acquire_waiting`] makes its next attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Attempt {
+    /// A plain `Acquire`.
+    Plain,
+    /// Blocked on the handover signal for at most this long, then `Acquire`
+    /// in the same request.
+    Signalled(Duration),
 }
 
 impl Client {
@@ -84,22 +145,48 @@ impl Client {
         length: Duration,
         until: Instant,
     ) -> Result<Acquire, Error> {
-        Ok(self.acquire_retrying_timed(key, owner, length, until).await?.0)
+        Ok(self
+            .acquire_retrying_timed(key, owner, length, until, Attempt::Plain)
+            .await?
+            .0)
     }
 
     /// [`acquire_retrying`](Client::acquire_retrying), with the instant the
-    /// answered attempt was sent.
+    /// answered attempt's `Acquire` was sent and, when `first` is a signalled
+    /// attempt, how its wait on the signal ended. Retries are plain: a lost
+    /// reply is confirmed at once.
     async fn acquire_retrying_timed(
         &self,
         key: &str,
         owner: Uuid,
         length: Duration,
         until: Instant,
-    ) -> Result<(Acquire, Instant), Error> {
+        first: Attempt,
+    ) -> Result<(Acquire, Instant, Option<Woke>), Error> {
         let mut pause = MIN_PAUSE;
         let mut reached = false;
+        let mut attempt = first;
         loop {
-            match self.acquire_timed(key, owner, length).await {
+            let this = std::mem::replace(&mut attempt, Attempt::Plain);
+            let answered = match this {
+                Attempt::Plain => self
+                    .acquire_timed(key, owner, length)
+                    .await
+                    .map(|(answer, sent_at)| (answer, sent_at, None)),
+                Attempt::Signalled(wait) => self
+                    .acquire_signalled(key, owner, length, wait)
+                    .await
+                    .map(|(answer, sent_at, woke)| (answer, sent_at, Some(woke))),
+            };
+            match answered {
+                // The signal's part of the batch failed (an engine or a grant
+                // that refuses application locks, a reply of another shape):
+                // its Acquire may have run, so ask again at once, plainly,
+                // as the same owner. The signal is only a wake-up call.
+                Err(error) if matches!(this, Attempt::Signalled(_)) && signal_failed(&error) => {
+                    tracing::debug!(key, %owner, %error, "a waiting attempt failed; asking again without the signal");
+                    reached = true;
+                }
                 Err(error) if retry_acquire(&error, &mut reached) && later(Instant::now(), pause) < until => {
                     tracing::debug!(key, %owner, %error, "acquire failed; retrying with the same owner");
                     tokio::time::sleep(pause).await;
@@ -136,6 +223,17 @@ fn retry_acquire(error: &Error, reached: &mut bool) -> bool {
         // Nothing was sent this time. Retrying matters only to confirm an
         // earlier attempt's grant; otherwise the caller hears of it at once.
         _ => *reached && error.is_transient(),
+    }
+}
+
+/// Whether a waiting attempt's `error` may be the signal's own, not the
+/// fence's: any server error but the contract's refusals, and a reply of
+/// another shape. A deadlock or a failover is the retry's to handle.
+fn signal_failed(error: &Error) -> bool {
+    match error {
+        Error::Server { .. } => !error.is_transient(),
+        Error::UnexpectedReply { .. } => true,
+        _ => false,
     }
 }
 
@@ -313,6 +411,27 @@ mod tests {
         assert!(!retry_acquire(&refused, &mut reached));
         let denied = Error::from_server("fence_api.Acquire", 229, 14, "permission denied".into());
         assert!(!retry_acquire(&denied, &mut true));
+    }
+
+    #[test]
+    fn a_waiting_attempt_refused_by_the_engine_is_asked_again_without_the_signal() {
+        let denied = Error::from_server(
+            "fence_api.Acquire",
+            229,
+            14,
+            "permission denied on sp_getapplock".into(),
+        );
+        assert!(signal_failed(&denied));
+        let shape = Error::UnexpectedReply {
+            procedure: "fence_api.Acquire",
+            detail: "1 rows instead of exactly 2".into(),
+        };
+        assert!(signal_failed(&shape));
+        let refused = Error::from_server("fence_api.Acquire", 50103, 16, "bad length".into());
+        assert!(!signal_failed(&refused), "the fence's own refusal is the answer");
+        let deadlock = Error::from_server("fence_api.Acquire", 1205, 13, "deadlock victim".into());
+        assert!(!signal_failed(&deadlock), "a deadlock is retried as before");
+        assert!(!signal_failed(&network()));
     }
 
     #[tokio::test(start_paused = true)]

@@ -92,6 +92,16 @@ async fn a_short_run_reports_every_scenario_and_leaves_nothing_behind() {
         }
         assert_ratios(scenarios, scenario);
     }
+    // A handover's requests are the waiter's, which may ask more than once.
+    for name in ["applock_handover", "handover", "handover_polling"] {
+        let scenario = find(name);
+        assert!(scenario["operations"].as_u64().unwrap() > 0, "{name}: {scenario}");
+        assert!(
+            scenario["round_trips_per_op"].as_f64().unwrap() >= 1.0,
+            "{name}: {scenario}"
+        );
+        assert!(scenario["p50_ms"].as_f64().unwrap() >= 0.0, "{name}: {scenario}");
+    }
     // A waiting acquire may try more than once: at least a whole cycle.
     let contended = find("contended");
     assert!(contended["round_trips_per_op"].as_f64().unwrap() >= 3.0, "{contended}");

@@ -15,6 +15,7 @@ mod client_errors;
 mod client_faults;
 mod client_fenced_tx;
 mod client_half_open;
+mod client_handover;
 mod client_metrics;
 mod client_otel;
 mod client_promises;

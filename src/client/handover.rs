@@ -1,0 +1,339 @@
+//! The handover signal: a waiter learns of a release as soon as it happens,
+//! from the engine's lock queue, instead of at its next poll.
+//!
+//! While a [`LeaseGuard`](super::LeaseGuard) holds a lease (from its 10th
+//! millisecond: a quicker tenure costs no signal), it keeps an exclusive
+//! session application lock (`sp_getapplock`) named after the key on a
+//! session of its own, and lets go of it only after the fence row said
+//! `Released` (or the lease was lost, or the guard ended). A waiting acquire
+//! blocks on a shared request for that lock inside the same batch as its
+//! `Acquire`, so the engine wakes it the moment the holder lets go, and it
+//! asks the fence at once, in the same request.
+//!
+//! The lock is only a wake-up call. The fence row stays the only authority:
+//! a waiter woken by the lock still asks `Acquire`, which may answer `Busy`
+//! (a holder without a guard, one whose session ended and freed the lock
+//! while its lease runs to its end, a frozen one, a waiter that lost the
+//! race). The waiter then polls, at the pace it always did, until it sees the
+//! signal held again. No wait on the lock outlasts the pause a poll would
+//! have slept, so losing the signal degrades to polling, never to a wrong
+//! grant or a later one.
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::call::batch_on;
+use super::config::ClientConfig;
+use super::contract::Procedure;
+use super::pool::{Manager, Session};
+use super::span::About;
+use super::{Acquire, Client, Error, input};
+use crate::connection::ConnectError;
+
+/// What every signal's lock name starts with.
+const RESOURCE_PREFIX: &str = "fencepost:lease:";
+
+/// The fewest signal sessions a client may open, whatever its pool size: a
+/// guard held and a waiter on another key need one each.
+const MIN_SESSIONS: u32 = 4;
+
+/// How long a guard's lock request may queue behind the waiters that hold
+/// the lock for an instant (shared, between their wake-up and their
+/// `Acquire`), or behind a predecessor still letting go.
+const RAISE_WAIT: Duration = Duration::from_secs(5);
+
+/// The application lock that signals the lease on `key`:
+/// `fencepost:lease:` and the SHA-256 of the key's UTF-8 bytes in lower-case
+/// hex. `sp_getapplock` names are at most 255 characters and compared as
+/// binary, and a key has up to 256; the hash keeps every key exact and the
+/// name 80 characters long. Another language's client that keeps the same
+/// lock under the same name wakes this client's waiters, and is woken by its
+/// guards.
+pub(crate) fn resource(key: &str) -> String {
+    format!("{RESOURCE_PREFIX}{}", hex::encode(Sha256::digest(key.as_bytes())))
+}
+
+/// How many signal sessions `config`'s client may keep open.
+pub(crate) fn sessions(config: &ClientConfig) -> u32 {
+    config.max_connections.max(MIN_SESSIONS)
+}
+
+/// The pool of signal sessions, as `pool::build` makes the others, each
+/// session warmed up as it opens.
+pub(crate) fn pool(config: &ClientConfig, manager: Manager) -> bb8::Pool<Manager> {
+    bb8::Pool::builder()
+        .max_size(sessions(config))
+        .test_on_check_out(true)
+        .connection_timeout(config.checkout_timeout)
+        .connection_customizer(Box::new(WarmUp))
+        .build_unchecked(manager)
+}
+
+/// Calls `Acquire` once on each new signal session, for a key nobody
+/// provisioned (`NotProvisioned`, nothing written): Babelfish compiles a
+/// procedure on a session's first call of it, about half a second, which a
+/// waiter must not pay between its wake-up and its grant, nor add to its
+/// pause.
+#[derive(Debug)]
+struct WarmUp;
+
+impl bb8::CustomizeConnection<Session, ConnectError> for WarmUp {
+    fn on_acquire<'a>(
+        &'a self,
+        session: &'a mut Session,
+    ) -> Pin<Box<dyn Future<Output = Result<(), ConnectError>> + Send + 'a>> {
+        Box::pin(async move {
+            let key = format!("fencepost:signal-warm-up:{}", Uuid::new_v4());
+            let owner = Uuid::new_v4();
+            let seconds = 1i32;
+            if let Err(error) = exchange(session, WARM_UP, &[&key, &owner, &seconds]).await {
+                // A session whose reply was not read to its end is dropped
+                // on its return (`in_call`); a cold one only costs time.
+                tracing::debug!(%error, "warming up a signal session failed");
+            }
+            Ok(())
+        })
+    }
+}
+
+const WARM_UP: &str = "EXEC fence_api.Acquire @ResourceKey = @P1, @Owner = @P2, @LeaseSeconds = @P3;";
+
+/// How long a guard holds its lease before it raises the signal: a tenure
+/// shorter than this (a quick `run_fenced`) costs no signal session and no
+/// request beside its own calls, and its waiters poll.
+const RAISE_AFTER: Duration = Duration::from_millis(10);
+
+/// Takes the exclusive lock, answering sp_getapplock's status (0 or 1:
+/// granted).
+const RAISE: &str = "DECLARE @Status int;
+EXEC @Status = sp_getapplock @Resource = @P1, @LockMode = N'Exclusive', @LockOwner = N'Session', @LockTimeout = @P2;
+SELECT @Status AS Status;";
+
+/// Lets go of the lock [`RAISE`] took.
+const LOWER: &str = "EXEC sp_releaseapplock @Resource = @P1, @LockOwner = N'Session';";
+
+/// A waiting acquire in one request: block on the signal for at most `@P5`
+/// ms (shared, so waiters never queue behind each other), let go of it at
+/// once, then `Acquire`. Its rows: the `Acquire` row, then how the wait
+/// ended (sp_getapplock's status: 0 or 1 granted, negative not) and how long
+/// it took on the server clock, in microseconds.
+const WAIT_THEN_ACQUIRE: &str = "DECLARE @Signal int, @Began datetime2(7) = SYSUTCDATETIME(), @Waited int;
+EXEC @Signal = sp_getapplock @Resource = @P4, @LockMode = N'Shared', @LockOwner = N'Session', @LockTimeout = @P5;
+IF @Signal >= 0 EXEC sp_releaseapplock @Resource = @P4, @LockOwner = N'Session';
+SET @Waited = DATEDIFF(microsecond, @Began, SYSUTCDATETIME());
+EXEC fence_api.Acquire @ResourceKey = @P1, @Owner = @P2, @LeaseSeconds = @P3;
+SELECT @Signal AS Signal, @Waited AS WaitedMicroseconds;";
+
+/// Whether a granted signal was held by someone when the wait began.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Waited {
+    /// Granted at once: nobody held it.
+    Free,
+    /// Granted once its holder let go of it (SQL Server answers 1; Babelfish
+    /// answers 0, so a grant that took longer than [`HELD_WAIT`] on the
+    /// server clock counts too).
+    AfterRelease,
+}
+
+/// A grant later than this after the request was queued on a lock somebody
+/// held: an uncontended grant takes a fraction of it.
+const HELD_WAIT: Duration = Duration::from_millis(1);
+
+/// How a waiting attempt's wait on the signal ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Woke {
+    /// The lock was free, or was let go of during the wait: no guard holds
+    /// it now.
+    Granted(Waited),
+    /// Someone held it for the whole wait: a guard holds the lease, and will
+    /// let go of the lock when it releases.
+    Held,
+    /// No signal session was to be had within the wait; the attempt was a
+    /// plain `Acquire` after it.
+    NoSession,
+}
+
+impl Client {
+    /// Raises the signal of the lease on `key` in the background, after
+    /// [`RAISE_AFTER`], on a signal session of its own, until `lower` is
+    /// cancelled. Raising costs
+    /// the caller nothing: a lease is never held up for its signal, and one
+    /// that could not be raised (no session, the lock still held by a
+    /// predecessor) leaves waiters to poll.
+    pub(crate) fn raise_signal(&self, key: &str, lower: CancellationToken) {
+        let (client, resource) = (self.clone(), resource(key));
+        tokio::spawn(async move { client.hold_signal(&resource, lower).await });
+    }
+
+    async fn hold_signal(&self, resource: &str, lower: CancellationToken) {
+        tokio::select! {
+            biased;
+            _ = lower.cancelled() => return,
+            _ = tokio::time::sleep(RAISE_AFTER) => {}
+        }
+        let checkout = tokio::select! {
+            biased;
+            _ = lower.cancelled() => return,
+            checkout = tokio::time::timeout(RAISE_WAIT, self.signals.get_owned()) => checkout,
+        };
+        let Ok(Ok(mut session)) = checkout else {
+            tracing::debug!(resource, "no session for the handover signal; waiters will poll");
+            return;
+        };
+        // Not cancelled half way: a request dropped mid-flight would cost the
+        // session (see `Session::in_call`). A guard that ended meanwhile
+        // lowers the signal right after.
+        match raise(&mut session, resource).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::debug!(
+                    resource,
+                    "the handover signal is still held by another; waiters will poll"
+                );
+                return;
+            }
+            Err(error) => {
+                tracing::debug!(resource, %error, "raising the handover signal failed; waiters will poll");
+                session.in_call = true;
+                return;
+            }
+        }
+        lower.cancelled().await;
+        let timeout = self.config.release_timeout;
+        match tokio::time::timeout(timeout, exchange(&mut session, LOWER, &[&resource])).await {
+            Ok(Ok(_)) => {}
+            failed => {
+                // Closing the session lets go of the lock as surely.
+                tracing::debug!(
+                    resource,
+                    ?failed,
+                    "lowering the handover signal failed; closing its session"
+                );
+                session.in_call = true;
+            }
+        }
+    }
+
+    /// One waiting attempt as `owner`: waits up to `wait` for the signal of
+    /// `key` to be free, then asks `Acquire`, in one request on a signal
+    /// session. Answers the acquire, the local instant its `Acquire` may
+    /// have started at (what a lease's local deadline and a `Busy`'s
+    /// `remaining` count from: never later than it did), and how the wait
+    /// ended.
+    pub(crate) async fn acquire_signalled(
+        &self,
+        key: &str,
+        owner: Uuid,
+        length: Duration,
+        wait: Duration,
+    ) -> Result<(Acquire, Instant, Woke), Error> {
+        let key = input::key(key)?;
+        let owner = input::owner(owner)?;
+        let seconds = input::lease_seconds(length)?;
+        let sent_at = Instant::now();
+        // The request must end well inside the call timeout.
+        let wait = wait.min(self.config.call_timeout / 2);
+        let deadline = sent_at + wait;
+        let Ok(Ok(mut session)) = tokio::time::timeout_at(deadline, self.signals.get()).await else {
+            tokio::time::sleep_until(deadline).await;
+            let (answer, sent_at) = self.acquire_timed(key, owner, length).await?;
+            return Ok((answer, sent_at, Woke::NoSession));
+        };
+        let millis = i32::try_from(deadline.saturating_duration_since(Instant::now()).as_millis()).unwrap_or(i32::MAX);
+        let resource = resource(key);
+        let arguments: [&dyn tiberius::ToSql; 5] = [&key, &owner, &seconds, &resource, &millis];
+        let exchange = Box::pin(batch_on(
+            &mut session,
+            &self.config,
+            Procedure::Acquire,
+            WAIT_THEN_ACQUIRE,
+            &arguments,
+            Some(2),
+        ));
+        let replies = self.observed(Procedure::Acquire, About::key(key), exchange).await?;
+        let answered = Instant::now();
+        let (reply, signal) = (&replies[0], &replies[1]);
+        let status: i32 = signal.required("Signal")?;
+        let waited = Duration::from_micros(u64::try_from(signal.required::<i32>("WaitedMicroseconds")?).unwrap_or(0));
+        // The server's own measure of the wait, capped by the local one: the
+        // Acquire cannot have started after its answer came back.
+        let acquire_sent = sent_at + waited.min(answered.saturating_duration_since(sent_at));
+        let woke = match status {
+            1 => Woke::Granted(Waited::AfterRelease),
+            0 if waited >= HELD_WAIT => Woke::Granted(Waited::AfterRelease),
+            0 => Woke::Granted(Waited::Free),
+            -1 => Woke::Held,
+            // Refused (cancelled, a deadlock victim, an error): no signal to
+            // count on, so the waiter polls.
+            _ => Woke::Granted(Waited::Free),
+        };
+        let answer = super::api::acquire_answer(reply, key, owner, length, acquire_sent)?;
+        Ok((answer, acquire_sent, woke))
+    }
+}
+
+/// Takes the signal's lock on `session`: whether it was granted.
+async fn raise(session: &mut Session, resource: &str) -> Result<bool, tiberius::error::Error> {
+    let millis = i32::try_from(RAISE_WAIT.as_millis()).unwrap_or(i32::MAX);
+    let rows = exchange(session, RAISE, &[&resource, &millis]).await?;
+    let status = rows.first().and_then(|row| row.get::<i32, _>(0));
+    Ok(matches!(status, Some(0 | 1)))
+}
+
+/// Runs `statement` on `session` and returns its rows, keeping the session
+/// fit for the pool only when the reply was read to its end.
+async fn exchange(
+    session: &mut Session,
+    statement: &str,
+    arguments: &[&dyn tiberius::ToSql],
+) -> Result<Vec<tiberius::Row>, tiberius::error::Error> {
+    session.in_call = true;
+    let rows = session
+        .connection
+        .query(statement, arguments)
+        .await?
+        .into_first_result()
+        .await?;
+    session.in_call = false;
+    session.last_used = Instant::now();
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signal_is_named_by_the_hash_of_its_key_and_fits_an_applock_name() {
+        // SHA-256 of "report", as any client computes it.
+        assert_eq!(
+            resource("report"),
+            "fencepost:lease:845e91831319e89c4d656bdb80c278ac09a7230d61e5dfd2e1b1fbb436ac8917"
+        );
+        let longest = "k".repeat(256);
+        assert_eq!(resource(&longest).chars().count(), 80);
+        assert!(resource(&longest).chars().count() <= 255);
+    }
+
+    #[test]
+    fn keys_that_differ_in_case_or_trailing_spaces_have_different_signals() {
+        assert_ne!(resource("Report"), resource("report"));
+        assert_ne!(resource("report "), resource("report"));
+    }
+
+    #[test]
+    fn a_client_of_one_connection_may_still_signal_and_wait() {
+        let mut config = ClientConfig::new(
+            crate::connection::ConnectionString::parse("Server=tcp:db,1433;User ID=u;Password=p").unwrap(),
+        );
+        config.max_connections(1);
+        assert_eq!(sessions(&config), MIN_SESSIONS);
+        config.max_connections(32);
+        assert_eq!(sessions(&config), 32);
+    }
+}

@@ -1,0 +1,258 @@
+//! The handover signal on a live engine: a waiter blocked behind a guard is
+//! woken by the guard's release at once, one behind a holder whose session
+//! died or who is frozen takes the lease only when it ends and without a busy
+//! loop, and one behind a holder without a guard still takes it by polling.
+//! The tests share one database: each works on keys of its own.
+//!
+//! Each schedule is forced: the waiter is known to be blocked (it has sent
+//! its signalled attempt, and the signal is known held) before the holder
+//! lets go.
+
+use crate::support;
+
+use std::time::Duration;
+
+use fencepost::client::{Acquire, Lease, Release};
+use fencepost::{Client, Connection};
+use sha2::{Digest, Sha256};
+use support::TestDatabase;
+use support::lease::{acquired, provisioned, workers};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// A holder's lease long enough that no poll could take it before the
+/// holder lets go: a waiter polls at most every second, so one that takes it
+/// within [`PROMPT`] of the release was woken.
+const HELD: Duration = Duration::from_secs(600);
+/// Well under the second a poll waits, and well over a round trip on a busy
+/// machine.
+const PROMPT: Duration = Duration::from_millis(400);
+/// The lease of a holder that dies or freezes: short, so the test waits it out.
+const SHORT: Duration = Duration::from_secs(3);
+
+/// The name of the signal of `key`, as the client documents it.
+fn signal(key: &str) -> String {
+    format!("fencepost:lease:{}", hex::encode(Sha256::digest(key.as_bytes())))
+}
+
+/// Whether someone holds the signal of `key` now, asked on `conn` without
+/// waiting (a shared request that is let go of at once).
+async fn signal_held(conn: &mut Connection, key: &str) -> bool {
+    let sql = format!(
+        "DECLARE @s int; EXEC @s = sp_getapplock @Resource = N'{}', @LockMode = N'Shared', \
+         @LockOwner = N'Session', @LockTimeout = 0; \
+         IF @s >= 0 EXEC sp_releaseapplock @Resource = N'{}', @LockOwner = N'Session'; SELECT @s;",
+        signal(key),
+        signal(key)
+    );
+    let row = conn.simple_query(sql).await.unwrap().into_row().await.unwrap().unwrap();
+    row.get::<i32, usize>(0).unwrap() < 0
+}
+
+/// Waits until the signal of `key` is held (a guard raises it in the
+/// background).
+async fn until_signal_held(conn: &mut Connection, key: &str) {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while !signal_held(conn, key).await {
+        assert!(Instant::now() < give_up, "the signal of {key} was never raised");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Takes the signal of `key` on `conn` as a guard would, for a holder
+/// simulated by hand.
+async fn raise_by_hand(conn: &mut Connection, key: &str) {
+    let sql = format!(
+        "DECLARE @s int; EXEC @s = sp_getapplock @Resource = N'{}', @LockMode = N'Exclusive', \
+         @LockOwner = N'Session', @LockTimeout = 5000; SELECT @s;",
+        signal(key)
+    );
+    let row = conn.simple_query(sql).await.unwrap().into_row().await.unwrap().unwrap();
+    assert!(
+        matches!(row.get::<i32, usize>(0), Some(0 | 1)),
+        "the signal was not granted"
+    );
+}
+
+/// Starts `waiter` waiting up to `wait` for `key`; answers the acquire and
+/// the instant it came back.
+fn wait_for(waiter: &Client, key: &str, length: Duration, wait: Duration) -> JoinHandle<(Acquire, Instant)> {
+    let (waiter, key) = (waiter.clone(), key.to_string());
+    tokio::spawn(async move {
+        let answer = waiter.acquire_waiting(&key, length, wait).await.unwrap();
+        (answer, Instant::now())
+    })
+}
+
+/// Waits until `client` has sent `count` more requests than `since`.
+async fn until_sent(client: &Client, since: u64, count: u64) {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while client.requests_sent() < since + count {
+        assert!(Instant::now() < give_up, "the waiter never sent {count} requests");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// One waiting attempt that blocks on a signal, so the waiter's signal
+/// session has compiled `Acquire` (about half a second on a new Babelfish
+/// session) before a timed step needs it.
+async fn warm_signal_session(holder: &Client, waiter: &Client) {
+    let key = provisioned(holder, "warm-signal").await;
+    let lease = acquired(holder.acquire(&key, HELD).await.unwrap());
+    let answer = waiter
+        .acquire_waiting(&key, HELD, Duration::from_millis(300))
+        .await
+        .unwrap();
+    assert!(matches!(answer, Acquire::Busy { .. }), "{answer:?}");
+    assert_eq!(holder.release(&lease).await.unwrap(), Release::Released);
+}
+
+/// The server-clock instant `lease` began at: its expiry less its length.
+fn began(lease: &Lease) -> time::OffsetDateTime {
+    lease.until() - lease.length()
+}
+
+#[tokio::test]
+async fn a_waiter_behind_a_guard_that_releases_early_is_woken_by_its_signal() {
+    const TEST: &str = "a_waiter_behind_a_guard_that_releases_early_is_woken_by_its_signal";
+    let Some(db) = TestDatabase::shared(TEST).await else {
+        return;
+    };
+    let [holder, waiter] = workers(&db.ado()).await;
+    let mut probe = db.connect().await;
+    warm_signal_session(&holder, &waiter).await;
+    let key = provisioned(&holder, "report").await;
+    let guard = holder.guard(acquired(holder.acquire(&key, HELD).await.unwrap()));
+    until_signal_held(&mut probe, &key).await;
+
+    let sent = waiter.requests_sent();
+    let waiting = wait_for(&waiter, &key, HELD, Duration::from_secs(20));
+    // A Busy, then the attempt that blocks on the signal (counted as it
+    // starts).
+    until_sent(&waiter, sent, 2).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!waiting.is_finished(), "the waiter stopped waiting for a held lease");
+    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    let released = Instant::now();
+
+    let (answer, taken) = waiting.await.unwrap();
+    let lease = acquired(answer);
+    let after = taken.saturating_duration_since(released);
+    assert!(
+        after < PROMPT,
+        "the waiter took the released lease {after:?} after the release"
+    );
+    let requests = waiter.requests_sent() - sent;
+    assert_eq!(requests, 2, "a Busy and the signalled attempt that took it");
+    assert_eq!(waiter.release(&lease).await.unwrap(), Release::Released);
+    drop((holder, waiter));
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_waiter_woken_by_a_dead_holders_session_takes_the_lease_only_at_its_end_without_a_busy_loop() {
+    const TEST: &str = "a_waiter_woken_by_a_dead_holders_session_takes_the_lease_only_at_its_end_without_a_busy_loop";
+    let Some(db) = TestDatabase::shared(TEST).await else {
+        return;
+    };
+    let [holder, waiter] = workers(&db.ado()).await;
+    warm_signal_session(&holder, &waiter).await;
+    let key = provisioned(&holder, "report").await;
+    // A guard's holder as the server sees it: the lease, and the signal on a
+    // session of its own, which then dies with its process.
+    let lease = acquired(holder.acquire(&key, SHORT).await.unwrap());
+    let mut holders_session = db.connect().await;
+    raise_by_hand(&mut holders_session, &key).await;
+
+    let sent = waiter.requests_sent();
+    let waiting = wait_for(&waiter, &key, SHORT, Duration::from_secs(20));
+    until_sent(&waiter, sent, 2).await;
+    drop(holders_session);
+
+    let (answer, _) = waiting.await.unwrap();
+    let taken = acquired(answer);
+    assert!(
+        began(&taken) >= lease.until(),
+        "taken at {} before the dead holder's lease ended at {}",
+        began(&taken),
+        lease.until()
+    );
+    // About one request per second of the three-second lease, as polling
+    // sends; a loop on the freed signal would send hundreds.
+    let requests = waiter.requests_sent() - sent;
+    assert!(requests <= 8, "{requests} requests while the lease ran out");
+    assert_eq!(waiter.release(&taken).await.unwrap(), Release::Released);
+    drop((holder, waiter));
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_frozen_holders_signal_never_lets_a_waiter_in_before_its_lease_ends() {
+    const TEST: &str = "a_frozen_holders_signal_never_lets_a_waiter_in_before_its_lease_ends";
+    let Some(db) = TestDatabase::shared(TEST).await else {
+        return;
+    };
+    let [holder, waiter] = workers(&db.ado()).await;
+    warm_signal_session(&holder, &waiter).await;
+    let key = provisioned(&holder, "report").await;
+    // Frozen: its signal stays raised, and nothing renews its lease.
+    let lease = acquired(holder.acquire(&key, SHORT).await.unwrap());
+    let mut holders_session = db.connect().await;
+    raise_by_hand(&mut holders_session, &key).await;
+
+    let sent = waiter.requests_sent();
+    let (answer, _) = wait_for(&waiter, &key, SHORT, Duration::from_secs(20)).await.unwrap();
+    let taken = acquired(answer);
+    assert!(
+        began(&taken) >= lease.until(),
+        "taken at {} before the frozen holder's lease ended at {}",
+        began(&taken),
+        lease.until()
+    );
+    // No later than polling would: the waits on the signal end with the
+    // pauses a poll would have slept.
+    let late = began(&taken) - lease.until();
+    assert!(
+        late < time::Duration::milliseconds(1500),
+        "taken {late} after the lease ended"
+    );
+    let requests = waiter.requests_sent() - sent;
+    assert!(requests <= 8, "{requests} requests while the lease ran out");
+    assert!(
+        signal_held(&mut db.connect().await, &key).await,
+        "the frozen holder's signal is gone"
+    );
+    assert_eq!(waiter.release(&taken).await.unwrap(), Release::Released);
+    drop((holder, waiter, holders_session));
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_waiter_behind_a_holder_without_a_guard_still_takes_the_lease_by_polling() {
+    const TEST: &str = "a_waiter_behind_a_holder_without_a_guard_still_takes_the_lease_by_polling";
+    let Some(db) = TestDatabase::shared(TEST).await else {
+        return;
+    };
+    let [holder, waiter] = workers(&db.ado()).await;
+    let mut probe = db.connect().await;
+    let key = provisioned(&holder, "report").await;
+    let lease = acquired(holder.acquire(&key, HELD).await.unwrap());
+    assert!(!signal_held(&mut probe, &key).await, "a plain acquire raises no signal");
+
+    let sent = waiter.requests_sent();
+    let waiting = wait_for(&waiter, &key, HELD, Duration::from_secs(20));
+    // A Busy, and the attempt that found no signal to wait on.
+    until_sent(&waiter, sent, 2).await;
+    let asked = Instant::now();
+    assert_eq!(holder.release(&lease).await.unwrap(), Release::Released);
+
+    let (answer, taken) = waiting.await.unwrap();
+    let lease = acquired(answer);
+    let after = taken.saturating_duration_since(asked);
+    assert!(after < Duration::from_millis(2500), "taken {after:?} after the release");
+    let requests = waiter.requests_sent() - sent;
+    assert!(requests <= 4, "{requests} requests for one second of polling");
+    assert_eq!(waiter.release(&lease).await.unwrap(), Release::Released);
+    drop((holder, waiter));
+    db.drop().await;
+}
