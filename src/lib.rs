@@ -14,6 +14,8 @@
 //! - [`client`]: the typed API services use, which calls only the procedures;
 //! - [`audit`]: `fencepost check`, which proves nothing else can write the fence;
 //! - [`bench`](mod@bench): `fencepost bench`, the lease calls measured beside what a user would run instead;
+//! - [`artifact`](mod@artifact) (feature `artifacts`, on by default): results too big for a row, uploaded
+//!   create-only to an object store and published as a pointer through the fence;
 //! - [`connection`]: opening a connection from an ADO.NET string or a JDBC URL.
 //!
 //! [`schema`] (the names of fencepost's objects) and [`identity`] (the
@@ -56,6 +58,8 @@
 // so what a change may break can be read off its declaration.
 #![warn(unreachable_pub)]
 
+#[cfg(feature = "artifacts")]
+pub mod artifact;
 pub mod audit;
 pub mod bench;
 pub mod client;

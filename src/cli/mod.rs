@@ -1,6 +1,8 @@
 //! The command-line front end: parses flags, calls the library, renders
 //! results and picks the exit status.
 
+#[cfg(feature = "artifacts")]
+mod artifact;
 mod bench;
 mod check;
 mod config;
@@ -119,6 +121,8 @@ impl FailureDocument {
                 CheckFormat::Junit => return Some(FailureDocument::Junit("check")),
             },
             Command::Lease(lease) => lease.format() == Format::Json,
+            #[cfg(feature = "artifacts")]
+            Command::Artifact(artifact) => artifact.format() == Format::Json,
             Command::Script(_) | Command::Completions(_) | Command::Man => false,
         };
         json.then_some(FailureDocument::Json)
@@ -142,6 +146,8 @@ pub async fn run(options: Options) -> Result<u8> {
         Command::Check(args) => check::run(args).await,
         Command::Bench(args) => bench::run(args).await,
         Command::Lease(command) => lease::run(command).await,
+        #[cfg(feature = "artifacts")]
+        Command::Artifact(command) => artifact::run(command).await,
         Command::Completions(args) => {
             let mut command = <Options as clap::CommandFactory>::command().version(version());
             let mut script = Vec::new();

@@ -98,6 +98,19 @@ pub enum Command {
     /// shows an owner id.
     #[command(subcommand)]
     Lease(LeaseCommand),
+    /// Check and clean the object stores fenced artefacts live in.
+    ///
+    /// A fenced artefact is uploaded create-only under
+    /// {prefix}/{escaped key}/{generation}/{operation id} and published as a
+    /// pointer through the fence; readers follow the pointer only. `verify`
+    /// proves a store refuses an overwrite before services trust it; `sweep`
+    /// deletes the uploads no publication points to. Store URLs:
+    /// file:///path, memory://, s3://bucket/path, az://container/path,
+    /// gs://bucket/path; credentials from the environment as object_store
+    /// reads them (AWS_*, AZURE_*, GOOGLE_*; docs/artifacts.md).
+    #[cfg(feature = "artifacts")]
+    #[command(subcommand)]
+    Artifact(ArtifactCommand),
     /// Print a shell completion script, e.g. `fencepost completions bash >
     /// /etc/bash_completion.d/fencepost`.
     Completions(CompletionsArgs),
@@ -275,6 +288,76 @@ pub struct LeaseListArgs {
     #[command(flatten)]
     pub connect: ConnectArgs,
     /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `fencepost artifact ...`.
+#[cfg(feature = "artifacts")]
+#[derive(Debug, Subcommand)]
+pub enum ArtifactCommand {
+    /// Prove the store refuses an overwrite: write a probe object create-only
+    /// twice under the prefix and expect the second write to be refused
+    /// (some S3-compatible stores, proxies and emulators accept the condition
+    /// and ignore it). Exits 0 when it refuses, 1 when it overwrote (do not
+    /// use that store for artefacts), 2 when the store could not be reached.
+    Verify(ArtifactVerifyArgs),
+    /// Delete the objects under the prefix that no resource's current
+    /// publication points to and that are older than --older-than, and report
+    /// what was kept and deleted. Objects younger than the grace are kept
+    /// whatever they are: the grace must exceed twice --longest-lease, so an
+    /// upload whose publish has not committed yet is never taken. Objects
+    /// whose names are not artefacts' are never deleted. Reads publications
+    /// with ReadPublication (fence_reader or fence_service). Ctrl-C stops
+    /// between two objects and reports what was done; exits 1 then (2 when a
+    /// publication could not be read, after reporting what was done).
+    Sweep(ArtifactSweepArgs),
+}
+
+/// Which store and where in it.
+#[cfg(feature = "artifacts")]
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    /// The store: file:///path, memory://, s3://bucket/path,
+    /// az://container/path (or azure://, abfs://), gs://bucket/path.
+    #[arg(long, value_name = "URL")]
+    pub store: String,
+    /// The folder under the URL's path that the artefacts are in.
+    #[arg(long, default_value = "", value_name = "P")]
+    pub prefix: String,
+}
+
+/// `fencepost artifact verify`.
+#[cfg(feature = "artifacts")]
+#[derive(Debug, Args)]
+pub struct ArtifactVerifyArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `fencepost artifact sweep`.
+#[cfg(feature = "artifacts")]
+#[derive(Debug, Args)]
+pub struct ArtifactSweepArgs {
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The grace: only objects last written longer ago than this are
+    /// deleted, e.g. 3h, 90m, 2d. Must exceed twice --longest-lease.
+    #[arg(long, value_name = "D", value_parser = parse_span)]
+    pub older_than: Duration,
+    /// The longest lease any worker publishing under the prefix takes
+    /// [default: 24h, the longest lease the fence grants].
+    #[arg(long, value_name = "D", value_parser = parse_span)]
+    pub longest_lease: Option<Duration>,
+    /// Report what would be deleted, and delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Output format (progress goes to stderr when it is a terminal).
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
 }
@@ -545,9 +628,49 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
+/// A grace or a lease for `artifact sweep`: a whole number and a unit, `s`,
+/// `m`, `h` or `d` (`90m`, `3h`, `2d`); a bare number is seconds.
+#[cfg(feature = "artifacts")]
+fn parse_span(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let unit_seconds = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => {
+            return Err(format!(
+                "'{text}' is not a duration: write a whole number and s, m, h or d (e.g. 90m, 3h, 2d)"
+            ));
+        }
+    };
+    match number.parse::<u64>() {
+        Ok(n) if n > 0 => n
+            .checked_mul(unit_seconds)
+            .map(Duration::from_secs)
+            .ok_or_else(|| format!("'{text}' is too long")),
+        _ => Err(format!(
+            "'{text}' is not a duration: write a whole number more than zero and s, m, h or d (e.g. 90m, 3h, 2d)"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "artifacts")]
+    #[test]
+    fn sweep_spans_take_s_m_h_and_d() {
+        assert_eq!(parse_span("90m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_span("2d"), Ok(Duration::from_secs(172_800)));
+        assert_eq!(parse_span("7"), Ok(Duration::from_secs(7)));
+        for bad in ["0h", "1.5h", "3w", "h", ""] {
+            assert!(parse_span(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn every_command_definition_is_consistent() {

@@ -1,6 +1,7 @@
 //! Tests that need a server (`FENCEPOST_TEST_MSSQL`); without one each
 //! prints its skip line and returns.
 
+mod artifact_fenced;
 mod audit;
 mod audit_live_model;
 mod audit_live_reach;

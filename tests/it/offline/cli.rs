@@ -19,7 +19,17 @@ fn stderr(output: &Output) -> String {
 
 #[test]
 fn help_explains_every_command() {
-    for command in [&[][..], &["migrate"], &["status"], &["script"], &["check"], &["bench"]] {
+    for command in [
+        &[][..],
+        &["migrate"],
+        &["status"],
+        &["script"],
+        &["check"],
+        &["bench"],
+        &["artifact"],
+        &["artifact", "sweep"],
+        &["artifact", "verify"],
+    ] {
         let mut args = command.to_vec();
         args.push("--help");
         let output = fencepost(&args);
@@ -27,7 +37,7 @@ fn help_explains_every_command() {
         let name = if command.is_empty() {
             "help".to_string()
         } else {
-            format!("help_{}", command[0])
+            format!("help_{}", command.join("_"))
         };
         insta::assert_snapshot!(name, stdout(&output));
     }

@@ -1,6 +1,8 @@
 //! Tests that need no server: the binary, the audit on fixtures, the
 //! connection string and loopback stand-ins.
 
+mod artifact_cli;
+mod artifact_store;
 mod audit_code_paths;
 mod audit_hidden_paths;
 mod audit_offline;

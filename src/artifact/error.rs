@@ -1,0 +1,119 @@
+//! What can go wrong with an artefact, as values a caller can match on.
+
+use crate::client::Error as ClientError;
+
+/// An artefact operation that failed. A missing or corrupt artefact is one
+/// of these, never data.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArtifactError {
+    /// The store URL could not be used.
+    #[error(
+        "the store URL `{url}` cannot be used (write e.g. file:///var/reports, memory://, s3://bucket/path, az://container/path or gs://bucket/path)"
+    )]
+    StoreUrl {
+        /// The URL as given.
+        url: String,
+        /// Why.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The prefix is not a usable object path (empty segments, `.` or `..`).
+    #[error(
+        "the prefix `{prefix}` is not a usable object path: use segments separated by `/`, none empty, `.` or `..`"
+    )]
+    Prefix {
+        /// The prefix as given.
+        prefix: String,
+    },
+    /// The store accepted a second create-only write of one object, so it
+    /// would let a stale worker overwrite an artefact: it is not used.
+    #[error(
+        "the store {store} accepted a second create-only write of {probe}: it ignores the create-only condition \
+         (If-None-Match / preconditions), so a stale worker could overwrite an artefact; use a store that enforces it"
+    )]
+    CreateNotEnforced {
+        /// The store, as object_store names it.
+        store: String,
+        /// The probe object's path.
+        probe: String,
+    },
+    /// The store does not offer create-only writes at all.
+    #[error("the store {store} does not support create-only writes, which fenced artefacts need")]
+    CreateUnsupported {
+        /// The store, as object_store names it.
+        store: String,
+        /// What the store said.
+        #[source]
+        source: object_store::Error,
+    },
+    /// A call to the store failed.
+    #[error("the store failed to {action} {path}")]
+    Store {
+        /// What was being done: `upload`, `read`, `list`, `delete`, `probe`.
+        action: &'static str,
+        /// The object, or the prefix.
+        path: String,
+        /// What the store said.
+        #[source]
+        source: object_store::Error,
+    },
+    /// A call to the fence failed. For a publish this means its outcome is
+    /// not known: the upload is left for the sweep, never deleted.
+    #[error("the fence call failed")]
+    Fence(#[from] ClientError),
+    /// The sweep's grace does not exceed twice the longest lease, so it could
+    /// delete an upload whose publish may still commit.
+    #[error(
+        "a grace of {grace:?} is too short: it must exceed twice the longest lease ({longest_lease:?}), \
+         so that no upload whose publish may still commit is deleted (pass a longer --older-than, or the real --longest-lease)"
+    )]
+    GraceTooShort {
+        /// The grace asked for.
+        grace: std::time::Duration,
+        /// The longest lease of the workers under the prefix.
+        longest_lease: std::time::Duration,
+    },
+    /// The key has no fence row.
+    #[error("{key}: no fence row (provision it first)")]
+    NotProvisioned {
+        /// The key.
+        key: String,
+    },
+    /// The key has no publication yet.
+    #[error("{key}: nothing published yet")]
+    NothingPublished {
+        /// The key.
+        key: String,
+    },
+    /// The key's publication is not an artefact pointer (an ordinary payload,
+    /// or a pointer of a format this version does not read).
+    #[error("{key}: the publication of generation {generation} is not an artefact pointer")]
+    NotAPointer {
+        /// The key.
+        key: String,
+        /// The published generation.
+        generation: i64,
+        /// Why it was not read as one.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The published pointer names an object the store does not have.
+    #[error("{key}: the published artefact {location} is missing from the store")]
+    Missing {
+        /// The key.
+        key: String,
+        /// Where the pointer points.
+        location: String,
+    },
+    /// The object's bytes are not the ones published.
+    #[error("{key}: the artefact {location} is corrupt: {what}")]
+    Corrupt {
+        /// The key.
+        key: String,
+        /// Where the pointer points.
+        location: String,
+        /// What differs (size or SHA-256, expected and found).
+        what: String,
+    },
+}

@@ -1,0 +1,134 @@
+//! Holding a lease around a work that makes an artefact: acquire, keep it
+//! renewed, stop the work when the lease is lost, upload and publish the
+//! pointer under the same lease, release.
+
+use std::future::Future;
+use std::time::Duration;
+
+use time::OffsetDateTime;
+use tokio_util::sync::CancellationToken;
+
+use super::error::ArtifactError;
+use super::publish::{ArtifactPublish, Orphan, Produced, PublishedArtifact};
+use super::store::ArtifactStore;
+use crate::client::{Acquire, Client, LostReason, RefusalReason};
+
+/// How an [`ArtifactStore::run_fenced`] ended. A store or fence failure is an
+/// `Err` instead. New outcomes may be added: match with a catch-all arm.
+#[derive(Debug)]
+#[must_use = "a refused or lost artefact is a value, not an error: look at it"]
+#[non_exhaustive]
+pub enum FencedArtifact<E> {
+    /// The artefact is the resource's publication.
+    Published(PublishedArtifact),
+    /// The fence refused the pointer; the upload is an orphan.
+    Refused {
+        /// Why.
+        reason: RefusalReason,
+        /// What became of the upload.
+        orphan: Orphan,
+    },
+    /// The lease was lost; nothing was published. `orphan` is `None` when
+    /// nothing was uploaded.
+    Lost {
+        /// Why.
+        reason: LostReason,
+        /// What became of the upload, if one was made.
+        orphan: Option<Orphan>,
+    },
+    /// The upload took longer than the lease's length; nothing was published.
+    UploadTooSlow {
+        /// How long it took.
+        took: Duration,
+        /// What became of the upload.
+        orphan: Orphan,
+    },
+    /// The pointer was sent but no reply said whether it committed; the
+    /// lease was given back (or is being), so a replay with `operation_id`
+    /// and `pointer.to_payload()` under the same lease settles it: the
+    /// fence answers `AlreadyPublished` if it committed, a refusal if not.
+    Unknown {
+        /// The operation id of the publish.
+        operation_id: uuid::Uuid,
+        /// The pointer that was sent.
+        pointer: super::Pointer,
+        /// Why the reply was lost.
+        reason: String,
+    },
+    /// The work failed; nothing was uploaded or published.
+    Failed(E),
+    /// Someone else holds the lease; the work never started.
+    Busy {
+        /// The holder's expiry, on the server clock.
+        until: OffsetDateTime,
+    },
+    /// The key has no fence row; the work never started.
+    NotProvisioned,
+}
+
+impl ArtifactStore {
+    /// Runs `work` under a lease on `key` of `length`, uploads what it made
+    /// create-only under `{prefix}/{key}/{generation}/{operation id}`, and
+    /// publishes the pointer with that same lease, giving the lease back in
+    /// the same call.
+    ///
+    /// The lease is taken once (`Busy` is returned as is) and renewed by a
+    /// [`LeaseGuard`](crate::client::LeaseGuard) while the work and the
+    /// upload run. When the lease is lost the token passed to `work` is
+    /// cancelled and the work is dropped; nothing is published. Unlike
+    /// [`Client::run_fenced`], a publish whose reply is lost is not replayed:
+    /// it is [`FencedArtifact::Unknown`], its upload left for the sweep,
+    /// which keeps it if it was published.
+    pub async fn run_fenced<F, Fut, E>(
+        &self,
+        client: &Client,
+        key: &str,
+        length: Duration,
+        work: F,
+    ) -> Result<FencedArtifact<E>, ArtifactError>
+    where
+        F: FnOnce(CancellationToken) -> Fut,
+        Fut: Future<Output = Result<Produced, E>>,
+    {
+        let lease = match client.acquire(key, length).await? {
+            Acquire::Acquired(lease) => lease,
+            Acquire::Busy { until, .. } => return Ok(FencedArtifact::Busy { until }),
+            Acquire::NotProvisioned => return Ok(FencedArtifact::NotProvisioned),
+        };
+        let guard = client.guard(lease);
+        let token = guard.token();
+        let _cancel_on_exit = token.clone().drop_guard();
+        let work = work(token);
+        let made = tokio::select! {
+            // A loss seen together with a finished work wins: its result may
+            // have been made without the lease.
+            biased;
+            reason = guard.lost() => return Ok(FencedArtifact::Lost { reason, orphan: None }),
+            made = work => made,
+        };
+        let produced = match made {
+            Ok(produced) => produced,
+            Err(error) => {
+                // A failed release is the background's to retry; the work's
+                // failure is the answer.
+                let _ = guard.release().await;
+                return Ok(FencedArtifact::Failed(error));
+            }
+        };
+        Ok(match self.publish_and_release(guard, produced).await? {
+            ArtifactPublish::Published(published) => FencedArtifact::Published(published),
+            ArtifactPublish::Refused { reason, orphan } => FencedArtifact::Refused { reason, orphan },
+            ArtifactPublish::Lost { reason, orphan } => FencedArtifact::Lost { reason, orphan },
+            ArtifactPublish::UploadTooSlow { took, orphan } => FencedArtifact::UploadTooSlow { took, orphan },
+            ArtifactPublish::Unknown {
+                operation_id,
+                pointer,
+                reason,
+            } => FencedArtifact::Unknown {
+                operation_id,
+                pointer,
+                reason,
+            },
+        })
+    }
+}

@@ -1,0 +1,140 @@
+//! Opening a store from its URL, with credentials from the environment as
+//! object_store reads them, and the store artefacts are written to once it
+//! has proved it refuses an overwrite.
+
+use std::sync::Arc;
+
+use object_store::aws::AmazonS3Builder;
+use object_store::azure::MicrosoftAzureBuilder;
+use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreScheme};
+
+use super::error::ArtifactError;
+use super::probe::prove_create_only;
+
+/// The store `url` names and the path inside it the URL points at:
+/// `file:///var/reports`, `memory://`, `s3://bucket/path`,
+/// `az://container/path` (or `azure://`, `abfs://`, an `https://` Azure
+/// URL), `gs://bucket/path`. Credentials and settings come from the
+/// environment as each builder's `from_env` reads them (`AWS_*`, `AZURE_*`,
+/// `GOOGLE_*`; `AZURE_STORAGE_USE_EMULATOR=true` for Azurite).
+pub fn open_url(url: &str) -> Result<(Arc<dyn ObjectStore>, Path), ArtifactError> {
+    let bad = |source: Box<dyn std::error::Error + Send + Sync>| ArtifactError::StoreUrl {
+        url: url.to_string(),
+        source,
+    };
+    let parsed = url::Url::parse(url).map_err(|e| bad(e.into()))?;
+    let (scheme, path) = ObjectStoreScheme::parse(&parsed).map_err(|e| bad(e.into()))?;
+    let path = Path::parse(path).map_err(|e| bad(e.into()))?;
+    let store: Arc<dyn ObjectStore> = match scheme {
+        ObjectStoreScheme::Local => Arc::new(LocalFileSystem::new()),
+        ObjectStoreScheme::Memory => Arc::new(InMemory::new()),
+        ObjectStoreScheme::AmazonS3 => Arc::new(
+            AmazonS3Builder::from_env()
+                .with_url(url)
+                .build()
+                .map_err(|e| bad(e.into()))?,
+        ),
+        ObjectStoreScheme::MicrosoftAzure => Arc::new(
+            MicrosoftAzureBuilder::from_env()
+                .with_url(url)
+                .build()
+                .map_err(|e| bad(e.into()))?,
+        ),
+        ObjectStoreScheme::GoogleCloudStorage => Arc::new(
+            GoogleCloudStorageBuilder::from_env()
+                .with_url(url)
+                .build()
+                .map_err(|e| bad(e.into()))?,
+        ),
+        other => return Err(bad(format!("{other:?} stores are not supported for artefacts").into())),
+    };
+    Ok((store, path))
+}
+
+/// `base` (a store URL's path) and then `prefix`'s segments, the path the
+/// artefacts of that prefix are under; `prefix` may be empty.
+pub fn join_prefix(base: &Path, prefix: &str) -> Result<Path, ArtifactError> {
+    let refused = || ArtifactError::Prefix {
+        prefix: prefix.to_string(),
+    };
+    let trimmed = prefix.trim_matches('/');
+    if trimmed.is_empty() {
+        return Ok(base.clone());
+    }
+    if trimmed.split('/').any(|s| s.is_empty() || s == "." || s == "..") {
+        return Err(refused());
+    }
+    let parsed = Path::parse(trimmed).map_err(|_| refused())?;
+    Ok(base.parts().chain(parsed.parts()).collect())
+}
+
+/// Where artefacts are written and read: a store that has refused an
+/// overwrite of a probe object, and the prefix under which every artefact
+/// goes. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct ArtifactStore {
+    pub(crate) store: Arc<dyn ObjectStore>,
+    pub(crate) prefix: Path,
+}
+
+impl ArtifactStore {
+    /// Opens the store `url` names ([`open_url`]) and proves it refuses an
+    /// overwrite ([`prove_create_only`]); artefacts go under the URL's path
+    /// and then `prefix`.
+    pub async fn open(url: &str, prefix: &str) -> Result<ArtifactStore, ArtifactError> {
+        let (store, base) = open_url(url)?;
+        ArtifactStore::new(store, &base, prefix).await
+    }
+
+    /// A store of the caller's making (a configured builder, a wrapper),
+    /// once it proved it refuses an overwrite; artefacts go under `base`
+    /// and then `prefix`.
+    pub async fn new(store: Arc<dyn ObjectStore>, base: &Path, prefix: &str) -> Result<ArtifactStore, ArtifactError> {
+        let prefix = join_prefix(base, prefix)?;
+        prove_create_only(store.as_ref(), &prefix).await?;
+        Ok(ArtifactStore { store, prefix })
+    }
+
+    /// The path every artefact of this store is under.
+    pub fn prefix(&self) -> &Path {
+        &self.prefix
+    }
+
+    /// The object store itself.
+    pub fn object_store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prefix_is_joined_under_the_url_path() {
+        let base = Path::from("bucket-path");
+        assert_eq!(join_prefix(&base, "a/b").unwrap().as_ref(), "bucket-path/a/b");
+        assert_eq!(join_prefix(&base, "/a/b/").unwrap().as_ref(), "bucket-path/a/b");
+        assert_eq!(join_prefix(&base, "").unwrap().as_ref(), "bucket-path");
+        for bad in ["a//b", "a/../b", "./a"] {
+            assert!(
+                matches!(join_prefix(&base, bad), Err(ArtifactError::Prefix { .. })),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn store_urls_of_each_kind_open_and_others_are_refused() {
+        let (_, path) = open_url("file:///tmp/reports").unwrap();
+        assert_eq!(path.as_ref(), "tmp/reports");
+        assert!(open_url("memory://").is_ok());
+        for bad in ["not a url", "ftp://host/x", "/tmp/reports"] {
+            assert!(matches!(open_url(bad), Err(ArtifactError::StoreUrl { .. })), "{bad}");
+        }
+    }
+}

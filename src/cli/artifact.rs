@@ -1,0 +1,221 @@
+//! `fencepost artifact`: prove a store refuses an overwrite before services
+//! trust it with fenced artefacts, and sweep the uploads no publication
+//! points to. The work is the library's ([`fencepost::artifact`]); these
+//! commands render what it answers.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use fencepost::artifact::{
+    ArtifactError, ArtifactStore, DeletedBecause, KeptBecause, Sweep, SweepEvent, SweepReport, open_url,
+};
+use fencepost::client::MAX_LEASE;
+use fencepost::{Client, ClientConfig};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::opt::{ArtifactCommand, ArtifactSweepArgs, ArtifactVerifyArgs, Format};
+use super::{EXIT_ATTENTION, EXIT_ERROR, EXIT_OK, connection_string, out};
+
+impl ArtifactCommand {
+    /// The output format asked for.
+    pub fn format(&self) -> Format {
+        match self {
+            ArtifactCommand::Verify(args) => args.format,
+            ArtifactCommand::Sweep(args) => args.format,
+        }
+    }
+}
+
+pub async fn run(command: ArtifactCommand) -> Result<u8> {
+    match command {
+        ArtifactCommand::Verify(args) => verify(args).await,
+        ArtifactCommand::Sweep(args) => sweep(args).await,
+    }
+}
+
+async fn verify(args: ArtifactVerifyArgs) -> Result<u8> {
+    let (url, prefix) = (&args.store.store, &args.store.prefix);
+    let problem = match ArtifactStore::open(url, prefix).await {
+        Ok(_) => None,
+        Err(refused @ (ArtifactError::CreateNotEnforced { .. } | ArtifactError::CreateUnsupported { .. })) => {
+            Some(refused)
+        }
+        Err(error) => return Err(error).with_context(|| format!("verifying {url}")),
+    };
+    match args.format {
+        Format::Json => out::line(serde_json::to_string_pretty(&json!({
+            "store": url,
+            "prefix": prefix,
+            "create_only": problem.is_none(),
+            "problem": problem.as_ref().map(ToString::to_string),
+        }))?)?,
+        Format::Text => match &problem {
+            None => out::line(format_args!(
+                "{url}: refuses an overwrite (a second create-only write was rejected): fit for fenced artefacts"
+            ))?,
+            Some(problem) => out::line(format_args!("{url}: not fit for fenced artefacts: {problem}"))?,
+        },
+    }
+    Ok(if problem.is_none() { EXIT_OK } else { EXIT_ATTENTION })
+}
+
+/// How long one ReadPublication of the sweep may take.
+const SWEEP_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+async fn sweep(args: ArtifactSweepArgs) -> Result<u8> {
+    let longest_lease = args.longest_lease.unwrap_or(MAX_LEASE);
+    let mut plan = Sweep::new(args.older_than, longest_lease)?;
+    plan.dry_run(args.dry_run);
+    let (store, base) = open_url(&args.store.store)?;
+    let prefix = fencepost::artifact::join_prefix(&base, &args.store.prefix)?;
+    let mut target = connection_string(&args.connect)?;
+    target.set_application_name("fencepost artifact sweep");
+    let mut config = ClientConfig::new(target);
+    config.max_connections(1).call_timeout(SWEEP_CALL_TIMEOUT);
+    let client = Client::connect_with(config).await?;
+    // Ctrl-C stops between two objects; what was done is reported.
+    let stop = CancellationToken::new();
+    let on_signal = stop.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_signal.cancel();
+        }
+    });
+    // The progress line is rewritten in place, so only on a terminal.
+    let terminal = std::io::stderr().is_terminal() && !super::quiet();
+    let mut listed = 0;
+    let on_event = |event: SweepEvent| match event {
+        SweepEvent::Listed { objects } => listed = objects,
+        SweepEvent::Progress { done, deleted } if terminal => {
+            let verb = if args.dry_run { "would delete" } else { "deleted" };
+            eprint!("\r\x1b[Ksweep: {done} of {listed} looked at, {deleted} {verb}");
+        }
+        _ => {}
+    };
+    let report = plan
+        .run(store.as_ref(), &prefix, &client, chrono::Utc::now(), &stop, on_event)
+        .await;
+    if terminal {
+        eprint!("\r\x1b[K");
+    }
+    let report = report.with_context(|| format!("sweeping {prefix} of {}", args.store.store))?;
+    let failed = report
+        .kept
+        .iter()
+        .any(|kept| matches!(kept.why, KeptBecause::DeleteFailed(_)));
+    match args.format {
+        Format::Json => {
+            let mut document = serde_json::to_value(&report)?;
+            document["store"] = json!(args.store.store);
+            document["prefix"] = json!(prefix.as_ref());
+            document["grace_seconds"] = json!(args.older_than.as_secs());
+            document["longest_lease_seconds"] = json!(longest_lease.as_secs());
+            out::line(serde_json::to_string_pretty(&document)?)?;
+        }
+        Format::Text => out::print(text(&report))?,
+    }
+    if let Some(error) = &report.failed {
+        // The report above says what was done before it stopped.
+        eprintln!("fencepost: the sweep stopped: {error}");
+        return Ok(EXIT_ERROR);
+    }
+    Ok(if report.interrupted || failed {
+        EXIT_ATTENTION
+    } else {
+        EXIT_OK
+    })
+}
+
+/// The report as lines: a summary, then each object deleted and each delete
+/// that failed.
+fn text(report: &SweepReport) -> String {
+    let count = |why: fn(&KeptBecause) -> bool| report.kept.iter().filter(|k| why(&k.why)).count();
+    let verb = if report.dry_run { "would delete" } else { "deleted" };
+    let mut lines = vec![format!(
+        "{} objects: {verb} {}, kept {} ({} published, {} within the grace, {} not artefacts, {} delete failed){}",
+        report.listed,
+        report.deleted.len(),
+        report.kept.len(),
+        count(|w| matches!(w, KeptBecause::Published)),
+        count(|w| matches!(w, KeptBecause::WithinGrace)),
+        count(|w| matches!(w, KeptBecause::NotAnArtifact)),
+        count(|w| matches!(w, KeptBecause::DeleteFailed(_))),
+        if report.interrupted {
+            "; interrupted: the rest was not looked at"
+        } else if report.failed.is_some() {
+            "; stopped at a publication it could not read: the rest was not looked at"
+        } else {
+            ""
+        },
+    )];
+    for deleted in &report.deleted {
+        let why = match deleted.why {
+            DeletedBecause::Orphan => "no publication points to it",
+            DeletedBecause::Probe => "a store check's probe",
+            _ => "",
+        };
+        lines.push(format!("{verb}  {}  ({why})", deleted.object.location));
+    }
+    for kept in &report.kept {
+        if let KeptBecause::DeleteFailed(error) = &kept.why {
+            lines.push(format!("kept  {}  (its delete failed: {error})", kept.object.location));
+        }
+    }
+    lines.iter().map(|line| format!("{line}\n")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+    use fencepost::artifact::{Deleted, DeletedBecause, Kept, KeptBecause, SweepReport, SweptObject};
+
+    use super::text;
+
+    fn object(location: &str) -> SweptObject {
+        SweptObject {
+            location: location.into(),
+            size: 1,
+            last_modified: Utc::now(),
+        }
+    }
+
+    #[test]
+    fn the_sweep_s_text_counts_what_it_kept_and_names_each_deletion_and_failed_delete() {
+        let report = SweepReport {
+            dry_run: false,
+            listed: 4,
+            kept: vec![
+                Kept {
+                    object: object("p/k/2/b"),
+                    why: KeptBecause::Published,
+                },
+                Kept {
+                    object: object("p/k/1/c"),
+                    why: KeptBecause::DeleteFailed("permission denied".into()),
+                },
+            ],
+            deleted: vec![
+                Deleted {
+                    object: object("p/k/1/a"),
+                    why: DeletedBecause::Orphan,
+                },
+                Deleted {
+                    object: object("p/_probe/x"),
+                    why: DeletedBecause::Probe,
+                },
+            ],
+            interrupted: true,
+            failed: None,
+        };
+        assert_eq!(
+            text(&report),
+            "4 objects: deleted 2, kept 2 (1 published, 0 within the grace, 0 not artefacts, 1 delete failed); \
+             interrupted: the rest was not looked at\n\
+             deleted  p/k/1/a  (no publication points to it)\n\
+             deleted  p/_probe/x  (a store check's probe)\n\
+             kept  p/k/1/c  (its delete failed: permission denied)\n"
+        );
+    }
+}

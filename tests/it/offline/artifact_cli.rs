@@ -1,0 +1,110 @@
+//! `fencepost artifact verify` and `sweep` driven as a pipeline drives them,
+//! with no server.
+
+use std::process::Output;
+
+use crate::support;
+
+fn fencepost(args: &[&str]) -> Output {
+    support::binary::fencepost(args).output().expect("run fencepost")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn verify_passes_a_folder_that_refuses_an_overwrite_in_text_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", dir.path().display());
+    let text = fencepost(&["artifact", "verify", "--store", &url, "--prefix", "fenced"]);
+    assert_eq!(text.status.code(), Some(0), "{}", stderr(&text));
+    assert!(stdout(&text).contains("refuses an overwrite"), "{}", stdout(&text));
+
+    let json = fencepost(&[
+        "artifact", "verify", "--store", &url, "--prefix", "fenced", "--format", "json",
+    ]);
+    assert_eq!(json.status.code(), Some(0), "{}", stderr(&json));
+    let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(document["create_only"], true);
+    assert_eq!(document["problem"], serde_json::Value::Null);
+    // The probe was removed again: the folder holds no file.
+    let files = walk(dir.path());
+    assert!(files.is_empty(), "{files:?}");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[test]
+fn verify_refuses_a_url_it_cannot_use_naming_the_forms_it_takes() {
+    let output = fencepost(&["artifact", "verify", "--store", "ftp://host/x", "--format", "json"]);
+    assert_eq!(output.status.code(), Some(2));
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let message = document["error"]["message"].as_str().unwrap();
+    assert!(message.contains("az://container/path"), "{message}");
+}
+
+#[test]
+fn sweep_refuses_a_grace_that_does_not_exceed_twice_the_longest_lease_before_connecting() {
+    // No connection is given: the refusal comes first.
+    let output = fencepost(&["artifact", "sweep", "--store", "memory://", "--older-than", "1h"]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(message.contains("must exceed twice the longest lease"), "{message}");
+    assert!(message.contains("--older-than"), "{message}");
+
+    let output = fencepost(&[
+        "artifact",
+        "sweep",
+        "--store",
+        "memory://",
+        "--older-than",
+        "20m",
+        "--longest-lease",
+        "10m",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("must exceed twice"), "{}", stderr(&output));
+}
+
+#[test]
+fn sweep_without_a_connection_names_the_flag_and_the_variable() {
+    let output = fencepost(&[
+        "artifact",
+        "sweep",
+        "--store",
+        "memory://",
+        "--older-than",
+        "3h",
+        "--longest-lease",
+        "1h",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(
+        message.contains("--connection") && message.contains("FENCEPOST_CONNECTION"),
+        "{message}"
+    );
+}
+
+#[test]
+fn sweep_refuses_a_duration_it_cannot_read() {
+    let output = fencepost(&["artifact", "sweep", "--store", "memory://", "--older-than", "soon"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("90m, 3h, 2d"), "{}", stderr(&output));
+}
