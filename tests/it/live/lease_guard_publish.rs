@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use fencepost::client::{Guarded, Publication, Publish, Release};
 use support::TestDatabase;
-use support::lease::{acquired, provisioned, state, worker, workers};
+use support::lease::{acquired, provisioned, state, workers};
 use uuid::Uuid;
 
 /// Renewed every second.
@@ -35,7 +35,11 @@ async fn a_publish_and_release_through_the_guard_sends_no_renewal_after_it() {
     // Past two renewal periods: a renewal still running would have gone out
     // and answered `Lost` for the lease the publish gave back.
     tokio::time::sleep(LEASE * 2 / 3 + Duration::from_millis(500)).await;
-    assert_eq!(client.requests_sent(), sent, "a renewal went out after the publish released");
+    assert_eq!(
+        client.requests_sent(),
+        sent,
+        "a renewal went out after the publish released"
+    );
     let (_, held, _, published) = state(&observer, &key).await;
     assert!(!held, "the publish did not release");
     assert_eq!(published, Some(generation));
