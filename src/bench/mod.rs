@@ -2,8 +2,9 @@
 //! a user would run instead, in one run, on the same number of connections.
 //!
 //! Every worker has a connection of its own. Baselines run first (`select1`,
-//! `raw_update`, `applock_cycle`), then the workloads (`cycle`, `contended`,
-//! `renew`, `handover` with its own baseline `applock_handover`) through
+//! `raw_update`, `applock_cycle`), then the workloads (`cycle`, `contended`
+//! and `contended_guarded`, `renew`, `handover` with its own baseline
+//! `applock_handover`) through
 //! [`Client`]. Each scenario warms up, then
 //! measures for a duration or a number of operations. The bench works on keys
 //! of its own under a prefix and deletes them afterwards, with its scratch
@@ -38,7 +39,7 @@ use baselines::{ApplockCycle, RawUpdate, Select1};
 use handover::{ApplockHandover, HANDOVER_SCENARIOS, Handover};
 use keys::RunKeys;
 use scratch::Scratch;
-use workloads::{CYCLE_SCENARIOS, Contended, Cycle, Renewing};
+use workloads::{CYCLE_SCENARIOS, Contended, ContendedGuarded, Cycle, Renewing};
 
 /// When a scenario's measured phase ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,7 +55,9 @@ pub enum Stop {
 pub enum Workload {
     /// Each worker: acquire → publish → release on its own key.
     Cycle,
-    /// Every worker on one key, with a waiting acquire.
+    /// Every worker on one key, with a waiting acquire: plain calls
+    /// (`contended`), and a guard that holds the key for a job's work and
+    /// releases it early (`contended_guarded`).
     Contended,
     /// Holders renewing their leases.
     Renew,
@@ -321,6 +324,20 @@ async fn scenarios(
             .collect();
         all.extend(
             runner::measure(&["contended"], contended, stop, warmup, events)
+                .await?
+                .1,
+        );
+        let key = keys.key("contended_guarded", None);
+        provision(&clients[0], &key).await?;
+        let guarded = clients
+            .iter()
+            .map(|client| ContendedGuarded {
+                client: client.clone(),
+                key: key.clone(),
+            })
+            .collect();
+        all.extend(
+            runner::measure(&["contended_guarded"], guarded, stop, warmup, events)
                 .await?
                 .1,
         );

@@ -20,6 +20,10 @@ const LEASE: Duration = Duration::from_secs(30);
 pub(crate) const CONTENDED_LEASE: Duration = Duration::from_secs(1);
 /// How long a `contended` worker waits for the key before it gives up.
 const CONTENDED_WAIT: Duration = Duration::from_secs(60);
+/// `contended_guarded`'s work: how long a holder keeps the key before it
+/// publishes, a job's worth, long enough for its guard to raise the handover
+/// signal its waiters block on (see `client::handover`).
+pub(crate) const CONTENDED_WORK: Duration = Duration::from_millis(20);
 const PAYLOAD: &str = "bench";
 
 /// Times `call` and counts the requests it sent on `client`.
@@ -89,6 +93,45 @@ impl Worker for Cycle {
 pub(crate) struct Contended {
     pub client: Client,
     pub key: String,
+}
+
+/// `contended_guarded`: every worker on one key as a job queue's workers
+/// are, each taking it with a waiting acquire, holding it in a guard for
+/// [`CONTENDED_WORK`], then publishing and releasing it in one call, early:
+/// the waiters wake on the guard's handover signal instead of polling. An
+/// operation is that whole cycle, waiting and work included.
+pub(crate) struct ContendedGuarded {
+    pub client: Client,
+    pub key: String,
+}
+
+impl Worker for ContendedGuarded {
+    async fn operation(&mut self) -> Result<Vec<Step>, BenchError> {
+        let client = &self.client;
+        let work = async {
+            let lease = match client
+                .acquire_waiting(&self.key, LEASE, CONTENDED_WAIT)
+                .await
+                .map_err(BenchError::client("contended_guarded: acquire_waiting"))?
+            {
+                Acquire::Acquired(lease) => lease,
+                other => return Err(BenchError::unexpected("contended_guarded", format!("{other:?}"))),
+            };
+            let guard = client.guard(lease);
+            tokio::time::sleep(CONTENDED_WORK).await;
+            match guard
+                .publish_and_release(Uuid::new_v4(), PAYLOAD)
+                .await
+                .map_err(BenchError::client("contended_guarded: publish_and_release"))?
+            {
+                Publish::Published => Ok(()),
+                other => Err(BenchError::unexpected("contended_guarded", format!("{other:?}"))),
+            }
+        };
+        let (result, whole) = step(client, work).await;
+        result?;
+        Ok(vec![whole])
+    }
 }
 
 impl Worker for Contended {

@@ -16,8 +16,11 @@ pub fn one_line(error: &anyhow::Error) -> String {
 }
 
 /// What kind of failure this is, for a pipeline to branch on: `connect`,
-/// `source`, `lock_timeout`, `deploy`, `not_deployed`, `bench`, `interrupted`, or `usage`
-/// for input the command itself refused.
+/// `source`, `lock_timeout`, `deploy`, `not_deployed`, `bench`, `interrupted`,
+/// `store` (an object store failed or cannot be trusted), `artifact` (a
+/// published artefact is missing, corrupt or no pointer), `fence` (a fence
+/// call of an artefact command failed), or `usage` for input the command
+/// itself refused.
 pub fn kind(error: &anyhow::Error) -> &'static str {
     for cause in error.chain() {
         if cause.is::<ConnectError>() {
@@ -38,6 +41,13 @@ pub fn kind(error: &anyhow::Error) -> &'static str {
                 _ => "deploy",
             };
         }
+        #[cfg(feature = "artifacts")]
+        if let Some(kind) = cause
+            .downcast_ref::<fencepost::artifact::ArtifactError>()
+            .and_then(artifact_kind)
+        {
+            return kind;
+        }
         if let Some(bench) = cause.downcast_ref::<BenchError>() {
             return match bench {
                 BenchError::NotDeployed { .. } => "not_deployed",
@@ -48,6 +58,26 @@ pub fn kind(error: &anyhow::Error) -> &'static str {
         }
     }
     "usage"
+}
+
+/// The kind of an artefact command's failure, or `None` when the cause
+/// after it (the fence call's own error) says.
+#[cfg(feature = "artifacts")]
+fn artifact_kind(error: &fencepost::artifact::ArtifactError) -> Option<&'static str> {
+    use fencepost::artifact::ArtifactError;
+    Some(match error {
+        ArtifactError::Store { .. }
+        | ArtifactError::CreateNotEnforced { .. }
+        | ArtifactError::CreateUnsupported { .. } => "store",
+        ArtifactError::NotProvisioned { .. }
+        | ArtifactError::NothingPublished { .. }
+        | ArtifactError::NotAPointer { .. }
+        | ArtifactError::Missing { .. }
+        | ArtifactError::Corrupt { .. } => "artifact",
+        ArtifactError::Fence(fencepost::client::Error::Connect(_)) => return None,
+        ArtifactError::Fence(_) => "fence",
+        _ => "usage",
+    })
 }
 
 /// `{"error": {"kind", "message"}}`; for a deploy that stopped half way,
@@ -105,6 +135,29 @@ mod tests {
         let error = anyhow::Error::new(std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out"))
             .context("the login timed out once before; retrying");
         assert_eq!(one_line(&error), "the login timed out once before; retrying: timed out");
+    }
+
+    #[cfg(feature = "artifacts")]
+    #[test]
+    fn an_untrusted_store_and_a_corrupt_artefact_are_kinds_of_their_own() {
+        use fencepost::artifact::ArtifactError;
+        let untrusted = anyhow::Error::new(ArtifactError::CreateNotEnforced {
+            store: "s3://bucket".into(),
+            probe: "p/.probe".into(),
+        })
+        .context("verifying the store");
+        assert_eq!(kind(&untrusted), "store");
+        let corrupt = anyhow::Error::new(ArtifactError::Corrupt {
+            key: "report".into(),
+            location: "p/report/1/x".into(),
+            what: "size 3, expected 4".into(),
+        });
+        assert_eq!(kind(&corrupt), "artifact");
+        let grace = anyhow::Error::new(ArtifactError::GraceTooShort {
+            grace: std::time::Duration::from_secs(60),
+            longest_lease: std::time::Duration::from_secs(3600),
+        });
+        assert_eq!(kind(&grace), "usage");
     }
 
     #[test]

@@ -550,7 +550,10 @@ pub enum WorkloadArg {
     /// releases (scenario fenced_cycle, as run_fenced does it).
     Cycle,
     /// Every worker on one key with a waiting acquire and a 1 s lease, then
-    /// publish and release.
+    /// publish and release (contended); and as a job queue's workers, each
+    /// holding the key in a guard for 20 ms of work, then publishing and
+    /// releasing it early in one call, its waiters woken by the guard's
+    /// handover signal (contended_guarded).
     Contended,
     /// Each worker renewing a lease it holds.
     Renew,

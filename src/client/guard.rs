@@ -135,9 +135,11 @@ impl Client {
         meter::guards_held(1.0);
         let span = span::renewals_span(&lease);
         let lower_signal = CancellationToken::new();
-        self.raise_signal(lease.key(), lower_signal.clone());
-        let (sender, state) = watch::channel(Held { lease, lost: None });
         let stop = CancellationToken::new();
+        // A guard that stopped renewing is giving the lease back: a signal
+        // not raised by then is not raised.
+        self.raise_signal(lease.key(), stop.clone(), lower_signal.clone());
+        let (sender, state) = watch::channel(Held { lease, lost: None });
         let ended = CancellationToken::new();
         let row = Arc::new(Mutex::new(()));
         // Made before the task starts: an abort before its first poll drops

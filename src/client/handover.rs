@@ -161,24 +161,29 @@ pub(crate) enum Woke {
 impl Client {
     /// Raises the signal of the lease on `key` in the background, after
     /// [`RAISE_AFTER`], on a signal session of its own, until `lower` is
-    /// cancelled. Raising costs
+    /// cancelled; not at all once `ending` is cancelled first (the guard
+    /// began giving the lease back: its release wakes a waiter soon, and
+    /// a tenure that ends this quickly costs no request beside its own
+    /// calls, however busy the machine). Raising costs
     /// the caller nothing: a lease is never held up for its signal, and one
     /// that could not be raised (no session, the lock still held by a
     /// predecessor) leaves waiters to poll.
-    pub(crate) fn raise_signal(&self, key: &str, lower: CancellationToken) {
+    pub(crate) fn raise_signal(&self, key: &str, ending: CancellationToken, lower: CancellationToken) {
         let (client, resource) = (self.clone(), resource(key));
-        tokio::spawn(async move { client.hold_signal(&resource, lower).await });
+        tokio::spawn(async move { client.hold_signal(&resource, ending, lower).await });
     }
 
-    async fn hold_signal(&self, resource: &str, lower: CancellationToken) {
+    async fn hold_signal(&self, resource: &str, ending: CancellationToken, lower: CancellationToken) {
         tokio::select! {
             biased;
             _ = lower.cancelled() => return,
+            _ = ending.cancelled() => return,
             _ = tokio::time::sleep(RAISE_AFTER) => {}
         }
         let checkout = tokio::select! {
             biased;
             _ = lower.cancelled() => return,
+            _ = ending.cancelled() => return,
             checkout = tokio::time::timeout(RAISE_WAIT, self.signals.get_owned()) => checkout,
         };
         let Ok(Ok(mut session)) = checkout else {

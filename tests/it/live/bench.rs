@@ -105,6 +105,11 @@ async fn a_short_run_reports_every_scenario_and_leaves_nothing_behind() {
     // A waiting acquire may try more than once: at least a whole cycle.
     let contended = find("contended");
     assert!(contended["round_trips_per_op"].as_f64().unwrap() >= 3.0, "{contended}");
+    // Acquire, then a publish that releases: at least two calls, and each
+    // cycle holds the key for its work.
+    let guarded = find("contended_guarded");
+    assert!(guarded["round_trips_per_op"].as_f64().unwrap() >= 2.0, "{guarded}");
+    assert!(guarded["p50_ms"].as_f64().unwrap() >= 20.0, "{guarded}");
 
     let keys = db
         .query("SELECT COUNT(*) FROM fence.Resource WHERE ResourceKey LIKE N'fencepost-bench:%';")
