@@ -108,11 +108,41 @@ const WARM_UP: &str = "EXEC fence_api.Acquire @ResourceKey = @P1, @Owner = @P2, 
 /// request beside its own calls, and its waiters poll.
 const RAISE_AFTER: Duration = Duration::from_millis(10);
 
+/// The statement that follows an `sp_getapplock` whose status is in the
+/// variable `$status`: on Babelfish, a refused request (a time-out, a
+/// deadlock) clears the session's error stack by throwing and catching an
+/// error. Babelfish 4.2 keeps one error on that stack for each refused
+/// application lock request of a session and, at the fifth, ends the whole
+/// server (`PANIC: ERRORDATA_STACK_SIZE exceeded`, every session of every
+/// database with it): a waiter behind a long tenure is refused once a pause.
+/// A caught error empties the stack. On SQL Server it does nothing.
+macro_rules! after_applock {
+    ($status:literal) => {
+        concat!(
+            "IF ",
+            $status,
+            " < 0 AND SERVERPROPERTY(N'Babelfish') IS NOT NULL
+BEGIN
+    BEGIN TRY
+        THROW 50000, N'clears the error stack after a refused application lock', 1;
+    END TRY
+    BEGIN CATCH
+    END CATCH;
+END;"
+        )
+    };
+}
+
 /// Takes the exclusive lock, answering sp_getapplock's status (0 or 1:
 /// granted).
-const RAISE: &str = "DECLARE @Status int;
+const RAISE: &str = concat!(
+    "DECLARE @Status int;
 EXEC @Status = sp_getapplock @Resource = @P1, @LockMode = N'Exclusive', @LockOwner = N'Session', @LockTimeout = @P2;
-SELECT @Status AS Status;";
+",
+    after_applock!("@Status"),
+    "
+SELECT @Status AS Status;"
+);
 
 /// Lets go of the lock [`RAISE`] took.
 const LOWER: &str = "EXEC sp_releaseapplock @Resource = @P1, @LockOwner = N'Session';";
@@ -122,12 +152,17 @@ const LOWER: &str = "EXEC sp_releaseapplock @Resource = @P1, @LockOwner = N'Sess
 /// once, then `Acquire`. Its rows: the `Acquire` row, then how the wait
 /// ended (sp_getapplock's status: 0 or 1 granted, negative not) and how long
 /// it took on the server clock, in microseconds.
-const WAIT_THEN_ACQUIRE: &str = "DECLARE @Signal int, @Began datetime2(7) = SYSUTCDATETIME(), @Waited int;
+const WAIT_THEN_ACQUIRE: &str = concat!(
+    "DECLARE @Signal int, @Began datetime2(7) = SYSUTCDATETIME(), @Waited int;
 EXEC @Signal = sp_getapplock @Resource = @P4, @LockMode = N'Shared', @LockOwner = N'Session', @LockTimeout = @P5;
-IF @Signal >= 0 EXEC sp_releaseapplock @Resource = @P4, @LockOwner = N'Session';
 SET @Waited = DATEDIFF(microsecond, @Began, SYSUTCDATETIME());
+IF @Signal >= 0 EXEC sp_releaseapplock @Resource = @P4, @LockOwner = N'Session';
+",
+    after_applock!("@Signal"),
+    "
 EXEC fence_api.Acquire @ResourceKey = @P1, @Owner = @P2, @LeaseSeconds = @P3;
-SELECT @Signal AS Signal, @Waited AS WaitedMicroseconds;";
+SELECT @Signal AS Signal, @Waited AS WaitedMicroseconds;"
+);
 
 /// Whether a granted signal was held by someone when the wait began.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
