@@ -43,7 +43,11 @@ IF OBJECT_ID(N'{HISTORY_TABLE}', N'U') IS NULL
 }
 
 /// Takes the session-scoped deploy lock and returns sp_getapplock's status
-/// as one row (0 or 1: granted; -1: timed out).
+/// as one row (0 or 1: granted; -1: timed out). On Babelfish a refusal also
+/// clears the session's error stack (see docs/engines.md): Babelfish 4.2
+/// keeps an error there for each refused application lock request and ends
+/// the whole server at the fifth, which a caller retrying a deploy on one
+/// connection would reach.
 pub(super) fn take_deploy_lock(timeout: Duration) -> String {
     let millis = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
     format!(
@@ -51,6 +55,14 @@ pub(super) fn take_deploy_lock(timeout: Duration) -> String {
 DECLARE @Status int, @Resource nvarchar(255) = {lock};
 EXEC @Status = sp_getapplock @Resource = @Resource, @LockMode = N'Exclusive',
                              @LockOwner = N'Session', @LockTimeout = {millis};
+IF @Status < 0 AND SERVERPROPERTY(N'Babelfish') IS NOT NULL
+BEGIN
+    BEGIN TRY
+        THROW 50000, N'clears the error stack after a refused application lock', 1;
+    END TRY
+    BEGIN CATCH
+    END CATCH;
+END;
 SELECT @Status AS Status;",
         lock = deploy_lock_resource()
     )

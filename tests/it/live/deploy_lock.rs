@@ -113,3 +113,41 @@ async fn a_deploy_that_times_out_on_the_lock_says_how_long_it_waited_and_who_hol
     drop(holder);
     db.drop().await;
 }
+
+#[tokio::test]
+async fn deploys_that_time_out_on_the_lock_again_and_again_on_one_connection_leave_the_engine_up() {
+    let test = "deploys_that_time_out_on_the_lock_again_and_again_on_one_connection_leave_the_engine_up";
+    let Some(db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let mut holder = db.connect().await;
+    support::hold_deploy_lock(&mut holder).await;
+    let mut options = MigrateOptions::default();
+    options.lock_timeout(Duration::from_millis(200));
+    // Babelfish 4.2 ended the whole server at a session's fifth refused
+    // application lock request.
+    let mut conn = db.connect().await;
+    for attempt in 1..=6 {
+        let error = fencepost::deploy::migrate(&mut conn, &shipped(), &options, &mut |_| {})
+            .await
+            .expect_err("the lock is held");
+        assert!(
+            matches!(error, DeployError::LockTimeout { .. }),
+            "attempt {attempt}: {error:?}"
+        );
+    }
+    // Both connections were opened before the refusals: a server that ended
+    // and restarted would have closed them.
+    for conn in [&mut conn, &mut holder] {
+        let row = conn
+            .simple_query("SELECT 1;")
+            .await
+            .expect("a connection opened before the refusals still answers")
+            .into_row()
+            .await
+            .expect("a connection opened before the refusals still answers");
+        assert_eq!(row.and_then(|row| row.get::<i32, usize>(0)), Some(1));
+    }
+    drop((conn, holder));
+    db.drop().await;
+}
