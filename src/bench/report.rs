@@ -37,8 +37,8 @@ pub struct Report {
 #[derive(Clone, Debug, Serialize)]
 pub struct Scenario {
     /// `select1`, `raw_update`, `applock_cycle`, `acquire`, `publish`,
-    /// `release`, `fenced_cycle`, `contended`, `contended_guarded`, `renew`, `applock_handover`,
-    /// `handover` or `handover_polling`.
+    /// `release`, `fenced_cycle`, `contended`, `contended_guarded`, `renew`,
+    /// `applock_handover`, `handover` or `handover_polling`.
     pub name: String,
     /// Operations measured (warm-up excluded).
     pub operations: u64,
