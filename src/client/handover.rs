@@ -34,6 +34,7 @@ use super::pool::{Manager, Session};
 use super::span::About;
 use super::{Acquire, Client, Error, input};
 use crate::connection::ConnectError;
+use crate::tsql::after_applock;
 
 /// What every signal's lock name starts with.
 const RESOURCE_PREFIX: &str = "fencepost:lease:";
@@ -107,31 +108,6 @@ const WARM_UP: &str = "EXEC fence_api.Acquire @ResourceKey = @P1, @Owner = @P2, 
 /// shorter than this (a quick `run_fenced`) costs no signal session and no
 /// request beside its own calls, and its waiters poll.
 const RAISE_AFTER: Duration = Duration::from_millis(10);
-
-/// The statement that follows an `sp_getapplock` whose status is in the
-/// variable `$status`: on Babelfish, a refused request (a time-out, a
-/// deadlock) clears the session's error stack by throwing and catching an
-/// error. Babelfish 4.2 keeps one error on that stack for each refused
-/// application lock request of a session and, at the fifth, ends the whole
-/// server (`PANIC: ERRORDATA_STACK_SIZE exceeded`, every session of every
-/// database with it): a waiter behind a long tenure is refused once a pause.
-/// A caught error empties the stack. On SQL Server it does nothing.
-macro_rules! after_applock {
-    ($status:literal) => {
-        concat!(
-            "IF ",
-            $status,
-            " < 0 AND SERVERPROPERTY(N'Babelfish') IS NOT NULL
-BEGIN
-    BEGIN TRY
-        THROW 50000, N'clears the error stack after a refused application lock', 1;
-    END TRY
-    BEGIN CATCH
-    END CATCH;
-END;"
-        )
-    };
-}
 
 /// Takes the exclusive lock, answering sp_getapplock's status (0 or 1:
 /// granted).

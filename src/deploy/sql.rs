@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::identity::CURRENT_IDENTITY_SQL;
 use crate::schema::{DEPLOY_LOCK, HISTORY_TABLE};
 use crate::source::ProcedureSource;
-use crate::tsql::{definition_hash_sql, literal, quote_qualified};
+use crate::tsql::{after_applock, definition_hash_sql, literal, quote_qualified};
 
 fn deploy_lock_resource() -> String {
     format!("{} + DB_NAME()", literal(DEPLOY_LOCK))
@@ -44,10 +44,8 @@ IF OBJECT_ID(N'{HISTORY_TABLE}', N'U') IS NULL
 
 /// Takes the session-scoped deploy lock and returns sp_getapplock's status
 /// as one row (0 or 1: granted; -1: timed out). On Babelfish a refusal also
-/// clears the session's error stack (see docs/engines.md): Babelfish 4.2
-/// keeps an error there for each refused application lock request and ends
-/// the whole server at the fifth, which a caller retrying a deploy on one
-/// connection would reach.
+/// clears the session's error stack ([`after_applock`]), which a caller
+/// retrying a deploy on one connection would otherwise fill.
 pub(super) fn take_deploy_lock(timeout: Duration) -> String {
     let millis = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
     format!(
@@ -55,16 +53,10 @@ pub(super) fn take_deploy_lock(timeout: Duration) -> String {
 DECLARE @Status int, @Resource nvarchar(255) = {lock};
 EXEC @Status = sp_getapplock @Resource = @Resource, @LockMode = N'Exclusive',
                              @LockOwner = N'Session', @LockTimeout = {millis};
-IF @Status < 0 AND SERVERPROPERTY(N'Babelfish') IS NOT NULL
-BEGIN
-    BEGIN TRY
-        THROW 50000, N'clears the error stack after a refused application lock', 1;
-    END TRY
-    BEGIN CATCH
-    END CATCH;
-END;
+{clear}
 SELECT @Status AS Status;",
-        lock = deploy_lock_resource()
+        lock = deploy_lock_resource(),
+        clear = after_applock!("@Status")
     )
 }
 

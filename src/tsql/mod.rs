@@ -5,6 +5,7 @@
 //! of these would drift apart, and then a name the deploy quotes one way
 //! would be read another way by the audit.
 
+mod applock;
 mod batch;
 mod checksum;
 mod definition_hash;
@@ -13,6 +14,7 @@ mod lock_timeout;
 mod quote;
 mod strip;
 
+pub(crate) use applock::after_applock;
 pub(crate) use batch::has_separator;
 pub use batch::{BadSeparator, Batch, split_batches};
 pub(crate) use checksum::checksum;
