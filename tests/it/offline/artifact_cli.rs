@@ -1,21 +1,8 @@
 //! `fencepost artifact verify` and `sweep` driven as a pipeline drives them,
 //! with no server.
 
-use std::process::Output;
-
 use crate::support;
-
-fn fencepost(args: &[&str]) -> Output {
-    support::binary::fencepost(args).output().expect("run fencepost")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
+use support::binary::{run as fencepost, stderr, stdout};
 
 #[test]
 fn verify_passes_a_folder_that_refuses_an_overwrite_in_text_and_json() {

@@ -3,19 +3,8 @@
 use crate::support;
 
 use std::path::Path;
-use std::process::Output;
 
-fn fencepost(args: &[&str]) -> Output {
-    support::binary::fencepost(args).output().expect("run fencepost")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
+use support::binary::{run as fencepost, stderr, stdout};
 
 #[test]
 fn help_explains_every_command() {

@@ -15,7 +15,7 @@
 //! not a terminal, so help text does not depend on the caller's terminal.
 
 use std::ffi::OsStr;
-use std::process::Command;
+use std::process::{Command, Output};
 
 /// The binary under test.
 pub const PATH: &str = env!("CARGO_BIN_EXE_fencepost");
@@ -54,4 +54,20 @@ pub fn tokio(command: Command) -> tokio::process::Command {
     let mut command = tokio::process::Command::from(command);
     command.kill_on_drop(true);
     command
+}
+
+/// Runs `fencepost ARGS` ([`fencepost`]) to its end: what it printed and how
+/// it exited.
+pub fn run(args: &[&str]) -> Output {
+    fencepost(args).output().expect("run fencepost")
+}
+
+/// What `output`'s command printed on stdout.
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// What `output`'s command printed on stderr.
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }
