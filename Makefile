@@ -4,7 +4,7 @@
 SQLFLUFF_VERSION := 4.5.0
 VENV             := .venv
 SQLFLUFF         := $(VENV)/bin/sqlfluff
-SQL_DIRS         := migrations procedures permissions
+SQL_DIRS         := migrations procedures permissions benches
 
 .PHONY: test fmt-check clippy sql-check check-offline nextest cargo-test
 
