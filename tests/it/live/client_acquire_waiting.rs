@@ -14,7 +14,7 @@ use tokio::time::Instant;
 #[tokio::test]
 async fn a_waiter_takes_a_lease_released_early_within_about_a_second() {
     const TEST: &str = "a_waiter_takes_a_lease_released_early_within_about_a_second";
-    let Some(db) = TestDatabase::deployed(TEST).await else {
+    let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
     let [holder, waiter] = workers(&db.ado()).await;

@@ -35,7 +35,7 @@ fn lock_waiters(url: &str, application: &str) -> usize {
 #[tokio::test]
 async fn a_publish_that_runs_out_of_time_on_the_row_lock_is_stopped_and_never_commits_later() {
     let test = "a_publish_that_runs_out_of_time_on_the_row_lock_is_stopped_and_never_commits_later";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
     let Some(postgres) = postgres_or_skip(test) else {

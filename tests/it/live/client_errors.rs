@@ -30,7 +30,7 @@ async fn an_unreachable_server_is_a_transient_connect_error() {
 
 #[tokio::test]
 async fn a_publish_whose_reply_is_lost_is_resolved_by_outcome_and_by_replay() {
-    let Some(db) = TestDatabase::deployed("a_publish_whose_reply_is_lost_is_resolved_by_outcome_and_by_replay").await
+    let Some(db) = TestDatabase::shared("a_publish_whose_reply_is_lost_is_resolved_by_outcome_and_by_replay").await
     else {
         return;
     };

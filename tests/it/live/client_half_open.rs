@@ -20,7 +20,7 @@ const POOLED: usize = 4;
 #[tokio::test]
 async fn a_call_after_every_pooled_connection_went_half_open_waits_one_idle_check_not_one_call_timeout_each() {
     let test = "a_call_after_every_pooled_connection_went_half_open_waits_one_idle_check_not_one_call_timeout_each";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
     let proxy = Proxy::start(db.connection_string().server()).await;

@@ -269,7 +269,10 @@ async fn a_refusal_inside_the_callers_transaction_rolls_back_what_it_wrote_befor
     let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    db.exec("CREATE TABLE dbo.Written (Step nvarchar(20) NOT NULL);").await;
+    // A table of this test's own: the database is shared.
+    let written = format!("dbo.Written_{}", Uuid::new_v4().simple());
+    db.exec(&format!("CREATE TABLE {written} (Step nvarchar(20) NOT NULL);"))
+        .await;
     let mut caller = Caller::new(db.connect().await);
     let key = format!("refused:{}", Uuid::new_v4().simple());
     let provision = caller
@@ -284,7 +287,7 @@ async fn a_refusal_inside_the_callers_transaction_rolls_back_what_it_wrote_befor
     for (step, number) in [("publish", 50105), ("acquire", 50103)] {
         caller.begin("READ COMMITTED").await.unwrap();
         caller
-            .batch(&format!("INSERT INTO dbo.Written (Step) VALUES (N'{step}');"))
+            .batch(&format!("INSERT INTO {written} (Step) VALUES (N'{step}');"))
             .await
             .unwrap();
         let refused = match step {
@@ -300,7 +303,7 @@ async fn a_refusal_inside_the_callers_transaction_rolls_back_what_it_wrote_befor
         );
         caller.commit().await.unwrap();
     }
-    let rows = db.query("SELECT COUNT(*) FROM dbo.Written").await;
+    let rows = db.query(&format!("SELECT COUNT(*) FROM {written}")).await;
     assert_eq!(
         rows[0].get::<i32, _>(0),
         Some(0),

@@ -23,7 +23,7 @@ macro_rules! sent {
 
 #[tokio::test]
 async fn each_lease_operation_is_one_procedure_call() {
-    let Some(db) = TestDatabase::deployed("each_lease_operation_is_one_procedure_call").await else {
+    let Some(db) = TestDatabase::shared("each_lease_operation_is_one_procedure_call").await else {
         return;
     };
     let proxy = Proxy::start(db.connection_string().server()).await;

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 #[tokio::test]
 async fn a_publish_that_committed_while_every_reply_was_lost_is_unknown_and_settles_as_published() {
     const TEST: &str = "a_publish_that_committed_while_every_reply_was_lost_is_unknown_and_settles_as_published";
-    let Some(db) = TestDatabase::deployed(TEST).await else {
+    let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
     let proxy = Proxy::start(db.connection_string().server()).await;

@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 #[tokio::test]
 async fn a_guard_keeps_renewing_while_the_service_holds_every_ordinary_connection() {
     const TEST: &str = "a_guard_keeps_renewing_while_the_service_holds_every_ordinary_connection";
-    let Some(db) = TestDatabase::deployed(TEST).await else {
+    let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
     let mut config = ClientConfig::new(ConnectionString::parse(&db.ado()).unwrap());

@@ -1,24 +1,23 @@
-//! One deployed database shared by the tests of a run and test file that
-//! touch only their own keys: a deploy costs seconds on Babelfish, and these
-//! tests would each pay it for an identical schema.
+//! One deployed database shared by the tests of a run that touch only their
+//! own keys: a deploy costs seconds on Babelfish, and these tests would each
+//! pay it for an identical schema.
 //!
 //! A test may share only if nothing it does can be seen by another test of
-//! its file: it uses keys no other test uses, and never alters a procedure,
-//! changes a grant or a role, recovers, redeploys or counts a whole table.
-//! Everything else keeps [`TestDatabase::deployed`], a database of its own.
+//! the run: it uses keys and tables of its own (a fresh UUID in each name),
+//! and never alters a procedure, changes a grant or a role, recovers,
+//! redeploys, prunes or counts a whole table. Everything else keeps
+//! [`TestDatabase::deployed`], a database of its own.
 //!
 //! The test runner may start every test in a process of its own (nextest) or
 //! run all tests as threads of one (cargo test), so the database is found by
 //! name and created under a file lock, by whichever test comes first. Its
-//! name carries the runner's pid and the test's file, `fp_<pid>_shared_<file>`
-//! (one database per file, as there was one per test binary when each file
-//! was a binary of its own): once the run is over that pid is gone, and the
-//! sweep of leftovers drops it.
+//! name carries the runner's pid and the test binary's name,
+//! `fp_<pid>_shared_it`: once the run is over that pid is gone, and the sweep
+//! of leftovers drops it.
 
 use std::fs::File;
-use std::future::Future;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use fencepost::Connection;
 use fencepost::deploy::Sources;
@@ -26,22 +25,14 @@ use fencepost::deploy::Sources;
 use super::{TestDatabase, connect_ado, end_sessions, server_or_skip, sweep_leftovers_once, with_catalog_retry};
 
 impl TestDatabase {
-    /// The deployed database shared by this run's tests of the calling test
-    /// file (see the module's rules for who may share), or `None` after the
-    /// skip line when no engine is configured. [`TestDatabase::drop`] drops
-    /// only the logins the test made.
-    ///
-    /// Not an `async fn`, so `#[track_caller]` names the caller's file.
-    #[track_caller]
-    pub fn shared(test: &str) -> impl Future<Output = Option<Self>> + '_ {
-        let file = std::panic::Location::caller().file();
-        async move { Self::shared_by(test, file).await }
-    }
-
-    async fn shared_by(test: &str, file: &str) -> Option<Self> {
+    /// The deployed database shared by this run's tests (see the module's
+    /// rules for who may share), or `None` after the skip line when no engine
+    /// is configured. [`TestDatabase::drop`] drops only the logins the test
+    /// made.
+    pub async fn shared(test: &str) -> Option<Self> {
         let server_ado = server_or_skip(test)?;
         sweep_leftovers_once(&server_ado);
-        let name = shared_name(file);
+        let name = shared_name();
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
         let lock = File::create(dir.join(format!("{name}.lock"))).expect("the shared database's lock file");
         let ready = dir.join(format!("{name}.deployed"));
@@ -68,6 +59,7 @@ impl TestDatabase {
             dropped: false,
             session: Default::default(),
             server_session: None,
+            session_setup: None,
         };
         if !(exists && ready.exists()) {
             // A deploy that did not finish (its test was killed) is no base
@@ -93,15 +85,11 @@ impl TestDatabase {
     }
 }
 
-/// `fp_<runner pid>_shared_<test file>` (`tests/it/live/lease_guard.rs` is
-/// `lease_guard`): the same for every test of this file in this run,
-/// whether the runner starts a process per test or one for them all.
-fn shared_name(file: &str) -> String {
-    let file = Path::new(file).file_stem().and_then(|s| s.to_str()).unwrap_or("tests");
-    let runner = std::os::unix::process::parent_id();
-    let mut name = format!("fp_{runner}_shared_{file}");
-    name.truncate(60);
-    name
+/// `fp_<runner pid>_shared_it` (`it` is the test binary): the same for every
+/// test of this run, whether the runner starts a process per test or one for
+/// them all.
+fn shared_name() -> String {
+    format!("fp_{}_shared_it", std::os::unix::process::parent_id())
 }
 
 /// Drops the users of `logins` from the shared database `name`, ending their
