@@ -1,15 +1,16 @@
-//! `fencepost lease inspect | list | force-release` on a live engine, through
-//! the fence procedures: what an operator sees, and the lever that ends a
-//! stuck lease so the next acquirer gets it at once. The tests share one
-//! database: each works on keys of its own, and lists only its own prefix.
+//! `fencepost lease inspect | list | history | force-release` on a live engine,
+//! through the fence procedures: what an operator sees, in JSON and as text,
+//! and the lever that ends a stuck lease so the next acquirer gets it at
+//! once. The tests share one database: each works on keys of its own, and
+//! lists only its own prefix.
 
 use crate::support;
 
 use std::time::Duration;
 
-use fencepost::client::{Acquire, Publish, RefusalReason, Renew};
+use fencepost::client::{Acquire, Publish, RefusalReason, Release, Renew};
 use support::TestDatabase;
-use support::lease::{acquired, json, lease_cli as lease, provisioned, unwarmed};
+use support::lease::{acquired, json, lease_cli as lease, provisioned, state, unwarmed};
 use uuid::Uuid;
 
 #[tokio::test]
@@ -97,5 +98,111 @@ async fn force_release_fences_the_holder_out_and_frees_the_key_at_once() {
     let missing = lease(&["force-release", "no-such-key"], &db.ado()).await;
     assert_eq!(missing.status.code(), Some(1));
     drop((holder, successor));
+    db.drop().await;
+}
+
+/// What a command printed, as lines, after checking its exit code.
+fn text_lines(output: &std::process::Output, code: i32) -> Vec<String> {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test]
+async fn the_text_output_of_inspect_list_history_and_force_release_says_what_an_operator_needs() {
+    let test = "the_text_output_of_inspect_list_history_and_force_release_says_what_an_operator_needs";
+    let Some(db) = TestDatabase::shared(test).await else {
+        return;
+    };
+    // Nothing here depends on timing: no warm-up.
+    let client = unwarmed(&db.ado()).await;
+    // Listed by a prefix of this test's own: the database is shared.
+    let prefix = format!("text-{}:", Uuid::new_v4().simple());
+    let free = provisioned(&client, &format!("{prefix}free")).await;
+    let held = provisioned(&client, &format!("{prefix}held")).await;
+    let first = acquired(client.acquire(&held, Duration::from_secs(600)).await.unwrap());
+    assert_eq!(
+        client.publish(&first, Uuid::new_v4(), "report").await.unwrap(),
+        Publish::Published
+    );
+    assert_eq!(client.release(&first).await.unwrap(), Release::Released);
+    let second = acquired(client.acquire(&held, Duration::from_secs(600)).await.unwrap());
+    let free_generation = state(&client, &free).await.0;
+    let ado = db.ado();
+
+    let held_line = |line: &str| {
+        line.starts_with(&format!("{held}  generation {}  held until ", second.generation()))
+            && line.ends_with(&format!("  published generation {}", first.generation()))
+    };
+    let free_line = format!("{free}  generation {free_generation}  free  nothing published");
+
+    let inspected = text_lines(&lease(&["inspect", &held], &ado).await, 0);
+    assert!(inspected.len() == 1 && held_line(&inspected[0]), "{inspected:?}");
+    let missing = format!("{prefix}missing");
+    assert_eq!(
+        text_lines(&lease(&["inspect", &missing], &ado).await, 1),
+        [format!("{missing}: no fence row (provision it first)")]
+    );
+
+    let listed = text_lines(&lease(&["list", "--prefix", &prefix], &ado).await, 0);
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    assert_eq!(listed[0], free_line);
+    assert!(held_line(&listed[1]), "{listed:?}");
+    assert_eq!(listed[2], "2 resource(s)");
+    let only_held = text_lines(&lease(&["list", "--prefix", &prefix, "--held"], &ado).await, 0);
+    assert!(only_held.len() == 2 && held_line(&only_held[0]), "{only_held:?}");
+    assert_eq!(only_held[1], "1 held lease(s)");
+    let limited = text_lines(&lease(&["list", "--prefix", &prefix, "--limit", "1"], &ado).await, 0);
+    assert_eq!(
+        limited,
+        [
+            free_line.clone(),
+            "1 resource(s)".to_string(),
+            format!("(stopped at --limit 1: there may be more; the next page: --after {free:?})"),
+        ]
+    );
+
+    let history = text_lines(&lease(&["history", &held], &ado).await, 0);
+    assert_eq!(history.len(), 3, "{history:?}");
+    assert_eq!(history[0], format!("{held}: 2 tenure(s), newest first"));
+    let open = format!("  generation {}  open, held until ", second.generation());
+    assert!(
+        history[1].starts_with(&open) && history[1].contains("  not published  owner sha256 "),
+        "{history:?}"
+    );
+    let ended = format!("  generation {}  Released ", first.generation());
+    assert!(
+        history[2].starts_with(&ended) && history[2].contains("  published  owner sha256 "),
+        "{history:?}"
+    );
+    for owner in [first.owner(), second.owner()] {
+        let owner = owner.to_string();
+        assert!(
+            !history.concat().to_lowercase().contains(&owner.to_lowercase()),
+            "an owner leaked: {history:?}"
+        );
+    }
+
+    assert_eq!(
+        text_lines(&lease(&["force-release", &held], &ado).await, 0),
+        [format!(
+            "{held}: fenced; generation is now {}: the holder's next renew, publish or fenced transaction is \
+             refused, and the next acquirer gets the lease at once",
+            second.generation() + 1
+        )]
+    );
+    assert_eq!(
+        text_lines(&lease(&["force-release", &missing], &ado).await, 1),
+        [format!("{missing}: no fence row, nothing to release")]
+    );
+    drop(client);
     db.drop().await;
 }

@@ -211,6 +211,13 @@ async fn prune_deletes_only_the_tenures_that_ended_before_its_bound() {
 
     let again = json(&lease_cli(&["prune", "--older-than", "30", "--format", "json"], &ado).await);
     assert_eq!(again["deleted"], 0, "{again}");
+    let said = lease_cli(&["prune", "--older-than", "30"], &ado).await;
+    assert_eq!(said.status.code(), Some(0));
+    let said = String::from_utf8_lossy(&said.stdout);
+    assert!(
+        said.lines().count() == 1 && said.starts_with("pruned 0 tenure(s) that ended before "),
+        "{said}"
+    );
 
     let refused = lease_cli(&["prune", "--older-than", "0"], &ado).await;
     assert_eq!(refused.status.code(), Some(2));
