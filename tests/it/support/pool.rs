@@ -11,7 +11,7 @@
 //! The filler is this test binary run once more, on its hidden test
 //! `live::deploy_pool::fill`, started by the run's first test that asks for a deployed
 //! database (that test deploys its own). Everything it shares with the tests
-//! is a directory of the run's, `fp_pool_<runner pid>` under the target's
+//! is a directory of the run's, `fp_pool_<run>` under the target's
 //! temporary directory: `<database>.ready` is a database any test may take,
 //! and taking it is renaming that file, which one process wins. The
 //! databases are named `fp_<runner pid>_pool_<n>`, so the sweep of leftovers
@@ -45,10 +45,12 @@ fn runner() -> u32 {
     std::os::unix::process::parent_id()
 }
 
-/// The run's pool directory, `fp_pool_<runner pid>` under the target's
-/// temporary directory.
-pub(super) fn dir_of(runner: u32) -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fp_pool_{runner}"))
+/// The run's pool directory under the target's temporary directory:
+/// `fp_pool_<run>`, the runner's id for the run where it gives one (nextest
+/// does), else its pid.
+fn run_dir() -> PathBuf {
+    let run = std::env::var("NEXTEST_RUN_ID").unwrap_or_else(|_| runner().to_string());
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fp_pool_{run}"))
 }
 
 /// A database of the pool, taken for this test; or `None` when none is
@@ -59,7 +61,7 @@ pub(super) fn take() -> Option<String> {
     if !cfg!(test) || std::env::var("FENCEPOST_TEST_DEPLOY_POOL").as_deref() == Ok("0") {
         return None;
     }
-    let dir = dir_of(runner());
+    let dir = run_dir();
     if let Some(name) = take_ready(&dir) {
         return Some(name);
     }
