@@ -23,7 +23,9 @@ async fn a_publish_that_committed_while_every_reply_was_lost_is_unknown_and_sett
     let mut config = ClientConfig::new(ConnectionString::parse(&proxy.ado(&db.ado())).unwrap());
     config
         .max_connections(1)
-        .call_timeout(Duration::from_secs(2))
+        // Longer than a new session's first call on a busy engine, which
+        // the warm-up pays through this client.
+        .call_timeout(Duration::from_secs(6))
         .checkout_timeout(Duration::from_millis(500))
         .release_timeout(Duration::from_millis(500));
     let client = Client::connect_with(config).await.unwrap();
@@ -32,7 +34,7 @@ async fn a_publish_that_committed_while_every_reply_was_lost_is_unknown_and_sett
     let key = provisioned(&client, "unsettled").await;
 
     let fenced = client
-        .run_fenced(&key, Duration::from_secs(3), |_| async {
+        .run_fenced(&key, Duration::from_secs(10), |_| async {
             // The publish reaches the server, which commits it; its reply is
             // cut, and no new connection can sign in for a replay.
             proxy.cut_next(Cut::BeforeReply);

@@ -26,6 +26,8 @@ struct Counts {
     framing_lost: AtomicBool,
     /// Connections numbered below this forward nothing any more.
     hung_below: AtomicU64,
+    /// Requests a client sent on a half-open connection, never forwarded.
+    swallowed: AtomicU64,
 }
 
 /// Where to cut the connection that carries the next request.
@@ -134,6 +136,12 @@ impl Proxy {
         self.counts.requests.load(Ordering::SeqCst)
     }
 
+    /// Requests sent on a connection made half-open by
+    /// [`Proxy::hang_open_connections`]: each reached no server.
+    pub fn swallowed(&self) -> u64 {
+        self.counts.swallowed.load(Ordering::SeqCst)
+    }
+
     /// Messages of any type forwarded so far.
     pub fn messages(&self) -> u64 {
         self.counts.messages.load(Ordering::SeqCst)
@@ -223,6 +231,9 @@ async fn requests(
         }
         wait_while_held(&mut held).await;
         if number < counts.hung_below.load(Ordering::SeqCst) {
+            if header[1] & END_OF_MESSAGE != 0 && REQUEST_TYPES.contains(&header[0]) {
+                counts.swallowed.fetch_add(1, Ordering::SeqCst);
+            }
             continue;
         }
         let last_of_request = header[1] & END_OF_MESSAGE != 0 && REQUEST_TYPES.contains(&header[0]);
