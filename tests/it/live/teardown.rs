@@ -75,8 +75,6 @@ fn only_names_of_the_test_shape_are_taken_for_a_tests_own() {
     assert_eq!(support::maker_of("fp_4242_x_0", false), Some(4242));
     // A database shared by one run's tests of a binary carries the runner's pid.
     assert_eq!(support::maker_of("fp_4242_shared_lease_semantics", false), Some(4242));
-    // So does a database its deploy pool made ahead of a test.
-    assert_eq!(support::maker_of("fp_4242_pool_12", false), Some(4242));
     for (name, login) in [
         ("fp_login_4242_0a1b2c_7", false),
         ("fp_4242_0a1b2c_7", true),
@@ -91,9 +89,6 @@ fn only_names_of_the_test_shape_are_taken_for_a_tests_own() {
         ("fp_4242_shared_Lease", false),
         ("fp_4242_shared_lease", true),
         ("fp__shared_lease", false),
-        ("fp_4242_pool_", false),
-        ("fp_4242_pool_1x", false),
-        ("fp_4242_pool_1", true),
     ] {
         assert_eq!(support::maker_of(name, login), None, "{name}");
     }
@@ -248,8 +243,6 @@ async fn after_the_suite_no_test_database_or_login_is_left() {
     let Some(server) = support::server_or_skip("after_the_suite_no_test_database_or_login_is_left") else {
         return;
     };
-    // A deploy pool's filler drops the databases nobody took as its run ends.
-    support::pool::wait_for_fillers();
     let mut admin = support::connect_ado(&server).await;
     let (databases, logins) = support::leftovers(&mut admin).await;
     drop(admin);

@@ -17,7 +17,6 @@ pub mod fixtures;
 pub mod gated_store;
 pub mod lease;
 pub mod overwriting_store;
-pub mod pool;
 pub mod proxy;
 mod shared;
 pub mod stress_ledger;
@@ -76,9 +75,6 @@ pub struct TestDatabase {
     session: tokio::sync::Mutex<Option<Connection>>,
     /// The same for the server's catalog (logins), opened at the first login.
     server_session: Option<Connection>,
-    /// What the test's own session runs when it opens: the options a deploy
-    /// leaves its session with, for a database deployed on another one.
-    session_setup: Option<&'static str>,
 }
 
 /// The prefix of every test database's name; a login's is [`LOGIN_PREFIX`].
@@ -117,28 +113,11 @@ impl TestDatabase {
             dropped: false,
             session: Default::default(),
             server_session: Some(admin),
-            session_setup: None,
         })
     }
 
-    /// A database with the shipped T-SQL deployed by the real runner: one
-    /// from the deploy pool ([`pool`]) when one is ready, else made and
-    /// deployed now.
+    /// Creates a database and deploys the shipped T-SQL with the real runner.
     pub async fn deployed(test: &str) -> Option<Self> {
-        let server_ado = server_or_skip(test)?;
-        sweep_leftovers_once(&server_ado);
-        if let Some(name) = pool::take() {
-            return Some(Self {
-                name,
-                server_ado,
-                logins: Vec::new(),
-                shared: false,
-                dropped: false,
-                session: Default::default(),
-                server_session: None,
-                session_setup: Some(pool::DEPLOYED_SESSION_OPTIONS),
-            });
-        }
         let db = Self::new(test).await?;
         {
             // On the test's own session, which its later statements then
@@ -209,11 +188,7 @@ impl TestDatabase {
     pub async fn session(&self) -> TestSession<'_> {
         let mut session = self.session.lock().await;
         if session.is_none() {
-            let mut opened = self.connect().await;
-            if let Some(setup) = self.session_setup {
-                exec(&mut opened, setup).await;
-            }
-            *session = Some(opened);
+            *session = Some(self.connect().await);
         }
         TestSession(session)
     }
@@ -348,8 +323,7 @@ impl std::ops::DerefMut for TestSession<'_> {
 /// The id of the test process that made `name`, when `name` is a test
 /// database's (`fp_<pid>_<hex>_<n>`) or a test login's (`fp_login_<pid>_<hex>_<n>`,
 /// with `login` true), or the id of the test runner whose run shares the
-/// database (`fp_<pid>_shared_<binary>`, [`TestDatabase::shared`]) or
-/// deployed it ahead of its test (`fp_<pid>_pool_<n>`, [`pool`]), and
+/// database (`fp_<pid>_shared_<binary>`, [`TestDatabase::shared`]), and
 /// nothing else.
 pub fn maker_of(name: &str, login: bool) -> Option<u32> {
     let rest = if login {
@@ -365,15 +339,6 @@ pub fn maker_of(name: &str, login: bool) -> Option<u32> {
         && binary
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-    {
-        return pid.parse().ok();
-    }
-    if !login
-        && let Some((pid, n)) = rest.split_once("_pool_")
-        && !pid.is_empty()
-        && pid.bytes().all(|b| b.is_ascii_digit())
-        && !n.is_empty()
-        && n.bytes().all(|b| b.is_ascii_digit())
     {
         return pid.parse().ok();
     }
@@ -525,7 +490,7 @@ async fn teardown(mut admin: Connection, server_ado: &str, name: &str, logins: &
 /// KILLs every other session that matches `filter` (a condition on
 /// `sys.dm_exec_sessions`). Both engines support KILL; a failure only leaves
 /// the drop to retry and warn.
-pub async fn end_sessions(admin: &mut Connection, filter: &str) {
+async fn end_sessions(admin: &mut Connection, filter: &str) {
     let sql =
         format!("SELECT CAST(session_id AS int) FROM sys.dm_exec_sessions WHERE {filter} AND session_id <> @@SPID;");
     let sessions = match admin.simple_query(sql).await {
