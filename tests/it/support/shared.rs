@@ -59,7 +59,6 @@ impl TestDatabase {
             dropped: false,
             session: Default::default(),
             server_session: None,
-            session_setup: None,
         };
         if !(exists && ready.exists()) {
             // A deploy that did not finish (its test was killed) is no base
