@@ -195,7 +195,10 @@ impl Client {
             biased;
             _ = lower.cancelled() => return,
             _ = ending.cancelled() => return,
-            checkout = tokio::time::timeout(RAISE_WAIT, self.signals.get_owned()) => checkout,
+            // Bounded as any checkout is: a new signal session signs in
+            // and compiles `Acquire` first, which on a busy engine takes
+            // longer than the lock request's own bound.
+            checkout = tokio::time::timeout(self.config.checkout_timeout, self.signals.get_owned()) => checkout,
         };
         let Ok(Ok(mut session)) = checkout else {
             tracing::debug!(resource, "no session for the handover signal; waiters will poll");

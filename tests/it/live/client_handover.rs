@@ -57,9 +57,10 @@ async fn signal_held(conn: &mut Connection, key: &str) -> bool {
 }
 
 /// Waits until the signal of `key` is held (a guard raises it in the
-/// background).
+/// background, once its signal session is open: within the client's
+/// checkout timeout, 15 s by default).
 async fn until_signal_held(conn: &mut Connection, key: &str) {
-    let give_up = Instant::now() + Duration::from_secs(10);
+    let give_up = Instant::now() + Duration::from_secs(20);
     while !signal_held(conn, key).await {
         assert!(Instant::now() < give_up, "the signal of {key} was never raised");
         tokio::time::sleep(Duration::from_millis(10)).await;
