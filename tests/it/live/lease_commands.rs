@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use fencepost::client::{Acquire, Publish, RefusalReason, Release, Renew};
 use support::TestDatabase;
+use support::binary::{stderr, stdout};
 use support::lease::{acquired, json, lease_cli as lease, provisioned, state, unwarmed};
 use uuid::Uuid;
 
@@ -103,17 +104,9 @@ async fn force_release_fences_the_holder_out_and_frees_the_key_at_once() {
 
 /// What a command printed, as lines, after checking its exit code.
 fn text_lines(output: &std::process::Output, code: i32) -> Vec<String> {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    let printed = stdout(output);
+    assert_eq!(output.status.code(), Some(code), "{printed}{}", stderr(output));
+    printed.lines().map(str::to_owned).collect()
 }
 
 #[tokio::test]

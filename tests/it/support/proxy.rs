@@ -230,13 +230,13 @@ async fn requests(
             return;
         }
         wait_while_held(&mut held).await;
+        let last_of_request = header[1] & END_OF_MESSAGE != 0 && REQUEST_TYPES.contains(&header[0]);
         if number < counts.hung_below.load(Ordering::SeqCst) {
-            if header[1] & END_OF_MESSAGE != 0 && REQUEST_TYPES.contains(&header[0]) {
+            if last_of_request {
                 counts.swallowed.fetch_add(1, Ordering::SeqCst);
             }
             continue;
         }
-        let last_of_request = header[1] & END_OF_MESSAGE != 0 && REQUEST_TYPES.contains(&header[0]);
         let taken = if last_of_request {
             armed.lock().unwrap().take()
         } else {
