@@ -147,6 +147,12 @@ fn render_text(where_: &str, plan: &Plan) -> String {
             .count();
     if attention == 0 {
         out += "\neverything is current\n";
+    } else if let Some(blocker) = plan.blocker() {
+        // A history or a procedure migrate refuses: its own words say what
+        // to do, where "run migrate" would only lead to the refusal.
+        out += &format!(
+            "\n{attention} item(s) need attention: `fencepost migrate` stops until this is resolved: {blocker}\n"
+        );
     } else if plan.drift().is_some() {
         out += &format!(
             "\n{attention} item(s) need attention: drifted procedures stop `fencepost migrate`; review them with \

@@ -213,20 +213,27 @@ impl Plan {
             .iter()
             .filter(|m| m.state != MigrationState::Pending)
             .max_by_key(|m| m.version);
-        self.migrations
-            .iter()
-            .find_map(|m| match m.state {
-                MigrationState::Divergent => Some(Blocker::DivergentMigration { name: m.name.clone() }),
-                MigrationState::NotShipped => Some(Blocker::UnknownMigration { name: m.name.clone() }),
-                MigrationState::Pending => {
-                    latest
-                        .filter(|l| l.version > m.version)
-                        .map(|l| Blocker::OutOfOrderMigration {
-                            name: m.name.clone(),
-                            latest: l.name.clone(),
-                        })
-                }
-                MigrationState::Applied => None,
+        // A history this fencepost does not ship comes first: a migration a
+        // newer fencepost applied also makes every shipped pending one look
+        // out of order, and the fix is the newer fencepost, not a new version.
+        let history = self.migrations.iter().find_map(|m| match m.state {
+            MigrationState::Divergent => Some(Blocker::DivergentMigration { name: m.name.clone() }),
+            MigrationState::NotShipped => Some(Blocker::UnknownMigration { name: m.name.clone() }),
+            MigrationState::Pending | MigrationState::Applied => None,
+        });
+        history
+            .or_else(|| {
+                self.migrations
+                    .iter()
+                    .filter(|m| m.state == MigrationState::Pending)
+                    .find_map(|m| {
+                        latest
+                            .filter(|l| l.version > m.version)
+                            .map(|l| Blocker::OutOfOrderMigration {
+                                name: m.name.clone(),
+                                latest: l.name.clone(),
+                            })
+                    })
             })
             .or_else(|| {
                 self.procedures
@@ -381,6 +388,28 @@ mod tests {
         };
         let plan = Plan::new(&s, &state);
         assert!(matches!(plan.blocker(), Some(Blocker::UnknownMigration { ref name }) if name == "V3__c"));
+    }
+
+    #[test]
+    fn a_migration_from_a_newer_fencepost_is_the_blocker_though_a_shipped_one_is_pending_below_it() {
+        let s = sources();
+        let newer = AppliedMigration {
+            version: 3,
+            name: "c".into(),
+            applied_on: String::new(),
+            checksum: 1,
+        };
+        let state = ServerState {
+            migrations: vec![applied(&s, 0), newer],
+            procedures: vec![],
+        };
+        let plan = Plan::new(&s, &state);
+        assert_eq!(plan.migrations[1].state, MigrationState::Pending);
+        assert!(
+            matches!(plan.blocker(), Some(Blocker::UnknownMigration { ref name }) if name == "V3__c"),
+            "{:?}",
+            plan.blocker()
+        );
     }
 
     #[test]

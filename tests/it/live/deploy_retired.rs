@@ -28,6 +28,25 @@ async fn a_procedure_fencepost_deployed_and_no_longer_ships_is_dropped_with_its_
     db.migrate(&with_added).await.expect("deploy with the added procedure");
     assert!(exists(&db, "fence_api.Added").await);
 
+    // Before the deploy that drops it, status says what that deploy will do.
+    let status = support::binary::fencepost_on(&db.ado(), ["status"])
+        .output()
+        .expect("run fencepost");
+    let text = support::binary::stdout(&status);
+    assert_eq!(status.status.code(), Some(1), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().to_lowercase().starts_with("fence_api.added"))
+        .unwrap_or_else(|| panic!("status does not list the retired procedure:\n{text}"));
+    assert!(
+        line.ends_with("pending: retired (fencepost deployed it and no longer ships it; migrate drops it)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("1 item(s) need attention: run `fencepost migrate` to deploy what ships"),
+        "{text}"
+    );
+
     let report = db.migrate(&shipped()).await.expect("deploy without it");
     // Names as the server spells them: Babelfish reports unquoted names in lower case.
     assert!(
@@ -58,6 +77,28 @@ async fn a_hand_made_procedure_in_a_fence_schema_stops_the_deploy_and_is_named()
     };
     db.exec("EXEC (N'CREATE PROCEDURE fence_admin.Backdoor AS UPDATE fence.Resource SET Owner = NULL;');")
         .await;
+    // status names it, and says migrate stops on it rather than advising a
+    // run that would be refused.
+    let status = support::binary::fencepost_on(&db.ado(), ["status"])
+        .output()
+        .expect("run fencepost");
+    let text = support::binary::stdout(&status);
+    assert_eq!(status.status.code(), Some(1), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().to_lowercase().starts_with("fence_admin.backdoor"))
+        .unwrap_or_else(|| panic!("status does not list the hand-made procedure:\n{text}"));
+    assert!(
+        line.ends_with(
+            "UNKNOWN: not deployed by fencepost; migrate refuses to run until it is dropped or moved out of the fence schemas"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("`fencepost migrate` stops until this is resolved: procedure ")
+            && text.contains("is in a fence schema but was not deployed by fencepost"),
+        "{text}"
+    );
     let changed = shipped()
         .with_migration("V102__after.sql", "CREATE TABLE fence.After (Id int NOT NULL);\n")
         .unwrap();

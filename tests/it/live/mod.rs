@@ -34,6 +34,7 @@ mod deploy_integrity;
 mod deploy_lock;
 mod deploy_migration_lock_timeout;
 mod deploy_no_transaction;
+mod deploy_refused_history;
 mod deploy_retired;
 mod deploy_round_trips;
 mod deploy_script;
