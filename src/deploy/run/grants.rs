@@ -41,7 +41,8 @@ impl Grant {
                 FENCE_ROLES.join(", ")
             ));
         }
-        if member.is_empty() || member.len() > 128 {
+        // A sysname: 128 UTF-16 code units, the limit QUOTENAME quotes.
+        if member.is_empty() || member.encode_utf16().count() > 128 {
             return Err(format!("'{text}': the user name must be 1 to 128 characters"));
         }
         Ok(Grant {
@@ -152,5 +153,20 @@ mod tests {
         assert!(Grant::parse("db_owner=svc").unwrap_err().contains("not a fence role"));
         assert!(Grant::parse("fence_service").unwrap_err().contains("ROLE=USER"));
         assert!(Grant::parse("fence_service=").is_err());
+    }
+
+    #[test]
+    fn a_member_name_is_limited_to_a_sysnames_128_utf16_units_not_bytes() {
+        let accented = "é".repeat(128);
+        assert_eq!(
+            Grant::parse(&format!("fence_service={accented}")).unwrap().member,
+            accented
+        );
+        let too_long = "é".repeat(129);
+        assert!(
+            Grant::parse(&format!("fence_service={too_long}"))
+                .unwrap_err()
+                .contains("1 to 128 characters")
+        );
     }
 }

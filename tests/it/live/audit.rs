@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use fencepost::audit::{Policy, Report, Rule, evaluate, read_catalog, read_catalog_counted};
 use support::proxy::Proxy;
+use support::refusal::{Refusal, deployed_unless_refused_by_a_user, is_known, run};
 use support::{TestDatabase, skip};
 
 /// The rules Babelfish's catalog cannot show, measured on a clean deploy
@@ -160,7 +161,50 @@ async fn a_clean_deploy_passes_or_says_what_it_cannot_verify() {
         assert_eq!(unverified, [], "{report:#?}");
         assert_eq!(report.exit_code(), 0);
     }
+    junit_lists_each_rule_as_the_report_does(&db, &report);
     db.drop().await;
+}
+
+/// `check --format junit`, as CI runs it: one test case per rule checked,
+/// an error for each rule the report cannot verify, a failure for none (a
+/// clean deploy has no finding), and the report's exit code.
+fn junit_lists_each_rule_as_the_report_does(db: &TestDatabase, report: &Report) {
+    let out = support::binary::fencepost_on(&db.ado(), ["check", "--format", "junit"])
+        .output()
+        .expect("run fencepost");
+    let xml = support::binary::stdout(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(report.exit_code()),
+        "{xml}{}",
+        support::binary::stderr(&out)
+    );
+    assert!(xml.starts_with("<?xml"), "{xml}");
+    // Each case up to the next: its name, and whether it holds an error.
+    let cases: Vec<(&str, bool, bool)> = xml
+        .split("<testcase ")
+        .skip(1)
+        .map(|case| {
+            let name = case
+                .split_once("name=\"")
+                .and_then(|(_, rest)| rest.split_once(' '))
+                .map(|(id, _)| id)
+                .expect("a test case has a name");
+            (name, case.contains("<error"), case.contains("<failure"))
+        })
+        .collect();
+    let ids: Vec<&str> = report.rules_checked.iter().map(|r| r.id()).collect();
+    assert_eq!(cases.iter().map(|c| c.0).collect::<Vec<_>>(), ids, "{xml}");
+    let mut errored: Vec<&str> = cases.iter().filter(|c| c.1).map(|c| c.0).collect();
+    let mut unverified: Vec<&str> = report.cannot_verify.iter().map(|c| c.rule.id()).collect();
+    errored.sort_unstable();
+    unverified.sort_unstable();
+    unverified.dedup();
+    assert_eq!(errored, unverified, "{xml}");
+    assert!(
+        !cases.iter().any(|c| c.2),
+        "a clean deploy's report fails a rule:\n{xml}"
+    );
 }
 
 #[tokio::test]
@@ -191,10 +235,10 @@ async fn service_user(db: &mut TestDatabase) -> String {
 }
 
 /// Attacks Babelfish 4.2 cannot make because it lacks the feature, as it
-/// answers them (its code for errors without a SQL Server number, and a piece
-/// of the message): an attack the engine cannot make needs no check to find
+/// answers them (its code for errors without a SQL Server number, and the
+/// whole message): an attack the engine cannot make needs no check to find
 /// it.
-const BABELFISH_UNSUPPORTED: [(u32, &str); 3] = [
+const BABELFISH_UNSUPPORTED: [Refusal; 3] = [
     // No db_datawriter role at all.
     (33557097, "role \"db_datawriter\" does not exist"),
     (
@@ -205,7 +249,7 @@ const BABELFISH_UNSUPPORTED: [(u32, &str); 3] = [
     // logins act as dbo everywhere instead).
     (
         33557097,
-        "'sysadmin' role cannot be granted to login: a user is already created in database",
+        "'sysadmin' role cannot be granted to login: a user is already created in database '{db}'",
     ),
 ];
 
@@ -214,19 +258,11 @@ const BABELFISH_UNSUPPORTED: [(u32, &str); 3] = [
 /// to lack; any other refusal (a permission the test login lacks, a typo)
 /// fails the test.
 async fn attack(test: &str, db: &TestDatabase, sql: &str) -> bool {
-    let mut conn = db.connect().await;
-    let result = match conn.simple_query(sql).await {
-        Ok(stream) => stream.into_results().await.map(drop),
-        Err(e) => Err(e),
-    };
-    let Err(e) = result else {
+    let Err(e) = run(db, sql).await else {
         return true;
     };
-    let unsupported = BABELFISH_UNSUPPORTED
-        .iter()
-        .any(|(code, text)| e.code() == Some(*code) && e.to_string().contains(text));
     assert!(
-        unsupported && db.is_babelfish().await,
+        is_known(&BABELFISH_UNSUPPORTED, db, &e) && db.is_babelfish().await,
         "the attack `{sql}` failed, and not for a feature Babelfish is known to lack: {e}"
     );
     skip(test, &format!("Babelfish refuses the attack `{sql}`: {e}"));
@@ -234,7 +270,8 @@ async fn attack(test: &str, db: &TestDatabase, sql: &str) -> bool {
 }
 
 async fn a_service_user_in_a_fixed_role_is_named(test: &str, role: &str) {
-    let Some(mut db) = TestDatabase::deployed(test).await else {
+    let probe = |user: &str| format!("ALTER ROLE [{role}] ADD MEMBER [{user}];");
+    let Some(mut db) = deployed_unless_refused_by_a_user(test, &BABELFISH_UNSUPPORTED, probe).await else {
         return;
     };
     let user = service_user(&mut db).await;
@@ -264,7 +301,8 @@ async fn a_service_user_in_db_owner_is_named() {
 #[tokio::test]
 async fn a_service_login_in_sysadmin_is_named() {
     let test = "a_service_login_in_sysadmin_is_named";
-    let Some(mut db) = TestDatabase::deployed(test).await else {
+    let probe = |login: &str| format!("ALTER SERVER ROLE [sysadmin] ADD MEMBER [{login}];");
+    let Some(mut db) = deployed_unless_refused_by_a_user(test, &BABELFISH_UNSUPPORTED, probe).await else {
         return;
     };
     // The login is the user's namesake (the support module makes both).

@@ -2,17 +2,19 @@
 //! model: each test deploys a fresh database, makes the layout with real
 //! T-SQL and expects the rule that names it. Where Babelfish cannot make the
 //! layout at all, the test reports a skip with the engine's own refusal,
-//! matched exactly (code and message), never any error.
+//! matched exactly (code and message), never any error; it asks before it
+//! deploys (support::refusal), so such a skip costs no deploy.
 
 use crate::support;
 
 use fencepost::audit::{Policy, Report, Rule, evaluate, read_catalog};
+use support::refusal::{Refusal, deployed_unless_refused, deployed_unless_refused_by_a_user, is_known, run, user_of};
 use support::{TestDatabase, skip};
 
 /// Babelfish 4.2's refusals of the layouts it cannot make, exactly as it
 /// answers them: its code for errors without a SQL Server number, and the
 /// whole message.
-const BABELFISH_REFUSALS: [(u32, &str); 7] = [
+const BABELFISH_REFUSALS: [Refusal; 7] = [
     (
         33557097,
         "'ALTER AUTHORIZATION on object types other than DATABASE::' is not currently supported in Babelfish",
@@ -34,21 +36,9 @@ const BABELFISH_REFUSALS: [(u32, &str); 7] = [
 /// Runs `sql`. False, after reporting the skip, only when the engine is
 /// Babelfish and refuses it with one of its known refusals, word for word.
 async fn make(test: &str, db: &TestDatabase, sql: &str) -> bool {
-    let mut conn = db.connect().await;
-    let result = match conn.simple_query(sql).await {
-        Ok(stream) => stream.into_results().await.map(drop),
-        Err(e) => Err(e),
-    };
-    let Err(e) = result else { return true };
-    let refusal = match &e {
-        tiberius::error::Error::Server(token) => Some((token.code(), token.message().to_string())),
-        _ => None,
-    };
-    let known = refusal
-        .as_ref()
-        .is_some_and(|(code, message)| BABELFISH_REFUSALS.iter().any(|(c, m)| c == code && m == message));
+    let Err(e) = run(db, sql).await else { return true };
     assert!(
-        known && db.is_babelfish().await,
+        is_known(&BABELFISH_REFUSALS, db, &e) && db.is_babelfish().await,
         "the layout `{sql}` was refused, and not as Babelfish is known to refuse it: {e}"
     );
     skip(test, &format!("Babelfish refuses `{sql}`: {e}"));
@@ -58,13 +48,6 @@ async fn make(test: &str, db: &TestDatabase, sql: &str) -> bool {
 async fn report(db: &TestDatabase) -> Report {
     let catalog = read_catalog(&mut db.connect().await).await.expect("read the catalog");
     evaluate(&catalog, &Policy::default())
-}
-
-fn user_of(ado: &str) -> String {
-    ado.split(';')
-        .find_map(|kv| kv.strip_prefix("User ID="))
-        .expect("the support module names the user")
-        .to_string()
 }
 
 fn expect(report: &Report, rule: Rule, object: &str, principal: &str) {
@@ -97,7 +80,8 @@ async fn a_service_whose_default_schema_another_user_owns_is_named() {
 #[tokio::test]
 async fn a_service_owning_a_schema_that_holds_a_dbo_owned_procedure_is_named() {
     let test = "a_service_owning_a_schema_that_holds_a_dbo_owned_procedure_is_named";
-    let Some(mut db) = TestDatabase::deployed(test).await else {
+    let probe = "ALTER AUTHORIZATION ON OBJECT::dbo.Purge TO dbo;";
+    let Some(mut db) = deployed_unless_refused(test, &BABELFISH_REFUSALS, probe).await else {
         return;
     };
     let service = user_of(&db.login_in_role(Some("fence_service")).await);
@@ -113,10 +97,11 @@ async fn a_service_owning_a_schema_that_holds_a_dbo_owned_procedure_is_named() {
 #[tokio::test]
 async fn a_numbered_procedure_beside_acquire_is_named() {
     let test = "a_numbered_procedure_beside_acquire_is_named";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let numbered = "CREATE PROCEDURE fence_api.Acquire;2 AS SELECT 1;";
+    let Some(db) = deployed_unless_refused(test, &BABELFISH_REFUSALS, numbered).await else {
         return;
     };
-    if make(test, &db, "CREATE PROCEDURE fence_api.Acquire;2 AS SELECT 1;").await {
+    if make(test, &db, numbered).await {
         let report = report(&db).await;
         assert!(
             report
@@ -131,7 +116,8 @@ async fn a_numbered_procedure_beside_acquire_is_named() {
 #[tokio::test]
 async fn a_service_in_db_backupoperator_is_named() {
     let test = "a_service_in_db_backupoperator_is_named";
-    let Some(mut db) = TestDatabase::deployed(test).await else {
+    let probe = |user: &str| format!("ALTER ROLE db_backupoperator ADD MEMBER [{user}];");
+    let Some(mut db) = deployed_unless_refused_by_a_user(test, &BABELFISH_REFUSALS, probe).await else {
         return;
     };
     let service = user_of(&db.login_in_role(Some("fence_service")).await);
@@ -159,21 +145,16 @@ const LOOPBACK_DROP: &str = "IF EXISTS (SELECT 1 FROM sys.servers WHERE name = N
 #[tokio::test]
 async fn a_linked_server_back_to_this_server_is_named() {
     let test = "a_linked_server_back_to_this_server_is_named";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let add = "DECLARE @here sysname = @@SERVERNAME;
+         EXEC sp_addlinkedserver @server = N'fencepost_test_loopback', @srvproduct = N'', @provider = N'MSOLEDBSQL',
+              @datasrc = @here;";
+    let Some(db) = deployed_unless_refused(test, &BABELFISH_REFUSALS, add).await else {
         return;
     };
     if !db.is_babelfish().await {
         db.exec(LOOPBACK_DROP).await;
     }
-    if make(
-        test,
-        &db,
-        "DECLARE @here sysname = @@SERVERNAME;
-         EXEC sp_addlinkedserver @server = N'fencepost_test_loopback', @srvproduct = N'', @provider = N'MSOLEDBSQL',
-              @datasrc = @here;",
-    )
-    .await
-    {
+    if make(test, &db, add).await {
         let report = report(&db).await;
         db.exec(LOOPBACK_DROP).await;
         assert!(
@@ -189,7 +170,9 @@ async fn a_linked_server_back_to_this_server_is_named() {
 #[tokio::test]
 async fn a_queue_activating_a_procedure_that_writes_the_fence_is_named() {
     let test = "a_queue_activating_a_procedure_that_writes_the_fence_is_named";
-    let Some(db) = TestDatabase::deployed(test).await else {
+    let probe = "CREATE QUEUE dbo.Intake WITH ACTIVATION (STATUS = ON, PROCEDURE_NAME = dbo.ProcessIntake,
+                                                  MAX_QUEUE_READERS = 1, EXECUTE AS OWNER);";
+    let Some(db) = deployed_unless_refused(test, &BABELFISH_REFUSALS, probe).await else {
         return;
     };
     db.exec("CREATE PROCEDURE dbo.ProcessIntake AS DELETE FROM fence.Tenure WHERE 1 = 0;")
@@ -213,7 +196,11 @@ async fn a_queue_activating_a_procedure_that_writes_the_fence_is_named() {
 #[tokio::test]
 async fn a_login_that_may_write_msdbs_job_tables_is_named() {
     let test = "a_login_that_may_write_msdbs_job_tables_is_named";
-    let Some(mut db) = TestDatabase::deployed(test).await else {
+    // Named after a user of this run, so a job the probe made is known as
+    // this run's.
+    let probe =
+        |user: &str| format!("EXEC msdb.dbo.sp_add_job @job_name = N'{user}_prune', @owner_login_name = N'sa';");
+    let Some(mut db) = deployed_unless_refused_by_a_user(test, &BABELFISH_REFUSALS, probe).await else {
         return;
     };
     // Server-wide names, unique to this database.
@@ -258,7 +245,8 @@ async fn a_login_that_may_write_msdbs_job_tables_is_named() {
 #[tokio::test]
 async fn alter_any_server_role_with_an_empty_role_holding_control_server_is_named() {
     let test = "alter_any_server_role_with_an_empty_role_holding_control_server_is_named";
-    let Some(mut db) = TestDatabase::deployed(test).await else {
+    let probe = |user: &str| format!("CREATE SERVER ROLE [{user}_ops];");
+    let Some(mut db) = deployed_unless_refused_by_a_user(test, &BABELFISH_REFUSALS, probe).await else {
         return;
     };
     let role = format!("{}_ops", db.name);

@@ -10,7 +10,7 @@ use crate::support;
 use std::io::Write;
 
 use fencepost::audit::{AuditError, Catalog, Policy, Report, Rule, evaluate, read_catalog};
-use fencepost::deploy::Sources;
+use support::refusal::{Refusal, deployed_unless_refused, deployed_unless_refused_by_a_user, is_known, run, user_of};
 use support::{TestDatabase, connect_ado, skip};
 
 const BABELFISH: &str = "Babelfish for PostgreSQL";
@@ -18,7 +18,7 @@ const BABELFISH: &str = "Babelfish for PostgreSQL";
 /// Babelfish 4.2's refusals of the attacks below, each as it answers it
 /// (error code, message), recorded by running the attack: the engine lacks
 /// the feature, so no check could see the path it makes.
-const BABELFISH_REFUSALS: [(u32, &str); 6] = [
+const BABELFISH_REFUSALS: [Refusal; 6] = [
     (33557097, "role \"db_datawriter\" does not exist"),
     (
         33557097,
@@ -53,70 +53,13 @@ async fn catalog(db: &TestDatabase) -> Catalog {
     read_catalog(&mut db.connect().await).await.expect("read the catalog")
 }
 
-/// The user (and login) name in an ADO string made by the support module.
-fn user_of(ado: &str) -> String {
-    ado.split(';')
-        .find_map(|kv| kv.strip_prefix("User ID="))
-        .expect("the support module names the user")
-        .to_string()
-}
-
-async fn run(db: &TestDatabase, sql: &str) -> Result<(), tiberius::error::Error> {
-    let mut conn = db.connect().await;
-    match conn.simple_query(sql).await {
-        Ok(stream) => stream.into_results().await.map(drop),
-        Err(e) => Err(e),
-    }
-}
-
-/// One of [`BABELFISH_REFUSALS`], exactly, or `None`.
-fn known_refusal(e: &tiberius::error::Error) -> Option<(u32, &'static str)> {
-    let tiberius::error::Error::Server(token) = e else {
-        return None;
-    };
-    BABELFISH_REFUSALS
-        .iter()
-        .copied()
-        .find(|(code, message)| token.code() == *code && token.message() == *message)
-}
-
-/// A deployed database for `test`, unless the engine is Babelfish and
-/// refuses `probe` (the test's attack, with its names standing alone) on an
-/// empty database with one of its known refusals: then the test skips
-/// without paying for a deploy. On any other engine, or any other answer,
-/// the database is deployed and the attack is made in full.
-async fn deployed_unless_refused(test: &str, probe: &str) -> Option<TestDatabase> {
-    let bare = TestDatabase::new(test).await?;
-    if bare.is_babelfish().await {
-        match run(&bare, probe).await {
-            Err(e) if known_refusal(&e).is_some() => {
-                skip(test, &format!("Babelfish refuses `{probe}`, before any deploy: {e}"));
-                bare.drop().await;
-                return None;
-            }
-            Err(e) => say(&format!(
-                "{test}: the probe `{probe}` on an empty database was refused otherwise ({e}): deploying"
-            )),
-            // It made something: deploy into a database of its own.
-            Ok(()) => {
-                bare.drop().await;
-                return TestDatabase::deployed(test).await;
-            }
-        }
-    }
-    bare.migrate(&Sources::embedded().expect("embedded sources"))
-        .await
-        .expect("first deploy");
-    Some(bare)
-}
-
 /// Makes a path to the fence. Only Babelfish may refuse, and only with one
 /// of its recorded refusals; then the test reports itself skipped. Anything
 /// else fails.
 async fn attack(test: &str, db: &TestDatabase, sql: &str) -> bool {
     let Err(e) = run(db, sql).await else { return true };
     assert!(
-        db.is_babelfish().await && known_refusal(&e).is_some(),
+        db.is_babelfish().await && is_known(&BABELFISH_REFUSALS, db, &e),
         "the engine refused `{sql}`, not with a refusal Babelfish is known to give: {e}"
     );
     skip(test, &format!("Babelfish refuses `{sql}`: {e}"));
@@ -171,10 +114,8 @@ async fn clean_unverified(db: &TestDatabase) -> Vec<Rule> {
 #[tokio::test]
 async fn a_user_who_may_run_the_fence_api_is_a_service_though_in_no_fence_role() {
     let test = "a_user_who_may_run_the_fence_api_is_a_service_though_in_no_fence_role";
-    // No probe first: Babelfish checks the member before the role, and a
-    // member of an empty database it accepts (a role made in it) it does
-    // not find (`role "fp_probe" does not exist`).
-    let Some(mut db) = TestDatabase::deployed(test).await else {
+    let probe = |user: &str| format!("ALTER ROLE [db_datawriter] ADD MEMBER [{user}];");
+    let Some(mut db) = deployed_unless_refused_by_a_user(test, &BABELFISH_REFUSALS, probe).await else {
         return;
     };
     let clean = clean_unverified(&db).await;
@@ -275,7 +216,7 @@ async fn a_procedure_that_runs_as_its_owner_and_a_service_can_run_is_named() {
                       DECLARE @sql nvarchar(max) = N'DELETE FROM ' + @What;
                       EXEC (@sql);
                   END;";
-    let Some(db) = deployed_unless_refused(test, create).await else {
+    let Some(db) = deployed_unless_refused(test, &BABELFISH_REFUSALS, create).await else {
         return;
     };
     let clean = clean_unverified(&db).await;
@@ -301,7 +242,7 @@ async fn alter_on_a_table_of_the_fence_tables_owner_held_by_a_service_is_named()
     let test = "alter_on_a_table_of_the_fence_tables_owner_held_by_a_service_is_named";
     let probe = "CREATE TABLE dbo.Orders (Id int NOT NULL PRIMARY KEY); CREATE ROLE fence_service;
                  GRANT ALTER ON dbo.Orders TO fence_service;";
-    let Some(db) = deployed_unless_refused(test, probe).await else {
+    let Some(db) = deployed_unless_refused(test, &BABELFISH_REFUSALS, probe).await else {
         return;
     };
     let clean = clean_unverified(&db).await;
@@ -327,7 +268,7 @@ async fn a_ddl_trigger_that_writes_the_fence_is_named() {
     let test = "a_ddl_trigger_that_writes_the_fence_is_named";
     let create = "CREATE TRIGGER ResetOnDdl ON DATABASE FOR CREATE_TABLE AS
                   UPDATE fence.Resource SET Owner = NULL, LeaseUntilUtc = NULL;";
-    let Some(db) = deployed_unless_refused(test, create).await else {
+    let Some(db) = deployed_unless_refused(test, &BABELFISH_REFUSALS, create).await else {
         return;
     };
     let clean = clean_unverified(&db).await;
@@ -376,7 +317,7 @@ async fn a_service_login_in_securityadmin_is_named() {
     let test = "a_service_login_in_securityadmin_is_named";
     // A login that does not exist: Babelfish refuses the role first.
     let probe = "ALTER SERVER ROLE [securityadmin] ADD MEMBER [fp_probe_login];";
-    let Some(mut db) = deployed_unless_refused(test, probe).await else {
+    let Some(mut db) = deployed_unless_refused(test, &BABELFISH_REFUSALS, probe).await else {
         return;
     };
     let clean = clean_unverified(&db).await;
@@ -409,7 +350,7 @@ async fn a_service_login_in_securityadmin_is_named() {
 async fn an_application_role_holds_what_every_service_holds() {
     let test = "an_application_role_holds_what_every_service_holds";
     let create = "CREATE APPLICATION ROLE reporting_app WITH PASSWORD = 'Ap#pl1cation-role';";
-    let Some(db) = deployed_unless_refused(test, create).await else {
+    let Some(db) = deployed_unless_refused(test, &BABELFISH_REFUSALS, create).await else {
         return;
     };
     let clean = clean_unverified(&db).await;

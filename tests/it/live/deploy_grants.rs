@@ -73,6 +73,43 @@ async fn grant_adds_a_user_to_a_fence_role_once() {
     db.drop().await;
 }
 
+/// Babelfish 4.2's refusal of a bracketed name holding `]]` (the escaped
+/// `]`): its parser has no such escape.
+const BABELFISH_NO_BRACKET_ESCAPE: [support::refusal::Refusal; 1] = [(33557097, "syntax error at or near \"]\"")];
+
+#[tokio::test]
+async fn a_member_whose_name_holds_a_closing_bracket_and_a_quote_is_quoted_not_spliced() {
+    let test = "a_member_whose_name_holds_a_closing_bracket_and_a_quote_is_quoted_not_spliced";
+    // Spliced into `ADD MEMBER [...]`, the `]` would end the name and the
+    // rest would run as T-SQL.
+    let create = "CREATE ROLE [svc]]o'ps];";
+    let Some(db) = support::refusal::deployed_unless_refused(test, &BABELFISH_NO_BRACKET_ESCAPE, create).await else {
+        return;
+    };
+    db.exec(create).await;
+    let user = "svc]o'ps";
+    let grant = format!("fence_service={user}");
+    let added = fencepost(
+        &[
+            "migrate",
+            "--grant",
+            &grant,
+            "--format",
+            "json",
+            "--connection",
+            &db.ado(),
+        ],
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(added.status.code(), Some(0), "{}", text(&added.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&added.stdout).unwrap();
+    assert_eq!(report["grants"][0]["added"], true, "{report}");
+    assert_eq!(members_of(&db, "fence_service").await, [user]);
+    db.drop().await;
+}
+
 #[tokio::test]
 async fn a_grant_to_a_user_that_does_not_exist_stops_naming_it() {
     let Some(db) = TestDatabase::deployed("a_grant_to_a_user_that_does_not_exist_stops_naming_it").await else {

@@ -18,6 +18,7 @@ pub mod gated_store;
 pub mod lease;
 pub mod overwriting_store;
 pub mod proxy;
+pub mod refusal;
 mod shared;
 pub mod stress_ledger;
 
