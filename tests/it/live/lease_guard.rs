@@ -236,3 +236,61 @@ async fn a_renewal_that_hangs_is_retried_on_another_connection_and_the_lease_is_
     drop((holder, observer));
     db.drop().await;
 }
+
+/// A guard's fenced transaction still open when the lease would end: the
+/// renewal that waited for its row gives up a margin before the end, so
+/// `lost()` says so while the lease is still the holder's on the server,
+/// and past the lease's local deadline the commit is refused and nothing
+/// the work wrote lands. A successor takes the key once it expires.
+#[tokio::test]
+async fn a_fenced_transaction_open_at_the_lease_end_is_cut_and_the_guard_reports_the_loss_first() {
+    const TEST: &str = "a_fenced_transaction_open_at_the_lease_end_is_cut_and_the_guard_reports_the_loss_first";
+    let Some(db) = TestDatabase::shared(TEST).await else {
+        return;
+    };
+    let report = format!("dbo.Report_{}", Uuid::new_v4().simple());
+    db.exec(&format!(
+        "CREATE TABLE {report} (Id int IDENTITY PRIMARY KEY, Writer nvarchar(20) NOT NULL);"
+    ))
+    .await;
+    let [holder, successor] = workers(&db.ado()).await;
+    let key = provisioned(&holder, "report").await;
+    let lease = acquired(holder.acquire(&key, LEASE).await.unwrap());
+    let (deadline, generation) = (lease.local_deadline(), lease.generation());
+    let guard = holder.guard(lease);
+    let fencepost::client::BeginFenced::Holding(mut tx) = guard.begin_fenced().await.unwrap() else {
+        panic!("a fresh lease's fenced transaction was refused");
+    };
+    tx.execute(&format!("INSERT INTO {report} (Writer) VALUES (N'late')"), &[])
+        .await
+        .unwrap();
+
+    // The work goes on holding the row; the guard says the lease is lost
+    // before it ends.
+    let reason = tokio::time::timeout_at(deadline + LEASE, guard.lost())
+        .await
+        .expect("lost() did not resolve while the transaction held the row");
+    assert!(
+        Instant::now() < deadline,
+        "lost() resolved only after the lease's local deadline"
+    );
+    assert!(matches!(reason, LostReason::Unconfirmed { .. }), "{reason:?}");
+
+    tokio::time::sleep_until(deadline).await;
+    let committed = tx.commit().await;
+    assert!(
+        matches!(committed, Err(fencepost::client::Error::TransactionAborted { .. })),
+        "a commit past the lease's deadline: {committed:?}"
+    );
+    let rows = db.query(&format!("SELECT COUNT(*) FROM {report}")).await;
+    assert_eq!(
+        rows[0].get::<i32, usize>(0),
+        Some(0),
+        "the cut transaction's row landed"
+    );
+    support::lease::wait_until_expired(&successor, &key).await;
+    let taken = acquired(successor.acquire(&key, LEASE).await.unwrap());
+    assert_eq!(taken.generation(), generation + 1);
+    drop((guard, holder, successor));
+    db.drop().await;
+}
