@@ -120,7 +120,28 @@ async fn after_a_restore_every_acquisition_gets_a_generation_above_all_issued_be
         assert!(held_now, "a repeated recovery voided {}", lease.key());
     }
 
+    // In text, the repetition says it changed nothing and how to recover
+    // from another restore.
+    let text = lease_cli(&["recover", "--id", &id], &ado).await;
+    assert_eq!(text.status.code(), Some(0), "{}", support::binary::stderr(&text));
+    let line = support::binary::stdout(&text);
+    assert!(
+        line.starts_with(&format!("recovery {id} (from --id) already ran at ")),
+        "{line}"
+    );
+    assert!(
+        line.trim_end().ends_with(&format!(
+            "every generation was raised to {floor}; nothing changed. \
+             To recover from another restore or failover since then, pass a new --id"
+        )),
+        "{line}"
+    );
+
     // A floor from the operator: every later generation is above it too.
+    // Without --id, the recovery is keyed by the database's recovery fork
+    // where the engine shows one, so a second run for the same restore
+    // changes nothing; elsewhere by a fresh id.
+    let fork = identity::read_current(&mut *db.session().await).await.unwrap();
     let known_downstream = 5 * EPOCH + 7;
     let floored = json(
         &lease_cli(
@@ -131,6 +152,16 @@ async fn after_a_restore_every_acquisition_gets_a_generation_above_all_issued_be
     );
     assert_eq!(floored["outcome"], "Recovered", "{floored}");
     assert_eq!(floored["leases_voided"], 2, "{floored}");
+    match fork {
+        Some(fork) => {
+            assert_eq!(floored["recovery_id_from"], "the database's recovery fork", "{floored}");
+            assert_eq!(floored["recovery_id"], fork.to_string(), "{floored}");
+        }
+        None => {
+            assert_eq!(floored["recovery_id_from"], "a fresh id", "{floored}");
+            assert_ne!(floored["recovery_id"], id.as_str(), "{floored}");
+        }
+    }
     let next = acquired(client.acquire(&busy, LONG).await.unwrap());
     assert!(next.generation() > known_downstream, "{}", next.generation());
 
