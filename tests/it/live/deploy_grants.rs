@@ -142,7 +142,7 @@ async fn a_grant_to_a_user_that_does_not_exist_stops_naming_it() {
 
 #[tokio::test]
 async fn an_environment_reads_its_connection_and_grants_from_fencepost_toml_and_a_grant_flag_replaces_them() {
-    let Some(db) = TestDatabase::new(
+    let Some(mut db) = TestDatabase::new(
         "an_environment_reads_its_connection_and_grants_from_fencepost_toml_and_a_grant_flag_replaces_them",
     )
     .await
@@ -209,6 +209,47 @@ async fn an_environment_reads_its_connection_and_grants_from_fencepost_toml_and_
     let check = fencepost(&["check", "-e", "staging"], &[("STAGING_DB", &ado)], Some(dir.path())).await;
     assert_eq!(check.status.code(), Some(2), "{}", text(&check.stdout));
     assert!(text(&check.stderr).contains("ghost_service"), "{}", text(&check.stderr));
+
+    // One it has is audited as a service though in no fence role: its
+    // default schema, owned by another user, is a way for that user's code
+    // to stand in for what it calls.
+    let service = support::refusal::user_of(&db.login_in_role(None).await);
+    let other = support::refusal::user_of(&db.login_in_role(None).await);
+    db.exec(&format!("CREATE SCHEMA tools AUTHORIZATION [{other}];")).await;
+    db.exec(&format!("ALTER USER [{service}] WITH DEFAULT_SCHEMA = tools;"))
+        .await;
+    let names_the_service = |output: &Output| {
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        report["findings"].as_array().unwrap().iter().any(|f| {
+            f["object"] == "SCHEMA::tools"
+                && f["principal"]
+                    .as_str()
+                    .is_some_and(|p| p.eq_ignore_ascii_case(&service))
+        })
+    };
+    let unnamed = fencepost(&["check", "--format", "json", "--connection", &ado], &[], None).await;
+    assert!(
+        !names_the_service(&unnamed),
+        "check named a user no one said is a service: {}",
+        text(&unnamed.stdout)
+    );
+    std::fs::write(
+        dir.path().join("fencepost.toml"),
+        format!("[environments.staging]\nconnection_env = \"STAGING_DB\"\ngrants.fence_service = [\"{service}\"]\n"),
+    )
+    .unwrap();
+    let named = fencepost(
+        &["check", "-e", "staging", "--format", "json"],
+        &[("STAGING_DB", &ado)],
+        Some(dir.path()),
+    )
+    .await;
+    assert_eq!(named.status.code(), Some(1), "{}", text(&named.stderr));
+    assert!(
+        names_the_service(&named),
+        "check -e did not audit the environment's service: {}",
+        text(&named.stdout)
+    );
     db.drop().await;
 }
 
