@@ -573,3 +573,34 @@ async fn status_shows_the_deployed_contract_version() {
     assert!(status["contract_version"].is_null(), "{status}");
     db.drop().await;
 }
+
+/// What reaches stderr: nothing from a command that went well; `-v`/`-vv`
+/// raise only fencepost's own level; `FENCEPOST_LOG` takes any filter, the
+/// driver's too, and changes nothing on stdout.
+#[tokio::test]
+async fn log_levels_and_fencepost_log_choose_what_reaches_stderr() {
+    let test = "log_levels_and_fencepost_log_choose_what_reaches_stderr";
+    let Some(db) = TestDatabase::shared(test).await else {
+        return;
+    };
+    const DRIVER_LINE: &str = "Handshake stage: login complete";
+    let plain = fencepost_cli(&["status"], &db.ado()).await;
+    assert_eq!(support::binary::stderr(&plain), "", "a status that went well logged");
+    let verbose = fencepost_cli(&["-vv", "status"], &db.ado()).await;
+    assert!(
+        !support::binary::stderr(&verbose).contains(DRIVER_LINE),
+        "-vv let the driver's debug lines through"
+    );
+    let mut filtered = support::binary::fencepost_on(&db.ado(), ["status"]);
+    filtered.env("FENCEPOST_LOG", "tiberius=debug");
+    let filtered = support::binary::tokio(filtered).output().await.expect("run fencepost");
+    let log = support::binary::stderr(&filtered);
+    assert!(log.contains(DRIVER_LINE), "FENCEPOST_LOG=tiberius=debug: {log}");
+    assert_eq!(filtered.status.code(), plain.status.code());
+    assert_eq!(
+        support::binary::stdout(&filtered),
+        support::binary::stdout(&plain),
+        "the log filter changed stdout"
+    );
+    db.drop().await;
+}
