@@ -9,10 +9,11 @@
 //!     cargo run --example report_rebuilder
 //! ```
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use fencepost::Client;
 use fencepost::client::{Acquire, Fenced, Publication, Publish};
+use fencepost::{Client, ClientConfig, ConnectionString};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::filter::Targets;
@@ -20,10 +21,27 @@ use tracing_subscriber::prelude::*;
 use uuid::Uuid;
 
 const REPORT: &str = "report:daily-revenue";
-const LEASE: Duration = Duration::from_secs(2);
+/// Short, so that the stalled worker's lease runs out soon, yet long enough
+/// for a worker's first calls on new sessions, which a busy Babelfish can
+/// take seconds to compile, to finish inside it.
+const LEASE: Duration = Duration::from_secs(5);
+
+/// Where the workers tell their story: stdout here, a list in a test.
+pub type Say = Arc<dyn Fn(String) + Send + Sync>;
+
+/// How the story ended.
+#[derive(Debug)]
+pub struct Story {
+    /// The stalled worker's late publish, as the fence answered it.
+    pub late_write: Publish,
+    /// The generation the stalled worker held.
+    pub stalled_generation: i64,
+    /// The report readers see at the end.
+    pub final_report: Publication,
+}
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     // Shows the client's own log lines (a release that had nothing left to
     // release, a failed renewal being retried), not the driver's.
     tracing_subscriber::registry()
@@ -32,65 +50,108 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .init();
     let ado =
         std::env::var("FENCEPOST_CONNECTION").map_err(|_| "set FENCEPOST_CONNECTION to an ADO connection string")?;
-
-    let setup = Client::connect(&ado).await?;
-    setup.verify_contract().await?;
-    setup.provision(REPORT).await?;
-
-    // The stalled worker's late write is sent only after the others are done,
-    // so the story prints in order.
-    let (others_done, late_write) = oneshot::channel();
-    let stalled = tokio::spawn(stalled_worker(ado.clone(), late_write));
-    // Give the stalled worker its head start: it holds the lease first.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-
-    let mut healthy = Vec::new();
-    for name in ["worker-b", "worker-c"] {
-        healthy.push(tokio::spawn(healthy_worker(ado.clone(), name)));
-    }
-    for worker in healthy {
-        worker.await??;
-    }
-    let _ = others_done.send(());
-    stalled.await??;
-
-    match setup.read_publication(REPORT).await? {
+    let config = ClientConfig::new(ConnectionString::parse(&ado)?);
+    Client::connect_with(config.clone()).await?.verify_contract().await?;
+    let story = run(config, REPORT, Arc::new(|line| println!("{line}"))).await?;
+    match story.final_report {
         Publication::Found {
             generation, payload, ..
-        } => {
-            println!("final report: {payload:?} (generation {generation})")
-        }
+        } => println!("final report: {payload:?} (generation {generation})"),
         other => println!("final report: {other:?}"),
     }
     Ok(())
 }
 
+/// Runs the three workers on `report`, each with a client of its own made
+/// from `config`, and tells what happened through `say`.
+pub async fn run(
+    config: ClientConfig,
+    report: &str,
+    say: Say,
+) -> Result<Story, Box<dyn std::error::Error + Send + Sync>> {
+    let setup = Client::connect_with(config.clone()).await?;
+    setup.provision(report).await?;
+
+    // The stalled worker's late write is sent only after the others are done,
+    // so the story prints in order; it holds the lease first.
+    let (others_done, late_write) = oneshot::channel();
+    let (acquired, first) = oneshot::channel();
+    let stalled = tokio::spawn(stalled_worker(
+        Client::connect_with(config.clone()).await?,
+        report.to_string(),
+        say.clone(),
+        acquired,
+        late_write,
+    ));
+    let Ok(stalled_generation) = first.await else {
+        // It stopped before it held the lease: its own error says why.
+        return Err(stalled
+            .await?
+            .err()
+            .unwrap_or_else(|| "worker-a stopped without the lease".into()));
+    };
+
+    let mut healthy = Vec::new();
+    for name in ["worker-b", "worker-c"] {
+        let client = Client::connect_with(config.clone()).await?;
+        healthy.push(tokio::spawn(healthy_worker(
+            client,
+            report.to_string(),
+            name,
+            say.clone(),
+        )));
+    }
+    for worker in healthy {
+        worker.await??;
+    }
+    let _ = others_done.send(());
+    let late_write = stalled.await??;
+    Ok(Story {
+        late_write,
+        stalled_generation,
+        final_report: setup.read_publication(report).await?,
+    })
+}
+
 /// Takes the lease, builds, then stalls (think of a long GC pause or a
 /// suspended VM) with no chance to renew, and publishes when it wakes up.
-async fn stalled_worker(ado: String, others_done: oneshot::Receiver<()>) -> Result<(), fencepost::client::Error> {
-    let client = Client::connect(&ado).await?;
-    let Acquire::Acquired(lease) = client.acquire(REPORT, LEASE).await? else {
-        println!("worker-a: could not get the lease first");
-        return Ok(());
+async fn stalled_worker(
+    client: Client,
+    report: String,
+    say: Say,
+    acquired: oneshot::Sender<i64>,
+    others_done: oneshot::Receiver<()>,
+) -> Result<Publish, Box<dyn std::error::Error + Send + Sync>> {
+    let Acquire::Acquired(lease) = client.acquire(&report, LEASE).await? else {
+        return Err("worker-a: could not get the lease first".into());
     };
-    println!("worker-a: acquired generation {}, rebuilding...", lease.generation());
-    let report = rebuild("worker-a").await;
-    println!("worker-a: stalled, no renewals");
-    tokio::time::sleep(LEASE + Duration::from_secs(1)).await;
+    say(format!(
+        "worker-a: acquired generation {}, rebuilding...",
+        lease.generation()
+    ));
+    let _ = acquired.send(lease.generation());
+    let result = rebuild("worker-a").await;
+    say("worker-a: stalled, no renewals".to_string());
+    tokio::time::sleep(LEASE).await;
     let _ = others_done.await;
-    match client.publish(&lease, Uuid::new_v4(), &report).await? {
-        Publish::Refused(reason) => println!("worker-a: woke up, late write refused: {reason}"),
-        other => println!("worker-a: woke up, late write answered {other:?}"),
+    let answer = client.publish(&lease, Uuid::new_v4(), &result).await?;
+    match &answer {
+        Publish::Refused(reason) => say(format!("worker-a: woke up, late write refused: {reason}")),
+        other => say(format!("worker-a: woke up, late write answered {other:?}")),
     }
-    Ok(())
+    Ok(answer)
 }
 
 /// Uses `run_fenced`: renewed while it works, published under the same lease.
-async fn healthy_worker(ado: String, name: &'static str) -> Result<(), fencepost::client::Error> {
-    let client = Client::connect(&ado).await?;
+async fn healthy_worker(
+    client: Client,
+    report: String,
+    name: &'static str,
+    say: Say,
+) -> Result<(), fencepost::client::Error> {
     loop {
         let outcome = client
-            .run_fenced(REPORT, LEASE, |stop: CancellationToken| async move {
+            .run_fenced(&report, LEASE, |stop: CancellationToken| async move {
                 tokio::select! {
                     report = rebuild(name) => Ok::<_, std::convert::Infallible>(report),
                     _ = stop.cancelled() => Ok(String::new()),
@@ -99,15 +160,15 @@ async fn healthy_worker(ado: String, name: &'static str) -> Result<(), fencepost
             .await?;
         match outcome {
             Fenced::Busy { until } => {
-                println!("{name}: busy until {until}, waiting");
-                tokio::time::sleep(Duration::from_millis(700)).await;
+                say(format!("{name}: busy until {until}, waiting"));
+                tokio::time::sleep(LEASE / 4).await;
             }
             Fenced::Published { generation, .. } => {
-                println!("{name}: published under generation {generation}");
+                say(format!("{name}: published under generation {generation}"));
                 return Ok(());
             }
             other => {
-                println!("{name}: {other:?}");
+                say(format!("{name}: {other:?}"));
                 return Ok(());
             }
         }
@@ -116,6 +177,6 @@ async fn healthy_worker(ado: String, name: &'static str) -> Result<(), fencepost
 
 async fn rebuild(name: &str) -> String {
     // Longer than a third of the lease, so the healthy workers renew at least once.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    tokio::time::sleep(LEASE / 2).await;
     format!("revenue report rebuilt by {name}")
 }
