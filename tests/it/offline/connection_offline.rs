@@ -393,3 +393,42 @@ fn the_cli_signs_in_with_the_token_in_a_file() {
     let err = String::from_utf8_lossy(&output.stderr);
     assert!(!err.contains("file-token-value"), "the token leaked: {err}");
 }
+
+/// A listener whose accept queue is full: the kernel drops further SYNs, so
+/// a connect to it hangs as one to a firewalled address does.
+async fn full_listener() -> (tokio::net::TcpListener, Vec<std::net::TcpStream>) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(0).unwrap();
+    let addr = listener.local_addr().unwrap();
+    // Queued, never accepted: the queue holds one; the rest time out here.
+    let fillers = (0..3)
+        .filter_map(|_| std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok())
+        .collect();
+    (listener, fillers)
+}
+
+#[tokio::test]
+async fn a_server_that_never_accepts_the_tcp_connection_is_a_connect_timeout_naming_the_address() {
+    let (listener, _fillers) = full_listener().await;
+    let port = listener.local_addr().unwrap().port();
+    let s = ConnectionString::parse(&format!(
+        "Server=tcp:127.0.0.1,{port};User ID=u;Password=p;Connect Timeout=1"
+    ))
+    .unwrap();
+    let started = std::time::Instant::now();
+    let err = s.connect().await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(matches!(err, ConnectError::TimedOut { .. }), "{err:?}");
+    assert_eq!(
+        format!("{err:#}"),
+        format!("127.0.0.1:{port} did not accept a TCP connection within 1s (check the address and the firewall)")
+    );
+}
+
+#[test]
+fn a_string_without_connect_timeout_waits_15_seconds() {
+    let s = ConnectionString::parse("Server=tcp:db,1433;User ID=u;Password=p").unwrap();
+    assert_eq!(s.connect_timeout(), Duration::from_secs(15));
+    assert_eq!(fencepost::connection::DEFAULT_CONNECT_TIMEOUT, Duration::from_secs(15));
+}
