@@ -52,7 +52,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         std::env::var("FENCEPOST_CONNECTION").map_err(|_| "set FENCEPOST_CONNECTION to an ADO connection string")?;
     let config = ClientConfig::new(ConnectionString::parse(&ado)?);
     Client::connect_with(config.clone()).await?.verify_contract().await?;
-    let story = run(config, REPORT, Arc::new(|line| println!("{line}"))).await?;
+    let story = run(config, REPORT, LEASE, Arc::new(|line| println!("{line}"))).await?;
     match story.final_report {
         Publication::Found {
             generation, payload, ..
@@ -62,11 +62,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     Ok(())
 }
 
-/// Runs the three workers on `report`, each with a client of its own made
-/// from `config`, and tells what happened through `say`.
+/// Runs the three workers on `report` with leases of `lease`, each with a
+/// client of its own made from `config`, and tells what happened through
+/// `say`.
 pub async fn run(
     config: ClientConfig,
     report: &str,
+    lease: Duration,
     say: Say,
 ) -> Result<Story, Box<dyn std::error::Error + Send + Sync>> {
     let setup = Client::connect_with(config.clone()).await?;
@@ -79,6 +81,7 @@ pub async fn run(
     let stalled = tokio::spawn(stalled_worker(
         Client::connect_with(config.clone()).await?,
         report.to_string(),
+        lease,
         say.clone(),
         acquired,
         late_write,
@@ -97,6 +100,7 @@ pub async fn run(
         healthy.push(tokio::spawn(healthy_worker(
             client,
             report.to_string(),
+            lease,
             name,
             say.clone(),
         )));
@@ -118,11 +122,12 @@ pub async fn run(
 async fn stalled_worker(
     client: Client,
     report: String,
+    length: Duration,
     say: Say,
     acquired: oneshot::Sender<i64>,
     others_done: oneshot::Receiver<()>,
 ) -> Result<Publish, Box<dyn std::error::Error + Send + Sync>> {
-    let Acquire::Acquired(lease) = client.acquire(&report, LEASE).await? else {
+    let Acquire::Acquired(lease) = client.acquire(&report, length).await? else {
         return Err("worker-a: could not get the lease first".into());
     };
     say(format!(
@@ -130,9 +135,9 @@ async fn stalled_worker(
         lease.generation()
     ));
     let _ = acquired.send(lease.generation());
-    let result = rebuild("worker-a").await;
+    let result = rebuild("worker-a", length).await;
     say("worker-a: stalled, no renewals".to_string());
-    tokio::time::sleep(LEASE).await;
+    tokio::time::sleep(length).await;
     let _ = others_done.await;
     let answer = client.publish(&lease, Uuid::new_v4(), &result).await?;
     match &answer {
@@ -146,14 +151,15 @@ async fn stalled_worker(
 async fn healthy_worker(
     client: Client,
     report: String,
+    length: Duration,
     name: &'static str,
     say: Say,
 ) -> Result<(), fencepost::client::Error> {
     loop {
         let outcome = client
-            .run_fenced(&report, LEASE, |stop: CancellationToken| async move {
+            .run_fenced(&report, length, |stop: CancellationToken| async move {
                 tokio::select! {
-                    report = rebuild(name) => Ok::<_, std::convert::Infallible>(report),
+                    report = rebuild(name, length) => Ok::<_, std::convert::Infallible>(report),
                     _ = stop.cancelled() => Ok(String::new()),
                 }
             })
@@ -161,7 +167,7 @@ async fn healthy_worker(
         match outcome {
             Fenced::Busy { until } => {
                 say(format!("{name}: busy until {until}, waiting"));
-                tokio::time::sleep(LEASE / 4).await;
+                tokio::time::sleep(length / 4).await;
             }
             Fenced::Published { generation, .. } => {
                 say(format!("{name}: published under generation {generation}"));
@@ -175,8 +181,8 @@ async fn healthy_worker(
     }
 }
 
-async fn rebuild(name: &str) -> String {
+async fn rebuild(name: &str, lease: Duration) -> String {
     // Longer than a third of the lease, so the healthy workers renew at least once.
-    tokio::time::sleep(LEASE / 2).await;
+    tokio::time::sleep(lease / 2).await;
     format!("revenue report rebuilt by {name}")
 }
