@@ -37,9 +37,14 @@ async fn a_guard_keeps_its_lease_past_its_length_and_release_gives_it_back() {
     let lease = acquired(holder.acquire(&key, LEASE).await.unwrap());
     let first_deadline = lease.local_deadline();
     let guard = holder.guard(lease);
+    let token = guard.token();
 
     tokio::time::sleep_until(first_deadline + LEASE / 2).await;
     assert_eq!(guard.lost_reason(), None);
+    assert!(
+        !token.is_cancelled(),
+        "the token was cancelled while the lease was held"
+    );
     assert!(
         guard.lease().local_deadline() > first_deadline,
         "no renewal was recorded"
@@ -49,6 +54,7 @@ async fn a_guard_keeps_its_lease_past_its_length_and_release_gives_it_back() {
     assert_eq!(generation, guard.lease().generation());
 
     assert_eq!(guard.release().await.unwrap(), Release::Released);
+    assert!(token.is_cancelled(), "release() left the guard's token live");
     let (_, held, _, _) = state(&observer, &key).await;
     assert!(!held, "release left the lease held");
     drop((holder, observer));
