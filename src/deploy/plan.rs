@@ -373,15 +373,20 @@ mod tests {
         assert!(matches!(plan.blocker(), Some(Blocker::DivergentMigration { .. })));
     }
 
-    #[test]
-    fn a_migration_from_a_newer_fencepost_blocks_the_deploy() {
-        let s = sources();
-        let newer = AppliedMigration {
+    /// V3__c, which the fixture sources do not ship.
+    fn from_a_newer_fencepost() -> AppliedMigration {
+        AppliedMigration {
             version: 3,
             name: "c".into(),
             applied_on: String::new(),
             checksum: 1,
-        };
+        }
+    }
+
+    #[test]
+    fn a_migration_from_a_newer_fencepost_blocks_the_deploy() {
+        let s = sources();
+        let newer = from_a_newer_fencepost();
         let state = ServerState {
             migrations: vec![applied(&s, 0), applied(&s, 1), newer],
             procedures: vec![],
@@ -393,12 +398,7 @@ mod tests {
     #[test]
     fn a_migration_from_a_newer_fencepost_is_the_blocker_though_a_shipped_one_is_pending_below_it() {
         let s = sources();
-        let newer = AppliedMigration {
-            version: 3,
-            name: "c".into(),
-            applied_on: String::new(),
-            checksum: 1,
-        };
+        let newer = from_a_newer_fencepost();
         let state = ServerState {
             migrations: vec![applied(&s, 0), newer],
             procedures: vec![],

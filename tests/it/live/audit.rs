@@ -227,11 +227,7 @@ async fn update_on_the_resource_table_granted_to_fence_service_is_named() {
 
 /// A login with a user in `fence_service`; returns the user's name.
 async fn service_user(db: &mut TestDatabase) -> String {
-    let ado = db.login_in_role(Some("fence_service")).await;
-    ado.split(';')
-        .find_map(|kv| kv.strip_prefix("User ID="))
-        .expect("the support module names the user")
-        .to_string()
+    support::user_of(&db.login_in_role(Some("fence_service")).await)
 }
 
 /// Attacks Babelfish 4.2 cannot make because it lacks the feature, as it

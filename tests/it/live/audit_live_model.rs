@@ -8,8 +8,8 @@
 use crate::support;
 
 use fencepost::audit::{Policy, Report, Rule, evaluate, read_catalog};
-use support::refusal::{Refusal, deployed_unless_refused, deployed_unless_refused_by_a_user, is_known, run, user_of};
-use support::{TestDatabase, skip};
+use support::refusal::{Refusal, deployed_unless_refused, deployed_unless_refused_by_a_user, is_known, run};
+use support::{TestDatabase, skip, user_of};
 
 /// Babelfish 4.2's refusals of the layouts it cannot make, exactly as it
 /// answers them: its code for errors without a SQL Server number, and the

@@ -10,8 +10,8 @@ use crate::support;
 use std::io::Write;
 
 use fencepost::audit::{AuditError, Catalog, Policy, Report, Rule, evaluate, read_catalog};
-use support::refusal::{Refusal, deployed_unless_refused, deployed_unless_refused_by_a_user, is_known, run, user_of};
-use support::{TestDatabase, connect_ado, skip};
+use support::refusal::{Refusal, deployed_unless_refused, deployed_unless_refused_by_a_user, is_known, run};
+use support::{TestDatabase, connect_ado, skip, user_of};
 
 const BABELFISH: &str = "Babelfish for PostgreSQL";
 

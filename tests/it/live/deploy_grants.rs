@@ -213,8 +213,8 @@ async fn an_environment_reads_its_connection_and_grants_from_fencepost_toml_and_
     // One it has is audited as a service though in no fence role: its
     // default schema, owned by another user, is a way for that user's code
     // to stand in for what it calls.
-    let service = support::refusal::user_of(&db.login_in_role(None).await);
-    let other = support::refusal::user_of(&db.login_in_role(None).await);
+    let service = support::user_of(&db.login_in_role(None).await);
+    let other = support::user_of(&db.login_in_role(None).await);
     db.exec(&format!("CREATE SCHEMA tools AUTHORIZATION [{other}];")).await;
     db.exec(&format!("ALTER USER [{service}] WITH DEFAULT_SCHEMA = tools;"))
         .await;

@@ -8,6 +8,22 @@ use fencepost::deploy::{Blocker, Change, DeployError};
 use support::TestDatabase;
 use support::deploy::{exists, history, shipped, shipped_versions_and};
 
+/// `fencepost status`'s text, which must exit 1, and its line for
+/// `procedure` (lower case: Babelfish reports unquoted names so).
+fn status_line(db: &TestDatabase, procedure: &str) -> (String, String) {
+    let status = support::binary::fencepost_on(&db.ado(), ["status"])
+        .output()
+        .expect("run fencepost");
+    let text = support::binary::stdout(&status);
+    assert_eq!(status.status.code(), Some(1), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().to_lowercase().starts_with(procedure))
+        .unwrap_or_else(|| panic!("status does not list {procedure}:\n{text}"))
+        .to_string();
+    (text, line)
+}
+
 #[tokio::test]
 async fn a_procedure_fencepost_deployed_and_no_longer_ships_is_dropped_with_its_journal_row() {
     let test = "a_procedure_fencepost_deployed_and_no_longer_ships_is_dropped_with_its_journal_row";
@@ -29,15 +45,7 @@ async fn a_procedure_fencepost_deployed_and_no_longer_ships_is_dropped_with_its_
     assert!(exists(&db, "fence_api.Added").await);
 
     // Before the deploy that drops it, status says what that deploy will do.
-    let status = support::binary::fencepost_on(&db.ado(), ["status"])
-        .output()
-        .expect("run fencepost");
-    let text = support::binary::stdout(&status);
-    assert_eq!(status.status.code(), Some(1), "{text}");
-    let line = text
-        .lines()
-        .find(|l| l.trim_start().to_lowercase().starts_with("fence_api.added"))
-        .unwrap_or_else(|| panic!("status does not list the retired procedure:\n{text}"));
+    let (text, line) = status_line(&db, "fence_api.added");
     assert!(
         line.ends_with("pending: retired (fencepost deployed it and no longer ships it; migrate drops it)"),
         "{text}"
@@ -79,15 +87,7 @@ async fn a_hand_made_procedure_in_a_fence_schema_stops_the_deploy_and_is_named()
         .await;
     // status names it, and says migrate stops on it rather than advising a
     // run that would be refused.
-    let status = support::binary::fencepost_on(&db.ado(), ["status"])
-        .output()
-        .expect("run fencepost");
-    let text = support::binary::stdout(&status);
-    assert_eq!(status.status.code(), Some(1), "{text}");
-    let line = text
-        .lines()
-        .find(|l| l.trim_start().to_lowercase().starts_with("fence_admin.backdoor"))
-        .unwrap_or_else(|| panic!("status does not list the hand-made procedure:\n{text}"));
+    let (text, line) = status_line(&db, "fence_admin.backdoor");
     assert!(
         line.ends_with(
             "UNKNOWN: not deployed by fencepost; migrate refuses to run until it is dropped or moved out of the fence schemas"

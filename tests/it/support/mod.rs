@@ -505,6 +505,12 @@ async fn end_sessions(admin: &mut Connection, filter: &str) {
     }
 }
 
+/// The user (and login) name in an ADO string made by
+/// [`TestDatabase::login_in_role`].
+pub fn user_of(ado: &str) -> String {
+    ado_value(ado, "userid").expect("the support module names the user")
+}
+
 /// The value of `key` (lower case, spaces removed) in an ADO string.
 pub fn ado_value(ado: &str, key: &str) -> Option<String> {
     ado.split(';').find_map(|pair| {

@@ -8,7 +8,7 @@ use std::io::Write;
 
 use fencepost::deploy::Sources;
 
-use super::{TestDatabase, skip};
+use super::{TestDatabase, skip, user_of};
 
 /// A refusal as Babelfish answers it: its error code and the whole message.
 /// `{db}` in a message stands for the test database's name.
@@ -90,10 +90,4 @@ async fn deployed_unless(
             TestDatabase::deployed(test).await
         }
     }
-}
-
-/// The user (and login) name in an ADO string made by
-/// [`TestDatabase::login_in_role`].
-pub fn user_of(ado: &str) -> String {
-    super::ado_value(ado, "userid").expect("the support module names the user")
 }
