@@ -163,3 +163,51 @@ fn render_text(where_: &str, plan: &Plan) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIX: &str = "a PostgreSQL-side administrator runs `fencepost script --target babelfish-postgres --database orders` with psql";
+
+    #[test]
+    fn an_unreadable_catalog_is_cannot_verify_with_the_reason_and_the_fix() {
+        let definer = SecurityDefiner::CannotVerify {
+            reason: "Babelfish's PostgreSQL catalog is not readable over TDS: permission denied".to_owned(),
+        };
+        assert_eq!(
+            render_security_definer(&definer, "orders"),
+            format!(
+                "\nBabelfish: cannot verify that the fence procedures are SECURITY DEFINER \
+                 (Babelfish's PostgreSQL catalog is not readable over TDS: permission denied); {FIX}\n"
+            )
+        );
+        // Never a pass: status exits 1 on it.
+        assert!(!definer.is_current());
+    }
+
+    #[test]
+    fn the_security_definer_lines_name_each_gap_and_say_nothing_off_babelfish() {
+        let gap = SecurityDefiner::Babelfish {
+            not_security_definer: vec!["fence_api.inspect".to_owned()],
+        };
+        assert_eq!(
+            render_security_definer(&gap, "orders"),
+            format!(
+                "\nBabelfish: 1 fence procedure(s) are not SECURITY DEFINER, so a fence_service-only login cannot run them \
+                 (a T-SQL ALTER PROCEDURE, as migrate deploys, resets it): {FIX}\n  fence_api.inspect\n"
+            )
+        );
+        assert!(!gap.is_current());
+        let none = SecurityDefiner::Babelfish {
+            not_security_definer: Vec::new(),
+        };
+        assert_eq!(
+            render_security_definer(&none, "orders"),
+            "\nBabelfish: every fence procedure is SECURITY DEFINER\n"
+        );
+        assert!(none.is_current());
+        assert_eq!(render_security_definer(&SecurityDefiner::NotNeeded, "orders"), "");
+        assert!(SecurityDefiner::NotNeeded.is_current());
+    }
+}

@@ -359,3 +359,60 @@ async fn a_run_with_telemetry_says_so_and_its_layer_and_recorder_saw_every_call(
     assert!(!stderr.contains("EXECUTE"), "{stderr}");
     db.drop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_login_that_may_not_create_the_scratch_table_skips_the_table_baselines_and_says_so() {
+    let Some(mut db) = TestDatabase::deployed("bench_live").await else {
+        return;
+    };
+    // May run the fence and, where the engine does not chain ownership
+    // (Babelfish), touch its tables; may not CREATE TABLE.
+    let ado = db.login_in_role(None).await;
+    let user = support::user_of(&ado);
+    db.exec(&format!(
+        "GRANT EXECUTE ON SCHEMA::fence_api TO [{user}];\n\
+         GRANT SELECT, INSERT, UPDATE, DELETE ON SCHEMA::fence TO [{user}];"
+    ))
+    .await;
+    let output = bench(
+        &ado,
+        &[
+            "--workers",
+            "1",
+            "--operations",
+            "3",
+            "--warmup",
+            "0",
+            "--workload",
+            "cycle",
+            "--format",
+            "json",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("raw_update and applock_cycle skipped: this login may not create the scratch table"),
+        "{stderr}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("the report on stdout");
+    let scenarios = report["scenarios"].as_array().expect("scenarios");
+    let names: Vec<&str> = scenarios.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["select1", "acquire", "publish", "release", "fenced_cycle"],
+        "{report}"
+    );
+    for scenario in scenarios {
+        assert_eq!(scenario["operations"], 3, "{scenario}");
+        // Only to the baseline it measured.
+        assert_ratios(scenarios, scenario);
+        let ratios = scenario["ratio_to"].as_object();
+        assert!(ratios.is_none_or(|r| r.keys().all(|k| k == "select1")), "{scenario}");
+    }
+    let keys = db
+        .query("SELECT COUNT(*) FROM fence.Resource WHERE ResourceKey LIKE N'fencepost-bench:%';")
+        .await;
+    assert_eq!(count(keys), 0, "the bench's keys are left behind");
+    db.drop().await;
+}
