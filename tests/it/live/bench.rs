@@ -36,6 +36,17 @@ fn count(rows: Vec<tiberius::Row>) -> i32 {
     rows[0].get::<i32, usize>(0).expect("a count")
 }
 
+/// How many rows of `fence.<table>` belong to a bench key.
+async fn bench_rows(db: &TestDatabase, table: &str) -> i32 {
+    let sql = format!("SELECT COUNT(*) FROM fence.{table} WHERE ResourceKey LIKE N'fencepost-bench:%';");
+    count(db.query(&sql).await)
+}
+
+/// The names of the report's scenarios, in order.
+fn scenario_names(scenarios: &[serde_json::Value]) -> Vec<&str> {
+    scenarios.iter().map(|s| s["name"].as_str().unwrap()).collect()
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_short_run_reports_every_scenario_and_leaves_nothing_behind() {
     let Some(db) = TestDatabase::deployed("bench_live").await else {
@@ -111,18 +122,12 @@ async fn a_short_run_reports_every_scenario_and_leaves_nothing_behind() {
     assert!(guarded["round_trips_per_op"].as_f64().unwrap() >= 2.0, "{guarded}");
     assert!(guarded["p50_ms"].as_f64().unwrap() >= 20.0, "{guarded}");
 
-    let keys = db
-        .query("SELECT COUNT(*) FROM fence.Resource WHERE ResourceKey LIKE N'fencepost-bench:%';")
-        .await;
-    assert_eq!(count(keys), 0, "the bench's keys are left behind");
-    let operations = db
-        .query("SELECT COUNT(*) FROM fence.PublishedOperation WHERE ResourceKey LIKE N'fencepost-bench:%';")
-        .await;
-    assert_eq!(count(operations), 0, "the bench's publish records are left behind");
-    let tenures = db
-        .query("SELECT COUNT(*) FROM fence.Tenure WHERE ResourceKey LIKE N'fencepost-bench:%';")
-        .await;
-    assert_eq!(count(tenures), 0, "the bench's tenure history is left behind");
+    let keys = bench_rows(&db, "Resource").await;
+    assert_eq!(keys, 0, "the bench's keys are left behind");
+    let operations = bench_rows(&db, "PublishedOperation").await;
+    assert_eq!(operations, 0, "the bench's publish records are left behind");
+    let tenures = bench_rows(&db, "Tenure").await;
+    assert_eq!(tenures, 0, "the bench's tenure history is left behind");
     let tables = db
         .query("SELECT COUNT(*) FROM sys.tables WHERE name LIKE N'fencepost[_]bench[_]%';")
         .await;
@@ -203,10 +208,8 @@ async fn ctrl_c_stops_the_run_and_still_cleans_up() {
         .query("SELECT COUNT(*) FROM sys.tables WHERE name LIKE N'fencepost[_]bench[_]%';")
         .await;
     assert_eq!(count(tables), 0, "the scratch table is left behind");
-    let keys = db
-        .query("SELECT COUNT(*) FROM fence.Resource WHERE ResourceKey LIKE N'fencepost-bench:%';")
-        .await;
-    assert_eq!(count(keys), 0, "the bench's keys are left behind");
+    let keys = bench_rows(&db, "Resource").await;
+    assert_eq!(keys, 0, "the bench's keys are left behind");
     db.drop().await;
 }
 
@@ -242,7 +245,7 @@ async fn a_cycle_run_of_five_operations_that_cannot_remove_its_keys_exits_1_and_
     // Measured as asked: the baselines and the cycle workload's scenarios
     // only, five operations each, every ratio to a baseline it measured.
     let scenarios = report["scenarios"].as_array().expect("scenarios");
-    let names: Vec<&str> = scenarios.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    let names = scenario_names(scenarios);
     assert_eq!(
         names,
         [
@@ -270,10 +273,8 @@ async fn a_cycle_run_of_five_operations_that_cannot_remove_its_keys_exits_1_and_
         stderr.contains("are left in fence.Resource") && stderr.contains("fence.Resource keeps its rows"),
         "{stderr}"
     );
-    let keys = db
-        .query("SELECT COUNT(*) FROM fence.Resource WHERE ResourceKey LIKE N'fencepost-bench:%';")
-        .await;
-    assert!(count(keys) > 0, "exit 1 said keys were left, and none are");
+    let keys = bench_rows(&db, "Resource").await;
+    assert!(keys > 0, "exit 1 said keys were left, and none are");
     db.exec("DROP TRIGGER fence.KeepEveryResource;").await;
 
     // A new key cannot be made: the run stops with a bench error.
@@ -397,7 +398,7 @@ async fn a_login_that_may_not_create_the_scratch_table_skips_the_table_baselines
     );
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("the report on stdout");
     let scenarios = report["scenarios"].as_array().expect("scenarios");
-    let names: Vec<&str> = scenarios.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    let names = scenario_names(scenarios);
     assert_eq!(
         names,
         ["select1", "acquire", "publish", "release", "fenced_cycle"],
@@ -410,9 +411,7 @@ async fn a_login_that_may_not_create_the_scratch_table_skips_the_table_baselines
         let ratios = scenario["ratio_to"].as_object();
         assert!(ratios.is_none_or(|r| r.keys().all(|k| k == "select1")), "{scenario}");
     }
-    let keys = db
-        .query("SELECT COUNT(*) FROM fence.Resource WHERE ResourceKey LIKE N'fencepost-bench:%';")
-        .await;
-    assert_eq!(count(keys), 0, "the bench's keys are left behind");
+    let keys = bench_rows(&db, "Resource").await;
+    assert_eq!(keys, 0, "the bench's keys are left behind");
     db.drop().await;
 }
