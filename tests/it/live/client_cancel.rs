@@ -47,7 +47,9 @@ async fn a_publish_that_runs_out_of_time_on_the_row_lock_is_stopped_and_never_co
     let mut connection_string = ConnectionString::parse(&db.ado()).unwrap();
     connection_string.set_application_name(&application);
     let mut config = ClientConfig::new(connection_string);
-    config.max_connections(1).call_timeout(Duration::from_secs(2));
+    // Long enough for a new session's first calls to compile on a busy
+    // engine (the warm-up's), short enough to run out behind the blocker.
+    config.max_connections(1).call_timeout(Duration::from_secs(5));
     let publisher = Client::connect_with(config).await.unwrap();
     warm_up(&publisher).await;
     let key = provisioned(&observer, "queued").await;
