@@ -279,6 +279,8 @@ async fn an_out_of_range_list_history_prune_or_recover_argument_is_refused_namin
         assert_eq!(error.code(), Some(number), "{sql}: {error}");
         assert!(error.to_string().contains(parameter), "{sql}: {error}");
     }
+    let open = db.query("SELECT @@TRANCOUNT").await;
+    assert_eq!(open[0].get::<i32, _>(0), Some(0), "a refusal left a transaction open");
     let recoveries = db.query("SELECT COUNT(*) FROM fence.Recovery").await;
     assert_eq!(
         recoveries[0].get::<i32, _>(0),

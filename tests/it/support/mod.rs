@@ -194,14 +194,18 @@ impl TestDatabase {
         TestSession(session)
     }
 
-    /// The error `sql` is refused with, on a connection of its own; a panic
-    /// if it runs.
+    /// The error `sql` is refused with, on the test's own session
+    /// ([`TestDatabase::query`]); a panic if it runs. The session is kept:
+    /// a refused batch must leave no transaction open, as a procedure's
+    /// refusal of bad input does. A new session per refusal would cost a
+    /// login and the first-call compiles again on Babelfish.
     pub async fn refusal(&self, sql: &str) -> tiberius::error::Error {
-        let mut conn = self.connect().await;
-        match conn.simple_query(sql).await {
-            Ok(stream) => stream.into_results().await.expect_err(sql),
-            Err(error) => error,
-        }
+        let mut session = self.session().await;
+        let answer = match session.simple_query(sql).await {
+            Ok(stream) => stream.into_results().await.map(drop),
+            Err(error) => Err(error),
+        };
+        answer.expect_err(sql)
     }
 
     /// Runs one batch in this database, on the test's own session
