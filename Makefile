@@ -42,5 +42,6 @@ nextest:
 cargo-test: nextest
 	@if [ -z "$$FENCEPOST_TEST_MSSQL" ]; then \
 	  echo "FENCEPOST_TEST_MSSQL is not set: live tests will report themselves skipped"; fi
-	cargo nextest run --locked --all-targets
+	cargo nextest run --locked --all-targets --no-run
+	tests/with-prepared-databases cargo nextest run --locked --all-targets
 	cargo test --locked --doc

@@ -64,4 +64,5 @@ mod lease_restore_safety;
 mod lease_semantics;
 mod lease_source_version;
 mod lease_stress;
+mod pool;
 mod teardown;

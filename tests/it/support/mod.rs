@@ -17,6 +17,7 @@ pub mod fixtures;
 pub mod gated_store;
 pub mod lease;
 pub mod overwriting_store;
+pub mod prepared;
 pub mod proxy;
 pub mod refusal;
 mod shared;
@@ -117,8 +118,15 @@ impl TestDatabase {
         })
     }
 
-    /// Creates a database and deploys the shipped T-SQL with the real runner.
+    /// A database of the test's own with the shipped T-SQL deployed by the
+    /// real runner: one made ahead of the test when `make test` keeps a pool
+    /// ([`prepared`]), otherwise one created and deployed now.
     pub async fn deployed(test: &str) -> Option<Self> {
+        let server_ado = server_or_skip(test)?;
+        sweep_leftovers_once(&server_ado);
+        if let Some(db) = Self::prepared(&server_ado) {
+            return Some(db);
+        }
         let db = Self::new(test).await?;
         {
             // On the test's own session, which its later statements then
