@@ -102,12 +102,17 @@ impl TestDatabase {
     pub async fn new(test: &str) -> Option<Self> {
         let server_ado = server_or_skip(test)?;
         sweep_leftovers_once(&server_ado);
+        Some(Self::create(server_ado).await)
+    }
+
+    /// Creates an empty database on the server of `server_ado`.
+    async fn create(server_ado: String) -> Self {
         let name = format!("fp_{}", unique_suffix());
         let mut admin = connect_ado(&server_ado).await;
         if let Err(e) = with_catalog_retry(&mut admin, &format!("CREATE DATABASE [{name}];")).await {
             panic!("creating the test database: {e}");
         }
-        Some(Self {
+        Self {
             name,
             server_ado,
             logins: Vec::new(),
@@ -115,7 +120,7 @@ impl TestDatabase {
             dropped: false,
             session: Default::default(),
             server_session: Some(admin),
-        })
+        }
     }
 
     /// A database of the test's own with the shipped T-SQL deployed by the
@@ -127,7 +132,7 @@ impl TestDatabase {
         if let Some(db) = Self::prepared(&server_ado) {
             return Some(db);
         }
-        let db = Self::new(test).await?;
+        let db = Self::create(server_ado).await;
         {
             // On the test's own session, which its later statements then
             // find warm: the deploy leaves only the options every deploy
