@@ -17,9 +17,16 @@ clippy:
 	cargo clippy --all-targets --locked -- -D warnings
 
 # sqlfluff parses every file as T-SQL; an unparsable section fails the gate.
+# The install is tried three times: a registry answer cut off in transit
+# (pip then fails to decode the index page) is not a fault of the checkout.
 $(SQLFLUFF):
 	python3 -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check sqlfluff==$(SQLFLUFF_VERSION)
+	@for attempt in 1 2 3; do \
+	  $(VENV)/bin/pip install --quiet --disable-pip-version-check \
+	    sqlfluff==$(SQLFLUFF_VERSION) && exit 0; \
+	  echo "sql-check: installing sqlfluff failed (attempt $$attempt of 3)"; \
+	  sleep $$((attempt * 10)); \
+	done; exit 1
 
 sql-check: $(SQLFLUFF)
 	@for dir in $(SQL_DIRS); do \
