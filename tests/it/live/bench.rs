@@ -58,7 +58,7 @@ async fn a_short_run_reports_every_scenario_and_leaves_nothing_behind() {
             "--workers",
             "2",
             "--duration",
-            "2s",
+            "1s",
             "--warmup",
             "1",
             "--format",

@@ -12,7 +12,7 @@ use fencepost::client::{Error, Parameter, Provision, Publication, Publish};
 use fencepost::deploy::Sources;
 use support::TestDatabase;
 use support::caller::Caller;
-use support::lease::{acquired, unwarmed, worker};
+use support::lease::{acquired, unwarmed};
 use uuid::Uuid;
 
 const PROVISION: &str = "EXEC fence_api.Provision @ResourceKey = @P1";
@@ -148,7 +148,7 @@ async fn a_database_from_before_exact_keys_moves_to_them_with_every_row_kept() {
     db.migrate(&Sources::embedded().unwrap())
         .await
         .expect("deploy the rest");
-    let client = worker(&db.ado()).await;
+    let client = unwarmed(&db.ado()).await;
     assert!(matches!(
         client.read_publication("Job").await.unwrap(),
         Publication::Found { generation: 2, ref payload, .. } if payload == "kept"

@@ -9,7 +9,7 @@ use std::time::Duration;
 use fencepost::client::{Lease, Publish, Release};
 use sha2::{Digest, Sha256};
 use support::TestDatabase;
-use support::lease::{SHORT, acquired, json, lease_cli, provisioned, wait_until_expired, worker};
+use support::lease::{SHORT, acquired, json, lease_cli, provisioned, unwarmed, wait_until_expired, worker};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
@@ -138,7 +138,7 @@ async fn a_reader_sees_the_history_but_cannot_prune_or_recover() {
     let Some(mut db) = TestDatabase::deployed("a_reader_sees_the_history_but_cannot_prune_or_recover").await else {
         return;
     };
-    let client = worker(&db.ado()).await;
+    let client = unwarmed(&db.ado()).await;
     let key = provisioned(&client, "history").await;
     let lease = acquired(client.acquire(&key, LONG).await.unwrap());
     assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
@@ -180,7 +180,7 @@ async fn prune_deletes_only_the_tenures_that_ended_before_its_bound() {
     let Some(db) = TestDatabase::deployed("prune_deletes_only_the_tenures_that_ended_before_its_bound").await else {
         return;
     };
-    let client = worker(&db.ado()).await;
+    let client = unwarmed(&db.ado()).await;
     let ado = db.ado();
     let key = provisioned(&client, "prune").await;
     let mut generations = Vec::new();

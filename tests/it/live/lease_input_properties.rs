@@ -298,7 +298,7 @@ fn generated_calls_to_each_procedure_end_in_an_outcome_or_a_documented_refusal()
         return;
     };
     let (target, conn) = runtime.block_on(async {
-        let client = worker(&db.ado()).await;
+        let client = support::lease::unwarmed(&db.ado()).await;
         let key = support::lease::provisioned(&client, "generated").await;
         let lease = acquired(client.acquire(&key, Duration::from_secs(600)).await.unwrap());
         let operation = Uuid::new_v4();

@@ -11,7 +11,7 @@ use fencepost::audit::{Policy, Rule, RuleOutcome, evaluate, read_catalog};
 use fencepost::client::{Publish, Release, Renew};
 use fencepost::deploy::identity;
 use support::TestDatabase;
-use support::lease::{acquired, json, lease_cli, provisioned, state, worker};
+use support::lease::{acquired, json, lease_cli, provisioned, state, unwarmed};
 use uuid::Uuid;
 
 /// How `check`'s FP019 (the database was restored or failed over) comes out
@@ -53,7 +53,7 @@ async fn after_a_restore_every_acquisition_gets_a_generation_above_all_issued_be
     else {
         return;
     };
-    let client = worker(&db.ado()).await;
+    let client = unwarmed(&db.ado()).await;
     let ado = db.ado();
     let busy = provisioned(&client, "recover").await;
     let held = provisioned(&client, "recover").await;

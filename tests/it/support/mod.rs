@@ -274,6 +274,11 @@ impl TestDatabase {
     pub async fn drop(mut self) {
         // Its own session would keep the database in use.
         self.session.get_mut().take();
+        if self.shared && self.logins.is_empty() {
+            // Nothing of the test's own to drop: no session needed.
+            self.dropped = true;
+            return;
+        }
         let admin = match self.server_session.take() {
             Some(admin) => admin,
             None => connect_ado(&self.server_ado).await,
@@ -295,6 +300,9 @@ impl Drop for TestDatabase {
         // Its own sessions would keep the database in use.
         self.session.get_mut().take();
         self.server_session.take();
+        if self.shared && self.logins.is_empty() {
+            return;
+        }
         let (server_ado, name, logins, shared) = (
             self.server_ado.clone(),
             self.name.clone(),
@@ -385,7 +393,7 @@ pub fn sweep_leftovers_once(server_ado: &str) {
     SWEPT.call_once(|| {
         // The runner starts a process per test (nextest) or per binary
         // (cargo test); the first of its run sweeps for all of them.
-        let run = std::env::var("NEXTEST_RUN_ID").unwrap_or_else(|_| std::os::unix::process::parent_id().to_string());
+        let run = shared::run_id();
         let marker = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fp_swept_{run}"));
         if std::fs::OpenOptions::new()
             .write(true)
@@ -506,19 +514,51 @@ async fn teardown(mut admin: Connection, server_ado: &str, name: &str, logins: &
 }
 
 /// KILLs every other session that matches `filter` (a condition on
-/// `sys.dm_exec_sessions`). Both engines support KILL; a failure only leaves
-/// the drop to retry and warn.
+/// `sys.dm_exec_sessions`) and waits, up to ten seconds, until none is left:
+/// a KILLed session ends on its own time, and the DROP that follows fails
+/// while it is still there. Both engines support KILL. What goes wrong is
+/// said on stderr (the drop that follows then retries, and warns if it
+/// cannot), so a database left behind says why.
 async fn end_sessions(admin: &mut Connection, filter: &str) {
     let sql =
         format!("SELECT CAST(session_id AS int) FROM sys.dm_exec_sessions WHERE {filter} AND session_id <> @@SPID;");
-    let sessions = match admin.simple_query(sql).await {
-        Ok(stream) => stream.into_first_result().await.unwrap_or_default(),
-        Err(_) => Vec::new(),
-    };
-    for id in sessions.iter().filter_map(|row| row.get::<i32, usize>(0)) {
-        if let Ok(stream) = admin.simple_query(format!("KILL {id};")).await {
-            let _ = stream.into_results().await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut killed = std::collections::HashSet::new();
+    loop {
+        let listed = match admin.simple_query(&sql).await {
+            Ok(stream) => stream.into_first_result().await,
+            Err(e) => Err(e),
+        };
+        let sessions: Vec<i32> = match listed {
+            Ok(rows) => rows.iter().filter_map(|row| row.get::<i32, usize>(0)).collect(),
+            Err(e) => {
+                let _ = writeln!(std::io::stderr(), "warning: listing the sessions where {filter}: {e}");
+                return;
+            }
+        };
+        if sessions.is_empty() {
+            return;
         }
+        if std::time::Instant::now() > deadline {
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: sessions {sessions:?} ({filter}) outlived their KILL"
+            );
+            return;
+        }
+        // A session KILLed once is left to end; one whose KILL failed is tried again.
+        let unkilled: Vec<i32> = sessions.into_iter().filter(|id| !killed.contains(id)).collect();
+        for id in unkilled {
+            let answer = match admin.simple_query(format!("KILL {id};")).await {
+                Ok(stream) => stream.into_results().await.map(drop),
+                Err(e) => Err(e),
+            };
+            match answer {
+                Ok(()) => _ = killed.insert(id),
+                Err(e) => _ = writeln!(std::io::stderr(), "warning: KILL {id} ({filter}): {e}"),
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
 

@@ -39,6 +39,22 @@ impl TestDatabase {
         // Blocks this test's own runtime thread only, while another test
         // (another thread or process) deploys.
         lock.lock().expect("locking the shared database's lock file");
+        let run = run_id();
+        let mut db = Self {
+            name: name.clone(),
+            server_ado: server_ado.clone(),
+            logins: Vec::new(),
+            shared: true,
+            dropped: false,
+            session: Default::default(),
+            server_session: None,
+        };
+        // Deployed by an earlier test of this run: a session is dear on
+        // Babelfish, and this one would only look the database up.
+        if std::fs::read_to_string(&ready).is_ok_and(|deployed_by| deployed_by == run) {
+            lock.unlock().expect("unlocking the shared database's lock file");
+            return Some(db);
+        }
         let mut admin = connect_ado(&server_ado).await;
         let exists = admin
             .simple_query(format!(
@@ -51,15 +67,6 @@ impl TestDatabase {
             .expect("looking for the shared database")
             .and_then(|row| row.get::<i32, usize>(0))
             == Some(1);
-        let mut db = Self {
-            name: name.clone(),
-            server_ado,
-            logins: Vec::new(),
-            shared: true,
-            dropped: false,
-            session: Default::default(),
-            server_session: None,
-        };
         if !(exists && ready.exists()) {
             // A deploy that did not finish (its test was killed) is no base
             // for anyone: start again.
@@ -76,12 +83,18 @@ impl TestDatabase {
             db.migrate(&Sources::embedded().expect("embedded sources"))
                 .await
                 .expect("deploying the shared database");
-            File::create(&ready).expect("marking the shared database deployed");
+            std::fs::write(&ready, &run).expect("marking the shared database deployed");
         }
         lock.unlock().expect("unlocking the shared database's lock file");
         db.server_session = Some(admin);
         Some(db)
     }
+}
+
+/// This run of the tests, as the marker of a deployed shared database
+/// records it: nextest's id for the run, or the runner's pid under `cargo test`.
+pub(super) fn run_id() -> String {
+    std::env::var("NEXTEST_RUN_ID").unwrap_or_else(|_| std::os::unix::process::parent_id().to_string())
 }
 
 /// `fp_<runner pid>_shared_it` (`it` is the test binary): the same for every
