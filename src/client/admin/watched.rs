@@ -111,7 +111,7 @@ async fn watched_call(
                 return result.map(|mut replies| replies.swap_remove(0)).map_err(|error| (error, blocker));
             }
             () = tokio::time::sleep(WATCH) => {
-                if let Some(seen) = blocking_session(watcher, spid, babelfish).await {
+                if let Some(seen) = head_blocker(watcher, spid, babelfish).await {
                     blocker = Some(seen);
                 }
             }
@@ -119,13 +119,42 @@ async fn watched_call(
     }
 }
 
-/// The session `spid` waits for, if this login may see it. SQL Server and
-/// Azure SQL show it in sys.dm_exec_requests; Babelfish has no such view, but
-/// its sys.sysprocesses fills `blocked`.
+/// Links of a blocking chain followed before the watcher settles for the
+/// session it reached: a chain longer than this is a pile-up behind one
+/// open transaction that the force-release's bound will have ended anyway.
+const MAX_CHAIN: usize = 8;
+
+/// The session at the head of the chain `spid` waits behind: the one that
+/// blocks while itself waiting for nobody. Another caller queued for the
+/// fence row ahead of `spid` also blocks it, but ending that caller would
+/// free nothing; the session whose open transaction holds the row heads the
+/// chain. `None` when `spid` is not blocked or this login may not see it.
+async fn head_blocker(watcher: &mut Session, spid: i32, babelfish: bool) -> Option<i32> {
+    let mut chain = vec![spid];
+    let mut head = blocking_session(watcher, spid, babelfish).await?;
+    while chain.len() <= MAX_CHAIN && !chain.contains(&head) {
+        chain.push(head);
+        match blocking_session(watcher, head, babelfish).await {
+            Some(next) => head = next,
+            None => break,
+        }
+    }
+    Some(head)
+}
+
+/// A session `spid` waits for, if this login may see it. SQL Server and
+/// Azure SQL show it in sys.dm_exec_requests. Babelfish's
+/// sys.dm_exec_requests has no blocking column, and the `blocked` column of
+/// its sys.sysprocesses names any session holding any lock on an object
+/// `spid` has locked, granted or not, conflicting or not: a session that
+/// merely read the fence table in an open transaction. PostgreSQL's own
+/// pg_blocking_pids names only the sessions whose locks conflict with the
+/// one `spid` waits for, or that queue for it ahead of `spid`.
 async fn blocking_session(watcher: &mut Session, spid: i32, babelfish: bool) -> Option<i32> {
     let sql = if babelfish {
-        "SELECT TOP (1) CAST(blocked AS int) FROM sys.sysprocesses \
-         WHERE spid = @P1 AND blocked <> 0 AND blocked <> @@SPID AND blocked <> @P1"
+        "SELECT TOP (1) CAST(b.pid AS int) \
+         FROM pg_catalog.unnest(pg_catalog.pg_blocking_pids(@P1)) AS b (pid) \
+         WHERE b.pid <> @@SPID"
     } else {
         "SELECT TOP (1) CAST(blocking_session_id AS int) FROM sys.dm_exec_requests \
          WHERE session_id = @P1 AND blocking_session_id <> 0"

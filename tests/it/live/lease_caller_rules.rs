@@ -42,16 +42,8 @@ async fn open_holder(db: &TestDatabase, key: &str) -> (Caller, i32) {
         .unwrap();
     let held = holder.call(ASSERT, &[&key, &owner, &generation]).await;
     assert_eq!(held.outcome(), "Holding");
-    let row = holder
-        .conn
-        .simple_query("SELECT CAST(@@SPID AS int)")
-        .await
-        .unwrap()
-        .into_row()
-        .await
-        .unwrap()
-        .unwrap();
-    (holder, row.get::<i32, _>(0).unwrap())
+    let spid = holder.spid().await;
+    (holder, spid)
 }
 
 #[tokio::test]
@@ -412,5 +404,135 @@ async fn a_lock_first_statement_changes_the_row_it_locks() {
         );
     }
     drop(caller);
+    db.drop().await;
+}
+
+/// A session whose open transaction only read the fence table, as a report
+/// or a monitoring query does.
+async fn reader_with_an_open_transaction(db: &TestDatabase) -> Caller {
+    let mut reader = Caller::new(db.connect().await);
+    reader.begin("READ COMMITTED").await.unwrap();
+    reader.batch("SELECT COUNT(*) FROM fence.Resource;").await.unwrap();
+    reader
+}
+
+#[tokio::test]
+async fn force_release_names_and_kills_the_session_holding_the_row_not_one_that_only_read_the_table() {
+    let name = "force_release_names_and_kills_the_session_holding_the_row_not_one_that_only_read_the_table";
+    let Some(db) = TestDatabase::deployed(name).await else {
+        return;
+    };
+    db.exec(REPORT).await;
+    let mut setup = Caller::new(db.connect().await);
+    let key = provisioned(&mut setup, "stuck").await;
+    // Readers opened before the holder and after it: which one a sloppy
+    // lookup names first then depends on neither order.
+    let mut readers = vec![reader_with_an_open_transaction(&db).await];
+    let (mut holder, spid) = open_holder(&db, &key).await;
+    readers.push(reader_with_an_open_transaction(&db).await);
+    readers.push(reader_with_an_open_transaction(&db).await);
+
+    let refused = tokio::time::timeout(HANG, lease_cli(&["force-release", &key], &db.ado()))
+        .await
+        .expect("force-release hung behind the holder's open transaction");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains(&format!("session {spid},")),
+        "the error does not name the holder's session {spid}: {stderr}"
+    );
+
+    let output = tokio::time::timeout(
+        HANG,
+        lease_cli(
+            &["force-release", &key, "--kill-blocker", "--format", "json"],
+            &db.ado(),
+        ),
+    )
+    .await
+    .expect("force-release --kill-blocker hung");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let answer = json(&output);
+    assert_eq!(answer["killed_session"], spid, "{answer}");
+    assert!(
+        holder.batch("SELECT 1;").await.is_err(),
+        "the holder's session survived"
+    );
+    for reader in &mut readers {
+        assert_eq!(
+            reader.trancount().await,
+            1,
+            "a reader's session or transaction was ended"
+        );
+        reader.rollback().await;
+    }
+    drop((holder, readers, setup));
+    db.drop().await;
+}
+
+/// Waits until session `spid` waits for a lock: SQL Server names the wait
+/// LCK_M_*, Babelfish (PostgreSQL's wait event type) Lock.
+async fn until_waiting_for_a_lock(db: &TestDatabase, spid: i32) {
+    let sql = format!(
+        "SELECT CASE WHEN EXISTS (SELECT 1 FROM sys.sysprocesses WHERE spid = {spid} AND blocked <> 0 \
+         AND (lastwaittype LIKE N'LCK%' OR lastwaittype LIKE N'Lock%')) THEN 1 ELSE 0 END"
+    );
+    let waiting = async {
+        while db.query(&sql).await[0].get::<i32, _>(0) != Some(1) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(HANG, waiting)
+        .await
+        .expect("the queued writer never waited for the fence row");
+}
+
+#[tokio::test]
+async fn force_release_behind_a_queue_for_the_row_kills_the_holder_at_its_head_not_the_writer_queued_first() {
+    let name = "force_release_behind_a_queue_for_the_row_kills_the_holder_at_its_head_not_the_writer_queued_first";
+    let Some(db) = TestDatabase::deployed(name).await else {
+        return;
+    };
+    db.exec(REPORT).await;
+    let mut setup = Caller::new(db.connect().await);
+    let key = provisioned(&mut setup, "queued").await;
+    let (mut holder, spid) = open_holder(&db, &key).await;
+    // A writer queued for the row before the force-release, with a wait
+    // longer than the procedure's bound: while both wait, the force-release
+    // waits behind the writer, and the writer behind the holder.
+    let mut queued = Caller::new(db.connect().await);
+    let queued_spid = queued.spid().await;
+    let update = format!(
+        "SET LOCK_TIMEOUT {}; UPDATE fence.Resource SET Payload = Payload WHERE ResourceKey = N'{key}';",
+        HANG.as_millis()
+    );
+    let writer = tokio::spawn(async move {
+        let wrote = queued.batch(&update).await;
+        (queued, wrote)
+    });
+    until_waiting_for_a_lock(&db, queued_spid).await;
+
+    let output = tokio::time::timeout(
+        HANG,
+        lease_cli(
+            &["force-release", &key, "--kill-blocker", "--format", "json"],
+            &db.ado(),
+        ),
+    )
+    .await
+    .expect("force-release --kill-blocker hung");
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let answer = json(&output);
+    assert_eq!(
+        answer["killed_session"], spid,
+        "the holder is {spid}, the queued writer {queued_spid}: {answer}"
+    );
+    assert!(
+        holder.batch("SELECT 1;").await.is_err(),
+        "the holder's session survived"
+    );
+    let (mut queued, wrote) = writer.await.unwrap();
+    wrote.expect("the queued writer's update, once the holder was gone");
+    assert_eq!(queued.trancount().await, 0);
+    drop((holder, queued, setup));
     db.drop().await;
 }

@@ -113,6 +113,20 @@ impl Caller {
         row.get::<i32, _>(0).unwrap()
     }
 
+    /// This session's id, as KILL and the session views name it.
+    pub async fn spid(&mut self) -> i32 {
+        let row = self
+            .conn
+            .simple_query("SELECT CAST(@@SPID AS int)")
+            .await
+            .unwrap()
+            .into_row()
+            .await
+            .unwrap()
+            .unwrap();
+        row.get::<i32, _>(0).unwrap()
+    }
+
     /// The server's current time.
     pub async fn server_now(&mut self) -> time::PrimitiveDateTime {
         let row = self
