@@ -23,9 +23,10 @@ use uuid::Uuid;
 
 const CUTS: [Cut; 3] = [Cut::BeforeRequest, Cut::BeforeReply, Cut::MidReply];
 const LEASE: Duration = Duration::from_secs(60);
-/// A lease the guard renews while a test breaks its connections: one
-/// renewal period (a third) leaves room for a retry on a new session.
-const RENEWED: Duration = Duration::from_secs(6);
+/// A lease the guard renews while a test breaks its connections: after a
+/// renewal fails, the two thirds left leave room for a retry on a new
+/// session, whose login and first call can take a busy test engine seconds.
+const RENEWED: Duration = Duration::from_secs(9);
 
 struct Setup {
     db: TestDatabase,
