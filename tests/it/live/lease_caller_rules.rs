@@ -425,8 +425,8 @@ async fn force_release_names_and_kills_the_session_holding_the_row_not_one_that_
     db.exec(REPORT).await;
     let mut setup = Caller::new(db.connect().await);
     let key = provisioned(&mut setup, "stuck").await;
-    // Readers opened before the holder and after it: which one a sloppy
-    // lookup names first then depends on neither order.
+    // Readers opened before the holder and after it, so that naming the
+    // holder does not hang on the order in which sessions are listed.
     let mut readers = vec![reader_with_an_open_transaction(&db).await];
     let (mut holder, spid) = open_holder(&db, &key).await;
     readers.push(reader_with_an_open_transaction(&db).await);
