@@ -145,6 +145,27 @@ pub enum Error {
         #[source]
         cause: Box<Error>,
     },
+    /// A watched force-release with [`WhenBlocked::Kill`](super::admin::WhenBlocked::Kill)
+    /// ended session `killed`, whose open transaction held the fence row,
+    /// and its second call then gave up waiting too, behind `session`: a
+    /// session that took the row meanwhile, or `killed` itself when its
+    /// rollback outlasted the procedure's bound. Nothing was fenced, and
+    /// `session` was not ended: one force-release ends one session.
+    #[error(
+        "{procedure} gave up waiting for the fence row again after session {killed} was ended: session {session} holds it \
+         now"
+    )]
+    BlockedAfterKill {
+        /// The procedure that was called.
+        procedure: &'static str,
+        /// The session that was ended.
+        killed: i32,
+        /// The session that held the fence row when the second call gave up.
+        session: i32,
+        /// How the second call failed.
+        #[source]
+        cause: Box<Error>,
+    },
     /// Ending the session that blocked a watched force-release failed
     /// (`KILL` needs ALTER ANY CONNECTION on SQL Server, KILL DATABASE
     /// CONNECTION on Azure SQL Database). Nothing was fenced.
@@ -363,7 +384,7 @@ mod tests {
 
     #[test]
     fn no_message_repeats_its_cause() {
-        let refused = Error::Server {
+        let refused = || Error::Server {
             procedure: "fence_admin.ForceRelease",
             number: 1222,
             class: 16,
@@ -373,7 +394,13 @@ mod tests {
             Error::Blocked {
                 procedure: "fence_admin.ForceRelease",
                 session: 57,
-                cause: Box::new(refused),
+                cause: Box::new(refused()),
+            },
+            Error::BlockedAfterKill {
+                procedure: "fence_admin.ForceRelease",
+                killed: 57,
+                session: 58,
+                cause: Box::new(refused()),
             },
             Error::Connect(ConnectError::AccessTokenProvider {
                 server: "db:1433".into(),

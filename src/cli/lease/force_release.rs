@@ -29,6 +29,22 @@ pub(super) async fn force_release(args: LeaseForceReleaseArgs) -> Result<u8> {
              --kill-blocker), then force-release again",
             args.key
         ),
+        Err(Error::BlockedAfterKill {
+            killed, session, cause, ..
+        }) if session == killed => bail!(
+            "{}: ended session {killed}, which held the fence row in an open transaction, but its rollback is not \
+             done: ForceRelease gave up waiting for it again ({cause}). Force-release again once the rollback ends",
+            args.key
+        ),
+        Err(Error::BlockedAfterKill {
+            killed, session, cause, ..
+        }) => bail!(
+            "{}: ended session {killed}, which held the fence row in an open transaction (rolled back); session \
+             {session} then took the row in an open transaction of its own, and ForceRelease gave up waiting again \
+             ({cause}). Session {session} was not ended: find out what it is, then force-release again (--kill-blocker \
+             ends it)",
+            args.key
+        ),
         Err(error @ Error::KillFailed { .. }) => return Err(error.into()),
         Err(error) => {
             return Err(anyhow::Error::new(error).context(

@@ -81,10 +81,23 @@ impl Admin {
         };
         kill(&mut watcher, blocker).await?;
         // The killed session's rollback may take a moment; the call waits
-        // for it within its own bound.
-        drop(session);
+        // for it within its own bound, watched as the first was: another
+        // session may take the row meanwhile, and that one is named, never
+        // ended as well.
+        let outcome = match watched_call(client, &mut session, &mut watcher, key, spid, babelfish).await {
+            Ok(reply) => force_release(&reply)?,
+            Err((error, None)) => return Err(error),
+            Err((error, Some(holder))) => {
+                return Err(Error::BlockedAfterKill {
+                    procedure: Procedure::ForceRelease.name(),
+                    killed: blocker,
+                    session: holder,
+                    cause: Box::new(error),
+                });
+            }
+        };
         Ok(ForceReleased {
-            outcome: self.force_release(key).await?,
+            outcome,
             killed_session: Some(blocker),
         })
     }

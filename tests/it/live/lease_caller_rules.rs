@@ -486,6 +486,32 @@ async fn until_waiting_for_a_lock(db: &TestDatabase, spid: i32) {
         .expect("the queued writer never waited for the fence row");
 }
 
+/// A session whose UPDATE of `key`'s fence row, after `first` (in the same
+/// batch), waits behind the row's holder longer than any procedure's bound;
+/// returned once it waits, with its session id. The task answers with the
+/// session and how the batch ended.
+async fn queued_writer(
+    db: &TestDatabase,
+    key: &str,
+    first: &str,
+) -> (
+    tokio::task::JoinHandle<(Caller, Result<(), tiberius::error::Error>)>,
+    i32,
+) {
+    let mut queued = Caller::new(db.connect().await);
+    let spid = queued.spid().await;
+    let batch = format!(
+        "SET LOCK_TIMEOUT {}; {first} UPDATE fence.Resource SET Payload = Payload WHERE ResourceKey = N'{key}';",
+        HANG.as_millis()
+    );
+    let writer = tokio::spawn(async move {
+        let wrote = queued.batch(&batch).await;
+        (queued, wrote)
+    });
+    until_waiting_for_a_lock(db, spid).await;
+    (writer, spid)
+}
+
 #[tokio::test]
 async fn force_release_behind_a_queue_for_the_row_kills_the_holder_at_its_head_not_the_writer_queued_first() {
     let name = "force_release_behind_a_queue_for_the_row_kills_the_holder_at_its_head_not_the_writer_queued_first";
@@ -499,17 +525,7 @@ async fn force_release_behind_a_queue_for_the_row_kills_the_holder_at_its_head_n
     // A writer queued for the row before the force-release, with a wait
     // longer than the procedure's bound: while both wait, the force-release
     // waits behind the writer, and the writer behind the holder.
-    let mut queued = Caller::new(db.connect().await);
-    let queued_spid = queued.spid().await;
-    let update = format!(
-        "SET LOCK_TIMEOUT {}; UPDATE fence.Resource SET Payload = Payload WHERE ResourceKey = N'{key}';",
-        HANG.as_millis()
-    );
-    let writer = tokio::spawn(async move {
-        let wrote = queued.batch(&update).await;
-        (queued, wrote)
-    });
-    until_waiting_for_a_lock(&db, queued_spid).await;
+    let (writer, queued_spid) = queued_writer(&db, &key, "").await;
 
     let output = tokio::time::timeout(
         HANG,
@@ -534,5 +550,50 @@ async fn force_release_behind_a_queue_for_the_row_kills_the_holder_at_its_head_n
     wrote.expect("the queued writer's update, once the holder was gone");
     assert_eq!(queued.trancount().await, 0);
     drop((holder, queued, setup));
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_force_release_that_ended_the_holder_names_the_session_that_took_the_row_meanwhile_and_ends_no_other() {
+    let name = "a_force_release_that_ended_the_holder_names_the_session_that_took_the_row_meanwhile_and_ends_no_other";
+    let Some(db) = TestDatabase::deployed(name).await else {
+        return;
+    };
+    db.exec(REPORT).await;
+    let mut setup = Caller::new(db.connect().await);
+    let key = provisioned(&mut setup, "taken").await;
+    let (mut holder, spid) = open_holder(&db, &key).await;
+    // Queued ahead of the force-release, the writer gets the row once the
+    // holder is ended, in a transaction it leaves open: the second
+    // ForceRelease waits behind it.
+    let (writer, taker) = queued_writer(&db, &key, "BEGIN TRANSACTION;").await;
+
+    let output = tokio::time::timeout(
+        HANG * 2,
+        lease_cli(&["force-release", &key, "--kill-blocker"], &db.ado()),
+    )
+    .await
+    .expect("force-release --kill-blocker hung");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_ne!(output.status.code(), Some(0), "{output:?}");
+    assert!(
+        stderr.contains(&format!("ended session {spid},"))
+            && stderr.contains(&format!("session {taker} then took the row"))
+            && stderr.contains(&format!("Session {taker} was not ended")),
+        "the holder is {spid}, the writer that took the row {taker}: {stderr}"
+    );
+    assert!(
+        holder.batch("SELECT 1;").await.is_err(),
+        "the holder's session survived"
+    );
+    let (mut taker_session, wrote) = writer.await.unwrap();
+    wrote.expect("the writer's update, once the holder was gone");
+    assert_eq!(
+        taker_session.trancount().await,
+        1,
+        "the writer's session or transaction was ended"
+    );
+    taker_session.rollback().await;
+    drop((holder, taker_session, setup));
     db.drop().await;
 }
