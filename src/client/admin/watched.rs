@@ -50,8 +50,11 @@ impl Admin {
     /// [`force_release`](Admin::force_release), watched from a second
     /// session. If the call fails while another session's open transaction
     /// holds the fence row, the answer is [`Error::Blocked`] naming that
-    /// session, or with [`WhenBlocked::Kill`] the session is ended and the
-    /// key fenced. Seeing other sessions needs VIEW SERVER STATE on SQL
+    /// session (the head of the chain, when other callers queue for the row
+    /// too), or with [`WhenBlocked::Kill`] the session is ended and the key
+    /// fenced; if the row is held again when the call is made once more,
+    /// the answer is [`Error::BlockedAfterKill`], and no second session is
+    /// ended. Seeing other sessions needs VIEW SERVER STATE on SQL
     /// Server (VIEW DATABASE STATE on Azure SQL Database); without it a
     /// blocked call fails with the procedure's own error.
     pub async fn force_release_watched(&self, key: &str, when_blocked: WhenBlocked) -> Result<ForceReleased, Error> {

@@ -446,7 +446,7 @@ pub async fn sweep_leftovers(server_ado: &str) {
         }
     }
     for name in databases {
-        end_sessions(&mut admin, &format!("database_id = DB_ID(N'{name}')")).await;
+        end_database_sessions(&mut admin, &name).await;
         match with_catalog_retry(&mut admin, &format!("DROP DATABASE IF EXISTS [{name}];")).await {
             Ok(()) => {
                 let _ = writeln!(
@@ -507,10 +507,26 @@ async fn teardown(mut admin: Connection, server_ado: &str, name: &str, logins: &
     if shared {
         return;
     }
-    end_sessions(&mut admin, &format!("database_id = DB_ID(N'{name}')")).await;
+    end_database_sessions(&mut admin, name).await;
     if let Err(e) = with_catalog_retry(&mut admin, &format!("DROP DATABASE [{name}];")).await {
         let _ = writeln!(std::io::stderr(), "warning: database {name} left behind: {e}");
     }
+}
+
+/// KILLs every other session that is in database `name`, as
+/// [`end_sessions`] does. On Babelfish a session also holds a database while
+/// it holds that logical database's session lock (an advisory lock keyed by
+/// the database id plus 0xABCDEF, with 3 as its fourth field), which is what
+/// its DROP DATABASE tests ("in use in another session"); such a session is
+/// ended too, and said on stderr when `sys.dm_exec_sessions` places it in
+/// another database.
+pub(super) async fn end_database_sessions(admin: &mut Connection, name: &str) {
+    let holders = format!(
+        "IF SERVERPROPERTY('Babelfish') IS NOT NULL EXEC (N'SELECT CAST(l.pid AS int) FROM pg_catalog.pg_locks AS l \
+         WHERE l.locktype = ''advisory'' AND l.classid = 0 AND l.objsubid = 3 AND CAST(l.granted AS int) = 1 \
+         AND CAST(l.objid AS bigint) = CAST(DB_ID(N''{name}'') AS bigint) + 11259375 AND l.pid <> @@SPID');"
+    );
+    end_sessions_and(admin, &format!("database_id = DB_ID(N'{name}')"), &holders).await;
 }
 
 /// KILLs every other session that matches `filter` (a condition on
@@ -520,22 +536,44 @@ async fn teardown(mut admin: Connection, server_ado: &str, name: &str, logins: &
 /// said on stderr (the drop that follows then retries, and warns if it
 /// cannot), so a database left behind says why.
 async fn end_sessions(admin: &mut Connection, filter: &str) {
-    let sql =
-        format!("SELECT CAST(session_id AS int) FROM sys.dm_exec_sessions WHERE {filter} AND session_id <> @@SPID;");
+    end_sessions_and(admin, filter, "").await;
+}
+
+/// [`end_sessions`], also ending the sessions that the batch `more` lists.
+async fn end_sessions_and(admin: &mut Connection, filter: &str, more: &str) {
+    let sql = format!(
+        "SELECT CAST(session_id AS int) FROM sys.dm_exec_sessions WHERE {filter} AND session_id <> @@SPID; {more}"
+    );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let mut killed = std::collections::HashSet::new();
+    let mut said = std::collections::HashSet::new();
     loop {
         let listed = match admin.simple_query(&sql).await {
-            Ok(stream) => stream.into_first_result().await,
+            Ok(stream) => stream.into_results().await,
             Err(e) => Err(e),
         };
-        let sessions: Vec<i32> = match listed {
-            Ok(rows) => rows.iter().filter_map(|row| row.get::<i32, usize>(0)).collect(),
+        let ids =
+            |rows: &[tiberius::Row]| -> Vec<i32> { rows.iter().filter_map(|row| row.get::<i32, usize>(0)).collect() };
+        let mut sessions: Vec<i32> = match listed {
+            Ok(results) => {
+                let listed_by_filter = results.first().map(|rows| ids(rows)).unwrap_or_default();
+                for extra in results.iter().skip(1).flat_map(|rows| ids(rows)) {
+                    if !listed_by_filter.contains(&extra) && said.insert(extra) {
+                        let _ = writeln!(
+                            std::io::stderr(),
+                            "warning: session {extra} holds what is to be dropped, though not where {filter}"
+                        );
+                    }
+                }
+                results.iter().flat_map(|rows| ids(rows)).collect()
+            }
             Err(e) => {
                 let _ = writeln!(std::io::stderr(), "warning: listing the sessions where {filter}: {e}");
                 return;
             }
         };
+        sessions.sort_unstable();
+        sessions.dedup();
         if sessions.is_empty() {
             return;
         }

@@ -22,7 +22,10 @@ use std::path::PathBuf;
 use fencepost::Connection;
 use fencepost::deploy::Sources;
 
-use super::{TestDatabase, connect_ado, end_sessions, server_or_skip, sweep_leftovers_once, with_catalog_retry};
+use super::{
+    TestDatabase, connect_ado, end_database_sessions, end_sessions, server_or_skip, sweep_leftovers_once,
+    with_catalog_retry,
+};
 
 impl TestDatabase {
     /// The deployed database shared by this run's tests (see the module's
@@ -71,7 +74,7 @@ impl TestDatabase {
             // A deploy that did not finish (its test was killed) is no base
             // for anyone: start again.
             if exists {
-                end_sessions(&mut admin, &format!("database_id = DB_ID(N'{name}')")).await;
+                end_database_sessions(&mut admin, &name).await;
                 with_catalog_retry(&mut admin, &format!("DROP DATABASE [{name}];"))
                     .await
                     .expect("dropping a half-deployed shared database");
