@@ -85,20 +85,38 @@ async fn a_successors_acquire_behind_an_open_holder_transaction_answers_within_i
     db.drop().await;
 }
 
+/// A database of its own for `test`, with the holders' `dbo.Report`, and a
+/// key provisioned by the returned session: what the force-release tests
+/// start from.
+async fn provisioned_with_report(test: &str, label: &str) -> Option<(TestDatabase, Caller, String)> {
+    let db = TestDatabase::deployed(test).await?;
+    db.exec(REPORT).await;
+    let mut setup = Caller::new(db.connect().await);
+    let key = provisioned(&mut setup, label).await;
+    Some((db, setup, key))
+}
+
+/// `fencepost lease force-release key flags…` as an operator runs it, which
+/// must end within `within`.
+async fn force_release_cli(db: &TestDatabase, key: &str, flags: &[&str], within: Duration) -> std::process::Output {
+    let args: Vec<&str> = ["force-release", key]
+        .into_iter()
+        .chain(flags.iter().copied())
+        .collect();
+    tokio::time::timeout(within, lease_cli(&args, &db.ado()))
+        .await
+        .unwrap_or_else(|_| panic!("force-release {flags:?} hung"))
+}
+
 #[tokio::test]
 async fn force_release_behind_an_open_holder_names_the_session_and_kill_blocker_ends_it() {
     let name = "force_release_behind_an_open_holder_names_the_session_and_kill_blocker_ends_it";
-    let Some(db) = TestDatabase::deployed(name).await else {
+    let Some((db, setup, key)) = provisioned_with_report(name, "stuck").await else {
         return;
     };
-    db.exec(REPORT).await;
-    let mut setup = Caller::new(db.connect().await);
-    let key = provisioned(&mut setup, "stuck").await;
     let (mut holder, spid) = open_holder(&db, &key).await;
 
-    let refused = tokio::time::timeout(HANG, lease_cli(&["force-release", &key], &db.ado()))
-        .await
-        .expect("force-release hung behind the holder's open transaction");
+    let refused = force_release_cli(&db, &key, &[], HANG).await;
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert_ne!(refused.status.code(), Some(0), "{refused:?}");
     assert!(
@@ -107,15 +125,7 @@ async fn force_release_behind_an_open_holder_names_the_session_and_kill_blocker_
     );
     assert_eq!(holder.trancount().await, 1, "the refusal touched the holder");
 
-    let output = tokio::time::timeout(
-        HANG,
-        lease_cli(
-            &["force-release", &key, "--kill-blocker", "--format", "json"],
-            &db.ado(),
-        ),
-    )
-    .await
-    .expect("force-release --kill-blocker hung");
+    let output = force_release_cli(&db, &key, &["--kill-blocker", "--format", "json"], HANG).await;
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let answer = json(&output);
     assert_eq!(answer["outcome"], "Fenced", "{answer}");
@@ -419,12 +429,9 @@ async fn reader_with_an_open_transaction(db: &TestDatabase) -> Caller {
 #[tokio::test]
 async fn force_release_names_and_kills_the_session_holding_the_row_not_one_that_only_read_the_table() {
     let name = "force_release_names_and_kills_the_session_holding_the_row_not_one_that_only_read_the_table";
-    let Some(db) = TestDatabase::deployed(name).await else {
+    let Some((db, setup, key)) = provisioned_with_report(name, "stuck").await else {
         return;
     };
-    db.exec(REPORT).await;
-    let mut setup = Caller::new(db.connect().await);
-    let key = provisioned(&mut setup, "stuck").await;
     // Readers opened before the holder and after it, so that naming the
     // holder does not hang on the order in which sessions are listed.
     let mut readers = vec![reader_with_an_open_transaction(&db).await];
@@ -432,24 +439,14 @@ async fn force_release_names_and_kills_the_session_holding_the_row_not_one_that_
     readers.push(reader_with_an_open_transaction(&db).await);
     readers.push(reader_with_an_open_transaction(&db).await);
 
-    let refused = tokio::time::timeout(HANG, lease_cli(&["force-release", &key], &db.ado()))
-        .await
-        .expect("force-release hung behind the holder's open transaction");
+    let refused = force_release_cli(&db, &key, &[], HANG).await;
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(
         stderr.contains(&format!("session {spid},")),
         "the error does not name the holder's session {spid}: {stderr}"
     );
 
-    let output = tokio::time::timeout(
-        HANG,
-        lease_cli(
-            &["force-release", &key, "--kill-blocker", "--format", "json"],
-            &db.ado(),
-        ),
-    )
-    .await
-    .expect("force-release --kill-blocker hung");
+    let output = force_release_cli(&db, &key, &["--kill-blocker", "--format", "json"], HANG).await;
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let answer = json(&output);
     assert_eq!(answer["killed_session"], spid, "{answer}");
@@ -515,27 +512,16 @@ async fn queued_writer(
 #[tokio::test]
 async fn force_release_behind_a_queue_for_the_row_kills_the_holder_at_its_head_not_the_writer_queued_first() {
     let name = "force_release_behind_a_queue_for_the_row_kills_the_holder_at_its_head_not_the_writer_queued_first";
-    let Some(db) = TestDatabase::deployed(name).await else {
+    let Some((db, setup, key)) = provisioned_with_report(name, "queued").await else {
         return;
     };
-    db.exec(REPORT).await;
-    let mut setup = Caller::new(db.connect().await);
-    let key = provisioned(&mut setup, "queued").await;
     let (mut holder, spid) = open_holder(&db, &key).await;
     // A writer queued for the row before the force-release, with a wait
     // longer than the procedure's bound: while both wait, the force-release
     // waits behind the writer, and the writer behind the holder.
     let (writer, queued_spid) = queued_writer(&db, &key, "").await;
 
-    let output = tokio::time::timeout(
-        HANG,
-        lease_cli(
-            &["force-release", &key, "--kill-blocker", "--format", "json"],
-            &db.ado(),
-        ),
-    )
-    .await
-    .expect("force-release --kill-blocker hung");
+    let output = force_release_cli(&db, &key, &["--kill-blocker", "--format", "json"], HANG).await;
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let answer = json(&output);
     assert_eq!(
@@ -556,24 +542,17 @@ async fn force_release_behind_a_queue_for_the_row_kills_the_holder_at_its_head_n
 #[tokio::test]
 async fn a_force_release_that_ended_the_holder_names_the_session_that_took_the_row_meanwhile_and_ends_no_other() {
     let name = "a_force_release_that_ended_the_holder_names_the_session_that_took_the_row_meanwhile_and_ends_no_other";
-    let Some(db) = TestDatabase::deployed(name).await else {
+    let Some((db, setup, key)) = provisioned_with_report(name, "taken").await else {
         return;
     };
-    db.exec(REPORT).await;
-    let mut setup = Caller::new(db.connect().await);
-    let key = provisioned(&mut setup, "taken").await;
     let (mut holder, spid) = open_holder(&db, &key).await;
     // Queued ahead of the force-release, the writer gets the row once the
     // holder is ended, in a transaction it leaves open: the second
     // ForceRelease waits behind it.
     let (writer, taker) = queued_writer(&db, &key, "BEGIN TRANSACTION;").await;
 
-    let output = tokio::time::timeout(
-        HANG * 2,
-        lease_cli(&["force-release", &key, "--kill-blocker"], &db.ado()),
-    )
-    .await
-    .expect("force-release --kill-blocker hung");
+    // Two calls, each waiting out the procedure's bound.
+    let output = force_release_cli(&db, &key, &["--kill-blocker"], HANG * 2).await;
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_ne!(output.status.code(), Some(0), "{output:?}");
     assert!(

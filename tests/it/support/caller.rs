@@ -101,23 +101,19 @@ impl Caller {
 
     /// The number of open transactions of this session.
     pub async fn trancount(&mut self) -> i32 {
-        let row = self
-            .conn
-            .simple_query("SELECT @@TRANCOUNT")
-            .await
-            .unwrap()
-            .into_row()
-            .await
-            .unwrap()
-            .unwrap();
-        row.get::<i32, _>(0).unwrap()
+        self.int("SELECT @@TRANCOUNT").await
     }
 
     /// This session's id, as KILL and the session views name it.
     pub async fn spid(&mut self) -> i32 {
+        self.int("SELECT CAST(@@SPID AS int)").await
+    }
+
+    /// The one int that `sql` answers.
+    async fn int(&mut self, sql: &str) -> i32 {
         let row = self
             .conn
-            .simple_query("SELECT CAST(@@SPID AS int)")
+            .simple_query(sql)
             .await
             .unwrap()
             .into_row()
