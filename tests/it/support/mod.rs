@@ -554,26 +554,29 @@ async fn end_sessions_and(admin: &mut Connection, filter: &str, more: &str) {
         };
         let ids =
             |rows: &[tiberius::Row]| -> Vec<i32> { rows.iter().filter_map(|row| row.get::<i32, usize>(0)).collect() };
-        let mut sessions: Vec<i32> = match listed {
+        let sessions: Vec<i32> = match listed {
             Ok(results) => {
-                let listed_by_filter = results.first().map(|rows| ids(rows)).unwrap_or_default();
-                for extra in results.iter().skip(1).flat_map(|rows| ids(rows)) {
-                    if !listed_by_filter.contains(&extra) && said.insert(extra) {
+                let mut lists = results.iter().map(|rows| ids(rows));
+                let mut sessions = lists.next().unwrap_or_default();
+                for extra in lists.flatten() {
+                    if sessions.contains(&extra) {
+                        continue;
+                    }
+                    if said.insert(extra) {
                         let _ = writeln!(
                             std::io::stderr(),
                             "warning: session {extra} holds what is to be dropped, though not where {filter}"
                         );
                     }
+                    sessions.push(extra);
                 }
-                results.iter().flat_map(|rows| ids(rows)).collect()
+                sessions
             }
             Err(e) => {
                 let _ = writeln!(std::io::stderr(), "warning: listing the sessions where {filter}: {e}");
                 return;
             }
         };
-        sessions.sort_unstable();
-        sessions.dedup();
         if sessions.is_empty() {
             return;
         }
