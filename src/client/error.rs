@@ -122,6 +122,25 @@ pub enum Error {
         /// What ended it.
         reason: String,
     },
+    /// The fence refused a fenced transaction's lease when it came to commit
+    /// (asserted again in the request that commits): the lease was
+    /// superseded, had expired, or a newer source was committed meanwhile.
+    /// Everything the transaction wrote was rolled back; nothing of it
+    /// committed.
+    #[error("the fence refused the commit ({reason}): the transaction was rolled back and nothing of it committed")]
+    CommitRefused {
+        /// Why the fence refused the lease.
+        reason: super::RefusalReason,
+    },
+    /// A call of a guard that needs the fence row was made while that
+    /// guard's own fenced transaction holds the row: it would wait on its
+    /// own holder. Nothing was sent; commit or roll back the transaction
+    /// first (a publish can be a write in the transaction itself).
+    #[error("{call} was called while this guard's fenced transaction is open; commit or roll it back first")]
+    FencedTransactionOpen {
+        /// The call that was refused.
+        call: &'static str,
+    },
     /// The reply did not have the shape the contract promises.
     #[error("{procedure} answered outside the contract: {detail}")]
     UnexpectedReply {

@@ -20,7 +20,9 @@ pub enum FencedOutcome<T, E> {
     Committed(T),
     /// The work returned an error; the transaction was rolled back.
     Failed(E),
-    /// The fence refused the lease before the work ran; nothing was written.
+    /// The fence refused the lease, before the work ran or when it came to
+    /// commit (the lease is asserted again in the request that commits);
+    /// nothing of the transaction was written either way.
     Refused(RefusalReason),
     /// The key has no fence row; nothing was written.
     NotProvisioned,

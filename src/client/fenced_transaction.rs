@@ -84,10 +84,12 @@ pub(crate) async fn around<T, E>(
         BeginFenced::NotProvisioned => return Ok(FencedOutcome::NotProvisioned),
     };
     match work(&mut tx).await {
-        Ok(value) => {
-            tx.commit().await?;
-            Ok(FencedOutcome::Committed(value))
-        }
+        Ok(value) => match tx.commit().await {
+            Ok(()) => Ok(FencedOutcome::Committed(value)),
+            // Asserted again at the commit and refused: nothing was written.
+            Err(Error::CommitRefused { reason }) => Ok(FencedOutcome::Refused(reason)),
+            Err(error) => Err(error),
+        },
         Err(error) => {
             tx.rollback().await;
             Ok(FencedOutcome::Failed(error))

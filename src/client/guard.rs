@@ -2,6 +2,7 @@
 //! lease is lost, and gives the lease back when released or dropped.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{Mutex, watch};
@@ -118,6 +119,10 @@ pub struct LeaseGuard {
     /// Held by each renewal attempt and by each fenced transaction of this
     /// guard, so a renewal never waits on the row lock of its own holder.
     row: Arc<Mutex<()>>,
+    /// Set while a fenced transaction of this guard is open (its
+    /// [`Claim`](fenced_tx::Claim)): the guard's other calls on the row are
+    /// refused rather than left to wait on their own holder.
+    transaction_open: Arc<AtomicBool>,
     /// `None` once the renewals were stopped.
     renewals: Option<JoinHandle<Ending>>,
     /// Whether the lease may still be held by this guard: cleared only once
@@ -159,6 +164,7 @@ impl Client {
             ended,
             lower_signal,
             row,
+            transaction_open: Arc::new(AtomicBool::new(false)),
             renewals: Some(renewals),
             needs_release: true,
         }
@@ -205,7 +211,10 @@ impl LeaseGuard {
     /// while the lease is held (see [`FencedTx`]). While it is open, this
     /// guard's renewals wait for it instead of queueing on the row's lock,
     /// and renew right after it ends; keep it well shorter than the lease,
-    /// or the guard gives the lease up as unconfirmed.
+    /// or the guard gives the lease up as unconfirmed. One transaction per
+    /// guard at a time: a second one, or a publish through this guard, asked
+    /// for while it is open answers [`Error::FencedTransactionOpen`] at once
+    /// instead of waiting on the row this transaction holds.
     pub async fn begin_fenced(&self) -> Result<BeginFenced<'_>, Error> {
         self.begin(None).await
     }
@@ -218,9 +227,21 @@ impl LeaseGuard {
     }
 
     async fn begin(&self, source_version: Option<i64>) -> Result<BeginFenced<'_>, Error> {
-        let row = self.row.clone().lock_owned().await;
+        let state = self.state.clone();
+        let current = Box::new(move || state.borrow().lease.clone());
+        let Some(claim) = fenced_tx::Claim::take(&self.row, &self.transaction_open, current) else {
+            return Err(Error::FencedTransactionOpen { call: "begin_fenced" });
+        };
         let lease = self.lease();
-        fenced_tx::begin(&self.client, &lease, Some(row), source_version).await
+        fenced_tx::begin(&self.client, &lease, Some(claim), source_version).await
+    }
+
+    /// Refuses `call` while this guard's fenced transaction holds the row.
+    fn outside_transaction(&self, call: &'static str) -> Result<(), Error> {
+        if self.transaction_open.load(Ordering::Acquire) {
+            return Err(Error::FencedTransactionOpen { call });
+        }
+        Ok(())
     }
 
     /// Runs `work` in a transaction fenced by this lease
@@ -257,7 +278,10 @@ impl LeaseGuard {
 
     /// Publishes `payload` under this guard's lease, as [`Client::publish`]
     /// does. The lease stays held and renewed: publishing does not end it.
+    /// Refused with [`Error::FencedTransactionOpen`] while this guard's
+    /// fenced transaction is open, whose lock the publish would wait on.
     pub async fn publish(&self, operation_id: Uuid, payload: &str) -> Result<Publish, Error> {
+        self.outside_transaction("publish")?;
         self.client.publish(&self.lease(), operation_id, payload).await
     }
 
@@ -269,6 +293,7 @@ impl LeaseGuard {
         payload: &str,
         source_version: i64,
     ) -> Result<Publish, Error> {
+        self.outside_transaction("publish_versioned")?;
         self.client
             .publish_versioned(&self.lease(), operation_id, payload, source_version)
             .await

@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use tiberius::{Row, ToSql};
-use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -17,24 +16,14 @@ use super::pool::Manager;
 use super::span::{self, About};
 use super::{Client, Lease, RefusalReason, input};
 
+mod batches;
+mod claim;
+
+use batches::Engine;
+pub(crate) use claim::Claim;
+
 /// What errors of the work's statements name as their procedure.
 const STATEMENT: &str = "a statement of a fenced transaction";
-
-/// Sent before and after each statement of the work: a statement that finds
-/// the transaction gone (the work's own COMMIT or ROLLBACK, a procedure that
-/// rolled back, an error that did) would otherwise run, and commit, on its
-/// own, outside the fence.
-const STILL_OPEN: &str = "IF @@TRANCOUNT = 0 THROW 50115, N'the fenced transaction has ended: the work''s own SQL \
-                          committed or rolled it back, so nothing more runs in it', 1;";
-
-/// Commits only the transaction the client opened, and says what it found:
-/// `OpenBefore` 1 is the client's own; more means the work's SQL left one
-/// open inside it (all is rolled back), 0 that the work's SQL ended it.
-const COMMIT_BATCH: &str = "\
-DECLARE @OpenBefore int = @@TRANCOUNT;
-IF @OpenBefore = 1 COMMIT TRANSACTION;
-ELSE IF @OpenBefore > 1 ROLLBACK TRANSACTION;
-SELECT @OpenBefore AS OpenBefore, @@TRANCOUNT AS OpenAfter;";
 
 /// How [`LeaseGuard::begin_fenced`](super::LeaseGuard::begin_fenced) or
 /// [`Client::begin_fenced_without_guard`] began.
@@ -56,12 +45,21 @@ pub enum BeginFenced<'c> {
 /// It runs with `XACT_ABORT ON`. After the first statement that fails, it
 /// sends nothing more: later statements and [`commit`](FencedTx::commit)
 /// answer [`Error::TransactionAborted`], and the server has rolled back.
-/// Each statement also checks on the server that the transaction is still
-/// open before and after it runs (error 50115 otherwise), so SQL that
-/// commits or rolls back by itself cannot leave the next statement to run
-/// unfenced; do not COMMIT or ROLLBACK in the work's SQL, and note that a
-/// statement that must come first in its batch (`CREATE PROCEDURE`, ...)
-/// cannot be sent.
+///
+/// The fence is checked where the writes become durable: the commit asserts
+/// the lease again in the batch that commits, with the fence row locked
+/// until the COMMIT, so nothing commits unless the caller holds the current,
+/// unexpired lease at that moment, whatever the work's SQL did to its locks
+/// (a rollback to a savepoint releases the locks taken after it, a COMMIT
+/// releases them all). A refusal there rolls everything back and answers
+/// [`Error::CommitRefused`]. Each statement also checks on the server,
+/// before and after it runs, that it runs in the very transaction the lease
+/// was asserted in (error 50115 otherwise), so SQL that commits or rolls
+/// back by itself, and perhaps opens another transaction, cannot leave the
+/// next statement to run unfenced. What such SQL committed by itself before
+/// the check saw it is outside the fence: do not COMMIT or ROLLBACK in the
+/// work's SQL. A statement that must come first in its batch (`CREATE
+/// PROCEDURE`, ...) cannot be sent.
 ///
 /// It lasts at most until the lease would end on the local clock (its
 /// [`local_deadline`](Lease::local_deadline) when the transaction began), so
@@ -94,9 +92,12 @@ pub struct FencedTx<'c> {
     /// failure): the connection is out of step, nothing more can be sent on
     /// it, and closing it is what rolls back.
     out_of_step: bool,
-    /// A guard's transaction holds its row lock, so the guard's renewals wait
-    /// for the commit instead of queueing on the fence row behind it.
-    _row: Option<OwnedMutexGuard<()>>,
+    /// The engine, which names the transaction the statements check for.
+    engine: Engine,
+    /// A guard's transaction holds its guard's claim: the guard's renewals
+    /// wait for the commit instead of queueing on the fence row behind it,
+    /// and the guard's other calls on the row are refused meanwhile.
+    _claim: Option<Box<Claim>>,
 }
 
 impl std::fmt::Debug for FencedTx<'_> {
@@ -105,6 +106,16 @@ impl std::fmt::Debug for FencedTx<'_> {
             .field("lease", &self.lease)
             .field("aborted", &self.aborted)
             .finish_non_exhaustive()
+    }
+}
+
+/// What AssertHolder's refusals at the commit mean, by error number.
+fn commit_refusal(number: u32) -> Option<RefusalReason> {
+    match number {
+        50110 => Some(RefusalReason::Superseded),
+        50111 => Some(RefusalReason::Expired),
+        50114 => Some(RefusalReason::StaleSource),
+        _ => None,
     }
 }
 
@@ -154,12 +165,12 @@ impl Client {
 pub(crate) async fn begin<'c>(
     client: &'c Client,
     lease: &Lease,
-    row: Option<OwnedMutexGuard<()>>,
+    claim: Option<Claim>,
     source_version: Option<i64>,
 ) -> Result<BeginFenced<'c>, Error> {
     let span = span::call_span(&client.config, Procedure::AssertHolder, About::lease(lease));
     let started = Instant::now();
-    let begun = assert_in_transaction(client, lease, row, source_version)
+    let begun = assert_in_transaction(client, lease, claim, source_version)
         .instrument(span.clone())
         .await;
     let refusal;
@@ -180,7 +191,7 @@ pub(crate) async fn begin<'c>(
 async fn assert_in_transaction<'c>(
     client: &'c Client,
     lease: &Lease,
-    row: Option<OwnedMutexGuard<()>>,
+    mut claim: Option<Claim>,
     source_version: Option<i64>,
 ) -> Result<BeginFenced<'c>, Error> {
     let key = input::key(lease.key())?;
@@ -191,16 +202,23 @@ async fn assert_in_transaction<'c>(
     // Left set if anything below is abandoned half way: the pool then drops
     // the connection, and the server rolls its transaction back.
     session.in_call = true;
+    // Only now, with a connection in hand, are the guard's renewals held
+    // back: a pool slow to answer must not cost the lease.
+    let renewed;
+    let lease = match claim.as_mut() {
+        Some(claim) => {
+            renewed = claim.hold_renewals().await;
+            &renewed
+        }
+        None => lease,
+    };
     let connection = &mut session.connection;
     let asserted = tokio::time::timeout(timeout, async {
-        connection
-            .simple_query("SET XACT_ABORT ON; BEGIN TRANSACTION;")
-            .await?
-            .into_results()
-            .await?;
+        connection.simple_query(batches::BEGIN).await?.into_results().await?;
+        let assert_and_record = format!("{};{}", procedure.statement(), batches::RECORD);
         connection
             .query(
-                procedure.statement(),
+                assert_and_record,
                 &[&key, &lease.owner(), &lease.generation(), &source_version],
             )
             .await?
@@ -209,16 +227,25 @@ async fn assert_in_transaction<'c>(
     })
     .await
     .map_err(|_| Error::timed_out(procedure.name(), timeout))?;
-    if let Err(error) = asserted {
-        let refused = error.code().and_then(refusal);
-        let Some(refused) = refused else {
-            return Err(classify(procedure, error));
-        };
-        // A refusal is a server error after a reply read to its end, and
-        // XACT_ABORT rolled the transaction back: the session is as it was.
-        session.in_call = false;
-        return Ok(refused);
-    }
+    let results = match asserted {
+        Ok(results) => results,
+        Err(error) => {
+            let refused = error.code().and_then(refusal);
+            let Some(refused) = refused else {
+                return Err(classify(procedure, error));
+            };
+            // A refusal is a server error after a reply read to its end, and
+            // XACT_ABORT rolled the transaction back: the session is as it was.
+            session.in_call = false;
+            return Ok(refused);
+        }
+    };
+    let Some(engine) = recorded_engine(&results) else {
+        return Err(Error::UnexpectedReply {
+            procedure: procedure.name(),
+            detail: "the transaction's id and engine were not answered after AssertHolder".to_string(),
+        });
+    };
     Ok(BeginFenced::Holding(FencedTx {
         session: Box::new(session),
         lease: lease.clone(),
@@ -227,8 +254,20 @@ async fn assert_in_transaction<'c>(
         aborted: None,
         ran_work: false,
         out_of_step: false,
-        _row: row,
+        engine,
+        _claim: claim.map(Box::new),
     }))
+}
+
+/// The engine the record answered, from its row (the last result), when it
+/// named the transaction.
+fn recorded_engine(results: &[Vec<Row>]) -> Option<Engine> {
+    let row = results.last()?.first()?;
+    row.try_get::<i64, _>("TransactionId").ok().flatten()?;
+    match row.try_get::<i32, _>("Babelfish").ok().flatten()? {
+        0 => Some(Engine::SqlServer),
+        _ => Some(Engine::Babelfish),
+    }
 }
 
 impl FencedTx<'_> {
@@ -260,24 +299,49 @@ impl FencedTx<'_> {
         self.settle(bound, result)
     }
 
-    /// Commits. `Ok` means the work's writes committed while the lease was
-    /// held. [`Error::CommitUnknown`] means the COMMIT was sent and its
-    /// answer lost; [`Error::TransactionAborted`] that nothing more was
-    /// committed (a statement had failed, or the work's SQL left the
-    /// transaction unbalanced, which is rolled back).
+    /// Commits, after asserting the lease once more in the same request.
+    /// `Ok` means the work's writes committed while the lease was held, with
+    /// the fence row locked from that last check to the COMMIT.
+    /// [`Error::CommitRefused`] means the fence refused the lease at that
+    /// moment (superseded, expired, or a newer source committed) and
+    /// everything was rolled back. [`Error::CommitUnknown`] means the COMMIT
+    /// was sent and its answer lost; [`Error::TransactionAborted`] that
+    /// nothing more was committed (a statement had failed, or the work's SQL
+    /// ended, replaced or left unbalanced the transaction, which is rolled
+    /// back).
     pub async fn commit(mut self) -> Result<(), Error> {
         if let Some(reason) = self.aborted.take().or_else(|| self.expired()) {
             self.rollback().await;
             return Err(Error::TransactionAborted { reason });
         }
         let unknown = |reason: String| Error::CommitUnknown { reason };
+        let batch = batches::commit(self.engine);
         let connection = &mut self.session.connection;
         let answer = tokio::time::timeout(self.call_timeout, async {
-            connection.simple_query(COMMIT_BATCH).await?.into_first_result().await
+            connection.simple_query(batch).await?.into_results().await
         })
         .await
-        .map_err(|_| unknown(format!("no answer within {} ms", self.call_timeout.as_millis())))?
-        .map_err(|error| unknown(error.to_string()))?;
+        .map_err(|_| unknown(format!("no answer within {} ms", self.call_timeout.as_millis())))?;
+        let answer = match answer {
+            Ok(results) => results.into_iter().last().unwrap_or_default(),
+            // The batch throws only before its COMMIT, with XACT_ABORT on:
+            // those errors rolled everything back. Any other may have come
+            // after the COMMIT.
+            Err(error) => {
+                let number = error.code();
+                if let Some(reason) = number.and_then(commit_refusal) {
+                    return Err(Error::CommitRefused { reason });
+                }
+                return Err(match number {
+                    Some(batches::ENDED) => Error::TransactionAborted {
+                        reason: "the work's own SQL ended the transaction and opened another: it was rolled back \
+                                 at the commit; what that SQL committed by itself is outside the fence"
+                            .to_string(),
+                    },
+                    _ => unknown(error.to_string()),
+                });
+            }
+        };
         let count = |column: &str| {
             answer
                 .first()
@@ -350,7 +414,8 @@ impl FencedTx<'_> {
             return Err(Error::TransactionAborted { reason });
         }
         self.ran_work = true;
-        Ok(format!("{STILL_OPEN}\n{sql}\n{STILL_OPEN}"))
+        let still_fenced = batches::still_fenced(self.engine);
+        Ok(format!("{still_fenced}\n{sql}\n{still_fenced}"))
     }
 
     /// Why nothing more may be sent, once the lease's local deadline passed.
