@@ -79,6 +79,24 @@ async fn each_lease_operation_is_one_procedure_call() {
     eprintln!("run_fenced with quick work: {requests} requests, {messages} messages");
     assert!(matches!(outcome, Fenced::Published { .. }), "{outcome:?}");
     assert_eq!((requests, messages), (2, 2));
+
+    // A fenced transaction: the lease is asserted as it begins (the BEGIN,
+    // then AssertHolder with the record of the transaction) and again in the
+    // request that commits, which costs no request of its own.
+    let (begin, statement, commit) = {
+        let lease = acquired(client.acquire(&key, SHORT * 5).await.unwrap());
+        let ((begin, _), begun) = sent!(proxy, client.begin_fenced_without_guard(&lease).await.unwrap());
+        let mut tx = match begun {
+            fencepost::client::BeginFenced::Holding(tx) => tx,
+            other => panic!("expected Holding, got {other:?}"),
+        };
+        let ((statement, _), _) = sent!(proxy, tx.query("SELECT 1", &[]).await.unwrap());
+        let ((commit, _), ()) = sent!(proxy, tx.commit().await.unwrap());
+        assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
+        (begin, statement, commit)
+    };
+    eprintln!("fenced transaction: begin {begin}, statement {statement}, commit {commit} requests");
+    assert_eq!((begin, statement, commit), (2, 1, 1));
     // Close the pools first: open sessions keep the database in use.
     drop(client);
     db.drop().await;
