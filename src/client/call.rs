@@ -80,7 +80,7 @@ pub(crate) async fn batch_on(
         Err(_) => {
             // `in_call` stays set: the pool drops this connection whatever
             // the cancel below achieves.
-            cancel_on_server(&mut session.connection, procedure).await;
+            cancel_on_server(&mut session.connection, procedure.name()).await;
             return Err(Error::timed_out(procedure.name(), timeout));
         }
         Ok(Err((rows, error))) => {
@@ -125,19 +125,13 @@ const CANCEL_GRACE: Duration = Duration::from_secs(1);
 /// Attention only between requests, as Babelfish 4.2 does) cancels nothing,
 /// and is dropped all the same: then only a replay of the publish settles
 /// it, since the request may still run.
-async fn cancel_on_server(connection: &mut Connection, procedure: Procedure) {
+pub(crate) async fn cancel_on_server(connection: &mut Connection, procedure: &str) {
     match tokio::time::timeout(CANCEL_GRACE, connection.cancel_query()).await {
-        Ok(Ok(())) => tracing::debug!(
-            procedure = procedure.name(),
-            "the server stopped a call that ran out of time"
-        ),
+        Ok(Ok(())) => tracing::debug!(procedure, "the server stopped a call that ran out of time"),
         Ok(Err(error)) => {
-            tracing::debug!(procedure = procedure.name(), %error, "cancelling a call that ran out of time failed")
+            tracing::debug!(procedure, %error, "cancelling a call that ran out of time failed")
         }
-        Err(_) => tracing::debug!(
-            procedure = procedure.name(),
-            "the server did not acknowledge the cancel in time"
-        ),
+        Err(_) => tracing::debug!(procedure, "the server did not acknowledge the cancel in time"),
     }
 }
 

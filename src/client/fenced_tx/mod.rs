@@ -8,7 +8,7 @@ use tiberius::{Row, ToSql};
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::call::{checkout, classify};
+use super::call::{cancel_on_server, checkout, classify};
 use super::contract::Procedure;
 use super::error::Error;
 use super::meter;
@@ -76,8 +76,10 @@ pub enum BeginFenced<'c> {
 /// transaction) for the next lease call.
 pub struct FencedTx<'c> {
     /// Boxed: a driver connection is large, and the outcome that carries the
-    /// transaction should not be.
-    session: Box<bb8::PooledConnection<'c, Manager>>,
+    /// transaction should not be. `None` once closed after a statement whose
+    /// reply was left unread (a time-out or a network failure): nothing more
+    /// could be sent on it, and closing it is what rolls back.
+    session: Option<Box<bb8::PooledConnection<'c, Manager>>>,
     lease: Lease,
     call_timeout: Duration,
     /// The lease's local deadline as the transaction began: nothing is sent
@@ -88,10 +90,6 @@ pub struct FencedTx<'c> {
     aborted: Option<String>,
     /// Whether a statement of the work was sent.
     ran_work: bool,
-    /// Whether a statement's reply was left unread (a time-out or a network
-    /// failure): the connection is out of step, nothing more can be sent on
-    /// it, and closing it is what rolls back.
-    out_of_step: bool,
     /// The engine, which names the transaction the statements check for.
     engine: Engine,
     /// A guard's transaction holds its guard's claim: the guard's renewals
@@ -247,13 +245,12 @@ async fn assert_in_transaction<'c>(
         });
     };
     Ok(BeginFenced::Holding(FencedTx {
-        session: Box::new(session),
+        session: Some(Box::new(session)),
         lease: lease.clone(),
         call_timeout: timeout,
         deadline: lease.local_deadline(),
         aborted: None,
         ran_work: false,
-        out_of_step: false,
         engine,
         _claim: claim.map(Box::new),
     }))
@@ -282,10 +279,10 @@ impl FencedTx<'_> {
     pub async fn execute(&mut self, sql: &str, params: &[&dyn ToSql]) -> Result<u64, Error> {
         let guarded = self.guarded(sql)?;
         let bound = self.statement_bound();
-        let connection = &mut self.session.connection;
+        let connection = self.connection()?;
         let sent = async { Ok(connection.execute(guarded, params).await?.total()) };
         let result = tokio::time::timeout(bound, sent).await;
-        self.settle(bound, result)
+        self.settle(bound, result).await
     }
 
     /// Runs one parameterized query and returns the rows of its first result
@@ -293,10 +290,10 @@ impl FencedTx<'_> {
     pub async fn query(&mut self, sql: &str, params: &[&dyn ToSql]) -> Result<Vec<Row>, Error> {
         let guarded = self.guarded(sql)?;
         let bound = self.statement_bound();
-        let connection = &mut self.session.connection;
+        let connection = self.connection()?;
         let sent = async { connection.query(guarded, params).await?.into_first_result().await };
         let result = tokio::time::timeout(bound, sent).await;
-        self.settle(bound, result)
+        self.settle(bound, result).await
     }
 
     /// Commits, after asserting the lease once more in the same request.
@@ -316,12 +313,13 @@ impl FencedTx<'_> {
         }
         let unknown = |reason: String| Error::CommitUnknown { reason };
         let batch = batches::commit(self.engine);
-        let connection = &mut self.session.connection;
-        let answer = tokio::time::timeout(self.call_timeout, async {
+        let call_timeout = self.call_timeout;
+        let connection = self.connection()?;
+        let answer = tokio::time::timeout(call_timeout, async {
             connection.simple_query(batch).await?.into_results().await
         })
         .await
-        .map_err(|_| unknown(format!("no answer within {} ms", self.call_timeout.as_millis())))?;
+        .map_err(|_| unknown(format!("no answer within {} ms", call_timeout.as_millis())))?;
         let answer = match answer {
             Ok(results) => results.into_iter().last().unwrap_or_default(),
             // The batch throws only before its COMMIT, with XACT_ABORT on:
@@ -375,8 +373,10 @@ impl FencedTx<'_> {
             }
             other => return Err(unknown(format!("the commit answered {other:?} instead of its counts"))),
         }
-        if !self.ran_work {
-            self.session.in_call = false;
+        if !self.ran_work
+            && let Some(session) = self.session.as_mut()
+        {
+            session.in_call = false;
         }
         Ok(())
     }
@@ -384,10 +384,10 @@ impl FencedTx<'_> {
     /// Rolls back. Nothing of the work commits whatever happens here: if the
     /// rollback cannot be sent, the connection is closed, which rolls back.
     pub async fn rollback(mut self) {
-        if self.out_of_step {
+        let Some(session) = self.session.as_mut() else {
             return;
-        }
-        let connection = &mut self.session.connection;
+        };
+        let connection = &mut session.connection;
         let rolled_back = tokio::time::timeout(self.call_timeout, async {
             connection
                 .simple_query("IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;")
@@ -397,7 +397,7 @@ impl FencedTx<'_> {
         })
         .await;
         if matches!(rolled_back, Ok(Ok(_))) && !self.ran_work {
-            self.session.in_call = false;
+            session.in_call = false;
         }
     }
 
@@ -431,8 +431,23 @@ impl FencedTx<'_> {
             .min(self.deadline.saturating_duration_since(Instant::now()))
     }
 
-    /// A statement's result; its failure ends the transaction.
-    fn settle<T>(
+    /// The transaction's connection, unless it was closed.
+    fn connection(&mut self) -> Result<&mut crate::connection::Connection, Error> {
+        match self.session.as_mut() {
+            Some(session) => Ok(&mut session.connection),
+            None => Err(Error::TransactionAborted {
+                reason: "its connection was closed after a statement failed; nothing more is sent".to_string(),
+            }),
+        }
+    }
+
+    /// A statement's result; its failure ends the transaction. A statement
+    /// whose reply was left unread would go on holding the fence row on the
+    /// server while the caller keeps the transaction: one that timed out is
+    /// asked to stop (a TDS Attention, which with `XACT_ABORT ON` also rolls
+    /// the transaction back on SQL Server), and the connection is closed
+    /// either way, which rolls back.
+    async fn settle<T>(
         &mut self,
         bound: Duration,
         result: Result<Result<T, tiberius::error::Error>, tokio::time::error::Elapsed>,
@@ -446,7 +461,7 @@ impl FencedTx<'_> {
                 message: token.message().to_string(),
             },
             Ok(Err(error)) => {
-                self.out_of_step = true;
+                self.session = None;
                 Error::Network {
                     procedure: STATEMENT,
                     reason: error.to_string(),
@@ -454,7 +469,9 @@ impl FencedTx<'_> {
                 }
             }
             Err(_) => {
-                self.out_of_step = true;
+                if let Some(mut session) = self.session.take() {
+                    cancel_on_server(&mut session.connection, STATEMENT).await;
+                }
                 Error::timed_out(STATEMENT, bound)
             }
         };

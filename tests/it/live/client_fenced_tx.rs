@@ -9,9 +9,11 @@ use crate::support;
 
 use std::time::Duration;
 
+use fencepost::client::admin::ForceRelease;
 use fencepost::client::{BeginFenced, Error, FencedOutcome, FencedTx, Lease, Release};
 use fencepost::{Client, ClientConfig, ConnectionString};
 use support::TestDatabase;
+use support::caller::Caller;
 use support::lease::{acquired, provisioned, state, unwarmed, wait_until_expired, worker};
 use support::proxy::{Cut, Proxy};
 use uuid::Uuid;
@@ -370,5 +372,68 @@ async fn a_guards_fenced_transaction_commits_the_holders_rows() {
     assert_eq!(writers(&db, &report).await, ["holder"]);
     assert_eq!(guard.release().await.unwrap(), Release::Released);
     drop(client);
+    db.drop().await;
+}
+
+/// A statement that runs past its call timeout must not leave the fence row
+/// locked while the caller still holds the transaction: the client asks the
+/// server to stop it (an Attention, which SQL Server acknowledges at once
+/// and which rolls back under `XACT_ABORT ON`) and closes its connection,
+/// which rolls back once the engine notices (Babelfish reads an Attention
+/// only between requests, and notices the closed connection when the
+/// statement ends). An operator's force-release then goes through while the
+/// transaction object is still alive.
+#[tokio::test]
+async fn a_statement_that_timed_out_leaves_the_fence_row_free_while_its_transaction_is_kept() {
+    let test = "a_statement_that_timed_out_leaves_the_fence_row_free_while_its_transaction_is_kept";
+    let Some(db) = TestDatabase::shared(test).await else {
+        return;
+    };
+    let mut config = ClientConfig::new(ConnectionString::parse(&db.ado()).unwrap());
+    config
+        .max_connections(1)
+        .call_timeout(Duration::from_secs(3))
+        .allow_privileged_login(true);
+    let client = Client::connect_with(config).await.unwrap();
+    let operator = worker(&db.ado()).await;
+    let key = provisioned(&operator, "report").await;
+    let lease = acquired(client.acquire(&key, LONG).await.unwrap());
+    // A statement that waits past its timeout: on a row another session
+    // holds, let go of a moment after the timeout.
+    let blocked = format!("dbo.Blocked_{}", Uuid::new_v4().simple());
+    db.exec(&format!(
+        "CREATE TABLE {blocked} (Id int PRIMARY KEY, Value int NOT NULL); INSERT INTO {blocked} VALUES (1, 0);"
+    ))
+    .await;
+    let mut blocker = Caller::new(db.connect().await);
+    blocker.begin("READ COMMITTED").await.unwrap();
+    blocker
+        .batch(&format!("UPDATE {blocked} SET Value = 1 WHERE Id = 1;"))
+        .await
+        .unwrap();
+    let mut tx = holding(client.begin_fenced_without_guard(&lease).await).await;
+    let timed_out = tx
+        .execute(&format!("UPDATE {blocked} SET Value = 2 WHERE Id = 1;"), &[])
+        .await;
+    assert!(
+        matches!(timed_out, Err(Error::Network { timed_out: true, .. })),
+        "{timed_out:?}"
+    );
+    blocker.commit().await.unwrap();
+    // The transaction object is kept; the row must not be. Each attempt
+    // waits at most 5 s for the row.
+    let give_up = tokio::time::Instant::now() + Duration::from_secs(20);
+    let forced = loop {
+        match operator.admin().force_release(&key).await {
+            Ok(forced) => break forced,
+            Err(error) if tokio::time::Instant::now() < give_up => {
+                eprintln!("force-release still blocked: {error}");
+            }
+            Err(error) => panic!("the fence row stayed locked after the statement timed out: {error}"),
+        }
+    };
+    assert!(matches!(forced, ForceRelease::Fenced { .. }), "{forced:?}");
+    aborted("the commit after a statement that timed out", tx.commit().await);
+    drop((client, operator, blocker));
     db.drop().await;
 }
