@@ -5,6 +5,7 @@ mod keys;
 mod socket;
 #[cfg(test)]
 pub(crate) mod stand_in;
+mod telemetry_target;
 
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use tokio::time::Instant;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
 use keys::{Keys, ServerName, SignIn, TOKEN_ADVICE};
+pub(crate) use telemetry_target::TelemetryTarget;
 
 /// An open TDS connection.
 pub type Connection = Client<Compat<TcpStream>>;
@@ -163,6 +165,9 @@ pub struct ConnectionString {
     server: ServerName,
     user: String,
     database: String,
+    /// Whether the string named the database; without one the server uses
+    /// the login's default database, which the client does not know.
+    database_named: bool,
     connect_timeout: Duration,
     sign_in: SignIn,
     authentication: Option<String>,
@@ -215,6 +220,7 @@ impl ConnectionString {
             server,
             user: keys.user().unwrap_or_default().to_string(),
             database: keys.database().unwrap_or("master").to_string(),
+            database_named: keys.database().is_some(),
             connect_timeout,
             sign_in,
             authentication: keys.authentication().map(str::to_string),
@@ -262,6 +268,11 @@ impl ConnectionString {
         &self.database
     }
 
+    /// Where calls go, as OpenTelemetry's database conventions name it.
+    pub(crate) fn telemetry_target(&self) -> TelemetryTarget {
+        TelemetryTarget::of(&self.server, self.database_named.then_some(self.database.as_str()))
+    }
+
     /// The login name given (empty when none is).
     pub fn user(&self) -> &str {
         &self.user
@@ -279,6 +290,7 @@ impl ConnectionString {
         let mut copy = self.clone();
         copy.config.database(database);
         copy.database = database.to_string();
+        copy.database_named = true;
         copy
     }
 

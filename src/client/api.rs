@@ -70,6 +70,7 @@ impl Client {
         self.requests.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         // The main pool's, whichever pool this call uses.
         meter::pool(&self.pool);
+        let waiting = about.waiting;
         let span = span::call_span(&self.config, procedure, about);
         let started = Instant::now();
         let replies = exchange.instrument(span.clone()).await;
@@ -87,7 +88,7 @@ impl Client {
             Err(error) => Err(error),
         };
         span::record_end(&span, ended);
-        meter::call_ended(procedure, started.elapsed(), ended);
+        meter::call_ended(&self.config, procedure, started.elapsed(), ended, waiting);
         replies
     }
 

@@ -274,7 +274,9 @@ impl Client {
             &arguments,
             Some(2),
         ));
-        let replies = self.observed(Procedure::Acquire, About::key(key), exchange).await?;
+        let replies = self
+            .observed(Procedure::Acquire, About::key(key).waiting(), exchange)
+            .await?;
         let answered = Instant::now();
         let (reply, signal) = (&replies[0], &replies[1]);
         let status: i32 = signal.required("Signal")?;

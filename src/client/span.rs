@@ -21,6 +21,9 @@ pub(crate) struct About<'a> {
     pub(crate) key: Option<&'a str>,
     pub(crate) generation: Option<i64>,
     pub(crate) operation_id: Option<Uuid>,
+    /// A waiting attempt: an Acquire that first waited on the handover
+    /// signal, whose duration holds that deliberate wait.
+    pub(crate) waiting: bool,
 }
 
 impl<'a> About<'a> {
@@ -36,6 +39,7 @@ impl<'a> About<'a> {
             key: Some(lease.key()),
             generation: Some(lease.generation()),
             operation_id: None,
+            waiting: false,
         }
     }
 
@@ -43,17 +47,17 @@ impl<'a> About<'a> {
         self.operation_id = Some(operation_id);
         self
     }
+
+    /// Marks a waiting attempt (`fencepost.attempt = "waiting"`).
+    pub(crate) fn waiting(mut self) -> Self {
+        self.waiting = true;
+        self
+    }
 }
 
 /// The span of one call of `procedure`, not yet entered.
 pub(crate) fn call_span(config: &ClientConfig, procedure: Procedure, about: About<'_>) -> tracing::Span {
-    let target = &config.connection_string;
-    let server = target.server();
-    let (address, port) = match server.rsplit_once(':') {
-        Some((host, port)) => (host.to_string(), port.parse::<u16>().ok()),
-        None => (server, None),
-    };
-    let database = target.database();
+    let target = config.connection_string.telemetry_target();
     let span = tracing::info_span!(
         target: "fencepost::client",
         "EXECUTE",
@@ -66,17 +70,18 @@ pub(crate) fn call_span(config: &ClientConfig, procedure: Procedure, about: Abou
         db.namespace = Empty,
         db.response.status_code = Empty,
         error.type = Empty,
-        server.address = %address,
+        server.address = %target.address,
         server.port = Empty,
         fencepost.resource_key = about.key,
         fencepost.generation = about.generation,
         fencepost.operation_id = about.operation_id.map(tracing::field::display),
         fencepost.outcome = Empty,
+        fencepost.attempt = about.waiting.then_some("waiting"),
     );
-    if !database.is_empty() {
-        span.record("db.namespace", database);
+    if let Some(namespace) = &target.namespace {
+        span.record("db.namespace", namespace.as_str());
     }
-    if let Some(port) = port {
+    if let Some(port) = target.port {
         // As an i64: the conventions type the port as an int, and
         // tracing-opentelemetry exports an unsigned field as its text.
         span.record("server.port", i64::from(port));

@@ -182,7 +182,7 @@ pub(crate) async fn begin<'c>(
         Err(error) => Err(error),
     };
     span::record_end(&span, ended);
-    meter::call_ended(Procedure::AssertHolder, started.elapsed(), ended);
+    meter::call_ended(&client.config, Procedure::AssertHolder, started.elapsed(), ended, false);
     begun
 }
 

@@ -106,8 +106,22 @@ async fn a_cycle_a_refusal_a_lost_lease_and_an_unknown_outcome_are_counted_with_
         .acquire_waiting(&other, Duration::from_secs(30), Duration::from_secs(5))
         .await
         .unwrap();
-    assert!(matches!(waited, Acquire::Acquired(_)), "{waited:?}");
+    let Acquire::Acquired(waited) = waited else {
+        panic!("{waited:?}")
+    };
     assert_eq!(settled, Publish::AlreadyPublished);
+
+    // A waiting attempt, blocked on a guard's handover signal before its
+    // Acquire, is measured in a series of its own: its duration holds that
+    // deliberate wait. Three seconds leave a new signal session time to
+    // log in on a busy engine.
+    let holder = client.guard(waited);
+    let busy = client
+        .acquire_waiting(&other, Duration::from_secs(30), Duration::from_secs(3))
+        .await
+        .unwrap();
+    assert!(matches!(busy, Acquire::Busy { .. }), "{busy:?}");
+    drop(holder);
 
     let snapshot = snapshotter.snapshot().into_vec();
     let mut seen = Seen::new();
@@ -134,7 +148,8 @@ async fn a_cycle_a_refusal_a_lost_lease_and_an_unknown_outcome_are_counted_with_
         }
     };
     assert!(counter(meter::ACQUISITIONS, &[("outcome", "Acquired")]) >= 2);
-    assert_eq!(counter(meter::ACQUISITIONS, &[("outcome", "Busy")]), 1);
+    // The plain Busy, and the waiting acquire's attempts (at least two).
+    assert!(counter(meter::ACQUISITIONS, &[("outcome", "Busy")]) >= 3);
     assert!(counter(meter::PUBLICATIONS, &[("outcome", "Published")]) >= 1);
     assert_eq!(counter(meter::PUBLICATIONS, &[("outcome", "Superseded")]), 1);
     assert_eq!(counter(meter::RENEWALS, &[("result", "Lost")]), 1);
@@ -144,10 +159,17 @@ async fn a_cycle_a_refusal_a_lost_lease_and_an_unknown_outcome_are_counted_with_
 
     // The conventions' duration histogram, in seconds, one series per
     // procedure and outcome; a refusal is an outcome, not an error.
+    // Where the calls went, as the spans say it: the proxy's address and
+    // port, and the test's database.
+    let server = ConnectionString::parse(&proxy.ado(&db.ado())).unwrap().server();
+    let (address, port) = server.rsplit_once(':').unwrap();
     let histogram = |pairs: &[(&str, &str)]| -> usize {
         let mut all = vec![
             ("db.system.name", "microsoft.sql_server"),
             ("db.operation.name", "EXECUTE"),
+            ("db.namespace", db.name.as_str()),
+            ("server.address", address),
+            ("server.port", port),
         ];
         all.extend_from_slice(pairs);
         match seen.get(&(
@@ -171,6 +193,13 @@ async fn a_cycle_a_refusal_a_lost_lease_and_an_unknown_outcome_are_counted_with_
             ("db.stored_procedure.name", "fence_api.Acquire"),
             ("fencepost.outcome", "Acquired")
         ]) >= 2
+    );
+    assert!(
+        histogram(&[
+            ("db.stored_procedure.name", "fence_api.Acquire"),
+            ("fencepost.outcome", "Busy"),
+            ("fencepost.attempt", "waiting")
+        ]) >= 1
     );
     assert_eq!(units[meter::OPERATION_DURATION], Some(Unit::Seconds));
     match seen.get(&(MetricKind::Histogram, meter::HANDOVER_WAIT.to_string(), Vec::new())) {
