@@ -41,7 +41,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use admin::Admin;
 pub use built::Built;
-pub use config::ClientConfig;
+pub use config::{ClientConfig, MAX_TIMEOUT};
 pub use contract::{CONTRACT_VERSION, ContractVersion};
 pub use error::Error;
 pub use fenced_outcome::FencedOutcome;
@@ -109,8 +109,11 @@ impl Client {
     /// Connects with explicit settings. One connection is opened now, so a
     /// wrong address or password fails here with its reason; the pool opens
     /// the others as calls need them, and one more for renewals on the first
-    /// renewal.
+    /// renewal. A setting no client can honour (a zero `call_timeout`,
+    /// `checkout_timeout` or `idle_check_timeout`) is refused first, as
+    /// [`Error::InvalidConfig`].
     pub async fn connect_with(config: ClientConfig) -> Result<Client, Error> {
+        config.check()?;
         meter::describe();
         let client = Client::unconnected(config);
         let first = client.pool.dedicated_connection().await?;
