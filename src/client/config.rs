@@ -38,7 +38,8 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
-    /// Defaults: at most 4 connections (and one more kept for renewals), 30 s
+    /// Defaults: at most 4 connections (and beside them the renewals' and the
+    /// handover signal's, see [`max_connections`](Self::max_connections)), 30 s
     /// per round trip, 15 s to get a connection from the pool, 5 s for the
     /// release at the end of `run_fenced`, a pooled connection idle for more
     /// than 5 s checked before use with a ping of at most 2 s, and a
@@ -63,12 +64,18 @@ impl ClientConfig {
     }
 
     /// The most connections the pool opens for calls and fenced transactions
-    /// (at least 1). Renewals have up to two connections of their own (the
-    /// second only while a renewal is slow to answer or two guards renew at
-    /// once), so a client opens at most `max + 2`, and a guard keeps renewing
-    /// while the service's own work holds all `max`. `run_fenced` itself uses
-    /// one ordinary connection at a time (its renewals stop before the
-    /// publish).
+    /// (at least 1). `run_fenced` itself uses one ordinary connection at a
+    /// time (its renewals stop before the publish).
+    ///
+    /// Beside them a client opens two kinds of sessions of its own, as they
+    /// are needed. Renewal connections: one for each guard whose renewal is in
+    /// flight at that moment, and one spare for a second attempt beside a slow
+    /// one, at most 32 (one in steady use). So a guard keeps renewing while
+    /// the service's own work holds all `max`, and a guard whose renewals hang
+    /// holds two at most while the others renew. Handover signal sessions:
+    /// one per held guard and one per waiting acquire while it waits, at most
+    /// `max(max, 4)`. A client opens at most `max + 32 + max(max, 4)`
+    /// sessions.
     pub fn max_connections(&mut self, max: u32) -> &mut Self {
         self.max_connections = max.max(1);
         self

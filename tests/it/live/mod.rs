@@ -59,6 +59,7 @@ mod lease_privilege;
 mod lease_publish_release;
 mod lease_recover;
 mod lease_release_on_drop;
+mod lease_renewal_hang;
 mod lease_renewal_reserve;
 mod lease_restore_safety;
 mod lease_semantics;
