@@ -208,7 +208,11 @@ impl Client {
         // session (see `Session::in_call`). A guard that ended meanwhile
         // lowers the signal right after.
         match raise(&mut session, resource).await {
-            Ok(true) => {}
+            // The session holds the lock until LOWER answers: if this task
+            // is dropped before (its runtime shut down while the client
+            // lives on), the pool must close the session, which lets go of
+            // the lock, never hand it to a waiter still holding it.
+            Ok(true) => session.in_call = true,
             Ok(false) => {
                 tracing::debug!(
                     resource,
