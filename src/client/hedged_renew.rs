@@ -189,9 +189,9 @@ mod tests {
         // Each attempt waits a minute for a connection: it neither answers
         // nor fails while the test looks.
         let client = Client::unreachable(Duration::from_secs(60));
-        let give_up = Instant::now() + Duration::from_secs(8);
-        let hedge = hedge_delay(Instant::now(), give_up);
         for spare_taken in [false, true] {
+            let give_up = Instant::now() + Duration::from_secs(8);
+            let hedge = hedge_delay(Instant::now(), give_up);
             let held = spare_taken.then(|| client.renewal_spare.clone().try_acquire_owned().unwrap());
             let before = client.requests_sent();
             let renewal = tokio::spawn({
