@@ -3,8 +3,15 @@
 use std::future::Future;
 use std::time::Duration;
 
+use super::Error;
 use super::token::{BoxError, TokenProvider};
-use crate::connection::ConnectionString;
+use crate::connection::{ConnectionString, MAX_CONNECT_TIMEOUT};
+
+/// The longest any of the client's timeouts is taken to be: a day, as for
+/// `Connect Timeout`. A longer value (`Duration::MAX` for "for ever") is
+/// taken as a day, which no call, checkout or release is meant to last, and
+/// which keeps every deadline on the clock.
+pub const MAX_TIMEOUT: Duration = MAX_CONNECT_TIMEOUT;
 
 /// Settings for a [`Client`](super::Client). Setters take `&mut self` and
 /// chain:
@@ -31,7 +38,8 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
-    /// Defaults: at most 4 connections (and one more kept for renewals), 30 s
+    /// Defaults: at most 4 connections (and beside them the renewals' and the
+    /// handover signal's, see [`max_connections`](Self::max_connections)), 30 s
     /// per round trip, 15 s to get a connection from the pool, 5 s for the
     /// release at the end of `run_fenced`, a pooled connection idle for more
     /// than 5 s checked before use with a ping of at most 2 s, and a
@@ -56,12 +64,18 @@ impl ClientConfig {
     }
 
     /// The most connections the pool opens for calls and fenced transactions
-    /// (at least 1). Renewals have up to two connections of their own (the
-    /// second only while a renewal is slow to answer or two guards renew at
-    /// once), so a client opens at most `max + 2`, and a guard keeps renewing
-    /// while the service's own work holds all `max`. `run_fenced` itself uses
-    /// one ordinary connection at a time (its renewals stop before the
-    /// publish).
+    /// (at least 1). `run_fenced` itself uses one ordinary connection at a
+    /// time (its renewals stop before the publish).
+    ///
+    /// Beside them a client opens two kinds of sessions of its own, as they
+    /// are needed. Renewal connections: one for each guard whose renewal is in
+    /// flight at that moment, and one spare for a second attempt beside a slow
+    /// one, at most 32 (one in steady use). So a guard keeps renewing while
+    /// the service's own work holds all `max`, and a guard whose renewals hang
+    /// holds two at most while the others renew. Handover signal sessions:
+    /// one per held guard and one per waiting acquire while it waits, at most
+    /// `max(max, 4)`. A client opens at most `max + 32 + max(max, 4)`
+    /// sessions.
     pub fn max_connections(&mut self, max: u32) -> &mut Self {
         self.max_connections = max.max(1);
         self
@@ -75,8 +89,14 @@ impl ClientConfig {
     /// own command timeout is set 5 s past it, so a value above the driver's
     /// default 30 s is honoured; that is the only bound on each statement of
     /// a fenced transaction, which the client does not time as a whole.
+    ///
+    /// At most [`MAX_TIMEOUT`] (a day): a longer value is taken as a day.
+    /// Zero is refused by [`Client::connect_with`](super::Client::connect_with)
+    /// ([`Error::InvalidConfig`](super::Error::InvalidConfig)): no reply
+    /// arrives in no time, so every call would fail after it may have been
+    /// sent, and every publish would be unknown.
     pub fn call_timeout(&mut self, timeout: Duration) -> &mut Self {
-        self.call_timeout = timeout;
+        self.call_timeout = timeout.min(MAX_TIMEOUT);
         self
     }
 
@@ -85,8 +105,13 @@ impl ClientConfig {
     /// and for a new one to open. A caller that gives up while connections
     /// keep failing gets [`Error::Unavailable`](super::Error::Unavailable)
     /// with the last failure's reason.
+    ///
+    /// At most [`MAX_TIMEOUT`] (a day): a longer value is taken as a day.
+    /// Zero is refused by [`Client::connect_with`](super::Client::connect_with)
+    /// ([`Error::InvalidConfig`](super::Error::InvalidConfig)): even a free
+    /// connection takes a moment to hand out, so no call could start.
     pub fn checkout_timeout(&mut self, timeout: Duration) -> &mut Self {
-        self.checkout_timeout = timeout;
+        self.checkout_timeout = timeout.min(MAX_TIMEOUT);
         self
     }
 
@@ -101,17 +126,27 @@ impl ClientConfig {
     }
 
     /// How long `run_fenced` waits for its closing release; a release that
-    /// does not finish in time is logged and the lease simply expires.
+    /// does not finish in time is logged and the lease simply expires. The
+    /// same bound holds for the background release of a dropped guard.
+    ///
+    /// At most [`MAX_TIMEOUT`] (a day): a longer value is taken as a day.
+    /// Zero is accepted and means "do not wait": the release is started and
+    /// abandoned at once, so it may or may not land, and otherwise the lease
+    /// expires on its own.
     pub fn release_timeout(&mut self, timeout: Duration) -> &mut Self {
-        self.release_timeout = timeout;
+        self.release_timeout = timeout.min(MAX_TIMEOUT);
         self
     }
 
     /// How long `run_fenced` waits for a work it cancelled to stop before it
     /// drops the work and returns `Lost` (default 10 s). A work that ignores
     /// its token would otherwise keep `run_fenced` waiting for ever.
+    ///
+    /// At most [`MAX_TIMEOUT`] (a day): a longer value is taken as a day.
+    /// Zero is accepted: a cancelled work is dropped at once, without a
+    /// chance to wind down.
     pub fn cancel_grace(&mut self, grace: Duration) -> &mut Self {
-        self.cancel_grace = grace;
+        self.cancel_grace = grace.min(MAX_TIMEOUT);
         self
     }
 
@@ -158,8 +193,13 @@ impl ClientConfig {
     /// the check does not cover everything: a connection used within the
     /// last `idle_check_after` when the server restarts fails on its first
     /// call (retry a publish with the same operation id).
+    ///
+    /// At most [`MAX_TIMEOUT`] (a day): a longer value is taken as a day, and
+    /// no connection lives that long anyway (the pool replaces each one
+    /// within 30 minutes). Zero is accepted: every pooled connection is
+    /// checked before each use, which costs a round trip per call.
     pub fn idle_check_after(&mut self, after: Duration) -> &mut Self {
-        self.idle_check_after = after;
+        self.idle_check_after = after.min(MAX_TIMEOUT);
         self
     }
 
@@ -169,8 +209,128 @@ impl ClientConfig {
     /// reply and no reset), and each would otherwise hold the call for a
     /// whole `call_timeout`; once one fails its check, the others that were
     /// idle since before are replaced without a check.
+    ///
+    /// At most [`MAX_TIMEOUT`] (a day): a longer value is taken as a day.
+    /// Zero is refused by [`Client::connect_with`](super::Client::connect_with)
+    /// ([`Error::InvalidConfig`](super::Error::InvalidConfig)): no connection
+    /// could pass the check, so none would be used again once idle.
     pub fn idle_check_timeout(&mut self, timeout: Duration) -> &mut Self {
-        self.idle_check_timeout = timeout;
+        self.idle_check_timeout = timeout.min(MAX_TIMEOUT);
         self
+    }
+
+    /// Refuses the settings no client can honour: a bound of zero on a round
+    /// trip or a checkout.
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        let zero = [
+            ("call_timeout", self.call_timeout),
+            ("checkout_timeout", self.checkout_timeout),
+            ("idle_check_timeout", self.idle_check_timeout),
+        ];
+        match zero.into_iter().find(|(_, value)| value.is_zero()) {
+            Some((setting, _)) => Err(Error::InvalidConfig {
+                setting,
+                reason: "must be more than zero: nothing can answer in no time",
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Client;
+    use crate::client::Error;
+    use crate::connection::stand_in::{Answer, StandIn};
+
+    fn config(ado: &str) -> ClientConfig {
+        ClientConfig::new(ConnectionString::parse(ado).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_call_under_an_endless_call_timeout_answers_without_a_panic() {
+        let stand_in = StandIn::start(Answer::FailEachRequest {
+            number: 2812,
+            message: "Could not find stored procedure 'fence_api.Inspect'.",
+        })
+        .await;
+        let mut config = config(&stand_in.ado("User ID=u;Password=p;Database=app"));
+        config.call_timeout(Duration::MAX);
+        let client = Client::connect_with(config).await.unwrap();
+        match client.inspect("k").await {
+            Err(Error::Server { number: 2812, .. }) => {}
+            other => panic!("expected the stand-in's 2812, got {other:?}"),
+        }
+        assert_eq!(client.config().call_timeout, MAX_TIMEOUT);
+    }
+
+    #[test]
+    fn every_timeout_longer_than_a_day_is_taken_as_a_day() {
+        let mut config = config("Server=tcp:db,1433;User ID=u;Password=p");
+        config
+            .call_timeout(Duration::MAX)
+            .checkout_timeout(Duration::MAX)
+            .release_timeout(Duration::MAX)
+            .cancel_grace(Duration::MAX)
+            .idle_check_after(Duration::MAX)
+            .idle_check_timeout(Duration::MAX);
+        let taken = [
+            config.call_timeout,
+            config.checkout_timeout,
+            config.release_timeout,
+            config.cancel_grace,
+            config.idle_check_after,
+            config.idle_check_timeout,
+        ];
+        assert_eq!(taken, [MAX_TIMEOUT; 6]);
+        config.call_timeout(MAX_TIMEOUT - Duration::from_secs(1));
+        assert_eq!(config.call_timeout, MAX_TIMEOUT - Duration::from_secs(1));
+    }
+
+    #[tokio::test]
+    async fn a_zero_bound_on_a_round_trip_or_a_checkout_is_refused_naming_the_setting() {
+        type Setter = fn(&mut ClientConfig, Duration) -> &mut ClientConfig;
+        let refused: [(&str, Setter); 3] = [
+            ("call_timeout", ClientConfig::call_timeout),
+            ("checkout_timeout", ClientConfig::checkout_timeout),
+            ("idle_check_timeout", ClientConfig::idle_check_timeout),
+        ];
+        // Nothing listens here: a refusal must come before any connection.
+        let ado = "Server=tcp:127.0.0.1,1;User ID=u;Password=p;Encrypt=DANGER_PLAINTEXT";
+        for (name, set) in refused {
+            let mut config = config(ado);
+            set(&mut config, Duration::ZERO);
+            match Client::connect_with(config).await {
+                Err(error @ Error::InvalidConfig { setting, .. }) => {
+                    assert_eq!(setting, name);
+                    assert!(
+                        error
+                            .to_string()
+                            .starts_with(&format!("ClientConfig::{name} must be more than zero"))
+                    );
+                    assert!(!error.is_transient());
+                }
+                other => panic!("{name}(0): expected InvalidConfig, got {other:?}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_zero_release_timeout_grace_or_idle_threshold_is_accepted() {
+        let stand_in = StandIn::start(Answer::FailEachRequest {
+            number: 2812,
+            message: "Could not find stored procedure.",
+        })
+        .await;
+        let mut config = config(&stand_in.ado("User ID=u;Password=p;Database=app"));
+        config
+            .release_timeout(Duration::ZERO)
+            .cancel_grace(Duration::ZERO)
+            .idle_check_after(Duration::ZERO);
+        let client = Client::connect_with(config).await.unwrap();
+        assert_eq!(client.config().release_timeout, Duration::ZERO);
+        assert_eq!(client.config().cancel_grace, Duration::ZERO);
+        assert_eq!(client.config().idle_check_after, Duration::ZERO);
     }
 }

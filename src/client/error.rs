@@ -22,6 +22,16 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A [`ClientConfig`](super::ClientConfig) setting no client can honour,
+    /// refused by [`Client::connect_with`](super::Client::connect_with)
+    /// before any connection is opened.
+    #[error("ClientConfig::{setting} {reason}")]
+    InvalidConfig {
+        /// The setter, e.g. `call_timeout`.
+        setting: &'static str,
+        /// What is wrong with its value.
+        reason: &'static str,
+    },
     /// The procedure refused the input with one of the contract's error
     /// numbers (50101–50109, and 50120–50126 of the operators' procedures).
     /// Nothing was changed.

@@ -83,7 +83,12 @@ pub(crate) enum Ending {
 ///
 /// A renewal that has no answer after a quarter of the time left is sent
 /// again on a second connection, with the first left running, so a
-/// connection that went silent leaves most of the time for the other. If a renewal answers `Lost`, or none is confirmed some margin
+/// connection that went silent leaves most of the time for the other. That
+/// second connection is the client's one spare for all its guards: a guard
+/// whose renewals hang holds two renewal connections at most, and never
+/// keeps another guard's first attempt from its own.
+///
+/// If a renewal answers `Lost`, or none is confirmed some margin
 /// before the lease would end on the local clock, the lease is lost:
 /// [`lost`](LeaseGuard::lost) resolves and [`token`](LeaseGuard::token) is
 /// cancelled. The margin is 1% of the lease length, at least 100 ms and at

@@ -67,11 +67,14 @@ pub(crate) fn sessions(config: &ClientConfig) -> u32 {
 /// The pool of signal sessions, as `pool::build` makes the others, each
 /// session warmed up as it opens.
 pub(crate) fn pool(config: &ClientConfig, manager: Manager) -> bb8::Pool<Manager> {
+    let warm_up = WarmUp {
+        server: manager.connection_string.server(),
+    };
     bb8::Pool::builder()
         .max_size(sessions(config))
         .test_on_check_out(true)
         .connection_timeout(config.checkout_timeout)
-        .connection_customizer(Box::new(WarmUp))
+        .connection_customizer(Box::new(warm_up))
         .build_unchecked(manager)
 }
 
@@ -81,7 +84,11 @@ pub(crate) fn pool(config: &ClientConfig, manager: Manager) -> bb8::Pool<Manager
 /// waiter must not pay between its wake-up and its grant, nor add to its
 /// pause.
 #[derive(Debug)]
-struct WarmUp;
+struct WarmUp {
+    /// The server the sessions are opened on, for the error of a failed
+    /// warm-up.
+    server: String,
+}
 
 impl bb8::CustomizeConnection<Session, ConnectError> for WarmUp {
     fn on_acquire<'a>(
@@ -92,12 +99,20 @@ impl bb8::CustomizeConnection<Session, ConnectError> for WarmUp {
             let key = format!("fencepost:signal-warm-up:{}", Uuid::new_v4());
             let owner = Uuid::new_v4();
             let seconds = 1i32;
-            if let Err(error) = exchange(session, WARM_UP, &[&key, &owner, &seconds]).await {
-                // A session whose reply was not read to its end is dropped
-                // on its return (`in_call`); a cold one only costs time.
-                tracing::debug!(%error, "warming up a signal session failed");
-            }
-            Ok(())
+            // A session whose warm-up failed is never pooled: its reply may
+            // be half read, and a session that cannot run `Acquire` is of no
+            // use to a waiter. The pool opens another in its place within
+            // the checkout's bound, or the waiter polls.
+            exchange(session, WARM_UP, &[&key, &owner, &seconds])
+                .await
+                .map(drop)
+                .map_err(|driver| {
+                    tracing::debug!(error = %driver, "warming up a signal session failed; closing it");
+                    ConnectError::Other {
+                        server: self.server.clone(),
+                        driver,
+                    }
+                })
         })
     }
 }
@@ -208,7 +223,11 @@ impl Client {
         // session (see `Session::in_call`). A guard that ended meanwhile
         // lowers the signal right after.
         match raise(&mut session, resource).await {
-            Ok(true) => {}
+            // The session holds the lock until LOWER answers: if this task
+            // is dropped before (its runtime shut down while the client
+            // lives on), the pool must close the session, which lets go of
+            // the lock, never hand it to a waiter still holding it.
+            Ok(true) => session.in_call = true,
             Ok(false) => {
                 tracing::debug!(
                     resource,
@@ -356,5 +375,30 @@ mod tests {
         assert_eq!(sessions(&config), MIN_SESSIONS);
         config.max_connections(32);
         assert_eq!(sessions(&config), 32);
+    }
+
+    #[tokio::test]
+    async fn a_signal_session_whose_warm_up_failed_is_never_handed_out() {
+        use crate::client::pool::{LastConnectError, idle_check};
+        use crate::connection::stand_in::{Answer, StandIn};
+        let stand_in = StandIn::start(Answer::FailEachRequest {
+            number: 2812,
+            message: "Could not find stored procedure 'fence_api.Acquire'.",
+        })
+        .await;
+        let mut config = ClientConfig::new(
+            crate::connection::ConnectionString::parse(&stand_in.ado("User ID=u;Password=p;Database=app")).unwrap(),
+        );
+        config.checkout_timeout(Duration::from_millis(500));
+        let manager = Manager::new(&config, LastConnectError::default(), idle_check(&config));
+        let signals = pool(&config, manager);
+        match signals.get().await {
+            Ok(session) => panic!(
+                "a session was handed out after its warm-up failed (in_call: {})",
+                session.in_call
+            ),
+            Err(bb8::RunError::TimedOut | bb8::RunError::User(_)) => {}
+        }
+        assert!(stand_in.logins() >= 1, "no session was opened and warmed up");
     }
 }

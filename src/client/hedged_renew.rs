@@ -6,18 +6,40 @@
 //! has left. Cancelling the silent attempt first and only then logging in
 //! again, as a plain timeout-and-retry does, spends the time twice; starting
 //! the second attempt while the first may still answer spends it once.
+//!
+//! Each guard has one attempt of its own in flight at most, which never
+//! waits for another guard's: the renewals pool has room for one connection
+//! per guard renewing at that moment. A second attempt beside it takes the
+//! client's one spare connection, shared by every guard, and waits while
+//! another guard's second attempt holds it. So a guard whose renewals hang
+//! (its row locked by another session, a connection gone silent) holds two
+//! connections at most, and the others still renew on one each.
 
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use super::{Client, Error, Lease, Renew};
 
-/// Attempts in flight at once: the renewal pool's size, so a second attempt
-/// never waits for a connection the first one holds.
-pub(crate) const MAX_IN_FLIGHT: usize = 2;
+/// Attempts of one guard in flight at once: its own and the spare.
+const MAX_IN_FLIGHT: usize = 2;
+
+/// Second attempts in flight at once across all the guards of a client.
+pub(crate) const SPARE_ATTEMPTS: usize = 1;
+
+/// The most renewal connections a client opens, a bound it reaches only
+/// when that many renewals are in flight at once (it holds one connection
+/// in steady use). Past it, a guard's own attempt waits for a connection
+/// too, so renewals slow down before they load a struggling server further.
+pub(crate) const MAX_RENEWAL_CONNECTIONS: u32 = 32;
+
+/// The client's spare connection for second attempts (see the module).
+pub(crate) fn spare() -> Semaphore {
+    Semaphore::new(SPARE_ATTEMPTS)
+}
 
 /// The shortest wait before a second attempt, however little time is left:
 /// below it an answer is usually only a little late, not lost.
@@ -49,28 +71,33 @@ fn hedge_delay(now: Instant, give_up: Instant) -> Duration {
 /// `retry_pause` later.
 pub(crate) async fn renew_hedged(client: &Client, lease: &Lease, give_up: Instant, retry_pause: Duration) -> Renewal {
     let started = Instant::now();
-    let mut in_flight: FuturesUnordered<_> = [attempt(client, lease.clone())].into_iter().collect();
+    let mut in_flight: FuturesUnordered<_> = [attempt(client, lease.clone(), Slot::Own)].into_iter().collect();
+    // Whether the guard's own attempt is free for the next one to take.
+    let mut own_free = false;
     let mut last_error = None;
     let mut next_start = started + hedge_delay(started, give_up);
     loop {
         tokio::select! {
             biased;
-            Some((answer, renewed)) = in_flight.next() => match answer {
-                Ok(Renew::Renewed { .. }) => return Renewal::Renewed(renewed),
-                Ok(Renew::Lost) => return Renewal::Lost,
-                Err(error) if error.is_transient() => {
-                    tracing::debug!(key = lease.key(), %error, "renewal failed; retrying");
-                    last_error = Some(error.to_string());
-                    if in_flight.is_empty() {
-                        next_start = next_start.min(Instant::now() + retry_pause);
+            Some((answer, renewed, slot)) = in_flight.next() => {
+                own_free |= slot == Slot::Own;
+                match answer {
+                    Ok(Renew::Renewed { .. }) => return Renewal::Renewed(renewed),
+                    Ok(Renew::Lost) => return Renewal::Lost,
+                    Err(error) if error.is_transient() => {
+                        tracing::debug!(key = lease.key(), %error, "renewal failed; retrying");
+                        last_error = Some(error.to_string());
+                        if in_flight.is_empty() {
+                            next_start = next_start.min(Instant::now() + retry_pause);
+                        }
                     }
+                    Err(error) => return Renewal::Failed(error),
                 }
-                Err(error) => return Renewal::Failed(error),
-            },
+            }
             () = tokio::time::sleep_until(give_up) => {
                 let running = in_flight.len();
                 let silent = (running > 0).then(|| format!(
-                    "{running} renewal attempt(s), each on its own connection, got no reply within {} ms",
+                    "{running} renewal attempt(s) got no reply within {} ms",
                     started.elapsed().as_millis()
                 ));
                 return Renewal::Unanswered { last_error: last_error.or(silent) };
@@ -80,17 +107,35 @@ pub(crate) async fn renew_hedged(client: &Client, lease: &Lease, give_up: Instan
                 if !in_flight.is_empty() {
                     tracing::debug!(key = lease.key(), "renewal unanswered; trying another connection beside it");
                 }
-                in_flight.push(attempt(client, lease.clone()));
+                let slot = if std::mem::take(&mut own_free) { Slot::Own } else { Slot::Spare };
+                in_flight.push(attempt(client, lease.clone(), slot));
                 next_start = now + hedge_delay(now, give_up);
             }
         }
     }
 }
 
-/// One attempt, answering with the lease as it renewed it.
-async fn attempt(client: &Client, mut lease: Lease) -> (Result<Renew, Error>, Lease) {
+/// Which of the guard's two attempts an attempt is (see the module).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    /// The guard's own: it waits for no other guard.
+    Own,
+    /// The client's spare, shared by every guard: it waits while another
+    /// guard's second attempt holds it.
+    Spare,
+}
+
+/// One attempt, answering with the lease as it renewed it and the slot it
+/// took.
+async fn attempt(client: &Client, mut lease: Lease, slot: Slot) -> (Result<Renew, Error>, Lease, Slot) {
+    // Held until the attempt ends, or is dropped with the renewal; the
+    // semaphore is never closed.
+    let _spare = match slot {
+        Slot::Own => None,
+        Slot::Spare => client.renewal_spare.acquire().await.ok(),
+    };
     let answer = client.renew(&mut lease).await;
-    (answer, lease)
+    (answer, lease, slot)
 }
 
 #[cfg(test)]
@@ -107,17 +152,21 @@ mod tests {
         assert_eq!(hedge_delay(now + s(1), now), MIN_HEDGE_DELAY);
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn with_no_server_the_renewal_ends_unanswered_at_its_deadline_with_the_last_error() {
-        let client = Client::unreachable(Duration::from_millis(100));
-        let lease = Lease::new(
+    fn lease() -> Lease {
+        Lease::new(
             "k",
             uuid::Uuid::new_v4(),
             1,
             Duration::from_secs(30),
             time::OffsetDateTime::UNIX_EPOCH,
             Instant::now(),
-        );
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn with_no_server_the_renewal_ends_unanswered_at_its_deadline_with_the_last_error() {
+        let client = Client::unreachable(Duration::from_millis(100));
+        let lease = lease();
         let started = Instant::now();
         let give_up = started + Duration::from_secs(3);
         match renew_hedged(&client, &lease, give_up, Duration::from_millis(200)).await {
@@ -133,5 +182,41 @@ mod tests {
             give_up,
             "it gave up at its deadline, not before or after"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_second_attempt_waits_while_another_guard_holds_the_spare_and_the_first_never_does() {
+        // Each attempt waits a minute for a connection: it neither answers
+        // nor fails while the test looks.
+        let client = Client::unreachable(Duration::from_secs(60));
+        for spare_taken in [false, true] {
+            let give_up = Instant::now() + Duration::from_secs(8);
+            let hedge = hedge_delay(Instant::now(), give_up);
+            let held = spare_taken.then(|| client.renewal_spare.clone().try_acquire_owned().unwrap());
+            let before = client.requests_sent();
+            let renewal = tokio::spawn({
+                let (client, lease) = (client.clone(), lease());
+                async move { renew_hedged(&client, &lease, give_up, Duration::from_millis(200)).await }
+            });
+            tokio::time::sleep(hedge + Duration::from_millis(100)).await;
+            let started = client.requests_sent() - before;
+            if spare_taken {
+                assert_eq!(
+                    started, 1,
+                    "the guard's own attempt waits for nobody, its second for the spare"
+                );
+                drop(held);
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                assert_eq!(
+                    client.requests_sent() - before,
+                    2,
+                    "the second attempt took the spare once free"
+                );
+            } else {
+                assert_eq!(started, 2, "with the spare free the second attempt starts at once");
+            }
+            renewal.abort();
+            let _ = renewal.await;
+        }
     }
 }

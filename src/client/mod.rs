@@ -39,9 +39,11 @@ mod wait;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use tokio::sync::Semaphore;
+
 pub use admin::Admin;
 pub use built::Built;
-pub use config::ClientConfig;
+pub use config::{ClientConfig, MAX_TIMEOUT};
 pub use contract::{CONTRACT_VERSION, ContractVersion};
 pub use error::Error;
 pub use fenced_outcome::FencedOutcome;
@@ -74,11 +76,6 @@ pub(crate) fn read_contract_version(rows: &[tiberius::Row]) -> Option<ContractVe
 use contract::Procedure;
 use pool::{LastConnectError, Manager};
 
-/// Connections kept for renewals alone, beside `max_connections`: one in
-/// steady use, and a second opened only when a renewal is slow to answer
-/// (or two guards renew at once), so the retry need not wait for the first.
-const RENEWAL_CONNECTIONS: u32 = hedged_renew::MAX_IN_FLIGHT as u32;
-
 /// A pool of connections to one fence database and the typed calls on it.
 /// Cloning is cheap and shares the pool.
 #[derive(Clone)]
@@ -86,8 +83,14 @@ pub struct Client {
     pool: bb8::Pool<Manager>,
     /// Renewals only, so a pool busy with the service's own calls and fenced
     /// transactions cannot starve a guard until its lease ends. Opened on the
-    /// first renewal.
+    /// first renewal, and as renewals in flight at once need: one per guard
+    /// renewing and one spare (see `hedged_renew`), at most
+    /// `MAX_RENEWAL_CONNECTIONS`.
     renewals: bb8::Pool<Manager>,
+    /// The renewals' spare connection: a guard's second attempt beside a
+    /// slow one takes it, so one guard whose renewals hang holds two
+    /// renewal connections at most.
+    renewal_spare: Arc<Semaphore>,
     /// The sessions of the handover signal: each held guard keeps an
     /// application lock on one, and a waiting acquire blocks on one (see
     /// `handover`). Apart from `pool`, so neither ever holds a connection
@@ -109,8 +112,11 @@ impl Client {
     /// Connects with explicit settings. One connection is opened now, so a
     /// wrong address or password fails here with its reason; the pool opens
     /// the others as calls need them, and one more for renewals on the first
-    /// renewal.
+    /// renewal. A setting no client can honour (a zero `call_timeout`,
+    /// `checkout_timeout` or `idle_check_timeout`) is refused first, as
+    /// [`Error::InvalidConfig`].
     pub async fn connect_with(config: ClientConfig) -> Result<Client, Error> {
+        config.check()?;
         meter::describe();
         let client = Client::unconnected(config);
         let first = client.pool.dedicated_connection().await?;
@@ -129,13 +135,14 @@ impl Client {
         let pool = pool::build(&config, config.max_connections, manager);
         let renewals = pool::build(
             &config,
-            RENEWAL_CONNECTIONS,
+            hedged_renew::MAX_RENEWAL_CONNECTIONS,
             Manager::new(&config, last_connect_error.clone(), idle_check.clone()),
         );
         let signals = handover::pool(&config, Manager::new(&config, last_connect_error.clone(), idle_check));
         Client {
             pool,
             renewals,
+            renewal_spare: Arc::new(hedged_renew::spare()),
             signals,
             config: Arc::new(config),
             last_connect_error,

@@ -92,7 +92,11 @@ impl Client {
     /// the answer is [`Fenced::Unknown`], which carries the lease, the
     /// operation id and the payload, and the lease is released (bounded by
     /// the release timeout). [`Client::settle`] then tells for good whether
-    /// it committed.
+    /// it committed. While no publish was sent at all (no connection could
+    /// be had), the replays stop sooner: after three checkout and call
+    /// timeouts (2 min 15 s by default), never past the lease, whatever its
+    /// length, and `run_fenced` returns that error, since nothing was
+    /// published.
     ///
     /// `Err` means the server or the network failed and nothing was
     /// published: acquiring, a renewal that failed for a reason that retrying

@@ -102,6 +102,12 @@ impl Client {
     /// the lease's end the fence refuses a first arrival, never publishes
     /// under a dead lease. Giving up after any attempt may have reached the
     /// server is [`Unresolved::Unknown`], whatever the later attempts met.
+    ///
+    /// While no attempt was sent at all (no connection could be had), the
+    /// replays end sooner, at [`confirm_until`](Client::confirm_until): three
+    /// checkout and call timeouts after the first, never past the lease
+    /// length. Nothing can have committed then, and a server that stays
+    /// away must not hold the caller until a long lease ends.
     pub(crate) async fn publish_resolved(
         &self,
         lease: &Lease,
@@ -112,6 +118,8 @@ impl Client {
         let mut pause = Duration::from_millis(50);
         let mut tried_once_more = false;
         let mut maybe_sent = false;
+        let mut sent = false;
+        let unsent_until = self.confirm_until(Instant::now(), lease.length());
         loop {
             let error = match self
                 .publish_with(lease, operation_id, payload, true, source_version)
@@ -122,6 +130,7 @@ impl Client {
             };
             let unknown = matches!(error, Error::OutcomeUnknown { .. });
             maybe_sent |= unknown;
+            sent |= !matches!(error, Error::Unavailable { .. } | Error::Connect(_));
             if tried_once_more || !(unknown || error.is_transient()) {
                 return Err(if maybe_sent {
                     Unresolved::Unknown(error)
@@ -129,10 +138,61 @@ impl Client {
                     Unresolved::Failed(error)
                 });
             }
-            tried_once_more = later(Instant::now(), pause) >= lease.local_deadline();
+            let next = later(Instant::now(), pause);
+            if !sent && next >= unsent_until {
+                return Err(Unresolved::Failed(error));
+            }
+            tried_once_more = next >= lease.local_deadline();
             tracing::debug!(key = lease.key(), %operation_id, %error, "publish not confirmed; replaying");
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(Duration::from_secs(1));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease(length: Duration) -> Lease {
+        Lease::new(
+            "k",
+            Uuid::new_v4(),
+            1,
+            length,
+            time::OffsetDateTime::UNIX_EPOCH,
+            Instant::now(),
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn replays_that_never_reach_the_server_end_after_a_few_attempts_not_with_an_hour_lease() {
+        let client = Client::unreachable(Duration::from_millis(100));
+        let lease = lease(Duration::from_secs(3600));
+        let started = Instant::now();
+        let bound = client.confirm_until(started, lease.length());
+        let answer = client.publish_resolved(&lease, Uuid::new_v4(), "result", None).await;
+        match answer {
+            Err(Unresolved::Failed(Error::Unavailable { .. } | Error::Connect(_))) => {}
+            Err(Unresolved::Failed(other) | Unresolved::Unknown(other)) => panic!("unexpected end: {other:?}"),
+            Ok(answer) => panic!("an unreachable server answered {answer:?}"),
+        }
+        let ended = Instant::now();
+        // Up to its bound, as a server back within it is still reached; a
+        // last pause (at most a second) and checkout after it, no more.
+        assert!(
+            ended >= bound - Duration::from_secs(2),
+            "gave up early: {:?}",
+            ended - started
+        );
+        assert!(
+            ended <= bound + Duration::from_secs(2),
+            "kept replaying: {:?}",
+            ended - started
+        );
+        assert!(
+            bound < started + Duration::from_secs(300),
+            "the bound is not a few attempts"
+        );
     }
 }

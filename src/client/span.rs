@@ -146,6 +146,7 @@ pub(crate) fn error_type(error: &Error) -> String {
     }
     match error {
         Error::InvalidInput { .. } => "invalid_input",
+        Error::InvalidConfig { .. } => "invalid_config",
         Error::Connect(_) => "connect",
         Error::Unavailable { .. } => "unavailable",
         Error::Network { timed_out: true, .. } => "timeout",

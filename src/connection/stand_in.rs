@@ -1,7 +1,7 @@
 //! A loopback TDS stand-in for offline tests: it answers each pre-login
 //! without encryption, records the login that follows, and answers it as the
-//! test asks, so what a connection sends and how a refusal is reported can be
-//! checked without an engine.
+//! test asks, so what a connection sends, how a refusal is reported and what
+//! a call does around its round trip can be checked without an engine.
 
 use std::sync::{Arc, Mutex};
 
@@ -14,6 +14,10 @@ pub(crate) enum Answer {
     /// Refuses the login with a server error, as Azure SQL answers 40613
     /// ("database not currently available") during a failover.
     Refuse { number: u32, message: &'static str },
+    /// Signs the login in, then answers every request with a server error,
+    /// as a database without the called procedure answers 2812: a whole
+    /// round trip, for what must hold of any call.
+    FailEachRequest { number: u32, message: &'static str },
 }
 
 /// A running stand-in; it stops with the test's runtime.
@@ -67,11 +71,43 @@ async fn serve(mut stream: TcpStream, answer: Answer, logins: Arc<Mutex<Vec<Vec<
         return;
     };
     logins.lock().unwrap().push(login);
-    let Answer::Refuse { number, message } = answer;
-    let _ = stream.write_all(&refusal(number, message)).await;
-    // Read until the client hangs up, so the refusal is not cut short.
-    let mut sink = [0u8; 256];
-    while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+    match answer {
+        Answer::Refuse { number, message } => {
+            let _ = stream.write_all(&refusal(number, message)).await;
+            // Read until the client hangs up, so the refusal is not cut short.
+            let mut sink = [0u8; 256];
+            while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+        }
+        Answer::FailEachRequest { number, message } => {
+            if stream.write_all(&login_ack()).await.is_err() {
+                return;
+            }
+            while read_message(&mut stream).await.is_ok() {
+                if stream.write_all(&refusal(number, message)).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// A LOGINACK token (TDS 7.4, "stand-in" version 16.0) and a DONE: the login
+/// succeeded.
+fn login_ack() -> Vec<u8> {
+    let name: Vec<u16> = "stand-in".encode_utf16().collect();
+    let mut body = vec![1]; // interface: SQL
+    body.extend_from_slice(&0x7400_0004u32.to_be_bytes());
+    body.push(name.len() as u8);
+    body.extend(name.iter().flat_map(|unit| unit.to_le_bytes()));
+    body.extend_from_slice(&[16, 0, 0, 0]);
+    let mut tokens = vec![0xAD];
+    tokens.extend_from_slice(&(body.len() as u16).to_le_bytes());
+    tokens.extend_from_slice(&body);
+    tokens.push(0xFD);
+    tokens.extend_from_slice(&0u16.to_le_bytes()); // DONE_FINAL
+    tokens.extend_from_slice(&0u16.to_le_bytes());
+    tokens.extend_from_slice(&0u64.to_le_bytes());
+    packet(0x04, &tokens)
 }
 
 /// A pre-login answer: version 16.0, encryption NOT_SUP.
@@ -87,7 +123,7 @@ fn prelogin_reply() -> Vec<u8> {
 }
 
 /// An ERROR token (class 14, as login refusals are) and a DONE with the
-/// error bit, the way a server refuses a login.
+/// error bit, the way a server refuses a login or a request.
 fn refusal(number: u32, message: &str) -> Vec<u8> {
     let utf16 = |s: &str| -> Vec<u8> { s.encode_utf16().flat_map(u16::to_le_bytes).collect() };
     let mut body = Vec::new();

@@ -21,6 +21,7 @@ pub mod prepared;
 pub mod proxy;
 pub mod refusal;
 mod shared;
+pub mod signal;
 pub mod stress_ledger;
 
 use std::io::Write;

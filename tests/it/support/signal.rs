@@ -1,0 +1,30 @@
+//! The handover signal as another session sees it: the application lock a
+//! guard holds while it holds a lease (see `client::handover`).
+
+use fencepost::Connection;
+use sha2::{Digest, Sha256};
+
+/// The name of the signal of `key`, as the client documents it.
+pub fn signal(key: &str) -> String {
+    format!("fencepost:lease:{}", hex::encode(Sha256::digest(key.as_bytes())))
+}
+
+/// What the client runs after a refused application lock request on
+/// Babelfish (see `client::handover`): without it, a probe refused five
+/// times on one session ends the whole server.
+const CLEAR_AFTER_REFUSAL: &str = "IF @s < 0 AND SERVERPROPERTY(N'Babelfish') IS NOT NULL \
+     BEGIN BEGIN TRY THROW 50000, N'clear', 1; END TRY BEGIN CATCH END CATCH; END;";
+
+/// Whether someone holds the signal of `key` now, asked on `conn` without
+/// waiting (a shared request that is let go of at once).
+pub async fn signal_held(conn: &mut Connection, key: &str) -> bool {
+    let resource = signal(key);
+    let sql = format!(
+        "DECLARE @s int; EXEC @s = sp_getapplock @Resource = N'{resource}', @LockMode = N'Shared', \
+         @LockOwner = N'Session', @LockTimeout = 0; \
+         IF @s >= 0 EXEC sp_releaseapplock @Resource = N'{resource}', @LockOwner = N'Session'; \
+         {CLEAR_AFTER_REFUSAL} SELECT @s;"
+    );
+    let row = conn.simple_query(sql).await.unwrap().into_row().await.unwrap().unwrap();
+    row.get::<i32, usize>(0).unwrap() < 0
+}
