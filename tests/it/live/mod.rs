@@ -44,6 +44,7 @@ mod deploy_under_traffic;
 mod deploy_upgrade_v1;
 mod example_fenced_report_rows;
 mod example_report_rebuilder;
+mod lease_acquire_row_wait;
 mod lease_assert_holder;
 mod lease_caller_rules;
 mod lease_commands;
