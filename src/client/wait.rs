@@ -40,7 +40,11 @@ impl Client {
     /// its holder released early is taken within about a second rather than
     /// at its expiry. One last attempt is made at the deadline; if it
     /// is still busy, that `Busy` is returned. `NotProvisioned` and errors
-    /// return at once: a failure is never turned into `Busy`.
+    /// return at once: a failure is never turned into `Busy`. Contention
+    /// is not a failure: an attempt that gave up waiting for the fence row,
+    /// which another transaction held longer than `Acquire` waits (5 s),
+    /// granted nothing and is `Busy` with the holder's end unknown, so the
+    /// waiter asks again until its deadline, on every engine.
     ///
     /// A holder whose lease is in a [`LeaseGuard`](super::LeaseGuard) holds
     /// its handover signal, an application lock named after the key, and lets
@@ -59,11 +63,10 @@ impl Client {
     /// (a network error or a timeout) may have taken the lease, so it is
     /// retried as the same owner, which confirms that grant instead of
     /// blocking the key under an owner nobody knows; so is a transient server
-    /// error (a deadlock, a lock timeout, a failover). A failure before
-    /// anything was sent (no connection) returns at once, unless an earlier
-    /// attempt may have reached the server. Those retries end at the deadline,
-    /// after the lease length, or after a few call timeouts, whichever comes
-    /// first.
+    /// error (a deadlock, a failover). A failure before anything was sent (no
+    /// connection) returns at once, unless an earlier attempt may have
+    /// reached the server. Those retries end at the deadline, after the lease
+    /// length, or after a few call timeouts, whichever comes first.
     pub async fn acquire_waiting(&self, key: &str, length: Duration, wait: Duration) -> Result<Acquire, Error> {
         // `Duration::MAX` is a natural "for ever"; it must not overflow.
         let deadline = later(Instant::now(), wait);
@@ -168,6 +171,7 @@ impl Client {
         let mut attempt = first;
         loop {
             let this = std::mem::replace(&mut attempt, Attempt::Plain);
+            let sent_at = Instant::now();
             let answered = match this {
                 Attempt::Plain => self
                     .acquire_timed(key, owner, length)
@@ -179,6 +183,16 @@ impl Client {
                     .map(|(answer, sent_at, woke)| (answer, sent_at, Some(woke))),
             };
             match answered {
+                // Another transaction held the fence row longer than Acquire
+                // waits for it, and this attempt's own transaction rolled
+                // back: nothing was granted, so this is contention, never an
+                // error, on either engine: Busy, the holder's end unknown.
+                // Unless an earlier attempt's reply was lost: only an answer
+                // to the same owner confirms or rules out its grant, so that
+                // is asked again below.
+                Err(error) if error.gave_up_waiting_for_the_row() && !reached => {
+                    return Ok((Acquire::busy_end_unknown(), sent_at, None));
+                }
                 // The signal's part of the batch failed (an engine or a grant
                 // that refuses application locks, a reply of another shape):
                 // its Acquire may have run, so ask again at once, plainly,
@@ -217,9 +231,9 @@ fn retry_acquire(error: &Error, reached: &mut bool) -> bool {
             *reached = true;
             true
         }
-        // The server answered and granted nothing; a deadlock or a failover
-        // passes.
-        _ if error.server_number().is_some() => error.is_transient(),
+        // The server answered and granted nothing; a deadlock, a failover or
+        // another transaction's hold on the fence row passes.
+        _ if error.server_number().is_some() => error.is_transient() || error.gave_up_waiting_for_the_row(),
         // Nothing was sent this time. Retrying matters only to confirm an
         // earlier attempt's grant; otherwise the caller hears of it at once.
         _ => *reached && error.is_transient(),
@@ -432,6 +446,20 @@ mod tests {
         let deadlock = Error::from_server("fence_api.Acquire", 1205, 13, "deadlock victim".into());
         assert!(!signal_failed(&deadlock), "a deadlock is retried as before");
         assert!(!signal_failed(&network()));
+    }
+
+    #[test]
+    fn a_wait_for_the_row_given_up_after_a_lost_reply_is_asked_again_as_the_same_owner() {
+        let gave_up = Error::from_server(
+            "fence_api.Acquire",
+            50129,
+            16,
+            "Waited 5 seconds for the fence row or its table.".into(),
+        );
+        assert!(
+            retry_acquire(&gave_up, &mut true),
+            "the lost reply's grant is still to be confirmed"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -8,6 +8,7 @@ mod audit_live_reach;
 mod babelfish_security_definer;
 mod bench;
 mod client_acquire_confirm;
+mod client_acquire_contention;
 mod client_acquire_waiting;
 mod client_cancel;
 mod client_contract;
