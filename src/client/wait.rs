@@ -65,8 +65,11 @@ impl Client {
     /// blocking the key under an owner nobody knows; so is a transient server
     /// error (a deadlock, a failover). A failure before anything was sent (no
     /// connection) returns at once, unless an earlier attempt may have
-    /// reached the server. Those retries end at the deadline, after the lease
-    /// length, or after a few call timeouts, whichever comes first.
+    /// reached the server. Those retries end after the lease length or after
+    /// a few call timeouts, whichever comes first, counted from the attempt's
+    /// first send: confirming a grant is not waiting, so a short or zero
+    /// `wait` does not cut it short. Other retries (a deadlock, a failover)
+    /// also end at the deadline.
     pub async fn acquire_waiting(&self, key: &str, length: Duration, wait: Duration) -> Result<Acquire, Error> {
         // `Duration::MAX` is a natural "for ever"; it must not overflow.
         let deadline = later(Instant::now(), wait);
@@ -80,8 +83,11 @@ impl Client {
         // signal.
         let mut settled = false;
         loop {
-            let until = self.confirm_until(Instant::now(), length).min(deadline);
-            let (answer, sent_at, woke) = self.acquire_retrying_timed(key, owner, length, until, next).await?;
+            let retries = Retries {
+                confirm_until: self.confirm_until(Instant::now(), length),
+                deadline,
+            };
+            let (answer, sent_at, woke) = self.acquire_retrying_timed(key, owner, length, retries, next).await?;
             let Acquire::Busy { remaining, .. } = answer else {
                 if matches!(answer, Acquire::Acquired(_)) {
                     super::meter::handover_wait(started.elapsed());
@@ -126,6 +132,36 @@ impl Client {
     }
 }
 
+/// Until when an acquire tries again as the same owner.
+#[derive(Clone, Copy, Debug)]
+struct Retries {
+    /// The end of the retries that confirm a grant whose reply was lost
+    /// (see [`Client::confirm_until`]).
+    confirm_until: Instant,
+    /// The end of any other retry: the caller's deadline.
+    deadline: Instant,
+}
+
+impl Retries {
+    /// The same end for every retry.
+    fn until(end: Instant) -> Retries {
+        Retries {
+            confirm_until: end,
+            deadline: end,
+        }
+    }
+
+    /// When retrying ends, once an attempt may have reached the server
+    /// (`reached`) or not.
+    fn end(self, reached: bool) -> Instant {
+        if reached {
+            self.confirm_until
+        } else {
+            self.confirm_until.min(self.deadline)
+        }
+    }
+}
+
 /// How [`Client::acquire_waiting`] makes its next attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Attempt {
@@ -149,7 +185,7 @@ impl Client {
         until: Instant,
     ) -> Result<Acquire, Error> {
         Ok(self
-            .acquire_retrying_timed(key, owner, length, until, Attempt::Plain)
+            .acquire_retrying_timed(key, owner, length, Retries::until(until), Attempt::Plain)
             .await?
             .0)
     }
@@ -163,7 +199,7 @@ impl Client {
         key: &str,
         owner: Uuid,
         length: Duration,
-        until: Instant,
+        retries: Retries,
         first: Attempt,
     ) -> Result<(Acquire, Instant, Option<Woke>), Error> {
         let mut pause = MIN_PAUSE;
@@ -201,7 +237,9 @@ impl Client {
                     tracing::debug!(key, %owner, %error, "a waiting attempt failed; asking again without the signal");
                     reached = true;
                 }
-                Err(error) if retry_acquire(&error, &mut reached) && later(Instant::now(), pause) < until => {
+                Err(error)
+                    if retry_acquire(&error, &mut reached) && later(Instant::now(), pause) < retries.end(reached) =>
+                {
                     tracing::debug!(key, %owner, %error, "acquire failed; retrying with the same owner");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(MAX_BACKOFF);
@@ -460,6 +498,17 @@ mod tests {
             retry_acquire(&gave_up, &mut true),
             "the lost reply's grant is still to be confirmed"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn confirming_a_lost_grant_outlasts_the_wait_and_other_retries_do_not() {
+        let now = Instant::now();
+        let retries = Retries {
+            confirm_until: now + Duration::from_secs(30),
+            deadline: now,
+        };
+        assert_eq!(retries.end(true), now + Duration::from_secs(30));
+        assert_eq!(retries.end(false), now, "a deadlock is not retried past the wait");
     }
 
     #[tokio::test(start_paused = true)]
