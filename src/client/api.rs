@@ -259,13 +259,16 @@ impl Client {
             )
             .await
             .map_err(|error| unknown_if_unanswered(error, operation_id))?;
-        let decoded = match reply.outcome()? {
-            "Published" => Ok(Publish::Published),
-            "AlreadyPublished" => Ok(Publish::AlreadyPublished),
-            name => match outcome::refusal(name) {
+        // Publish commits before it answers: an outcome that cannot be read,
+        // like one this client does not know, may hide a commit.
+        let decoded = match reply.outcome() {
+            Ok("Published") => Ok(Publish::Published),
+            Ok("AlreadyPublished") => Ok(Publish::AlreadyPublished),
+            Ok(name) => match outcome::refusal(name) {
                 Some(reason) => Ok(Publish::Refused(reason)),
                 None => Err(reply.unknown_outcome()),
             },
+            Err(unreadable) => Err(unreadable),
         };
         decoded.map_err(|error| unknown_if_unanswered(error, operation_id))
     }

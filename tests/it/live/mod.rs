@@ -20,6 +20,7 @@ mod client_handover;
 mod client_metrics;
 mod client_otel;
 mod client_promises;
+mod client_publish_unreadable;
 mod client_round_trips;
 mod client_run_fenced;
 mod client_run_fenced_ends;
