@@ -65,7 +65,7 @@ BEGIN
     BEGIN CATCH
         IF ERROR_NUMBER() <> 1222
             THROW;
-        THROW 50129, N'The fence row is held by another session''s open transaction: waited 5 seconds for it.', 1;
+        THROW 50129, N'Waited 5 seconds for the fence row or its table: an open transaction, a deploy or a recovery holds it.', 1;
     END CATCH;
 
     SELECT @Previous = SourceVersion FROM fence.Resource WHERE ResourceKey = @ResourceKey;

@@ -71,8 +71,8 @@ BEGIN
     -- here reverts when the procedure returns ("If a SET statement runs in a
     -- stored procedure or trigger, the value of the SET option is restored
     -- after control is returned", SET statements). On SQL Server the timeout
-    -- (error 1222) answers Busy with the holder's committed expiry when the
-    -- call runs on its own, and throws 50129 inside a caller's transaction,
+    -- (error 1222) is answered from the committed row when the call runs on
+    -- its own (below), and becomes 50129 inside a caller's transaction,
     -- which that error has doomed. Babelfish's lock timeout ("canceling
     -- statement due to lock timeout") cannot be caught by TRY...CATCH, so
     -- there it reaches the caller as that error, after the same bound.
@@ -90,22 +90,44 @@ BEGIN
     BEGIN CATCH
         IF ERROR_NUMBER() <> 1222
             THROW;
+        -- What holds the row or its table may be an open transaction, a
+        -- deploy's schema lock or a recovery's table lock: the message
+        -- names no culprit it cannot know.
         IF @@TRANCOUNT > 1 OR (@@OPTIONS & 2) = 2
-            THROW 50129, N'The fence row is held by another session''s open transaction: waited 5 seconds for it.', 1;
+            THROW 50129, N'Waited 5 seconds for the fence row or its table: an open transaction, a deploy or a recovery holds it.', 1;
         ROLLBACK TRANSACTION;
-        -- The committed expiry, when it can be read without waiting again
-        -- (under READ_COMMITTED_SNAPSHOT, Azure SQL Database's default).
+        -- Nothing was granted, and contention is an answer, not an error.
+        -- The committed row answers when it can be read without waiting
+        -- again: under READ_COMMITTED_SNAPSHOT (Azure SQL Database's
+        -- default) "the Database Engine uses row versioning to present each
+        -- statement with a transactionally consistent snapshot of the data
+        -- as it existed at the start of the statement" (SET TRANSACTION
+        -- ISOLATION LEVEL). No committed row is NotProvisioned, and a live
+        -- committed holder is Busy until its expiry. A committed row with no
+        -- live holder is being decided by the open transaction, whose end is
+        -- unknown; so is a row that cannot be read without waiting (with
+        -- READ_COMMITTED_SNAPSHOT off, SQL Server's default, "The shared
+        -- locks also block the statement from reading rows modified by other
+        -- transactions until the other transaction is completed"). Both are
+        -- Busy until now: the caller asks again.
         SET LOCK_TIMEOUT 0;
         BEGIN TRY
-            SELECT @HolderUntil = LeaseUntilUtc FROM fence.Resource WHERE ResourceKey = @ResourceKey;
+            SELECT @Holder = Owner, @HolderUntil = LeaseUntilUtc FROM fence.Resource WHERE ResourceKey = @ResourceKey;
+            SET @Found = @@ROWCOUNT;
         END TRY
         BEGIN CATCH
             IF ERROR_NUMBER() <> 1222
                 THROW;
-            THROW 50129, N'The fence row is held by another session''s open transaction: waited 5 seconds for it.', 1;
         END CATCH;
-        SELECT CAST(N'Busy' AS nvarchar(32)) AS Outcome, CAST(NULL AS bigint) AS Generation,
-               @HolderUntil AS LeaseUntilUtc, SYSUTCDATETIME() AS ServerUtc;
+        SET @Now = SYSUTCDATETIME();
+        IF @Found = 0
+            SELECT CAST(N'NotProvisioned' AS nvarchar(32)) AS Outcome, CAST(NULL AS bigint) AS Generation,
+                   CAST(NULL AS datetime2(7)) AS LeaseUntilUtc, @Now AS ServerUtc;
+        ELSE
+            SELECT CAST(N'Busy' AS nvarchar(32)) AS Outcome, CAST(NULL AS bigint) AS Generation,
+                   CASE WHEN @Holder IS NOT NULL AND @HolderUntil > @Now THEN @HolderUntil ELSE @Now END
+                       AS LeaseUntilUtc,
+                   @Now AS ServerUtc;
         RETURN;
     END CATCH;
     SET @Now = SYSUTCDATETIME();

@@ -108,7 +108,9 @@ impl Client {
     /// 1 day) with a fresh owner id, without waiting while it is busy. An
     /// attempt whose reply was lost is retried as the same owner, as
     /// [`acquire_waiting`](Client::acquire_waiting) does, so a grant nobody
-    /// heard of is confirmed rather than left blocking the key.
+    /// heard of is confirmed rather than left blocking the key. Another
+    /// transaction that holds the key's fence row longer than `Acquire` waits
+    /// for it (5 s) is `Busy` with nothing `remaining`, never an error.
     pub async fn acquire(&self, key: &str, length: std::time::Duration) -> Result<Acquire, Error> {
         let until = self.confirm_until(Instant::now(), length);
         self.acquire_retrying(key, Uuid::new_v4(), length, until).await
@@ -117,9 +119,15 @@ impl Client {
     /// Tries once to take the lease as `owner`. Retrying with the same owner
     /// while it still holds the lease answers `Acquired` with the same
     /// generation and extends the lease, so a call whose reply was lost can be
-    /// retried safely.
+    /// retried safely. A wait for the fence row given up is `Busy`, as in
+    /// [`acquire`](Client::acquire).
     pub async fn acquire_as(&self, key: &str, owner: Uuid, length: std::time::Duration) -> Result<Acquire, Error> {
-        Ok(self.acquire_timed(key, owner, length).await?.0)
+        match self.acquire_timed(key, owner, length).await {
+            Ok((answer, _)) => Ok(answer),
+            // Its transaction rolled back: nothing was granted.
+            Err(error) if error.gave_up_waiting_for_the_row() => Ok(Acquire::busy_end_unknown()),
+            Err(error) => Err(error),
+        }
     }
 
     /// [`acquire_as`](Client::acquire_as), with the local instant just before
@@ -252,13 +260,16 @@ impl Client {
             )
             .await
             .map_err(|error| unknown_if_unanswered(error, operation_id))?;
-        let decoded = match reply.outcome()? {
-            "Published" => Ok(Publish::Published),
-            "AlreadyPublished" => Ok(Publish::AlreadyPublished),
-            name => match outcome::refusal(name) {
+        // Publish commits before it answers: an outcome that cannot be read,
+        // like one this client does not know, may hide a commit.
+        let decoded = match reply.outcome() {
+            Ok("Published") => Ok(Publish::Published),
+            Ok("AlreadyPublished") => Ok(Publish::AlreadyPublished),
+            Ok(name) => match outcome::refusal(name) {
                 Some(reason) => Ok(Publish::Refused(reason)),
                 None => Err(reply.unknown_outcome()),
             },
+            Err(unreadable) => Err(unreadable),
         };
         decoded.map_err(|error| unknown_if_unanswered(error, operation_id))
     }
@@ -387,8 +398,12 @@ pub(super) fn acquire_answer(
             sent_at,
         ))),
         "Busy" => {
-            let until = reply.required_utc("LeaseUntilUtc")?;
             let server_utc = reply.required_utc("ServerUtc")?;
+            // NULL from an earlier `Acquire` that gave up waiting for the row
+            // on SQL Server while the committed row had no holder: the end is
+            // unknown, so nothing remains, as `LeaseUntilUtc` = `ServerUtc`
+            // says from the `Acquire` shipped now.
+            let until = reply.utc("LeaseUntilUtc")?.unwrap_or(server_utc);
             Ok(Acquire::Busy {
                 until,
                 remaining: outcome::remaining(until, server_utc),
@@ -396,5 +411,56 @@ pub(super) fn acquire_answer(
         }
         "NotProvisioned" => Ok(Acquire::NotProvisioned),
         _ => Err(reply.unknown_outcome()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use time::OffsetDateTime;
+
+    use super::*;
+    use crate::client::admin::test_rows::{big, reply, text, utc};
+
+    fn busy(until: Option<OffsetDateTime>, server_utc: OffsetDateTime) -> Reply {
+        reply(
+            Procedure::Acquire,
+            vec![
+                text("Outcome", Some("Busy")),
+                big("Generation", None),
+                utc("LeaseUntilUtc", until),
+                utc("ServerUtc", Some(server_utc)),
+            ],
+        )
+    }
+
+    fn answer(reply: &Reply) -> Result<Acquire, Error> {
+        acquire_answer(reply, "k", Uuid::new_v4(), Duration::from_secs(30), Instant::now())
+    }
+
+    #[test]
+    fn a_busy_without_an_expiry_has_nothing_left_as_of_the_servers_answer() {
+        let server_utc = OffsetDateTime::UNIX_EPOCH + Duration::from_secs(3600);
+        match answer(&busy(None, server_utc)) {
+            Ok(Acquire::Busy { until, remaining }) => {
+                assert_eq!(until, server_utc);
+                assert_eq!(remaining, Duration::ZERO);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_busy_with_an_expiry_has_the_time_left_on_the_server_clock() {
+        let server_utc = OffsetDateTime::UNIX_EPOCH + Duration::from_secs(3600);
+        let expiry = server_utc + Duration::from_secs(7);
+        match answer(&busy(Some(expiry), server_utc)) {
+            Ok(Acquire::Busy { until, remaining }) => {
+                assert_eq!(until, expiry);
+                assert_eq!(remaining, Duration::from_secs(7));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -241,6 +241,10 @@ const TRANSIENT_SERVER_ERRORS: &[u32] = &[
     1205, 4221, 10928, 10929, 40143, 40197, 40501, 40540, 40613, 49918, 49919, 49920,
 ];
 
+/// What `Acquire`, `ForceRelease` and `ResetSourceVersion` raise on SQL
+/// Server after waiting 5 s for a fence row or its table.
+const ROW_WAIT_GIVEN_UP: u32 = 50129;
+
 /// The lowest class of a server error that ends the session.
 pub(crate) const FATAL_CLASS: u8 = 20;
 
@@ -290,6 +294,22 @@ impl Error {
                 *class >= FATAL_CLASS
                     || TRANSIENT_SERVER_ERRORS.contains(number)
                     || crate::tsql::is_lock_timeout(*number, message)
+            }
+            _ => false,
+        }
+    }
+
+    /// True when `Acquire` gave up waiting for its fence row, which another
+    /// transaction held past the procedure's bound: error 50129 (SQL Server:
+    /// an `Acquire` deployed before such a wait was answered with `Busy`, or
+    /// one called inside the caller's transaction) or the engine's lock
+    /// time-out (Babelfish, where no procedure can catch it). The
+    /// procedure's transaction rolled back, so nothing was granted: this is
+    /// contention, which the client answers as `Busy`, not a failure.
+    pub(crate) fn gave_up_waiting_for_the_row(&self) -> bool {
+        match self {
+            Error::Server { number, message, .. } => {
+                *number == ROW_WAIT_GIVEN_UP || crate::tsql::is_lock_timeout(*number, message)
             }
             _ => false,
         }
@@ -362,6 +382,22 @@ mod tests {
             !server(33557097, "relation \"x\" does not exist").is_transient(),
             "Babelfish's generic number alone says nothing"
         );
+    }
+
+    #[test]
+    fn a_wait_for_the_row_given_up_on_either_engine_is_contention_and_other_errors_are_not() {
+        let server = |number, message: &str| Error::Server {
+            procedure: "fence_api.Acquire",
+            number,
+            class: 16,
+            message: message.into(),
+        };
+        assert!(server(50129, "Waited 5 seconds for the fence row or its table.").gave_up_waiting_for_the_row());
+        assert!(server(33557097, "canceling statement due to lock timeout").gave_up_waiting_for_the_row());
+        assert!(!server(33557097, "relation \"x\" does not exist").gave_up_waiting_for_the_row());
+        assert!(!server(1205, "deadlock victim").gave_up_waiting_for_the_row());
+        let refused = Error::from_server("fence_api.Acquire", 50103, 16, "bad length".into());
+        assert!(!refused.gave_up_waiting_for_the_row());
     }
 
     #[test]

@@ -16,7 +16,8 @@ pub enum Guarded {
     Held(LeaseGuard),
     /// Someone else still held it when the wait ran out.
     Busy {
-        /// The holder's expiry, on the server clock.
+        /// The holder's expiry, or the moment of the answer when that is
+        /// unknown (see [`Acquire::Busy`]).
         until: OffsetDateTime,
         /// How long the holder's lease had left when the server judged it.
         remaining: Duration,

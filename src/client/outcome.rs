@@ -22,18 +22,36 @@ pub enum Provision {
 pub enum Acquire {
     /// The lease is yours.
     Acquired(super::Lease),
-    /// Someone else holds it.
+    /// Someone else holds it, or another transaction held its fence row
+    /// longer than `Acquire` waits for it (contention, never an error).
     Busy {
-        /// The holder's expiry, on the server clock.
+        /// The holder's expiry, on the server clock. When that is unknown
+        /// (the wait for the row was given up, and the open transaction
+        /// decides), the moment of the answer: on the server clock, or on the
+        /// local one when the server answered with an error instead of a row.
         until: OffsetDateTime,
         /// How long the holder's lease had left when the server judged it
-        /// (`until` minus the server's `ServerUtc`; zero when already past).
+        /// (`until` minus the server's `ServerUtc`; zero when already past,
+        /// and when unknown: ask again).
         /// Measured on the server clock alone, so it holds whatever the local
         /// clock says: wait on a monotonic clock from when the request was sent.
         remaining: Duration,
     },
     /// No fence row exists for the key; `provision` it first.
     NotProvisioned,
+}
+
+impl Acquire {
+    /// `Busy` with the holder's end unknown: an `Acquire` that gave up
+    /// waiting for the fence row and answered with an error (the engine's
+    /// lock time-out, or 50129) rather than a row, so the local clock says
+    /// when.
+    pub(crate) fn busy_end_unknown() -> Acquire {
+        Acquire::Busy {
+            until: OffsetDateTime::now_utc(),
+            remaining: Duration::ZERO,
+        }
+    }
 }
 
 /// `until - server_utc`, both on the server clock, never negative.

@@ -41,9 +41,11 @@ pub enum Fenced<E> {
     Lost(LostReason),
     /// The work itself failed; nothing was published.
     Failed(E),
-    /// Someone else holds the lease; the work never started.
+    /// Someone else holds the lease, or another transaction held its fence
+    /// row longer than `Acquire` waits for it; the work never started.
     Busy {
-        /// The holder's expiry, on the server clock.
+        /// The holder's expiry, or the moment of the answer when that is
+        /// unknown (see [`Acquire::Busy`]).
         until: OffsetDateTime,
     },
     /// The key has no fence row; the work never started.
@@ -75,16 +77,18 @@ impl Client {
     /// Runs `work` under a lease on `key` and publishes its result with that
     /// same lease.
     ///
-    /// The lease is taken once (no waiting: `Busy` is returned as is) and
-    /// held by a [`LeaseGuard`], which renews it in the background. When the
-    /// guard finds the lease lost, the token passed to `work` is cancelled;
-    /// `work` should stop when it sees that. Its result is then dropped
-    /// unpublished. A work that finishes in time is published under the lease
-    /// it ran under; a lease is never re-acquired for old work. An accepted
-    /// publish gives the lease back in the same call, so a quick work costs
-    /// two round trips: acquire and publish. Otherwise the lease is released
-    /// at the end, bounded by the configured release timeout; a failed
-    /// release is logged, not returned.
+    /// The lease is taken once (no waiting: `Busy` is returned as is, also
+    /// when another transaction held the fence row longer than `Acquire`
+    /// waits for it, which granted nothing) and held by a [`LeaseGuard`],
+    /// which renews it in the background. When the guard finds the lease
+    /// lost, the token passed to `work` is cancelled; `work` should stop when
+    /// it sees that. Its result is then dropped unpublished. A work that
+    /// finishes in time is published under the lease it ran under; a lease is
+    /// never re-acquired for old work. An accepted publish gives the lease
+    /// back in the same call, so a quick work costs two round trips: acquire
+    /// and publish. Otherwise the lease is released at the end, bounded by
+    /// the configured release timeout; a failed release is logged, not
+    /// returned.
     ///
     /// A publish whose reply is lost is replayed with the same operation id, so
     /// a result is published at most once and is not dropped for a lost reply.

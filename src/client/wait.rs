@@ -40,7 +40,11 @@ impl Client {
     /// its holder released early is taken within about a second rather than
     /// at its expiry. One last attempt is made at the deadline; if it
     /// is still busy, that `Busy` is returned. `NotProvisioned` and errors
-    /// return at once: a failure is never turned into `Busy`.
+    /// return at once: a failure is never turned into `Busy`. Contention
+    /// is not a failure: an attempt that gave up waiting for the fence row,
+    /// which another transaction held longer than `Acquire` waits (5 s),
+    /// granted nothing and is `Busy` with the holder's end unknown, so the
+    /// waiter asks again until its deadline, on every engine.
     ///
     /// A holder whose lease is in a [`LeaseGuard`](super::LeaseGuard) holds
     /// its handover signal, an application lock named after the key, and lets
@@ -59,11 +63,13 @@ impl Client {
     /// (a network error or a timeout) may have taken the lease, so it is
     /// retried as the same owner, which confirms that grant instead of
     /// blocking the key under an owner nobody knows; so is a transient server
-    /// error (a deadlock, a lock timeout, a failover). A failure before
-    /// anything was sent (no connection) returns at once, unless an earlier
-    /// attempt may have reached the server. Those retries end at the deadline,
-    /// after the lease length, or after a few call timeouts, whichever comes
-    /// first.
+    /// error (a deadlock, a failover). A failure before anything was sent (no
+    /// connection) returns at once, unless an earlier attempt may have
+    /// reached the server. Those retries end after the lease length or after
+    /// a few call timeouts, whichever comes first, counted from the attempt's
+    /// first send: confirming a grant is not waiting, so a short or zero
+    /// `wait` does not cut it short. Other retries (a deadlock, a failover)
+    /// also end at the deadline.
     pub async fn acquire_waiting(&self, key: &str, length: Duration, wait: Duration) -> Result<Acquire, Error> {
         // `Duration::MAX` is a natural "for ever"; it must not overflow.
         let deadline = later(Instant::now(), wait);
@@ -77,8 +83,11 @@ impl Client {
         // signal.
         let mut settled = false;
         loop {
-            let until = self.confirm_until(Instant::now(), length).min(deadline);
-            let (answer, sent_at, woke) = self.acquire_retrying_timed(key, owner, length, until, next).await?;
+            let retries = Retries {
+                confirm_until: self.confirm_until(Instant::now(), length),
+                deadline,
+            };
+            let (answer, sent_at, woke) = self.acquire_retrying_timed(key, owner, length, retries, next).await?;
             let Acquire::Busy { remaining, .. } = answer else {
                 if matches!(answer, Acquire::Acquired(_)) {
                     super::meter::handover_wait(started.elapsed());
@@ -123,6 +132,36 @@ impl Client {
     }
 }
 
+/// Until when an acquire tries again as the same owner.
+#[derive(Clone, Copy, Debug)]
+struct Retries {
+    /// The end of the retries that confirm a grant whose reply was lost
+    /// (see [`Client::confirm_until`]).
+    confirm_until: Instant,
+    /// The end of any other retry: the caller's deadline.
+    deadline: Instant,
+}
+
+impl Retries {
+    /// The same end for every retry.
+    fn until(end: Instant) -> Retries {
+        Retries {
+            confirm_until: end,
+            deadline: end,
+        }
+    }
+
+    /// When retrying ends, once an attempt may have reached the server
+    /// (`reached`) or not.
+    fn end(self, reached: bool) -> Instant {
+        if reached {
+            self.confirm_until
+        } else {
+            self.confirm_until.min(self.deadline)
+        }
+    }
+}
+
 /// How [`Client::acquire_waiting`] makes its next attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Attempt {
@@ -146,7 +185,7 @@ impl Client {
         until: Instant,
     ) -> Result<Acquire, Error> {
         Ok(self
-            .acquire_retrying_timed(key, owner, length, until, Attempt::Plain)
+            .acquire_retrying_timed(key, owner, length, Retries::until(until), Attempt::Plain)
             .await?
             .0)
     }
@@ -160,7 +199,7 @@ impl Client {
         key: &str,
         owner: Uuid,
         length: Duration,
-        until: Instant,
+        retries: Retries,
         first: Attempt,
     ) -> Result<(Acquire, Instant, Option<Woke>), Error> {
         let mut pause = MIN_PAUSE;
@@ -168,6 +207,7 @@ impl Client {
         let mut attempt = first;
         loop {
             let this = std::mem::replace(&mut attempt, Attempt::Plain);
+            let sent_at = Instant::now();
             let answered = match this {
                 Attempt::Plain => self
                     .acquire_timed(key, owner, length)
@@ -179,6 +219,16 @@ impl Client {
                     .map(|(answer, sent_at, woke)| (answer, sent_at, Some(woke))),
             };
             match answered {
+                // Another transaction held the fence row longer than Acquire
+                // waits for it, and this attempt's own transaction rolled
+                // back: nothing was granted, so this is contention, never an
+                // error, on either engine: Busy, the holder's end unknown.
+                // Unless an earlier attempt's reply was lost: only an answer
+                // to the same owner confirms or rules out its grant, so that
+                // is asked again below.
+                Err(error) if error.gave_up_waiting_for_the_row() && !reached => {
+                    return Ok((Acquire::busy_end_unknown(), sent_at, None));
+                }
                 // The signal's part of the batch failed (an engine or a grant
                 // that refuses application locks, a reply of another shape):
                 // its Acquire may have run, so ask again at once, plainly,
@@ -187,7 +237,9 @@ impl Client {
                     tracing::debug!(key, %owner, %error, "a waiting attempt failed; asking again without the signal");
                     reached = true;
                 }
-                Err(error) if retry_acquire(&error, &mut reached) && later(Instant::now(), pause) < until => {
+                Err(error)
+                    if retry_acquire(&error, &mut reached) && later(Instant::now(), pause) < retries.end(reached) =>
+                {
                     tracing::debug!(key, %owner, %error, "acquire failed; retrying with the same owner");
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(MAX_BACKOFF);
@@ -217,9 +269,9 @@ fn retry_acquire(error: &Error, reached: &mut bool) -> bool {
             *reached = true;
             true
         }
-        // The server answered and granted nothing; a deadlock or a failover
-        // passes.
-        _ if error.server_number().is_some() => error.is_transient(),
+        // The server answered and granted nothing; a deadlock, a failover or
+        // another transaction's hold on the fence row passes.
+        _ if error.server_number().is_some() => error.is_transient() || error.gave_up_waiting_for_the_row(),
         // Nothing was sent this time. Retrying matters only to confirm an
         // earlier attempt's grant; otherwise the caller hears of it at once.
         _ => *reached && error.is_transient(),
@@ -432,6 +484,31 @@ mod tests {
         let deadlock = Error::from_server("fence_api.Acquire", 1205, 13, "deadlock victim".into());
         assert!(!signal_failed(&deadlock), "a deadlock is retried as before");
         assert!(!signal_failed(&network()));
+    }
+
+    #[test]
+    fn a_wait_for_the_row_given_up_after_a_lost_reply_is_asked_again_as_the_same_owner() {
+        let gave_up = Error::from_server(
+            "fence_api.Acquire",
+            50129,
+            16,
+            "Waited 5 seconds for the fence row or its table.".into(),
+        );
+        assert!(
+            retry_acquire(&gave_up, &mut true),
+            "the lost reply's grant is still to be confirmed"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn confirming_a_lost_grant_outlasts_the_wait_and_other_retries_do_not() {
+        let now = Instant::now();
+        let retries = Retries {
+            confirm_until: now + Duration::from_secs(30),
+            deadline: now,
+        };
+        assert_eq!(retries.end(true), now + Duration::from_secs(30));
+        assert_eq!(retries.end(false), now, "a deadlock is not retried past the wait");
     }
 
     #[tokio::test(start_paused = true)]

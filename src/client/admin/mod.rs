@@ -36,7 +36,7 @@ mod source_version;
 mod watched;
 
 #[cfg(test)]
-mod test_rows;
+pub(in crate::client) mod test_rows;
 
 pub use force_release::ForceRelease;
 pub use history::{Ending, History, LeaseHistory, Prune, Tenure};

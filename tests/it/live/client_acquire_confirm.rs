@@ -1,8 +1,8 @@
 //! An acquire whose reply is lost keeps its owner: the client retries as the
 //! same owner and confirms the grant, rather than leaving the key held by an
-//! owner nobody knows. A server that cannot be reached at all is not retried
-//! for a lease length. The tests share one database: each works on keys of its
-//! own.
+//! owner nobody knows, also when the caller would not wait at all. A server
+//! that cannot be reached at all is not retried for a lease length. The tests
+//! share one database: each works on keys of its own.
 
 use crate::support;
 
@@ -36,6 +36,33 @@ async fn an_acquire_whose_reply_was_lost_answers_acquired_as_the_same_owner() {
     assert_eq!(lease.generation(), generation, "the retry took a generation of its own");
     assert_eq!(generation, 1);
     // The lease is the caller's: its owner releases it.
+    assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
+    drop((client, observer));
+    db.drop().await;
+}
+
+/// A wait of zero ("try once") bounds the waiting, not the confirmation: the
+/// grant whose reply was lost is confirmed as the same owner all the same.
+#[tokio::test]
+async fn a_zero_wait_acquire_whose_reply_was_lost_answers_acquired_as_the_same_owner() {
+    const TEST: &str = "a_zero_wait_acquire_whose_reply_was_lost_answers_acquired_as_the_same_owner";
+    let Some(db) = TestDatabase::shared(TEST).await else {
+        return;
+    };
+    let proxy = Proxy::start(db.connection_string().server()).await;
+    let (through, direct) = (proxy.ado(&db.ado()), db.ado());
+    let (client, observer) = tokio::join!(worker(&through), worker(&direct));
+    let key = provisioned(&client, "lost-grant-no-wait").await;
+
+    proxy.cut_next(Cut::BeforeReply);
+    let answer = client
+        .acquire_waiting(&key, Duration::from_secs(30), Duration::ZERO)
+        .await;
+    assert_eq!(proxy.cuts(), 1, "the cut never happened");
+    let lease = acquired(answer.unwrap());
+    let (generation, held, _, _) = state(&observer, &key).await;
+    assert!(held);
+    assert_eq!(lease.generation(), generation, "the retry took a generation of its own");
     assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
     drop((client, observer));
     db.drop().await;

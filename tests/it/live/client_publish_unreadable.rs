@@ -1,0 +1,74 @@
+//! A publish whose reply carries an `Outcome` the client cannot read (a
+//! contract drift, an engine that answers the column NULL or of another
+//! type) may well have committed: `Publish` commits before it answers. It is
+//! an unknown outcome, never an error that reads "nothing was published".
+
+use crate::support;
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use fencepost::client::{Error, Fenced, OperationOutcome};
+use fencepost::deploy::Sources;
+use support::TestDatabase;
+use support::lease::{acquired, provisioned, unwarmed};
+use uuid::Uuid;
+
+/// The shipped Publish, answering its outcome as NULL after its commit.
+fn publish_answering_null() -> Sources {
+    let shipped = Sources::embedded().unwrap();
+    let text = shipped
+        .procedures()
+        .iter()
+        .find(|p| p.qualified_name() == "fence_api.Publish")
+        .unwrap()
+        .text()
+        .to_string();
+    let answer = "SELECT @Outcome AS Outcome;";
+    assert_eq!(text.matches(answer).count(), 1, "Publish answers in one place");
+    let drifted = text.replacen(answer, "SELECT CAST(NULL AS nvarchar(32)) AS Outcome;", 1);
+    shipped.with_procedure("fence_api.Publish.sql", &drifted).unwrap()
+}
+
+#[tokio::test]
+async fn a_committed_publish_whose_outcome_cannot_be_read_is_unknown_not_an_error() {
+    const TEST: &str = "a_committed_publish_whose_outcome_cannot_be_read_is_unknown_not_an_error";
+    let Some(db) = TestDatabase::new(TEST).await else {
+        return;
+    };
+    db.migrate(&publish_answering_null())
+        .await
+        .expect("deploy with the drifted Publish");
+    let client = unwarmed(&db.ado()).await;
+    let key = provisioned(&client, "unreadable").await;
+
+    let lease = acquired(client.acquire(&key, Duration::from_secs(60)).await.unwrap());
+    let operation = Uuid::new_v4();
+    match client.publish(&lease, operation, "committed").await {
+        Err(Error::OutcomeUnknown { operation_id, .. }) => assert_eq!(operation_id, operation),
+        other => panic!("expected OutcomeUnknown, got {other:?}"),
+    }
+    assert!(
+        matches!(
+            client.outcome(operation).await.unwrap(),
+            OperationOutcome::Published { .. }
+        ),
+        "the publish did not commit, so the test shows nothing"
+    );
+
+    let other = provisioned(&client, "unreadable-run").await;
+    let run = client
+        .run_fenced(&other, Duration::from_secs(2), |_| async {
+            Ok::<_, Infallible>("committed".to_string())
+        })
+        .await;
+    let Ok(Fenced::Unknown(unsettled)) = run else {
+        panic!("expected Fenced::Unknown, got {run:?}");
+    };
+    assert!(matches!(
+        client.outcome(unsettled.operation_id()).await.unwrap(),
+        OperationOutcome::Published { .. }
+    ));
+    drop(client);
+    db.drop().await;
+}
