@@ -5,8 +5,10 @@ use std::time::Duration;
 
 use rand::RngExt;
 use tokio::time::Instant;
+use tracing::Instrument;
 use uuid::Uuid;
 
+use super::contract::Procedure;
 use super::handover::{Waited, Woke};
 use super::{Acquire, Client, Error};
 
@@ -208,16 +210,7 @@ impl Client {
         loop {
             let this = std::mem::replace(&mut attempt, Attempt::Plain);
             let sent_at = Instant::now();
-            let answered = match this {
-                Attempt::Plain => self
-                    .acquire_timed(key, owner, length)
-                    .await
-                    .map(|(answer, sent_at)| (answer, sent_at, None)),
-                Attempt::Signalled(wait) => self
-                    .acquire_signalled(key, owner, length, wait)
-                    .await
-                    .map(|(answer, sent_at, woke)| (answer, sent_at, Some(woke))),
-            };
+            let answered = self.attempt_to_its_end(key, owner, length, this).await;
             match answered {
                 // Another transaction held the fence row longer than Acquire
                 // waits for it, and this attempt's own transaction rolled
@@ -246,6 +239,60 @@ impl Client {
                 }
                 other => return other,
             }
+        }
+    }
+
+    /// One attempt, run to its end on a task of its own. A caller that stops
+    /// waiting for it (a timeout around `acquire_waiting`, a `select!` at
+    /// shutdown) must not leave a grant behind for an owner nobody holds: a
+    /// waiting attempt's request blocks on the holder's signal and runs its
+    /// Acquire when the holder lets go, and a request the client stopped
+    /// reading goes on on the server (Babelfish reads no Attention in the
+    /// middle of a request, and notices a closed connection only when it
+    /// answers). The task reads the answer whatever the caller does, and
+    /// gives back, as a dropped guard would, a lease it took for a caller
+    /// that is gone. A reply lost on the wire stays what it is: such a grant
+    /// runs out at the lease's end.
+    async fn attempt_to_its_end(
+        &self,
+        key: &str,
+        owner: Uuid,
+        length: Duration,
+        attempt: Attempt,
+    ) -> Result<(Acquire, Instant, Option<Woke>), Error> {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let (client, key) = (self.clone(), key.to_string());
+        let task = async move {
+            let outcome = match attempt {
+                Attempt::Plain => client
+                    .acquire_timed(&key, owner, length)
+                    .await
+                    .map(|(answer, sent_at)| (answer, sent_at, None)),
+                Attempt::Signalled(wait) => client
+                    .acquire_signalled(&key, owner, length, wait)
+                    .await
+                    .map(|(answer, sent_at, woke)| (answer, sent_at, Some(woke))),
+            };
+            if let Err(Ok((Acquire::Acquired(lease), ..))) = answer.send(outcome) {
+                tracing::debug!(key, %owner, "an acquire whose caller is gone was granted; releasing it");
+                client.release_quietly(&lease).await;
+            }
+        };
+        let running = tokio::spawn(task.instrument(tracing::Span::current()));
+        match answered.await {
+            Ok(outcome) => outcome,
+            // The task ended without an answer: it panicked, and so does
+            // this; or its runtime is shutting down, and the attempt may
+            // have reached the server, as after a lost reply.
+            Err(_) => match running.await {
+                Err(ended) if ended.is_panic() => std::panic::resume_unwind(ended.into_panic()),
+                _ => Err(Error::Network {
+                    procedure: Procedure::Acquire.name(),
+                    reason: "the acquire's task was cancelled before it answered (its runtime is shutting down)"
+                        .to_string(),
+                    timed_out: false,
+                }),
+            },
         }
     }
 

@@ -13,6 +13,7 @@ use fencepost::{Client, ClientConfig, ConnectionString};
 use support::TestDatabase;
 use support::caller::Caller;
 use support::lease::{acquired, provisioned, state, warm_up, worker};
+use support::signal::waiting_for_a_lock;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use uuid::Uuid;
@@ -154,22 +155,4 @@ async fn warm_renewal_connections(client: &Client, key: &str, count: usize) {
     });
     futures_util::future::join_all(renewals).await;
     assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
-}
-
-/// How many sessions of the client named `name` wait for a lock. SQL Server
-/// names the blocker of each request; Babelfish's sys.dm_exec_requests does
-/// not, and PostgreSQL's pg_blocking_pids does.
-async fn waiting_for_a_lock(db: &TestDatabase, name: &str, babelfish: bool) -> i32 {
-    let sql = if babelfish {
-        format!(
-            "SELECT CAST(COUNT(*) AS int) FROM sys.dm_exec_sessions AS s WHERE s.program_name = N'{name}' AND EXISTS \
-             (SELECT 1 FROM pg_catalog.unnest(pg_catalog.pg_blocking_pids(s.session_id)) AS b (pid));"
-        )
-    } else {
-        format!(
-            "SELECT CAST(COUNT(*) AS int) FROM sys.dm_exec_requests AS r JOIN sys.dm_exec_sessions AS s \
-             ON s.session_id = r.session_id WHERE s.program_name = N'{name}' AND r.blocking_session_id <> 0;"
-        )
-    };
-    db.query(&sql).await[0].get::<i32, usize>(0).expect("a count")
 }

@@ -9,6 +9,7 @@ mod babelfish_security_definer;
 mod bench;
 mod client_acquire_confirm;
 mod client_acquire_contention;
+mod client_acquire_dropped;
 mod client_acquire_waiting;
 mod client_cancel;
 mod client_contract;

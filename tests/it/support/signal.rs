@@ -1,7 +1,10 @@
 //! The handover signal as another session sees it: the application lock a
-//! guard holds while it holds a lease (see `client::handover`).
+//! guard holds while it holds a lease (see `client::handover`), and a named
+//! client's sessions waiting on a lock.
 
 use fencepost::Connection;
+
+use super::TestDatabase;
 use sha2::{Digest, Sha256};
 
 /// The name of the signal of `key`, as the client documents it.
@@ -27,4 +30,22 @@ pub async fn signal_held(conn: &mut Connection, key: &str) -> bool {
     );
     let row = conn.simple_query(sql).await.unwrap().into_row().await.unwrap().unwrap();
     row.get::<i32, usize>(0).unwrap() < 0
+}
+
+/// How many sessions of the client named `name` wait for a lock. SQL Server
+/// names the blocker of each request; Babelfish's sys.dm_exec_requests does
+/// not, and PostgreSQL's pg_blocking_pids does.
+pub async fn waiting_for_a_lock(db: &TestDatabase, name: &str, babelfish: bool) -> i32 {
+    let sql = if babelfish {
+        format!(
+            "SELECT CAST(COUNT(*) AS int) FROM sys.dm_exec_sessions AS s WHERE s.program_name = N'{name}' AND EXISTS \
+             (SELECT 1 FROM pg_catalog.unnest(pg_catalog.pg_blocking_pids(s.session_id)) AS b (pid));"
+        )
+    } else {
+        format!(
+            "SELECT CAST(COUNT(*) AS int) FROM sys.dm_exec_requests AS r JOIN sys.dm_exec_sessions AS s \
+             ON s.session_id = r.session_id WHERE s.program_name = N'{name}' AND r.blocking_session_id <> 0;"
+        )
+    };
+    db.query(&sql).await[0].get::<i32, usize>(0).expect("a count")
 }
