@@ -88,6 +88,10 @@ pub struct FencedTx<'c> {
     /// Why the transaction is over, once a statement failed: nothing more
     /// is sent.
     aborted: Option<String>,
+    /// Set while a statement is sent and unanswered: still set when the
+    /// next call comes, the statement's future was dropped before its
+    /// answer, and the connection is out of step.
+    in_flight: bool,
     /// Whether a statement of the work was sent.
     ran_work: bool,
     /// The engine, which names the transaction the statements check for.
@@ -250,6 +254,7 @@ async fn assert_in_transaction<'c>(
         call_timeout: timeout,
         deadline: lease.local_deadline(),
         aborted: None,
+        in_flight: false,
         ran_work: false,
         engine,
         _claim: claim.map(Box::new),
@@ -307,6 +312,7 @@ impl FencedTx<'_> {
     /// ended, replaced or left unbalanced the transaction, which is rolled
     /// back).
     pub async fn commit(mut self) -> Result<(), Error> {
+        self.notice_a_dropped_statement();
         if let Some(reason) = self.aborted.take().or_else(|| self.expired()) {
             self.rollback().await;
             return Err(Error::TransactionAborted { reason });
@@ -404,6 +410,7 @@ impl FencedTx<'_> {
     /// The statement to send for `sql`, checked on the server before and
     /// after it runs, unless an earlier statement failed.
     fn guarded(&mut self, sql: &str) -> Result<String, Error> {
+        self.notice_a_dropped_statement();
         if let Some(first) = &self.aborted {
             return Err(Error::TransactionAborted {
                 reason: format!("an earlier statement failed ({first}); nothing more is sent"),
@@ -414,6 +421,7 @@ impl FencedTx<'_> {
             return Err(Error::TransactionAborted { reason });
         }
         self.ran_work = true;
+        self.in_flight = true;
         let still_fenced = batches::still_fenced(self.engine);
         Ok(format!("{still_fenced}\n{sql}\n{still_fenced}"))
     }
@@ -429,6 +437,19 @@ impl FencedTx<'_> {
     fn statement_bound(&self) -> Duration {
         self.call_timeout
             .min(self.deadline.saturating_duration_since(Instant::now()))
+    }
+
+    /// Ends the transaction when the last statement's future was dropped
+    /// before its answer: its reply is unread, so nothing more can be sent
+    /// on the connection, and closing it rolls back.
+    fn notice_a_dropped_statement(&mut self) {
+        if std::mem::take(&mut self.in_flight) {
+            self.session = None;
+            self.aborted.get_or_insert_with(|| {
+                "a statement's future was dropped before its answer; the connection was closed, which rolls back"
+                    .to_string()
+            });
+        }
     }
 
     /// The transaction's connection, unless it was closed.
@@ -452,6 +473,7 @@ impl FencedTx<'_> {
         bound: Duration,
         result: Result<Result<T, tiberius::error::Error>, tokio::time::error::Elapsed>,
     ) -> Result<T, Error> {
+        self.in_flight = false;
         let error = match result {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(tiberius::error::Error::Server(token))) => Error::Server {

@@ -437,3 +437,54 @@ async fn a_statement_that_timed_out_leaves_the_fence_row_free_while_its_transact
     drop((client, operator, blocker));
     db.drop().await;
 }
+
+/// A statement whose future the caller dropped before its answer (a
+/// timeout of the caller's own around it) leaves its reply unread on the
+/// connection: the transaction must not go on on it. The commit that
+/// follows answers `TransactionAborted`, and nothing of the transaction,
+/// the dropped statement included, commits.
+#[tokio::test]
+async fn a_statement_dropped_before_its_answer_ends_the_transaction_and_nothing_commits() {
+    let test = "a_statement_dropped_before_its_answer_ends_the_transaction_and_nothing_commits";
+    let Some(db) = TestDatabase::shared(test).await else {
+        return;
+    };
+    let blocked = format!("dbo.Blocked_{}", Uuid::new_v4().simple());
+    db.exec(&format!(
+        "CREATE TABLE {blocked} (Id int PRIMARY KEY, Value int NOT NULL); INSERT INTO {blocked} VALUES (1, 0), (2, 0);"
+    ))
+    .await;
+    // Nothing here depends on timing: no warm-up.
+    let client = unwarmed(&db.ado()).await;
+    let key = provisioned(&client, "report").await;
+    let lease = acquired(client.acquire(&key, LONG).await.unwrap());
+    let mut blocker = Caller::new(db.connect().await);
+    blocker.begin("READ COMMITTED").await.unwrap();
+    blocker
+        .batch(&format!("UPDATE {blocked} SET Value = 1 WHERE Id = 1;"))
+        .await
+        .unwrap();
+    let mut tx = holding(client.begin_fenced_without_guard(&lease).await).await;
+    tx.execute(&format!("UPDATE {blocked} SET Value = 2 WHERE Id = 2;"), &[])
+        .await
+        .unwrap();
+    // Sent, and waiting on the blocker's row when the caller gives up on it.
+    let dropped = tokio::time::timeout(
+        Duration::from_secs(2),
+        tx.execute(&format!("UPDATE {blocked} SET Value = 2 WHERE Id = 1;"), &[]),
+    )
+    .await;
+    assert!(dropped.is_err(), "the blocked statement answered: {dropped:?}");
+    blocker.commit().await.unwrap();
+    aborted("the commit after a dropped statement", tx.commit().await);
+    let values: Vec<i32> = db
+        .query(&format!("SELECT Value FROM {blocked} ORDER BY Id"))
+        .await
+        .iter()
+        .map(|row| row.get::<i32, _>(0).unwrap())
+        .collect();
+    assert_eq!(values, [1, 0], "the fenced transaction's writes committed");
+    assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
+    drop((client, blocker));
+    db.drop().await;
+}
