@@ -279,7 +279,11 @@ impl Client {
             }
         };
         let running = tokio::spawn(task.instrument(tracing::Span::current()));
-        match answered.await {
+        let mut answered = Unclaimed {
+            answer: Some(answered),
+            client: self.clone(),
+        };
+        match answered.take().await {
             Ok(outcome) => outcome,
             // The task ended without an answer: it panicked, and so does
             // this; or its runtime is shutting down, and the attempt may
@@ -303,6 +307,51 @@ impl Client {
     pub(crate) fn confirm_until(&self, start: Instant, length: Duration) -> Instant {
         let attempt = self.config.checkout_timeout.saturating_add(self.config.call_timeout);
         later(start, attempt.saturating_mul(CONFIRM_ATTEMPTS).min(length))
+    }
+}
+
+/// The answer of an attempt running on its own task, until its caller takes
+/// it. A caller dropped after the task answered but before it took the
+/// answer would drop a grant with it: dropped unclaimed, it closes the
+/// channel (so a task still running releases what it is granted) and
+/// releases a grant already sent.
+struct Unclaimed {
+    answer: Option<tokio::sync::oneshot::Receiver<AttemptOutcome>>,
+    client: Client,
+}
+
+/// What one attempt answers: the acquire, when its Acquire was sent, and
+/// how a waiting attempt's wait ended.
+type AttemptOutcome = Result<(Acquire, Instant, Option<Woke>), Error>;
+
+impl Unclaimed {
+    /// Waits for the answer and claims it.
+    async fn take(&mut self) -> Result<AttemptOutcome, tokio::sync::oneshot::error::RecvError> {
+        let Some(answer) = self.answer.as_mut() else {
+            unreachable!("an attempt's answer is taken once");
+        };
+        let outcome = answer.await;
+        self.answer = None;
+        outcome
+    }
+}
+
+impl Drop for Unclaimed {
+    fn drop(&mut self) {
+        let Some(mut answer) = self.answer.take() else {
+            return;
+        };
+        answer.close();
+        if let Ok(Ok((Acquire::Acquired(lease), ..))) = answer.try_recv() {
+            let client = self.client.clone();
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                tracing::debug!(
+                    key = lease.key(),
+                    "an acquire whose caller is gone was granted; releasing it"
+                );
+                runtime.spawn(async move { client.release_quietly(&lease).await });
+            }
+        }
     }
 }
 

@@ -81,33 +81,47 @@ pub(super) fn still_fenced(engine: Engine) -> String {
 /// whatever the work's SQL did to its locks (a rolled-back savepoint, a
 /// COMMIT and a new transaction), nothing commits unless the caller holds
 /// the current, unexpired lease at that moment, with the fence row locked
-/// until the COMMIT. A refusal (50110 to 50114) or a replaced transaction
-/// (50115) rolls back before anything commits: XACT_ABORT is set again here,
-/// whatever the work set. Answers what it found: `OpenBefore` 1 is the
-/// client's own transaction, committed; more means the work's SQL left one
-/// open inside it (all is rolled back), 0 that the work's SQL ended it.
+/// until the COMMIT. XACT_ABORT is set again here, whatever the work set.
+///
+/// Anything that fails before the COMMIT (a refusal, 50110 to 50114; a
+/// replaced transaction, 50115; any other error) is caught, everything is
+/// rolled back, and the batch answers the failure as a row rather than
+/// throwing it again: a THROW in a CATCH block after XACT_ABORT doomed the
+/// transaction re-raises the first error on Babelfish, whatever it names.
+/// So an error of this batch comes from the COMMIT itself or from what no
+/// CATCH sees (a lost connection), and only then is the outcome in doubt.
+///
+/// Answers `OpenBefore`: 1 is the client's own transaction, committed
+/// unless `FailedNumber` is set; more means the work's SQL left one open
+/// inside it (all is rolled back), 0 that the work's SQL ended it.
 pub(super) fn commit(engine: Engine) -> String {
     format!(
         "SET XACT_ABORT ON;
-DECLARE @OpenBefore int = @@TRANCOUNT;
-IF @OpenBefore = 1 AND {swapped}
-BEGIN
-    ROLLBACK TRANSACTION;
-    THROW 50115, {SWAPPED_MESSAGE}, 1;
-END
-IF @OpenBefore = 1
-BEGIN
-    DECLARE @Key nvarchar(4000) = CAST(SESSION_CONTEXT(N'fencepost.key') AS nvarchar(4000)),
-            @Owner uniqueidentifier = CAST(SESSION_CONTEXT(N'fencepost.owner') AS uniqueidentifier),
-            @Generation bigint = CAST(SESSION_CONTEXT(N'fencepost.generation') AS bigint),
-            @SourceVersion bigint = CAST(SESSION_CONTEXT(N'fencepost.source_version') AS bigint);
-    EXEC fence_api.AssertHolder @ResourceKey = @Key, @Owner = @Owner, @Generation = @Generation,
-                                @SourceVersion = @SourceVersion;
+DECLARE @OpenBefore int = @@TRANCOUNT, @FailedNumber int, @FailedMessage nvarchar(2048);
+BEGIN TRY
+    IF @OpenBefore = 1 AND {swapped}
+        THROW 50115, {SWAPPED_MESSAGE}, 1;
+    IF @OpenBefore = 1
+    BEGIN
+        DECLARE @Key nvarchar(4000) = CAST(SESSION_CONTEXT(N'fencepost.key') AS nvarchar(4000)),
+                @Owner uniqueidentifier = CAST(SESSION_CONTEXT(N'fencepost.owner') AS uniqueidentifier),
+                @Generation bigint = CAST(SESSION_CONTEXT(N'fencepost.generation') AS bigint),
+                @SourceVersion bigint = CAST(SESSION_CONTEXT(N'fencepost.source_version') AS bigint);
+        EXEC fence_api.AssertHolder @ResourceKey = @Key, @Owner = @Owner, @Generation = @Generation,
+                                    @SourceVersion = @SourceVersion;
+    END
+END TRY
+BEGIN CATCH
+    SELECT @FailedNumber = ERROR_NUMBER(), @FailedMessage = ERROR_MESSAGE();
+    IF XACT_STATE() <> 0
+        ROLLBACK TRANSACTION;
+END CATCH;
+IF @FailedNumber IS NULL AND @OpenBefore = 1
     COMMIT TRANSACTION;
-END
-ELSE IF @OpenBefore > 1
+ELSE IF @FailedNumber IS NULL AND @OpenBefore > 1
     ROLLBACK TRANSACTION;
-SELECT @OpenBefore AS OpenBefore, @@TRANCOUNT AS OpenAfter;",
+SELECT @OpenBefore AS OpenBefore, @@TRANCOUNT AS OpenAfter, @FailedNumber AS FailedNumber,
+       @FailedMessage AS FailedMessage;",
         swapped = swapped(engine)
     )
 }

@@ -121,6 +121,22 @@ fn commit_refusal(number: u32) -> Option<RefusalReason> {
     }
 }
 
+/// What a failure before the COMMIT of the commit's batch means: the fence's
+/// refusal, or why the transaction was rolled back.
+fn failed_before_commit(number: u32, message: &str) -> Error {
+    if let Some(reason) = commit_refusal(number) {
+        return Error::CommitRefused { reason };
+    }
+    let reason = match number {
+        batches::ENDED => "the work's own SQL ended the transaction and opened another: it was rolled back at the \
+                           commit; what that SQL committed by itself is outside the fence"
+            .to_string(),
+        50112 => "the fence row is gone: the key is no longer provisioned".to_string(),
+        _ => format!("the commit failed before its COMMIT (error {number}: {message}), and rolled back"),
+    };
+    Error::TransactionAborted { reason }
+}
+
 /// What AssertHolder's refusals mean, by error number.
 fn refusal(number: u32) -> Option<BeginFenced<'static>> {
     match number {
@@ -206,10 +222,23 @@ async fn assert_in_transaction<'c>(
     session.in_call = true;
     // Only now, with a connection in hand, are the guard's renewals held
     // back: a pool slow to answer must not cost the lease.
+    // A renewal in flight ends within its own bounds, which can be long for
+    // a long lease; the transaction waits for it no longer than a call.
     let renewed;
     let lease = match claim.as_mut() {
         Some(claim) => {
-            renewed = claim.hold_renewals().await;
+            let Ok(held) = tokio::time::timeout(timeout, claim.hold_renewals()).await else {
+                session.in_call = false;
+                return Err(Error::Network {
+                    procedure: procedure.name(),
+                    reason: format!(
+                        "the guard's renewal in flight did not end within {} ms; nothing was sent",
+                        timeout.as_millis()
+                    ),
+                    timed_out: true,
+                });
+            };
+            renewed = held;
             &renewed
         }
         None => lease,
@@ -237,8 +266,10 @@ async fn assert_in_transaction<'c>(
                 return Err(classify(procedure, error));
             };
             // A refusal is a server error after a reply read to its end, and
-            // XACT_ABORT rolled the transaction back: the session is as it was.
-            session.in_call = false;
+            // XACT_ABORT rolled the transaction back. The session is closed
+            // all the same (`in_call` stays set): a refusal is rare, and a
+            // transaction some engine left open must never reach the next
+            // call.
             return Ok(refused);
         }
     };
@@ -326,26 +357,25 @@ impl FencedTx<'_> {
         })
         .await
         .map_err(|_| unknown(format!("no answer within {} ms", call_timeout.as_millis())))?;
-        let answer = match answer {
-            Ok(results) => results.into_iter().last().unwrap_or_default(),
-            // The batch throws only before its COMMIT, with XACT_ABORT on:
-            // those errors rolled everything back. Any other may have come
-            // after the COMMIT.
-            Err(error) => {
-                let number = error.code();
-                if let Some(reason) = number.and_then(commit_refusal) {
-                    return Err(Error::CommitRefused { reason });
-                }
-                return Err(match number {
-                    Some(batches::ENDED) => Error::TransactionAborted {
-                        reason: "the work's own SQL ended the transaction and opened another: it was rolled back \
-                                 at the commit; what that SQL committed by itself is outside the fence"
-                            .to_string(),
-                    },
-                    _ => unknown(error.to_string()),
-                });
-            }
-        };
+        // Whatever failed before the COMMIT is answered as a row; an error
+        // comes from the COMMIT itself, or from what no CATCH sees.
+        let answer = answer
+            .map_err(|error| unknown(error.to_string()))?
+            .into_iter()
+            .last()
+            .unwrap_or_default();
+        let failed = answer.first().and_then(|row| {
+            let number = row.try_get::<i32, _>("FailedNumber").ok().flatten()?;
+            let message = row
+                .try_get::<&str, _>("FailedMessage")
+                .ok()
+                .flatten()
+                .unwrap_or_default();
+            Some(failed_before_commit(u32::try_from(number).unwrap_or(0), message))
+        });
+        if let Some(error) = failed {
+            return Err(error);
+        }
         let count = |column: &str| {
             answer
                 .first()
@@ -379,7 +409,9 @@ impl FencedTx<'_> {
             }
             other => return Err(unknown(format!("the commit answered {other:?} instead of its counts"))),
         }
+        let closed_cleanly = count("OpenAfter") == Some(0);
         if !self.ran_work
+            && closed_cleanly
             && let Some(session) = self.session.as_mut()
         {
             session.in_call = false;
@@ -390,6 +422,7 @@ impl FencedTx<'_> {
     /// Rolls back. Nothing of the work commits whatever happens here: if the
     /// rollback cannot be sent, the connection is closed, which rolls back.
     pub async fn rollback(mut self) {
+        self.notice_a_dropped_statement();
         let Some(session) = self.session.as_mut() else {
             return;
         };

@@ -80,3 +80,41 @@ async fn a_waiting_acquire_dropped_while_blocked_on_the_signal_leaves_no_lease_b
     drop((waiter, holder, observer, probe));
     db.drop().await;
 }
+
+/// The same after the attempt answered but before its caller took the
+/// answer: a caller dropped in between (a `select!` whose other branch won
+/// in the same tick) gives the grant back too.
+#[tokio::test]
+async fn an_acquire_dropped_after_its_answer_came_but_before_it_was_taken_leaves_no_lease_behind() {
+    let test = "an_acquire_dropped_after_its_answer_came_but_before_it_was_taken_leaves_no_lease_behind";
+    let Some(db) = TestDatabase::shared(test).await else {
+        return;
+    };
+    let ado = db.ado();
+    let (client, observer) = tokio::join!(worker(&ado), worker(&ado));
+    let key = provisioned(&observer, "unclaimed").await;
+    let mut acquiring = Box::pin(client.acquire(&key, Duration::from_secs(3600)));
+    assert!(
+        futures_util::FutureExt::now_or_never(&mut acquiring).is_none(),
+        "an acquire answered without a round trip"
+    );
+    // Granted on the server; the answer reaches the attempt's task a round
+    // trip later, with a wide margin here, and waits there, untaken.
+    let granted = Instant::now() + Duration::from_secs(10);
+    while !state(&observer, &key).await.1 {
+        assert!(Instant::now() < granted, "the acquire was never granted");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    drop(acquiring);
+    let given_back = Instant::now() + Duration::from_secs(10);
+    while state(&observer, &key).await.1 {
+        assert!(
+            Instant::now() < given_back,
+            "the unclaimed grant was left behind, held by an owner nobody knows"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    drop((client, observer));
+    db.drop().await;
+}

@@ -20,6 +20,7 @@ use support::caller::Caller;
 use support::lease::{SHORT, acquired, provisioned, unwarmed, wait_until_expired, warm_up, worker};
 use support::proxy::Proxy;
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 use uuid::Uuid;
 
 const LONG: Duration = Duration::from_secs(60);
@@ -306,5 +307,89 @@ async fn a_guard_waiting_for_a_connection_to_begin_a_transaction_keeps_renewing(
         Acquire::Acquired(_)
     ));
     drop((client, observer));
+    db.drop().await;
+}
+
+/// The commit's batch fails before its COMMIT when the work's SQL cleared
+/// what the transaction keeps in the session context: that failure rolled
+/// everything back, so it is `TransactionAborted`, not an outcome in doubt.
+#[tokio::test]
+async fn a_commit_that_fails_before_its_commit_is_aborted_not_unknown() {
+    let test = "a_commit_that_fails_before_its_commit_is_aborted_not_unknown";
+    let Some(db) = TestDatabase::shared(test).await else {
+        return;
+    };
+    let report = report(&db).await;
+    // Nothing here depends on timing: no warm-up.
+    let client = unwarmed(&db.ado()).await;
+    let key = provisioned(&client, "report").await;
+    let lease = acquired(client.acquire(&key, LONG).await.unwrap());
+    let mut tx = holding(client.begin_fenced_without_guard(&lease).await);
+    tx.execute(&insert_into(&report), &[&"cleared"]).await.unwrap();
+    tx.execute("EXEC sp_set_session_context N'fencepost.key', NULL;", &[])
+        .await
+        .unwrap();
+    let committed = tx.commit().await;
+    assert!(
+        matches!(committed, Err(Error::TransactionAborted { .. })),
+        "{committed:?}"
+    );
+    assert_eq!(writers(&db, &report).await, Vec::<String>::new(), "a write committed");
+    assert_eq!(
+        client.release(&lease).await.unwrap(),
+        fencepost::client::Release::Released
+    );
+    drop(client);
+    db.drop().await;
+}
+
+/// A guard's transaction waits for a renewal in flight before it begins, but
+/// no longer than a call: a renewal stuck on the fence row (held here by
+/// another session) can take until the lease is given up.
+#[tokio::test]
+async fn a_guards_transaction_waits_for_a_stuck_renewal_no_longer_than_a_call() {
+    let test = "a_guards_transaction_waits_for_a_stuck_renewal_no_longer_than_a_call";
+    let Some(db) = TestDatabase::shared(test).await else {
+        return;
+    };
+    // Named, so that the client's sessions can be told from others.
+    let name = format!("fp-stuck-{}", Uuid::new_v4().simple());
+    let mut config =
+        ClientConfig::new(ConnectionString::parse(&format!("{};Application Name={name}", db.ado())).unwrap());
+    let call_timeout = Duration::from_secs(3);
+    config.call_timeout(call_timeout).allow_privileged_login(true);
+    let client = Client::connect_with(config).await.unwrap();
+    let ado = db.ado();
+    let (observer, holder, babelfish) = tokio::join!(worker(&ado), db.connect(), db.is_babelfish());
+    warm_up(&client).await;
+    let key = provisioned(&observer, "stuck").await;
+    let guard = client.guard(acquired(client.acquire(&key, Duration::from_secs(30)).await.unwrap()));
+    let mut holder = Caller::new(holder);
+    holder
+        .batch(&format!(
+            "BEGIN TRANSACTION; UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = N'{key}';"
+        ))
+        .await
+        .unwrap();
+    // The renewal, due a third into the lease, blocks on the row.
+    let stuck = Instant::now() + Duration::from_secs(30);
+    while support::signal::waiting_for_a_lock(&db, &name, babelfish).await < 1 {
+        assert!(Instant::now() < stuck, "the renewal never blocked on the row");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let asked = Instant::now();
+    let begun = guard.begin_fenced().await.map(|_| "began");
+    let waited = asked.elapsed();
+    assert!(
+        matches!(begun, Err(Error::Network { timed_out: true, .. })),
+        "{begun:?}"
+    );
+    assert!(
+        waited < call_timeout + Duration::from_secs(2),
+        "the transaction waited {waited:?} for the renewal"
+    );
+    holder.rollback().await;
+    drop(guard);
+    drop((client, observer, holder));
     db.drop().await;
 }
