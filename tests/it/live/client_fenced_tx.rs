@@ -16,32 +16,14 @@ use support::TestDatabase;
 use support::caller::Caller;
 use support::lease::{acquired, provisioned, state, unwarmed, wait_until_expired, worker};
 use support::proxy::{Cut, Proxy};
+use support::report_table::{self, writers};
 use uuid::Uuid;
 
 const LONG: Duration = Duration::from_secs(60);
 
-/// Creates this test's own report table (the database is shared) and
-/// returns its name.
-async fn report(db: &TestDatabase) -> String {
-    let report = format!("dbo.Report_{}", Uuid::new_v4().simple());
-    db.exec(&format!(
-        "CREATE TABLE {report} (Id int PRIMARY KEY, Writer nvarchar(20) NOT NULL);"
-    ))
-    .await;
-    report
-}
-
 /// The row the works write: an id and its writer.
 fn insert_into(report: &str) -> String {
     format!("INSERT INTO {report} (Id, Writer) VALUES (@P1, @P2)")
-}
-
-async fn writers(db: &TestDatabase, report: &str) -> Vec<String> {
-    db.query(&format!("SELECT Writer FROM {report} ORDER BY Id"))
-        .await
-        .iter()
-        .map(|row| row.get::<&str, _>(0).unwrap().to_string())
-        .collect()
 }
 
 async fn holding<'c>(begun: Result<BeginFenced<'c>, Error>) -> FencedTx<'c> {
@@ -68,7 +50,7 @@ async fn after_a_failed_statement_nothing_more_is_sent_so_a_late_write_cannot_la
     let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    let report = report(&db).await;
+    let report = report_table::create(&db, false).await;
     let insert = insert_into(&report);
     let proxy = Proxy::start(db.connection_string().server()).await;
     let (through, direct) = (proxy.ado(&db.ado()), db.ado());
@@ -113,7 +95,7 @@ async fn sql_that_ends_the_transaction_by_itself_leaves_nothing_to_run_unfenced(
     let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    let report = report(&db).await;
+    let report = report_table::create(&db, false).await;
     let insert = insert_into(&report);
     let rolls_back = format!("dbo.RollsBack_{}", Uuid::new_v4().simple());
     db.exec(&format!(
@@ -159,7 +141,7 @@ async fn an_unbalanced_transaction_is_never_reported_committed_nor_passed_to_the
     let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    let report = report(&db).await;
+    let report = report_table::create(&db, false).await;
     // Nothing here depends on timing: no warm-up.
     let (client, observer) = (unwarmed(&db.ado()).await, unwarmed(&db.ado()).await);
     let unbalancing = [
@@ -231,7 +213,7 @@ async fn a_commit_whose_answer_is_lost_is_commit_unknown_and_not_to_be_retried_b
     let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    let report = report(&db).await;
+    let report = report_table::create(&db, false).await;
     let insert = insert_into(&report);
     let proxy = Proxy::start(db.connection_string().server()).await;
     // Nothing here depends on timing: no warm-up.
@@ -266,7 +248,7 @@ async fn a_fenced_transaction_does_not_outlast_its_lease() {
     let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    let report = report(&db).await;
+    let report = report_table::create(&db, false).await;
     let insert = insert_into(&report);
     let proxy = Proxy::start(db.connection_string().server()).await;
     let (through, direct) = (proxy.ado(&db.ado()), db.ado());
@@ -353,7 +335,7 @@ async fn a_guards_fenced_transaction_commits_the_holders_rows() {
     let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    let report = report(&db).await;
+    let report = report_table::create(&db, false).await;
     let insert = insert_into(&report);
     let mut config = ClientConfig::new(ConnectionString::parse(&db.ado()).unwrap());
     config.max_connections(2).allow_privileged_login(true);

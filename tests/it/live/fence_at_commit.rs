@@ -19,35 +19,13 @@ use support::TestDatabase;
 use support::caller::Caller;
 use support::lease::{SHORT, acquired, provisioned, unwarmed, wait_until_expired, warm_up, worker};
 use support::proxy::Proxy;
+use support::report_table::{self, insert_into, writers};
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use uuid::Uuid;
 
 const LONG: Duration = Duration::from_secs(60);
 const ASSERT: &str = "EXEC fence_api.AssertHolder @ResourceKey = @P1, @Owner = @P2, @Generation = @P3";
-
-/// Creates this test's own report table (the database is shared) and
-/// returns its name.
-async fn report(db: &TestDatabase) -> String {
-    let report = format!("dbo.Report_{}", Uuid::new_v4().simple());
-    db.exec(&format!(
-        "CREATE TABLE {report} (Id int IDENTITY PRIMARY KEY, Writer nvarchar(20) NOT NULL);"
-    ))
-    .await;
-    report
-}
-
-fn insert_into(report: &str) -> String {
-    format!("INSERT INTO {report} (Writer) VALUES (@P1)")
-}
-
-async fn writers(db: &TestDatabase, report: &str) -> Vec<String> {
-    db.query(&format!("SELECT Writer FROM {report} ORDER BY Id"))
-        .await
-        .iter()
-        .map(|row| row.get::<&str, _>(0).unwrap().to_string())
-        .collect()
-}
 
 fn holding<'c>(begun: Result<BeginFenced<'c>, Error>) -> FencedTx<'c> {
     match begun.unwrap() {
@@ -68,7 +46,7 @@ async fn assert_holder_right_before_commit_refuses_a_late_commit_after_a_rolled_
     let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    let report = report(&db).await;
+    let report = report_table::create(&db, true).await;
     // Nothing here depends on timing: no warm-up.
     let (a, b) = (unwarmed(&db.ado()).await, unwarmed(&db.ado()).await);
     let key = provisioned(&a, "report").await;
@@ -116,7 +94,7 @@ async fn sql_that_commits_and_reopens_cannot_commit_a_late_write_under_a_success
     let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    let report = report(&db).await;
+    let report = report_table::create(&db, true).await;
     let insert = insert_into(&report);
     let reopens = format!("dbo.CommitsAndReopens_{}", Uuid::new_v4().simple());
     db.exec(&format!(
@@ -175,7 +153,7 @@ async fn a_commit_that_reaches_the_server_after_the_lease_ended_commits_nothing(
     let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    let report = report(&db).await;
+    let report = report_table::create(&db, true).await;
     let proxy = Proxy::start(db.connection_string().server()).await;
     let late = worker(&proxy.ado(&db.ado())).await;
     let key = provisioned(&late, "report").await;
@@ -319,7 +297,7 @@ async fn a_commit_that_fails_before_its_commit_is_aborted_not_unknown() {
     let Some(db) = TestDatabase::shared(test).await else {
         return;
     };
-    let report = report(&db).await;
+    let report = report_table::create(&db, true).await;
     // Nothing here depends on timing: no warm-up.
     let client = unwarmed(&db.ado()).await;
     let key = provisioned(&client, "report").await;

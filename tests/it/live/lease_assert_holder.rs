@@ -11,32 +11,14 @@ use fencepost::client::{FencedOutcome, FencedTx, Publish, RefusalReason};
 use support::TestDatabase;
 use support::caller::{Answer, Caller};
 use support::lease::{acquired, provisioned, unwarmed, wait_until_expired, workers};
+use support::report_table::{self, writers};
 use uuid::Uuid;
 
 const ASSERT: &str = "EXEC fence_api.AssertHolder @ResourceKey = @P1, @Owner = @P2, @Generation = @P3";
-/// Creates this test's own report table (the database is shared) and
-/// returns its name.
-async fn report(db: &TestDatabase) -> String {
-    let report = format!("dbo.Report_{}", Uuid::new_v4().simple());
-    db.exec(&format!(
-        "CREATE TABLE {report} (Id int IDENTITY PRIMARY KEY, Writer nvarchar(20) NOT NULL);"
-    ))
-    .await;
-    report
-}
-
-async fn writers(db: &TestDatabase, report: &str) -> Vec<String> {
-    db.query(&format!("SELECT Writer FROM {report} ORDER BY Id"))
-        .await
-        .iter()
-        .map(|row| row.get::<&str, _>(0).unwrap().to_string())
-        .collect()
-}
-
 async fn insert(caller: &mut Caller, report: &str, writer: &str) {
     caller
         .conn
-        .execute(format!("INSERT INTO {report} (Writer) VALUES (@P1)"), &[&writer])
+        .execute(report_table::insert_into(report), &[&writer])
         .await
         .unwrap();
 }
@@ -46,7 +28,7 @@ async fn a_late_writers_rows_are_rolled_back_and_its_successors_commit() {
     let Some(db) = TestDatabase::shared("a_late_writers_rows_are_rolled_back_and_its_successors_commit").await else {
         return;
     };
-    let report = report(&db).await;
+    let report = report_table::create(&db, true).await;
     // Nothing here depends on timing: no warm-up.
     let (a, b) = (unwarmed(&db.ado()).await, unwarmed(&db.ado()).await);
     let key = provisioned(&a, "report").await;
@@ -83,7 +65,7 @@ async fn an_expired_lease_with_no_successor_is_50111_and_nothing_commits() {
     let Some(db) = TestDatabase::shared("an_expired_lease_with_no_successor_is_50111_and_nothing_commits").await else {
         return;
     };
-    let report = report(&db).await;
+    let report = report_table::create(&db, true).await;
     // Nothing here depends on timing: no warm-up.
     let a = unwarmed(&db.ado()).await;
     let key = provisioned(&a, "report").await;
@@ -110,7 +92,7 @@ async fn a_successor_waits_for_the_holders_transaction_and_the_holder_is_then_su
     else {
         return;
     };
-    let report = report(&db).await;
+    let report = report_table::create(&db, true).await;
     let [a, b] = workers(&db.ado()).await;
     let key = provisioned(&a, "report").await;
     // The holder's session logs in and compiles AssertHolder before the
@@ -216,7 +198,7 @@ async fn a_fenced_transaction_commits_for_the_holder_and_writes_nothing_for_a_la
     else {
         return;
     };
-    let report = report(&db).await;
+    let report = report_table::create(&db, true).await;
     let [a, b] = workers(&db.ado()).await;
     let key = provisioned(&a, "report").await;
     let late = acquired(a.acquire(&key, Duration::from_secs(2)).await.unwrap());

@@ -20,6 +20,7 @@ pub mod overwriting_store;
 pub mod prepared;
 pub mod proxy;
 pub mod refusal;
+pub mod report_table;
 mod shared;
 pub mod signal;
 pub mod stress_ledger;
