@@ -59,7 +59,7 @@ pub use read::Artifact;
 pub use run::FencedArtifact;
 pub use store::{ArtifactStore, join_prefix, open_url};
 pub use sweep::{
-    Deleted, DeletedBecause, Kept, KeptBecause, Publications, Sweep, SweepEvent, SweepReport, SweptObject,
+    Deleted, DeletedBecause, Kept, KeptBecause, KeyState, Publications, Sweep, SweepEvent, SweepReport, SweptObject,
 };
 
 /// The object store interface artefacts are kept in, re-exported so a user

@@ -6,6 +6,10 @@ use serde::{Deserialize, Serialize};
 /// The value of a pointer's `format` field.
 pub const POINTER_FORMAT: &str = "fencepost.artifact/1";
 
+/// What every version of the pointer's `format` starts with, so a build
+/// tells a pointer it cannot read from a payload that is no pointer.
+pub(crate) const POINTER_FORMAT_FAMILY: &str = "fencepost.artifact/";
+
 /// What is published for an artefact: where it is and what its bytes are,
 /// so a reader can prove it got the bytes that were published.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

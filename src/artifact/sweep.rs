@@ -10,6 +10,12 @@
 //! now, none ever will. Objects younger than the grace are kept whatever
 //! they are.
 //!
+//! What the database cannot vouch for is kept too, in doubt: the objects of
+//! a key with no fence row (another application's, or the wrong database),
+//! of a key whose publication this build cannot read (a newer format), and
+//! of a generation above the key's current one (a database behind its
+//! store). Deleting is final; keeping costs only storage.
+//!
 //! [`ArtifactPublish::UploadTooSlow`]: super::publish::ArtifactPublish::UploadTooSlow
 
 use std::collections::HashMap;
@@ -25,23 +31,84 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::ArtifactError;
 use super::layout::{ArtifactPath, PROBE_SEGMENT};
-use super::pointer::Pointer;
-use crate::client::{Client, Publication};
+use super::pointer::{POINTER_FORMAT_FAMILY, Pointer};
+use crate::client::{Client, Inspection, Publication};
 
-/// Where each resource's current publication points: what the sweep keeps.
+/// What the database says of each resource: what the sweep keeps.
 pub trait Publications {
-    /// The location `key`'s current publication points to; `None` when it
-    /// has no publication, no fence row, or a payload that is not a pointer.
-    fn published_location(&self, key: &str) -> impl Future<Output = Result<Option<String>, ArtifactError>> + Send;
+    /// What the database says of `key`.
+    fn key_state(&self, key: &str) -> impl Future<Output = Result<KeyState, ArtifactError>> + Send;
 }
 
 impl Publications for Client {
-    async fn published_location(&self, key: &str) -> Result<Option<String>, ArtifactError> {
-        Ok(match self.read_publication(key).await? {
-            Publication::Found { payload, .. } => Pointer::from_payload(&payload).ok().map(|p| p.location),
-            Publication::NothingPublished | Publication::NotProvisioned => None,
-        })
+    async fn key_state(&self, key: &str) -> Result<KeyState, ArtifactError> {
+        // The generation first: a publish that lands between the two calls
+        // has a generation at least this one, never below it.
+        let generation = match self.inspect(key).await? {
+            Inspection::Found(state) => state.generation,
+            Inspection::NotProvisioned => return Ok(KeyState::NotProvisioned),
+        };
+        Ok(KeyState::of(generation, self.read_publication(key).await?))
     }
+}
+
+/// What the database says of one key, as the sweep judges its objects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyState {
+    /// The key has a fence row.
+    Provisioned {
+        /// Its current generation: an object of a higher one is ahead of
+        /// the database.
+        generation: i64,
+        /// Where its current publication points; `None` when nothing is
+        /// published or the payload is not an artefact pointer.
+        location: Option<String>,
+    },
+    /// The key has no fence row.
+    NotProvisioned,
+    /// Its publication claims to be an artefact pointer (its `format` is
+    /// `fencepost.artifact/…`) but this build cannot read it: a newer
+    /// format, or a malformed one. It may point to any of the key's objects.
+    UnreadablePublication,
+}
+
+impl KeyState {
+    /// The state of a key whose current generation is `generation` (as
+    /// `Inspect` answers it) and whose publication is `publication`.
+    pub fn of(generation: i64, publication: Publication) -> KeyState {
+        match publication {
+            Publication::NotProvisioned => KeyState::NotProvisioned,
+            Publication::NothingPublished => KeyState::Provisioned {
+                generation,
+                location: None,
+            },
+            Publication::Found {
+                generation: published,
+                payload,
+                ..
+            } => match Pointer::from_payload(&payload) {
+                Ok(pointer) => KeyState::Provisioned {
+                    generation: generation.max(published),
+                    location: Some(pointer.location),
+                },
+                Err(_) if claims_to_be_a_pointer(&payload) => KeyState::UnreadablePublication,
+                Err(_) => KeyState::Provisioned {
+                    generation: generation.max(published),
+                    location: None,
+                },
+            },
+        }
+    }
+}
+
+/// Whether `payload` is a JSON object whose `format` names an artefact
+/// pointer of any version: only such a payload can point to an object.
+fn claims_to_be_a_pointer(payload: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(payload)
+        .ok()
+        .and_then(|value| Some(value.get("format")?.as_str()?.starts_with(POINTER_FORMAT_FAMILY)))
+        .unwrap_or(false)
 }
 
 /// How to sweep.
@@ -105,7 +172,7 @@ impl Sweep {
             listed: objects.len(),
             ..SweepReport::default()
         };
-        let mut published: HashMap<String, Option<String>> = HashMap::new();
+        let mut states: HashMap<String, KeyState> = HashMap::new();
         for (done, object) in objects.into_iter().enumerate() {
             if stop.is_cancelled() {
                 report.interrupted = true;
@@ -117,13 +184,10 @@ impl Sweep {
                 _ if age <= self.grace => Verdict::Keep(KeptBecause::WithinGrace),
                 Kind::Probe => Verdict::Delete(DeletedBecause::Probe),
                 Kind::Artifact(artifact) => {
-                    let location = match published.get(&artifact.key) {
-                        Some(location) => location.clone(),
-                        None => match publications.published_location(&artifact.key).await {
-                            Ok(location) => {
-                                published.insert(artifact.key.clone(), location.clone());
-                                location
-                            }
+                    let state = match states.get(&artifact.key) {
+                        Some(state) => state,
+                        None => match publications.key_state(&artifact.key).await {
+                            Ok(state) => states.entry(artifact.key.clone()).or_insert(state),
                             // Without the publication nothing more can be
                             // judged; what was done so far is reported.
                             Err(error) => {
@@ -132,10 +196,20 @@ impl Sweep {
                             }
                         },
                     };
-                    if location.as_deref() == Some(object.location.as_ref()) {
-                        Verdict::Keep(KeptBecause::Published)
-                    } else {
-                        Verdict::Delete(DeletedBecause::Orphan)
+                    match state {
+                        KeyState::NotProvisioned => Verdict::Keep(KeptBecause::NotProvisioned),
+                        KeyState::UnreadablePublication => Verdict::Keep(KeptBecause::UnreadablePublication),
+                        KeyState::Provisioned { location, .. }
+                            if location.as_deref() == Some(object.location.as_ref()) =>
+                        {
+                            Verdict::Keep(KeptBecause::Published)
+                        }
+                        // No publish of a generation above the current one
+                        // can have been accepted: the database is behind.
+                        KeyState::Provisioned { generation, .. } if artifact.generation > *generation => {
+                            Verdict::Keep(KeptBecause::AheadOfDatabase)
+                        }
+                        KeyState::Provisioned { .. } => Verdict::Delete(DeletedBecause::Orphan),
                     }
                 }
             };
@@ -236,6 +310,26 @@ pub enum KeptBecause {
     NotAnArtifact,
     /// Its delete failed (the store's message).
     DeleteFailed(String),
+    /// In doubt: its key has no fence row (the sweep's database is not the
+    /// store's, or the object is another application's).
+    NotProvisioned,
+    /// In doubt: its key's publication is an artefact pointer this build
+    /// cannot read (a newer format, or a malformed one), which may point to it.
+    UnreadablePublication,
+    /// In doubt: its generation is above its key's current one, so the
+    /// database is behind the store (restored from an older backup?).
+    AheadOfDatabase,
+}
+
+impl KeptBecause {
+    /// Kept because the database could not prove it an orphan, rather than
+    /// because it is published, young, not an artefact, or undeletable.
+    pub fn in_doubt(&self) -> bool {
+        matches!(
+            self,
+            KeptBecause::NotProvisioned | KeptBecause::UnreadablePublication | KeptBecause::AheadOfDatabase
+        )
+    }
 }
 
 /// Why an object was deleted.
@@ -285,4 +379,159 @@ pub struct SweepReport {
     /// Stopped because a publication could not be read (the error): the
     /// objects before it were judged, the rest were not.
     pub failed: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use object_store::memory::InMemory;
+    use object_store::{ObjectStoreExt, PutPayload};
+    use time::OffsetDateTime;
+    use uuid::Uuid;
+
+    use super::*;
+
+    /// The database as the fence would answer it: each provisioned key's
+    /// current generation and publication; a key not in it has no fence row.
+    struct Database(HashMap<String, (i64, Publication)>);
+
+    impl Publications for Database {
+        async fn key_state(&self, key: &str) -> Result<KeyState, ArtifactError> {
+            Ok(match self.0.get(key) {
+                Some((generation, publication)) => KeyState::of(*generation, publication.clone()),
+                None => KeyState::NotProvisioned,
+            })
+        }
+    }
+
+    fn found(generation: i64, payload: String) -> Publication {
+        Publication::Found {
+            generation,
+            payload,
+            published_at: OffsetDateTime::UNIX_EPOCH,
+            source_version: None,
+        }
+    }
+
+    /// Puts an object where an artefact of `key` and `generation` goes.
+    async fn upload(store: &InMemory, prefix: &Path, key: &str, generation: i64) -> String {
+        let path = ArtifactPath {
+            key: key.into(),
+            generation,
+            operation_id: Uuid::new_v4(),
+        }
+        .to_path(prefix);
+        store.put(&path, PutPayload::from_static(b"x")).await.unwrap();
+        path.to_string()
+    }
+
+    /// Sweeps `prefix` an hour after the objects were written, past a grace
+    /// of 30 minutes.
+    async fn sweep(store: &InMemory, prefix: &Path, database: &Database) -> SweepReport {
+        Sweep::new(Duration::from_secs(30 * 60), Duration::from_secs(10 * 60))
+            .unwrap()
+            .run(
+                store,
+                prefix,
+                database,
+                Utc::now() + chrono::TimeDelta::hours(1),
+                &CancellationToken::new(),
+                |_| {},
+            )
+            .await
+            .unwrap()
+    }
+
+    fn deleted(report: &SweepReport) -> Vec<&str> {
+        report.deleted.iter().map(|d| d.object.location.as_str()).collect()
+    }
+
+    fn kept_because(report: &SweepReport, location: &str) -> KeptBecause {
+        let kept = report.kept.iter().find(|k| k.object.location == location);
+        kept.unwrap_or_else(|| panic!("{location} was not kept: {report:?}"))
+            .why
+            .clone()
+    }
+
+    #[tokio::test]
+    async fn a_pointer_this_build_cannot_read_keeps_every_object_of_its_key() {
+        let (store, prefix) = (InMemory::new(), Path::from("fenced"));
+        // A newer fencepost published this one in a format this build does
+        // not know; the other is its predecessor's, an orphan to that build.
+        let newer = upload(&store, &prefix, "newer", 3).await;
+        upload(&store, &prefix, "newer", 2).await;
+        let malformed = upload(&store, &prefix, "malformed", 1).await;
+        // An ordinary payload is no artefact publication: its key's objects
+        // are orphans.
+        let plain = upload(&store, &prefix, "plain", 1).await;
+        let database = Database(HashMap::from([
+            (
+                "newer".to_string(),
+                (
+                    3,
+                    found(
+                        3,
+                        format!(r#"{{"format":"fencepost.artifact/2","location":"{newer}"}}"#),
+                    ),
+                ),
+            ),
+            (
+                "malformed".to_string(),
+                (
+                    1,
+                    found(
+                        1,
+                        format!(r#"{{"format":"fencepost.artifact/1","place":"{malformed}"}}"#),
+                    ),
+                ),
+            ),
+            ("plain".to_string(), (1, found(1, "a plain report".into()))),
+        ]));
+        let report = sweep(&store, &prefix, &database).await;
+        assert_eq!(deleted(&report), [plain.as_str()], "{report:?}");
+        assert_eq!(report.kept.len(), 3, "{report:?}");
+        assert!(
+            report.kept.iter().all(|k| k.why == KeptBecause::UnreadablePublication),
+            "{report:?}"
+        );
+        assert_eq!(kept_because(&report, &malformed), KeptBecause::UnreadablePublication);
+    }
+
+    #[tokio::test]
+    async fn a_key_with_no_fence_row_keeps_its_objects() {
+        // Another application's file in a shared bucket, or a sweep run
+        // against the wrong database: the name parses, the key is unknown.
+        let (store, prefix) = (InMemory::new(), Path::from(""));
+        let foreign = Path::from(format!("uploads/2024/{}", Uuid::new_v4()));
+        store
+            .put(&foreign, PutPayload::from_static(b"another app's file"))
+            .await
+            .unwrap();
+        let report = sweep(&store, &prefix, &Database(HashMap::new())).await;
+        assert!(report.deleted.is_empty(), "{report:?}");
+        assert_eq!(kept_because(&report, foreign.as_ref()), KeptBecause::NotProvisioned);
+        assert!(KeptBecause::NotProvisioned.in_doubt());
+    }
+
+    #[tokio::test]
+    async fn an_object_of_a_generation_above_the_key_s_current_one_is_kept() {
+        // The database was restored from a backup older than the store.
+        let (store, prefix) = (InMemory::new(), Path::from("fenced"));
+        let published = upload(&store, &prefix, "k", 3).await;
+        let orphan = upload(&store, &prefix, "k", 2).await;
+        let ahead = upload(&store, &prefix, "k", 4).await;
+        let pointer = Pointer {
+            format: super::super::pointer::POINTER_FORMAT.into(),
+            location: published,
+            size: 1,
+            sha256: String::new(),
+            e_tag: None,
+            version: None,
+            source_version: None,
+        };
+        let database = Database(HashMap::from([("k".to_string(), (3, found(3, pointer.to_payload())))]));
+        let report = sweep(&store, &prefix, &database).await;
+        assert_eq!(deleted(&report), [orphan.as_str()], "{report:?}");
+        assert_eq!(kept_because(&report, &ahead), KeptBecause::AheadOfDatabase);
+        assert_eq!(kept_because(&report, &pointer.location), KeptBecause::Published);
+    }
 }

@@ -121,26 +121,30 @@ async fn sweep(args: ArtifactSweepArgs) -> Result<u8> {
         eprintln!("fencepost: the sweep stopped: {error}");
         return Ok(EXIT_ERROR);
     }
-    Ok(if report.interrupted || failed {
+    // Kept in doubt: the store and the database disagree, which someone
+    // should look at before trusting later sweeps of this prefix.
+    let in_doubt = report.kept.iter().any(|kept| kept.why.in_doubt());
+    Ok(if report.interrupted || failed || in_doubt {
         EXIT_ATTENTION
     } else {
         EXIT_OK
     })
 }
 
-/// The report as lines: a summary, then each object deleted and each delete
-/// that failed.
+/// The report as lines: a summary, then each object deleted, each kept in
+/// doubt, and each delete that failed.
 fn text(report: &SweepReport) -> String {
     let count = |why: fn(&KeptBecause) -> bool| report.kept.iter().filter(|k| why(&k.why)).count();
     let verb = if report.dry_run { "would delete" } else { "deleted" };
     let mut lines = vec![format!(
-        "{} objects: {verb} {}, kept {} ({} published, {} within the grace, {} not artefacts, {} delete failed){}",
+        "{} objects: {verb} {}, kept {} ({} published, {} within the grace, {} not artefacts, {} in doubt, {} delete failed){}",
         report.listed,
         report.deleted.len(),
         report.kept.len(),
         count(|w| matches!(w, KeptBecause::Published)),
         count(|w| matches!(w, KeptBecause::WithinGrace)),
         count(|w| matches!(w, KeptBecause::NotAnArtifact)),
+        count(KeptBecause::in_doubt),
         count(|w| matches!(w, KeptBecause::DeleteFailed(_))),
         if report.interrupted {
             "; interrupted: the rest was not looked at"
@@ -159,9 +163,16 @@ fn text(report: &SweepReport) -> String {
         lines.push(format!("{verb}  {}  ({why})", deleted.object.location));
     }
     for kept in &report.kept {
-        if let KeptBecause::DeleteFailed(error) = &kept.why {
-            lines.push(format!("kept  {}  (its delete failed: {error})", kept.object.location));
-        }
+        let why = match &kept.why {
+            KeptBecause::DeleteFailed(error) => format!("its delete failed: {error}"),
+            KeptBecause::NotProvisioned => "in doubt: its key has no fence row".into(),
+            KeptBecause::UnreadablePublication => {
+                "in doubt: its key's publication is a pointer this build cannot read".into()
+            }
+            KeptBecause::AheadOfDatabase => "in doubt: its generation is above its key's current one".into(),
+            _ => continue,
+        };
+        lines.push(format!("kept  {}  ({why})", kept.object.location));
     }
     lines.iter().map(|line| format!("{line}\n")).collect()
 }
@@ -182,10 +193,10 @@ mod tests {
     }
 
     #[test]
-    fn the_sweep_s_text_counts_what_it_kept_and_names_each_deletion_and_failed_delete() {
+    fn the_sweep_s_text_counts_what_it_kept_and_names_each_deletion_doubt_and_failed_delete() {
         let report = SweepReport {
             dry_run: false,
-            listed: 4,
+            listed: 5,
             kept: vec![
                 Kept {
                     object: object("p/k/2/b"),
@@ -194,6 +205,10 @@ mod tests {
                 Kept {
                     object: object("p/k/1/c"),
                     why: KeptBecause::DeleteFailed("permission denied".into()),
+                },
+                Kept {
+                    object: object("p/j/1/d"),
+                    why: KeptBecause::NotProvisioned,
                 },
             ],
             deleted: vec![
@@ -211,11 +226,12 @@ mod tests {
         };
         assert_eq!(
             text(&report),
-            "4 objects: deleted 2, kept 2 (1 published, 0 within the grace, 0 not artefacts, 1 delete failed); \
+            "5 objects: deleted 2, kept 3 (1 published, 0 within the grace, 0 not artefacts, 1 in doubt, 1 delete failed); \
              interrupted: the rest was not looked at\n\
              deleted  p/k/1/a  (no publication points to it)\n\
              deleted  p/_probe/x  (a store check's probe)\n\
-             kept  p/k/1/c  (its delete failed: permission denied)\n"
+             kept  p/k/1/c  (its delete failed: permission denied)\n\
+             kept  p/j/1/d  (in doubt: its key has no fence row)\n"
         );
     }
 }

@@ -307,10 +307,16 @@ pub enum ArtifactCommand {
     /// what was kept and deleted. Objects younger than the grace are kept
     /// whatever they are: the grace must exceed twice --longest-lease, so an
     /// upload whose publish has not committed yet is never taken. Objects
-    /// whose names are not artefacts' are never deleted. Reads publications
-    /// with ReadPublication (fence_reader or fence_service). Ctrl-C stops
-    /// between two objects and reports what was done; exits 1 then (2 when a
-    /// publication could not be read, after reporting what was done).
+    /// whose names are not artefacts' are never deleted, and neither are
+    /// those the database cannot prove orphans, kept in doubt: of a key with
+    /// no fence row, of a key whose publication this build cannot read (a
+    /// newer pointer format), or of a generation above the key's current one
+    /// (the database is behind the store). Reads each key with Inspect and
+    /// ReadPublication (fence_reader or fence_service). Ctrl-C stops between
+    /// two objects and reports what was done. Exits 0 when every object was
+    /// judged and nothing is in doubt; 1 when something was kept in doubt, a
+    /// delete failed or it was interrupted; 2 when a publication could not be
+    /// read (after reporting what was done).
     Sweep(ArtifactSweepArgs),
 }
 

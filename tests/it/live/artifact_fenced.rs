@@ -472,6 +472,70 @@ async fn the_sweep_command_deletes_an_orphan_on_azurite_and_keeps_the_publicatio
     .await;
 }
 
+/// A sweep run against a database that does not know the store's keys (the
+/// wrong environment, a stale connection) keeps their objects, says why, and
+/// exits 1 rather than 0.
+#[tokio::test]
+async fn the_sweep_command_keeps_the_objects_of_a_key_with_no_fence_row_and_exits_1() {
+    let test = "the_sweep_command_keeps_the_objects_of_a_key_with_no_fence_row_and_exits_1";
+    let Some((url, _dir)) = store_url(test, Backend::Folder) else {
+        return;
+    };
+    let Some(db) = TestDatabase::shared(test).await else {
+        return;
+    };
+    let prefix = own_prefix();
+    let store = ArtifactStore::open(&url, &prefix).await.unwrap();
+    let unknown = ArtifactPath {
+        key: format!("another-database-{}", Uuid::new_v4()),
+        generation: 7,
+        operation_id: Uuid::new_v4(),
+    }
+    .to_path(store.prefix());
+    store
+        .object_store()
+        .put(&unknown, PutPayload::from_static(b"published elsewhere"))
+        .await
+        .unwrap();
+    let written = store.object_store().head(&unknown).await.unwrap().last_modified;
+    let past_grace = written + TimeDelta::from_std(Duration::from_millis(3500)).unwrap();
+    while Utc::now() < past_grace {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let output = support::binary::tokio(support::binary::fencepost_on(
+        &db.ado(),
+        [
+            "artifact",
+            "sweep",
+            "--store",
+            &url,
+            "--prefix",
+            &prefix,
+            "--older-than",
+            "3s",
+            "--longest-lease",
+            "1s",
+            "--format",
+            "json",
+        ],
+    ))
+    .output()
+    .await
+    .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["deleted"], serde_json::json!([]), "{report:#}");
+    assert_eq!(report["kept"][0]["location"], unknown.to_string(), "{report:#}");
+    assert_eq!(report["kept"][0]["why"]["reason"], "not_provisioned", "{report:#}");
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(store.object_store().head(&unknown).await.is_ok());
+    db.drop().await;
+}
+
 /// Azurite enforces create-only writes; the same store behind a layer that
 /// overwrites (as some S3-compatible stores and proxies do) is refused.
 #[tokio::test]

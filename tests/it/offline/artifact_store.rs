@@ -1,8 +1,8 @@
 //! Fenced artefacts on the in-memory and local file system stores, with no
 //! server: a store is trusted only after it refused an overwrite, a reader
 //! gets the published bytes or a typed error, and the sweep deletes orphans
-//! and old probes, never a published artefact, one within its grace, or an
-//! object that is not an artefact.
+//! and old probes, never a published artefact, one within its grace, one
+//! of a key with no fence row, or an object that is not an artefact.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,8 +14,8 @@ use fencepost::artifact::object_store::memory::InMemory;
 use fencepost::artifact::object_store::path::Path;
 use fencepost::artifact::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use fencepost::artifact::{
-    ArtifactError, ArtifactPath, ArtifactStore, DeletedBecause, KeptBecause, POINTER_FORMAT, Pointer, Publications,
-    Sweep, SweepReport, open_url,
+    ArtifactError, ArtifactPath, ArtifactStore, DeletedBecause, KeptBecause, KeyState, POINTER_FORMAT, Pointer,
+    Publications, Sweep, SweepReport, open_url,
 };
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
@@ -23,12 +23,19 @@ use uuid::Uuid;
 
 use crate::support::overwriting_store::OverwritingStore;
 
-/// Publications as a map from key to the location its pointer names.
-struct Published(HashMap<String, String>);
+/// Publications as a map from key to its current generation and the
+/// location its pointer names; a key not in it has no fence row.
+struct Published(HashMap<String, (i64, String)>);
 
 impl Publications for Published {
-    async fn published_location(&self, key: &str) -> Result<Option<String>, ArtifactError> {
-        Ok(self.0.get(key).cloned())
+    async fn key_state(&self, key: &str) -> Result<KeyState, ArtifactError> {
+        Ok(match self.0.get(key) {
+            Some((generation, location)) => KeyState::Provisioned {
+                generation: *generation,
+                location: Some(location.clone()),
+            },
+            None => KeyState::NotProvisioned,
+        })
     }
 }
 
@@ -157,7 +164,7 @@ async fn sweep_on(url: &str) {
     }
     let publications = Published(HashMap::from([(
         "report:daily".to_string(),
-        published.location.clone(),
+        (5, published.location.clone()),
     )]));
     let stop = CancellationToken::new();
 
@@ -190,7 +197,7 @@ async fn sweep_on(url: &str) {
         )
         .await
         .unwrap();
-    assert_eq!(planned.deleted.len(), 4, "{url}: {planned:?}");
+    assert_eq!(planned.deleted.len(), 3, "{url}: {planned:?}");
     let still: Vec<_> =
         futures_util::TryStreamExt::try_collect::<Vec<_>>(store.object_store().list(Some(store.prefix())))
             .await
@@ -208,12 +215,7 @@ async fn sweep_on(url: &str) {
         )
         .await
         .unwrap();
-    let mut expected_deleted = vec![
-        superseded.location.clone(),
-        refused.location.clone(),
-        never_provisioned.location.clone(),
-        probe.to_string(),
-    ];
+    let mut expected_deleted = vec![superseded.location.clone(), refused.location.clone(), probe.to_string()];
     expected_deleted.sort();
     assert_eq!(
         locations(&report.deleted, |d| &d.object.location),
@@ -221,11 +223,17 @@ async fn sweep_on(url: &str) {
         "{url}"
     );
     assert!(report.deleted.iter().any(|d| d.why == DeletedBecause::Probe));
-    let mut expected_kept = vec![published.location.clone(), foreign.to_string()];
+    // A key with no fence row is in doubt, never "nothing published".
+    let mut expected_kept = vec![
+        published.location.clone(),
+        foreign.to_string(),
+        never_provisioned.location.clone(),
+    ];
     expected_kept.sort();
     assert_eq!(locations(&report.kept, |k| &k.object.location), expected_kept, "{url}");
     assert!(report.kept.iter().any(|k| k.why == KeptBecause::Published));
     assert!(report.kept.iter().any(|k| k.why == KeptBecause::NotAnArtifact));
+    assert!(report.kept.iter().any(|k| k.why == KeptBecause::NotProvisioned));
     assert!(!report.interrupted);
     // What the sweep kept is still readable; what it deleted is gone.
     assert_eq!(
@@ -289,7 +297,7 @@ fn store_urls_name_what_to_fix() {
 struct Unreachable;
 
 impl Publications for Unreachable {
-    async fn published_location(&self, key: &str) -> Result<Option<String>, ArtifactError> {
+    async fn key_state(&self, key: &str) -> Result<KeyState, ArtifactError> {
         Err(ArtifactError::NotProvisioned { key: key.into() })
     }
 }
