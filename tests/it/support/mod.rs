@@ -598,11 +598,35 @@ async fn end_sessions_and(admin: &mut Connection, filter: &str, more: &str) {
             };
             match answer {
                 Ok(()) => _ = killed.insert(id),
+                // Babelfish refuses to KILL a backend that has not finished
+                // its TDS login, though it may already hold the database's
+                // session lock: it is ended from the PostgreSQL side.
+                Err(e) if e.to_string().contains("not an active process ID for a TDS connection") => {
+                    if terminate_backend(admin, id).await {
+                        _ = killed.insert(id);
+                    } else {
+                        _ = writeln!(
+                            std::io::stderr(),
+                            "warning: KILL {id} ({filter}): {e}, and ending its backend failed"
+                        );
+                    }
+                }
                 Err(e) => _ = writeln!(std::io::stderr(), "warning: KILL {id} ({filter}): {e}"),
             }
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+}
+
+/// Ends Babelfish backend `pid` with PostgreSQL's `pg_terminate_backend`:
+/// whether it was signalled.
+async fn terminate_backend(admin: &mut Connection, pid: i32) -> bool {
+    let sql = format!("SELECT CAST(pg_catalog.pg_terminate_backend({pid}) AS int);");
+    let answered = match admin.simple_query(sql).await {
+        Ok(stream) => stream.into_row().await,
+        Err(e) => Err(e),
+    };
+    matches!(answered, Ok(Some(row)) if row.get::<i32, usize>(0) == Some(1))
 }
 
 /// The user (and login) name in an ADO string made by
