@@ -574,21 +574,8 @@ impl Client {
 
 #[cfg(test)]
 mod tests {
-    use time::OffsetDateTime;
-
     use super::*;
     use crate::client::MAX_LEASE;
-
-    fn lease(length: Duration) -> Lease {
-        Lease::new(
-            "k",
-            Uuid::new_v4(),
-            1,
-            length,
-            OffsetDateTime::UNIX_EPOCH,
-            Instant::now(),
-        )
-    }
 
     #[test]
     fn the_loss_margin_grows_with_the_lease_between_its_floor_and_a_tenth() {
@@ -624,7 +611,7 @@ mod tests {
     async fn a_renewal_task_that_died_counts_as_lost() {
         let client = Client::unreachable(Duration::from_millis(100));
         for started in [false, true] {
-            let mut guard = client.guard(lease(Duration::from_secs(3600)));
+            let mut guard = client.guard(Lease::for_test(Duration::from_secs(3600)));
             let token = guard.token();
             if started {
                 tokio::task::yield_now().await;

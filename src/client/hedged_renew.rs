@@ -152,21 +152,10 @@ mod tests {
         assert_eq!(hedge_delay(now + s(1), now), MIN_HEDGE_DELAY);
     }
 
-    fn lease() -> Lease {
-        Lease::new(
-            "k",
-            uuid::Uuid::new_v4(),
-            1,
-            Duration::from_secs(30),
-            time::OffsetDateTime::UNIX_EPOCH,
-            Instant::now(),
-        )
-    }
-
     #[tokio::test(start_paused = true)]
     async fn with_no_server_the_renewal_ends_unanswered_at_its_deadline_with_the_last_error() {
         let client = Client::unreachable(Duration::from_millis(100));
-        let lease = lease();
+        let lease = Lease::for_test(Duration::from_secs(30));
         let started = Instant::now();
         let give_up = started + Duration::from_secs(3);
         match renew_hedged(&client, &lease, give_up, Duration::from_millis(200)).await {
@@ -195,7 +184,7 @@ mod tests {
             let held = spare_taken.then(|| client.renewal_spare.clone().try_acquire_owned().unwrap());
             let before = client.requests_sent();
             let renewal = tokio::spawn({
-                let (client, lease) = (client.clone(), lease());
+                let (client, lease) = (client.clone(), Lease::for_test(Duration::from_secs(30)));
                 async move { renew_hedged(&client, &lease, give_up, Duration::from_millis(200)).await }
             });
             tokio::time::sleep(hedge + Duration::from_millis(100)).await;

@@ -44,6 +44,20 @@ impl Lease {
         }
     }
 
+    /// A lease of `length` on key `k` at generation 1, for a fresh owner,
+    /// taken now: what the client's unit tests hold.
+    #[cfg(test)]
+    pub(crate) fn for_test(length: Duration) -> Self {
+        Lease::new(
+            "k",
+            Uuid::new_v4(),
+            1,
+            length,
+            OffsetDateTime::UNIX_EPOCH,
+            Instant::now(),
+        )
+    }
+
     /// Records a successful renewal sent at `sent_at`.
     pub(crate) fn renewed(&mut self, until: OffsetDateTime, sent_at: Instant) {
         self.until = until;

@@ -154,21 +154,10 @@ impl Client {
 mod tests {
     use super::*;
 
-    fn lease(length: Duration) -> Lease {
-        Lease::new(
-            "k",
-            Uuid::new_v4(),
-            1,
-            length,
-            time::OffsetDateTime::UNIX_EPOCH,
-            Instant::now(),
-        )
-    }
-
     #[tokio::test(start_paused = true)]
     async fn replays_that_never_reach_the_server_end_after_a_few_attempts_not_with_an_hour_lease() {
         let client = Client::unreachable(Duration::from_millis(100));
-        let lease = lease(Duration::from_secs(3600));
+        let lease = Lease::for_test(Duration::from_secs(3600));
         let started = Instant::now();
         let bound = client.confirm_until(started, lease.length());
         let answer = client.publish_resolved(&lease, Uuid::new_v4(), "result", None).await;

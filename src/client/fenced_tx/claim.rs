@@ -75,35 +75,44 @@ impl Drop for Claim {
 mod tests {
     use super::*;
 
-    fn lease(generation: i64) -> Lease {
-        let until = time::OffsetDateTime::now_utc();
-        Lease::new(
-            "k",
-            uuid::Uuid::new_v4(),
-            generation,
-            std::time::Duration::from_secs(1),
-            until,
-            tokio::time::Instant::now(),
-        )
-    }
-
     #[test]
     fn a_second_claim_is_refused_until_the_first_ends() {
         let renewals = Arc::new(Mutex::new(()));
         let open = Arc::new(AtomicBool::new(false));
-        let first = Claim::take(&renewals, &open, Box::new(|| lease(1))).expect("the first claim");
-        assert!(Claim::take(&renewals, &open, Box::new(|| lease(1))).is_none());
+        let first = Claim::take(
+            &renewals,
+            &open,
+            Box::new(|| Lease::for_test(std::time::Duration::from_secs(1))),
+        )
+        .expect("the first claim");
+        assert!(
+            Claim::take(
+                &renewals,
+                &open,
+                Box::new(|| Lease::for_test(std::time::Duration::from_secs(1)))
+            )
+            .is_none()
+        );
         drop(first);
-        assert!(Claim::take(&renewals, &open, Box::new(|| lease(1))).is_some());
+        assert!(
+            Claim::take(
+                &renewals,
+                &open,
+                Box::new(|| Lease::for_test(std::time::Duration::from_secs(1)))
+            )
+            .is_some()
+        );
     }
 
     #[tokio::test]
     async fn a_claim_holds_the_renewals_until_it_ends_and_reads_the_lease_once_it_holds_them() {
         let renewals = Arc::new(Mutex::new(()));
         let open = Arc::new(AtomicBool::new(false));
-        let mut claim = Claim::take(&renewals, &open, Box::new(|| lease(7))).unwrap();
+        let current = Lease::for_test(std::time::Duration::from_secs(1));
+        let owner = current.owner();
+        let mut claim = Claim::take(&renewals, &open, Box::new(move || current.clone())).unwrap();
         assert!(renewals.try_lock().is_ok(), "held before it was asked to");
-        assert_eq!(claim.hold_renewals().await.generation(), 7);
+        assert_eq!(claim.hold_renewals().await.owner(), owner);
         assert!(renewals.try_lock().is_err());
         drop(claim);
         assert!(renewals.try_lock().is_ok());
