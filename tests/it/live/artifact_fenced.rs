@@ -410,26 +410,7 @@ async fn the_sweep_command_deletes_an_orphan_and_keeps_the_publication(test: &st
     while Utc::now() < past_grace {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let output = support::binary::tokio(support::binary::fencepost_on(
-        &db.ado(),
-        [
-            "artifact",
-            "sweep",
-            "--store",
-            &url,
-            "--prefix",
-            &prefix,
-            "--older-than",
-            "3s",
-            "--longest-lease",
-            "1s",
-            "--format",
-            "json",
-        ],
-    ))
-    .output()
-    .await
-    .unwrap();
+    let output = sweep_by_command(&db, &url, &prefix).await;
     assert_eq!(
         output.status.code(),
         Some(0),
@@ -502,26 +483,7 @@ async fn the_sweep_command_keeps_the_objects_of_a_key_with_no_fence_row_and_exit
     while Utc::now() < past_grace {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let output = support::binary::tokio(support::binary::fencepost_on(
-        &db.ado(),
-        [
-            "artifact",
-            "sweep",
-            "--store",
-            &url,
-            "--prefix",
-            &prefix,
-            "--older-than",
-            "3s",
-            "--longest-lease",
-            "1s",
-            "--format",
-            "json",
-        ],
-    ))
-    .output()
-    .await
-    .unwrap();
+    let output = sweep_by_command(&db, &url, &prefix).await;
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["deleted"], serde_json::json!([]), "{report:#}");
     assert_eq!(report["kept"][0]["location"], unknown.to_string(), "{report:#}");
@@ -626,4 +588,29 @@ async fn a_work_whose_lease_was_taken_over_uploads_nothing_to_azurite() {
         Backend::Azurite,
     )
     .await;
+}
+
+/// `fencepost artifact sweep` of `prefix` in the store at `url`, against
+/// `db`, with a 3 s grace for leases of at most 1 s, answering in JSON.
+async fn sweep_by_command(db: &TestDatabase, url: &str, prefix: &str) -> std::process::Output {
+    support::binary::tokio(support::binary::fencepost_on(
+        &db.ado(),
+        [
+            "artifact",
+            "sweep",
+            "--store",
+            url,
+            "--prefix",
+            prefix,
+            "--older-than",
+            "3s",
+            "--longest-lease",
+            "1s",
+            "--format",
+            "json",
+        ],
+    ))
+    .output()
+    .await
+    .unwrap()
 }
