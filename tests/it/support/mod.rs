@@ -619,14 +619,38 @@ async fn end_sessions_and(admin: &mut Connection, filter: &str, more: &str) {
 }
 
 /// Ends Babelfish backend `pid` with PostgreSQL's `pg_terminate_backend`:
-/// whether it was signalled.
+/// whether it was signalled. The T-SQL login may not signal a backend whose
+/// login has not finished; the PostgreSQL superuser of
+/// `FENCEPOST_TEST_POSTGRES`, when set, may.
 async fn terminate_backend(admin: &mut Connection, pid: i32) -> bool {
     let sql = format!("SELECT CAST(pg_catalog.pg_terminate_backend({pid}) AS int);");
     let answered = match admin.simple_query(sql).await {
         Ok(stream) => stream.into_row().await,
         Err(e) => Err(e),
     };
-    matches!(answered, Ok(Some(row)) if row.get::<i32, usize>(0) == Some(1))
+    if matches!(answered, Ok(Some(row)) if row.get::<i32, usize>(0) == Some(1)) {
+        return true;
+    }
+    let Some(url) = std::env::var(babelfish_postgres::POSTGRES_ENV)
+        .ok()
+        .filter(|url| !url.is_empty())
+    else {
+        return false;
+    };
+    let ended = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("psql")
+            .args([
+                url.as_str(),
+                "-X",
+                "-q",
+                "-At",
+                "-c",
+                &format!("SELECT pg_terminate_backend({pid});"),
+            ])
+            .output()
+    })
+    .await;
+    matches!(ended, Ok(Ok(output)) if String::from_utf8_lossy(&output.stdout).trim() == "t")
 }
 
 /// The user (and login) name in an ADO string made by
