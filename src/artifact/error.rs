@@ -50,7 +50,7 @@ pub enum ArtifactError {
     /// A call to the store failed.
     #[error("the store failed to {action} {path}")]
     Store {
-        /// What was being done: `upload`, `read`, `list`, `delete`, `probe`.
+        /// What was being done: `upload`, `read`, `list`, `delete`, `probe`, `mark`.
         action: &'static str,
         /// The object, or the prefix.
         path: String,

@@ -5,6 +5,11 @@
 //! fresh per publish, so two workers (a stale one and its successor, or two
 //! racing ones) never write to the same name, and a create-only put makes
 //! sure nothing is ever written there twice.
+//!
+//! An artefact's identity is its (key, generation, operation id), not the
+//! spelling of its path: a publisher and a sweep (or a reader) whose stores
+//! are rooted at different folders spell one object differently, and both
+//! recognise it by the last three segments.
 
 use object_store::path::Path;
 use uuid::Uuid;
@@ -14,8 +19,13 @@ use uuid::Uuid;
 /// no key's folder has this name.
 pub(crate) const PROBE_SEGMENT: &str = "_probe";
 
+/// The object that marks a prefix as fencepost's artefact folder, written by
+/// every store opened to publish. The sweep walks only a marked prefix. Like
+/// [`PROBE_SEGMENT`] no escaped key can spell it.
+pub(crate) const MARKER_SEGMENT: &str = "_fencepost";
+
 /// One artefact's name, parsed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ArtifactPath {
     /// The resource key it was published for.
     pub key: String,
@@ -28,15 +38,21 @@ pub struct ArtifactPath {
 impl ArtifactPath {
     /// Its object path under `prefix`.
     pub fn to_path(&self, prefix: &Path) -> Path {
+        self.spelt(prefix, escape_key(&self.key))
+    }
+
+    fn spelt(&self, prefix: &Path, escaped_key: String) -> Path {
         prefix
             .clone()
-            .join(escape_key(&self.key).as_str())
+            .join(escaped_key.as_str())
             .join(self.generation.to_string().as_str())
             .join(self.operation_id.to_string().as_str())
     }
 
     /// The artefact named by `path`, when it is one under `prefix`; `None`
     /// for anything else (a probe, an object some other tool put there).
+    /// The key may be spelt as [`escape_key`] spells it or as fencepost
+    /// 0.1.0 did, with upper-case letters as they are.
     pub fn parse(prefix: &Path, path: &Path) -> Option<ArtifactPath> {
         let parts: Vec<_> = path.prefix_match(prefix)?.collect();
         let [key, generation, operation_id] = parts.as_slice() else {
@@ -50,25 +66,51 @@ impl ArtifactPath {
         }
         let generation: i64 = generation.as_ref().parse().ok().filter(|g| *g >= 0)?;
         let operation_id = Uuid::parse_str(operation_id.as_ref()).ok()?;
-        // Only the one spelling `to_path` writes: a path that parses but is
-        // spelt otherwise (`007`, an upper-case id) is not ours.
+        // Only a spelling fencepost writes: a path that parses but is spelt
+        // otherwise (`007`, an upper-case id) is not ours.
         let parsed = ArtifactPath {
             key,
             generation,
             operation_id,
         };
-        (parsed.to_path(prefix) == *path).then_some(parsed)
+        let ours = parsed.to_path(prefix) == *path || parsed.spelt(prefix, escape_key_0_1(&parsed.key)) == *path;
+        ours.then_some(parsed)
+    }
+
+    /// The artefact a pointer's `location` names, whatever store root and
+    /// prefix it was spelt under: its last three segments.
+    pub fn from_location(location: &str) -> Option<ArtifactPath> {
+        let path = Path::parse(location).ok()?;
+        let parts: Vec<_> = path.parts().collect();
+        let at = parts.len().checked_sub(3)?;
+        let prefix: Path = parts[..at].iter().cloned().collect();
+        ArtifactPath::parse(&prefix, &path)
     }
 }
 
-/// A key as one path segment every store accepts unchanged: ASCII letters,
-/// digits and `-` stay, every other byte of its UTF-8 is `_` and two
-/// upper-case hex digits. Reversible, and keys that differ (also only in
-/// case) stay different, as the fence compares them.
+/// A key as one path segment every store accepts unchanged, and that no
+/// other key's segment equals even on a case-insensitive file system:
+/// lower-case ASCII letters, digits and `-` stay, every other byte of its
+/// UTF-8 (upper-case letters too) is `_` and two upper-case hex digits.
+/// Reversible: keys that differ (also only in case) stay different, as the
+/// fence compares them.
 pub fn escape_key(key: &str) -> String {
+    escape_bytes(key, |byte| {
+        byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-'
+    })
+}
+
+/// How fencepost 0.1.0 spelt a key: upper-case letters as they are, so two
+/// keys that differ only in case shared a folder on a case-insensitive file
+/// system. Still recognised, never written.
+fn escape_key_0_1(key: &str) -> String {
+    escape_bytes(key, |byte| byte.is_ascii_alphanumeric() || byte == b'-')
+}
+
+fn escape_bytes(key: &str, stays: impl Fn(u8) -> bool) -> String {
     let mut escaped = String::with_capacity(key.len());
     for byte in key.bytes() {
-        if byte.is_ascii_alphanumeric() || byte == b'-' {
+        if stays(byte) {
             escaped.push(byte as char);
         } else {
             escaped.push_str(&format!("_{byte:02X}"));
@@ -77,8 +119,9 @@ pub fn escape_key(key: &str) -> String {
     escaped
 }
 
-/// The key [`escape_key`] made `segment` from; `None` when it is not one
-/// of its spellings.
+/// The key [`escape_key`] (or fencepost 0.1.0, which kept upper-case letters
+/// as they are) made `segment` from; `None` when it is not one of their
+/// spellings.
 pub fn unescape_key(segment: &str) -> Option<String> {
     let mut bytes = Vec::with_capacity(segment.len());
     let mut rest = segment.as_bytes();
@@ -89,7 +132,7 @@ pub fn unescape_key(segment: &str) -> Option<String> {
                 return None;
             }
             let byte = u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
-            if byte.is_ascii_alphanumeric() || byte == b'-' {
+            if byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-' {
                 return None;
             }
             bytes.push(byte);
@@ -102,7 +145,8 @@ pub fn unescape_key(segment: &str) -> Option<String> {
         }
     }
     let key = String::from_utf8(bytes).ok()?;
-    (!key.is_empty()).then_some(key)
+    let spelt_by_us = escape_key(&key) == segment || escape_key_0_1(&key) == segment;
+    (!key.is_empty() && spelt_by_us).then_some(key)
 }
 
 #[cfg(test)]
@@ -131,12 +175,58 @@ mod tests {
             assert_eq!(unescape_key(&escaped).as_deref(), Some(key), "{escaped}");
         }
         assert_eq!(escape_key("report:daily"), "report_3Adaily");
+        assert_eq!(escape_key("Report"), "_52eport");
         assert_ne!(escape_key("A"), escape_key("a"));
     }
 
     #[test]
+    fn keys_that_differ_only_in_case_never_share_a_folder_on_a_case_insensitive_file_system() {
+        let keys = [
+            "Report", "report", "REPORT", "rEpOrT", "a_b", "A_B", "_41", "a", "A", "Ä", "ä",
+        ];
+        let folded: std::collections::HashSet<String> =
+            keys.iter().map(|k| escape_key(k).to_ascii_lowercase()).collect();
+        assert_eq!(folded.len(), keys.len(), "{folded:?}");
+    }
+
+    #[test]
+    fn a_key_spelt_as_fencepost_0_1_0_spelt_it_is_still_read_and_only_one_spelling_is_written() {
+        assert_eq!(unescape_key("Report_3Adaily").as_deref(), Some("Report:daily"));
+        assert_eq!(unescape_key("_52eport_3Adaily").as_deref(), Some("Report:daily"));
+        // Neither spelling: part escaped, part not.
+        assert_eq!(unescape_key("R_45port"), None);
+        let id = Uuid::new_v4();
+        let prefix = Path::from("fenced");
+        let legacy = Path::from(format!("fenced/Report/3/{id}"));
+        let parsed = ArtifactPath::parse(&prefix, &legacy).unwrap();
+        assert_eq!((parsed.key.as_str(), parsed.generation), ("Report", 3));
+        assert_eq!(parsed.to_path(&prefix).as_ref(), format!("fenced/_52eport/3/{id}"));
+    }
+
+    #[test]
+    fn a_pointer_s_location_names_its_artefact_whatever_the_root_it_was_spelt_under() {
+        let artifact = ArtifactPath {
+            key: "report:daily".into(),
+            generation: 42,
+            operation_id: Uuid::new_v4(),
+        };
+        for prefix in ["", "daily", "var/reports/daily"] {
+            let location = artifact.to_path(&Path::from(prefix)).to_string();
+            assert_eq!(
+                ArtifactPath::from_location(&location),
+                Some(artifact.clone()),
+                "{location}"
+            );
+        }
+        let id = artifact.operation_id;
+        for other in ["", "a/b", &format!("k/x/{id}"), &format!("daily/_probe/{id}")] {
+            assert_eq!(ArtifactPath::from_location(other), None, "{other}");
+        }
+    }
+
+    #[test]
     fn a_segment_escape_key_cannot_make_is_not_a_key() {
-        for segment in ["", "a_", "a_4", "_41", "_3a", "a.b", "_probe", "_FF"] {
+        for segment in ["", "a_", "a_4", "_61", "_3a", "a.b", "_probe", "_fencepost", "_FF"] {
             assert_eq!(unescape_key(segment), None, "{segment}");
         }
     }

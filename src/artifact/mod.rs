@@ -42,6 +42,7 @@
 
 mod error;
 mod layout;
+mod marker;
 mod pointer;
 mod probe;
 mod publish;

@@ -308,9 +308,15 @@ mod tests {
             .unwrap()
     }
 
+    /// The objects in the store but the prefix's marker.
     async fn objects(store: &ArtifactStore) -> Vec<String> {
         let listed: Vec<_> = store.store.list(None).try_collect().await.unwrap();
-        listed.into_iter().map(|m| m.location.to_string()).collect()
+        let marker = crate::artifact::marker::marker_path(&store.prefix);
+        listed
+            .into_iter()
+            .filter(|m| m.location != marker)
+            .map(|m| m.location.to_string())
+            .collect()
     }
 
     #[tokio::test]

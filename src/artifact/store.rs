@@ -13,6 +13,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreScheme};
 
 use super::error::ArtifactError;
+use super::marker::mark;
 use super::probe::prove_create_only;
 
 /// The store `url` names and the path inside it the URL points at:
@@ -96,6 +97,7 @@ impl ArtifactStore {
     pub async fn new(store: Arc<dyn ObjectStore>, base: &Path, prefix: &str) -> Result<ArtifactStore, ArtifactError> {
         let prefix = join_prefix(base, prefix)?;
         prove_create_only(store.as_ref(), &prefix).await?;
+        mark(store.as_ref(), &prefix).await?;
         Ok(ArtifactStore { store, prefix })
     }
 

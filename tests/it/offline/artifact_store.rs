@@ -70,12 +70,13 @@ async fn memory_and_folder_stores_prove_they_refuse_an_overwrite() {
     let folder = format!("file://{}", dir.path().display());
     for url in ["memory://", folder.as_str()] {
         let store = ArtifactStore::open(url, "fenced").await.unwrap();
-        // The probe is gone again.
+        // The probe is gone again; the prefix's mark stays.
         let left: Vec<_> =
             futures_util::TryStreamExt::try_collect::<Vec<_>>(store.object_store().list(Some(store.prefix())))
                 .await
                 .unwrap();
-        assert!(left.is_empty(), "{url}: {left:?}");
+        let left: Vec<_> = left.iter().map(|meta| meta.location.to_string()).collect();
+        assert_eq!(left, [format!("{}/_fencepost", store.prefix())], "{url}");
     }
 }
 
@@ -181,7 +182,8 @@ async fn sweep_on(url: &str) {
         .await
         .unwrap();
     assert!(young.deleted.is_empty(), "{url}: {young:?}");
-    assert_eq!(young.listed, 6);
+    // Six objects and the prefix's mark.
+    assert_eq!(young.listed, 7);
 
     // A dry run says what it would delete and deletes nothing.
     let mut dry = sweep();
@@ -202,7 +204,7 @@ async fn sweep_on(url: &str) {
         futures_util::TryStreamExt::try_collect::<Vec<_>>(store.object_store().list(Some(store.prefix())))
             .await
             .unwrap();
-    assert_eq!(still.len(), 6, "{url}: the dry run deleted");
+    assert_eq!(still.len(), 7, "{url}: the dry run deleted");
 
     let report: SweepReport = sweep()
         .run(
@@ -228,6 +230,7 @@ async fn sweep_on(url: &str) {
         published.location.clone(),
         foreign.to_string(),
         never_provisioned.location.clone(),
+        format!("{}/_fencepost", store.prefix()),
     ];
     expected_kept.sort();
     assert_eq!(locations(&report.kept, |k| &k.object.location), expected_kept, "{url}");
