@@ -62,17 +62,40 @@ pub enum ArtifactError {
     /// not known: the upload is left for the sweep, never deleted.
     #[error("the fence call failed")]
     Fence(#[from] ClientError),
-    /// The sweep's grace does not exceed twice the longest lease, so it could
-    /// delete an upload whose publish may still commit.
+    /// The sweep's grace is zero: an object written a moment ago, whose
+    /// publish is committing, could be taken.
     #[error(
-        "a grace of {grace:?} is too short: it must exceed twice the longest lease ({longest_lease:?}), \
-         so that no upload whose publish may still commit is deleted (pass a longer --older-than, or the real --longest-lease)"
+        "a grace of 0 is too short: objects written a moment ago are kept whatever the database says, \
+         so pass an --older-than of some minutes (more where the store's clock and this one disagree)"
+    )]
+    NoGrace,
+    /// The sweep's grace does not exceed twice the longest lease it was
+    /// told of.
+    #[error(
+        "a grace of {grace:?} is too short: with --longest-lease it must exceed twice that lease ({longest_lease:?}) \
+         (pass a longer --older-than, or leave --longest-lease out: the sweep asks the database what may still be published)"
     )]
     GraceTooShort {
         /// The grace asked for.
         grace: std::time::Duration,
         /// The longest lease of the workers under the prefix.
         longest_lease: std::time::Duration,
+    },
+    /// The sweep was given a store's whole root.
+    #[error(
+        "no prefix to sweep: the sweep would judge every object in the store, other applications' too; \
+         pass the --prefix the services publish under, or --whole-store if they publish at the store's root"
+    )]
+    WholeStore,
+    /// The prefix to sweep carries no mark of an artefact folder.
+    #[error(
+        "{prefix} is not marked as an artefact folder (no {prefix}/_fencepost object, which every store opened \
+         to publish writes): check --store and --prefix; for artefacts published by fencepost 0.1.0, which did \
+         not mark its folders, pass --allow-unmarked"
+    )]
+    UnmarkedPrefix {
+        /// The prefix, under the store's root.
+        prefix: String,
     },
     /// The key has no fence row.
     #[error("{key}: no fence row (provision it first)")]

@@ -4,7 +4,7 @@
 //! objects whose names look like artefacts.
 
 use object_store::path::Path;
-use object_store::{ObjectStore, PutMode, PutOptions, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use super::error::ArtifactError;
 use super::layout::MARKER_SEGMENT;
@@ -32,6 +32,20 @@ pub(crate) async fn mark(store: &dyn ObjectStore, prefix: &Path) -> Result<(), A
         Ok(_) | Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => Ok(()),
         Err(source) => Err(ArtifactError::Store {
             action: "mark",
+            path: path.to_string(),
+            source,
+        }),
+    }
+}
+
+/// Whether `prefix` carries the marker.
+pub(crate) async fn is_marked(store: &dyn ObjectStore, prefix: &Path) -> Result<bool, ArtifactError> {
+    let path = marker_path(prefix);
+    match store.head(&path).await {
+        Ok(_) => Ok(true),
+        Err(object_store::Error::NotFound { .. }) => Ok(false),
+        Err(source) => Err(ArtifactError::Store {
+            action: "read the mark of",
             path: path.to_string(),
             source,
         }),

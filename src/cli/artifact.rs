@@ -10,7 +10,6 @@ use anyhow::{Context, Result};
 use fencepost::artifact::{
     ArtifactError, ArtifactStore, DeletedBecause, KeptBecause, Sweep, SweepEvent, SweepReport, open_url,
 };
-use fencepost::client::MAX_LEASE;
 use fencepost::{Client, ClientConfig};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -65,11 +64,16 @@ async fn verify(args: ArtifactVerifyArgs) -> Result<u8> {
 const SWEEP_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 async fn sweep(args: ArtifactSweepArgs) -> Result<u8> {
-    let longest_lease = args.longest_lease.unwrap_or(MAX_LEASE);
-    let mut plan = Sweep::new(args.older_than, longest_lease)?;
-    plan.dry_run(args.dry_run);
+    let mut plan = Sweep::new(args.older_than)?;
+    if let Some(longest_lease) = args.longest_lease {
+        plan.longest_lease(longest_lease)?;
+    }
+    plan.dry_run(args.dry_run)
+        .allow_unmarked(args.allow_unmarked)
+        .whole_store(args.whole_store);
     let (store, base) = open_url(&args.store.store)?;
     let prefix = fencepost::artifact::join_prefix(&base, &args.store.prefix)?;
+    plan.may_walk(store.as_ref(), &prefix).await?;
     let mut target = connection_string(&args.connect)?;
     target.set_application_name("fencepost artifact sweep");
     let mut config = ClientConfig::new(target);
@@ -111,7 +115,7 @@ async fn sweep(args: ArtifactSweepArgs) -> Result<u8> {
             document["store"] = json!(args.store.store);
             document["prefix"] = json!(prefix.as_ref());
             document["grace_seconds"] = json!(args.older_than.as_secs());
-            document["longest_lease_seconds"] = json!(longest_lease.as_secs());
+            document["longest_lease_seconds"] = json!(args.longest_lease.map(|lease| lease.as_secs()));
             out::line(serde_json::to_string_pretty(&document)?)?;
         }
         Format::Text => out::print(text(&report))?,
@@ -137,12 +141,14 @@ fn text(report: &SweepReport) -> String {
     let count = |why: fn(&KeptBecause) -> bool| report.kept.iter().filter(|k| why(&k.why)).count();
     let verb = if report.dry_run { "would delete" } else { "deleted" };
     let mut lines = vec![format!(
-        "{} objects: {verb} {}, kept {} ({} published, {} within the grace, {} not artefacts, {} in doubt, {} delete failed){}",
+        "{} objects: {verb} {}, kept {} ({} published, {} within the grace, {} in a held lease, {} not artefacts, \
+         {} in doubt, {} delete failed){}",
         report.listed,
         report.deleted.len(),
         report.kept.len(),
         count(|w| matches!(w, KeptBecause::Published)),
         count(|w| matches!(w, KeptBecause::WithinGrace)),
+        count(|w| matches!(w, KeptBecause::LeaseHeld)),
         count(|w| matches!(w, KeptBecause::NotAnArtifact)),
         count(KeptBecause::in_doubt),
         count(|w| matches!(w, KeptBecause::DeleteFailed(_))),
@@ -156,7 +162,7 @@ fn text(report: &SweepReport) -> String {
     )];
     for deleted in &report.deleted {
         let why = match deleted.why {
-            DeletedBecause::Orphan => "no publication points to it",
+            DeletedBecause::Orphan => "no publication points to it, and the database shows none can",
             DeletedBecause::Probe => "a store check's probe",
             _ => "",
         };
@@ -167,7 +173,8 @@ fn text(report: &SweepReport) -> String {
             KeptBecause::DeleteFailed(error) => format!("its delete failed: {error}"),
             KeptBecause::NotProvisioned => "in doubt: its key has no fence row".into(),
             KeptBecause::UnreadablePublication => {
-                "in doubt: its key's publication is a pointer this build cannot read".into()
+                "in doubt: its key's publication is a pointer this build cannot read, or names no artefact of its key"
+                    .into()
             }
             KeptBecause::AheadOfDatabase => "in doubt: its generation is above its key's current one".into(),
             _ => continue,
@@ -226,9 +233,9 @@ mod tests {
         };
         assert_eq!(
             text(&report),
-            "5 objects: deleted 2, kept 3 (1 published, 0 within the grace, 0 not artefacts, 1 in doubt, 1 delete failed); \
-             interrupted: the rest was not looked at\n\
-             deleted  p/k/1/a  (no publication points to it)\n\
+            "5 objects: deleted 2, kept 3 (1 published, 0 within the grace, 0 in a held lease, 0 not artefacts, \
+             1 in doubt, 1 delete failed); interrupted: the rest was not looked at\n\
+             deleted  p/k/1/a  (no publication points to it, and the database shows none can)\n\
              deleted  p/_probe/x  (a store check's probe)\n\
              kept  p/k/1/c  (its delete failed: permission denied)\n\
              kept  p/j/1/d  (in doubt: its key has no fence row)\n"

@@ -303,20 +303,24 @@ pub enum ArtifactCommand {
     /// use that store for artefacts), 2 when the store could not be reached.
     Verify(ArtifactVerifyArgs),
     /// Delete the objects under the prefix that no resource's current
-    /// publication points to and that are older than --older-than, and report
-    /// what was kept and deleted. Objects younger than the grace are kept
-    /// whatever they are: the grace must exceed twice --longest-lease, so an
-    /// upload whose publish has not committed yet is never taken. Objects
-    /// whose names are not artefacts' are never deleted, and neither are
-    /// those the database cannot prove orphans, kept in doubt: of a key with
-    /// no fence row, of a key whose publication this build cannot read (a
-    /// newer pointer format), or of a generation above the key's current one
-    /// (the database is behind the store). Reads each key with Inspect and
-    /// ReadPublication (fence_reader or fence_service). Ctrl-C stops between
-    /// two objects and reports what was done. Exits 0 when every object was
-    /// judged and nothing is in doubt; 1 when something was kept in doubt, a
-    /// delete failed or it was interrupted; 2 when a publication could not be
-    /// read (after reporting what was done).
+    /// publication points to and that the database proves none ever will:
+    /// their generation is no longer the key's current one, or its lease has
+    /// ended, or it published another object. An upload whose lease is still
+    /// held is kept however old (its publish may still commit). Objects
+    /// younger than --older-than are kept whatever they are. Objects whose
+    /// names are not artefacts' are never deleted, and neither are those the
+    /// database cannot vouch for, kept in doubt: of a key with no fence row,
+    /// of a key whose publication this build cannot read (a newer pointer
+    /// format), or of a generation above the key's current one (the database
+    /// is behind the store). Only a prefix that a store opened to publish has
+    /// marked (its _fencepost object) is swept, and never the store's whole
+    /// root, unless --allow-unmarked or --whole-store says so. Reads each key
+    /// with Inspect and ReadPublication (fence_reader or fence_service).
+    /// Ctrl-C stops between two objects and reports what was done. Exits 0
+    /// when every object was judged and nothing is in doubt; 1 when
+    /// something was kept in doubt, a delete failed or it was interrupted; 2
+    /// when the prefix was refused or a publication could not be read (after
+    /// reporting what was done).
     Sweep(ArtifactSweepArgs),
 }
 
@@ -351,13 +355,24 @@ pub struct ArtifactSweepArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     /// The grace: only objects last written longer ago than this are
-    /// deleted, e.g. 3h, 90m, 2d. Must exceed twice --longest-lease.
+    /// deleted, e.g. 15m, 3h, 2d. Some minutes cover a publish committing
+    /// while the sweep reads; add the most the store's clock and this
+    /// machine's may disagree by.
     #[arg(long, value_name = "D", value_parser = parse_span)]
     pub older_than: Duration,
-    /// The longest lease any worker publishing under the prefix takes
-    /// [default: 24h, the longest lease the fence grants].
+    /// Also require --older-than to exceed twice this lease, the longest
+    /// any worker publishing under the prefix takes (an age guard besides
+    /// the database's proof).
     #[arg(long, value_name = "D", value_parser = parse_span)]
     pub longest_lease: Option<Duration>,
+    /// Sweep a prefix that no store opened to publish has marked (artefacts
+    /// published by fencepost 0.1.0, which did not mark its prefixes).
+    #[arg(long)]
+    pub allow_unmarked: bool,
+    /// Sweep with an empty --prefix: the store's whole root, where other
+    /// applications' objects are likeliest.
+    #[arg(long)]
+    pub whole_store: bool,
     /// Report what would be deleted, and delete nothing.
     #[arg(long)]
     pub dry_run: bool,

@@ -47,12 +47,12 @@ fn verify_refuses_a_url_it_cannot_use_naming_the_forms_it_takes() {
 }
 
 #[test]
-fn sweep_refuses_a_grace_that_does_not_exceed_twice_the_longest_lease_before_connecting() {
+fn sweep_refuses_a_grace_of_zero_or_not_above_twice_a_named_longest_lease_before_connecting() {
     // No connection is given: the refusal comes first.
-    let output = fencepost(&["artifact", "sweep", "--store", "memory://", "--older-than", "1h"]);
+    let output = fencepost(&["artifact", "sweep", "--store", "memory://", "--older-than", "0s"]);
     assert_eq!(output.status.code(), Some(2));
     let message = stderr(&output);
-    assert!(message.contains("must exceed twice the longest lease"), "{message}");
+    assert!(message.contains("more than zero"), "{message}");
     assert!(message.contains("--older-than"), "{message}");
 
     let output = fencepost(&[
@@ -70,6 +70,45 @@ fn sweep_refuses_a_grace_that_does_not_exceed_twice_the_longest_lease_before_con
 }
 
 #[test]
+fn sweep_refuses_a_whole_store_or_an_unmarked_prefix_before_connecting() {
+    let whole = fencepost(&["artifact", "sweep", "--store", "memory://", "--older-than", "1h"]);
+    assert_eq!(whole.status.code(), Some(2));
+    assert!(stderr(&whole).contains("no prefix to sweep"), "{}", stderr(&whole));
+    assert!(stderr(&whole).contains("--whole-store"), "{}", stderr(&whole));
+
+    // A folder no publishing store has opened: the wrong --store or
+    // --prefix, or artefacts of fencepost 0.1.0.
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}", dir.path().display());
+    let sweep = || {
+        fencepost(&[
+            "artifact",
+            "sweep",
+            "--store",
+            &url,
+            "--prefix",
+            "reports",
+            "--older-than",
+            "1h",
+        ])
+    };
+    std::fs::create_dir_all(dir.path().join("reports")).unwrap();
+    let unmarked = sweep();
+    assert_eq!(unmarked.status.code(), Some(2));
+    let message = stderr(&unmarked);
+    assert!(message.contains("not marked as an artefact folder"), "{message}");
+    assert!(message.contains("--allow-unmarked"), "{message}");
+
+    // Once opened to publish, the prefix is marked: the sweep goes on, to
+    // the connection it was not given.
+    let verify = fencepost(&["artifact", "verify", "--store", &url, "--prefix", "reports"]);
+    assert_eq!(verify.status.code(), Some(0), "{}", stderr(&verify));
+    let marked = sweep();
+    assert!(!stderr(&marked).contains("not marked"), "{}", stderr(&marked));
+    assert!(stderr(&marked).contains("FENCEPOST_CONNECTION"), "{}", stderr(&marked));
+}
+
+#[test]
 fn sweep_without_a_connection_names_the_flag_and_the_variable() {
     let output = fencepost(&[
         "artifact",
@@ -80,6 +119,8 @@ fn sweep_without_a_connection_names_the_flag_and_the_variable() {
         "3h",
         "--longest-lease",
         "1h",
+        "--whole-store",
+        "--allow-unmarked",
     ]);
     assert_eq!(output.status.code(), Some(2));
     let message = stderr(&output);

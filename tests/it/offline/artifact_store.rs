@@ -10,32 +10,47 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use chrono::{TimeDelta, Utc};
+use fencepost::artifact::object_store::local::LocalFileSystem;
 use fencepost::artifact::object_store::memory::InMemory;
 use fencepost::artifact::object_store::path::Path;
 use fencepost::artifact::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use fencepost::artifact::{
     ArtifactError, ArtifactPath, ArtifactStore, DeletedBecause, KeptBecause, KeyState, POINTER_FORMAT, Pointer,
-    Publications, Sweep, SweepReport, open_url,
+    Publications, Sweep, SweepReport, join_prefix, open_url,
 };
+use fencepost::client::{LeaseState, Publication};
 use sha2::{Digest, Sha256};
+use time::OffsetDateTime;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::support::overwriting_store::OverwritingStore;
 
-/// Publications as a map from key to its current generation and the
-/// location its pointer names; a key not in it has no fence row.
-struct Published(HashMap<String, (i64, String)>);
+/// Publications as a map from key to its current generation, whose lease
+/// has ended, and the pointer published under it; a key not in it has no
+/// fence row.
+struct Published(HashMap<String, (i64, Pointer)>);
 
 impl Publications for Published {
     async fn key_state(&self, key: &str) -> Result<KeyState, ArtifactError> {
-        Ok(match self.0.get(key) {
-            Some((generation, location)) => KeyState::Provisioned {
-                generation: *generation,
-                location: Some(location.clone()),
-            },
-            None => KeyState::NotProvisioned,
-        })
+        let Some((generation, pointer)) = self.0.get(key) else {
+            return Ok(KeyState::NotProvisioned);
+        };
+        let lease = LeaseState {
+            generation: *generation,
+            is_held: false,
+            lease_until: None,
+            published_generation: Some(*generation),
+            server_utc: OffsetDateTime::now_utc(),
+            source_version: None,
+        };
+        let publication = Publication::Found {
+            generation: *generation,
+            payload: pointer.to_payload(),
+            published_at: OffsetDateTime::now_utc(),
+            source_version: None,
+        };
+        Ok(KeyState::of(key, &lease, publication))
     }
 }
 
@@ -141,7 +156,7 @@ fn an_hour_later() -> chrono::DateTime<Utc> {
 }
 
 fn sweep() -> Sweep {
-    Sweep::new(Duration::from_secs(30 * 60), Duration::from_secs(10 * 60)).unwrap()
+    Sweep::new(Duration::from_secs(30 * 60)).unwrap()
 }
 
 async fn sweep_on(url: &str) {
@@ -163,10 +178,7 @@ async fn sweep_on(url: &str) {
             .await
             .unwrap();
     }
-    let publications = Published(HashMap::from([(
-        "report:daily".to_string(),
-        (5, published.location.clone()),
-    )]));
+    let publications = Published(HashMap::from([("report:daily".to_string(), (5, published.clone()))]));
     let stop = CancellationToken::new();
 
     // Right after they were written every object is within the grace.
@@ -182,8 +194,7 @@ async fn sweep_on(url: &str) {
         .await
         .unwrap();
     assert!(young.deleted.is_empty(), "{url}: {young:?}");
-    // Six objects and the prefix's mark.
-    assert_eq!(young.listed, 7);
+    assert_eq!(young.listed, 6);
 
     // A dry run says what it would delete and deletes nothing.
     let mut dry = sweep();
@@ -204,7 +215,11 @@ async fn sweep_on(url: &str) {
         futures_util::TryStreamExt::try_collect::<Vec<_>>(store.object_store().list(Some(store.prefix())))
             .await
             .unwrap();
-    assert_eq!(still.len(), 7, "{url}: the dry run deleted");
+    assert_eq!(
+        still.len(),
+        7,
+        "{url}: the dry run deleted (six objects and the prefix's mark)"
+    );
 
     let report: SweepReport = sweep()
         .run(
@@ -230,7 +245,6 @@ async fn sweep_on(url: &str) {
         published.location.clone(),
         foreign.to_string(),
         never_provisioned.location.clone(),
-        format!("{}/_fencepost", store.prefix()),
     ];
     expected_kept.sort();
     assert_eq!(locations(&report.kept, |k| &k.object.location), expected_kept, "{url}");
@@ -282,12 +296,64 @@ async fn a_stopped_sweep_deletes_nothing_more_and_says_it_was_interrupted() {
 }
 
 #[test]
-fn a_grace_that_does_not_exceed_twice_the_longest_lease_is_refused() {
+fn a_grace_that_does_not_exceed_twice_a_named_longest_lease_is_refused() {
     let lease = Duration::from_secs(600);
-    let refused = Sweep::new(lease * 2, lease).unwrap_err();
+    let refused = Sweep::new(lease * 2)
+        .unwrap()
+        .longest_lease(lease)
+        .map(|_| ())
+        .unwrap_err();
     assert!(matches!(refused, ArtifactError::GraceTooShort { .. }));
-    assert!(refused.to_string().contains("twice the longest lease"), "{refused}");
-    assert!(Sweep::new(lease * 2 + Duration::from_secs(1), lease).is_ok());
+    assert!(refused.to_string().contains("twice that lease"), "{refused}");
+    assert!(
+        Sweep::new(lease * 2 + Duration::from_secs(1))
+            .unwrap()
+            .longest_lease(lease)
+            .is_ok()
+    );
+}
+
+#[tokio::test]
+async fn the_sweep_keeps_a_publication_made_through_a_differently_rooted_store() {
+    // The service roots its store at the folder; the operator sweeps the
+    // same folder by URL, rooted at `/`: one object, two spellings.
+    let dir = tempfile::tempdir().unwrap();
+    let rooted: Arc<dyn ObjectStore> = Arc::new(LocalFileSystem::new_with_prefix(dir.path()).unwrap());
+    let writer = ArtifactStore::new(rooted, &Path::from(""), "daily").await.unwrap();
+    let published = upload(&writer, "report:daily", 42, b"published").await;
+    let orphan = upload(&writer, "report:daily", 41, b"superseded").await;
+    assert_eq!(
+        published.location,
+        format!(
+            "daily/report_3Adaily/42/{}",
+            published.location.rsplit('/').next().unwrap()
+        )
+    );
+
+    let (by_url, base) = open_url(&format!("file://{}", dir.path().display())).unwrap();
+    let prefix = join_prefix(&base, "daily").unwrap();
+    let publications = Published(HashMap::from([("report:daily".to_string(), (42, published.clone()))]));
+    let report = sweep()
+        .run(
+            by_url.as_ref(),
+            &prefix,
+            &publications,
+            an_hour_later(),
+            &CancellationToken::new(),
+            |_| {},
+        )
+        .await
+        .unwrap();
+    let deleted = locations(&report.deleted, |d| &d.object.location);
+    assert_eq!(
+        deleted,
+        [format!("{prefix}/{}", orphan.location.trim_start_matches("daily/"))],
+        "{report:?}"
+    );
+    assert_eq!(
+        writer.follow("report:daily", &published).await.unwrap(),
+        Bytes::from_static(b"published")
+    );
 }
 
 #[test]

@@ -1,0 +1,251 @@
+//! What the database says of one key, and what that proves of each of the
+//! key's objects.
+//!
+//! An object named (key, generation *g*, operation id) is published only by
+//! a publish of generation *g* that the fence accepts, and the fence accepts
+//! one only while *g* is the key's current generation, its lease is held
+//! (unexpired on the server clock) and nothing was published under *g* yet.
+//! None of those comes back once gone: every acquisition raises the
+//! generation, a renewal extends only an unexpired lease, and one
+//! generation publishes once. So when the database shows the generation
+//! past *g*, or *g*'s lease ended, or *g* published something else, no
+//! publish of that object can ever commit: if no publication points to it,
+//! none ever will. That is the sweep's proof; the age of an object is only
+//! a second guard.
+
+use std::future::Future;
+
+use super::super::error::ArtifactError;
+use super::super::layout::ArtifactPath;
+use super::super::pointer::{POINTER_FORMAT_FAMILY, Pointer};
+use crate::client::{Client, Inspection, LeaseState, Publication};
+
+/// What the database says of each resource: what the sweep keeps.
+pub trait Publications {
+    /// What the database says of `key`.
+    fn key_state(&self, key: &str) -> impl Future<Output = Result<KeyState, ArtifactError>> + Send;
+}
+
+impl Publications for Client {
+    async fn key_state(&self, key: &str) -> Result<KeyState, ArtifactError> {
+        // The lease first: a publish that lands between the two calls is
+        // seen by the second, and its generation is at least this one.
+        let lease = match self.inspect(key).await? {
+            Inspection::Found(lease) => lease,
+            Inspection::NotProvisioned => return Ok(KeyState::NotProvisioned),
+        };
+        Ok(KeyState::of(key, &lease, self.read_publication(key).await?))
+    }
+}
+
+/// What the database says of one key, as the sweep judges its objects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyState {
+    /// The key has a fence row.
+    Provisioned {
+        /// Its current generation: an object of a higher one is ahead of
+        /// the database.
+        generation: i64,
+        /// Whether the lease of `generation` is held, so a publish under it
+        /// may still commit.
+        held: bool,
+        /// The generation of its publication, if it has one.
+        published_generation: Option<i64>,
+        /// The artefact its publication points to; `None` when nothing is
+        /// published or the payload is not an artefact pointer.
+        published: Option<ArtifactPath>,
+    },
+    /// The key has no fence row.
+    NotProvisioned,
+    /// Its publication claims to be an artefact pointer (its `format` is
+    /// `fencepost.artifact/…`) but this build cannot read it (a newer
+    /// format, a malformed one) or it names no artefact of this key. It may
+    /// point to any of the key's objects.
+    UnreadablePublication,
+}
+
+impl KeyState {
+    /// The state of `key`, whose lease `Inspect` showed as `lease` and whose
+    /// publication `ReadPublication` then answered.
+    pub fn of(key: &str, lease: &LeaseState, publication: Publication) -> KeyState {
+        let (published_generation, payload) = match publication {
+            Publication::NotProvisioned => return KeyState::NotProvisioned,
+            Publication::NothingPublished => (None, None),
+            Publication::Found {
+                generation, payload, ..
+            } => (Some(generation), Some(payload)),
+        };
+        let published = match payload.as_deref().map(Pointer::from_payload) {
+            None => None,
+            Some(Ok(pointer)) => match ArtifactPath::from_location(&pointer.location) {
+                Some(artifact) if artifact.key == key => Some(artifact),
+                _ => return KeyState::UnreadablePublication,
+            },
+            Some(Err(_)) if claims_to_be_a_pointer(payload.as_deref().unwrap_or_default()) => {
+                return KeyState::UnreadablePublication;
+            }
+            Some(Err(_)) => None,
+        };
+        // A publish of a newer tenure between the two calls: its
+        // generation is the current one, and the lease read belongs to an
+        // older one.
+        let generation = lease.generation.max(published_generation.unwrap_or(0));
+        KeyState::Provisioned {
+            generation,
+            held: lease.is_held && lease.generation == generation,
+            published_generation,
+            published,
+        }
+    }
+
+    /// What this state proves of `object`, one of the key's artefacts.
+    pub fn judge(&self, object: &ArtifactPath) -> Judgement {
+        let KeyState::Provisioned {
+            generation,
+            held,
+            published_generation,
+            published,
+        } = self
+        else {
+            return match self {
+                KeyState::NotProvisioned => Judgement::NotProvisioned,
+                _ => Judgement::UnreadablePublication,
+            };
+        };
+        if published.as_ref() == Some(object) {
+            return Judgement::Published;
+        }
+        if object.generation > *generation {
+            // No publish above the current generation can have been
+            // accepted: the database is behind the store.
+            return Judgement::AheadOfDatabase;
+        }
+        let published_its_generation = published_generation.is_some_and(|p| p >= object.generation);
+        if object.generation == *generation && *held && !published_its_generation {
+            return Judgement::LeaseHeld;
+        }
+        Judgement::Orphan
+    }
+}
+
+/// Whether `payload` is a JSON object whose `format` names an artefact
+/// pointer of any version: only such a payload can point to an object.
+fn claims_to_be_a_pointer(payload: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(payload)
+        .ok()
+        .and_then(|value| Some(value.get("format")?.as_str()?.starts_with(POINTER_FORMAT_FAMILY)))
+        .unwrap_or(false)
+}
+
+/// What the database proves of one object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Judgement {
+    /// Its key's publication points to it.
+    Published,
+    /// Its generation's lease is held and has published nothing: its
+    /// publish may still commit.
+    LeaseHeld,
+    /// No publication points to it and none ever can.
+    Orphan,
+    /// Its key has no fence row.
+    NotProvisioned,
+    /// Its key's publication cannot be read as a pointer to one of its
+    /// artefacts.
+    UnreadablePublication,
+    /// Its generation is above its key's current one.
+    AheadOfDatabase,
+}
+
+#[cfg(test)]
+mod tests {
+    use time::OffsetDateTime;
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn lease(generation: i64, is_held: bool) -> LeaseState {
+        LeaseState {
+            generation,
+            is_held,
+            lease_until: None,
+            published_generation: None,
+            server_utc: OffsetDateTime::UNIX_EPOCH,
+            source_version: None,
+        }
+    }
+
+    fn artifact(generation: i64) -> ArtifactPath {
+        ArtifactPath {
+            key: "k".into(),
+            generation,
+            operation_id: Uuid::new_v4(),
+        }
+    }
+
+    fn pointing_to(generation: i64, to: &ArtifactPath, under: &str) -> Publication {
+        let pointer = Pointer {
+            format: super::super::super::pointer::POINTER_FORMAT.into(),
+            location: to.to_path(&under.into()).to_string(),
+            size: 1,
+            sha256: String::new(),
+            e_tag: None,
+            version: None,
+            source_version: None,
+        };
+        Publication::Found {
+            generation,
+            payload: pointer.to_payload(),
+            published_at: OffsetDateTime::UNIX_EPOCH,
+            source_version: None,
+        }
+    }
+
+    #[test]
+    fn a_publication_keeps_its_object_whatever_root_the_publisher_spelt_it_under() {
+        let published = artifact(3);
+        let state = KeyState::of("k", &lease(3, false), pointing_to(3, &published, "daily"));
+        // The sweep lists the same object under another root.
+        let listed = ArtifactPath::from_location(published.to_path(&"var/reports/daily".into()).as_ref());
+        assert_eq!(state.judge(&listed.unwrap()), Judgement::Published);
+        assert_eq!(state.judge(&artifact(3)), Judgement::Orphan);
+    }
+
+    #[test]
+    fn an_upload_of_the_held_generation_that_published_nothing_may_still_be_published() {
+        let state = KeyState::of("k", &lease(5, true), Publication::NothingPublished);
+        assert_eq!(state.judge(&artifact(5)), Judgement::LeaseHeld);
+        assert_eq!(state.judge(&artifact(4)), Judgement::Orphan);
+        assert_eq!(state.judge(&artifact(6)), Judgement::AheadOfDatabase);
+        // Its lease ended: no publish of generation 5 can commit any more.
+        let ended = KeyState::of("k", &lease(5, false), Publication::NothingPublished);
+        assert_eq!(ended.judge(&artifact(5)), Judgement::Orphan);
+        // Generation 5 published another object: it publishes only once.
+        let other = artifact(5);
+        let published = KeyState::of("k", &lease(5, true), pointing_to(5, &other, "p"));
+        assert_eq!(published.judge(&artifact(5)), Judgement::Orphan);
+        assert_eq!(published.judge(&other), Judgement::Published);
+    }
+
+    #[test]
+    fn a_publish_of_a_newer_tenure_between_the_two_reads_is_the_current_generation() {
+        // Inspect saw generation 5 held; by ReadPublication, generation 6
+        // had been acquired and published.
+        let newer = artifact(6);
+        let state = KeyState::of("k", &lease(5, true), pointing_to(6, &newer, "p"));
+        assert_eq!(state.judge(&artifact(5)), Judgement::Orphan);
+        assert_eq!(state.judge(&newer), Judgement::Published);
+    }
+
+    #[test]
+    fn a_pointer_that_names_no_artefact_of_its_key_keeps_every_object_in_doubt() {
+        let elsewhere = ArtifactPath {
+            key: "another".into(),
+            ..artifact(3)
+        };
+        let state = KeyState::of("k", &lease(3, false), pointing_to(3, &elsewhere, "p"));
+        assert_eq!(state, KeyState::UnreadablePublication);
+        assert_eq!(state.judge(&artifact(2)), Judgement::UnreadablePublication);
+    }
+}
