@@ -141,14 +141,14 @@ fn text(report: &SweepReport) -> String {
     let count = |why: fn(&KeptBecause) -> bool| report.kept.iter().filter(|k| why(&k.why)).count();
     let verb = if report.dry_run { "would delete" } else { "deleted" };
     let mut lines = vec![format!(
-        "{} objects: {verb} {}, kept {} ({} published, {} within the grace, {} in a held lease, {} not artefacts, \
+        "{} objects: {verb} {}, kept {} ({} published, {} within the grace, {} may still be published, {} not artefacts, \
          {} in doubt, {} delete failed){}",
         report.listed,
         report.deleted.len(),
         report.kept.len(),
         count(|w| matches!(w, KeptBecause::Published)),
         count(|w| matches!(w, KeptBecause::WithinGrace)),
-        count(|w| matches!(w, KeptBecause::LeaseHeld)),
+        count(|w| matches!(w, KeptBecause::PublishMayCommit)),
         count(|w| matches!(w, KeptBecause::NotAnArtifact)),
         count(KeptBecause::in_doubt),
         count(|w| matches!(w, KeptBecause::DeleteFailed(_))),
@@ -233,7 +233,7 @@ mod tests {
         };
         assert_eq!(
             text(&report),
-            "5 objects: deleted 2, kept 3 (1 published, 0 within the grace, 0 in a held lease, 0 not artefacts, \
+            "5 objects: deleted 2, kept 3 (1 published, 0 within the grace, 0 may still be published, 0 not artefacts, \
              1 in doubt, 1 delete failed); interrupted: the rest was not looked at\n\
              deleted  p/k/1/a  (no publication points to it, and the database shows none can)\n\
              deleted  p/_probe/x  (a store check's probe)\n\

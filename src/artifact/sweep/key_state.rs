@@ -12,8 +12,14 @@
 //! publish of that object can ever commit: if no publication points to it,
 //! none ever will. That is the sweep's proof; the age of an object is only
 //! a second guard.
+//!
+//! One edge of "its lease ended": a publish reads the server clock before it
+//! waits for the row, so one that read it just before the end can commit
+//! just after. An expired lease counts as ended only once it has been over
+//! for longer than the sweep's grace, on the server clock.
 
 use std::future::Future;
+use std::time::Duration;
 
 use super::super::error::ArtifactError;
 use super::super::layout::ArtifactPath;
@@ -47,9 +53,8 @@ pub enum KeyState {
         /// Its current generation: an object of a higher one is ahead of
         /// the database.
         generation: i64,
-        /// Whether the lease of `generation` is held, so a publish under it
-        /// may still commit.
-        held: bool,
+        /// The lease of `generation`, as far as a publish under it cares.
+        lease: CurrentLease,
         /// The generation of its publication, if it has one.
         published_generation: Option<i64>,
         /// The artefact its publication points to; `None` when nothing is
@@ -93,17 +98,19 @@ impl KeyState {
         let generation = lease.generation.max(published_generation.unwrap_or(0));
         KeyState::Provisioned {
             generation,
-            held: lease.is_held && lease.generation == generation,
+            lease: CurrentLease::of(lease, generation),
             published_generation,
             published,
         }
     }
 
-    /// What this state proves of `object`, one of the key's artefacts.
-    pub fn judge(&self, object: &ArtifactPath) -> Judgement {
+    /// What this state proves of `object`, one of the key's artefacts, when
+    /// a lease that expired less than `settling` ago may still see a publish
+    /// commit.
+    pub fn judge(&self, object: &ArtifactPath, settling: Duration) -> Judgement {
         let KeyState::Provisioned {
             generation,
-            held,
+            lease,
             published_generation,
             published,
         } = self
@@ -122,10 +129,46 @@ impl KeyState {
             return Judgement::AheadOfDatabase;
         }
         let published_its_generation = published_generation.is_some_and(|p| p >= object.generation);
-        if object.generation == *generation && *held && !published_its_generation {
-            return Judgement::LeaseHeld;
+        let may_publish = match lease {
+            CurrentLease::Held => true,
+            CurrentLease::ExpiredFor(over) => *over <= settling,
+            CurrentLease::Ended => false,
+        };
+        if object.generation == *generation && may_publish && !published_its_generation {
+            return Judgement::PublishMayCommit;
         }
         Judgement::Orphan
+    }
+}
+
+/// The lease of a key's current generation, as a publish under it sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CurrentLease {
+    /// Held: unexpired on the server clock.
+    Held,
+    /// Expired this long ago, on the server clock, and not given back.
+    ExpiredFor(Duration),
+    /// Given back (released, fenced) or never taken: no publish under the
+    /// current generation can commit.
+    Ended,
+}
+
+impl CurrentLease {
+    /// The lease `Inspect` showed, for a key whose current generation is
+    /// `generation` (above the inspected one when a newer tenure began in
+    /// between: that one's lease was not read, and counts as held).
+    fn of(lease: &LeaseState, generation: i64) -> CurrentLease {
+        if lease.is_held || lease.generation != generation {
+            return CurrentLease::Held;
+        }
+        match lease.lease_until {
+            Some(until) => {
+                let over = (lease.server_utc - until).max(time::Duration::ZERO);
+                CurrentLease::ExpiredFor(over.try_into().unwrap_or(Duration::MAX))
+            }
+            None => CurrentLease::Ended,
+        }
     }
 }
 
@@ -144,9 +187,10 @@ fn claims_to_be_a_pointer(payload: &str) -> bool {
 pub enum Judgement {
     /// Its key's publication points to it.
     Published,
-    /// Its generation's lease is held and has published nothing: its
-    /// publish may still commit.
-    LeaseHeld,
+    /// Its generation is current, its lease is held (or expired within the
+    /// grace) and nothing is published under it: its publish may still
+    /// commit.
+    PublishMayCommit,
     /// No publication points to it and none ever can.
     Orphan,
     /// Its key has no fence row.
@@ -165,15 +209,32 @@ mod tests {
 
     use super::*;
 
-    fn lease(generation: i64, is_held: bool) -> LeaseState {
+    const GRACE: Duration = Duration::from_secs(600);
+
+    /// A lease of `generation`, held, or expired `expired_for` ago (on the
+    /// server clock), or given back (`None`).
+    fn lease(generation: i64, expired_for: Option<Option<Duration>>) -> LeaseState {
+        let now = OffsetDateTime::now_utc();
+        let (is_held, lease_until) = match expired_for {
+            None => (true, Some(now + time::Duration::minutes(1))),
+            Some(Some(ago)) => (false, Some(now - ago)),
+            Some(None) => (false, None),
+        };
         LeaseState {
             generation,
             is_held,
-            lease_until: None,
+            lease_until,
             published_generation: None,
-            server_utc: OffsetDateTime::UNIX_EPOCH,
+            server_utc: now,
             source_version: None,
         }
+    }
+
+    const HELD: Option<Option<Duration>> = None;
+    const GIVEN_BACK: Option<Option<Duration>> = Some(None);
+
+    fn expired_for(ago: Duration) -> Option<Option<Duration>> {
+        Some(Some(ago))
     }
 
     fn artifact(generation: i64) -> ArtifactPath {
@@ -205,27 +266,37 @@ mod tests {
     #[test]
     fn a_publication_keeps_its_object_whatever_root_the_publisher_spelt_it_under() {
         let published = artifact(3);
-        let state = KeyState::of("k", &lease(3, false), pointing_to(3, &published, "daily"));
+        let state = KeyState::of("k", &lease(3, GIVEN_BACK), pointing_to(3, &published, "daily"));
         // The sweep lists the same object under another root.
         let listed = ArtifactPath::from_location(published.to_path(&"var/reports/daily".into()).as_ref());
-        assert_eq!(state.judge(&listed.unwrap()), Judgement::Published);
-        assert_eq!(state.judge(&artifact(3)), Judgement::Orphan);
+        assert_eq!(state.judge(&listed.unwrap(), GRACE), Judgement::Published);
+        assert_eq!(state.judge(&artifact(3), GRACE), Judgement::Orphan);
     }
 
     #[test]
     fn an_upload_of_the_held_generation_that_published_nothing_may_still_be_published() {
-        let state = KeyState::of("k", &lease(5, true), Publication::NothingPublished);
-        assert_eq!(state.judge(&artifact(5)), Judgement::LeaseHeld);
-        assert_eq!(state.judge(&artifact(4)), Judgement::Orphan);
-        assert_eq!(state.judge(&artifact(6)), Judgement::AheadOfDatabase);
-        // Its lease ended: no publish of generation 5 can commit any more.
-        let ended = KeyState::of("k", &lease(5, false), Publication::NothingPublished);
-        assert_eq!(ended.judge(&artifact(5)), Judgement::Orphan);
+        let state = KeyState::of("k", &lease(5, HELD), Publication::NothingPublished);
+        assert_eq!(state.judge(&artifact(5), GRACE), Judgement::PublishMayCommit);
+        assert_eq!(state.judge(&artifact(4), GRACE), Judgement::Orphan);
+        assert_eq!(state.judge(&artifact(6), GRACE), Judgement::AheadOfDatabase);
+        // Given back: no publish of generation 5 can commit any more.
+        let ended = KeyState::of("k", &lease(5, GIVEN_BACK), Publication::NothingPublished);
+        assert_eq!(ended.judge(&artifact(5), GRACE), Judgement::Orphan);
         // Generation 5 published another object: it publishes only once.
         let other = artifact(5);
-        let published = KeyState::of("k", &lease(5, true), pointing_to(5, &other, "p"));
-        assert_eq!(published.judge(&artifact(5)), Judgement::Orphan);
-        assert_eq!(published.judge(&other), Judgement::Published);
+        let published = KeyState::of("k", &lease(5, HELD), pointing_to(5, &other, "p"));
+        assert_eq!(published.judge(&artifact(5), GRACE), Judgement::Orphan);
+        assert_eq!(published.judge(&other, GRACE), Judgement::Published);
+    }
+
+    #[test]
+    fn a_lease_that_expired_within_the_grace_may_still_see_a_publish_commit() {
+        // A publish reads the server clock before it waits for the row: one
+        // that read it just before the expiry may commit just after.
+        let just = KeyState::of("k", &lease(5, expired_for(GRACE / 2)), Publication::NothingPublished);
+        assert_eq!(just.judge(&artifact(5), GRACE), Judgement::PublishMayCommit);
+        let long_ago = KeyState::of("k", &lease(5, expired_for(GRACE * 2)), Publication::NothingPublished);
+        assert_eq!(long_ago.judge(&artifact(5), GRACE), Judgement::Orphan);
     }
 
     #[test]
@@ -233,9 +304,9 @@ mod tests {
         // Inspect saw generation 5 held; by ReadPublication, generation 6
         // had been acquired and published.
         let newer = artifact(6);
-        let state = KeyState::of("k", &lease(5, true), pointing_to(6, &newer, "p"));
-        assert_eq!(state.judge(&artifact(5)), Judgement::Orphan);
-        assert_eq!(state.judge(&newer), Judgement::Published);
+        let state = KeyState::of("k", &lease(5, HELD), pointing_to(6, &newer, "p"));
+        assert_eq!(state.judge(&artifact(5), GRACE), Judgement::Orphan);
+        assert_eq!(state.judge(&newer, GRACE), Judgement::Published);
     }
 
     #[test]
@@ -244,8 +315,8 @@ mod tests {
             key: "another".into(),
             ..artifact(3)
         };
-        let state = KeyState::of("k", &lease(3, false), pointing_to(3, &elsewhere, "p"));
+        let state = KeyState::of("k", &lease(3, GIVEN_BACK), pointing_to(3, &elsewhere, "p"));
         assert_eq!(state, KeyState::UnreadablePublication);
-        assert_eq!(state.judge(&artifact(2)), Judgement::UnreadablePublication);
+        assert_eq!(state.judge(&artifact(2), GRACE), Judgement::UnreadablePublication);
     }
 }

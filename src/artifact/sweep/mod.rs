@@ -5,11 +5,11 @@
 //! The proof comes from the database, read in the same sweep: an object of
 //! a generation that is no longer current, whose lease has ended, or whose
 //! generation published another object can never be published. An object
-//! whose generation's lease is still held is kept, however old: its
-//! publish (a replay of one whose reply was lost, say) may still commit.
-//! The grace is a second guard, for what the database cannot show: a
-//! publish that is committing while the sweep reads, and a store whose
-//! listing lags its writes.
+//! whose generation's lease is still held (or expired less than the grace
+//! ago, on the server clock) is kept, however old: its publish (a replay of
+//! one whose reply was lost, say) may still commit. The grace is a second
+//! guard, for what the database cannot show: a publish that is committing
+//! while the sweep reads, and a store whose listing lags its writes.
 //!
 //! What the database cannot vouch for is kept too, in doubt: the objects of
 //! a key with no fence row (another application's, or the wrong database),
@@ -34,7 +34,7 @@ use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-pub use self::key_state::{Judgement, KeyState, Publications};
+pub use self::key_state::{CurrentLease, Judgement, KeyState, Publications};
 pub use self::report::{Deleted, DeletedBecause, Kept, KeptBecause, SweepEvent, SweepReport, SweptObject};
 use super::error::ArtifactError;
 use super::layout::{ArtifactPath, PROBE_SEGMENT};
@@ -160,7 +160,7 @@ impl Sweep {
                             }
                         },
                     };
-                    Verdict::of(state.judge(&artifact))
+                    Verdict::of(state.judge(&artifact, self.grace))
                 }
             };
             let seen = SweptObject::of(&object);
@@ -231,7 +231,7 @@ impl Verdict {
         match judgement {
             Judgement::Orphan => Verdict::Delete(DeletedBecause::Orphan),
             Judgement::Published => Verdict::Keep(KeptBecause::Published),
-            Judgement::LeaseHeld => Verdict::Keep(KeptBecause::LeaseHeld),
+            Judgement::PublishMayCommit => Verdict::Keep(KeptBecause::PublishMayCommit),
             Judgement::NotProvisioned => Verdict::Keep(KeptBecause::NotProvisioned),
             Judgement::UnreadablePublication => Verdict::Keep(KeptBecause::UnreadablePublication),
             Judgement::AheadOfDatabase => Verdict::Keep(KeptBecause::AheadOfDatabase),
@@ -259,10 +259,11 @@ mod tests {
         async fn key_state(&self, key: &str) -> Result<KeyState, ArtifactError> {
             Ok(match self.0.get(key) {
                 Some((generation, is_held, publication)) => {
+                    // A lease not held was given back, not left to expire.
                     let lease = LeaseState {
                         generation: *generation,
                         is_held: *is_held,
-                        lease_until: None,
+                        lease_until: is_held.then(|| OffsetDateTime::now_utc() + time::Duration::minutes(1)),
                         published_generation: None,
                         server_utc: OffsetDateTime::UNIX_EPOCH,
                         source_version: None,
@@ -419,8 +420,8 @@ mod tests {
         )]));
         let report = sweep(&store, &prefix, &database).await;
         assert_eq!(deleted(&report), [superseded.as_str()], "{report:?}");
-        assert_eq!(kept_because(&report, &pending), KeptBecause::LeaseHeld);
-        assert!(!KeptBecause::LeaseHeld.in_doubt());
+        assert_eq!(kept_because(&report, &pending), KeptBecause::PublishMayCommit);
+        assert!(!KeptBecause::PublishMayCommit.in_doubt());
         // Once the lease has ended no publish of generation 7 can commit.
         let ended = Database(HashMap::from([(
             "k".to_string(),

@@ -54,9 +54,10 @@ pub enum KeptBecause {
     WithinGrace,
     /// Its name is not an artefact's or a probe's: not the sweep's to delete.
     NotAnArtifact,
-    /// Its generation's lease is still held and has published nothing yet:
-    /// its publish may still commit.
-    LeaseHeld,
+    /// Its generation is its key's current one, whose lease is held (or
+    /// expired less than the grace ago, on the server clock) and has
+    /// published nothing yet: its publish may still commit.
+    PublishMayCommit,
     /// Its delete failed (the store's message).
     DeleteFailed(String),
     /// In doubt: its key has no fence row (the sweep's database is not the

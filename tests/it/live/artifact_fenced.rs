@@ -343,7 +343,7 @@ async fn the_sweep_never_takes_an_upload_whose_publish_may_still_commit(test: &s
     assert!(report.deleted.is_empty(), "{report:?}");
     assert_eq!(report.kept.len(), 1);
     assert_eq!(report.kept[0].object.location, in_flight.to_string());
-    assert_eq!(report.kept[0].why, KeptBecause::LeaseHeld);
+    assert_eq!(report.kept[0].why, KeptBecause::PublishMayCommit);
 
     gate.proceed();
     let ArtifactPublish::Published(published) = publishing.await.unwrap().unwrap() else {
@@ -373,6 +373,66 @@ async fn the_sweep_never_takes_an_upload_on_azurite_whose_publish_may_still_comm
         Backend::Azurite,
     )
     .await;
+}
+
+/// A lease left to expire (its holder gone, never given back): the upload
+/// of its generation is kept while the expiry is more recent than the grace,
+/// on the server clock, since a publish that read the clock just before the
+/// expiry may still commit; once the expiry is older, it is deleted.
+#[tokio::test]
+async fn the_sweep_takes_an_upload_of_an_expired_lease_only_once_the_expiry_is_older_than_the_grace() {
+    let test = "the_sweep_takes_an_upload_of_an_expired_lease_only_once_the_expiry_is_older_than_the_grace";
+    let Some((url, _dir)) = store_url(test, Backend::Folder) else {
+        return;
+    };
+    let Some(db) = TestDatabase::shared(test).await else {
+        return;
+    };
+    let [worker] = workers(&db.ado()).await;
+    let key = provisioned(&worker, "artifact-expired").await;
+    let store = ArtifactStore::open(&url, &own_prefix()).await.unwrap();
+    let lease = acquired(worker.acquire(&key, Duration::from_secs(1)).await.unwrap());
+    let upload = ArtifactPath {
+        key: key.clone(),
+        generation: lease.generation(),
+        operation_id: Uuid::new_v4(),
+    }
+    .to_path(store.prefix());
+    store
+        .object_store()
+        .put(&upload, PutPayload::from_static(b"its holder crashed"))
+        .await
+        .unwrap();
+    // The holder is gone: the lease expires on the server, never released.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let sweep = |grace: Duration| {
+        let (store, key_store, reader) = (store.clone(), store.prefix().clone(), &worker);
+        async move {
+            Sweep::new(grace)
+                .unwrap()
+                .run(
+                    store.object_store().as_ref(),
+                    &key_store,
+                    reader,
+                    // Every object is past either grace by the sweep's clock.
+                    Utc::now() + TimeDelta::hours(2),
+                    &CancellationToken::new(),
+                    |_| {},
+                )
+                .await
+                .unwrap()
+        }
+    };
+    let recent = sweep(Duration::from_secs(3600)).await;
+    assert!(recent.deleted.is_empty(), "{recent:?}");
+    assert_eq!(recent.kept.len(), 1, "{recent:?}");
+    assert_eq!(recent.kept[0].why, KeptBecause::PublishMayCommit);
+
+    let settled = sweep(Duration::from_secs(1)).await;
+    let deleted: Vec<_> = settled.deleted.iter().map(|d| d.object.location.clone()).collect();
+    assert_eq!(deleted, [upload.to_string()], "{settled:?}");
+    drop(worker);
+    db.drop().await;
 }
 
 async fn the_sweep_command_deletes_an_orphan_and_keeps_the_publication(test: &str, backend: Backend) {
