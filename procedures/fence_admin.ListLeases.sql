@@ -39,11 +39,18 @@ BEGIN
     SET @Prefix = LEFT(@Prefix, 257);
     -- The prefix matches literally: LIKE neither pads trailing spaces ("The
     -- only exception to this rule is the LIKE predicate", KB 316626) nor counts
-    -- characters, and its wildcards are escaped here. A LIKE whose pattern
-    -- starts with a constant prefix can seek the key index.
-    DECLARE @Pattern nvarchar(max) =
-        REPLACE(REPLACE(REPLACE(REPLACE(@Prefix, N'\', N'\\'), N'%', N'\%'), N'_', N'\_'), N'[', N'\[') + N'%';
+    -- characters, and its wildcards are escaped here. REPLACE compares under
+    -- its input's collation, so the prefix is escaped under the key's binary
+    -- one: under a width-insensitive default a full-width ％ would be escaped
+    -- as if it were %. 257 characters escape to at most 514.
+    DECLARE @Pattern nvarchar(520) =
+        REPLACE(REPLACE(REPLACE(REPLACE(@Prefix COLLATE Latin1_General_100_BIN2,
+            N'\', N'\\'), N'%', N'\%'), N'_', N'\_'), N'[', N'\[') + N'%';
 
+    -- One range on the key, whether or not a page came before: every key is
+    -- above the empty string (none is empty or ends with a space). RECOMPILE
+    -- plans each page for its own prefix and @After, so both bound a seek of
+    -- the key index and page n reads one page of rows, not n pages.
     -- COLLATE names the key column's own collation: Babelfish cannot choose one
     -- for a comparison inside an expression.
     SELECT TOP (@MaxRows)
@@ -57,7 +64,8 @@ BEGIN
            r.SourceVersion
       FROM fence.Resource AS r
      WHERE r.ResourceKey LIKE @Pattern COLLATE Latin1_General_100_BIN2 ESCAPE N'\'
-       AND (@After IS NULL OR r.ResourceKey > @After COLLATE Latin1_General_100_BIN2)
+       AND r.ResourceKey > ISNULL(@After, N'') COLLATE Latin1_General_100_BIN2
        AND (@HeldOnly = 0 OR (r.Owner IS NOT NULL AND r.LeaseUntilUtc > @Now))
-     ORDER BY r.ResourceKey;
+     ORDER BY r.ResourceKey
+    OPTION (RECOMPILE);
 END;

@@ -40,6 +40,17 @@ BEGIN
     IF UNICODE(RIGHT(@ResourceKey, 1)) = 32
         THROW 50101, N'@ResourceKey must not end with a space: keys are exact identifiers.', 1;
 
+    -- An existing key's row is never changed here, so finding it needs no
+    -- lock beyond the read. The recovery lock below is only for a first
+    -- provision: taken for an existing key inside a caller's transaction
+    -- that already holds a fence row, it would queue behind a recovery that
+    -- waits for that row, a deadlock.
+    IF EXISTS (SELECT 1 FROM fence.Resource WHERE ResourceKey = @ResourceKey)
+    BEGIN
+        SELECT CAST(N'Exists' AS nvarchar(32)) AS Outcome;
+        RETURN;
+    END;
+
     DECLARE @Created int, @Lock int, @RecoverLock nvarchar(255) = N'fencepost:recover:' + DB_NAME();
 
     BEGIN TRANSACTION;

@@ -11,6 +11,7 @@ use std::time::Duration;
 use support::TestDatabase;
 use support::caller::{Answer, Caller};
 use support::lease::{json, lease_cli};
+use support::signal::until_waiting_for_a_lock;
 use uuid::Uuid;
 
 const PROVISION: &str = "EXEC fence_api.Provision @ResourceKey = @P1";
@@ -300,7 +301,12 @@ async fn list_matches_a_prefix_literally_and_pages_after_a_key() {
     };
     let mut caller = Caller::new(db.connect().await);
     let run = Uuid::new_v4().simple().to_string();
-    for suffix in ["job", "jobs", "job x", "a_1", "ab1", "p%q", "pzq", "[x]", "x"] {
+    // Full-width ％ and ＿ (U+FF05, U+FF3F) equal % and _ under a
+    // width-insensitive collation, the default of most databases.
+    let suffixes = [
+        "job", "jobs", "job x", "a_1", "ab1", "p%q", "pzq", "[x]", "x", "w％a", "w%b", "w＿c", "w_d",
+    ];
+    for suffix in suffixes {
         let key = format!("{run}:{suffix}");
         assert_eq!(caller.call(PROVISION, &[&key.as_str()]).await.outcome(), "Created");
     }
@@ -342,10 +348,24 @@ async fn list_matches_a_prefix_literally_and_pages_after_a_key() {
         [p("[x]")],
         "[ opened a character class"
     );
+    assert_eq!(
+        keys(&db, &p("w％"), 100, None).await,
+        [p("w％a")],
+        "a full-width ％ was escaped as %"
+    );
+    assert_eq!(
+        keys(&db, &p("w＿"), 100, None).await,
+        [p("w＿c")],
+        "a full-width ＿ was escaped as _"
+    );
     let first = keys(&db, &p(""), 4, None).await;
     assert_eq!(first.len(), 4);
     let rest = keys(&db, &p(""), 100, Some(first.last().unwrap())).await;
-    assert_eq!(first.len() + rest.len(), 9, "pages {first:?} then {rest:?}");
+    assert_eq!(
+        first.len() + rest.len(),
+        suffixes.len(),
+        "pages {first:?} then {rest:?}"
+    );
     assert!(rest.iter().all(|k| !first.contains(k)), "pages overlap");
     drop(caller);
     db.drop().await;
@@ -466,23 +486,6 @@ async fn force_release_names_and_kills_the_session_holding_the_row_not_one_that_
     db.drop().await;
 }
 
-/// Waits until session `spid` waits for a lock: SQL Server names the wait
-/// LCK_M_*, Babelfish (PostgreSQL's wait event type) Lock.
-async fn until_waiting_for_a_lock(db: &TestDatabase, spid: i32) {
-    let sql = format!(
-        "SELECT CASE WHEN EXISTS (SELECT 1 FROM sys.sysprocesses WHERE spid = {spid} AND blocked <> 0 \
-         AND (lastwaittype LIKE N'LCK%' OR lastwaittype LIKE N'Lock%')) THEN 1 ELSE 0 END"
-    );
-    let waiting = async {
-        while db.query(&sql).await[0].get::<i32, _>(0) != Some(1) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    };
-    tokio::time::timeout(HANG, waiting)
-        .await
-        .expect("the queued writer never waited for the fence row");
-}
-
 /// A session whose UPDATE of `key`'s fence row, after `first` (in the same
 /// batch), waits behind the row's holder longer than any procedure's bound;
 /// returned once it waits, with its session id. The task answers with the
@@ -505,7 +508,7 @@ async fn queued_writer(
         let wrote = queued.batch(&batch).await;
         (queued, wrote)
     });
-    until_waiting_for_a_lock(db, spid).await;
+    until_waiting_for_a_lock(db, spid, HANG).await;
     (writer, spid)
 }
 

@@ -3,7 +3,8 @@
 //! that runs during a recovery waits for it, two runs of one recovery id on
 //! an empty table answer `AlreadyRecovered`, and (on SQL Server) Recover's
 //! table lock waits for a caller's transaction holding fence rows instead of
-//! deadlocking with it.
+//! deadlocking with it, and a Provision of an existing key inside such a
+//! transaction answers at once while a recovery waits.
 
 use crate::support;
 
@@ -11,6 +12,7 @@ use std::time::Duration;
 
 use support::TestDatabase;
 use support::caller::{Answer, Caller};
+use support::signal::until_waiting_for_a_lock;
 use uuid::Uuid;
 
 const PROVISION: &str = "EXEC fence_api.Provision @ResourceKey = @P1";
@@ -191,6 +193,47 @@ async fn recover_waits_for_a_caller_holding_fence_rows_instead_of_deadlocking() 
         None,
         "the caller's second fence row failed behind Recover: {second:?}"
     );
+    service.commit().await.unwrap();
+    let (operator, answer) = recovery.await.unwrap();
+    assert_eq!(answer.outcome(), "Recovered", "{answer:?}");
+    drop((service, operator));
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_provision_of_an_existing_key_inside_a_caller_transaction_answers_while_a_recovery_waits_for_it() {
+    let name = "a_provision_of_an_existing_key_inside_a_caller_transaction_answers_while_a_recovery_waits_for_it";
+    let Some(db) = TestDatabase::deployed(name).await else {
+        return;
+    };
+    let (mut service, mut operator) = (Caller::new(db.connect().await), Caller::new(db.connect().await));
+    let (held, existing) = (
+        format!("held:{}", Uuid::new_v4().simple()),
+        format!("existing:{}", Uuid::new_v4().simple()),
+    );
+    provision(&mut service, &held).await;
+    provision(&mut service, &existing).await;
+    let owner = Uuid::new_v4();
+    let generation = service.acquire(&held, owner, 600).await.big("Generation").unwrap();
+
+    // The service's transaction holds a fence row; the recovery takes the
+    // recovery lock and waits for that row.
+    service.begin("READ COMMITTED").await.unwrap();
+    let asserted = service.call(ASSERT, &[&held.as_str(), &owner, &generation]).await;
+    assert_eq!(asserted.outcome(), "Holding");
+    let recovering = operator.spid().await;
+    let recovery = tokio::spawn(async move {
+        let answer = recover(&mut operator, Uuid::new_v4()).await;
+        (operator, answer)
+    });
+    until_waiting_for_a_lock(&db, recovering, Duration::from_secs(20)).await;
+
+    // An "ensure it exists" call inside the same transaction: the key
+    // exists, so nothing waits for the recovery, which waits for this.
+    let ensured = tokio::time::timeout(Duration::from_secs(10), service.call(PROVISION, &[&existing.as_str()]))
+        .await
+        .expect("Provision of an existing key waited behind the recovery it holds up");
+    assert_eq!(ensured.outcome(), "Exists", "{ensured:?}");
     service.commit().await.unwrap();
     let (operator, answer) = recovery.await.unwrap();
     assert_eq!(answer.outcome(), "Recovered", "{answer:?}");

@@ -49,3 +49,20 @@ pub async fn waiting_for_a_lock(db: &TestDatabase, name: &str, babelfish: bool) 
     };
     db.query(&sql).await[0].get::<i32, usize>(0).expect("a count")
 }
+
+/// Waits, at most `bound`, until session `spid` waits for a lock: SQL Server
+/// names the wait LCK_M_*, Babelfish (PostgreSQL's wait event type) Lock.
+pub async fn until_waiting_for_a_lock(db: &TestDatabase, spid: i32, bound: std::time::Duration) {
+    let sql = format!(
+        "SELECT CASE WHEN EXISTS (SELECT 1 FROM sys.sysprocesses WHERE spid = {spid} AND blocked <> 0 \
+         AND (lastwaittype LIKE N'LCK%' OR lastwaittype LIKE N'Lock%')) THEN 1 ELSE 0 END"
+    );
+    let waiting = async {
+        while db.query(&sql).await[0].get::<i32, _>(0) != Some(1) {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    tokio::time::timeout(bound, waiting)
+        .await
+        .unwrap_or_else(|_| panic!("session {spid} never waited for a lock"));
+}
