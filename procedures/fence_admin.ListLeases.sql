@@ -47,10 +47,21 @@ BEGIN
         REPLACE(REPLACE(REPLACE(REPLACE(@Prefix COLLATE Latin1_General_100_BIN2,
             N'\', N'\\'), N'%', N'\%'), N'_', N'\_'), N'[', N'\[') + N'%';
 
-    -- One range on the key, whether or not a page came before: every key is
-    -- above the empty string (none is empty or ends with a space). RECOMPILE
-    -- plans each page for its own prefix and @After, so both bound a seek of
-    -- the key index and page n reads one page of rows, not n pages.
+    -- Every key that starts with the prefix sorts below the prefix with its
+    -- last character raised by one (binary order compares character by
+    -- character). Not for a last character that is half of a surrogate pair
+    -- or beyond (SQL Server's RIGHT gives the low surrogate, Babelfish's the
+    -- whole character), nor for an empty prefix: then there is no bound.
+    DECLARE @Last int = UNICODE(RIGHT(@Prefix, 1));
+    DECLARE @Below nvarchar(260) =
+        CASE WHEN @Last < 55295 THEN LEFT(@Prefix, LEN(@Prefix + N'.') - 2) + NCHAR(@Last + 1) END;
+
+    -- A range on the key, from @After (every key is above the empty string:
+    -- none is empty or ends with a space) to the prefix's bound: an engine
+    -- cannot tell how many keys a LIKE pattern held in a variable matches,
+    -- and without the bound plans a scan of every key. RECOMPILE plans each
+    -- page for its own values, so a missing bound or @HeldOnly = 0 drops out
+    -- and the range seeks the key index: page n reads one page of rows, not n.
     -- COLLATE names the key column's own collation: Babelfish cannot choose one
     -- for a comparison inside an expression.
     SELECT TOP (@MaxRows)
@@ -65,6 +76,7 @@ BEGIN
       FROM fence.Resource AS r
      WHERE r.ResourceKey LIKE @Pattern COLLATE Latin1_General_100_BIN2 ESCAPE N'\'
        AND r.ResourceKey > ISNULL(@After, N'') COLLATE Latin1_General_100_BIN2
+       AND (@Below IS NULL OR r.ResourceKey < @Below COLLATE Latin1_General_100_BIN2)
        AND (@HeldOnly = 0 OR (r.Owner IS NOT NULL AND r.LeaseUntilUtc > @Now))
      ORDER BY r.ResourceKey
     OPTION (RECOMPILE);
