@@ -45,39 +45,79 @@ BEGIN
     DECLARE @Now datetime2(7), @Highest bigint, @NewFloor bigint, @Voided int;
 
     DECLARE @Lock int, @RecoverLock nvarchar(255) = N'fencepost:recover:' + DB_NAME(),
-            @DeployLock nvarchar(255) = N'fencepost:deploy:' + DB_NAME(), @Rows bigint;
+            @DeployLock nvarchar(255) = N'fencepost:deploy:' + DB_NAME(), @Rows bigint, @Locked bit = 0,
+            @GiveUpAt datetime2(7) = DATEADD(second, 5, SYSUTCDATETIME()),
+            @CallerTransaction bit = CASE WHEN @@TRANCOUNT > 0 THEN 1 ELSE 0 END;
 
-    BEGIN TRANSACTION;
+    WHILE @Locked = 0
+    BEGIN
+        BEGIN TRANSACTION;
 
-    -- One recovery at a time, also on an empty table (two runs of one
-    -- @RecoveryId: the second answers AlreadyRecovered, never a duplicate key),
-    -- and none while a first Provision is under way: Provision holds this lock
-    -- shared while it reads the floor and inserts, so a key created during a
-    -- recovery starts at or above its floor. Application locks are
-    -- database-scoped on SQL Server and server-wide on Babelfish, hence the
-    -- database name. The deploy lock keeps a deploy from recording the
-    -- database identity in the middle of a recovery that records it too.
-    EXEC @Lock = sp_getapplock @Resource = @RecoverLock, @LockMode = N'Exclusive', @LockOwner = N'Transaction';
-    IF @Lock < 0
-        THROW 50127, N'Recover could not take the recovery lock (sp_getapplock answered a timeout or deadlock).', 1;
-    EXEC @Lock = sp_getapplock @Resource = @DeployLock, @LockMode = N'Exclusive', @LockOwner = N'Transaction';
-    IF @Lock < 0
-        THROW 50127, N'Recover could not take the deploy lock: a deploy of this database is running.', 1;
+        -- One recovery at a time, also on an empty table (two runs of one
+        -- @RecoveryId: the second answers AlreadyRecovered, never a duplicate
+        -- key), and none while a first Provision is under way: Provision holds
+        -- this lock shared while it reads the floor and inserts, so a key
+        -- created during a recovery starts at or above its floor. Application
+        -- locks are database-scoped on SQL Server and server-wide on Babelfish,
+        -- hence the database name. The deploy lock keeps a deploy from
+        -- recording the database identity in the middle of a recovery that
+        -- records it too.
+        EXEC @Lock = sp_getapplock @Resource = @RecoverLock, @LockMode = N'Exclusive', @LockOwner = N'Transaction';
+        IF @Lock < 0
+            THROW 50127, N'Recover could not take the recovery lock (sp_getapplock answered a timeout or deadlock).', 1;
+        EXEC @Lock = sp_getapplock @Resource = @DeployLock, @LockMode = N'Exclusive', @LockOwner = N'Transaction';
+        IF @Lock < 0
+            THROW 50127, N'Recover could not take the deploy lock: a deploy of this database is running.', 1;
 
-    -- Then the whole table, in one lock taken up front: it waits for every
-    -- transaction that holds a fence row instead of deadlocking with one that
-    -- asks for a second row after Recover locked it, no key can be inserted
-    -- under it, and no row locks accumulate towards escalation. "TABLOCK ...
-    -- The lock is held until the end of the statement. However, if you also
-    -- specify HOLDLOCK, the lock is held until the end of the transaction"
-    -- (Table hints); optimized locking "has no effect on other kinds of
-    -- database and object locks" (Optimized locking). Babelfish ignores table
-    -- hints, so there every row is locked by an update that changes it (see
-    -- Acquire), and the application lock above keeps Provision out.
-    IF SERVERPROPERTY(N'Babelfish') IS NULL
-        SELECT @Rows = COUNT_BIG(*) FROM fence.Resource WITH (TABLOCKX, HOLDLOCK);
-    ELSE
-        UPDATE fence.Resource SET LockCount = LockCount + 1;
+        -- Then the whole table, in one lock taken up front: it waits for every
+        -- transaction that holds a fence row instead of deadlocking with one
+        -- that asks for a second row after Recover locked it, no key can be
+        -- inserted under it, and no row locks accumulate towards escalation.
+        -- "TABLOCK ... The lock is held until the end of the statement.
+        -- However, if you also specify HOLDLOCK, the lock is held until the end
+        -- of the transaction" (Table hints); optimized locking "has no effect on
+        -- other kinds of database and object locks" (Optimized locking).
+        --
+        -- The wait is bounded, and made in short tries: a waiting request for
+        -- the table's X lock queues every new fence call on any key behind it,
+        -- so one try waits 250 ms, and the calls queued behind it are granted
+        -- when it gives up, before the next try queues, until 5 seconds have
+        -- passed. Behind a transaction that stays open the
+        -- operator gets 50129 instead of every key stalling for as long as it
+        -- stays open; `fencepost lease recover` names the blocking sessions.
+        -- Inside a caller's transaction a failed try cannot be rolled back
+        -- alone, so there one try waits the whole 5 seconds.
+        --
+        -- Babelfish ignores table hints, so there every row is locked by an
+        -- update that changes it (see Acquire), and the application lock above
+        -- keeps Provision out; its lock time-out is an error no procedure can
+        -- catch, which ends the call.
+        IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
+        BEGIN
+            SET LOCK_TIMEOUT 5000;
+            UPDATE fence.Resource SET LockCount = LockCount + 1;
+            SET @Locked = 1;
+        END;
+        ELSE
+        BEGIN TRY
+            IF @CallerTransaction = 1
+                SET LOCK_TIMEOUT 5000;
+            ELSE
+                SET LOCK_TIMEOUT 250;
+            SELECT @Rows = COUNT_BIG(*) FROM fence.Resource WITH (TABLOCKX, HOLDLOCK);
+            SET @Locked = 1;
+        END TRY
+        BEGIN CATCH
+            IF ERROR_NUMBER() <> 1222
+                THROW;
+            -- XACT_ABORT doomed the transaction: this try is over.
+            IF @CallerTransaction = 0
+                ROLLBACK TRANSACTION;
+            IF @CallerTransaction = 1 OR SYSUTCDATETIME() >= @GiveUpAt
+                THROW 50129, N'Recover waited 5 seconds for the fence table: open transactions hold fence rows. End them (fencepost lease recover names their sessions) and run the same recovery again.', 1;
+        END CATCH;
+    END;
+    SET LOCK_TIMEOUT -1;
     SET @Now = SYSUTCDATETIME();
 
     IF EXISTS (SELECT 1 FROM fence.Recovery WHERE RecoveryId = @RecoveryId)

@@ -157,8 +157,11 @@ pub enum LeaseCommand {
     /// resource's generation to a new epoch (a multiple of 2^40) above every
     /// generation the database holds and above --floor, and void every open
     /// lease (its holder's publish answers Superseded). Run it before services
-    /// resume. Repeating it with the same --id changes nothing. Needs
-    /// fence_recovery.
+    /// resume. Repeating it with the same --id changes nothing. Behind a
+    /// transaction that stays open on a fence row it gives up after 5 seconds
+    /// (rather than hold up every key meanwhile), names that session and
+    /// exits 2: end it, then run the same recovery again. Needs
+    /// fence_recovery (and VIEW SERVER STATE to name the session).
     Recover(LeaseRecoverArgs),
 }
 

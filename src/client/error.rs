@@ -159,11 +159,12 @@ pub enum Error {
         /// What was wrong with the reply.
         detail: String,
     },
-    /// A watched force-release
-    /// ([`Admin::force_release_watched`](super::Admin::force_release_watched))
-    /// failed while another session's open transaction held the fence row:
-    /// the procedure gave up waiting for it. Nothing changed. End that
-    /// session to roll its transaction back, then force-release again.
+    /// A watched force-release or recovery
+    /// ([`Admin::force_release_watched`](super::Admin::force_release_watched),
+    /// [`Admin::recover_watched`](super::Admin::recover_watched)) failed
+    /// while another session's open transaction held a fence row: the
+    /// procedure gave up waiting for it. Nothing changed. End that session to
+    /// roll its transaction back (or let it finish), then call again.
     #[error("{procedure} gave up waiting for the fence row, which session {session} holds in an open transaction")]
     Blocked {
         /// The procedure that was called.

@@ -3,6 +3,7 @@
 
 use anyhow::{Result, bail};
 use fencepost::Connection;
+use fencepost::client::Error;
 use fencepost::client::admin::{Recover, Recovery};
 use serde_json::json;
 use uuid::Uuid;
@@ -32,7 +33,18 @@ pub(super) async fn recover(args: LeaseRecoverArgs) -> Result<u8> {
     if let Some(identity) = identity {
         recovery.database_identity(identity);
     }
-    let answer = admin(&args.connect).await?.recover(&recovery).await?;
+    let answer = match admin(&args.connect).await?.recover_watched(&recovery).await {
+        Ok(answer) => answer,
+        // Recover gave up rather than hold up every key behind a transaction
+        // that stays open: nothing changed, and the same recovery runs again.
+        Err(Error::Blocked { session, cause, .. }) => bail!(
+            "recovery {recovery_id}: session {session} holds a fence row in a transaction that stays open, and Recover \
+             gave up waiting for it after 5 seconds rather than hold up every key meanwhile ({cause}); nothing changed. \
+             Stop the services or end that session (KILL {session}, or `fencepost lease force-release --kill-blocker` \
+             on the key it holds), then run the same recovery again: --id {recovery_id}"
+        ),
+        Err(error) => return Err(error.into()),
+    };
     let record = answer.record();
     let (floor, voided, at) = (record.generation_floor, record.leases_voided, utc(record.recovered_at));
     match args.format {

@@ -55,6 +55,14 @@ impl Recovery {
     pub fn id(&self) -> Uuid {
         self.id
     }
+
+    pub(super) fn floor_given(&self) -> Option<i64> {
+        self.floor
+    }
+
+    pub(super) fn database_identity_given(&self) -> Option<Uuid> {
+        self.database_identity
+    }
 }
 
 /// What `Recover` answered.
@@ -99,7 +107,11 @@ pub struct RecoveryRecord {
 }
 
 impl Admin {
-    /// Runs `recovery`. Run it before services resume. Needs `fence_recovery`.
+    /// Runs `recovery`. Run it before services resume. Behind a transaction
+    /// that stays open on a fence row the procedure gives up after 5 s
+    /// ([`Error::Server`] 50129, or the engine's lock time-out);
+    /// [`recover_watched`](Admin::recover_watched) names the session that
+    /// holds it up. Needs `fence_recovery`.
     pub async fn recover(&self, recovery: &Recovery) -> Result<Recover, Error> {
         let id = input::recovery_id(recovery.id)?;
         let floor = input::recovery_floor(recovery.floor)?;
@@ -112,7 +124,7 @@ impl Admin {
     }
 }
 
-fn recover(reply: &Reply) -> Result<Recover, Error> {
+pub(super) fn recover(reply: &Reply) -> Result<Recover, Error> {
     let record = || -> Result<RecoveryRecord, Error> {
         let voided = reply.required::<i32>("LeasesVoided")?;
         Ok(RecoveryRecord {

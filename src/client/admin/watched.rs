@@ -1,12 +1,14 @@
-//! A force-release watched from a second session. Behind a holder whose
+//! Operator calls watched from a second session. Behind a holder whose
 //! transaction stays open (a frozen process, a client that never commits)
-//! ForceRelease waits at most its bound and fails; the watcher names the
-//! session that blocks it, and can end that session and fence the key.
+//! ForceRelease and Recover wait at most their bound and fail; the watcher
+//! names the session that blocks them, and for a force-release can end that
+//! session and fence the key.
 
 use std::time::Duration;
 
 use super::Admin;
 use super::force_release::{ForceRelease, force_release};
+use super::recover::{Recover, Recovery, recover};
 use crate::client::call::{Reply, checkout, classify_statement};
 use crate::client::contract::Procedure;
 use crate::client::pool::Session;
@@ -65,7 +67,15 @@ impl Admin {
         let mut session = checkout(&client.pool, &client.last_connect_error, &client.config).await?;
         let spid = single_int(&mut session, SPID, client).await?;
         let babelfish = single_int(&mut watcher, BABELFISH, client).await? == 1;
-        let blocker = match watched_call(client, &mut session, &mut watcher, key, spid, babelfish).await {
+        let arguments: [&dyn tiberius::ToSql; 1] = [&key];
+        let call = Watched {
+            procedure: Procedure::ForceRelease,
+            arguments: &arguments,
+            about: About::key(key),
+            spid,
+            babelfish,
+        };
+        let blocker = match call.run(client, &mut session, &mut watcher).await {
             Ok(reply) => {
                 return Ok(ForceReleased {
                     outcome: force_release(&reply)?,
@@ -76,63 +86,122 @@ impl Admin {
             Err((error, Some(blocker))) if when_blocked == WhenBlocked::Fail => {
                 return Err(Error::Blocked {
                     procedure: Procedure::ForceRelease.name(),
-                    session: blocker,
+                    session: blocker.spid,
                     cause: Box::new(error),
                 });
             }
             Err((_, Some(blocker))) => blocker,
         };
-        kill(&mut watcher, blocker).await?;
+        kill(&mut watcher, &blocker, babelfish).await?;
         // The killed session's rollback may take a moment; the call waits
         // for it within its own bound, watched as the first was: another
         // session may take the row meanwhile, and that one is named, never
         // ended as well.
-        let outcome = match watched_call(client, &mut session, &mut watcher, key, spid, babelfish).await {
+        let outcome = match call.run(client, &mut session, &mut watcher).await {
             Ok(reply) => force_release(&reply)?,
             Err((error, None)) => return Err(error),
             Err((error, Some(holder))) => {
                 return Err(Error::BlockedAfterKill {
                     procedure: Procedure::ForceRelease.name(),
-                    killed: blocker,
-                    session: holder,
+                    killed: blocker.spid,
+                    session: holder.spid,
                     cause: Box::new(error),
                 });
             }
         };
         Ok(ForceReleased {
             outcome,
-            killed_session: Some(blocker),
+            killed_session: Some(blocker.spid),
         })
+    }
+
+    /// [`recover`](Admin::recover), watched from a second session. Behind a
+    /// transaction that stays open on a fence row, Recover gives up after
+    /// its bound (5 s) rather than hold up every key for as long as that
+    /// transaction stays open; the answer is then [`Error::Blocked`] naming
+    /// the session at the head of the wait. Nothing changed: end that
+    /// session (or let it finish) and run the same recovery again. Seeing
+    /// other sessions needs VIEW SERVER STATE on SQL Server (VIEW DATABASE
+    /// STATE on Azure SQL Database); without it a blocked recovery fails
+    /// with the procedure's own error.
+    pub async fn recover_watched(&self, recovery: &Recovery) -> Result<Recover, Error> {
+        let id = input::recovery_id(recovery.id())?;
+        let floor = input::recovery_floor(recovery.floor_given())?;
+        let identity = input::database_identity(recovery.database_identity_given())?;
+        let client = &self.client;
+        let mut watcher = client.pool.dedicated_connection().await?;
+        let mut session = checkout(&client.pool, &client.last_connect_error, &client.config).await?;
+        let spid = single_int(&mut session, SPID, client).await?;
+        let babelfish = single_int(&mut watcher, BABELFISH, client).await? == 1;
+        let arguments: [&dyn tiberius::ToSql; 3] = [&id, &floor, &identity];
+        let call = Watched {
+            procedure: Procedure::Recover,
+            arguments: &arguments,
+            about: About::default(),
+            spid,
+            babelfish,
+        };
+        match call.run(client, &mut session, &mut watcher).await {
+            Ok(reply) => recover(&reply),
+            Err((error, Some(blocker))) => Err(Error::Blocked {
+                procedure: Procedure::Recover.name(),
+                session: blocker.spid,
+                cause: Box::new(error),
+            }),
+            Err((error, None)) => Err(error),
+        }
     }
 }
 
-/// Runs ForceRelease on `session` while `watcher` looks for the session that
-/// blocks it; on failure, the error and the last blocker seen.
-async fn watched_call(
-    client: &Client,
-    session: &mut Session,
-    watcher: &mut Session,
-    key: &str,
+/// One operator call to run while a second session watches what blocks it.
+struct Watched<'a> {
+    procedure: Procedure,
+    arguments: &'a [&'a dyn tiberius::ToSql],
+    about: About<'a>,
+    /// The calling session's id.
     spid: i32,
     babelfish: bool,
-) -> Result<Reply, (Error, Option<i32>)> {
-    let mut blocker = None;
-    let arguments: [&dyn tiberius::ToSql; 1] = [&key];
-    let call = client.call_on(session, Procedure::ForceRelease, &arguments, About::key(key));
-    tokio::pin!(call);
-    loop {
-        tokio::select! {
-            result = &mut call => {
-                // Exactly one row: ForceRelease does not answer rows.
-                return result.map(|mut replies| replies.swap_remove(0)).map_err(|error| (error, blocker));
-            }
-            () = tokio::time::sleep(WATCH) => {
-                if let Some(seen) = head_blocker(watcher, spid, babelfish).await {
-                    blocker = Some(seen);
+}
+
+impl Watched<'_> {
+    /// Runs the call on `session` while `watcher` looks for the session that
+    /// blocks it; on failure, the error and, when the call gave up waiting
+    /// for a lock, the session the last look found at the head of its wait.
+    /// A blocker seen earlier but gone by the last look is not named: it
+    /// finished, and ending it would free nothing.
+    async fn run(
+        &self,
+        client: &Client,
+        session: &mut Session,
+        watcher: &mut Session,
+    ) -> Result<Reply, (Error, Option<Blocker>)> {
+        let mut blocker = None;
+        let call = client.call_on(session, self.procedure, self.arguments, self.about);
+        tokio::pin!(call);
+        loop {
+            tokio::select! {
+                result = &mut call => {
+                    // Exactly one row: these procedures do not answer rows.
+                    return result.map(|mut replies| replies.swap_remove(0)).map_err(|error| {
+                        let blocked = error.gave_up_waiting_for_the_row();
+                        (error, blocker.filter(|_| blocked))
+                    });
+                }
+                () = tokio::time::sleep(WATCH) => {
+                    blocker = head_blocker(watcher, self.spid, self.babelfish).await;
                 }
             }
         }
     }
+}
+
+/// A session seen blocking a watched call: its id, and when it started, so
+/// that an id the server has since given to a new session is never taken
+/// for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Blocker {
+    spid: i32,
+    started: String,
 }
 
 /// Links of a blocking chain followed before the watcher settles for the
@@ -145,7 +214,9 @@ const MAX_CHAIN: usize = 8;
 /// fence row ahead of `spid` also blocks it, but ending that caller would
 /// free nothing; the session whose open transaction holds the row heads the
 /// chain. `None` when `spid` is not blocked or this login may not see it.
-async fn head_blocker(watcher: &mut Session, spid: i32, babelfish: bool) -> Option<i32> {
+/// A chain that comes back to `spid` (SQL Server shows a session blocked by
+/// itself in a parallel wait) names nobody.
+async fn head_blocker(watcher: &mut Session, spid: i32, babelfish: bool) -> Option<Blocker> {
     let mut chain = vec![spid];
     let mut head = blocking_session(watcher, spid, babelfish).await?;
     while chain.len() <= MAX_CHAIN && !chain.contains(&head) {
@@ -155,7 +226,32 @@ async fn head_blocker(watcher: &mut Session, spid: i32, babelfish: bool) -> Opti
             None => break,
         }
     }
-    Some(head)
+    if head == spid {
+        return None;
+    }
+    let started = session_start(watcher, head, babelfish).await?;
+    Some(Blocker { spid: head, started })
+}
+
+/// When session `spid` started, while it has a transaction open; `None`
+/// when it has none, is gone, or this login may not see it.
+async fn session_start(watcher: &mut Session, spid: i32, babelfish: bool) -> Option<String> {
+    let sql = if babelfish {
+        "SELECT CAST(a.backend_start AS nvarchar(60)) FROM pg_catalog.pg_stat_activity AS a \
+         WHERE a.pid = @P1 AND a.xact_start IS NOT NULL"
+    } else {
+        "SELECT CONVERT(nvarchar(60), s.login_time, 126) FROM sys.dm_exec_sessions AS s \
+         WHERE s.session_id = @P1 AND s.open_transaction_count > 0"
+    };
+    let row = watcher
+        .connection
+        .query(sql, &[&spid])
+        .await
+        .ok()?
+        .into_row()
+        .await
+        .ok()??;
+    row.get::<&str, _>(0).map(str::to_string)
 }
 
 /// A session `spid` waits for, if this login may see it. SQL Server and
@@ -167,13 +263,16 @@ async fn head_blocker(watcher: &mut Session, spid: i32, babelfish: bool) -> Opti
 /// pg_blocking_pids names only the sessions whose locks conflict with the
 /// one `spid` waits for, or that queue for it ahead of `spid`.
 async fn blocking_session(watcher: &mut Session, spid: i32, babelfish: bool) -> Option<i32> {
+    // Only a real other session: SQL Server reports negative ids (-2 to -5)
+    // for orphaned distributed transactions and latches, and the watcher
+    // itself is never the one to end.
     let sql = if babelfish {
         "SELECT TOP (1) CAST(b.pid AS int) \
          FROM pg_catalog.unnest(pg_catalog.pg_blocking_pids(@P1)) AS b (pid) \
-         WHERE b.pid <> @@SPID"
+         WHERE b.pid > 0 AND b.pid <> @@SPID"
     } else {
         "SELECT TOP (1) CAST(blocking_session_id AS int) FROM sys.dm_exec_requests \
-         WHERE session_id = @P1 AND blocking_session_id <> 0"
+         WHERE session_id = @P1 AND blocking_session_id > 0 AND blocking_session_id <> @@SPID"
     };
     let row = watcher
         .connection
@@ -186,20 +285,31 @@ async fn blocking_session(watcher: &mut Session, spid: i32, babelfish: bool) -> 
     row.get::<i32, _>(0)
 }
 
-/// Ends `session`, which rolls its open transaction back.
-async fn kill(watcher: &mut Session, session: i32) -> Result<(), Error> {
-    let failed = |error: tiberius::error::Error| Error::KillFailed {
-        session,
-        reason: error.to_string(),
-    };
+/// Ends `blocker`, which rolls its open transaction back, once it is seen
+/// again to be the same session (started when it was seen blocking) with a
+/// transaction still open: a session that ended meanwhile, and a new one the
+/// server gave its id to, are never ended.
+async fn kill(watcher: &mut Session, blocker: &Blocker, babelfish: bool) -> Result<(), Error> {
+    let session = blocker.spid;
+    let failed = |reason: String| Error::KillFailed { session, reason };
+    match session_start(watcher, session, babelfish).await {
+        Some(started) if started == blocker.started => {}
+        _ => {
+            return Err(failed(
+                "it no longer holds a transaction open (it finished, or its id now names another session), \
+                 so it was not ended: force-release again"
+                    .into(),
+            ));
+        }
+    }
     watcher
         .connection
         .simple_query(format!("KILL {session};"))
         .await
-        .map_err(failed)?
+        .map_err(|error| failed(error.to_string()))?
         .into_results()
         .await
-        .map_err(failed)?;
+        .map_err(|error| failed(error.to_string()))?;
     Ok(())
 }
 

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use support::TestDatabase;
 use support::caller::{Answer, Caller};
+use support::lease::lease_cli;
 use support::signal::until_waiting_for_a_lock;
 use uuid::Uuid;
 
@@ -238,5 +239,81 @@ async fn a_provision_of_an_existing_key_inside_a_caller_transaction_answers_whil
     let (operator, answer) = recovery.await.unwrap();
     assert_eq!(answer.outcome(), "Recovered", "{answer:?}");
     drop((service, operator));
+    db.drop().await;
+}
+
+/// A recovery behind a transaction that stays open gives up after its bound
+/// (5 s) instead of waiting as long as the transaction does, and meanwhile a
+/// renewal on another key, which the recovery's wait would hold up, is
+/// answered within that bound. Run as it should be once the holder is gone,
+/// the recovery succeeds.
+#[tokio::test]
+async fn a_recovery_behind_an_open_fence_transaction_gives_up_within_its_bound_and_other_keys_are_served() {
+    let name = "a_recovery_behind_an_open_fence_transaction_gives_up_within_its_bound_and_other_keys_are_served";
+    let Some(db) = TestDatabase::deployed(name).await else {
+        return;
+    };
+    let (mut service, mut holder, mut operator) = (
+        Caller::new(db.connect().await),
+        Caller::new(db.connect().await),
+        Caller::new(db.connect().await),
+    );
+    // The other key first: a recovery that locks row by row (Babelfish)
+    // reaches it before the held one.
+    let (other, held) = (
+        format!("other:{}", Uuid::new_v4().simple()),
+        format!("held:{}", Uuid::new_v4().simple()),
+    );
+    let mut leases = Vec::new();
+    for key in [&other, &held] {
+        provision(&mut service, key).await;
+        let owner = Uuid::new_v4();
+        leases.push((owner, service.acquire(key, owner, 600).await.big("Generation").unwrap()));
+    }
+    holder.begin("READ COMMITTED").await.unwrap();
+    let asserted = holder.call(ASSERT, &[&held.as_str(), &leases[1].0, &leases[1].1]).await;
+    assert_eq!(asserted.outcome(), "Holding");
+
+    let recovering = operator.spid().await;
+    let started = std::time::Instant::now();
+    let recovery = tokio::spawn(async move {
+        let answer = recover(&mut operator, Uuid::new_v4()).await;
+        (operator, answer, started.elapsed())
+    });
+    until_waiting_for_a_lock(&db, recovering, Duration::from_secs(20)).await;
+    let renewed = tokio::time::timeout(
+        Duration::from_secs(8),
+        service.renew(&other, leases[0].0, leases[0].1, 600),
+    )
+    .await
+    .expect("a renewal on another key waited past the recovery's bound");
+    assert_eq!(renewed.outcome(), "Renewed", "{renewed:?}");
+
+    let (mut operator, answer, took) = tokio::time::timeout(Duration::from_secs(20), recovery)
+        .await
+        .expect("the recovery waited past its bound")
+        .unwrap();
+    let babelfish = db.is_babelfish().await;
+    let gave_up = match &answer {
+        Answer::Error { number: 50129, .. } => true,
+        // Babelfish's lock time-out, which no procedure can catch.
+        Answer::Error { message, .. } => babelfish && message.contains("lock timeout"),
+        Answer::Row(_) => false,
+    };
+    assert!(gave_up, "the recovery did not give up waiting: {answer:?}");
+    assert!(took < Duration::from_secs(15), "the recovery gave up after {took:?}");
+    assert_eq!(operator.trancount().await, 0, "the recovery left a transaction open");
+
+    // The command names the session that holds it up and says what to do.
+    let holding = holder.spid().await;
+    let output = lease_cli(&["recover"], &db.ado()).await;
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    assert!(said.contains(&format!("session {holding} holds a fence row")), "{said}");
+    assert!(said.contains("run the same recovery again"), "{said}");
+
+    holder.commit().await.unwrap();
+    assert_eq!(recover(&mut operator, Uuid::new_v4()).await.outcome(), "Recovered");
+    drop((service, holder, operator));
     db.drop().await;
 }
