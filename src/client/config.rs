@@ -27,6 +27,7 @@ pub const MAX_TIMEOUT: Duration = MAX_CONNECT_TIMEOUT;
 pub struct ClientConfig {
     pub(crate) connection_string: ConnectionString,
     pub(crate) max_connections: u32,
+    pub(crate) signal_sessions: Option<u32>,
     pub(crate) call_timeout: Duration,
     pub(crate) checkout_timeout: Duration,
     pub(crate) release_timeout: Duration,
@@ -52,6 +53,7 @@ impl ClientConfig {
         Self {
             connection_string,
             max_connections: 4,
+            signal_sessions: None,
             call_timeout: Duration::from_secs(30),
             checkout_timeout: Duration::from_secs(15),
             release_timeout: Duration::from_secs(5),
@@ -74,10 +76,23 @@ impl ClientConfig {
     /// the service's own work holds all `max`, and a guard whose renewals hang
     /// holds two at most while the others renew. Handover signal sessions:
     /// one per held guard and one per waiting acquire while it waits, at most
-    /// `max(max, 4)`. A client opens at most `max + 32 + max(max, 4)`
-    /// sessions.
+    /// [`signal_sessions`](Self::signal_sessions) (by default `max(max,
+    /// 4)`). A client opens at most `max + 32 + signal_sessions` sessions.
     pub fn max_connections(&mut self, max: u32) -> &mut Self {
         self.max_connections = max.max(1);
+        self
+    }
+
+    /// The most handover signal sessions the client opens (at least 1;
+    /// default `max(max_connections, 4)`). Each guard holding a lease keeps
+    /// one for its tenure, and each `acquire_waiting` one while it waits, so
+    /// a service that holds more leases at once than this raises no signal
+    /// for the rest: their waiters poll, about half a second a handover
+    /// instead of a few milliseconds. The client warns once when that
+    /// happens, and the gauge `fencepost.signal.sessions` shows how many are
+    /// in use. Each is a session on the server.
+    pub fn signal_sessions(&mut self, max: u32) -> &mut Self {
+        self.signal_sessions = Some(max.max(1));
         self
     }
 

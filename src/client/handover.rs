@@ -32,7 +32,7 @@ use super::config::ClientConfig;
 use super::contract::Procedure;
 use super::pool::{Manager, Session};
 use super::span::About;
-use super::{Acquire, Client, Error, input};
+use super::{Acquire, Client, Error, input, meter};
 use crate::connection::ConnectError;
 use crate::tsql::after_applock;
 
@@ -61,7 +61,9 @@ pub(crate) fn resource(key: &str) -> String {
 
 /// How many signal sessions `config`'s client may keep open.
 pub(crate) fn sessions(config: &ClientConfig) -> u32 {
-    config.max_connections.max(MIN_SESSIONS)
+    config
+        .signal_sessions
+        .unwrap_or_else(|| config.max_connections.max(MIN_SESSIONS))
 }
 
 /// The pool of signal sessions, as `pool::build` makes the others, each
@@ -185,6 +187,23 @@ pub(crate) enum Woke {
 }
 
 impl Client {
+    /// Warns, once per client, when every signal session is in use: from then
+    /// on some held leases raise no signal and their waiters poll.
+    fn warn_if_signals_ran_out(&self) {
+        let state = self.signals.state();
+        if state.connections < sessions(&self.config) || state.idle_connections > 0 {
+            return;
+        }
+        if !self.signals_ran_out.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            tracing::warn!(
+                signal_sessions = state.connections,
+                "every handover signal session is in use (one per held guard, one per waiting acquire): further \
+                 guards raise no signal and their waiters poll, about half a second a handover; raise \
+                 ClientConfig::signal_sessions"
+            );
+        }
+    }
+
     /// Raises the signal of the lease on `key` in the background, after
     /// [`RAISE_AFTER`], on a signal session of its own, until `lower` is
     /// cancelled; not at all once `ending` is cancelled first (the guard
@@ -215,7 +234,9 @@ impl Client {
             // longer than the lock request's own bound.
             checkout = tokio::time::timeout(self.config.checkout_timeout, self.signals.get_owned()) => checkout,
         };
+        meter::signal_sessions(&self.signals);
         let Ok(Ok(mut session)) = checkout else {
+            self.warn_if_signals_ran_out();
             tracing::debug!(resource, "no session for the handover signal; waiters will poll");
             return;
         };
@@ -277,7 +298,10 @@ impl Client {
         // The request must end well inside the call timeout.
         let wait = wait.min(self.config.call_timeout / 2);
         let deadline = sent_at + wait;
-        let Ok(Ok(mut session)) = tokio::time::timeout_at(deadline, self.signals.get()).await else {
+        let checkout = tokio::time::timeout_at(deadline, self.signals.get()).await;
+        meter::signal_sessions(&self.signals);
+        let Ok(Ok(mut session)) = checkout else {
+            self.warn_if_signals_ran_out();
             tokio::time::sleep_until(deadline).await;
             let (answer, sent_at) = self.acquire_timed(key, owner, length).await?;
             return Ok((answer, sent_at, Woke::NoSession));

@@ -32,6 +32,9 @@ pub const HANDOVER_WAIT: &str = "fencepost.handover.wait";
 pub const GUARDS_HELD: &str = "fencepost.guards.held";
 /// The pool's connections, by state (`idle`, `in_use`), sampled at each call.
 pub const POOL_CONNECTIONS: &str = "fencepost.pool.connections";
+/// The handover signal sessions, by state (`idle`, `in_use`), sampled as a
+/// guard or a waiter takes one.
+pub const SIGNAL_SESSIONS: &str = "fencepost.signal.sessions";
 
 /// The bucket boundaries, in seconds, the conventions recommend for
 /// [`OPERATION_DURATION`]; exporters that need them configured take these.
@@ -61,6 +64,7 @@ mod on {
             describe_histogram!(HANDOVER_WAIT, Unit::Seconds, "Time acquire_waiting waited for a lease.");
             describe_gauge!(GUARDS_HELD, Unit::Count, "Guards holding a lease now.");
             describe_gauge!(POOL_CONNECTIONS, Unit::Count, "Pool connections by state.");
+            describe_gauge!(SIGNAL_SESSIONS, Unit::Count, "Handover signal sessions by state.");
         });
     }
 
@@ -129,10 +133,18 @@ mod on {
     }
 
     pub(crate) fn pool(pool: &bb8::Pool<super::super::pool::Manager>) {
+        sample(POOL_CONNECTIONS, pool);
+    }
+
+    pub(crate) fn signal_sessions(pool: &bb8::Pool<super::super::pool::Manager>) {
+        sample(SIGNAL_SESSIONS, pool);
+    }
+
+    fn sample(name: &'static str, pool: &bb8::Pool<super::super::pool::Manager>) {
         let state = pool.state();
         let in_use = state.connections - state.idle_connections;
-        gauge!(POOL_CONNECTIONS, "state" => "idle").set(f64::from(state.idle_connections));
-        gauge!(POOL_CONNECTIONS, "state" => "in_use").set(f64::from(in_use));
+        gauge!(name, "state" => "idle").set(f64::from(state.idle_connections));
+        gauge!(name, "state" => "in_use").set(f64::from(in_use));
     }
 }
 
@@ -147,6 +159,7 @@ mod on {
     pub(crate) fn handover_wait(_: Duration) {}
     pub(crate) fn guards_held(_: f64) {}
     pub(crate) fn pool(_: &bb8::Pool<super::super::pool::Manager>) {}
+    pub(crate) fn signal_sessions(_: &bb8::Pool<super::super::pool::Manager>) {}
 }
 
 pub(crate) use on::*;

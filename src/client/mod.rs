@@ -96,6 +96,8 @@ pub struct Client {
     /// `handover`). Apart from `pool`, so neither ever holds a connection
     /// the service's own calls wait for. Opened as needed.
     signals: bb8::Pool<Manager>,
+    /// Set once every signal session was seen in use, so that is logged once.
+    signals_ran_out: Arc<std::sync::atomic::AtomicBool>,
     config: Arc<ClientConfig>,
     last_connect_error: LastConnectError,
     /// Procedure calls made, shared by clones: what a benchmark or a metric
@@ -144,6 +146,7 @@ impl Client {
             renewals,
             renewal_spare: Arc::new(hedged_renew::spare()),
             signals,
+            signals_ran_out: Arc::default(),
             config: Arc::new(config),
             last_connect_error,
             requests: Arc::default(),

@@ -225,3 +225,63 @@ async fn a_cycle_a_refusal_a_lost_lease_and_an_unknown_outcome_are_counted_with_
     drop(client);
     db.drop().await;
 }
+
+/// The handover signal sessions are as many as `signal_sessions` says, and a
+/// gauge shows them in use: a second held guard finds none free and raises
+/// no signal.
+#[tokio::test]
+async fn signal_sessions_keep_their_own_size_and_a_gauge_shows_them_in_use() {
+    const TEST: &str = "signal_sessions_keep_their_own_size_and_a_gauge_shows_them_in_use";
+    let Some(db) = TestDatabase::shared(TEST).await else {
+        return;
+    };
+    let recorder = DebuggingRecorder::new();
+    let snapshotter = recorder.snapshotter();
+    let _recording = metrics::set_default_local_recorder(&recorder);
+
+    let mut config = ClientConfig::new(db.connection_string());
+    config
+        .max_connections(4)
+        .signal_sessions(1)
+        .checkout_timeout(Duration::from_millis(500));
+    let client = Client::connect_with(config).await.unwrap();
+    warm_up(&client).await;
+    let mut guards = Vec::new();
+    for name in ["signal-a", "signal-b"] {
+        let key = provisioned(&client, name).await;
+        let Acquire::Acquired(lease) = client.acquire(&key, Duration::from_secs(30)).await.unwrap() else {
+            panic!("not acquired")
+        };
+        guards.push(client.guard(lease));
+        // The first raises its signal before the second looks for a session.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    // The second guard's look for a session has given up by now.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let seen: Seen = snapshotter
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value)| {
+            let (kind, key) = (key.kind(), key.key());
+            let mut labels: Vec<_> = key
+                .labels()
+                .map(|l| (l.key().to_string(), l.value().to_string()))
+                .collect();
+            labels.sort();
+            ((kind, key.name().to_string(), labels), value)
+        })
+        .collect();
+    let in_use = (
+        MetricKind::Gauge,
+        meter::SIGNAL_SESSIONS.to_string(),
+        vec![("state".to_string(), "in_use".to_string())],
+    );
+    match seen.get(&in_use) {
+        Some(DebugValue::Gauge(used)) => assert_eq!(used.into_inner(), 1.0, "{seen:?}"),
+        other => panic!("{other:?}"),
+    }
+    drop(guards);
+    drop(client);
+    db.drop().await;
+}
