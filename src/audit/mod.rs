@@ -22,6 +22,7 @@
 mod catalog;
 mod error;
 mod finding;
+pub mod hierarchy;
 mod module_text;
 mod offline;
 mod policy;

@@ -8,10 +8,11 @@
 //! in when its holder may also put code in some schema.
 
 use super::super::catalog::{Permission, PrincipalKind, Securable};
-use super::{Context, Finding, Report, Rule, is_one_of};
+use super::{Context, Finding, Report, Rule};
 use crate::tsql::quote_name;
 
-/// Rights on a principal that let the holder act as it or change it.
+/// Rights on a principal that let the holder act as it or change it, held
+/// or implied (CONTROL on it).
 const ON_PRINCIPAL: [&str; 4] = ["IMPERSONATE", "ALTER", "CONTROL", "TAKE OWNERSHIP"];
 
 /// Fixed roles whose members may add members to user-defined roles.
@@ -21,14 +22,22 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
     let outsider = |name: &str| !ctx.is_service(name) && !ctx.is_admin(name) && !ctx.is_everyones(name);
     for p in ctx.grants().filter(|p| outsider(&p.grantee)) {
         let perm = p.permission.to_uppercase();
+        let database = |wanted: &str| p.on == Securable::Database && ctx.implies(p, "DATABASE", wanted);
+        // `ALTER ANY ROLE`, or `ALTER (it implies ALTER ANY ROLE on the database)`.
+        let named = |wanted: &str| format!("{perm}{}", ctx.implied(p, wanted, "the database"));
         let why = match &p.on {
-            Securable::Principal { name } if is_one_of(&perm, &ON_PRINCIPAL) && ctx.is_service(name) => format!(
-                "{perm} on {name} lets {} act as or reshape {name}, a service principal, and so run the fence \
-                 procedures as it",
-                p.grantee
-            ),
-            Securable::Database if is_one_of(&perm, &["ALTER ANY ROLE"]) => format!(
-                "ALTER ANY ROLE lets {} add itself to {}, and so become a service",
+            Securable::Principal { name }
+                if ctx.implies_any(p, &ctx.class_of(&p.on), &ON_PRINCIPAL).is_some() && ctx.is_service(name) =>
+            {
+                format!(
+                    "{perm} on {name} lets {} act as or reshape {name}, a service principal, and so run the fence \
+                     procedures as it",
+                    p.grantee
+                )
+            }
+            Securable::Database if database("ALTER ANY ROLE") => format!(
+                "{} lets {} add itself to {}, and so become a service",
+                named("ALTER ANY ROLE"),
                 p.grantee,
                 ctx.policy.service_roles.join(", ")
             ),
@@ -36,7 +45,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             // schema is the holder's to set (its login, CONTROL on the
             // database). Pointed at a schema the holder puts code in, the
             // service's unqualified names run that code as the service.
-            Securable::Database if is_one_of(&perm, &["ALTER ANY USER"]) => {
+            Securable::Database if database("ALTER ANY USER") => {
                 let Some(service) = ctx.service_principals().next() else {
                     continue;
                 };
@@ -44,18 +53,19 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                     continue;
                 };
                 format!(
-                    "ALTER ANY USER lets {} set a service's default schema (ALTER USER {} WITH DEFAULT_SCHEMA = \
+                    "{} lets {} set a service's default schema (ALTER USER {} WITH DEFAULT_SCHEMA = \
                      {}) to {schema}, where it may put code: the service's unqualified names (EXEC Acquire) then \
                      resolve there and run that code as the service",
+                    named("ALTER ANY USER"),
                     p.grantee,
                     quote_name(service),
                     quote_name(&schema)
                 )
             }
-            Securable::Database if is_one_of(&perm, &["ALTER ANY APPLICATION ROLE"]) && service_app_role(ctx) => {
+            Securable::Database if database("ALTER ANY APPLICATION ROLE") && service_app_role(ctx) => {
                 format!(
-                    "ALTER ANY APPLICATION ROLE lets {} set the password of an application role that is a service, \
-                     and so enter it",
+                    "{} lets {} set the password of an application role that is a service, and so enter it",
+                    named("ALTER ANY APPLICATION ROLE"),
                     p.grantee
                 )
             }
@@ -117,16 +127,13 @@ fn code_schema_of(ctx: &Context, principal: &str) -> Option<String> {
     let held = |g: &&Permission| holders.contains(&g.grantee.to_lowercase());
     let creates = ctx.grants().filter(held).any(|g| {
         g.on == Securable::Database
-            && is_one_of(
-                &g.permission,
-                &[
-                    "CREATE PROCEDURE",
-                    "CREATE FUNCTION",
-                    "CREATE VIEW",
-                    "CREATE SYNONYM",
-                    "CONTROL",
-                ],
-            )
+            && ctx
+                .implies_any(
+                    g,
+                    "DATABASE",
+                    &["CREATE PROCEDURE", "CREATE FUNCTION", "CREATE VIEW", "CREATE SYNONYM"],
+                )
+                .is_some()
     });
     let usable = |schema: &str| {
         !shipped(schema)
@@ -140,7 +147,7 @@ fn code_schema_of(ctx: &Context, principal: &str) -> Option<String> {
     let any_schema = ctx
         .grants()
         .filter(held)
-        .any(|g| g.on == Securable::Database && is_one_of(&g.permission, &["ALTER ANY SCHEMA"]));
+        .any(|g| g.on == Securable::Database && ctx.implies(g, "SCHEMA", "ALTER"));
     ctx.catalog
         .schemas
         .iter()
@@ -150,7 +157,7 @@ fn code_schema_of(ctx: &Context, principal: &str) -> Option<String> {
                 || holders.contains(&s.owner.to_lowercase())
                 || ctx.grants().filter(held).any(|g| {
                     matches!(&g.on, Securable::Schema { schema } if schema.eq_ignore_ascii_case(&s.name))
-                        && is_one_of(&g.permission, &["ALTER", "CONTROL"])
+                        && ctx.implies(g, "SCHEMA", "ALTER")
                 })
         })
         .map(|s| s.name.clone())

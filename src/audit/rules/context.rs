@@ -4,13 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::super::catalog::{Catalog, Object, ObjectKind, Permission, PermissionState, PrincipalKind, Securable};
-use super::{Finding, Policy, Rule, is_one_of};
+use super::super::hierarchy;
+use super::{Finding, Policy, Rule};
 use crate::tsql::{quote_name, quote_qualified};
-
-/// Permissions that let their holder run a procedure: EXECUTE, and CONTROL,
-/// which implies it. On the whole database only EXECUTE counts: CONTROL of
-/// the database is an administrator's right, found by the rules as such.
-const RUNS: [&str; 2] = ["EXECUTE", "CONTROL"];
 
 pub(crate) struct Context<'a> {
     pub(crate) catalog: &'a Catalog,
@@ -77,10 +73,14 @@ impl<'a> Context<'a> {
     /// service, in a fence role or not. `public` is left out: its grants
     /// reach every service already, and each is a finding of its own.
     fn executors(&self) -> Vec<String> {
+        // Whatever implies EXECUTE on a procedure (EXECUTE or CONTROL on it or
+        // its schema) makes a service; on the whole database only EXECUTE
+        // does: CONTROL of the database is an administrator's right, found
+        // by the rules as such.
         self.grants()
-            .filter(|p| is_one_of(&p.permission, &RUNS) && !p.grantee.eq_ignore_ascii_case("public"))
+            .filter(|p| self.implies(p, "OBJECT", "EXECUTE") && !p.grantee.eq_ignore_ascii_case("public"))
             .filter(|p| match &p.on {
-                Securable::Database => is_one_of(&p.permission, &["EXECUTE"]),
+                Securable::Database => !self.is_database_control(p),
                 Securable::Schema { schema } => self.policy.code_schemas.iter().any(|s| s.eq_ignore_ascii_case(schema)),
                 Securable::Object { schema, name, .. } => self.policy.procedure(&format!("{schema}.{name}")).is_some(),
                 Securable::Principal { .. } | Securable::Key { .. } | Securable::Other { .. } => false,
@@ -208,11 +208,88 @@ impl<'a> Context<'a> {
         let holders = self.holders(principal);
         principal.eq_ignore_ascii_case("dbo")
             || holders.contains("db_owner")
-            || self.grants().any(|p| {
-                p.on == Securable::Database
-                    && is_one_of(&p.permission, &["CONTROL"])
-                    && holders.contains(&p.grantee.to_lowercase())
-            })
+            || self
+                .grants()
+                .any(|p| self.is_database_control(p) && holders.contains(&p.grantee.to_lowercase()))
+    }
+
+    /// Whether `p` is CONTROL on the database, or a permission that implies
+    /// it: every right in the database, an administrator's.
+    pub(crate) fn is_database_control(&self, p: &Permission) -> bool {
+        p.on == Securable::Database && self.implies(p, "DATABASE", "CONTROL")
+    }
+
+    /// The securable class of `on`, as the permission hierarchy names it
+    /// (`DATABASE`, `SCHEMA`, `OBJECT`, `USER`, `ROLE`, `CERTIFICATE`, ...).
+    pub(crate) fn class_of(&self, on: &Securable) -> String {
+        match on {
+            Securable::Database => "DATABASE".into(),
+            Securable::Schema { .. } => "SCHEMA".into(),
+            Securable::Object { .. } => "OBJECT".into(),
+            Securable::Principal { name } => self.principal_class(name).into(),
+            Securable::Key { key, .. } => hierarchy::class_name(key),
+            Securable::Other { class_desc, .. } => hierarchy::class_name(class_desc),
+        }
+    }
+
+    /// Whether grant `p` gives `wanted` on securables of class `class` that
+    /// it reaches, by SQL Server's permission hierarchy: `p` itself, a
+    /// covering permission (CONTROL covers ALTER), or a permission on a
+    /// containing class (ALTER ANY SCHEMA on the database is ALTER on every
+    /// schema and every object in it).
+    pub(crate) fn implies(&self, p: &Permission, class: &str, wanted: &str) -> bool {
+        hierarchy::implies(&self.class_of(&p.on), &p.permission, class, wanted)
+    }
+
+    /// The first of `wanted` that `p` gives on securables of class `class`.
+    pub(crate) fn implies_any<'w>(&self, p: &Permission, class: &str, wanted: &[&'w str]) -> Option<&'w str> {
+        wanted.iter().copied().find(|w| self.implies(p, class, w))
+    }
+
+    /// Whether a permission on `on` reaches `target`: the same securable, or
+    /// one that contains it (the database contains everything in it, a
+    /// schema its objects; a column permission reaches its table).
+    pub(crate) fn contains(&self, on: &Securable, target: &Securable) -> bool {
+        let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+        match (on, target) {
+            (Securable::Database, _) => true,
+            (Securable::Schema { schema }, Securable::Schema { schema: t }) => same(schema, t),
+            (Securable::Schema { schema }, Securable::Object { schema: t, .. }) => same(schema, t),
+            (
+                Securable::Object { schema, name, column },
+                Securable::Object {
+                    schema: ts,
+                    name: tn,
+                    column: tc,
+                },
+            ) => {
+                same(schema, ts)
+                    && same(name, tn)
+                    && match (column, tc) {
+                        (Some(c), Some(t)) => same(c, t),
+                        _ => true,
+                    }
+            }
+            (Securable::Principal { name }, Securable::Principal { name: t }) => same(name, t),
+            (Securable::Key { key, name }, Securable::Key { key: tk, name: tn }) => same(key, tk) && same(name, tn),
+            _ => false,
+        }
+    }
+
+    /// Whether grant `p` gives `wanted` on `target`: it is on `target` or on
+    /// what contains it, and its permission implies `wanted` there.
+    pub(crate) fn reaches(&self, p: &Permission, target: &Securable, wanted: &str) -> bool {
+        self.contains(&p.on, target) && self.implies(p, &self.class_of(target), wanted)
+    }
+
+    /// `, which implies X` when `p` is judged for a permission it does not
+    /// name: the finding says why a covering permission counts.
+    pub(crate) fn implied(&self, p: &Permission, wanted: &str, on: &str) -> String {
+        if p.permission.eq_ignore_ascii_case(wanted) {
+            String::new()
+        } else {
+            format!(" (it implies {wanted} on {on})")
+        }
     }
 
     /// Granted (not denied) permissions.

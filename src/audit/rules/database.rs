@@ -2,7 +2,7 @@
 //! who can reach the fence from outside the database.
 
 use super::super::catalog::Securable;
-use super::{CannotVerify, Context, Finding, Report, Rule, is_one_of};
+use super::{CannotVerify, Context, Finding, Report, Rule};
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
     let db = &ctx.catalog.database;
@@ -45,8 +45,8 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
     server_chaining(ctx, report);
     for p in ctx.grants() {
         if p.grantee.eq_ignore_ascii_case("guest")
-            && is_one_of(&p.permission, &["CONNECT"])
             && p.on == Securable::Database
+            && ctx.implies(p, "DATABASE", "CONNECT")
         {
             let why = "every login on the server may enter the database as guest and holds whatever public holds";
             report.findings.push(ctx.grant_finding(Rule::GuestConnect, p, why));

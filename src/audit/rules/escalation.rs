@@ -2,7 +2,7 @@
 //! principal write code that does, or become someone who can.
 
 use super::super::catalog::Securable;
-use super::{Context, Finding, Report, Rule, is_one_of};
+use super::{Context, Finding, Report, Rule};
 use crate::tsql::{quote_name, quote_qualified};
 
 /// Database permissions that add code: modules, and code that runs on every
@@ -18,23 +18,42 @@ const CREATE_CODE: [&str; 4] = [
 /// and are owned by that schema's owner: they chain to the fence only from a
 /// schema the fence tables' owner owns.
 const CREATE_MODULE: [&str; 3] = ["CREATE PROCEDURE", "CREATE VIEW", "CREATE FUNCTION"];
-/// TAKE OWNERSHIP is not among them: taking an object breaks its chain to
-/// the fence tables (a schema's objects owned by the fence tables' owner are
-/// FP020's).
-const CHANGE: [&str; 2] = ["ALTER", "CONTROL"];
+/// Changing a schema or an object is ALTER on it, held or implied (CONTROL,
+/// ALTER ANY SCHEMA). TAKE OWNERSHIP is not: taking an object breaks its
+/// chain to the fence tables (a schema's objects owned by the fence tables'
+/// owner are FP020's).
+const CHANGE: &str = "ALTER";
 const MANAGE_PRINCIPALS: [&str; 3] = ["ALTER ANY USER", "ALTER ANY ROLE", "ALTER ANY APPLICATION ROLE"];
+/// Rights on a principal, by class: acting as it, or reshaping it.
 const ON_PRINCIPAL: [&str; 4] = ["IMPERSONATE", "ALTER", "CONTROL", "TAKE OWNERSHIP"];
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
     let tables_owner = ctx.tables_owner();
     for p in ctx.grants() {
+        // CONTROL of the database is every right in it: FP003 names it.
+        if ctx.is_database_control(p) {
+            continue;
+        }
         let serves = !ctx.services_reached_by(&p.grantee).is_empty();
         let perm = p.permission.to_uppercase();
         // ALTER on what the fence tables' owner owns is a path to the fence
         // for anyone, as UPDATE on the fence is; administrators hold it by design.
         let outsider = serves || !ctx.is_admin(&p.grantee);
+        let changes = |class: &str| ctx.implies(p, class, CHANGE);
+        // Managing principals comes with ALTER on the database besides the
+        // code it adds: a grant may be both.
+        if let (Securable::Database, true, Some(wanted)) =
+            (&p.on, serves, ctx.implies_any(p, "DATABASE", &MANAGE_PRINCIPALS))
+        {
+            let why = format!(
+                "{perm}{} lets {} create or change principals and memberships, and so hand out rights on the fence",
+                ctx.implied(p, wanted, "the database"),
+                p.grantee
+            );
+            report.findings.push(ctx.grant_finding(Rule::PrincipalControl, p, &why));
+        }
         let (rule, why) = match &p.on {
-            Securable::Database if serves && is_one_of(&perm, &CREATE_MODULE) => {
+            Securable::Database if serves && ctx.implies_any(p, "DATABASE", &CREATE_MODULE).is_some() => {
                 let Some(schemas) = creatable_chained_schemas(ctx, &p.grantee) else {
                     continue;
                 };
@@ -47,16 +66,30 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                     ),
                 )
             }
-            Securable::Database if serves && is_one_of(&perm, &CREATE_CODE) => (
+            Securable::Database if serves && ctx.implies_any(p, "DATABASE", &CREATE_CODE).is_some() => {
+                let wanted = ctx.implies_any(p, "DATABASE", &CREATE_CODE).unwrap_or_default();
+                (
+                    Rule::CodeChange,
+                    format!(
+                        "{perm}{} lets {} add code; code owned by the tables' owner reaches the fence tables through ownership chaining",
+                        ctx.implied(p, wanted, "the database"),
+                        p.grantee
+                    ),
+                )
+            }
+            // ALTER on every schema (ALTER ANY SCHEMA, ALTER on the database)
+            // is ALTER on the shipped procedures' schemas.
+            Securable::Database if outsider && changes("SCHEMA") && !ctx.policy.code_schemas.is_empty() => (
                 Rule::CodeChange,
                 format!(
-                    "{perm} lets {} add code; code owned by the tables' owner reaches the fence tables through ownership chaining",
+                    "{perm} on the database is ALTER on every schema, {} included: it lets {} alter or add \
+                     procedures there that run with the tables' owner's rights",
+                    ctx.policy.code_schemas.join(" and "),
                     p.grantee
                 ),
             ),
             Securable::Schema { schema }
-                if is_one_of(&perm, &CHANGE)
-                    && ctx.policy.code_schemas.iter().any(|s| s.eq_ignore_ascii_case(schema)) =>
+                if changes("SCHEMA") && ctx.policy.code_schemas.iter().any(|s| s.eq_ignore_ascii_case(schema)) =>
             {
                 (
                     Rule::CodeChange,
@@ -70,7 +103,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             // there chains ownership straight to the fence tables.
             Securable::Schema { schema }
                 if outsider
-                    && is_one_of(&perm, &CHANGE)
+                    && changes("SCHEMA")
                     && !schema.eq_ignore_ascii_case(&ctx.policy.fence_schema)
                     && tables_owner.is_some_and(|o| {
                         ctx.catalog
@@ -87,7 +120,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                 )
             }
             Securable::Object { schema, name, .. }
-                if is_one_of(&perm, &CHANGE) && ctx.policy.procedure(&format!("{schema}.{name}")).is_some() =>
+                if changes("OBJECT") && ctx.policy.procedure(&format!("{schema}.{name}")).is_some() =>
             {
                 (
                     Rule::CodeChange,
@@ -103,7 +136,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             // chaining to the fence tables.
             Securable::Object { schema, name, .. }
                 if outsider
-                    && is_one_of(&perm, &CHANGE)
+                    && changes("OBJECT")
                     && !ctx.is_fence_table(schema, name)
                     && tables_owner
                         .is_some_and(|o| owner_of(ctx, schema, name).is_some_and(|x| x.eq_ignore_ascii_case(o))) =>
@@ -117,20 +150,17 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                     ),
                 )
             }
-            Securable::Database if serves && is_one_of(&perm, &MANAGE_PRINCIPALS) => (
-                Rule::PrincipalControl,
-                format!(
-                    "{perm} lets {} create or change principals and memberships, and so hand out rights on the fence",
-                    p.grantee
-                ),
-            ),
-            Securable::Principal { name } if serves && is_one_of(&perm, &ON_PRINCIPAL) => (
-                Rule::PrincipalControl,
-                format!(
-                    "{perm} on {name} lets {} act as or reshape {name}, and so use every right {name} has",
-                    p.grantee
-                ),
-            ),
+            Securable::Principal { name }
+                if serves && ctx.implies_any(p, &ctx.class_of(&p.on), &ON_PRINCIPAL).is_some() =>
+            {
+                (
+                    Rule::PrincipalControl,
+                    format!(
+                        "{perm} on {name} lets {} act as or reshape {name}, and so use every right {name} has",
+                        p.grantee
+                    ),
+                )
+            }
             _ => continue,
         };
         report.findings.push(ctx.grant_finding(rule, p, &why));
@@ -145,9 +175,7 @@ fn creatable_chained_schemas(ctx: &Context, principal: &str) -> Option<String> {
     let owner = ctx.tables_owner()?;
     let holders = ctx.holders(principal);
     let any_schema = ctx.grants().any(|p| {
-        p.on == Securable::Database
-            && is_one_of(&p.permission, &["ALTER ANY SCHEMA", "ALTER"])
-            && holders.contains(&p.grantee.to_lowercase())
+        p.on == Securable::Database && ctx.implies(p, "SCHEMA", CHANGE) && holders.contains(&p.grantee.to_lowercase())
     });
     let schemas: Vec<&str> = ctx
         .catalog
@@ -157,7 +185,7 @@ fn creatable_chained_schemas(ctx: &Context, principal: &str) -> Option<String> {
         .filter(|s| {
             any_schema
                 || ctx.grants().any(|p| {
-                    is_one_of(&p.permission, &CHANGE)
+                    ctx.implies(p, "SCHEMA", CHANGE)
                         && holders.contains(&p.grantee.to_lowercase())
                         && matches!(&p.on, Securable::Schema { schema } if schema.eq_ignore_ascii_case(&s.name))
                 })

@@ -5,10 +5,15 @@
 use std::collections::BTreeSet;
 
 use super::super::catalog::Securable;
-use super::{Context, Report, Rule, is_one_of};
+use super::{Context, Report, Rule};
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
-    for p in ctx.grants().filter(|p| is_one_of(&p.permission, &["EXECUTE"])) {
+    // EXECUTE without ALTER: CONTROL, which implies both, is FP005's (on a
+    // procedure or schema) or FP003's (on the database).
+    for p in ctx
+        .grants()
+        .filter(|p| ctx.implies(p, "OBJECT", "EXECUTE") && !ctx.implies(p, "OBJECT", "ALTER"))
+    {
         let reached = ctx.services_reached_by(&p.grantee);
         if reached.is_empty() {
             continue;

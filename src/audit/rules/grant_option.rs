@@ -3,11 +3,12 @@
 //! to anyone, ForceRelease included, whatever the fence roles say.
 
 use super::super::catalog::{PermissionState, Securable};
-use super::{Context, Report, Rule, is_one_of};
+use super::{Context, Report, Rule};
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
     for p in ctx.grants().filter(|p| {
-        p.state == PermissionState::GrantWithGrantOption && is_one_of(&p.permission, &["EXECUTE", "CONTROL"])
+        // EXECUTE on procedures, held or implied (CONTROL).
+        p.state == PermissionState::GrantWithGrantOption && ctx.implies(p, "OBJECT", "EXECUTE")
     }) {
         let on = match &p.on {
             Securable::Object { schema, name, .. } if ctx.policy.procedure(&format!("{schema}.{name}")).is_some() => {

@@ -2,18 +2,21 @@
 //! schema, or on the whole database, and owning them.
 
 use super::super::catalog::{ObjectKind, Securable};
-use super::{Context, Finding, Report, Rule, is_one_of};
+use super::{Context, Finding, Report, Rule};
 use crate::tsql::{quote_name, quote_qualified};
 
-/// Permissions that let a principal change the fence rows or the tables.
-const WRITE: [&str; 6] = ["INSERT", "UPDATE", "DELETE", "ALTER", "CONTROL", "TAKE OWNERSHIP"];
+/// Permissions on a table that let a principal change the fence rows or the
+/// table. A grant counts when it implies one of them on a fence table (the
+/// permission hierarchy): CONTROL does, and so do ALTER ANY SCHEMA or ALTER
+/// on the database, which are ALTER on every table.
+const WRITE: [&str; 5] = ["UPDATE", "INSERT", "DELETE", "ALTER", "TAKE OWNERSHIP"];
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
     let fence = &ctx.policy.fence_schema;
     for p in ctx.grants() {
-        let write = is_one_of(&p.permission, &WRITE);
-        let read = is_one_of(&p.permission, &["SELECT"]);
-        if !write && !read {
+        let write = ctx.implies_any(p, "OBJECT", &WRITE);
+        let read = ctx.implies(p, "OBJECT", "SELECT");
+        if write.is_none() && !read {
             continue;
         }
         // The fence schema is granted to nobody, so any grant on it is a
@@ -25,20 +28,34 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             _ => continue,
         };
         let perm = p.permission.to_uppercase();
-        let why = if write {
+        // CONTROL names itself: it is every right on the fence tables.
+        let implied = |wanted: &str| {
+            if perm == "CONTROL" {
+                String::new()
+            } else {
+                ctx.implied(p, wanted, "every fence table")
+            }
+        };
+        let why = if let Some(wanted) = write {
             format!(
-                "{perm} {scope} lets {} change the fence rows without the procedures' checks of owner, \
+                "{perm} {scope}{} lets {} change the fence rows without the procedures' checks of owner, \
                  generation and expiry",
+                implied(wanted),
                 p.grantee
             )
         } else {
             format!(
-                "SELECT {scope} lets {} read each holder's owner id, and owner plus generation is what a \
+                "{perm} {scope}{} lets {} read each holder's owner id, and owner plus generation is what a \
                  publish presents",
+                implied("SELECT"),
                 p.grantee
             )
         };
-        let rule = if write { Rule::WriteAccess } else { Rule::ReadAccess };
+        let rule = if write.is_some() {
+            Rule::WriteAccess
+        } else {
+            Rule::ReadAccess
+        };
         report.findings.push(ctx.grant_finding(rule, p, &why));
     }
     owners(ctx, report);

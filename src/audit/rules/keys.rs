@@ -4,7 +4,7 @@
 //! a key can lend those rights to code it may alter.
 
 use super::super::catalog::Securable;
-use super::{Context, Report, Rule, is_one_of};
+use super::{Context, Report, Rule};
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
     for p in ctx.grants() {
@@ -12,7 +12,9 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             continue;
         };
         if key == "SYMMETRIC KEY"
-            || !is_one_of(&p.permission, &["CONTROL", "ALTER", "TAKE OWNERSHIP"])
+            || ctx
+                .implies_any(p, &ctx.class_of(&p.on), &["CONTROL", "ALTER", "TAKE OWNERSHIP"])
+                .is_none()
             || ctx.services_reached_by(&p.grantee).is_empty()
         {
             continue;

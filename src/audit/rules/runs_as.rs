@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use super::super::catalog::{Object, ObjectKind, Securable};
 use super::super::module_text::referenced_tables;
-use super::{CannotVerify, Context, Finding, Report, Rule, is_one_of};
+use super::{CannotVerify, Context, Finding, Report, Rule};
 use crate::tsql::{quote_name, quote_qualified};
 
 /// Who can run a module, as far as the catalog shows.
@@ -116,21 +116,20 @@ fn reach(ctx: &Context, o: &Object, seen: &mut BTreeSet<String>) -> Reach {
     }
     let mut services = BTreeSet::new();
     let (rights, target): (&[&str], String) = match (o.kind, o.parent.as_deref()) {
-        (ObjectKind::Trigger, Some(parent)) => (&["INSERT", "UPDATE", "DELETE", "CONTROL"], parent.to_string()),
-        (ObjectKind::Function | ObjectKind::View, _) => (&["EXECUTE", "SELECT", "CONTROL"], o.qualified_name()),
-        _ => (&["EXECUTE", "CONTROL"], o.qualified_name()),
+        (ObjectKind::Trigger, Some(parent)) => (&["INSERT", "UPDATE", "DELETE"], parent.to_string()),
+        (ObjectKind::Function | ObjectKind::View, _) => (&["EXECUTE", "SELECT"], o.qualified_name()),
+        _ => (&["EXECUTE"], o.qualified_name()),
     };
     let (schema, name) = target.split_once('.').unwrap_or(("", &target));
-    for p in ctx.grants().filter(|p| is_one_of(&p.permission, rights)) {
-        let covers = match &p.on {
-            Securable::Database => true,
-            Securable::Schema { schema: s } => s.eq_ignore_ascii_case(schema),
-            Securable::Object { schema: s, name: n, .. } => {
-                s.eq_ignore_ascii_case(schema) && n.eq_ignore_ascii_case(name)
-            }
-            Securable::Principal { .. } | Securable::Key { .. } | Securable::Other { .. } => false,
-        };
-        if covers {
+    let on = Securable::Object {
+        schema: schema.to_string(),
+        name: name.to_string(),
+        column: None,
+    };
+    // Any grant that implies one of those rights on it (CONTROL on it, its
+    // schema or the database included).
+    for p in ctx.grants() {
+        if rights.iter().any(|r| ctx.reaches(p, &on, r)) {
             services.extend(ctx.services_reached_by(&p.grantee));
         }
     }

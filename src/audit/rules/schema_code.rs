@@ -8,7 +8,7 @@
 //! objects' own owners.
 
 use super::super::catalog::{Object, ObjectKind, PermissionState, Securable};
-use super::{Context, Finding, Report, Rule, is_one_of};
+use super::{Context, Finding, Report, Rule};
 use crate::tsql::quote_qualified;
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
@@ -51,16 +51,24 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                 fix: reown(&chained),
             });
         }
+        // ALTER, CONTROL or TAKE OWNERSHIP of the schema, held on it or
+        // implied from the database (ALTER ANY SCHEMA, ALTER).
+        let target = Securable::Schema {
+            schema: schema.name.clone(),
+        };
         for p in ctx.grants().filter(|p| {
-            is_one_of(&p.permission, &["ALTER", "CONTROL", "TAKE OWNERSHIP"])
-                && matches!(&p.on, Securable::Schema { schema: s } if s.eq_ignore_ascii_case(&schema.name))
+            ["ALTER", "TAKE OWNERSHIP"].iter().any(|w| ctx.reaches(p, &target, w))
+                && matches!(&p.on, Securable::Schema { .. } | Securable::Database)
                 && !ctx.is_admin(&p.grantee)
         }) {
+            let on = match &p.on {
+                Securable::Database => format!("the database, which is ALTER on {}", schema.name),
+                _ => schema.name.clone(),
+            };
             let why = format!(
-                "{} on {} lets {} alter {names}, which {tables_owner} owns: the altered code keeps that owner and \
+                "{} on {on} lets {} alter {names}, which {tables_owner} owns: the altered code keeps that owner and \
                  chains to the fence tables",
                 p.permission.to_uppercase(),
-                schema.name,
                 p.grantee
             );
             report.findings.push(ctx.grant_finding(Rule::SchemaCode, p, &why));
@@ -73,8 +81,10 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
 /// those owned by the fence tables' owner stay so and become the taker's to
 /// alter.
 fn take_ownership(ctx: &Context, report: &mut Report, schema: &str, chained: &[&Object]) {
+    // ALTER or CONTROL of such a schema is FP005's.
     for p in ctx.grants().filter(|p| {
-        is_one_of(&p.permission, &["TAKE OWNERSHIP"])
+        ctx.implies(p, "SCHEMA", "TAKE OWNERSHIP")
+            && !ctx.implies(p, "SCHEMA", "ALTER")
             && matches!(&p.on, Securable::Schema { schema: s } if s.eq_ignore_ascii_case(schema))
             && !ctx.is_admin(&p.grantee)
             && p.state != PermissionState::Deny

@@ -8,7 +8,11 @@
 //! SERVER, UNSAFE ASSEMBLY).
 
 use super::super::catalog::ServerFacts;
-use super::server_rights::{FIXED_SERVER_ROLES, holders, holds, is_privileged, is_server_role, privileges};
+use super::super::hierarchy::implies;
+use super::server_rights::{
+    FIXED_SERVER_ROLES, holders, holds, implies_on_server, is_privileged, is_server_role, named, privileges,
+    server_class,
+};
 use super::{Context, Finding, Rule};
 use crate::tsql::quote_name;
 
@@ -141,10 +145,12 @@ pub(super) fn findings(ctx: &Context, server: &ServerFacts, principal: &str, log
         .filter(|p| p.on_login.is_none() && holds(&holders, &p.grantee))
     {
         let permission = p.permission.to_uppercase();
-        let Some((_, why)) = REACHING.iter().find(|(name, _)| *name == permission) else {
+        // The first right it gives, held or implied (ALTER SERVER STATE
+        // gives VIEW SERVER STATE).
+        let Some((reached, why)) = REACHING.iter().find(|(name, _)| implies_on_server(p, name)) else {
             continue;
         };
-        let why = if permission == "ALTER ANY SERVER ROLE" {
+        let why = if *reached == "ALTER ANY SERVER ROLE" {
             match reaching_roles(ctx, server) {
                 Some(roles) => format!(
                     "{why}, and {roles} hold{} rights that reach the fence",
@@ -156,7 +162,7 @@ pub(super) fn findings(ctx: &Context, server: &ServerFacts, principal: &str, log
             why.to_string()
         };
         found.push(finding(
-            format!("{permission}{}", via(&p.grantee)),
+            format!("{}{}", named(&permission, reached), via(&p.grantee)),
             why,
             format!("REVOKE {permission} FROM {};", quote_name(&p.grantee)),
         ));
@@ -164,7 +170,10 @@ pub(super) fn findings(ctx: &Context, server: &ServerFacts, principal: &str, log
     for p in server.permissions.iter().filter(|p| holds(&holders, &p.grantee)) {
         let Some(target) = p.on_login.as_deref() else { continue };
         let permission = p.permission.to_uppercase();
-        if !["IMPERSONATE", "CONTROL", "ALTER", "TAKE OWNERSHIP"].contains(&permission.as_str())
+        let class = server_class(server, p);
+        if !["IMPERSONATE", "ALTER", "TAKE OWNERSHIP"]
+            .iter()
+            .any(|w| implies(class, &permission, class, w))
             || is_privileged(server, target)
             || holds(&holders, target)
         {
@@ -228,7 +237,7 @@ fn reaches(ctx: &Context, server: &ServerFacts, name: &str) -> Option<String> {
                 .find(|p| {
                     p.on_login.is_none()
                         && holds(&holders, &p.grantee)
-                        && REACHING.iter().any(|(r, _)| r.eq_ignore_ascii_case(&p.permission))
+                        && REACHING.iter().any(|(r, _)| implies_on_server(p, r))
                 })
                 .map(|p| format!("holds {}", p.permission.to_uppercase()))
         })

@@ -2,7 +2,8 @@
 //! through nesting, and the permissions they and it hold, by the strongest
 //! path. Shared by the server rules (FP002, FP016) and the group rules.
 
-use super::super::catalog::ServerFacts;
+use super::super::catalog::{ServerFacts, ServerPermission};
+use super::super::hierarchy::implies;
 use super::{Context, Rule};
 use crate::tsql::quote_name;
 
@@ -99,6 +100,31 @@ pub(super) fn holds(holders: &[String], name: &str) -> bool {
     holders.iter().any(|h| h.eq_ignore_ascii_case(name))
 }
 
+/// The securable class of a server permission: SERVER, or the class of the
+/// login or server role it is on.
+pub(super) fn server_class(server: &ServerFacts, p: &ServerPermission) -> &'static str {
+    match p.on_login.as_deref() {
+        None => "SERVER",
+        Some(target) if is_server_role(server, target) => "SERVER ROLE",
+        Some(_) => "LOGIN",
+    }
+}
+
+/// Whether server permission `p` gives `wanted` on the server (CONTROL
+/// SERVER gives every one; ALTER ANY DATABASE gives CREATE ANY DATABASE).
+pub(super) fn implies_on_server(p: &ServerPermission, wanted: &str) -> bool {
+    p.on_login.is_none() && implies("SERVER", &p.permission, "SERVER", wanted)
+}
+
+/// The permission a path names: `X`, or `Y (implies X)` for a covering one.
+pub(super) fn named(held: &str, wanted: &str) -> String {
+    if held.eq_ignore_ascii_case(wanted) {
+        wanted.to_string()
+    } else {
+        format!("{} (implies {wanted})", held.to_uppercase())
+    }
+}
+
 /// Whether `login` administers the server or this database already:
 /// sysadmin or as good as, the database's owner, or the login of a user that
 /// is db_owner here. Whatever it can reach, it could reach anyway.
@@ -117,9 +143,10 @@ pub(super) fn is_admin_login(ctx: &Context, login: &str) -> bool {
 pub(super) fn is_privileged(server: &ServerFacts, login: &str) -> bool {
     let holders = holders(server, login);
     SYSADMIN_LIKE.iter().any(|r| holds(&holders, r))
-        || server.permissions.iter().any(|p| {
-            p.on_login.is_none() && p.permission.eq_ignore_ascii_case("CONTROL SERVER") && holds(&holders, &p.grantee)
-        })
+        || server
+            .permissions
+            .iter()
+            .any(|p| implies_on_server(p, "CONTROL SERVER") && holds(&holders, &p.grantee))
 }
 
 /// Every server right of `login` that reaches the fence, each once, by the
@@ -168,11 +195,12 @@ pub(super) fn privileges(server: &ServerFacts, login: &str) -> Vec<Privilege> {
             fix: leave("sysadmin"),
         }];
     }
+    // A server permission held, or implied by one held (the hierarchy).
     let granted = |name: &str| {
         server
             .permissions
             .iter()
-            .find(|p| p.on_login.is_none() && p.permission.eq_ignore_ascii_case(name) && holds(&holders, &p.grantee))
+            .find(|p| implies_on_server(p, name) && holds(&holders, &p.grantee))
     };
     if let Some(p) = granted("CONTROL SERVER") {
         return vec![Privilege {
@@ -202,14 +230,17 @@ pub(super) fn privileges(server: &ServerFacts, login: &str) -> Vec<Privilege> {
         if let Some(p) = granted(permission) {
             found.push(Privilege {
                 rule: Rule::ServerPrivilege,
-                path: format!("{permission}{}", via(&p.grantee)),
+                path: format!("{}{}", named(&p.permission, permission), via(&p.grantee)),
                 why: why.into(),
-                fix: format!("REVOKE {permission} FROM {};", quote_name(&p.grantee)),
+                fix: format!(
+                    "REVOKE {} FROM {};",
+                    p.permission.to_uppercase(),
+                    quote_name(&p.grantee)
+                ),
             });
-        } else if let Some((role, _)) = FIXED_ROLE_PERMISSIONS
-            .iter()
-            .find(|(role, held)| held.contains(&permission) && holds(&holders, role))
-        {
+        } else if let Some((role, _)) = FIXED_ROLE_PERMISSIONS.iter().find(|(role, held)| {
+            held.iter().any(|h| implies("SERVER", h, "SERVER", permission)) && holds(&holders, role)
+        }) {
             found.push(Privilege {
                 rule: Rule::ServerPrivilege,
                 path: format!("{permission} as member of {role}{}", via(&direct_member(role))),
@@ -226,8 +257,10 @@ pub(super) fn privileges(server: &ServerFacts, login: &str) -> Vec<Privilege> {
         }
         // A login is acted as; a server role is joined, by whoever may
         // change its members (ALTER, CONTROL, or taking it over).
-        let (class, how) = if is_server_role(server, target) {
-            if !["ALTER", "CONTROL", "TAKE OWNERSHIP"].contains(&permission.as_str()) {
+        let class = server_class(server, p);
+        let gives = |wanted: &[&str]| wanted.iter().any(|w| implies(class, &permission, class, w));
+        let (class, how) = if class == "SERVER ROLE" {
+            if !gives(&["ALTER", "TAKE OWNERSHIP"]) {
                 continue;
             }
             (
@@ -235,7 +268,7 @@ pub(super) fn privileges(server: &ServerFacts, login: &str) -> Vec<Privilege> {
                 format!("lets its holder add members to {target}, itself included,"),
             )
         } else {
-            if !["IMPERSONATE", "CONTROL"].contains(&permission.as_str()) {
+            if !gives(&["IMPERSONATE"]) {
                 continue;
             }
             (

@@ -40,20 +40,22 @@ const SERVICE_RIGHTS: [(&str, &str); 5] = [
 pub(super) fn check(ctx: &Context, report: &mut Report) {
     let fence = &ctx.policy.fence_schema;
     for p in ctx.grants() {
-        let perm = p.permission.to_uppercase();
+        // REFERENCES on a table, held or implied; CONTROL and what covers
+        // it are write rights, FP003's.
+        let references = ctx.implies(p, "OBJECT", "REFERENCES") && !ctx.implies(p, "OBJECT", "CONTROL");
         let why = match &p.on {
-            Securable::Object { schema, name, .. } if perm == "REFERENCES" && ctx.is_fence_table(schema, name) => {
+            Securable::Object { schema, name, .. } if references && ctx.is_fence_table(schema, name) => {
                 references_why(&p.grantee, "a fence table")
             }
-            Securable::Schema { schema } if perm == "REFERENCES" && schema.eq_ignore_ascii_case(fence) => {
+            Securable::Schema { schema } if references && schema.eq_ignore_ascii_case(fence) => {
                 references_why(&p.grantee, "the fence schema")
             }
-            Securable::Database if perm == "REFERENCES" && !ctx.services_reached_by(&p.grantee).is_empty() => {
+            Securable::Database if references && !ctx.services_reached_by(&p.grantee).is_empty() => {
                 references_why(&p.grantee, "the whole database")
             }
-            Securable::Database if !ctx.services_reached_by(&p.grantee).is_empty() => {
-                match SERVICE_RIGHTS.iter().find(|(name, _)| *name == perm) {
-                    Some((_, why)) => why.to_string(),
+            Securable::Database if !ctx.is_database_control(p) && !ctx.services_reached_by(&p.grantee).is_empty() => {
+                match SERVICE_RIGHTS.iter().find(|(name, _)| ctx.implies(p, "DATABASE", name)) {
+                    Some((name, why)) => format!("{why}{}", ctx.implied(p, name, "the database")),
                     None => continue,
                 }
             }

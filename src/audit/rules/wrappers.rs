@@ -7,9 +7,9 @@
 use std::collections::BTreeSet;
 
 use super::super::catalog::{Object, ObjectKind, Securable};
+use super::Context;
 use super::execute::allowed;
 use super::module_text_names;
-use super::{Context, is_one_of};
 
 /// Whether `o`, naming `refs`, reaches no one beyond those refs' own roles.
 pub(super) fn contained(ctx: &Context, o: &Object, refs: &BTreeSet<String>) -> bool {
@@ -37,22 +37,25 @@ pub(super) fn contained(ctx: &Context, o: &Object, refs: &BTreeSet<String>) -> b
         return false;
     }
     let needed: BTreeSet<String> = refs.iter().map(|r| r.to_lowercase()).collect();
+    let target = Securable::Object {
+        schema: o.schema.clone(),
+        name: o.name.clone(),
+        column: None,
+    };
+    // Whoever may run it, rewrite it or take it, by any permission that
+    // implies one of those on it.
     ctx.grants()
-        .filter(|p| is_one_of(&p.permission, &["EXECUTE", "CONTROL", "ALTER", "TAKE OWNERSHIP"]))
-        .filter(|p| match &p.on {
-            Securable::Database => true,
-            Securable::Schema { schema } => schema.eq_ignore_ascii_case(&o.schema),
-            Securable::Object { schema, name, .. } => {
-                schema.eq_ignore_ascii_case(&o.schema) && name.eq_ignore_ascii_case(&o.name)
-            }
-            _ => false,
+        .filter(|p| {
+            ["EXECUTE", "ALTER", "TAKE OWNERSHIP"]
+                .iter()
+                .any(|w| ctx.reaches(p, &target, w))
         })
         .filter(|p| !ctx.is_admin(&p.grantee))
         .all(|p| {
             let mut reached: Vec<String> = ctx.members_of(&p.grantee).into_iter().collect();
             reached.push(p.grantee.to_lowercase());
             !ctx.is_everyones(&p.grantee)
-                && is_one_of(&p.permission, &["EXECUTE"])
+                && p.permission.eq_ignore_ascii_case("EXECUTE")
                 && reached
                     .iter()
                     .all(|r| ctx.is_service(r) && needed.is_subset(&allowed(ctx, r)))

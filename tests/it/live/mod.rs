@@ -3,6 +3,7 @@
 
 mod artifact_fenced;
 mod audit;
+mod audit_hierarchy;
 mod audit_live_model;
 mod audit_live_reach;
 mod babelfish_security_definer;

@@ -5,6 +5,8 @@ mod artifact_cli;
 mod artifact_store;
 mod audit_code_paths;
 mod audit_hidden_paths;
+mod audit_hierarchy;
+mod audit_implied;
 mod audit_offline;
 mod audit_reach_paths;
 mod audit_render;
