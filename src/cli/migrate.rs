@@ -124,7 +124,10 @@ fn summary(where_: &str, report: &MigrateReport) -> String {
         let mut out = format!("dry run against {where_}: nothing was changed\n");
         let pending: Vec<String> = plan
             .pending_migrations()
-            .map(|m| format!("  would apply migration {}\n", m.name))
+            .map(|m| match m.cost {
+                Some(cost) => format!("  would apply migration {}: {cost}\n", m.name),
+                None => format!("  would apply migration {}\n", m.name),
+            })
             .chain(
                 plan.procedures_to_deploy()
                     .map(|p| format!("  would deploy procedure {} ({})\n", p.name, procedure_word(p.state))),
@@ -200,6 +203,7 @@ mod tests {
                     version: 1,
                     name: "V1__a".into(),
                     state: MigrationState::Applied,
+                    cost: None,
                 }],
                 procedures: procedures
                     .iter()

@@ -15,6 +15,7 @@
 //! deploy as text.
 
 mod blocker;
+pub mod cost;
 mod error;
 #[cfg(test)]
 mod fixtures;

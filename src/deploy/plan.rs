@@ -64,6 +64,10 @@ pub struct MigrationStatus {
     pub name: String,
     /// Where it stands.
     pub state: MigrationState,
+    /// What it costs a live database (what it locks, for how long, by
+    /// edition), for a migration fencepost ships ([`cost::of`](super::cost::of)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<&'static str>,
 }
 
 /// One procedure's line in the plan.
@@ -100,6 +104,7 @@ impl Plan {
             };
             migrations.push(MigrationStatus {
                 version: shipped.version(),
+                cost: super::cost::of(&shipped.name()),
                 name: shipped.name(),
                 state: migration_state,
             });
@@ -110,6 +115,7 @@ impl Plan {
                     version: applied.version,
                     name: format!("V{}__{}", applied.version, applied.name),
                     state: MigrationState::NotShipped,
+                    cost: None,
                 });
             }
         }

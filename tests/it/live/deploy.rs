@@ -460,6 +460,12 @@ async fn a_dry_run_shows_the_plan_changes_nothing_and_exits_1_until_migrate_says
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(out.contains("would apply migration V1__lease_tables"), "{out}");
+    // What each pending migration costs a live database, by edition.
+    assert!(
+        out.contains("would apply migration V4__row_lock_counter: adds a NOT NULL column")
+            && out.contains("on Standard, Web and Express every row is rewritten"),
+        "{out}"
+    );
     assert!(out.contains("would deploy procedure fence_api.Publish"), "{out}");
     let pending = fencepost_cli(&["migrate", "--dry-run", "--format", "json"], &db.ado()).await;
     assert_eq!(
@@ -470,6 +476,11 @@ async fn a_dry_run_shows_the_plan_changes_nothing_and_exits_1_until_migrate_says
     );
     let plan: serde_json::Value = serde_json::from_slice(&pending.stdout).unwrap();
     assert_eq!(plan["would_stop"], serde_json::Value::Null, "{plan}");
+    let v2 = plan["plan"]["migrations"]
+        .as_array()
+        .and_then(|all| all.iter().find(|m| m["name"] == "V2__exact_resource_keys"))
+        .unwrap_or_else(|| panic!("{plan}"));
+    assert!(v2["cost"].as_str().unwrap_or_default().contains("every row"), "{plan}");
     let schemas = db
         .query("SELECT COUNT(*) FROM sys.schemas WHERE name LIKE N'fence%';")
         .await;
