@@ -199,6 +199,7 @@ mod tests {
     fn report(procedures: &[(&str, ProcedureState)]) -> MigrateReport {
         MigrateReport {
             plan: Plan {
+                cannot_give_roles_to_dbo: None,
                 migrations: vec![MigrationStatus {
                     version: 1,
                     name: "V1__a".into(),

@@ -45,6 +45,19 @@ pub enum Blocker {
         /// `schema.name`.
         name: String,
     },
+    /// The fence roles must be created owned by dbo (or given to dbo), and
+    /// the deploying user may not make dbo their owner: the permission
+    /// scripts would fail half way, after the migrations and procedures.
+    #[error(
+        "the deploying user {user} cannot create the fence roles owned by dbo: CREATE ROLE ... AUTHORIZATION dbo \
+         needs IMPERSONATE on dbo, which dbo and db_owner members hold. Deploy once as a db_owner member, or \
+         GRANT IMPERSONATE ON USER::dbo TO [{user}]; the roles are owned by dbo so that no deployer can add \
+         members to them outside a review of the grants"
+    )]
+    RolesNeedImpersonate {
+        /// The deploying user.
+        user: String,
+    },
     /// Shipped procedures on the server are not what fencepost deployed:
     /// someone altered them, or this login cannot read them. A deploy does
     /// not overwrite that unless told to.

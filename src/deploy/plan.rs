@@ -88,6 +88,11 @@ pub struct Plan {
     pub procedures: Vec<ProcedureStatus>,
     /// Permission scripts, all re-applied on every deploy.
     pub permissions: Vec<String>,
+    /// The deploying user, when the permission scripts would fail for it
+    /// half way: a fence role must be created or given to dbo, and it may
+    /// not make dbo a role's owner.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cannot_give_roles_to_dbo: Option<String>,
 }
 
 impl Plan {
@@ -163,6 +168,7 @@ impl Plan {
 
         let permissions = sources.permissions().iter().map(|p| p.file().to_string()).collect();
         Self {
+            cannot_give_roles_to_dbo: state.cannot_give_roles_to_dbo.clone(),
             migrations,
             procedures,
             permissions,
@@ -247,6 +253,12 @@ impl Plan {
                     .find(|p| p.state == ProcedureState::NotShipped)
                     .map(|p| Blocker::HandMadeProcedure { name: p.name.clone() })
             })
+            .or_else(|| {
+                self.cannot_give_roles_to_dbo
+                    .clone()
+                    .filter(|_| !self.permissions.is_empty())
+                    .map(|user| Blocker::RolesNeedImpersonate { user })
+            })
     }
 }
 
@@ -255,6 +267,28 @@ mod tests {
     use super::super::fixtures::{applied, deployed, sources};
     use super::super::state::{AppliedMigration, ServerProcedure};
     use super::*;
+
+    #[test]
+    fn a_deployer_that_may_not_give_the_roles_to_dbo_is_stopped_before_anything_runs() {
+        let state = ServerState {
+            cannot_give_roles_to_dbo: Some("deployer".into()),
+            ..ServerState::default()
+        };
+        let plan = Plan::new(&sources(), &state);
+        let stop = plan.would_stop(true).expect("a deploy would stop");
+        assert_eq!(
+            stop,
+            Blocker::RolesNeedImpersonate {
+                user: "deployer".into()
+            }
+        );
+        assert!(
+            stop.to_string().contains("IMPERSONATE ON USER::dbo TO [deployer]"),
+            "{stop}"
+        );
+        let without_scripts = Plan::new(&sources().without_permissions(), &state);
+        assert_eq!(without_scripts.blocker(), None);
+    }
 
     #[test]
     fn an_empty_database_needs_everything() {
@@ -271,6 +305,7 @@ mod tests {
         let state = ServerState {
             migrations: vec![applied(&s, 0), applied(&s, 1)],
             procedures: vec![deployed(&s, "H1")],
+            cannot_give_roles_to_dbo: None,
         };
         let plan = Plan::new(&s, &state);
         assert!(plan.is_current(), "{plan:?}");
@@ -283,6 +318,7 @@ mod tests {
         let state = ServerState {
             migrations: vec![applied(&s, 0), applied(&s, 1)],
             procedures: vec![deployed(&s, "H2")],
+            cannot_give_roles_to_dbo: None,
         };
         let plan = Plan::new(&s, &state);
         assert_eq!(plan.procedures[0].state, ProcedureState::Drifted);
@@ -297,6 +333,7 @@ mod tests {
         let state = ServerState {
             migrations: vec![applied(&s, 0), applied(&s, 1)],
             procedures: vec![unreadable],
+            cannot_give_roles_to_dbo: None,
         };
         let plan = Plan::new(&s, &state);
         assert_eq!(plan.procedures[0].state, ProcedureState::Drifted);
@@ -319,6 +356,7 @@ mod tests {
         ServerState {
             migrations: vec![],
             procedures: vec![procedure],
+            cannot_give_roles_to_dbo: None,
         }
     }
 
@@ -359,6 +397,7 @@ mod tests {
         let state = ServerState {
             migrations: vec![applied(&s, 0), applied(&s, 1)],
             procedures: vec![p],
+            cannot_give_roles_to_dbo: None,
         };
         assert_eq!(Plan::new(&s, &state).procedures[0].state, ProcedureState::Changed);
     }
@@ -373,6 +412,7 @@ mod tests {
             &ServerState {
                 migrations: vec![first],
                 procedures: vec![],
+                cannot_give_roles_to_dbo: None,
             },
         );
         assert_eq!(plan.migrations[0].state, MigrationState::Divergent);
@@ -396,6 +436,7 @@ mod tests {
         let state = ServerState {
             migrations: vec![applied(&s, 0), applied(&s, 1), newer],
             procedures: vec![],
+            cannot_give_roles_to_dbo: None,
         };
         let plan = Plan::new(&s, &state);
         assert!(matches!(plan.blocker(), Some(Blocker::UnknownMigration { ref name }) if name == "V3__c"));
@@ -408,6 +449,7 @@ mod tests {
         let state = ServerState {
             migrations: vec![applied(&s, 0), newer],
             procedures: vec![],
+            cannot_give_roles_to_dbo: None,
         };
         let plan = Plan::new(&s, &state);
         assert_eq!(plan.migrations[1].state, MigrationState::Pending);
@@ -426,6 +468,7 @@ mod tests {
             &ServerState {
                 migrations: vec![applied(&s, 1)],
                 procedures: vec![],
+                cannot_give_roles_to_dbo: None,
             },
         );
         let blocker = plan.blocker().expect("an out-of-order migration blocks");
@@ -444,6 +487,7 @@ mod tests {
         let state = ServerState {
             migrations: vec![applied(&s, 0), applied(&s, 1)],
             procedures: vec![deployed(&s, "H1"), retired],
+            cannot_give_roles_to_dbo: None,
         };
         let plan = Plan::new(&s, &state);
         let dropped: Vec<&str> = plan.procedures_to_drop().map(|p| p.name.as_str()).collect();
@@ -458,6 +502,7 @@ mod tests {
         let state = ServerState {
             migrations: vec![applied(&s, 0), applied(&s, 1)],
             procedures: vec![deployed(&s, "H1"), unreadable("fence_admin.Backdoor")],
+            cannot_give_roles_to_dbo: None,
         };
         let plan = Plan::new(&s, &state);
         assert_eq!(plan.procedures_to_drop().count(), 0);
@@ -481,6 +526,7 @@ mod tests {
         let state = ServerState {
             migrations: vec![],
             procedures: vec![deployed(&s, "H1"), rogue],
+            cannot_give_roles_to_dbo: None,
         };
         let plan = Plan::new(&s, &state);
         assert!(

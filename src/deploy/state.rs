@@ -44,4 +44,9 @@ pub struct ServerState {
     /// Procedures in `fence_api` and `fence_admin`, and journal rows of procedures
     /// that no longer exist.
     pub procedures: Vec<ServerProcedure>,
+    /// The deploying user, when a fence role must be created or given to
+    /// dbo and that user may not make dbo a role's owner (it is not dbo, not
+    /// in db_owner, and holds no IMPERSONATE on dbo); `None` otherwise, and
+    /// on Babelfish, which shows no role owner.
+    pub cannot_give_roles_to_dbo: Option<String>,
 }

@@ -212,6 +212,7 @@ mod tests {
     fn report(history_listed: bool) -> StatusReport {
         StatusReport {
             plan: Plan {
+                cannot_give_roles_to_dbo: None,
                 migrations: vec![],
                 procedures: vec![],
                 permissions: vec![],

@@ -329,7 +329,11 @@ mod tests {
     }
 
     fn state(migrations: Vec<AppliedMigration>, procedures: Vec<ServerProcedure>) -> ServerState {
-        ServerState { migrations, procedures }
+        ServerState {
+            migrations,
+            procedures,
+            cannot_give_roles_to_dbo: None,
+        }
     }
 
     /// The database as a finished deploy leaves it.

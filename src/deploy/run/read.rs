@@ -67,12 +67,31 @@ SELECT CAST(m.object_id AS int) AS ObjectId, {hash} AS DefinitionHash
 IF OBJECT_ID(N'fence.DeployedProcedure', N'U') IS NOT NULL
     EXEC (N'SELECT ProcedureName, SourceChecksum, DefinitionHash FROM fence.DeployedProcedure;');
 ELSE
-    SELECT CAST(NULL AS nvarchar(256)), CAST(NULL AS char(64)), CAST(NULL AS binary(32)) WHERE 1 = 0;"
+    SELECT CAST(NULL AS nvarchar(256)), CAST(NULL AS char(64)), CAST(NULL AS binary(32)) WHERE 1 = 0;
+
+{ROLE_OWNER_CHECK}"
     )
 }
 
+/// The deploying user when the permission scripts would fail half way for it:
+/// `CREATE ROLE ... AUTHORIZATION dbo` and `ALTER AUTHORIZATION ... TO dbo`
+/// need IMPERSONATE on dbo (CREATE ROLE), which dbo and db_owner members
+/// hold; a least-privilege deployer (db_ddladmin and db_securityadmin) does
+/// not. Needed only while a fence role is missing or owned by another.
+/// Babelfish shows no role owner and creates the roles plainly.
+const ROLE_OWNER_CHECK: &str = "IF SERVERPROPERTY(N'Babelfish') IS NULL
+    EXEC (N'SELECT CAST(USER_NAME() AS nvarchar(256)) AS DeployingUser
+      WHERE USER_NAME() <> N''dbo'' AND ISNULL(IS_MEMBER(N''db_owner''), 0) <> 1
+        AND ISNULL(HAS_PERMS_BY_NAME(N''dbo'', N''USER'', N''IMPERSONATE''), 0) <> 1
+        AND EXISTS (SELECT 1 FROM (VALUES (N''fence_service''), (N''fence_reader''), (N''fence_operator''),
+                                          (N''fence_recovery'')) AS r (name)
+                     WHERE NOT EXISTS (SELECT 1 FROM sys.database_principals AS p
+                                        WHERE p.name = r.name AND p.owning_principal_id = USER_ID(N''dbo'')));');
+ELSE
+    SELECT CAST(NULL AS nvarchar(256)) WHERE 1 = 0;";
+
 /// How many result sets [`state_query`] returns.
-pub(crate) const STATE_RESULT_SETS: usize = 4;
+pub(crate) const STATE_RESULT_SETS: usize = 5;
 
 /// Reads the history, the procedures (hashing the definitions of `shipped`)
 /// and the journal in one round trip.
@@ -88,15 +107,19 @@ const STATE_CONTEXT: &str = "reading the deployed state";
 
 /// The [`ServerState`] in the result sets of [`state_query`].
 pub(crate) fn parse_state(results: Vec<Vec<tiberius::Row>>, context: &str) -> Result<ServerState, DeployError> {
-    let [history, procedures, hashes, journal] = <[_; STATE_RESULT_SETS]>::try_from(results).map_err(|r: Vec<_>| {
-        DeployError::unexpected(
-            context,
-            format_args!("expected {STATE_RESULT_SETS} result sets, got {}", r.len()),
-        )
-    })?;
+    let [history, procedures, hashes, journal, role_owner] =
+        <[_; STATE_RESULT_SETS]>::try_from(results).map_err(|r: Vec<_>| {
+            DeployError::unexpected(
+                context,
+                format_args!("expected {STATE_RESULT_SETS} result sets, got {}", r.len()),
+            )
+        })?;
 
     let text = |row: &tiberius::Row, i: usize| row.get::<&str, usize>(i).map(|s| s.trim().to_string());
-    let mut state = ServerState::default();
+    let mut state = ServerState {
+        cannot_give_roles_to_dbo: role_owner.first().and_then(|row| text(row, 0)),
+        ..ServerState::default()
+    };
     for row in &history {
         let checksum = text(row, 3).and_then(|c| c.parse::<u64>().ok()).unwrap_or_default();
         state.migrations.push(AppliedMigration {

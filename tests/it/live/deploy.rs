@@ -626,3 +626,52 @@ async fn log_levels_and_fencepost_log_choose_what_reaches_stderr() {
     );
     db.drop().await;
 }
+
+/// A deployer that may create roles but not make dbo their owner (in
+/// db_ddladmin and db_securityadmin, not db_owner) is stopped before anything
+/// runs, told which right it lacks, instead of failing at the permission
+/// scripts after the migrations and procedures committed.
+#[tokio::test]
+async fn a_deployer_that_cannot_give_the_fence_roles_to_dbo_is_told_before_anything_runs() {
+    let test = "a_deployer_that_cannot_give_the_fence_roles_to_dbo_is_told_before_anything_runs";
+    let Some(mut db) = TestDatabase::new(test).await else {
+        return;
+    };
+    if db.is_babelfish().await {
+        // Babelfish refuses CREATE ROLE ... AUTHORIZATION and shows no role
+        // owner, so it creates the roles plainly and there is nothing to check.
+        support::skip(
+            test,
+            "Babelfish shows no role owner and creates the fence roles without AUTHORIZATION",
+        );
+        db.drop().await;
+        return;
+    }
+    let deployer = db.login_in_role(Some("db_ddladmin")).await;
+    let user = support::ado_value(&deployer, "user id").expect("a user");
+    db.exec(&format!("ALTER ROLE db_securityadmin ADD MEMBER [{user}];"))
+        .await;
+
+    let status = fencepost_cli(&["status"], &deployer).await;
+    let said = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        said.contains(&format!("IMPERSONATE ON USER::dbo TO [{user}]")),
+        "{said}"
+    );
+    let migrate = fencepost_cli(&["migrate"], &deployer).await;
+    assert_eq!(
+        migrate.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&migrate.stdout)
+    );
+    let schemas = db
+        .query("SELECT COUNT(*) FROM sys.schemas WHERE name LIKE N'fence%';")
+        .await;
+    assert_eq!(
+        schemas[0].get::<i32, usize>(0),
+        Some(0),
+        "the stopped deploy created a schema"
+    );
+    db.drop().await;
+}
