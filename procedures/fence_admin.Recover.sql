@@ -46,11 +46,15 @@ BEGIN
 
     DECLARE @Lock int, @RecoverLock nvarchar(255) = N'fencepost:recover:' + DB_NAME(),
             @DeployLock nvarchar(255) = N'fencepost:deploy:' + DB_NAME(), @Rows bigint, @Locked bit = 0,
-            @GiveUpAt datetime2(7) = DATEADD(second, 5, SYSUTCDATETIME()),
+            @GiveUpAt datetime2(7) = DATEADD(second, 5, SYSUTCDATETIME()), @Wait int,
             @CallerTransaction bit = CASE WHEN @@TRANCOUNT > 0 THEN 1 ELSE 0 END;
 
     WHILE @Locked = 0
     BEGIN
+        -- What is left of the 5 seconds, for the application locks.
+        SET @Wait = DATEDIFF(millisecond, SYSUTCDATETIME(), @GiveUpAt);
+        IF @Wait < 0
+            SET @Wait = 0;
         BEGIN TRANSACTION;
 
         -- One recovery at a time, also on an empty table (two runs of one
@@ -61,13 +65,15 @@ BEGIN
         -- locks are database-scoped on SQL Server and server-wide on Babelfish,
         -- hence the database name. The deploy lock keeps a deploy from
         -- recording the database identity in the middle of a recovery that
-        -- records it too.
-        EXEC @Lock = sp_getapplock @Resource = @RecoverLock, @LockMode = N'Exclusive', @LockOwner = N'Transaction';
+        -- records it too. Both waits share the 5 seconds below.
+        EXEC @Lock = sp_getapplock @Resource = @RecoverLock, @LockMode = N'Exclusive', @LockOwner = N'Transaction',
+                                   @LockTimeout = @Wait;
         IF @Lock < 0
-            THROW 50127, N'Recover could not take the recovery lock (sp_getapplock answered a timeout or deadlock).', 1;
-        EXEC @Lock = sp_getapplock @Resource = @DeployLock, @LockMode = N'Exclusive', @LockOwner = N'Transaction';
+            THROW 50127, N'Recover could not take the recovery lock within 5 seconds: another recovery, or a first Provision inside a transaction that stays open, holds it.', 1;
+        EXEC @Lock = sp_getapplock @Resource = @DeployLock, @LockMode = N'Exclusive', @LockOwner = N'Transaction',
+                                   @LockTimeout = @Wait;
         IF @Lock < 0
-            THROW 50127, N'Recover could not take the deploy lock: a deploy of this database is running.', 1;
+            THROW 50127, N'Recover could not take the deploy lock within 5 seconds: a deploy of this database is running.', 1;
 
         -- Then the whole table, in one lock taken up front: it waits for every
         -- transaction that holds a fence row instead of deadlocking with one
