@@ -58,8 +58,9 @@ pub enum ArtifactError {
         #[source]
         source: object_store::Error,
     },
-    /// A call to the fence failed. For a publish this means its outcome is
-    /// not known: the upload is left for the sweep, never deleted.
+    /// A call to the fence failed. For a publish this means it did not
+    /// commit (one that may have is `Unknown`, never an `Err`); its upload is
+    /// left for the sweep.
     #[error("the fence call failed")]
     Fence(#[from] ClientError),
     /// The sweep's grace is zero: an object written a moment ago, whose

@@ -41,6 +41,7 @@
 //! ```
 
 mod error;
+mod fence;
 mod layout;
 mod marker;
 mod pointer;
@@ -48,6 +49,7 @@ mod probe;
 mod publish;
 mod read;
 mod run;
+mod settle;
 mod store;
 pub mod sweep;
 
@@ -58,6 +60,7 @@ pub use probe::prove_create_only;
 pub use publish::{ArtifactPublish, Orphan, Produced, PublishedArtifact};
 pub use read::Artifact;
 pub use run::FencedArtifact;
+pub use settle::{SettledArtifact, UnsettledArtifact};
 pub use store::{ArtifactStore, join_prefix, open_url};
 pub use sweep::{
     Deleted, DeletedBecause, Kept, KeptBecause, KeyState, Publications, Sweep, SweepEvent, SweepReport, SweptObject,
