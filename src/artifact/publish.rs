@@ -100,9 +100,10 @@ pub enum ArtifactPublish {
     /// [`ArtifactStore::settle`], which replays the same publish (lease,
     /// operation id, pointer, source version) and answers for good.
     Unknown(Box<UnsettledArtifact>),
-    /// The upload took longer than the lease's length, so its pointer was
-    /// not sent: an upload is published within one lease length of its
-    /// start or not at all.
+    /// The upload, counted until the pointer was about to be sent, took
+    /// longer than the lease's length, so its pointer was not sent: an
+    /// upload is published within one lease length of its start or not at
+    /// all.
     UploadTooSlow {
         /// How long the upload took.
         took: Duration,
@@ -129,8 +130,11 @@ impl ArtifactStore {
 
     /// [`publish`](ArtifactStore::publish), giving the lease back with an
     /// accepted publish in the same call
-    /// ([`LeaseGuard::publish_and_release`]); one send. A lease the publish
-    /// did not end is released in the background, as a dropped guard's is.
+    /// ([`LeaseGuard::publish_and_release`]); one send. The guard's renewals
+    /// stop once the upload is in, and the pointer is sent only if the
+    /// upload is still within one lease length of its start by then. A
+    /// lease the publish did not end is released in the background, as a
+    /// dropped guard's is.
     pub async fn publish_and_release(
         &self,
         guard: LeaseGuard,
@@ -175,11 +179,15 @@ impl ArtifactStore {
                 path: path.to_string(),
                 source,
             })?;
-        let took = started.elapsed();
         if let Some(reason) = fence.ready().await {
             let orphan = Some(self.delete_orphan(&path).await);
             return Ok(ArtifactPublish::Lost { reason, orphan });
         }
+        // Measured once the lease is ready for the pointer (a publish that
+        // gives the lease back has stopped its renewals, which may wait for
+        // one in flight): the pointer goes out within one lease length of
+        // the upload's start, or not at all.
+        let took = started.elapsed();
         if took > lease.length() {
             let orphan = self.delete_orphan(&path).await;
             return Ok(ArtifactPublish::UploadTooSlow { took, orphan });
@@ -288,6 +296,8 @@ mod tests {
         lost: Option<LostReason>,
         /// Seen lost once the upload is in.
         lost_when_ready: Option<LostReason>,
+        /// How long getting ready takes (stopping the renewals).
+        ready_takes: Duration,
         answer: Option<Result<Publish, Unresolved>>,
         sent: Option<(Uuid, String, Option<i64>)>,
     }
@@ -298,6 +308,7 @@ mod tests {
                 lease,
                 lost: None,
                 lost_when_ready: None,
+                ready_takes: Duration::ZERO,
                 answer: Some(answer),
                 sent: None,
             }
@@ -322,6 +333,7 @@ mod tests {
         }
 
         async fn ready(&mut self) -> Option<LostReason> {
+            tokio::time::sleep(self.ready_takes).await;
             self.lost_when_ready.clone()
         }
 
@@ -484,6 +496,29 @@ mod tests {
             ),
             "{answer:?}"
         );
+        assert!(objects(&store).await.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_upload_that_outlasts_the_lease_by_the_time_the_renewals_stopped_is_not_sent() {
+        // The upload itself is quick; stopping the renewals (waiting for one
+        // in flight) takes the rest of the lease and more. The bound counts
+        // until the pointer would go out, not until the upload returned.
+        let store = store().await;
+        let mut fence = Scripted {
+            ready_takes: LEASE + Duration::from_secs(1),
+            ..Scripted::silent(lease("k", 1))
+        };
+        let answer = store
+            .publish_inner(&mut fence, Produced::new(b"slow".to_vec()))
+            .await
+            .unwrap();
+        let ArtifactPublish::UploadTooSlow { took, orphan } = answer else {
+            panic!("{answer:?}")
+        };
+        assert!(took > LEASE, "{took:?}");
+        assert_eq!(orphan, Orphan::Deleted);
+        assert!(fence.sent.is_none());
         assert!(objects(&store).await.is_empty());
     }
 

@@ -86,8 +86,9 @@ impl ArtifactStore {
     /// The lease is taken once (`Busy` is returned as is) and renewed by a
     /// [`LeaseGuard`](crate::client::LeaseGuard) while the work and the
     /// upload run. When the lease is lost the token passed to `work` is
-    /// cancelled and the work is dropped; nothing is published. The pointer
-    /// is sent only if the upload took less than one lease length.
+    /// cancelled and the work is dropped; nothing is published. Once the
+    /// upload is in, the renewals stop, and the pointer is sent only if the
+    /// upload is still within one lease length of its start.
     ///
     /// As [`Client::run_fenced`] does, a publish whose reply is lost, or
     /// that met a transient error (a deadlock, an exhausted pool), is
