@@ -140,4 +140,23 @@ pub enum ArtifactError {
         /// What differs (size or SHA-256, expected and found).
         what: String,
     },
+    /// An artefact's name under this prefix would be longer than a store
+    /// takes, so nothing was done for the key: no lease taken, no work run,
+    /// nothing uploaded. The escaped key is one path segment, at most 255
+    /// bytes (a local file system's limit); the whole name at most 1024
+    /// bytes (S3, GCS, Azure Blob), counted with the longest generation.
+    #[error(
+        "{key}: {part} would be {length} bytes long, over the store limit of {limit} \
+         (every byte of a key but a lower-case ASCII letter, a digit or `-` takes 3)"
+    )]
+    KeyTooLong {
+        /// The key.
+        key: String,
+        /// What is too long: `the escaped key` or `the object name`.
+        part: &'static str,
+        /// Its length in bytes.
+        length: usize,
+        /// The most a store takes.
+        limit: usize,
+    },
 }

@@ -43,6 +43,7 @@
 mod error;
 mod fence;
 mod layout;
+mod limits;
 mod marker;
 mod pointer;
 mod probe;

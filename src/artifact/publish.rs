@@ -12,6 +12,7 @@ use uuid::Uuid;
 use super::error::ArtifactError;
 use super::fence::{Fence, Held, Releasing};
 use super::layout::ArtifactPath;
+use super::limits::check_name;
 use super::pointer::{POINTER_FORMAT, Pointer};
 use super::settle::UnsettledArtifact;
 use super::store::ArtifactStore;
@@ -117,13 +118,15 @@ impl ArtifactStore {
     /// publishes its pointer under the same lease, which stays held: one
     /// send, as [`LeaseGuard::publish`] does.
     ///
-    /// Nothing is published when the upload fails (an `Err`). A refused
-    /// publish leaves an orphan, deleted at once on a best-effort basis. A
-    /// publish whose reply was lost may have committed: it answers
-    /// [`ArtifactPublish::Unknown`], which [`settle`](ArtifactStore::settle)
-    /// settles for good, and its upload is left alone. While the guard holds
-    /// the lease, a settle may commit at any time, so the sweep keeps the
-    /// upload on the database's word (the lease is held), however old it is.
+    /// A key whose artefacts' names no store takes is refused before the
+    /// upload ([`ArtifactError::KeyTooLong`]). Nothing is published when the
+    /// upload fails (an `Err`). A refused publish leaves an orphan, deleted
+    /// at once on a best-effort basis. A publish whose reply was lost may
+    /// have committed: it answers [`ArtifactPublish::Unknown`], which
+    /// [`settle`](ArtifactStore::settle) settles for good, and its upload is
+    /// left alone. While the guard holds the lease, a settle may commit at
+    /// any time, so the sweep keeps the upload on the database's word (the
+    /// lease is held), however old it is.
     pub async fn publish(&self, guard: &LeaseGuard, produced: Produced) -> Result<ArtifactPublish, ArtifactError> {
         self.publish_inner(&mut Held(guard), produced).await
     }
@@ -151,6 +154,7 @@ impl ArtifactStore {
         produced: Produced,
     ) -> Result<ArtifactPublish, ArtifactError> {
         let lease = fence.lease();
+        check_name(&self.prefix, lease.key())?;
         if let Some(reason) = fence.lost() {
             return Ok(ArtifactPublish::Lost { reason, orphan: None });
         }
@@ -520,6 +524,49 @@ mod tests {
         assert_eq!(orphan, Orphan::Deleted);
         assert!(fence.sent.is_none());
         assert!(objects(&store).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_key_whose_name_no_store_takes_is_refused_before_the_upload() {
+        let store = store().await;
+        // 256 letters: a key the fence takes, one segment too long for a
+        // local file system.
+        let key = "k".repeat(256);
+        let mut fence = Scripted::silent(lease(&key, 1));
+        let answer = store.publish_inner(&mut fence, Produced::new(b"x".to_vec())).await;
+        assert!(
+            matches!(
+                &answer,
+                Err(ArtifactError::KeyTooLong { key: named, length: 256, limit: 255, .. }) if *named == key
+            ),
+            "{answer:?}"
+        );
+        assert!(objects(&store).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_key_escaped_to_255_bytes_is_published_to_a_local_folder() {
+        // The longest segment a local file system takes, and the longest
+        // escaped key the check lets through.
+        let dir = tempfile::tempdir().unwrap();
+        let local = object_store::local::LocalFileSystem::new_with_prefix(dir.path()).unwrap();
+        let store = ArtifactStore {
+            store: Arc::new(local),
+            prefix: Path::from("p"),
+        };
+        let key = ":".repeat(85);
+        let mut fence = Scripted::answering(lease(&key, i64::MAX), Ok(Publish::Published));
+        let answer = store
+            .publish_inner(&mut fence, Produced::new(b"x".to_vec()))
+            .await
+            .unwrap();
+        let ArtifactPublish::Published(published) = answer else {
+            panic!("{answer:?}")
+        };
+        assert_eq!(
+            store.follow(&key, &published.pointer).await.unwrap(),
+            Bytes::from_static(b"x")
+        );
     }
 
     #[tokio::test]

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::ArtifactError;
 use super::fence::Releasing;
+use super::limits::check_name;
 use super::publish::{ArtifactPublish, Orphan, Produced, PublishedArtifact};
 use super::settle::UnsettledArtifact;
 use super::store::ArtifactStore;
@@ -83,8 +84,10 @@ impl ArtifactStore {
     /// publishes the pointer with that same lease, giving the lease back in
     /// the same call.
     ///
-    /// The lease is taken once (`Busy` is returned as is) and renewed by a
-    /// [`LeaseGuard`](crate::client::LeaseGuard) while the work and the
+    /// A key whose artefacts' names no store takes is refused first
+    /// ([`ArtifactError::KeyTooLong`]): no lease is taken and the work never
+    /// runs. The lease is taken once (`Busy` is returned as is) and renewed
+    /// by a [`LeaseGuard`](crate::client::LeaseGuard) while the work and the
     /// upload run. When the lease is lost the token passed to `work` is
     /// cancelled and the work is dropped; nothing is published. Once the
     /// upload is in, the renewals stop, and the pointer is sent only if the
@@ -109,6 +112,8 @@ impl ArtifactStore {
         F: FnOnce(CancellationToken) -> Fut,
         Fut: Future<Output = Result<Produced, E>>,
     {
+        // Before the lease is taken: the work would be made for nothing.
+        check_name(&self.prefix, key)?;
         let lease = match client.acquire(key, length).await? {
             Acquire::Acquired(lease) => lease,
             Acquire::Busy { until, .. } => return Ok(FencedArtifact::Busy { until }),
@@ -138,5 +143,46 @@ impl ArtifactStore {
         let published = self.publish_inner(&mut fence, produced).await;
         fence.finish().await;
         Ok(published?.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use object_store::memory::InMemory;
+    use object_store::path::Path;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_key_whose_name_no_store_takes_never_runs_its_work_or_takes_a_lease() {
+        let store = ArtifactStore {
+            store: Arc::new(InMemory::new()),
+            prefix: Path::from("p"),
+        };
+        // A server that is never reached: asking it for the lease would end
+        // as a fence error after the checkout timeout, not as this refusal.
+        let client = Client::unreachable(Duration::from_secs(5));
+        let ran = Arc::new(AtomicBool::new(false));
+        let work_ran = ran.clone();
+        // 86 colons: a key of 86 characters, escaped to 258 bytes.
+        let key = ":".repeat(86);
+        let run = store
+            .run_fenced(&client, &key, Duration::from_secs(30), |_| async move {
+                work_ran.store(true, Ordering::SeqCst);
+                Ok::<_, Infallible>(Produced::new(b"x".to_vec()))
+            })
+            .await;
+        assert!(
+            matches!(
+                &run,
+                Err(ArtifactError::KeyTooLong { key: named, length: 258, limit: 255, .. }) if *named == key
+            ),
+            "{run:?}"
+        );
+        assert!(!ran.load(Ordering::SeqCst), "the work ran for a name no store takes");
     }
 }
