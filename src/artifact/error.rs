@@ -159,4 +159,21 @@ pub enum ArtifactError {
         /// The most a store takes.
         limit: usize,
     },
+    /// A create-only upload was answered that its object already exists (or
+    /// that its precondition failed). Nobody else writes to this publish's
+    /// name, so the likely cause is a request the store client retried (after
+    /// a 5xx, 429 or 408 answer) whose first attempt had landed. Nothing was
+    /// published; the object may be in the store, an orphan the sweep judges
+    /// as any other.
+    #[error(
+        "the upload to {location} was answered that the object already exists: an earlier attempt of the same \
+         request may have written it; nothing was published, and the object is left for the sweep to judge"
+    )]
+    PossibleOrphan {
+        /// Where the object may be.
+        location: String,
+        /// What the store said.
+        #[source]
+        source: object_store::Error,
+    },
 }

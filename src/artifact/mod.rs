@@ -53,6 +53,7 @@ mod run;
 mod settle;
 mod store;
 pub mod sweep;
+mod upload;
 
 pub use error::ArtifactError;
 pub use layout::{ArtifactPath, escape_key, unescape_key};

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use object_store::{ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::ObjectStoreExt;
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 use uuid::Uuid;
@@ -168,21 +168,7 @@ impl ArtifactStore {
         let started = Instant::now();
         let size = produced.bytes.len() as u64;
         let sha256 = hex::encode(Sha256::digest(&produced.bytes));
-        let options = PutOptions {
-            // Never an overwrite: the name is this publish's alone, and a
-            // store that let a second write through was refused by the probe.
-            mode: PutMode::Create,
-            ..PutOptions::default()
-        };
-        let put = self
-            .store
-            .put_opts(&path, PutPayload::from_bytes(produced.bytes), options)
-            .await
-            .map_err(|source| ArtifactError::Store {
-                action: "upload",
-                path: path.to_string(),
-                source,
-            })?;
+        let put = self.upload(&path, produced.bytes).await?;
         if let Some(reason) = fence.ready().await {
             let orphan = Some(self.delete_orphan(&path).await);
             return Ok(ArtifactPublish::Lost { reason, orphan });
