@@ -58,8 +58,9 @@ pub enum ArtifactError {
         #[source]
         source: object_store::Error,
     },
-    /// A call to the fence failed. For a publish this means its outcome is
-    /// not known: the upload is left for the sweep, never deleted.
+    /// A call to the fence failed. For a publish this means it did not
+    /// commit (one that may have is `Unknown`, never an `Err`); its upload is
+    /// left for the sweep.
     #[error("the fence call failed")]
     Fence(#[from] ClientError),
     /// The sweep's grace is zero: an object written a moment ago, whose
@@ -138,5 +139,41 @@ pub enum ArtifactError {
         location: String,
         /// What differs (size or SHA-256, expected and found).
         what: String,
+    },
+    /// An artefact's name under this prefix would be longer than a store
+    /// takes, so nothing was done for the key: no lease taken, no work run,
+    /// nothing uploaded. The escaped key is one path segment, at most 255
+    /// bytes (a local file system's limit); the whole name at most 1024
+    /// bytes (S3, GCS, Azure Blob), counted with the longest generation.
+    #[error(
+        "{key}: {part} would be {length} bytes long, over the store limit of {limit} \
+         (every byte of a key but a lower-case ASCII letter, a digit or `-` takes 3)"
+    )]
+    KeyTooLong {
+        /// The key.
+        key: String,
+        /// What is too long: `the escaped key` or `the object name`.
+        part: &'static str,
+        /// Its length in bytes.
+        length: usize,
+        /// The most a store takes.
+        limit: usize,
+    },
+    /// A create-only upload was answered that its object already exists (or
+    /// that its precondition failed). Nobody else writes to this publish's
+    /// name, so the likely cause is a request the store client retried (after
+    /// a 5xx, 429 or 408 answer) whose first attempt had landed. Nothing was
+    /// published; the object may be in the store, an orphan the sweep judges
+    /// as any other.
+    #[error(
+        "the upload to {location} was answered that the object already exists: an earlier attempt of the same \
+         request may have written it; nothing was published, and the object is left for the sweep to judge"
+    )]
+    PossibleOrphan {
+        /// Where the object may be.
+        location: String,
+        /// What the store said.
+        #[source]
+        source: object_store::Error,
     },
 }

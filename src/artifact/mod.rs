@@ -41,15 +41,19 @@
 //! ```
 
 mod error;
+mod fence;
 mod layout;
+mod limits;
 mod marker;
 mod pointer;
 mod probe;
 mod publish;
 mod read;
 mod run;
+mod settle;
 mod store;
 pub mod sweep;
+mod upload;
 
 pub use error::ArtifactError;
 pub use layout::{ArtifactPath, escape_key, unescape_key};
@@ -58,6 +62,7 @@ pub use probe::prove_create_only;
 pub use publish::{ArtifactPublish, Orphan, Produced, PublishedArtifact};
 pub use read::Artifact;
 pub use run::FencedArtifact;
+pub use settle::{SettledArtifact, UnsettledArtifact};
 pub use store::{ArtifactStore, join_prefix, open_url};
 pub use sweep::{
     Deleted, DeletedBecause, Kept, KeptBecause, KeyState, Publications, Sweep, SweepEvent, SweepReport, SweptObject,

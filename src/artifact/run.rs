@@ -9,14 +9,19 @@ use time::OffsetDateTime;
 use tokio_util::sync::CancellationToken;
 
 use super::error::ArtifactError;
+use super::fence::Releasing;
+use super::limits::check_name;
 use super::publish::{ArtifactPublish, Orphan, Produced, PublishedArtifact};
+use super::settle::UnsettledArtifact;
 use super::store::ArtifactStore;
 use crate::client::{Acquire, Client, LostReason, RefusalReason};
 
-/// How an [`ArtifactStore::run_fenced`] ended. A store or fence failure is an
-/// `Err` instead. New outcomes may be added: match with a catch-all arm.
+/// How an [`ArtifactStore::run_fenced`] ended. A store or fence failure that
+/// published nothing is an `Err` instead; one that may have published is
+/// `Unknown`, never an `Err`. New outcomes may be added: match with a
+/// catch-all arm.
 #[derive(Debug)]
-#[must_use = "a refused or lost artefact is a value, not an error: look at it"]
+#[must_use = "a refused, lost or unknown artefact is a value, not an error: look at it"]
 #[non_exhaustive]
 pub enum FencedArtifact<E> {
     /// The artefact is the resource's publication.
@@ -43,18 +48,13 @@ pub enum FencedArtifact<E> {
         /// What became of the upload.
         orphan: Orphan,
     },
-    /// The pointer was sent but no reply said whether it committed; the
-    /// lease was given back (or is being), so a replay with `operation_id`
-    /// and `pointer.to_payload()` under the same lease settles it: the
-    /// fence answers `AlreadyPublished` if it committed, a refusal if not.
-    Unknown {
-        /// The operation id of the publish.
-        operation_id: uuid::Uuid,
-        /// The pointer that was sent.
-        pointer: super::Pointer,
-        /// Why the reply was lost.
-        reason: String,
-    },
+    /// The pointer was sent and each replay until the lease's end failed
+    /// too, so no reply said whether it committed (the server or the network
+    /// went away). Not an error, because the artefact may well be published;
+    /// the lease was given back (or is being), and the upload is kept. It
+    /// carries what settles it: pass it to [`ArtifactStore::settle`], whose
+    /// answer is final.
+    Unknown(Box<UnsettledArtifact>),
     /// The work failed; nothing was uploaded or published.
     Failed(E),
     /// Someone else holds the lease; the work never started.
@@ -66,19 +66,41 @@ pub enum FencedArtifact<E> {
     NotProvisioned,
 }
 
+impl<E> From<ArtifactPublish> for FencedArtifact<E> {
+    fn from(publish: ArtifactPublish) -> Self {
+        match publish {
+            ArtifactPublish::Published(published) => FencedArtifact::Published(published),
+            ArtifactPublish::Refused { reason, orphan } => FencedArtifact::Refused { reason, orphan },
+            ArtifactPublish::Lost { reason, orphan } => FencedArtifact::Lost { reason, orphan },
+            ArtifactPublish::UploadTooSlow { took, orphan } => FencedArtifact::UploadTooSlow { took, orphan },
+            ArtifactPublish::Unknown(unsettled) => FencedArtifact::Unknown(unsettled),
+        }
+    }
+}
+
 impl ArtifactStore {
     /// Runs `work` under a lease on `key` of `length`, uploads what it made
     /// create-only under `{prefix}/{key}/{generation}/{operation id}`, and
     /// publishes the pointer with that same lease, giving the lease back in
     /// the same call.
     ///
-    /// The lease is taken once (`Busy` is returned as is) and renewed by a
-    /// [`LeaseGuard`](crate::client::LeaseGuard) while the work and the
+    /// A key whose artefacts' names no store takes is refused first
+    /// ([`ArtifactError::KeyTooLong`]): no lease is taken and the work never
+    /// runs. The lease is taken once (`Busy` is returned as is) and renewed
+    /// by a [`LeaseGuard`](crate::client::LeaseGuard) while the work and the
     /// upload run. When the lease is lost the token passed to `work` is
-    /// cancelled and the work is dropped; nothing is published. Unlike
-    /// [`Client::run_fenced`], a publish whose reply is lost is not replayed:
-    /// it is [`FencedArtifact::Unknown`], its upload left for the sweep,
-    /// which keeps it if it was published.
+    /// cancelled and the work is dropped; nothing is published. Once the
+    /// upload is in, the renewals stop, and the pointer is sent only if the
+    /// upload is still within one lease length of its start.
+    ///
+    /// As [`Client::run_fenced`] does, a publish whose reply is lost, or
+    /// that met a transient error (a deadlock, an exhausted pool), is
+    /// replayed with the same operation id until the lease would end
+    /// locally: a lost reply is settled within the lease itself, and an
+    /// artefact is published at most once. Only when the replays get no
+    /// answer either is the outcome [`FencedArtifact::Unknown`], with what
+    /// settles it ([`ArtifactStore::settle`]). A lease the publish did not
+    /// end is released before this returns, bounded by the release timeout.
     pub async fn run_fenced<F, Fut, E>(
         &self,
         client: &Client,
@@ -90,6 +112,8 @@ impl ArtifactStore {
         F: FnOnce(CancellationToken) -> Fut,
         Fut: Future<Output = Result<Produced, E>>,
     {
+        // Before the lease is taken: the work would be made for nothing.
+        check_name(&self.prefix, key)?;
         let lease = match client.acquire(key, length).await? {
             Acquire::Acquired(lease) => lease,
             Acquire::Busy { until, .. } => return Ok(FencedArtifact::Busy { until }),
@@ -115,20 +139,50 @@ impl ArtifactStore {
                 return Ok(FencedArtifact::Failed(error));
             }
         };
-        Ok(match self.publish_and_release(guard, produced).await? {
-            ArtifactPublish::Published(published) => FencedArtifact::Published(published),
-            ArtifactPublish::Refused { reason, orphan } => FencedArtifact::Refused { reason, orphan },
-            ArtifactPublish::Lost { reason, orphan } => FencedArtifact::Lost { reason, orphan },
-            ArtifactPublish::UploadTooSlow { took, orphan } => FencedArtifact::UploadTooSlow { took, orphan },
-            ArtifactPublish::Unknown {
-                operation_id,
-                pointer,
-                reason,
-            } => FencedArtifact::Unknown {
-                operation_id,
-                pointer,
-                reason,
-            },
-        })
+        let mut fence = Releasing::resolving(guard, client);
+        let published = self.publish_inner(&mut fence, produced).await;
+        fence.finish().await;
+        Ok(published?.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use object_store::memory::InMemory;
+    use object_store::path::Path;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_key_whose_name_no_store_takes_never_runs_its_work_or_takes_a_lease() {
+        let store = ArtifactStore {
+            store: Arc::new(InMemory::new()),
+            prefix: Path::from("p"),
+        };
+        // A server that is never reached: asking it for the lease would end
+        // as a fence error after the checkout timeout, not as this refusal.
+        let client = Client::unreachable(Duration::from_secs(5));
+        let ran = Arc::new(AtomicBool::new(false));
+        let work_ran = ran.clone();
+        // 86 colons: a key of 86 characters, escaped to 258 bytes.
+        let key = ":".repeat(86);
+        let run = store
+            .run_fenced(&client, &key, Duration::from_secs(30), |_| async move {
+                work_ran.store(true, Ordering::SeqCst);
+                Ok::<_, Infallible>(Produced::new(b"x".to_vec()))
+            })
+            .await;
+        assert!(
+            matches!(
+                &run,
+                Err(ArtifactError::KeyTooLong { key: named, length: 258, limit: 255, .. }) if *named == key
+            ),
+            "{run:?}"
+        );
+        assert!(!ran.load(Ordering::SeqCst), "the work ran for a name no store takes");
     }
 }

@@ -59,6 +59,8 @@ pub use outcome::{
 };
 pub use parameter::Parameter;
 pub use run_fenced::Fenced;
+#[cfg(feature = "artifacts")]
+pub(crate) use settle::Unresolved;
 pub use settle::Unsettled;
 
 use crate::connection::ConnectionString;

@@ -76,12 +76,20 @@ impl Client {
     /// `Err` settles nothing (the server could not be reached, or a reply was
     /// lost again): call it again later. A replay is always safe.
     pub async fn settle(&self, unsettled: &Unsettled) -> Result<Publish, Error> {
+        self.replay(unsettled, true).await
+    }
+
+    /// [`settle`](Client::settle)'s replay, giving the lease back with an
+    /// accepted publish (`release`) or keeping it, as the publish it replays
+    /// did: a publish made under a guard the caller still holds is settled
+    /// without ending that guard's lease.
+    pub(crate) async fn replay(&self, unsettled: &Unsettled, release: bool) -> Result<Publish, Error> {
         let answer = self
             .publish_with(
                 &unsettled.lease,
                 unsettled.operation_id,
                 &unsettled.payload,
-                true,
+                release,
                 unsettled.source_version,
             )
             .await;
