@@ -22,6 +22,10 @@ use super::probe::prove_create_only;
 /// URL), `gs://bucket/path`. Credentials and settings come from the
 /// environment as each builder's `from_env` reads them (`AWS_*`, `AZURE_*`,
 /// `GOOGLE_*`; `AZURE_STORAGE_USE_EMULATOR=true` for Azurite).
+///
+/// A folder (`file://`) is written with fsync on: an upload returns only
+/// once the file and its directory entry are on disk, so a pointer the
+/// fence commits never names bytes a crash can still take away.
 pub fn open_url(url: &str) -> Result<(Arc<dyn ObjectStore>, Path), ArtifactError> {
     let bad = |source: Box<dyn std::error::Error + Send + Sync>| ArtifactError::StoreUrl {
         url: url.to_string(),
@@ -31,7 +35,7 @@ pub fn open_url(url: &str) -> Result<(Arc<dyn ObjectStore>, Path), ArtifactError
     let (scheme, path) = ObjectStoreScheme::parse(&parsed).map_err(|e| bad(e.into()))?;
     let path = Path::parse(path).map_err(|e| bad(e.into()))?;
     let store: Arc<dyn ObjectStore> = match scheme {
-        ObjectStoreScheme::Local => Arc::new(LocalFileSystem::new()),
+        ObjectStoreScheme::Local => Arc::new(LocalFileSystem::new().with_fsync(true)),
         ObjectStoreScheme::Memory => Arc::new(InMemory::new()),
         ObjectStoreScheme::AmazonS3 => Arc::new(
             AmazonS3Builder::from_env()
@@ -138,5 +142,12 @@ mod tests {
         for bad in ["not a url", "ftp://host/x", "/tmp/reports"] {
             assert!(matches!(open_url(bad), Err(ArtifactError::StoreUrl { .. })), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_folder_opened_by_url_is_written_with_fsync() {
+        let (store, _) = open_url("file:///srv/reports").unwrap();
+        let debug = format!("{store:?}");
+        assert!(debug.contains("fsync: true"), "{debug}");
     }
 }
