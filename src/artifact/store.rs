@@ -80,10 +80,34 @@ pub fn join_prefix(base: &Path, prefix: &str) -> Result<Path, ArtifactError> {
 /// Where artefacts are written and read: a store that has refused an
 /// overwrite of a probe object, and the prefix under which every artefact
 /// goes. Cheap to clone.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ArtifactStore {
     pub(crate) store: Arc<dyn ObjectStore>,
     pub(crate) prefix: Path,
+}
+
+/// The store as it names itself and the prefix: never the store's own
+/// `Debug`, which prints its configuration with the credentials in it
+/// (Azure access keys, SAS tokens, GCS bearer tokens).
+impl std::fmt::Debug for ArtifactStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        debug_store(f, "ArtifactStore", self.store.as_ref(), &self.prefix)
+    }
+}
+
+/// The `Debug` of a handle on `store` under `prefix`: the store's `Display`
+/// (its kind and bucket or container or root) and the prefix, nothing of
+/// its configuration.
+pub(crate) fn debug_store(
+    f: &mut std::fmt::Formatter<'_>,
+    name: &str,
+    store: &dyn ObjectStore,
+    prefix: &Path,
+) -> std::fmt::Result {
+    f.debug_struct(name)
+        .field("store", &format_args!("{store}"))
+        .field("prefix", &prefix.as_ref())
+        .finish()
 }
 
 impl ArtifactStore {
@@ -118,6 +142,8 @@ impl ArtifactStore {
 
 #[cfg(test)]
 mod tests {
+    use object_store::azure::MicrosoftAzureBuilder;
+
     use super::*;
 
     #[test]
@@ -149,5 +175,30 @@ mod tests {
         let (store, _) = open_url("file:///srv/reports").unwrap();
         let debug = format!("{store:?}");
         assert!(debug.contains("fsync: true"), "{debug}");
+    }
+
+    #[test]
+    fn a_store_s_debug_names_the_store_and_prefix_and_never_its_credentials() {
+        // "topsecret", base64: the builder keeps the decoded bytes.
+        let azure = MicrosoftAzureBuilder::new()
+            .with_account("acct")
+            .with_container_name("reports")
+            .with_access_key("dG9wc2VjcmV0")
+            .build()
+            .unwrap();
+        let store = ArtifactStore {
+            store: Arc::new(azure),
+            prefix: Path::from("fenced/daily"),
+        };
+        let debug = format!("{store:?}");
+        assert!(
+            debug.contains("MicrosoftAzure { account: acct, container: reports }"),
+            "{debug}"
+        );
+        assert!(debug.contains("fenced/daily"), "{debug}");
+        let secret: String = b"topsecret".iter().map(|b| format!("{b}, ")).collect();
+        for leak in ["AccessKey", "dG9wc2VjcmV0", secret.trim_end_matches(", ")] {
+            assert!(!debug.contains(leak), "{leak} in {debug}");
+        }
     }
 }
