@@ -12,9 +12,10 @@ pub enum ArtifactError {
         "the store URL `{url}` cannot be used (write e.g. file:///var/reports, memory://, s3://bucket/path, az://container/path or gs://bucket/path)"
     )]
     StoreUrl {
-        /// The URL as given.
+        /// The URL as given, its user information and query redacted
+        /// ([`redact_url`](crate::artifact::redact_url)).
         url: String,
-        /// Why.
+        /// Why, the URL redacted wherever it says it.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },

@@ -58,7 +58,7 @@ pub use probe::prove_create_only;
 pub use publish::{ArtifactPublish, Orphan, Produced, PublishedArtifact};
 pub use read::Artifact;
 pub use run::FencedArtifact;
-pub use store::{ArtifactStore, join_prefix, open_url};
+pub use store::{ArtifactStore, join_prefix, open_url, redact_url};
 pub use sweep::{
     Deleted, DeletedBecause, Kept, KeptBecause, KeyState, Publications, Sweep, SweepEvent, SweepReport, SweptObject,
 };

@@ -27,37 +27,86 @@ use super::probe::prove_create_only;
 /// once the file and its directory entry are on disk, so a pointer the
 /// fence commits never names bytes a crash can still take away.
 pub fn open_url(url: &str) -> Result<(Arc<dyn ObjectStore>, Path), ArtifactError> {
-    let bad = |source: Box<dyn std::error::Error + Send + Sync>| ArtifactError::StoreUrl {
-        url: url.to_string(),
-        source,
-    };
-    let parsed = url::Url::parse(url).map_err(|e| bad(e.into()))?;
-    let (scheme, path) = ObjectStoreScheme::parse(&parsed).map_err(|e| bad(e.into()))?;
-    let path = Path::parse(path).map_err(|e| bad(e.into()))?;
+    let parsed = url::Url::parse(url).map_err(|e| unusable(url, None, &e))?;
+    let bad = |e: &dyn std::fmt::Display| unusable(url, Some(&parsed), e);
+    let (scheme, path) = ObjectStoreScheme::parse(&parsed).map_err(|e| bad(&e))?;
+    let path = Path::parse(path).map_err(|e| bad(&e))?;
     let store: Arc<dyn ObjectStore> = match scheme {
         ObjectStoreScheme::Local => Arc::new(LocalFileSystem::new().with_fsync(true)),
         ObjectStoreScheme::Memory => Arc::new(InMemory::new()),
-        ObjectStoreScheme::AmazonS3 => Arc::new(
-            AmazonS3Builder::from_env()
-                .with_url(url)
-                .build()
-                .map_err(|e| bad(e.into()))?,
-        ),
+        ObjectStoreScheme::AmazonS3 => {
+            Arc::new(AmazonS3Builder::from_env().with_url(url).build().map_err(|e| bad(&e))?)
+        }
         ObjectStoreScheme::MicrosoftAzure => Arc::new(
             MicrosoftAzureBuilder::from_env()
                 .with_url(url)
                 .build()
-                .map_err(|e| bad(e.into()))?,
+                .map_err(|e| bad(&e))?,
         ),
         ObjectStoreScheme::GoogleCloudStorage => Arc::new(
             GoogleCloudStorageBuilder::from_env()
                 .with_url(url)
                 .build()
-                .map_err(|e| bad(e.into()))?,
+                .map_err(|e| bad(&e))?,
         ),
-        other => return Err(bad(format!("{other:?} stores are not supported for artefacts").into())),
+        other => return Err(bad(&format_args!("{other:?} stores are not supported for artefacts"))),
     };
     Ok((store, path))
+}
+
+/// [`ArtifactError::StoreUrl`] for `url`, with the URL redacted in the
+/// error's own words too: object_store's errors quote the URL they refused,
+/// as given and as parsed.
+fn unusable(url: &str, parsed: Option<&url::Url>, error: &dyn std::fmt::Display) -> ArtifactError {
+    let mut why = error.to_string();
+    for spelling in parsed.map(url::Url::as_str).into_iter().chain([url]) {
+        why = why.replace(spelling, &redact_url(spelling));
+    }
+    ArtifactError::StoreUrl {
+        url: redact_url(url),
+        source: why.into(),
+    }
+}
+
+/// `url` fit to print: its user information (`user:password@`) and its
+/// query and fragment (a SAS token, a signature) replaced by `***`. The
+/// user name of an `abfs://` or `abfss://` URL names the container, not a
+/// credential, and stays. Text that is not a URL is redacted the same way,
+/// as far as it looks like one.
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.find("://") {
+        Some(at) => url.split_at(at + 3),
+        None => ("", url),
+    };
+    // The authority runs to the first `/`; a `?` or `#` before it may belong
+    // to a password, so the user information is cut at its last `@` first.
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    let mut redacted = String::from(scheme);
+    let host = match authority.rfind('@') {
+        Some(at) => {
+            let user = &authority[..at];
+            let container = user.split(':').next().unwrap_or_default();
+            let names_container = matches!(scheme, "abfs://" | "abfss://") && !container.contains(['?', '#']);
+            match (names_container, user.contains(':')) {
+                (true, false) => redacted.push_str(user),
+                (true, true) => redacted.push_str(&format!("{container}:***")),
+                (false, _) => redacted.push_str("***"),
+            }
+            redacted.push('@');
+            &authority[at + 1..]
+        }
+        None => authority,
+    };
+    let tail = format!("{host}{path}");
+    match tail.find(['?', '#']) {
+        Some(at) => {
+            redacted.push_str(&tail[..=at]);
+            redacted.push_str("***");
+        }
+        None => redacted.push_str(&tail),
+    }
+    redacted
 }
 
 /// `base` (a store URL's path) and then `prefix`'s segments, the path the
@@ -199,6 +248,56 @@ mod tests {
         let secret: String = b"topsecret".iter().map(|b| format!("{b}, ")).collect();
         for leak in ["AccessKey", "dG9wc2VjcmV0", secret.trim_end_matches(", ")] {
             assert!(!debug.contains(leak), "{leak} in {debug}");
+        }
+    }
+
+    #[test]
+    fn a_url_is_printed_without_its_user_information_query_or_fragment() {
+        for (url, printed) in [
+            (
+                "https://acct.blob.core.windows.net/c/p?sv=2022-11-02&sig=abc%2Bdef",
+                "https://acct.blob.core.windows.net/c/p?***",
+            ),
+            ("s3://AKIAEXAMPLE:wJalrXUtn@bucket/path", "s3://***@bucket/path"),
+            ("https://token@host/x#frag", "https://***@host/x#***"),
+            // A `?` in a password does not end the user information here.
+            ("https://user:pa?ss@host/x", "https://***@host/x"),
+            (
+                "abfss://reports@acct.dfs.core.windows.net/p",
+                "abfss://reports@acct.dfs.core.windows.net/p",
+            ),
+            (
+                "abfss://reports:key@acct.dfs.core.windows.net/p",
+                "abfss://reports:***@acct.dfs.core.windows.net/p",
+            ),
+            ("az://container/path/a@b", "az://container/path/a@b"),
+            ("file:///var/reports", "file:///var/reports"),
+            ("memory://", "memory://"),
+            ("not a url?secret", "not a url?***"),
+            ("user:pw@host/x", "***@host/x"),
+        ] {
+            assert_eq!(redact_url(url), printed, "{url}");
+        }
+    }
+
+    #[test]
+    fn a_store_url_error_never_repeats_the_url_s_secrets() {
+        for url in [
+            "ftp://user:hunter2@host/x?sig=s3cr3t",
+            "s3://user:hunter2@?sig=s3cr3t",
+            "https://user:hunter2@example.com/x?sig=s3cr3t",
+        ] {
+            let error = open_url(url).unwrap_err();
+            assert!(matches!(error, ArtifactError::StoreUrl { .. }), "{url}: {error:?}");
+            let mut said = format!("{error} {error:?}");
+            let mut source = std::error::Error::source(&error);
+            while let Some(cause) = source {
+                said.push_str(&format!(" {cause} {cause:?}"));
+                source = cause.source();
+            }
+            for secret in ["hunter2", "s3cr3t"] {
+                assert!(!said.contains(secret), "{url}: {said}");
+            }
         }
     }
 }

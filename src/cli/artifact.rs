@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use fencepost::artifact::{
-    ArtifactError, ArtifactStore, DeletedBecause, KeptBecause, Sweep, SweepEvent, SweepReport, open_url,
+    ArtifactError, ArtifactStore, DeletedBecause, KeptBecause, Sweep, SweepEvent, SweepReport, open_url, redact_url,
 };
 use fencepost::{Client, ClientConfig};
 use serde_json::json;
@@ -36,25 +36,26 @@ pub async fn run(command: ArtifactCommand) -> Result<u8> {
 
 async fn verify(args: ArtifactVerifyArgs) -> Result<u8> {
     let (url, prefix) = (&args.store.store, &args.store.prefix);
+    let shown = redact_url(url);
     let problem = match ArtifactStore::open(url, prefix).await {
         Ok(_) => None,
         Err(refused @ (ArtifactError::CreateNotEnforced { .. } | ArtifactError::CreateUnsupported { .. })) => {
             Some(refused)
         }
-        Err(error) => return Err(error).with_context(|| format!("verifying {url}")),
+        Err(error) => return Err(error).with_context(|| format!("verifying {shown}")),
     };
     match args.format {
         Format::Json => out::line(serde_json::to_string_pretty(&json!({
-            "store": url,
+            "store": shown,
             "prefix": prefix,
             "create_only": problem.is_none(),
             "problem": problem.as_ref().map(ToString::to_string),
         }))?)?,
         Format::Text => match &problem {
             None => out::line(format_args!(
-                "{url}: refuses an overwrite (a second create-only write was rejected): fit for fenced artefacts"
+                "{shown}: refuses an overwrite (a second create-only write was rejected): fit for fenced artefacts"
             ))?,
-            Some(problem) => out::line(format_args!("{url}: not fit for fenced artefacts: {problem}"))?,
+            Some(problem) => out::line(format_args!("{shown}: not fit for fenced artefacts: {problem}"))?,
         },
     }
     Ok(if problem.is_none() { EXIT_OK } else { EXIT_ATTENTION })

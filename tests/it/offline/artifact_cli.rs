@@ -38,6 +38,24 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 }
 
 #[test]
+fn verify_never_prints_the_secrets_a_store_url_carries() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}?sig=s3cr3t", dir.path().display());
+    for format in ["text", "json"] {
+        let output = fencepost(&["artifact", "verify", "--store", &url, "--format", format]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let said = stdout(&output);
+        assert!(!said.contains("s3cr3t"), "{said}");
+        assert!(said.contains("?***"), "{said}");
+    }
+    let output = fencepost(&["artifact", "verify", "--store", "ftp://user:hunter2@host/x?sig=s3cr3t"]);
+    assert_eq!(output.status.code(), Some(2));
+    let said = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(!said.contains("hunter2") && !said.contains("s3cr3t"), "{said}");
+    assert!(said.contains("ftp://***@host/x?***"), "{said}");
+}
+
+#[test]
 fn verify_refuses_a_url_it_cannot_use_naming_the_forms_it_takes() {
     let output = fencepost(&["artifact", "verify", "--store", "ftp://host/x", "--format", "json"]);
     assert_eq!(output.status.code(), Some(2));
