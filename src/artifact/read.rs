@@ -9,6 +9,7 @@ use time::OffsetDateTime;
 
 use super::error::ArtifactError;
 use super::pointer::Pointer;
+use super::reader::ArtifactReader;
 use super::store::ArtifactStore;
 use crate::client::{Client, Publication};
 
@@ -26,6 +27,18 @@ pub struct Artifact {
 }
 
 impl ArtifactStore {
+    /// [`ArtifactReader::read_artifact`] on this store.
+    pub async fn read_artifact(&self, client: &Client, key: &str) -> Result<Artifact, ArtifactError> {
+        self.reader().read_artifact(client, key).await
+    }
+
+    /// [`ArtifactReader::follow`] on this store.
+    pub async fn follow(&self, key: &str, pointer: &Pointer) -> Result<Bytes, ArtifactError> {
+        self.reader().follow(key, pointer).await
+    }
+}
+
+impl ArtifactReader {
     /// The artefact `key`'s publication points to. Only a published pointer
     /// is followed: an upload nobody published is never found. A missing
     /// object, or bytes whose size or SHA-256 differ from the pointer's, is

@@ -15,6 +15,7 @@ use object_store::{ObjectStore, ObjectStoreScheme};
 use super::error::ArtifactError;
 use super::marker::mark;
 use super::probe::prove_create_only;
+use super::reader::ArtifactReader;
 
 /// The store `url` names and the path inside it the URL points at:
 /// `file:///var/reports`, `memory://`, `s3://bucket/path`,
@@ -126,9 +127,10 @@ pub fn join_prefix(base: &Path, prefix: &str) -> Result<Path, ArtifactError> {
     Ok(base.parts().chain(parsed.parts()).collect())
 }
 
-/// Where artefacts are written and read: a store that has refused an
+/// Where artefacts are published and read: a store that has refused an
 /// overwrite of a probe object, and the prefix under which every artefact
-/// goes. Cheap to clone.
+/// goes. Opening one writes (the probe, the prefix's mark), so a process
+/// that only reads opens an [`ArtifactReader`] instead. Cheap to clone.
 #[derive(Clone)]
 pub struct ArtifactStore {
     pub(crate) store: Arc<dyn ObjectStore>,
@@ -176,6 +178,14 @@ impl ArtifactStore {
         prove_create_only(store.as_ref(), &prefix).await?;
         mark(store.as_ref(), &prefix).await?;
         Ok(ArtifactStore { store, prefix })
+    }
+
+    /// A handle on the same store and prefix that only reads.
+    pub fn reader(&self) -> ArtifactReader {
+        ArtifactReader {
+            store: self.store.clone(),
+            prefix: self.prefix.clone(),
+        }
     }
 
     /// The path every artefact of this store is under.
@@ -239,15 +249,16 @@ mod tests {
             store: Arc::new(azure),
             prefix: Path::from("fenced/daily"),
         };
-        let debug = format!("{store:?}");
-        assert!(
-            debug.contains("MicrosoftAzure { account: acct, container: reports }"),
-            "{debug}"
-        );
-        assert!(debug.contains("fenced/daily"), "{debug}");
-        let secret: String = b"topsecret".iter().map(|b| format!("{b}, ")).collect();
-        for leak in ["AccessKey", "dG9wc2VjcmV0", secret.trim_end_matches(", ")] {
-            assert!(!debug.contains(leak), "{leak} in {debug}");
+        for debug in [format!("{store:?}"), format!("{:?}", store.reader())] {
+            assert!(
+                debug.contains("MicrosoftAzure { account: acct, container: reports }"),
+                "{debug}"
+            );
+            assert!(debug.contains("fenced/daily"), "{debug}");
+            let secret: String = b"topsecret".iter().map(|b| format!("{b}, ")).collect();
+            for leak in ["AccessKey", "dG9wc2VjcmV0", secret.trim_end_matches(", ")] {
+                assert!(!debug.contains(leak), "{leak} in {debug}");
+            }
         }
     }
 

@@ -2,6 +2,7 @@
 //! prints its skip line and returns.
 
 mod artifact_fenced;
+mod artifact_read;
 mod audit;
 mod audit_hierarchy;
 mod audit_live_model;
