@@ -130,14 +130,18 @@ pub enum ArtifactError {
         /// Where the pointer points.
         location: String,
     },
-    /// The object's bytes are not the ones published.
+    /// The object's bytes are not the ones published, or the pointer names
+    /// no artefact of the key read (of the published generation), which is
+    /// then not followed.
     #[error("{key}: the artefact {location} is corrupt: {what}")]
     Corrupt {
         /// The key.
         key: String,
-        /// Where the pointer points.
+        /// The object read, or where the pointer points when it was not
+        /// followed.
         location: String,
-        /// What differs (size or SHA-256, expected and found).
+        /// What differs (size or SHA-256, expected and found), or why the
+        /// pointer was not followed.
         what: String,
     },
 }

@@ -20,6 +20,7 @@ pub mod lease;
 pub mod overwriting_store;
 pub mod prepared;
 pub mod proxy;
+pub mod quirky_store;
 pub mod read_only_store;
 pub mod refusal;
 pub mod report_table;

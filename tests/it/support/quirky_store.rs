@@ -1,0 +1,82 @@
+//! A store with one quirk of a real store, proxy or emulator, for the tests
+//! that prove how fencepost takes it: a body that fails to download.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use fencepost::artifact::object_store::path::Path;
+use fencepost::artifact::object_store::{
+    CopyOptions, Error, GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
+};
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
+
+/// What the store does otherwise than `inner`.
+#[derive(Clone, Copy, Debug)]
+pub enum Quirk {
+    /// An object's metadata comes, its body fails: a test sees whether it
+    /// was downloaded.
+    BodyFails,
+}
+
+/// `inner`, with `quirk`.
+#[derive(Debug)]
+pub struct QuirkyStore {
+    /// The store the objects really live in.
+    pub inner: Arc<dyn ObjectStore>,
+    /// What it does otherwise.
+    pub quirk: Quirk,
+}
+
+impl std::fmt::Display for QuirkyStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "QuirkyStore({:?}, {})", self.quirk, self.inner)
+    }
+}
+
+#[async_trait]
+impl ObjectStore for QuirkyStore {
+    async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
+        self.inner.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(&self, location: &Path, opts: PutMultipartOptions) -> Result<Box<dyn MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        let mut got = self.inner.get_opts(location, options).await?;
+        match self.quirk {
+            Quirk::BodyFails => {
+                let path = location.to_string();
+                got.payload = GetResultPayload::Stream(
+                    futures_util::stream::once(async move {
+                        Err(Error::Generic {
+                            store: "QuirkyStore",
+                            source: format!("the body of {path} was downloaded").into(),
+                        })
+                    })
+                    .boxed(),
+                );
+            }
+        }
+        Ok(got)
+    }
+
+    fn delete_stream(&self, locations: BoxStream<'static, Result<Path>>) -> BoxStream<'static, Result<Path>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
