@@ -27,11 +27,13 @@ pub enum ArtifactError {
         /// The prefix as given.
         prefix: String,
     },
-    /// The store accepted a second create-only write of one object, so it
-    /// would let a stale worker overwrite an artefact: it is not used.
+    /// The store accepted a second create-only write of one object: it
+    /// would not keep an artefact, once written, from being replaced, so it
+    /// is not published to.
     #[error(
         "the store {store} accepted a second create-only write of {probe}: it ignores the create-only condition \
-         (If-None-Match / preconditions), so a stale worker could overwrite an artefact; use a store that enforces it"
+         (If-None-Match / preconditions), so it would not keep an artefact, once written, from being replaced; \
+         publish to a store that enforces it"
     )]
     CreateNotEnforced {
         /// The store, as object_store names it.
@@ -143,5 +145,20 @@ pub enum ArtifactError {
         /// What differs (size or SHA-256, expected and found), or why the
         /// pointer was not followed.
         what: String,
+    },
+    /// The store refused the second create-only write of its probe, yet
+    /// the probe no longer held the first write's bytes: the store changed
+    /// or lost an object it said it kept, so it is not published to.
+    #[error(
+        "the store {store} refused a second create-only write of {probe}, yet reading it back found {found} \
+         instead of the first write's bytes: it does not keep an object as written; publish to another store"
+    )]
+    ProbeNotKept {
+        /// The store, as object_store names it.
+        store: String,
+        /// The probe object's path.
+        probe: String,
+        /// What reading it back found.
+        found: String,
     },
 }

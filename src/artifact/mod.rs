@@ -57,7 +57,7 @@ pub mod sweep;
 pub use error::ArtifactError;
 pub use layout::{ArtifactPath, escape_key, unescape_key};
 pub use pointer::{POINTER_FORMAT, Pointer};
-pub use probe::prove_create_only;
+pub use probe::{CreateOnlyProof, CreateRefusal, prove_create_only};
 pub use publish::{ArtifactPublish, Orphan, Produced, PublishedArtifact};
 pub use read::Artifact;
 pub use reader::ArtifactReader;

@@ -1,6 +1,6 @@
 //! Opening a store from its URL, with credentials from the environment as
-//! object_store reads them, and the store artefacts are written to once it
-//! has proved it refuses an overwrite.
+//! object_store reads them, and the store artefacts are published to once
+//! it has proved it refuses to replace an object written create-only.
 
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ use object_store::{ObjectStore, ObjectStoreScheme};
 
 use super::error::ArtifactError;
 use super::marker::mark;
-use super::probe::prove_create_only;
+use super::probe::{CreateOnlyProof, prove_create_only};
 use super::reader::ArtifactReader;
 
 /// The store `url` names and the path inside it the URL points at:
@@ -127,10 +127,11 @@ pub fn join_prefix(base: &Path, prefix: &str) -> Result<Path, ArtifactError> {
     Ok(base.parts().chain(parsed.parts()).collect())
 }
 
-/// Where artefacts are published and read: a store that has refused an
-/// overwrite of a probe object, and the prefix under which every artefact
-/// goes. Opening one writes (the probe, the prefix's mark), so a process
-/// that only reads opens an [`ArtifactReader`] instead. Cheap to clone.
+/// Where artefacts are published and read: a store that has refused to
+/// replace a probe object written create-only, and the prefix under which
+/// every artefact goes, marked as an artefact folder. Opening one writes
+/// (the probe, the mark), so a process that only reads opens an
+/// [`ArtifactReader`] instead. Cheap to clone.
 #[derive(Clone)]
 pub struct ArtifactStore {
     pub(crate) store: Arc<dyn ObjectStore>,
@@ -162,22 +163,42 @@ pub(crate) fn debug_store(
 }
 
 impl ArtifactStore {
-    /// Opens the store `url` names ([`open_url`]) and proves it refuses an
-    /// overwrite ([`prove_create_only`]); artefacts go under the URL's path
-    /// and then `prefix`.
+    /// Opens the store `url` names ([`open_url`]) to publish to: it must
+    /// prove it refuses to replace an object ([`prove_create_only`]), and
+    /// the prefix is marked as an artefact folder. Artefacts go under the
+    /// URL's path and then `prefix`. This writes and deletes in the store; a
+    /// process that only reads opens an [`ArtifactReader`].
     pub async fn open(url: &str, prefix: &str) -> Result<ArtifactStore, ArtifactError> {
-        let (store, base) = open_url(url)?;
-        ArtifactStore::new(store, &base, prefix).await
+        Ok(ArtifactStore::open_with_proof(url, prefix).await?.0)
     }
 
-    /// A store of the caller's making (a configured builder, a wrapper),
-    /// once it proved it refuses an overwrite; artefacts go under `base`
-    /// and then `prefix`.
+    /// [`open`](ArtifactStore::open), with what the store's probe showed:
+    /// how it refused, its clock against this host's, and whether the probe
+    /// could be deleted (`fencepost artifact verify` reports it).
+    pub async fn open_with_proof(url: &str, prefix: &str) -> Result<(ArtifactStore, CreateOnlyProof), ArtifactError> {
+        let (store, base) = open_url(url)?;
+        ArtifactStore::new_with_proof(store, &base, prefix).await
+    }
+
+    /// A store of the caller's making (a configured builder, a wrapper) to
+    /// publish to, once it proved it refuses to replace an object; artefacts
+    /// go under `base` and then `prefix`. A `LocalFileSystem` should be
+    /// built `with_fsync(true)`, as [`open_url`] builds it, or a crash after
+    /// a publish can lose the bytes its pointer names.
     pub async fn new(store: Arc<dyn ObjectStore>, base: &Path, prefix: &str) -> Result<ArtifactStore, ArtifactError> {
+        Ok(ArtifactStore::new_with_proof(store, base, prefix).await?.0)
+    }
+
+    /// [`new`](ArtifactStore::new), with what the store's probe showed.
+    pub async fn new_with_proof(
+        store: Arc<dyn ObjectStore>,
+        base: &Path,
+        prefix: &str,
+    ) -> Result<(ArtifactStore, CreateOnlyProof), ArtifactError> {
         let prefix = join_prefix(base, prefix)?;
-        prove_create_only(store.as_ref(), &prefix).await?;
+        let proof = prove_create_only(store.as_ref(), &prefix).await?;
         mark(store.as_ref(), &prefix).await?;
-        Ok(ArtifactStore { store, prefix })
+        Ok((ArtifactStore { store, prefix }, proof))
     }
 
     /// A handle on the same store and prefix that only reads.
