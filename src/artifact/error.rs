@@ -12,9 +12,10 @@ pub enum ArtifactError {
         "the store URL `{url}` cannot be used (write e.g. file:///var/reports, memory://, s3://bucket/path, az://container/path or gs://bucket/path)"
     )]
     StoreUrl {
-        /// The URL as given.
+        /// The URL as given, its user information and query redacted
+        /// ([`redact_url`](crate::artifact::redact_url)).
         url: String,
-        /// Why.
+        /// Why, the URL redacted wherever it says it.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
@@ -26,11 +27,13 @@ pub enum ArtifactError {
         /// The prefix as given.
         prefix: String,
     },
-    /// The store accepted a second create-only write of one object, so it
-    /// would let a stale worker overwrite an artefact: it is not used.
+    /// The store accepted a second create-only write of one object: it
+    /// would not keep an artefact, once written, from being replaced, so it
+    /// is not published to.
     #[error(
         "the store {store} accepted a second create-only write of {probe}: it ignores the create-only condition \
-         (If-None-Match / preconditions), so a stale worker could overwrite an artefact; use a store that enforces it"
+         (If-None-Match / preconditions), so it would not keep an artefact, once written, from being replaced; \
+         publish to a store that enforces it"
     )]
     CreateNotEnforced {
         /// The store, as object_store names it.
@@ -130,14 +133,18 @@ pub enum ArtifactError {
         /// Where the pointer points.
         location: String,
     },
-    /// The object's bytes are not the ones published.
+    /// The object's bytes are not the ones published, or the pointer names
+    /// no artefact of the key read (of the published generation), which is
+    /// then not followed.
     #[error("{key}: the artefact {location} is corrupt: {what}")]
     Corrupt {
         /// The key.
         key: String,
-        /// Where the pointer points.
+        /// The object read, or where the pointer points when it was not
+        /// followed.
         location: String,
-        /// What differs (size or SHA-256, expected and found).
+        /// What differs (size or SHA-256, expected and found), or why the
+        /// pointer was not followed.
         what: String,
     },
     /// An artefact's name under this prefix would be longer than a store
@@ -175,5 +182,20 @@ pub enum ArtifactError {
         /// What the store said.
         #[source]
         source: object_store::Error,
+    },
+    /// The store refused the second create-only write of its probe, yet
+    /// the probe no longer held the first write's bytes: the store changed
+    /// or lost an object it said it kept, so it is not published to.
+    #[error(
+        "the store {store} refused a second create-only write of {probe}, yet reading it back found {found} \
+         instead of the first write's bytes: it does not keep an object as written; publish to another store"
+    )]
+    ProbeNotKept {
+        /// The store, as object_store names it.
+        store: String,
+        /// The probe object's path.
+        probe: String,
+        /// What reading it back found.
+        found: String,
     },
 }

@@ -9,13 +9,15 @@
 //! put (never an overwrite); then a [`Pointer`] to it (location, size,
 //! SHA-256, e_tag and version) is published through the ordinary fenced
 //! publish under the same lease. Readers follow the published pointer only
-//! ([`ArtifactStore::read_artifact`]) and never discover an unpublished
+//! ([`ArtifactReader::read_artifact`]) and never discover an unpublished
 //! upload; an upload whose publish was refused is an orphan, deleted at once
 //! when it can be and otherwise by [`sweep`](mod@sweep).
 //!
-//! A store is trusted only once it has refused a second create-only write of
-//! one probe object ([`prove_create_only`]): some S3-compatible stores
-//! accept the condition and ignore it.
+//! A store is published to only once it has refused a second create-only
+//! write of one probe object ([`prove_create_only`]): some S3-compatible
+//! stores accept the condition and ignore it. A process that only reads
+//! opens an [`ArtifactReader`], which writes nothing and needs only read
+//! rights.
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -49,6 +51,7 @@ mod pointer;
 mod probe;
 mod publish;
 mod read;
+mod reader;
 mod run;
 mod settle;
 mod store;
@@ -58,12 +61,13 @@ mod upload;
 pub use error::ArtifactError;
 pub use layout::{ArtifactPath, escape_key, unescape_key};
 pub use pointer::{POINTER_FORMAT, Pointer};
-pub use probe::prove_create_only;
+pub use probe::{CreateOnlyProof, CreateRefusal, prove_create_only};
 pub use publish::{ArtifactPublish, Orphan, Produced, PublishedArtifact};
 pub use read::Artifact;
+pub use reader::ArtifactReader;
 pub use run::FencedArtifact;
 pub use settle::{SettledArtifact, UnsettledArtifact};
-pub use store::{ArtifactStore, join_prefix, open_url};
+pub use store::{ArtifactStore, join_prefix, open_url, redact_url};
 pub use sweep::{
     Deleted, DeletedBecause, Kept, KeptBecause, KeyState, Publications, Sweep, SweepEvent, SweepReport, SweptObject,
 };

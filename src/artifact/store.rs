@@ -1,6 +1,6 @@
 //! Opening a store from its URL, with credentials from the environment as
-//! object_store reads them, and the store artefacts are written to once it
-//! has proved it refuses an overwrite.
+//! object_store reads them, and the store artefacts are published to once
+//! it has proved it refuses to replace an object written create-only.
 
 use std::sync::Arc;
 
@@ -14,7 +14,8 @@ use object_store::{ObjectStore, ObjectStoreScheme};
 
 use super::error::ArtifactError;
 use super::marker::mark;
-use super::probe::prove_create_only;
+use super::probe::{CreateOnlyProof, prove_create_only};
+use super::reader::ArtifactReader;
 
 /// The store `url` names and the path inside it the URL points at:
 /// `file:///var/reports`, `memory://`, `s3://bucket/path`,
@@ -22,38 +23,91 @@ use super::probe::prove_create_only;
 /// URL), `gs://bucket/path`. Credentials and settings come from the
 /// environment as each builder's `from_env` reads them (`AWS_*`, `AZURE_*`,
 /// `GOOGLE_*`; `AZURE_STORAGE_USE_EMULATOR=true` for Azurite).
+///
+/// A folder (`file://`) is written with fsync on: an upload returns only
+/// once the file and its directory entry are on disk, so a pointer the
+/// fence commits never names bytes a crash can still take away.
 pub fn open_url(url: &str) -> Result<(Arc<dyn ObjectStore>, Path), ArtifactError> {
-    let bad = |source: Box<dyn std::error::Error + Send + Sync>| ArtifactError::StoreUrl {
-        url: url.to_string(),
-        source,
-    };
-    let parsed = url::Url::parse(url).map_err(|e| bad(e.into()))?;
-    let (scheme, path) = ObjectStoreScheme::parse(&parsed).map_err(|e| bad(e.into()))?;
-    let path = Path::parse(path).map_err(|e| bad(e.into()))?;
+    let parsed = url::Url::parse(url).map_err(|e| unusable(url, None, &e))?;
+    let bad = |e: &dyn std::fmt::Display| unusable(url, Some(&parsed), e);
+    let (scheme, path) = ObjectStoreScheme::parse(&parsed).map_err(|e| bad(&e))?;
+    let path = Path::parse(path).map_err(|e| bad(&e))?;
     let store: Arc<dyn ObjectStore> = match scheme {
-        ObjectStoreScheme::Local => Arc::new(LocalFileSystem::new()),
+        ObjectStoreScheme::Local => Arc::new(LocalFileSystem::new().with_fsync(true)),
         ObjectStoreScheme::Memory => Arc::new(InMemory::new()),
-        ObjectStoreScheme::AmazonS3 => Arc::new(
-            AmazonS3Builder::from_env()
-                .with_url(url)
-                .build()
-                .map_err(|e| bad(e.into()))?,
-        ),
+        ObjectStoreScheme::AmazonS3 => {
+            Arc::new(AmazonS3Builder::from_env().with_url(url).build().map_err(|e| bad(&e))?)
+        }
         ObjectStoreScheme::MicrosoftAzure => Arc::new(
             MicrosoftAzureBuilder::from_env()
                 .with_url(url)
                 .build()
-                .map_err(|e| bad(e.into()))?,
+                .map_err(|e| bad(&e))?,
         ),
         ObjectStoreScheme::GoogleCloudStorage => Arc::new(
             GoogleCloudStorageBuilder::from_env()
                 .with_url(url)
                 .build()
-                .map_err(|e| bad(e.into()))?,
+                .map_err(|e| bad(&e))?,
         ),
-        other => return Err(bad(format!("{other:?} stores are not supported for artefacts").into())),
+        other => return Err(bad(&format_args!("{other:?} stores are not supported for artefacts"))),
     };
     Ok((store, path))
+}
+
+/// [`ArtifactError::StoreUrl`] for `url`, with the URL redacted in the
+/// error's own words too: object_store's errors quote the URL they refused,
+/// as given and as parsed.
+fn unusable(url: &str, parsed: Option<&url::Url>, error: &dyn std::fmt::Display) -> ArtifactError {
+    let mut why = error.to_string();
+    for spelling in parsed.map(url::Url::as_str).into_iter().chain([url]) {
+        why = why.replace(spelling, &redact_url(spelling));
+    }
+    ArtifactError::StoreUrl {
+        url: redact_url(url),
+        source: why.into(),
+    }
+}
+
+/// `url` fit to print: its user information (`user:password@`) and its
+/// query and fragment (a SAS token, a signature) replaced by `***`. The
+/// user name of an `abfs://` or `abfss://` URL names the container, not a
+/// credential, and stays. Text that is not a URL is redacted the same way,
+/// as far as it looks like one.
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = match url.find("://") {
+        Some(at) => url.split_at(at + 3),
+        None => ("", url),
+    };
+    // The authority runs to the first `/`; a `?` or `#` before it may belong
+    // to a password, so the user information is cut at its last `@` first.
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    let mut redacted = String::from(scheme);
+    let host = match authority.rfind('@') {
+        Some(at) => {
+            let user = &authority[..at];
+            let container = user.split(':').next().unwrap_or_default();
+            let names_container = matches!(scheme, "abfs://" | "abfss://") && !container.contains(['?', '#']);
+            match (names_container, user.contains(':')) {
+                (true, false) => redacted.push_str(user),
+                (true, true) => redacted.push_str(&format!("{container}:***")),
+                (false, _) => redacted.push_str("***"),
+            }
+            redacted.push('@');
+            &authority[at + 1..]
+        }
+        None => authority,
+    };
+    let tail = format!("{host}{path}");
+    match tail.find(['?', '#']) {
+        Some(at) => {
+            redacted.push_str(&tail[..=at]);
+            redacted.push_str("***");
+        }
+        None => redacted.push_str(&tail),
+    }
+    redacted
 }
 
 /// `base` (a store URL's path) and then `prefix`'s segments, the path the
@@ -73,32 +127,86 @@ pub fn join_prefix(base: &Path, prefix: &str) -> Result<Path, ArtifactError> {
     Ok(base.parts().chain(parsed.parts()).collect())
 }
 
-/// Where artefacts are written and read: a store that has refused an
-/// overwrite of a probe object, and the prefix under which every artefact
-/// goes. Cheap to clone.
-#[derive(Clone, Debug)]
+/// Where artefacts are published and read: a store that has refused to
+/// replace a probe object written create-only, and the prefix under which
+/// every artefact goes, marked as an artefact folder. Opening one writes
+/// (the probe, the mark), so a process that only reads opens an
+/// [`ArtifactReader`] instead. Cheap to clone.
+#[derive(Clone)]
 pub struct ArtifactStore {
     pub(crate) store: Arc<dyn ObjectStore>,
     pub(crate) prefix: Path,
 }
 
+/// The store as it names itself and the prefix: never the store's own
+/// `Debug`, which prints its configuration with the credentials in it
+/// (Azure access keys, SAS tokens, GCS bearer tokens).
+impl std::fmt::Debug for ArtifactStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        debug_store(f, "ArtifactStore", self.store.as_ref(), &self.prefix)
+    }
+}
+
+/// The `Debug` of a handle on `store` under `prefix`: the store's `Display`
+/// (its kind and bucket or container or root) and the prefix, nothing of
+/// its configuration.
+pub(crate) fn debug_store(
+    f: &mut std::fmt::Formatter<'_>,
+    name: &str,
+    store: &dyn ObjectStore,
+    prefix: &Path,
+) -> std::fmt::Result {
+    f.debug_struct(name)
+        .field("store", &format_args!("{store}"))
+        .field("prefix", &prefix.as_ref())
+        .finish()
+}
+
 impl ArtifactStore {
-    /// Opens the store `url` names ([`open_url`]) and proves it refuses an
-    /// overwrite ([`prove_create_only`]); artefacts go under the URL's path
-    /// and then `prefix`.
+    /// Opens the store `url` names ([`open_url`]) to publish to: it must
+    /// prove it refuses to replace an object ([`prove_create_only`]), and
+    /// the prefix is marked as an artefact folder. Artefacts go under the
+    /// URL's path and then `prefix`. This writes and deletes in the store; a
+    /// process that only reads opens an [`ArtifactReader`].
     pub async fn open(url: &str, prefix: &str) -> Result<ArtifactStore, ArtifactError> {
-        let (store, base) = open_url(url)?;
-        ArtifactStore::new(store, &base, prefix).await
+        Ok(ArtifactStore::open_with_proof(url, prefix).await?.0)
     }
 
-    /// A store of the caller's making (a configured builder, a wrapper),
-    /// once it proved it refuses an overwrite; artefacts go under `base`
-    /// and then `prefix`.
+    /// [`open`](ArtifactStore::open), with what the store's probe showed:
+    /// how it refused, its clock against this host's, and whether the probe
+    /// could be deleted (`fencepost artifact verify` reports it).
+    pub async fn open_with_proof(url: &str, prefix: &str) -> Result<(ArtifactStore, CreateOnlyProof), ArtifactError> {
+        let (store, base) = open_url(url)?;
+        ArtifactStore::new_with_proof(store, &base, prefix).await
+    }
+
+    /// A store of the caller's making (a configured builder, a wrapper) to
+    /// publish to, once it proved it refuses to replace an object; artefacts
+    /// go under `base` and then `prefix`. A `LocalFileSystem` should be
+    /// built `with_fsync(true)`, as [`open_url`] builds it, or a crash after
+    /// a publish can lose the bytes its pointer names.
     pub async fn new(store: Arc<dyn ObjectStore>, base: &Path, prefix: &str) -> Result<ArtifactStore, ArtifactError> {
+        Ok(ArtifactStore::new_with_proof(store, base, prefix).await?.0)
+    }
+
+    /// [`new`](ArtifactStore::new), with what the store's probe showed.
+    pub async fn new_with_proof(
+        store: Arc<dyn ObjectStore>,
+        base: &Path,
+        prefix: &str,
+    ) -> Result<(ArtifactStore, CreateOnlyProof), ArtifactError> {
         let prefix = join_prefix(base, prefix)?;
-        prove_create_only(store.as_ref(), &prefix).await?;
+        let proof = prove_create_only(store.as_ref(), &prefix).await?;
         mark(store.as_ref(), &prefix).await?;
-        Ok(ArtifactStore { store, prefix })
+        Ok((ArtifactStore { store, prefix }, proof))
+    }
+
+    /// A handle on the same store and prefix that only reads.
+    pub fn reader(&self) -> ArtifactReader {
+        ArtifactReader {
+            store: self.store.clone(),
+            prefix: self.prefix.clone(),
+        }
     }
 
     /// The path every artefact of this store is under.
@@ -114,6 +222,8 @@ impl ArtifactStore {
 
 #[cfg(test)]
 mod tests {
+    use object_store::azure::MicrosoftAzureBuilder;
+
     use super::*;
 
     #[test]
@@ -137,6 +247,89 @@ mod tests {
         assert!(open_url("memory://").is_ok());
         for bad in ["not a url", "ftp://host/x", "/tmp/reports"] {
             assert!(matches!(open_url(bad), Err(ArtifactError::StoreUrl { .. })), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_folder_opened_by_url_is_written_with_fsync() {
+        let (store, _) = open_url("file:///srv/reports").unwrap();
+        let debug = format!("{store:?}");
+        assert!(debug.contains("fsync: true"), "{debug}");
+    }
+
+    #[test]
+    fn a_store_s_debug_names_the_store_and_prefix_and_never_its_credentials() {
+        // "topsecret", base64: the builder keeps the decoded bytes.
+        let azure = MicrosoftAzureBuilder::new()
+            .with_account("acct")
+            .with_container_name("reports")
+            .with_access_key("dG9wc2VjcmV0")
+            .build()
+            .unwrap();
+        let store = ArtifactStore {
+            store: Arc::new(azure),
+            prefix: Path::from("fenced/daily"),
+        };
+        for debug in [format!("{store:?}"), format!("{:?}", store.reader())] {
+            assert!(
+                debug.contains("MicrosoftAzure { account: acct, container: reports }"),
+                "{debug}"
+            );
+            assert!(debug.contains("fenced/daily"), "{debug}");
+            let secret: String = b"topsecret".iter().map(|b| format!("{b}, ")).collect();
+            for leak in ["AccessKey", "dG9wc2VjcmV0", secret.trim_end_matches(", ")] {
+                assert!(!debug.contains(leak), "{leak} in {debug}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_url_is_printed_without_its_user_information_query_or_fragment() {
+        for (url, printed) in [
+            (
+                "https://acct.blob.core.windows.net/c/p?sv=2022-11-02&sig=abc%2Bdef",
+                "https://acct.blob.core.windows.net/c/p?***",
+            ),
+            ("s3://AKIAEXAMPLE:wJalrXUtn@bucket/path", "s3://***@bucket/path"),
+            ("https://token@host/x#frag", "https://***@host/x#***"),
+            // A `?` in a password does not end the user information here.
+            ("https://user:pa?ss@host/x", "https://***@host/x"),
+            (
+                "abfss://reports@acct.dfs.core.windows.net/p",
+                "abfss://reports@acct.dfs.core.windows.net/p",
+            ),
+            (
+                "abfss://reports:key@acct.dfs.core.windows.net/p",
+                "abfss://reports:***@acct.dfs.core.windows.net/p",
+            ),
+            ("az://container/path/a@b", "az://container/path/a@b"),
+            ("file:///var/reports", "file:///var/reports"),
+            ("memory://", "memory://"),
+            ("not a url?secret", "not a url?***"),
+            ("user:pw@host/x", "***@host/x"),
+        ] {
+            assert_eq!(redact_url(url), printed, "{url}");
+        }
+    }
+
+    #[test]
+    fn a_store_url_error_never_repeats_the_url_s_secrets() {
+        for url in [
+            "ftp://user:hunter2@host/x?sig=s3cr3t",
+            "s3://user:hunter2@?sig=s3cr3t",
+            "https://user:hunter2@example.com/x?sig=s3cr3t",
+        ] {
+            let error = open_url(url).unwrap_err();
+            assert!(matches!(error, ArtifactError::StoreUrl { .. }), "{url}: {error:?}");
+            let mut said = format!("{error} {error:?}");
+            let mut source = std::error::Error::source(&error);
+            while let Some(cause) = source {
+                said.push_str(&format!(" {cause} {cause:?}"));
+                source = cause.source();
+            }
+            for secret in ["hunter2", "s3cr3t"] {
+                assert!(!said.contains(secret), "{url}: {said}");
+            }
         }
     }
 }

@@ -1,6 +1,6 @@
-//! `fencepost artifact`: prove a store refuses an overwrite before services
-//! trust it with fenced artefacts, and sweep the uploads no publication
-//! points to. The work is the library's ([`fencepost::artifact`]); these
+//! `fencepost artifact`: prove a store refuses to replace an object written
+//! create-only before services publish to it, and sweep the uploads no
+//! publication points to. The work is the library's ([`fencepost::artifact`]); these
 //! commands render what it answers.
 
 use std::io::IsTerminal;
@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use fencepost::artifact::{
-    ArtifactError, ArtifactStore, DeletedBecause, KeptBecause, Sweep, SweepEvent, SweepReport, open_url,
+    ArtifactError, ArtifactStore, CreateOnlyProof, CreateRefusal, DeletedBecause, KeptBecause, Sweep, SweepEvent,
+    SweepReport, open_url, redact_url,
 };
 use fencepost::{Client, ClientConfig};
 use serde_json::json;
@@ -36,28 +37,126 @@ pub async fn run(command: ArtifactCommand) -> Result<u8> {
 
 async fn verify(args: ArtifactVerifyArgs) -> Result<u8> {
     let (url, prefix) = (&args.store.store, &args.store.prefix);
-    let problem = match ArtifactStore::open(url, prefix).await {
-        Ok(_) => None,
-        Err(refused @ (ArtifactError::CreateNotEnforced { .. } | ArtifactError::CreateUnsupported { .. })) => {
-            Some(refused)
-        }
-        Err(error) => return Err(error).with_context(|| format!("verifying {url}")),
+    let shown = redact_url(url);
+    // Opened to publish, as a service opens it: the probe, and the mark on
+    // the prefix that the sweep requires.
+    let verdict = match ArtifactStore::open_with_proof(url, prefix).await {
+        Ok((_, proof)) => Ok(proof),
+        Err(
+            refused @ (ArtifactError::CreateNotEnforced { .. }
+            | ArtifactError::CreateUnsupported { .. }
+            | ArtifactError::ProbeNotKept { .. }),
+        ) => Err(refused),
+        Err(error) => return Err(error).with_context(|| format!("verifying {shown}")),
+    };
+    let verified = Verified {
+        store: &shown,
+        prefix,
+        verdict: &verdict,
     };
     match args.format {
-        Format::Json => out::line(serde_json::to_string_pretty(&json!({
-            "store": url,
-            "prefix": prefix,
-            "create_only": problem.is_none(),
-            "problem": problem.as_ref().map(ToString::to_string),
-        }))?)?,
-        Format::Text => match &problem {
-            None => out::line(format_args!(
-                "{url}: refuses an overwrite (a second create-only write was rejected): fit for fenced artefacts"
-            ))?,
-            Some(problem) => out::line(format_args!("{url}: not fit for fenced artefacts: {problem}"))?,
-        },
+        Format::Json => out::line(serde_json::to_string_pretty(&verified.json())?)?,
+        Format::Text => out::print(verified.text())?,
     }
-    Ok(if problem.is_none() { EXIT_OK } else { EXIT_ATTENTION })
+    Ok(verified.exit())
+}
+
+/// What `artifact verify` found in a store it could check.
+struct Verified<'a> {
+    /// The store URL, redacted.
+    store: &'a str,
+    prefix: &'a str,
+    /// The probe's proof, or why the store is not published to.
+    verdict: &'a Result<CreateOnlyProof, ArtifactError>,
+}
+
+impl Verified<'_> {
+    /// What the operator should act on although the store refused to
+    /// replace the probe.
+    fn warnings(&self) -> Vec<String> {
+        let Ok(proof) = self.verdict else {
+            return Vec::new();
+        };
+        proof
+            .probe_left
+            .iter()
+            .map(|reason| {
+                format!(
+                    "the probe {} could not be deleted ({reason}): a refused publish cannot delete its upload \
+                     either, nor a sweep with these rights an orphan; let this login delete under the prefix",
+                    proof.probe
+                )
+            })
+            .collect()
+    }
+
+    /// 0 when the store refused to replace the probe and the probe was
+    /// deleted; 1 when it is not to be published to, or a warning stands.
+    fn exit(&self) -> u8 {
+        if self.verdict.is_ok() && self.warnings().is_empty() {
+            EXIT_OK
+        } else {
+            EXIT_ATTENTION
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let proof = self.verdict.as_ref().ok();
+        json!({
+            "store": self.store,
+            "prefix": self.prefix,
+            "create_only": proof.is_some(),
+            "refused_as": proof.map(|p| match p.refused_as {
+                CreateRefusal::AlreadyExists => "already_exists",
+                CreateRefusal::PreconditionFailed => "precondition_failed",
+                _ => "other",
+            }),
+            "clock_skew_ms": proof.map(|p| p.clock_skew.num_milliseconds()),
+            "write_ms": proof.map(|p| p.round_trip.as_millis() as u64),
+            "probe_deleted": proof.map(|p| p.probe_left.is_none()),
+            "warnings": self.warnings(),
+            "problem": self.verdict.as_ref().err().map(ToString::to_string),
+        })
+    }
+
+    fn text(&self) -> String {
+        let proof = match self.verdict {
+            Ok(proof) => proof,
+            Err(problem) => return format!("{}: not to be published to: {problem}\n", self.store),
+        };
+        let refused_as = match proof.refused_as {
+            CreateRefusal::AlreadyExists => "as already existing".to_string(),
+            CreateRefusal::PreconditionFailed => "as a failed precondition (412)".to_string(),
+            other => format!("({other:?})"),
+        };
+        let skew = proof.clock_skew.num_milliseconds() as f64 / 1000.0;
+        let clock = if skew < 0.0 {
+            format!(
+                "{:.3} s behind this host's (the sweep sees objects that much older than they are)",
+                -skew
+            )
+        } else if skew > 0.0 {
+            format!("{skew:.3} s ahead of this host's")
+        } else {
+            format!(
+                "in step with this host's, as far as the probe's write ({:.3} s) and the store's timestamps show",
+                proof.round_trip.as_secs_f64()
+            )
+        };
+        let mut lines = vec![
+            format!(
+                "{}: refuses to replace an object written create-only: a second create-only write of a probe was \
+                 refused {refused_as}, and the probe still held the first write's bytes",
+                self.store
+            ),
+            format!("{}: the store's clock is {clock}", self.store),
+        ];
+        if proof.probe_left.is_none() {
+            lines.push(format!("{}: the probe was deleted", self.store));
+        }
+        lines.extend(self.warnings().into_iter().map(|w| format!("warning: {w}")));
+        lines.iter().map(|line| format!("{line}\n")).collect()
+    }
 }
 
 /// How long one ReadPublication of the sweep may take.
@@ -187,9 +286,86 @@ fn text(report: &SweepReport) -> String {
 #[cfg(test)]
 mod tests {
     use chrono::Utc;
-    use fencepost::artifact::{Deleted, DeletedBecause, Kept, KeptBecause, SweepReport, SweptObject};
+    use fencepost::artifact::{
+        ArtifactError, CreateOnlyProof, CreateRefusal, Deleted, DeletedBecause, Kept, KeptBecause, SweepReport,
+        SweptObject,
+    };
 
-    use super::text;
+    use super::{EXIT_ATTENTION, EXIT_OK, Verified, text};
+
+    fn proof(probe_left: Option<&str>) -> CreateOnlyProof {
+        CreateOnlyProof {
+            probe: "p/_probe/1".into(),
+            refused_as: CreateRefusal::PreconditionFailed,
+            clock_skew: chrono::TimeDelta::milliseconds(-2_500),
+            round_trip: std::time::Duration::from_millis(40),
+            probe_left: probe_left.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn verify_reports_a_precondition_refusal_and_the_clock_skew_and_passes_the_store() {
+        let verdict = Ok(proof(None));
+        let verified = Verified {
+            store: "s3://b/p",
+            prefix: "daily",
+            verdict: &verdict,
+        };
+        assert_eq!(verified.exit(), EXIT_OK);
+        let text = verified.text();
+        assert!(text.contains("refused as a failed precondition (412)"), "{text}");
+        assert!(text.contains("2.500 s behind this host's"), "{text}");
+        assert!(text.contains("the probe was deleted"), "{text}");
+        assert!(!text.contains("fit for"), "{text}");
+        let json = verified.json();
+        assert_eq!(json["create_only"], true);
+        assert_eq!(json["refused_as"], "precondition_failed");
+        assert_eq!(json["clock_skew_ms"], -2_500);
+        assert_eq!(json["write_ms"], 40);
+        assert_eq!(json["probe_deleted"], true);
+        assert_eq!(json["warnings"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn verify_warns_and_exits_1_when_the_probe_could_not_be_deleted() {
+        let verdict = Ok(proof(Some("permission denied")));
+        let verified = Verified {
+            store: "s3://b/p",
+            prefix: "daily",
+            verdict: &verdict,
+        };
+        assert_eq!(verified.exit(), EXIT_ATTENTION);
+        let text = verified.text();
+        assert!(
+            text.contains("warning: the probe p/_probe/1 could not be deleted (permission denied)"),
+            "{text}"
+        );
+        assert!(!text.contains("the probe was deleted"), "{text}");
+        let json = verified.json();
+        assert_eq!(json["probe_deleted"], false);
+        assert_eq!(json["warnings"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn verify_says_why_a_store_is_not_published_to_and_exits_1() {
+        let verdict = Err(ArtifactError::ProbeNotKept {
+            store: "OverwritingStore".into(),
+            probe: "p/_probe/1".into(),
+            found: "the second write's bytes".into(),
+        });
+        let verified = Verified {
+            store: "s3://b/p",
+            prefix: "daily",
+            verdict: &verdict,
+        };
+        assert_eq!(verified.exit(), EXIT_ATTENTION);
+        assert!(
+            verified
+                .text()
+                .starts_with("s3://b/p: not to be published to: the store OverwritingStore refused")
+        );
+        assert_eq!(verified.json()["create_only"], false);
+    }
 
     fn object(location: &str) -> SweptObject {
         SweptObject {

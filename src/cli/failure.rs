@@ -68,7 +68,8 @@ fn artifact_kind(error: &fencepost::artifact::ArtifactError) -> Option<&'static 
     Some(match error {
         ArtifactError::Store { .. }
         | ArtifactError::CreateNotEnforced { .. }
-        | ArtifactError::CreateUnsupported { .. } => "store",
+        | ArtifactError::CreateUnsupported { .. }
+        | ArtifactError::ProbeNotKept { .. } => "store",
         ArtifactError::NotProvisioned { .. }
         | ArtifactError::NothingPublished { .. }
         | ArtifactError::NotAPointer { .. }

@@ -103,8 +103,9 @@ pub enum Command {
     /// A fenced artefact is uploaded create-only under
     /// {prefix}/{escaped key}/{generation}/{operation id} and published as a
     /// pointer through the fence; readers follow the pointer only. `verify`
-    /// proves a store refuses an overwrite before services trust it; `sweep`
-    /// deletes the uploads no publication points to. Store URLs:
+    /// proves a store refuses to replace an object written create-only
+    /// before services publish to it; `sweep` deletes the uploads no
+    /// publication points to. Store URLs:
     /// file:///path, memory://, s3://bucket/path, az://container/path,
     /// gs://bucket/path; credentials from the environment as object_store
     /// reads them (AWS_*, AZURE_*, GOOGLE_*; docs/artifacts.md).
@@ -299,11 +300,19 @@ pub struct LeaseListArgs {
 #[cfg(feature = "artifacts")]
 #[derive(Debug, Subcommand)]
 pub enum ArtifactCommand {
-    /// Prove the store refuses an overwrite: write a probe object create-only
-    /// twice under the prefix and expect the second write to be refused
-    /// (some S3-compatible stores, proxies and emulators accept the condition
-    /// and ignore it). Exits 0 when it refuses, 1 when it overwrote (do not
-    /// use that store for artefacts), 2 when the store could not be reached.
+    /// Prove the store refuses to replace an object written create-only, as
+    /// publishing needs (some S3-compatible stores, proxies and emulators
+    /// accept the condition and ignore it): write a probe object
+    /// create-only twice under the prefix, expect the second write to be
+    /// refused (as already existing or as a failed precondition) and the
+    /// probe to hold the first write's bytes, then delete it. Also reports
+    /// how far the store's clock is from this host's, and marks the prefix
+    /// as an artefact folder, as a store opened to publish does. Exits 0
+    /// when the store refused and the probe was deleted; 1 when it took the
+    /// second write, changed the probe or offers no create-only writes (do
+    /// not publish to it), or the probe could not be deleted; 2 when the
+    /// check could not be made (a URL it cannot use, a store it could not
+    /// reach or write to).
     Verify(ArtifactVerifyArgs),
     /// Delete the objects under the prefix that no resource's current
     /// publication points to and that the database proves none ever will:

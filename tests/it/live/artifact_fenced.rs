@@ -31,13 +31,13 @@ use crate::support::overwriting_store::OverwritingStore;
 use crate::support::{self, TestDatabase};
 
 /// Renewed about every second.
-const LEASE: Duration = Duration::from_secs(3);
+pub(crate) const LEASE: Duration = Duration::from_secs(3);
 
 /// The variable naming Azurite's store URL.
 const AZURITE: &str = "FENCEPOST_TEST_AZURITE";
 
 /// Where a test's artefacts go.
-enum Backend {
+pub(crate) enum Backend {
     Folder,
     Azurite,
 }
@@ -45,7 +45,7 @@ enum Backend {
 /// The store URL for `backend` and what keeps it alive, or `None` (with a
 /// skip line) when Azurite is not there. Under FENCEPOST_REQUIRE_LIVE=1 a
 /// missing Azurite fails the test instead.
-fn store_url(test: &str, backend: Backend) -> Option<(String, Option<tempfile::TempDir>)> {
+pub(crate) fn store_url(test: &str, backend: Backend) -> Option<(String, Option<tempfile::TempDir>)> {
     match backend {
         Backend::Folder => {
             let dir = tempfile::tempdir().unwrap();
@@ -66,7 +66,7 @@ fn store_url(test: &str, backend: Backend) -> Option<(String, Option<tempfile::T
 
 /// A prefix of the test's own, so tests sharing a container never see each
 /// other's objects.
-fn own_prefix() -> String {
+pub(crate) fn own_prefix() -> String {
     format!("fencepost-test/{}", Uuid::new_v4().simple())
 }
 

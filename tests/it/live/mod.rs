@@ -3,6 +3,7 @@
 
 mod artifact_fenced;
 mod artifact_settle;
+mod artifact_read;
 mod audit;
 mod audit_hierarchy;
 mod audit_live_model;

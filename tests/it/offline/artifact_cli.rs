@@ -10,7 +10,13 @@ fn verify_passes_a_folder_that_refuses_an_overwrite_in_text_and_json() {
     let url = format!("file://{}", dir.path().display());
     let text = fencepost(&["artifact", "verify", "--store", &url, "--prefix", "fenced"]);
     assert_eq!(text.status.code(), Some(0), "{}", stderr(&text));
-    assert!(stdout(&text).contains("refuses an overwrite"), "{}", stdout(&text));
+    let said = stdout(&text);
+    assert!(
+        said.contains("refuses to replace an object written create-only"),
+        "{said}"
+    );
+    assert!(said.contains("the store's clock is in step with this host's"), "{said}");
+    assert!(said.contains("the probe was deleted"), "{said}");
 
     let json = fencepost(&[
         "artifact", "verify", "--store", &url, "--prefix", "fenced", "--format", "json",
@@ -18,6 +24,10 @@ fn verify_passes_a_folder_that_refuses_an_overwrite_in_text_and_json() {
     assert_eq!(json.status.code(), Some(0), "{}", stderr(&json));
     let document: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(document["create_only"], true);
+    assert_eq!(document["refused_as"], "already_exists");
+    assert_eq!(document["clock_skew_ms"], 0);
+    assert_eq!(document["probe_deleted"], true);
+    assert_eq!(document["warnings"], serde_json::json!([]));
     assert_eq!(document["problem"], serde_json::Value::Null);
     // The probe was removed again: the folder holds only the prefix's mark.
     let files = walk(dir.path());
@@ -35,6 +45,24 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     files
+}
+
+#[test]
+fn verify_never_prints_the_secrets_a_store_url_carries() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("file://{}?sig=s3cr3t", dir.path().display());
+    for format in ["text", "json"] {
+        let output = fencepost(&["artifact", "verify", "--store", &url, "--format", format]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let said = stdout(&output);
+        assert!(!said.contains("s3cr3t"), "{said}");
+        assert!(said.contains("?***"), "{said}");
+    }
+    let output = fencepost(&["artifact", "verify", "--store", "ftp://user:hunter2@host/x?sig=s3cr3t"]);
+    assert_eq!(output.status.code(), Some(2));
+    let said = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(!said.contains("hunter2") && !said.contains("s3cr3t"), "{said}");
+    assert!(said.contains("ftp://***@host/x?***"), "{said}");
 }
 
 #[test]

@@ -2,6 +2,8 @@
 //! connection string and loopback stand-ins.
 
 mod artifact_cli;
+mod artifact_probe;
+mod artifact_read;
 mod artifact_store;
 mod audit_code_paths;
 mod audit_hidden_paths;

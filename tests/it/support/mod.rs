@@ -9,6 +9,7 @@
 //! by [`TestDatabase::drop`] at the end, or, when a failed assertion unwinds
 //! past that call, by its `Drop`.
 
+pub mod artifact_upload;
 pub mod babelfish_postgres;
 pub mod binary;
 pub mod caller;
@@ -19,6 +20,8 @@ pub mod lease;
 pub mod overwriting_store;
 pub mod prepared;
 pub mod proxy;
+pub mod quirky_store;
+pub mod read_only_store;
 pub mod refusal;
 pub mod report_table;
 mod shared;
