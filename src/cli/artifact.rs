@@ -203,7 +203,7 @@ async fn sweep(args: ArtifactSweepArgs) -> Result<u8> {
     if terminal {
         eprint!("\r\x1b[K");
     }
-    let report = report.with_context(|| format!("sweeping {prefix} of {}", args.store.store))?;
+    let report = report.with_context(|| format!("sweeping {prefix} of {}", redact_url(&args.store.store)))?;
     let failed = report
         .kept
         .iter()
@@ -211,7 +211,7 @@ async fn sweep(args: ArtifactSweepArgs) -> Result<u8> {
     match args.format {
         Format::Json => {
             let mut document = serde_json::to_value(&report)?;
-            document["store"] = json!(args.store.store);
+            document["store"] = json!(redact_url(&args.store.store));
             document["prefix"] = json!(prefix.as_ref());
             document["grace_seconds"] = json!(args.older_than.as_secs());
             document["longest_lease_seconds"] = json!(args.longest_lease.map(|lease| lease.as_secs()));

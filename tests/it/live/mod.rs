@@ -2,8 +2,8 @@
 //! prints its skip line and returns.
 
 mod artifact_fenced;
-mod artifact_settle;
 mod artifact_read;
+mod artifact_settle;
 mod audit;
 mod audit_hierarchy;
 mod audit_live_model;
