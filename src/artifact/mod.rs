@@ -47,6 +47,7 @@ mod fence;
 mod layout;
 mod limits;
 mod marker;
+mod outcome;
 mod pointer;
 mod probe;
 mod publish;
@@ -55,19 +56,22 @@ mod reader;
 mod run;
 mod settle;
 mod store;
+mod store_url;
 pub mod sweep;
 mod upload;
 
 pub use error::ArtifactError;
 pub use layout::{ArtifactPath, escape_key, unescape_key};
+pub use outcome::{Orphan, PublishedArtifact};
 pub use pointer::{POINTER_FORMAT, Pointer};
 pub use probe::{CreateOnlyProof, CreateRefusal, prove_create_only};
-pub use publish::{ArtifactPublish, Orphan, Produced, PublishedArtifact};
+pub use publish::{ArtifactPublish, Produced};
 pub use read::Artifact;
 pub use reader::ArtifactReader;
 pub use run::FencedArtifact;
 pub use settle::{SettledArtifact, UnsettledArtifact};
-pub use store::{ArtifactStore, join_prefix, open_url, redact_url};
+pub use store::ArtifactStore;
+pub use store_url::{join_prefix, open_url, redact_url};
 pub use sweep::{
     Deleted, DeletedBecause, Kept, KeptBecause, KeyState, Publications, Sweep, SweepEvent, SweepReport, SweptObject,
 };

@@ -13,6 +13,7 @@ use super::error::ArtifactError;
 use super::fence::{Fence, Held, Releasing};
 use super::layout::ArtifactPath;
 use super::limits::check_name;
+use super::outcome::{Orphan, PublishedArtifact};
 use super::pointer::{POINTER_FORMAT, Pointer};
 use super::settle::UnsettledArtifact;
 use super::store::ArtifactStore;
@@ -44,31 +45,6 @@ impl Produced {
             source_version: Some(source_version),
         }
     }
-}
-
-/// An artefact that is now its resource's publication.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PublishedArtifact {
-    /// What was published.
-    pub pointer: Pointer,
-    /// The generation it was published under.
-    pub generation: i64,
-    /// The operation id of the publish (also the last segment of its name).
-    pub operation_id: Uuid,
-}
-
-/// What became of an upload that is not published.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Orphan {
-    /// It was deleted at once.
-    Deleted,
-    /// Its delete failed; the sweep removes it once it is older than its grace.
-    Left {
-        /// Where it is.
-        location: String,
-        /// Why the delete failed.
-        reason: String,
-    },
 }
 
 /// How a publish through a [`LeaseGuard`] ended. A store or fence failure

@@ -9,7 +9,7 @@ use object_store::ObjectStore;
 use object_store::path::Path;
 
 use super::error::ArtifactError;
-use super::store::{debug_store, join_prefix, open_url};
+use super::store_url::{debug_store, join_prefix, open_url};
 
 /// Where artefacts are read from: a store and the prefix they are under.
 /// It reads only ([`read_artifact`](ArtifactReader::read_artifact),

@@ -6,8 +6,8 @@ use uuid::Uuid;
 
 use super::error::ArtifactError;
 use super::layout::ArtifactPath;
+use super::outcome::{Orphan, PublishedArtifact};
 use super::pointer::Pointer;
-use super::publish::{Orphan, PublishedArtifact};
 use super::store::ArtifactStore;
 use crate::client::{Client, Error as ClientError, Lease, Publish, RefusalReason, Unsettled};
 
