@@ -15,8 +15,8 @@ use fencepost::artifact::object_store::memory::InMemory;
 use fencepost::artifact::object_store::path::Path;
 use fencepost::artifact::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use fencepost::artifact::{
-    ArtifactError, ArtifactPath, ArtifactStore, DeletedBecause, KeptBecause, KeyState, POINTER_FORMAT, Pointer,
-    Publications, Sweep, SweepReport, join_prefix, open_url,
+    ArtifactError, ArtifactStore, DeletedBecause, KeptBecause, KeyState, Pointer, Publications, Sweep, SweepReport,
+    join_prefix, open_url,
 };
 use fencepost::client::{LeaseState, Publication};
 use sha2::{Digest, Sha256};
@@ -24,6 +24,7 @@ use time::OffsetDateTime;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::support::artifact_upload;
 use crate::support::overwriting_store::OverwritingStore;
 
 /// Publications as a map from key to its current generation, whose lease
@@ -54,29 +55,10 @@ impl Publications for Published {
     }
 }
 
-/// Writes `bytes` where an artefact of `key`, `generation` goes, and the
-/// pointer a publish of it would carry.
+/// Writes `bytes` where an artefact of `key`, `generation` goes in `store`,
+/// and the pointer a publish of it would carry.
 async fn upload(store: &ArtifactStore, key: &str, generation: i64, bytes: &'static [u8]) -> Pointer {
-    let path = ArtifactPath {
-        key: key.into(),
-        generation,
-        operation_id: Uuid::new_v4(),
-    }
-    .to_path(store.prefix());
-    store
-        .object_store()
-        .put(&path, PutPayload::from_static(bytes))
-        .await
-        .unwrap();
-    Pointer {
-        format: POINTER_FORMAT.into(),
-        location: path.to_string(),
-        size: bytes.len() as u64,
-        sha256: hex::encode(Sha256::digest(bytes)),
-        e_tag: None,
-        version: None,
-        source_version: None,
-    }
+    artifact_upload::upload(store.object_store().as_ref(), store.prefix(), key, generation, bytes).await
 }
 
 #[tokio::test]
