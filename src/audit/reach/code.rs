@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use super::super::catalog::{Object, ObjectKind, Securable};
+use super::super::catalog::{Object, ObjectKind, PermissionState, Securable};
 use super::super::rules::{Context, module_text_names, wrapper_contained};
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
@@ -311,8 +311,14 @@ fn reaching_modules<'a>(ctx: &Context<'a>) -> Vec<(&'a Object, Vec<(Goal, String
             reaches.push((Goal::WriteFence, t));
         }
         let called: BTreeSet<String> = admin.iter().filter(|p| names(o, p)).cloned().collect();
+        // A wrapper its grantees may hand on (WITH GRANT OPTION) reaches
+        // whoever they choose, whatever their own roles hold.
+        let target = object(&o.schema, &o.name);
+        let handed_on = ctx
+            .grants()
+            .any(|g| g.state == PermissionState::GrantWithGrantOption && ctx.reaches(g, &target, "EXECUTE"));
         if let Some(p) = called.iter().find(|p| same_owner(p))
-            && !wrapper_contained(ctx, o, &called)
+            && (handed_on || !wrapper_contained(ctx, o, &called))
         {
             reaches.push((Goal::RunAdmin, p.clone()));
         }

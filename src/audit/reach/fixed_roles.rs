@@ -99,7 +99,9 @@ pub(super) fn rights(ctx: &Context, rights: &mut Vec<Right>) {
                     state: PermissionState::Grant,
                     on: Securable::Database,
                 },
-                held: Some(format!("{spelled} holds {listed} on the database")),
+                held: Some(format!(
+                    "{spelled} holds {permission} on the database, a fixed role's documented right"
+                )),
                 evidence: format!("fixed database role {spelled}: its documented rights ({listed})"),
                 cut: format!("(a fixed role's rights cannot be revoked: take its members out of {spelled})"),
                 plain_grant: false,
