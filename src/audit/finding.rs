@@ -20,6 +20,35 @@ pub struct Finding {
     pub why: String,
     /// The statement (or step) that would close it.
     pub fix: String,
+    /// How the principal gets there, step by step, when the reachability
+    /// rule traced it: each step with its catalog evidence and the statement
+    /// that cuts it. Empty for a finding about no principal's path.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path: Vec<Step>,
+}
+
+/// One step of a path to the fence: one principal becoming another,
+/// changing code, or holding a right on a goal.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Step {
+    /// What the step does (`member of db_datawriter`).
+    pub step: String,
+    /// Where the catalog shows it (`sys.database_role_members`).
+    pub evidence: String,
+    /// The statement that removes this step.
+    pub cut: String,
+}
+
+impl Step {
+    /// The steps as one line: `etl → member of db_datawriter → ...`.
+    pub fn chain(start: &str, path: &[Step]) -> String {
+        let mut line = start.to_string();
+        for s in path {
+            line.push_str(" → ");
+            line.push_str(&s.step);
+        }
+        line
+    }
 }
 
 /// A rule whose answer the catalog cannot give, with the reason.

@@ -26,6 +26,7 @@ pub mod hierarchy;
 mod module_text;
 mod offline;
 mod policy;
+mod reach;
 mod read;
 mod render;
 mod report;
@@ -39,13 +40,13 @@ pub use catalog::{
     ServerPermission, ServerSettings, ServerTrigger, ServiceQueue, TableFeature, Visibility,
 };
 pub use error::AuditError;
-pub use finding::{CannotVerify, Finding};
+pub use finding::{CannotVerify, Finding, Step};
 #[allow(deprecated)]
 pub use offline::Sources;
 pub use offline::{ShippedScripts, Source, lint_offline, shipped_grants};
 pub use policy::{Policy, ShippedProcedure};
 pub use read::{read_catalog, read_catalog_counted};
 pub use render::{Format, render};
-pub use report::{Report, RuleOutcome};
+pub use report::{Report, RuleOutcome, TrustedReach};
 pub use rule::Rule;
 pub use rules::evaluate;

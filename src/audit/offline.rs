@@ -89,6 +89,7 @@ pub fn lint_offline(sources: &ShippedScripts, policy: &Policy) -> Report {
         let found = dynamic_constructs(&source.text);
         if !found.is_empty() {
             report.findings.push(Finding {
+                path: Vec::new(),
                 rule: Rule::DynamicSql,
                 principal: None,
                 object: name.clone(),
@@ -118,6 +119,7 @@ pub fn lint_offline(sources: &ShippedScripts, policy: &Policy) -> Report {
         if in_api && !granted {
             let (schema, proc) = name.split_once('.').unwrap_or((API_SCHEMA, name));
             report.findings.push(Finding {
+                path: Vec::new(),
                 rule: Rule::ServiceGrantMissing,
                 principal: Some(SERVICE_ROLE.into()),
                 object: name.clone(),
@@ -153,6 +155,7 @@ fn check_grant(grant: &Grant, procedures: &[(String, &Source)], policy: &Policy,
             (Some(proc), true, [p]) if p == "execute" => proc,
             _ => {
                 report.findings.push(Finding {
+                    path: Vec::new(),
                     rule: Rule::ShippedGrant,
                     principal: Some(grantee.clone()),
                     object: on.clone(),
@@ -172,6 +175,7 @@ fn check_grant(grant: &Grant, procedures: &[(String, &Source)], policy: &Policy,
             .is_some_and(|p| p.granted_to.iter().any(|r| r.eq_ignore_ascii_case(grantee)));
         if !allowed {
             report.findings.push(Finding {
+                path: Vec::new(),
                 rule: Rule::ExecuteBeyondRole,
                 principal: Some(grantee.clone()),
                 object: proc.clone(),

@@ -21,6 +21,18 @@ pub struct Policy {
     pub service_roles: Vec<String>,
     /// Further service principals (`--principal`).
     pub principals: Vec<String>,
+    /// Principals trusted to write the fence and change its code: the
+    /// reachability rule (FP027) lists them and their paths instead of
+    /// reporting them. Database principals or logins, by name; a member of
+    /// a trusted role, or the login of a trusted user, is trusted as it.
+    /// `dbo` and `db_owner` by default; the deployer and named admins with
+    /// `--trust`.
+    #[serde(default = "default_trusted")]
+    pub trusted: Vec<String>,
+}
+
+fn default_trusted() -> Vec<String> {
+    vec!["dbo".into(), "db_owner".into()]
 }
 
 /// A procedure that ships with fencepost.
@@ -79,6 +91,7 @@ impl Default for Policy {
             ],
             service_roles: vec![SERVICE.into(), READER.into(), OPERATOR.into(), RECOVERY.into()],
             principals: Vec::new(),
+            trusted: default_trusted(),
         }
     }
 }
@@ -88,6 +101,18 @@ impl Policy {
     pub fn add_principal(&mut self, name: impl Into<String>) -> &mut Self {
         self.principals.push(name.into());
         self
+    }
+
+    /// Trusts `name` (a database principal or a login) to reach the fence:
+    /// the report lists it with its path instead of a finding.
+    pub fn add_trusted(&mut self, name: impl Into<String>) -> &mut Self {
+        self.trusted.push(name.into());
+        self
+    }
+
+    /// Whether the policy names `name` as trusted.
+    pub fn trusts(&self, name: &str) -> bool {
+        self.trusted.iter().any(|t| t.eq_ignore_ascii_case(name))
     }
 
     /// The `--principal` names that match no principal of `catalog` and no

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::finding::Step;
 use super::{CannotVerify, Finding, Rule};
 
 /// The result of [`evaluate`](super::evaluate) or
@@ -17,6 +18,26 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// Rules the catalog could not answer, in rule order.
     pub cannot_verify: Vec<CannotVerify>,
+    /// Principals that reach the fence and that the policy trusts (dbo,
+    /// db_owner, the names given with `--trust`), with their paths: not
+    /// findings, but never left unsaid.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trusted: Vec<TrustedReach>,
+}
+
+/// A trusted principal that can write the fence, run fence_admin or change
+/// the shipped procedures, and the path it has.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct TrustedReach {
+    /// The principal (`deployer`, `login sa`).
+    pub principal: String,
+    /// Why it is trusted: named by the policy, or a member of a principal
+    /// that is (`member of db_owner`).
+    pub trusted_as: String,
+    /// What it reaches (`write the fence tables`).
+    pub reaches: Vec<String>,
+    /// Its shortest path to the first of them.
+    pub path: Vec<Step>,
 }
 
 /// How a single rule came out.
@@ -74,6 +95,8 @@ impl Report {
         self.findings.dedup();
         self.cannot_verify.sort();
         self.cannot_verify.dedup();
+        self.trusted.sort();
+        self.trusted.dedup();
         self
     }
 }
@@ -84,6 +107,7 @@ mod tests {
 
     fn finding() -> Finding {
         Finding {
+            path: Vec::new(),
             rule: Rule::Trustworthy,
             principal: None,
             object: "db".into(),

@@ -76,6 +76,12 @@ pub enum Rule {
     /// FP026: a Service Broker activation procedure that reaches the fence
     /// and runs as someone else on messages a non-admin sends.
     QueueActivation,
+    /// FP027: a principal the policy does not trust that can write a fence
+    /// table, run a fence_admin procedure or change the shipped procedures
+    /// other than through them, by any path of membership, ownership,
+    /// impersonation, password resets, grants (weighed by the permission
+    /// hierarchy) and code that runs as the fence tables' owner.
+    ReachesFence,
     /// FP101: a GRANT in the shipped permission scripts other than EXECUTE on
     /// a shipped procedure to a fence role.
     ShippedGrant,
@@ -85,7 +91,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule `evaluate` applies to a live catalog, in id order.
-    pub const LIVE: [Rule; 26] = [
+    pub const LIVE: [Rule; 27] = [
         Rule::PrivilegedRole,
         Rule::ServerControl,
         Rule::WriteAccess,
@@ -112,6 +118,7 @@ impl Rule {
         Rule::AgentJob,
         Rule::LinkedServer,
         Rule::QueueActivation,
+        Rule::ReachesFence,
     ];
 
     /// Every rule `lint_offline` applies to the shipped sources, in id order.
@@ -151,6 +158,7 @@ impl Rule {
             Rule::AgentJob => "FP024",
             Rule::LinkedServer => "FP025",
             Rule::QueueActivation => "FP026",
+            Rule::ReachesFence => "FP027",
             Rule::ShippedGrant => "FP101",
             Rule::ServiceGrantMissing => "FP102",
         }
@@ -185,6 +193,7 @@ impl Rule {
             Rule::AgentJob => "Agent job step runs T-SQL in this database as its owner",
             Rule::LinkedServer => "linked server connects back to this server or as another login",
             Rule::QueueActivation => "queue activation procedure reaches the fence as someone else",
+            Rule::ReachesFence => "untrusted principal reaches the fence other than through the shipped procedures",
             Rule::ShippedGrant => "shipped GRANT other than EXECUTE on a shipped procedure to a fence role",
             Rule::ServiceGrantMissing => "fence_api procedure not granted to fence_service",
         }

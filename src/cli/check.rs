@@ -15,6 +15,16 @@ pub async fn run(args: CheckArgs) -> Result<u8> {
     for grant in super::environment_grants(&args.connect)? {
         policy.add_principal(&grant.member);
     }
+    // Trusted principals reach the fence by the operator's word; the report
+    // still lists each with its path.
+    for name in args
+        .trusted
+        .iter()
+        .cloned()
+        .chain(super::environment_trusted(&args.connect)?)
+    {
+        policy.add_trusted(name);
+    }
     let report = if args.offline {
         audit::lint_offline(
             &audit::ShippedScripts::from(&sources(args.source_dir.as_deref())?),

@@ -8,6 +8,7 @@
 //! connection_env = "PROD_DB_CONNECTION"
 //! grants.fence_service = ["svc_reports"]
 //! grants.fence_operator = ["oncall"]
+//! trusted = ["deployer"]
 //! ```
 
 use std::collections::BTreeMap;
@@ -38,6 +39,10 @@ pub struct Environment {
     /// Fence role → the database users `migrate` adds to it.
     #[serde(default)]
     pub grants: BTreeMap<String, Vec<String>>,
+    /// Principals `check` trusts to reach the fence (the deployer, named
+    /// admins), as `check --trust` takes them.
+    #[serde(default)]
+    pub trusted: Vec<String>,
 }
 
 impl Environment {
@@ -109,6 +114,15 @@ mod tests {
             .map(|g| format!("{}={}", g.role, g.member))
             .collect();
         assert_eq!(grants, ["fence_service=svc_a", "fence_service=svc_b"]);
+        assert!(prod.trusted.is_empty());
+    }
+
+    #[test]
+    fn an_environment_names_the_principals_check_trusts() {
+        let config: Config =
+            toml::from_str("[environments.prod]\nconnection_env = \"PROD_DB\"\ntrusted = [\"deployer\", \"dba\"]\n")
+                .unwrap();
+        assert_eq!(config.environments["prod"].trusted, ["deployer", "dba"]);
     }
 
     #[test]

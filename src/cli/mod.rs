@@ -202,6 +202,14 @@ fn connection_string(args: &ConnectArgs) -> Result<ConnectionString> {
 }
 
 /// The users --environment adds to the fence roles (none without one).
+/// The principals --environment's `trusted` lists.
+fn environment_trusted(args: &ConnectArgs) -> Result<Vec<String>> {
+    match &args.environment {
+        Some(name) => Ok(config::environment(args.config.as_deref(), name)?.trusted),
+        None => Ok(Vec::new()),
+    }
+}
+
 fn environment_grants(args: &ConnectArgs) -> Result<Vec<fencepost::deploy::Grant>> {
     match &args.environment {
         Some(name) => config::environment(args.config.as_deref(), name)?.grants(name),

@@ -570,6 +570,12 @@ pub struct CheckArgs {
     /// procedure always are, and so are the users --environment grants.
     #[arg(long = "principal", value_name = "NAME")]
     pub principals: Vec<String>,
+    /// Trust this database principal or login (the deployer, a named admin)
+    /// to reach the fence (repeatable): the report lists it and its path
+    /// instead of a finding. dbo and db_owner are always trusted, and so
+    /// are the names --environment's `trusted` lists.
+    #[arg(long = "trust", value_name = "NAME")]
+    pub trusted: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: CheckFormat,

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::super::{CannotVerify, Finding, Report, RuleOutcome};
+use super::super::{CannotVerify, Finding, Report, RuleOutcome, TrustedReach};
 
 #[derive(Serialize)]
 struct Document<'a> {
@@ -13,6 +13,8 @@ struct Document<'a> {
     rules: Vec<RuleLine>,
     findings: &'a [Finding],
     cannot_verify: &'a [CannotVerify],
+    /// Principals the policy trusts that reach the fence, with their paths.
+    trusted: &'a [TrustedReach],
 }
 
 #[derive(Serialize)]
@@ -42,6 +44,7 @@ pub(super) fn render(report: &Report) -> String {
             .collect(),
         findings: &report.findings,
         cannot_verify: &report.cannot_verify,
+        trusted: &report.trusted,
     };
     // Only strings, numbers and lists: serializing cannot fail.
     let mut json = serde_json::to_string_pretty(&document).expect("a report serializes to JSON");

@@ -3,7 +3,7 @@
 
 use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 
-use super::super::{Report, RuleOutcome};
+use super::super::{Report, Rule, RuleOutcome, Step};
 
 pub(super) fn render(report: &Report) -> String {
     let mut suite = TestSuite::new(format!("fencepost check of {}", report.target));
@@ -14,8 +14,14 @@ pub(super) fn render(report: &Report) -> String {
                 let findings: Vec<String> = report
                     .findings_of(rule)
                     .map(|f| {
+                        let path: String = f
+                            .path
+                            .iter()
+                            .enumerate()
+                            .map(|(i, s)| format!("\npath {}: {} [{}] cut: {}", i + 1, s.step, s.evidence, s.cut))
+                            .collect();
                         format!(
-                            "{} {} {}: {}\nfix: {}",
+                            "{} {} {}: {}\nfix: {}{path}",
                             f.principal.as_deref().unwrap_or("-"),
                             f.object,
                             f.permission.as_deref().unwrap_or("-"),
@@ -47,6 +53,24 @@ pub(super) fn render(report: &Report) -> String {
         };
         let mut case = TestCase::new(format!("{} {}", rule.id(), rule.title()), status);
         case.set_classname("fencepost.check");
+        // The reachability rule's case says whom the policy trusts to reach
+        // the fence, whatever its outcome.
+        if rule == Rule::ReachesFence && !report.trusted.is_empty() {
+            let trusted: Vec<String> = report
+                .trusted
+                .iter()
+                .map(|t| {
+                    format!(
+                        "trusted: {} ({}) can {}: {}",
+                        t.principal,
+                        t.trusted_as,
+                        t.reaches.join(", "),
+                        Step::chain(&t.principal, &t.path)
+                    )
+                })
+                .collect();
+            case.set_system_out(trusted.join("\n"));
+        }
         suite.add_test_case(case);
     }
     let mut junit = quick_junit::Report::new("fencepost check");

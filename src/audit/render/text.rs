@@ -43,6 +43,20 @@ pub(super) fn render(report: &Report) -> String {
         }
         let _ = writeln!(out, "  why         {}", f.why);
         let _ = writeln!(out, "  fix         {}", f.fix);
+        path(&mut out, &f.path);
+    }
+    // Trust is the policy's to give, and the report's to show.
+    if !report.trusted.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "trusted by the policy, not findings: {} the fence",
+            count(report.trusted.len(), "principal reaches", "principals reach")
+        );
+        for t in &report.trusted {
+            let _ = writeln!(out, "  {} ({}) can {}", t.principal, t.trusted_as, t.reaches.join(", "));
+            let _ = writeln!(out, "    {}", super::super::Step::chain(&t.principal, &t.path));
+        }
     }
     // One engine gap usually blinds several rules; say it once.
     let mut reasons: Vec<(&str, Vec<&str>)> = Vec::new();
@@ -58,6 +72,16 @@ pub(super) fn render(report: &Report) -> String {
         let _ = writeln!(out, "  reason      {reason}");
     }
     out
+}
+
+/// A finding's path, one step a line with its evidence and its cut.
+fn path(out: &mut String, path: &[super::super::Step]) {
+    for (i, s) in path.iter().enumerate() {
+        let label = if i == 0 { "path" } else { "" };
+        let _ = writeln!(out, "  {label:<11} {}. {}", i + 1, s.step);
+        let _ = writeln!(out, "  {:<11}    evidence  {}", "", s.evidence);
+        let _ = writeln!(out, "  {:<11}    cut       {}", "", s.cut);
+    }
 }
 
 fn count(n: usize, one: &str, many: &str) -> String {

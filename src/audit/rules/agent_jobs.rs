@@ -59,6 +59,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                 _ => format!("runs as its owner {owner}"),
             };
             report.findings.push(Finding {
+                path: Vec::new(),
                 rule: Rule::AgentJob,
                 principal: s.owner.clone(),
                 object: format!("JOB::{}", s.job),
@@ -152,6 +153,7 @@ fn editors(ctx: &Context, privileged: &[String], report: &mut Report) {
             format!("USE msdb; REVOKE {} FROM {};", e.via, quote_name(&e.holder))
         };
         report.findings.push(Finding {
+            path: Vec::new(),
             rule: Rule::AgentJob,
             principal: Some(if everyone || e.login.is_none() {
                 e.user.clone()

@@ -76,6 +76,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
     for m in &ctx.catalog.memberships {
         if ROLE_MANAGERS.iter().any(|r| r.eq_ignore_ascii_case(&m.role)) && outsider(&m.member) {
             report.findings.push(Finding {
+                path: Vec::new(),
                 rule: Rule::BecomeService,
                 principal: Some(m.member.clone()),
                 object: format!("ROLE::{}", m.role),
@@ -100,6 +101,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             continue;
         }
         report.findings.push(Finding {
+            path: Vec::new(),
             rule: Rule::BecomeService,
             principal: Some(owner.to_string()),
             object: format!("ROLE::{}", role.name),

@@ -369,6 +369,7 @@ impl<'a> Context<'a> {
     /// A finding about permission row `p`, with the REVOKE as its fix.
     pub(crate) fn grant_finding(&self, rule: Rule, p: &Permission, why: &str) -> Finding {
         Finding {
+            path: Vec::new(),
             rule,
             principal: Some(p.grantee.clone()),
             object: self.describe(&p.on),

@@ -18,6 +18,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
         Some(settings) => {
             if settings.db_chaining {
                 report.findings.push(Finding {
+                    path: Vec::new(),
                     rule: Rule::CrossDatabaseChaining,
                     principal: None,
                     object: format!("DATABASE::{db}"),
@@ -30,6 +31,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             }
             if settings.trustworthy {
                 report.findings.push(Finding {
+                    path: Vec::new(),
                     rule: Rule::Trustworthy,
                     principal: None,
                     object: format!("DATABASE::{db}"),
@@ -67,6 +69,7 @@ fn server_chaining(ctx: &Context, report: &mut Report) {
             reason: "the server option cross db ownership chaining (sys.configurations) could not be read".into(),
         }),
         Some(s) if s.cross_db_ownership_chaining => report.findings.push(Finding {
+            path: Vec::new(),
             rule: Rule::CrossDatabaseChaining,
             principal: None,
             object: "SERVER".into(),

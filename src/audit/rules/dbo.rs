@@ -51,6 +51,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
         ),
     };
     report.findings.push(Finding {
+        path: Vec::new(),
         rule: Rule::ServiceIsDbo,
         principal: Some(named.cloned().unwrap_or_else(|| "dbo".into())),
         object: "USER::dbo".into(),

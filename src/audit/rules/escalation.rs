@@ -212,6 +212,7 @@ fn code_owners(ctx: &Context, report: &mut Report) {
         };
         if ctx.owner_is_service(owner) {
             report.findings.push(Finding {
+                path: Vec::new(),
                 rule: Rule::CodeChange,
                 principal: Some(owner.to_string()),
                 object: format!("SCHEMA::{schema}"),
@@ -230,6 +231,7 @@ fn code_owners(ctx: &Context, report: &mut Report) {
         };
         if ctx.owner_is_service(owner) {
             report.findings.push(Finding {
+                path: Vec::new(),
                 rule: Rule::CodeChange,
                 principal: Some(owner.to_string()),
                 object: proc.qualified_name(),

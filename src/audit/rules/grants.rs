@@ -69,6 +69,7 @@ fn owners(ctx: &Context, report: &mut Report) {
         && ctx.owner_is_service(owner)
     {
         report.findings.push(Finding {
+            path: Vec::new(),
             rule: Rule::WriteAccess,
             principal: Some(owner.to_string()),
             object: format!("SCHEMA::{fence}"),
@@ -86,6 +87,7 @@ fn owners(ctx: &Context, report: &mut Report) {
         };
         if ctx.is_fence_table(&table.schema, &table.name) && ctx.owner_is_service(owner) {
             report.findings.push(Finding {
+                path: Vec::new(),
                 rule: Rule::WriteAccess,
                 principal: Some(owner.to_string()),
                 object: table.qualified_name(),

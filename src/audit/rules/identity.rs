@@ -25,6 +25,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
         )),
         IdentityState::CannotVerify => report.cannot_verify.push(cannot_verify(CANNOT_VERIFY_REASON)),
         IdentityState::Changed { recorded, current } => report.findings.push(Finding {
+            path: Vec::new(),
             rule: Rule::DatabaseIdentity,
             principal: None,
             object: ctx.catalog.database.clone(),

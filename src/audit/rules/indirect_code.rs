@@ -115,6 +115,7 @@ fn ddl_trigger_callees(ctx: &Context, report: &mut Report) {
         let Some(def) = &t.definition else { continue };
         for (callee, construct) in dynamic_callees(ctx, &t.qualified_name(), def) {
             report.findings.push(Finding {
+                path: Vec::new(),
                 rule: Rule::IndirectCode,
                 principal: ctx.catalog.owner_of(callee).map(str::to_string),
                 object: t.qualified_name(),
@@ -165,6 +166,7 @@ fn server_triggers(ctx: &Context, report: &mut Report) {
             continue;
         }
         report.findings.push(Finding {
+            path: Vec::new(),
             rule: Rule::IndirectCode,
             principal: None,
             object: format!("SERVER TRIGGER::{}", t.name),
@@ -203,6 +205,7 @@ fn numbered(ctx: &Context, report: &mut Report) {
         };
         let (schema, name) = shipped.name.split_once('.').unwrap_or((&o.schema, base));
         report.findings.push(Finding {
+            path: Vec::new(),
             rule: Rule::IndirectCode,
             principal: ctx.catalog.owner_of(o).map(str::to_string),
             object: o.qualified_name(),
@@ -235,6 +238,7 @@ fn case_variants(ctx: &Context, report: &mut Report) {
             continue;
         }
         report.findings.push(Finding {
+            path: Vec::new(),
             rule: Rule::IndirectCode,
             principal: ctx.catalog.owner_of(o).map(str::to_string),
             object: o.qualified_name(),
@@ -278,6 +282,7 @@ fn default_schemas(ctx: &Context, report: &mut Report) {
             continue;
         }
         report.findings.push(Finding {
+            path: Vec::new(),
             rule: Rule::IndirectCode,
             principal: Some(p.name.clone()),
             object: format!("SCHEMA::{schema}"),

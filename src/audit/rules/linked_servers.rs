@@ -30,6 +30,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
         );
         if is_this_server(target, &linked.this_server) {
             report.findings.push(Finding {
+                path: Vec::new(),
                 rule: Rule::LinkedServer,
                 principal: None,
                 object: format!("LINKED SERVER::{}", s.name),

@@ -101,6 +101,7 @@ pub(super) fn group_blindness(ctx: &Context) -> Option<String> {
 
 fn finding(ctx: &Context, rule: Rule, m: &Membership, role: &str, why: &str) -> Finding {
     Finding {
+        path: Vec::new(),
         rule,
         principal: Some(m.member.clone()),
         object: format!("ROLE::{role}"),

@@ -18,6 +18,7 @@ mod linked_servers;
 mod membership;
 mod modules;
 mod queue_activation;
+mod reach;
 mod rightless;
 mod runs_as;
 mod schema_code;
@@ -31,6 +32,7 @@ mod visibility;
 mod wrappers;
 
 pub(crate) use context::Context;
+pub(crate) use wrappers::contained as wrapper_contained;
 
 use super::catalog::Catalog;
 use super::{CannotVerify, Finding, Policy, Report, Rule};
@@ -66,6 +68,9 @@ pub fn evaluate(catalog: &Catalog, policy: &Policy) -> Report {
     agent_jobs::check(&ctx, &mut report);
     linked_servers::check(&ctx, &mut report);
     queue_activation::check(&ctx, &mut report);
+    // Last: it adds its paths to the findings above that name the same
+    // principal.
+    reach::check(&ctx, &mut report);
     if let Some(reason) = &ctx.permissions_hidden {
         for rule in PERMISSION_RULES {
             report.cannot_verify.push(CannotVerify {
@@ -87,7 +92,7 @@ pub fn evaluate(catalog: &Catalog, policy: &Policy) -> Report {
 }
 
 /// The rules that read `sys.database_permissions`.
-const PERMISSION_RULES: [Rule; 9] = [
+const PERMISSION_RULES: [Rule; 10] = [
     Rule::WriteAccess,
     Rule::ReadAccess,
     Rule::CodeChange,
@@ -97,6 +102,7 @@ const PERMISSION_RULES: [Rule; 9] = [
     Rule::SchemaCode,
     Rule::BecomeService,
     Rule::SideChannel,
+    Rule::ReachesFence,
 ];
 
 /// Whether `module`'s text names `schema.name`.

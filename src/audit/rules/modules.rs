@@ -118,6 +118,7 @@ fn foreign_modules(ctx: &Context, report: &mut Report) {
             _ => format!("DROP {kind} {};", quote_qualified(&o.schema, &o.name)),
         };
         report.findings.push(Finding {
+            path: Vec::new(),
             rule: Rule::ForeignModule,
             principal: ctx.catalog.owner_of(o).map(str::to_string),
             object: o.qualified_name(),
@@ -215,6 +216,7 @@ fn ownership(ctx: &Context, report: &mut Report) {
                     )
                 };
                 report.findings.push(Finding {
+                    path: Vec::new(),
                     rule: Rule::OwnershipChain,
                     principal: Some(proc_owner.to_string()),
                     object: proc.qualified_name(),

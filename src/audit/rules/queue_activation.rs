@@ -59,6 +59,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
         let (schema, name) = q.name.split_once('.').unwrap_or(("dbo", &q.name));
         for f in feeders.into_iter().filter(|f| !ctx.is_admin(f)) {
             report.findings.push(Finding {
+                path: Vec::new(),
                 rule: Rule::QueueActivation,
                 principal: Some(f.clone()),
                 object: format!("QUEUE::{}", q.name),

@@ -49,6 +49,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
         };
         let names: Vec<String> = services.into_iter().collect();
         report.findings.push(Finding {
+            path: Vec::new(),
             rule: Rule::RunsAsSomeoneElse,
             principal: Some(names.join(", ")),
             object: o.qualified_name(),

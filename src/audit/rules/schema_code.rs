@@ -38,6 +38,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
         let names = names(&chained);
         if !ctx.is_admin(schema_owner) {
             report.findings.push(Finding {
+                path: Vec::new(),
                 rule: Rule::SchemaCode,
                 principal: Some(schema_owner.to_string()),
                 object: format!("SCHEMA::{}", schema.name),

@@ -50,6 +50,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
         }
         for right in privileges(server, login) {
             report.findings.push(Finding {
+                path: Vec::new(),
                 rule: right.rule,
                 principal: Some(p.name.clone()),
                 object: format!("LOGIN::{login}"),

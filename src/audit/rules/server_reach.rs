@@ -109,6 +109,7 @@ pub(super) fn findings(ctx: &Context, server: &ServerFacts, principal: &str, log
         }
     };
     let finding = |path: String, why: String, fix: String| Finding {
+        path: Vec::new(),
         rule: Rule::ServerPrivilege,
         principal: Some(principal.to_string()),
         object: format!("LOGIN::{login}"),

@@ -43,6 +43,7 @@ fn dynamic_sql(ctx: &Context, report: &mut Report) {
         }
         if !found.is_empty() {
             report.findings.push(Finding {
+                path: Vec::new(),
                 rule: Rule::DynamicSql,
                 principal: ctx.catalog.owner_of(proc).map(str::to_string),
                 object: proc.qualified_name(),
@@ -84,6 +85,7 @@ fn drift(ctx: &Context, report: &mut Report) {
         else {
             let (schema, name) = shipped.name.split_once('.').unwrap_or(("", &shipped.name));
             report.findings.push(Finding {
+                path: Vec::new(),
                 rule: Rule::Drift,
                 principal: None,
                 object: shipped.name.clone(),
@@ -101,6 +103,7 @@ fn drift(ctx: &Context, report: &mut Report) {
         match (recorded, proc.definition_hash.as_deref()) {
             (Some(recorded), Some(current)) if !same_definition(recorded, current) => {
                 report.findings.push(Finding {
+                    path: Vec::new(),
                     rule: Rule::Drift,
                     principal: ctx.catalog.owner_of(proc).map(str::to_string),
                     object: proc.qualified_name(),

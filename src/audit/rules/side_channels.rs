@@ -73,6 +73,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             continue;
         }
         report.findings.push(Finding {
+            path: Vec::new(),
             rule: Rule::SideChannel,
             principal: Some(m.member.clone()),
             object: "ROLE::db_backupoperator".into(),
@@ -180,6 +181,7 @@ fn features(ctx: &Context, report: &mut Report) {
             ),
         };
         report.findings.push(Finding {
+            path: Vec::new(),
             rule: Rule::SideChannel,
             principal: None,
             object: f.table.clone(),

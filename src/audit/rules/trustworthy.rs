@@ -51,6 +51,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                 .filter(|u| u.login.as_deref().is_some_and(|l| l.eq_ignore_ascii_case(login)))
             {
                 report.findings.push(Finding {
+                    path: Vec::new(),
                     rule: Rule::TrustworthyElsewhere,
                     principal: Some(service.to_string()),
                     object: format!("DATABASE::{}", db.name),

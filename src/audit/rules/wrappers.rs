@@ -12,7 +12,7 @@ use super::execute::allowed;
 use super::module_text_names;
 
 /// Whether `o`, naming `refs`, reaches no one beyond those refs' own roles.
-pub(super) fn contained(ctx: &Context, o: &Object, refs: &BTreeSet<String>) -> bool {
+pub(crate) fn contained(ctx: &Context, o: &Object, refs: &BTreeSet<String>) -> bool {
     let fence = ctx.policy.fence_schema.to_lowercase();
     if refs.is_empty()
         || !matches!(o.kind, ObjectKind::Procedure | ObjectKind::Function)

@@ -201,10 +201,20 @@ fn fp003_database_wide_insert_through_public_and_control_on_the_schema() {
 }
 
 #[test]
-fn fp003_a_database_wide_grant_to_someone_outside_the_services_is_not_a_finding() {
+fn fp003_a_database_wide_grant_to_someone_outside_the_services_is_not_fp003s_but_fp027_names_it() {
+    // FP003 judges database-wide grants to services; whoever else can write
+    // the fence is FP027's, with the path.
     let mut c = clean();
     c.permissions.push(grant("reporting", "UPDATE", Securable::Database));
-    assert!(check(&c).findings.is_empty());
+    let f = found(&c, Rule::ReachesFence);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0].principal.as_deref(), Some("reporting"));
+    assert_eq!(f[0].object, "fence.Resource");
+    assert_eq!(
+        f[0].path[0].step,
+        "UPDATE on fence.Resource (by the hierarchy: UPDATE on DATABASE::orders implies UPDATE on fence.Resource)"
+    );
+    assert_eq!(f[0].fix, "REVOKE UPDATE FROM [reporting];");
 }
 
 #[test]
@@ -503,7 +513,8 @@ fn an_empty_permission_catalog_cannot_be_verified_never_passes() {
     assert_eq!(
         cannot_verify_rules(&report),
         [
-            "FP001", "FP002", "FP003", "FP004", "FP005", "FP006", "FP007", "FP014", "FP016", "FP020", "FP021", "FP023"
+            "FP001", "FP002", "FP003", "FP004", "FP005", "FP006", "FP007", "FP014", "FP016", "FP020", "FP021", "FP023",
+            "FP027"
         ]
     );
     assert!(

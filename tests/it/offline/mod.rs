@@ -10,6 +10,7 @@ mod audit_hidden_paths;
 mod audit_hierarchy;
 mod audit_implied;
 mod audit_offline;
+mod audit_reach;
 mod audit_reach_paths;
 mod audit_render;
 mod audit_rules;

@@ -1,0 +1,119 @@
+//! The closure of the graph from one node: breadth first, so each goal is
+//! reached by a shortest path, and in the graph's settled edge order, so the
+//! same catalog always gives the same path.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+
+use super::super::finding::Step;
+use super::edge::Kind;
+use super::graph::Graph;
+use super::node::{Goal, Node};
+
+/// A node and whether every step to it so far only held rights.
+type State = (Node, bool);
+
+/// How each state was first reached: the state before and its edge's index.
+type Previous = HashMap<State, (State, usize)>;
+
+/// A goal reached, with the path and the object at its end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Reached {
+    pub(crate) path: Vec<Step>,
+    pub(crate) object: String,
+    /// The nodes the path passes through after the start, in order.
+    pub(crate) through: Vec<Node>,
+}
+
+/// The shortest path from `start` to each goal it reaches, leaving out the
+/// first steps into `avoid`. A path counts a [`Kind::Designed`] grant only
+/// after an act: a fence role's members run its procedures by design, but
+/// whoever can make itself a member does not.
+pub(crate) fn shortest(graph: &Graph, start: &Node, avoid: &BTreeSet<Node>) -> BTreeMap<Goal, Reached> {
+    let mut previous: Previous = HashMap::new();
+    let mut seen: BTreeSet<State> = BTreeSet::new();
+    let mut queue: VecDeque<State> = VecDeque::new();
+    let mut found = BTreeMap::new();
+    let first: State = (start.clone(), true);
+    seen.insert(first.clone());
+    queue.push_back(first.clone());
+    while let Some(state) = queue.pop_front() {
+        let (node, pure) = &state;
+        for (i, edge) in graph.edges(node).iter().enumerate() {
+            if *node == *start && avoid.contains(&edge.to) {
+                continue;
+            }
+            if edge.kind == Kind::Designed && *pure {
+                continue;
+            }
+            let next: State = (edge.to.clone(), *pure && edge.kind == Kind::Holds);
+            if let Node::Goal(goal) = &edge.to {
+                if !found.contains_key(goal) {
+                    let (path, through) = walk(graph, &previous, &state, &first, i);
+                    found.insert(
+                        *goal,
+                        Reached {
+                            path,
+                            object: edge.object.clone().unwrap_or_default(),
+                            through,
+                        },
+                    );
+                }
+                continue;
+            }
+            // The start is never passed through again.
+            if edge.to == *start || !seen.insert(next.clone()) {
+                continue;
+            }
+            previous.insert(next.clone(), (state.clone(), i));
+            queue.push_back(next);
+        }
+    }
+    found
+}
+
+fn walk(graph: &Graph, previous: &Previous, last: &State, first: &State, last_edge: usize) -> (Vec<Step>, Vec<Node>) {
+    let mut steps = vec![graph.edges(&last.0)[last_edge].step.clone()];
+    let mut through = Vec::new();
+    let mut at = last.clone();
+    while at != *first {
+        through.push(at.0.clone());
+        let (prev, i) = previous.get(&at).expect("every reached state has a previous one");
+        steps.push(graph.edges(&prev.0)[*i].step.clone());
+        at = prev.clone();
+    }
+    steps.reverse();
+    through.reverse();
+    (steps, through)
+}
+
+/// Why `start` is trusted, if it is: the policy names it, or it holds a
+/// trusted principal's rights by membership or as its login
+/// (`member of db_owner`). Only [`Kind::Holds`] steps pass trust on.
+pub(crate) fn trusted_as(graph: &Graph, start: &Node) -> Option<String> {
+    if graph.is_trusted(start) {
+        return Some("named by the policy".into());
+    }
+    let mut previous: HashMap<Node, (Node, String)> = HashMap::new();
+    let mut queue = VecDeque::from([start.clone()]);
+    let mut seen = BTreeSet::from([start.clone()]);
+    while let Some(node) = queue.pop_front() {
+        for edge in graph.edges(&node).iter().filter(|e| e.kind == Kind::Holds) {
+            if !seen.insert(edge.to.clone()) {
+                continue;
+            }
+            previous.insert(edge.to.clone(), (node.clone(), edge.step.step.clone()));
+            if graph.is_trusted(&edge.to) {
+                let mut steps = Vec::new();
+                let mut at = edge.to.clone();
+                while let Some((prev, step)) = previous.get(&at) {
+                    steps.push(step.clone());
+                    at = prev.clone();
+                }
+                steps.reverse();
+                return Some(steps.join(", "));
+            }
+            queue.push_back(edge.to.clone());
+        }
+    }
+    None
+}

@@ -1,0 +1,338 @@
+//! Who can reach the goals themselves, and code that reaches them: a right
+//! on a fence table, a fence_admin procedure or the shipped code, by the
+//! permission hierarchy; ALTER on code or tables the fence tables' owner
+//! owns (a trigger or a rewrite runs as that owner, and ownership chaining
+//! skips the check on the fence tables); EXECUTE on a module that calls a
+//! fence_admin procedure or writes a fence table as their owner.
+
+use std::collections::BTreeSet;
+
+use super::super::catalog::{Object, ObjectKind, PermissionState, Securable};
+use super::super::rules::{Context, module_text_names, wrapper_contained};
+use super::edge::{Edge, Kind};
+use super::graph::Graph;
+use super::node::{Goal, Node};
+use super::principals::hierarchy_note;
+use super::rights::Right;
+use crate::tsql::quote_qualified;
+
+/// What a right must imply on a fence table to write it: the rows, or the
+/// table (ALTER: TRUNCATE, triggers; TAKE OWNERSHIP: then anything).
+const WRITE: [&str; 5] = ["UPDATE", "INSERT", "DELETE", "ALTER", "TAKE OWNERSHIP"];
+
+pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
+    let fence = ctx.policy.fence_schema.clone();
+    let tables: Vec<String> = ordered_tables(ctx);
+    let admin = admin_procedures(ctx);
+    let chained = chained_objects(ctx);
+    let modules = reaching_modules(ctx);
+    for right in rights {
+        let from = Node::principal(&right.holder);
+        let p = &right.permission;
+        let add = |graph: &mut Graph, edge: Edge| graph.add(from.clone(), &right.holder, edge);
+        // Write a fence table.
+        'tables: for t in &tables {
+            let target = object(&fence, t);
+            for w in WRITE {
+                if ctx.reaches(p, &target, w) {
+                    let name = format!("{fence}.{t}");
+                    add(
+                        graph,
+                        Edge::new(
+                            Node::Goal(Goal::WriteFence),
+                            Kind::Acts,
+                            format!(
+                                "{w} on {name}{}{}",
+                                hierarchy_note(ctx, right, w, &name),
+                                right.grant_option()
+                            ),
+                            right.evidence.clone(),
+                            right.cut.clone(),
+                        )
+                        .on(name),
+                    );
+                    break 'tables;
+                }
+            }
+        }
+        // Run a fence_admin procedure.
+        for proc in &admin {
+            let (s, n) = proc.split_once('.').unwrap_or(("", proc));
+            let target = object(s, n);
+            if !ctx.reaches(p, &target, "EXECUTE") {
+                continue;
+            }
+            let designed = right.plain_grant
+                && ctx.contains(&target, &p.on)
+                && p.permission.eq_ignore_ascii_case("EXECUTE")
+                && ctx
+                    .policy
+                    .expected_grants()
+                    .any(|(r, q)| r.eq_ignore_ascii_case(&right.holder) && q.eq_ignore_ascii_case(proc));
+            add(
+                graph,
+                Edge::new(
+                    Node::Goal(Goal::RunAdmin),
+                    if designed { Kind::Designed } else { Kind::Acts },
+                    format!(
+                        "EXECUTE on {proc}{}{}",
+                        hierarchy_note(ctx, right, "EXECUTE", proc),
+                        right.grant_option()
+                    ),
+                    right.evidence.clone(),
+                    right.cut.clone(),
+                )
+                .on(proc.clone()),
+            );
+            if !designed {
+                break;
+            }
+        }
+        // Change the shipped code: ALTER on a code schema or a shipped
+        // procedure, or taking either.
+        let code_targets = ctx
+            .policy
+            .code_schemas
+            .iter()
+            .map(|s| (Securable::Schema { schema: s.clone() }, format!("SCHEMA::{s}")))
+            .chain(ctx.policy.procedures.iter().map(|proc| {
+                let (s, n) = proc.name.split_once('.').unwrap_or(("", &proc.name));
+                (object(s, n), proc.name.clone())
+            }));
+        'code: for (target, name) in code_targets {
+            for w in ["ALTER", "TAKE OWNERSHIP"] {
+                if ctx.reaches(p, &target, w) {
+                    add(
+                        graph,
+                        Edge::new(
+                            Node::Goal(Goal::AlterCode),
+                            Kind::Acts,
+                            format!("{w} on {name}{}", hierarchy_note(ctx, right, w, &name)),
+                            right.evidence.clone(),
+                            right.cut.clone(),
+                        )
+                        .on(name.clone()),
+                    );
+                    break 'code;
+                }
+            }
+        }
+        // ALTER on what the fence tables' owner owns: code there runs as it.
+        for o in &chained {
+            let name = o.qualified_name();
+            let target = object(&o.schema, &o.name);
+            if ctx.reaches(p, &target, "ALTER") {
+                let owner = ctx.tables_owner().unwrap_or("dbo");
+                let what = if o.kind == ObjectKind::Table {
+                    "a trigger it adds there"
+                } else {
+                    "its rewrite"
+                };
+                add(
+                    graph,
+                    Edge::new(
+                        Node::Goal(Goal::WriteFence),
+                        Kind::Acts,
+                        format!(
+                            "ALTER on {name}{}, which {owner} owns as it owns the fence tables: {what} runs as {owner}, \
+                             and ownership chaining skips the permission check on the fence tables",
+                            hierarchy_note(ctx, right, "ALTER", &name)
+                        ),
+                        right.evidence.clone(),
+                        right.cut.clone(),
+                    )
+                    .on(name),
+                );
+                break;
+            }
+        }
+        // EXECUTE on a module that reaches a goal as its owner.
+        for (o, _) in &modules {
+            let name = o.qualified_name();
+            if ctx.reaches(p, &object(&o.schema, &o.name), "EXECUTE") {
+                add(
+                    graph,
+                    Edge::new(
+                        Node::code(&name),
+                        Kind::Acts,
+                        format!(
+                            "EXECUTE on {name}{}{}",
+                            hierarchy_note(ctx, right, "EXECUTE", &name),
+                            right.grant_option()
+                        ),
+                        right.evidence.clone(),
+                        right.cut.clone(),
+                    ),
+                );
+            }
+        }
+    }
+    for (o, reaches) in modules {
+        let name = o.qualified_name();
+        graph.name_node(Node::code(&name), &name);
+        let owner = ctx.catalog.owner_of(o).unwrap_or("its owner").to_string();
+        for (goal, target) in reaches {
+            graph.add(
+                Node::code(&name),
+                &name,
+                Edge::new(
+                    Node::Goal(goal),
+                    Kind::Acts,
+                    format!(
+                        "{name} {} {target} and is owned by {owner}, as {target} is: ownership chaining skips the \
+                         permission check",
+                        if goal == Goal::RunAdmin { "calls" } else { "writes" }
+                    ),
+                    format!("sys.sql_modules: {name} names {target}; its owner is {owner}"),
+                    format!("DROP {} {};", drop_kind(o.kind), quote_qualified(&o.schema, &o.name)),
+                )
+                .on(target),
+            );
+        }
+    }
+}
+
+fn object(schema: &str, name: &str) -> Securable {
+    Securable::Object {
+        schema: schema.into(),
+        name: name.into(),
+        column: None,
+    }
+}
+
+/// The fence tables, the policy's order first (Resource leads).
+fn ordered_tables(ctx: &Context) -> Vec<String> {
+    let mut tables: Vec<String> = ctx
+        .policy
+        .fence_tables
+        .iter()
+        .filter(|t| ctx.fence_tables().contains(*t))
+        .cloned()
+        .collect();
+    for t in ctx.fence_tables() {
+        if !tables.iter().any(|x| x.eq_ignore_ascii_case(t)) {
+            tables.push(t.clone());
+        }
+    }
+    tables
+}
+
+/// The shipped procedures in the fence_admin schema, and any other
+/// procedure the catalog lists there.
+pub(super) fn admin_procedures(ctx: &Context) -> Vec<String> {
+    let Some(admin) = ctx
+        .policy
+        .code_schemas
+        .iter()
+        .find(|s| s.eq_ignore_ascii_case("fence_admin"))
+    else {
+        return Vec::new();
+    };
+    let mut procs: Vec<String> = ctx
+        .policy
+        .procedures
+        .iter()
+        .filter(|p| {
+            p.name
+                .split_once('.')
+                .is_some_and(|(s, _)| s.eq_ignore_ascii_case(admin))
+        })
+        .map(|p| p.name.clone())
+        .collect();
+    for o in &ctx.catalog.objects {
+        if o.kind == ObjectKind::Procedure && o.schema.eq_ignore_ascii_case(admin) && !procs.iter().any(|p| o.is(p)) {
+            procs.push(o.qualified_name());
+        }
+    }
+    procs
+}
+
+/// Tables and modules outside the fence and code schemas that the fence
+/// tables' owner owns, when the engine chains ownership: ALTER on one is a
+/// way to run code as that owner.
+fn chained_objects<'a>(ctx: &Context<'a>) -> Vec<&'a Object> {
+    let Some(owner) = ctx.tables_owner() else {
+        return Vec::new();
+    };
+    if !ctx.catalog.engine.chains_ownership {
+        return Vec::new();
+    }
+    let mut objects: Vec<&Object> = ctx
+        .catalog
+        .objects
+        .iter()
+        .filter(|o| !o.schema.is_empty() && !ctx.policy.is_fence_scoped_schema(&o.schema))
+        .filter(|o| !matches!(o.kind, ObjectKind::Synonym | ObjectKind::DatabaseTrigger))
+        .filter(|o| ctx.catalog.owner_of(o).is_some_and(|x| x.eq_ignore_ascii_case(owner)))
+        .collect();
+    objects.sort_by_key(|o| (o.kind != ObjectKind::Table, o.qualified_name().to_lowercase()));
+    objects
+}
+
+/// Modules other than the shipped procedures that call a fence_admin
+/// procedure or write a fence table and are owned by its owner, so that
+/// ownership chaining lets whoever may run them do so too; a wrapper that
+/// hands no one more than their fence role has is left out.
+fn reaching_modules<'a>(ctx: &Context<'a>) -> Vec<(&'a Object, Vec<(Goal, String)>)> {
+    if !ctx.catalog.engine.chains_ownership {
+        return Vec::new();
+    }
+    let fence = &ctx.policy.fence_schema;
+    let admin = admin_procedures(ctx);
+    let depends = |o: &Object, target: &str| {
+        ctx.catalog.dependencies.iter().flatten().any(|d| {
+            d.referencing.eq_ignore_ascii_case(&o.qualified_name()) && d.referenced.eq_ignore_ascii_case(target)
+        })
+    };
+    let names = |o: &Object, target: &str| {
+        let (s, n) = target.split_once('.').unwrap_or(("", target));
+        module_text_names(o, s, n) || depends(o, target)
+    };
+    let mut out = Vec::new();
+    for o in &ctx.catalog.objects {
+        if !matches!(o.kind, ObjectKind::Procedure | ObjectKind::Function) || ctx.is_shipped(o) {
+            continue;
+        }
+        let Some(owner) = ctx.catalog.owner_of(o) else { continue };
+        let same_owner = |target: &str| {
+            ctx.catalog
+                .object(target)
+                .and_then(|t| ctx.catalog.owner_of(t))
+                .or_else(|| target.split_once('.').and_then(|(s, _)| ctx.catalog.schema_owner(s)))
+                .is_some_and(|t| t.eq_ignore_ascii_case(owner))
+        };
+        let mut reaches = Vec::new();
+        if let Some(t) = ctx
+            .fence_tables()
+            .iter()
+            .map(|t| format!("{fence}.{t}"))
+            .find(|t| names(o, t) && same_owner(t))
+        {
+            reaches.push((Goal::WriteFence, t));
+        }
+        let called: BTreeSet<String> = admin.iter().filter(|p| names(o, p)).cloned().collect();
+        // A wrapper its grantees may hand on (WITH GRANT OPTION) reaches
+        // whoever they choose, whatever their own roles hold.
+        let target = object(&o.schema, &o.name);
+        let handed_on = ctx
+            .grants()
+            .any(|g| g.state == PermissionState::GrantWithGrantOption && ctx.reaches(g, &target, "EXECUTE"));
+        if let Some(p) = called.iter().find(|p| same_owner(p))
+            && (handed_on || !wrapper_contained(ctx, o, &called))
+        {
+            reaches.push((Goal::RunAdmin, p.clone()));
+        }
+        if !reaches.is_empty() {
+            out.push((o, reaches));
+        }
+    }
+    out.sort_by_key(|(o, _)| o.qualified_name().to_lowercase());
+    out
+}
+
+fn drop_kind(kind: ObjectKind) -> &'static str {
+    match kind {
+        ObjectKind::Function => "FUNCTION",
+        _ => "PROCEDURE",
+    }
+}

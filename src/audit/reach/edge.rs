@@ -1,0 +1,58 @@
+//! The edges of the reachability graph.
+
+use super::super::finding::Step;
+use super::node::Node;
+
+/// How an edge passes rights on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Kind {
+    /// The source holds the target's rights as they stand, by no act of its
+    /// own: role membership, a login entering the database as its user,
+    /// sysadmin entering as dbo. Trust passes along it: a member of a
+    /// trusted role is trusted as that role.
+    Holds,
+    /// The source can make itself the target, or do what the target stands
+    /// for, by an act: impersonating, adding a member, resetting a
+    /// password, changing code, using a right on a goal.
+    Acts,
+    /// A grant the deploy makes by design (EXECUTE on a fence_admin
+    /// procedure to the fence role it is meant for): it counts only on a
+    /// path that has already taken an act, never for the role's members.
+    Designed,
+}
+
+/// One edge: `from` reaches `to` by `step`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Edge {
+    pub(crate) to: Node,
+    pub(crate) kind: Kind,
+    pub(crate) step: Step,
+    /// For an edge into a goal, the object reached (`fence.Resource`).
+    pub(crate) object: Option<String>,
+}
+
+impl Edge {
+    pub(crate) fn new(
+        to: Node,
+        kind: Kind,
+        step: impl Into<String>,
+        evidence: impl Into<String>,
+        cut: impl Into<String>,
+    ) -> Self {
+        Self {
+            to,
+            kind,
+            step: Step {
+                step: step.into(),
+                evidence: evidence.into(),
+                cut: cut.into(),
+            },
+            object: None,
+        }
+    }
+
+    pub(crate) fn on(mut self, object: impl Into<String>) -> Self {
+        self.object = Some(object.into());
+        self
+    }
+}

@@ -1,0 +1,121 @@
+//! The graph itself: nodes with their spelling, edges in a stable order, and
+//! who the policy trusts.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::super::rules::Context;
+use super::edge::Edge;
+use super::node::Node;
+use super::{code, principals, rights, server};
+
+pub(crate) struct Graph {
+    edges: BTreeMap<Node, Vec<Edge>>,
+    names: BTreeMap<Node, String>,
+    trusted: BTreeSet<Node>,
+    /// The nodes a finding may name, in order.
+    starts: Vec<Node>,
+}
+
+impl Graph {
+    /// The graph of `ctx`'s catalog: every edge from memberships,
+    /// ownership, grants (weighed by the permission hierarchy), the fixed
+    /// roles' documented rights, logins and server roles, and modules.
+    pub(crate) fn build(ctx: &Context) -> Self {
+        let mut graph = Graph {
+            edges: BTreeMap::new(),
+            names: BTreeMap::new(),
+            trusted: BTreeSet::new(),
+            starts: Vec::new(),
+        };
+        for p in &ctx.catalog.principals {
+            let node = Node::principal(&p.name);
+            graph.names.insert(node.clone(), p.name.clone());
+            // A fixed role's rights are its members'; only a trusted one is
+            // named for itself.
+            if !super::fixed_roles::is_fixed(&p.name) || ctx.policy.trusts(&p.name) {
+                graph.starts.push(node);
+            }
+        }
+        let rights = rights::all(ctx);
+        principals::edges(ctx, &rights, &mut graph);
+        code::edges(ctx, &rights, &mut graph);
+        server::edges(ctx, &mut graph);
+        for node in graph.names.keys() {
+            let trusted = match node {
+                Node::Principal(n) | Node::ServerRole(n) => ctx.policy.trusts(n),
+                Node::Login(n) => ctx.policy.trusts(n),
+                Node::Code(_) | Node::Goal(_) => false,
+            };
+            if trusted {
+                graph.trusted.insert(node.clone());
+            }
+        }
+        graph.starts.sort();
+        graph.starts.dedup();
+        graph.settle();
+        graph
+    }
+
+    /// Adds `edge` from `from`, naming `from` `name` if it has no name yet.
+    pub(crate) fn add(&mut self, from: Node, name: &str, edge: Edge) {
+        self.names.entry(from.clone()).or_insert_with(|| name.to_string());
+        self.edges.entry(from).or_default().push(edge);
+    }
+
+    /// Names a node that acts (a login, a server role) and lets findings
+    /// start from it.
+    pub(crate) fn actor(&mut self, node: Node, name: &str) {
+        self.names.entry(node.clone()).or_insert_with(|| name.to_string());
+        self.starts.push(node);
+    }
+
+    /// Names a node.
+    pub(crate) fn name_node(&mut self, node: Node, name: &str) {
+        self.names.entry(node).or_insert_with(|| name.to_string());
+    }
+
+    /// The edges out of `node`, in the order they were added.
+    pub(crate) fn edges(&self, node: &Node) -> &[Edge] {
+        self.edges.get(node).map_or(&[], Vec::as_slice)
+    }
+
+    /// How a node reads in a finding: a principal by its name, a login as
+    /// `login x`, a server role as `server role x`.
+    pub(crate) fn name(&self, node: &Node) -> String {
+        let spelled = self.names.get(node).cloned();
+        match node {
+            Node::Principal(n) | Node::Code(n) => spelled.unwrap_or_else(|| n.clone()),
+            Node::Login(n) => format!("login {}", spelled.unwrap_or_else(|| n.clone())),
+            Node::ServerRole(n) => format!("server role {}", spelled.unwrap_or_else(|| n.clone())),
+            Node::Goal(g) => g.describe().to_string(),
+        }
+    }
+
+    /// The bare name of a principal node, as the catalog spells it.
+    pub(crate) fn spelling(&self, node: &Node) -> String {
+        match node {
+            Node::Principal(n) | Node::Login(n) | Node::ServerRole(n) | Node::Code(n) => {
+                self.names.get(node).cloned().unwrap_or_else(|| n.clone())
+            }
+            Node::Goal(g) => g.describe().to_string(),
+        }
+    }
+
+    pub(crate) fn is_trusted(&self, node: &Node) -> bool {
+        self.trusted.contains(node)
+    }
+
+    /// Every node a finding may name, in a stable order.
+    pub(crate) fn starts(&self) -> &[Node] {
+        &self.starts
+    }
+
+    /// Sorts each node's edges by a stable key (kind, target, step) so the
+    /// shortest path found does not depend on the catalog's row order,
+    /// keeping the order rights were ranked in among equals.
+    pub(crate) fn settle(&mut self) {
+        for edges in self.edges.values_mut() {
+            edges.sort_by(|a, b| (a.kind, &a.to).cmp(&(b.kind, &b.to)));
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! The audit as a reachability question: which principals can write a fence
+//! table, run a fence_admin procedure or change the shipped procedures, other
+//! than through the shipped procedures and the grants a deploy makes.
+//!
+//! [`Graph::build`] turns a catalog into a graph whose nodes are database
+//! principals, logins, server roles, modules and the three [`Goal`]s, and
+//! whose edges are the ways one becomes another or reaches a goal, each with
+//! its catalog evidence and the statement that removes it. Every right is
+//! weighed by SQL Server's permission hierarchy, so a covering permission
+//! (CONTROL, ALTER on the database, ALTER ANY SCHEMA) counts as what it
+//! implies, and the fixed database roles hold their documented rights.
+//! [`closure`] answers, for one principal, the shortest path to each goal.
+
+mod closure;
+mod code;
+mod edge;
+mod fixed_roles;
+mod graph;
+mod node;
+mod principals;
+mod rights;
+mod server;
+
+pub(crate) use closure::{Reached, shortest, trusted_as};
+pub(crate) use edge::Kind;
+pub(crate) use graph::Graph;
+pub(crate) use node::{Goal, Node};

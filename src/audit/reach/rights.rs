@@ -1,0 +1,169 @@
+//! Every right a principal holds on a securable of the database, wherever it
+//! comes from: a grant, ownership, a fixed role's documented rights, being
+//! dbo. Each says how it is held and what removes it, so an edge built on it
+//! can.
+
+use super::super::catalog::{Permission, PermissionState, PrincipalKind, Securable};
+use super::super::rules::Context;
+use super::fixed_roles;
+use crate::tsql::{quote_name, quote_qualified};
+
+/// A right `holder` has, as a permission row would state it.
+pub(crate) struct Right {
+    pub(crate) holder: String,
+    pub(crate) permission: Permission,
+    /// How it is held, when not by a plain grant of exactly that permission
+    /// (`owns SCHEMA::app`, `db_datawriter's documented rights`).
+    pub(crate) held: Option<String>,
+    pub(crate) evidence: String,
+    pub(crate) cut: String,
+    /// A plain catalog GRANT (not WITH GRANT OPTION, not implied).
+    pub(crate) plain_grant: bool,
+}
+
+impl Right {
+    /// ` WITH GRANT OPTION: ...` when the holder may hand the right on.
+    pub(crate) fn grant_option(&self) -> &'static str {
+        if self.permission.state == PermissionState::GrantWithGrantOption {
+            " WITH GRANT OPTION, so it can hand it on to anyone"
+        } else {
+            ""
+        }
+    }
+}
+
+/// Every right of the catalog, in a stable order: by holder, grants before
+/// ownership before fixed roles' rights, then by permission.
+pub(crate) fn all(ctx: &Context) -> Vec<Right> {
+    let mut rights = Vec::new();
+    for p in ctx.grants() {
+        let option = if p.state == PermissionState::GrantWithGrantOption {
+            " WITH GRANT OPTION"
+        } else {
+            ""
+        };
+        rights.push(Right {
+            holder: p.grantee.clone(),
+            permission: p.clone(),
+            held: None,
+            evidence: format!(
+                "sys.database_permissions: GRANT {} ON {} TO {}{option}",
+                p.permission.to_uppercase(),
+                ctx.describe(&p.on),
+                p.grantee
+            ),
+            cut: ctx.revoke(p),
+            plain_grant: p.state == PermissionState::Grant,
+        });
+    }
+    owners(ctx, &mut rights);
+    fixed_roles::rights(ctx, &mut rights);
+    // dbo is the database's owner: no permission check applies to it.
+    if ctx.catalog.principal("dbo").is_some() {
+        rights.push(owned(
+            "dbo",
+            Securable::Database,
+            "dbo is the database owner, whom no permission check applies to",
+            "sys.databases.owner_sid: dbo is the database owner".into(),
+            "ALTER AUTHORIZATION ON DATABASE::<db> TO <a login trusted to own it>;".into(),
+        ));
+    }
+    let rank = |r: &Right| -> (String, u8, usize, String) {
+        let source = if r.plain_grant || r.permission.state == PermissionState::GrantWithGrantOption && r.held.is_none()
+        {
+            0
+        } else if r.evidence.starts_with("sys.") {
+            1
+        } else {
+            2
+        };
+        (
+            r.holder.to_lowercase(),
+            source,
+            PREFERENCE
+                .iter()
+                .position(|p| p.eq_ignore_ascii_case(&r.permission.permission))
+                .unwrap_or(PREFERENCE.len()),
+            format!("{:?}", r.permission.on),
+        )
+    };
+    rights.sort_by_key(rank);
+    rights
+}
+
+/// The order a path names rights in when several reach the same goal.
+const PREFERENCE: [&str; 8] = [
+    "CONTROL",
+    "UPDATE",
+    "INSERT",
+    "DELETE",
+    "ALTER",
+    "TAKE OWNERSHIP",
+    "IMPERSONATE",
+    "EXECUTE",
+];
+
+fn owned(holder: &str, on: Securable, held: &str, evidence: String, cut: String) -> Right {
+    Right {
+        holder: holder.to_string(),
+        permission: Permission {
+            grantee: holder.to_string(),
+            permission: "CONTROL".into(),
+            state: PermissionState::Grant,
+            on,
+        },
+        held: Some(held.to_string()),
+        evidence,
+        cut,
+        plain_grant: false,
+    }
+}
+
+/// Owning a schema, an object or a role is CONTROL on it.
+fn owners(ctx: &Context, rights: &mut Vec<Right>) {
+    for s in &ctx.catalog.schemas {
+        rights.push(owned(
+            &s.owner,
+            Securable::Schema { schema: s.name.clone() },
+            &format!("{} owns SCHEMA::{}", s.owner, s.name),
+            format!("sys.schemas: {} is owned by {}", s.name, s.owner),
+            format!("ALTER AUTHORIZATION ON SCHEMA::{} TO [dbo];", quote_name(&s.name)),
+        ));
+    }
+    for o in &ctx.catalog.objects {
+        let Some(owner) = o.owner.as_deref() else { continue };
+        if o.schema.is_empty() {
+            continue;
+        }
+        rights.push(owned(
+            owner,
+            Securable::Object {
+                schema: o.schema.clone(),
+                name: o.name.clone(),
+                column: None,
+            },
+            &format!("{owner} owns {}", o.qualified_name()),
+            format!("sys.objects: {} has principal_id {owner}", o.qualified_name()),
+            format!(
+                "ALTER AUTHORIZATION ON OBJECT::{} TO SCHEMA OWNER;",
+                quote_qualified(&o.schema, &o.name)
+            ),
+        ));
+    }
+    for r in &ctx.catalog.principals {
+        let Some(owner) = r.owner.as_deref() else { continue };
+        if !matches!(r.kind, PrincipalKind::Role | PrincipalKind::ApplicationRole)
+            || owner.eq_ignore_ascii_case(&r.name)
+        {
+            continue;
+        }
+        let class = ctx.principal_class(&r.name);
+        rights.push(owned(
+            owner,
+            Securable::Principal { name: r.name.clone() },
+            &format!("{owner} owns {class}::{}", r.name),
+            format!("sys.database_principals: {} has owning_principal_id {owner}", r.name),
+            format!("ALTER AUTHORIZATION ON {class}::{} TO [dbo];", quote_name(&r.name)),
+        ));
+    }
+}

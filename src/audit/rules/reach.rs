@@ -1,0 +1,142 @@
+//! FP027: the audit's answer as reachability. Every principal, login and
+//! server role the catalog shows that can write a fence table, run a
+//! fence_admin procedure beyond the fence roles' grants, or change the
+//! shipped procedures, by any path through the graph of [`super::super::reach`],
+//! is named with that path, unless the policy trusts it (then the report
+//! lists it apart, with its path, never silently).
+//!
+//! One path is reported once. A principal that another rule already names
+//! keeps that rule's finding and text, which gains the path; the members of
+//! a role that is a finding itself, who reach the goal only through it, are
+//! listed in the role's finding rather than each on its own.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::super::finding::Step;
+use super::super::reach::{Goal, Graph, Kind, Node, Reached, shortest, trusted_as};
+use super::super::report::TrustedReach;
+use super::{Context, Finding, Report, Rule};
+
+pub(super) fn check(ctx: &Context, report: &mut Report) {
+    let graph = Graph::build(ctx);
+    let reach: BTreeMap<Node, BTreeMap<Goal, Reached>> = graph
+        .starts()
+        .iter()
+        .map(|s| (s.clone(), shortest(&graph, s, &BTreeSet::new())))
+        .filter(|(_, goals)| !goals.is_empty())
+        .collect();
+    let trust: BTreeMap<&Node, Option<String>> = reach.keys().map(|s| (s, trusted_as(&graph, s))).collect();
+    let reported = |node: &Node, goal: Goal| {
+        reach.get(node).is_some_and(|g| g.contains_key(&goal)) && trust.get(node).is_some_and(Option::is_none)
+    };
+    let mut emitted: Vec<(Node, Goal, Reached)> = Vec::new();
+    // A member reaching a goal only through a role that is reported itself,
+    // and the role it goes through.
+    let mut folded: BTreeMap<(Node, Goal), Node> = BTreeMap::new();
+    for (start, goals) in &reach {
+        if let Some(Some(why)) = trust.get(start) {
+            let first = goals.values().next().map(|r| r.path.clone()).unwrap_or_default();
+            report.trusted.push(TrustedReach {
+                principal: graph.name(start),
+                trusted_as: why.clone(),
+                reaches: goals.keys().map(|g| g.describe().to_string()).collect(),
+                path: first,
+            });
+            continue;
+        }
+        for (goal, reached) in goals {
+            let roots: BTreeSet<Node> = graph
+                .edges(start)
+                .iter()
+                .filter(|e| e.kind == Kind::Holds && reported(&e.to, *goal))
+                .map(|e| e.to.clone())
+                .collect();
+            let Some(root) = roots.iter().next().cloned() else {
+                emitted.push((start.clone(), *goal, reached.clone()));
+                continue;
+            };
+            match shortest(&graph, start, &roots).remove(goal) {
+                Some(own) => emitted.push((start.clone(), *goal, own)),
+                None => {
+                    folded.insert((start.clone(), *goal), root);
+                }
+            }
+        }
+    }
+    for (start, goal, reached) in emitted {
+        let also: Vec<String> = folded
+            .keys()
+            .filter(|(member, g)| {
+                *g == goal && !matches!(member, Node::Login(_)) && root_of(&folded, member, goal) == start
+            })
+            .map(|(member, _)| graph.name(member))
+            .collect();
+        let name = graph.name(&start);
+        // Another rule names this principal already, or one of the members
+        // folded into it, or the module the path runs through: that finding
+        // keeps its text and gains the path.
+        let mut principals = vec![graph.spelling(&start)];
+        principals.extend(
+            folded
+                .keys()
+                .filter(|(member, g)| *g == goal && root_of(&folded, member, goal) == start)
+                .map(|(member, _)| graph.spelling(member)),
+        );
+        let modules: Vec<String> = reached
+            .through
+            .iter()
+            .filter(|n| matches!(n, Node::Code(_)))
+            .map(|n| graph.spelling(n))
+            .collect();
+        let existing = report
+            .findings
+            .iter_mut()
+            .filter(|f| !matches!(f.rule, Rule::ReadAccess | Rule::SideChannel | Rule::ReachesFence))
+            .filter(|f| {
+                f.principal
+                    .as_deref()
+                    .is_some_and(|p| principals.iter().any(|x| x.eq_ignore_ascii_case(p)))
+                    || modules.iter().any(|m| m.eq_ignore_ascii_case(&f.object))
+            })
+            .min_by(|a, b| a.rule.cmp(&b.rule));
+        if let Some(f) = existing {
+            if f.path.is_empty() {
+                f.path = reached.path.clone();
+            }
+            continue;
+        }
+        let also = if also.is_empty() {
+            String::new()
+        } else {
+            format!("; its members {} hold the same path", also.join(", "))
+        };
+        report.findings.push(Finding {
+            path: reached.path.clone(),
+            rule: Rule::ReachesFence,
+            principal: Some(name.clone()),
+            object: reached.object.clone(),
+            permission: Some(goal.describe().to_string()),
+            why: format!(
+                "{} can {} other than through the shipped procedures, and the policy does not trust it: {}{also}",
+                name,
+                goal.describe(),
+                Step::chain(&name, &reached.path)
+            ),
+            fix: reached.path.first().map(|s| s.cut.clone()).unwrap_or_default(),
+        });
+    }
+}
+
+/// The reported principal a folded member's path goes through.
+fn root_of(folded: &BTreeMap<(Node, Goal), Node>, member: &Node, goal: Goal) -> Node {
+    let mut at = member.clone();
+    let mut hops = 0;
+    while let Some(next) = folded.get(&(at.clone(), goal)) {
+        at = next.clone();
+        hops += 1;
+        if hops > folded.len() {
+            break;
+        }
+    }
+    at
+}
