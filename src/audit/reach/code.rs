@@ -13,7 +13,7 @@ use super::edge::{Edge, Kind};
 use super::graph::Graph;
 use super::node::{Goal, Node};
 use super::principals::hierarchy_note;
-use super::rights::Right;
+use super::right::Right;
 use crate::tsql::quote_qualified;
 
 /// What a right must imply on a fence table to write it: the rows, or the

@@ -5,7 +5,7 @@
 
 use super::super::catalog::{Permission, PermissionState, Securable};
 use super::super::rules::Context;
-use super::rights::Right;
+use super::right::Right;
 
 /// Every fixed database role, whose membership only db_owner's members
 /// change (sp_addrolemember: "adding members to fixed database roles

@@ -3,59 +3,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::super::rules::Context;
 use super::edge::Edge;
 use super::node::Node;
-use super::{code, principals, rights, server};
 
 pub(crate) struct Graph {
-    edges: BTreeMap<Node, Vec<Edge>>,
-    names: BTreeMap<Node, String>,
-    trusted: BTreeSet<Node>,
+    pub(super) edges: BTreeMap<Node, Vec<Edge>>,
+    pub(super) names: BTreeMap<Node, String>,
+    pub(super) trusted: BTreeSet<Node>,
     /// The nodes a finding may name, in order.
-    starts: Vec<Node>,
+    pub(super) starts: Vec<Node>,
 }
 
 impl Graph {
-    /// The graph of `ctx`'s catalog: every edge from memberships,
-    /// ownership, grants (weighed by the permission hierarchy), the fixed
-    /// roles' documented rights, logins and server roles, and modules.
-    pub(crate) fn build(ctx: &Context) -> Self {
-        let mut graph = Graph {
-            edges: BTreeMap::new(),
-            names: BTreeMap::new(),
-            trusted: BTreeSet::new(),
-            starts: Vec::new(),
-        };
-        for p in &ctx.catalog.principals {
-            let node = Node::principal(&p.name);
-            graph.names.insert(node.clone(), p.name.clone());
-            // A fixed role's rights are its members'; only a trusted one is
-            // named for itself.
-            if !super::fixed_roles::is_fixed(&p.name) || ctx.policy.trusts(&p.name) {
-                graph.starts.push(node);
-            }
-        }
-        let rights = rights::all(ctx);
-        principals::edges(ctx, &rights, &mut graph);
-        code::edges(ctx, &rights, &mut graph);
-        server::edges(ctx, &mut graph);
-        for node in graph.names.keys() {
-            let trusted = match node {
-                Node::Principal(n) | Node::ServerRole(n) => ctx.policy.trusts(n),
-                Node::Login(n) => ctx.policy.trusts(n),
-                Node::Code(_) | Node::Goal(_) => false,
-            };
-            if trusted {
-                graph.trusted.insert(node.clone());
-            }
-        }
-        graph.starts.sort();
-        graph.starts.dedup();
-        graph.settle();
-        graph
-    }
-
     /// Adds `edge` from `from`, naming `from` `name` if it has no name yet.
     pub(crate) fn add(&mut self, from: Node, name: &str, edge: Edge) {
         self.names.entry(from.clone()).or_insert_with(|| name.to_string());

@@ -11,6 +11,7 @@
 //! implies, and the fixed database roles hold their documented rights.
 //! [`closure`] answers, for one principal, the shortest path to each goal.
 
+mod build;
 mod closure;
 mod code;
 mod edge;
@@ -18,6 +19,7 @@ mod fixed_roles;
 mod graph;
 mod node;
 mod principals;
+mod right;
 mod rights;
 mod server;
 

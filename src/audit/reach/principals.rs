@@ -10,7 +10,7 @@ use super::edge::{Edge, Kind};
 use super::fixed_roles::is_fixed;
 use super::graph::Graph;
 use super::node::Node;
-use super::rights::Right;
+use super::right::Right;
 use crate::tsql::quote_name;
 
 /// Users no one signs in as, or whose password no ALTER USER sets.

@@ -6,31 +6,8 @@
 use super::super::catalog::{Permission, PermissionState, PrincipalKind, Securable};
 use super::super::rules::Context;
 use super::fixed_roles;
+use super::right::Right;
 use crate::tsql::{quote_name, quote_qualified};
-
-/// A right `holder` has, as a permission row would state it.
-pub(crate) struct Right {
-    pub(crate) holder: String,
-    pub(crate) permission: Permission,
-    /// How it is held, when not by a plain grant of exactly that permission
-    /// (`owns SCHEMA::app`, `db_datawriter's documented rights`).
-    pub(crate) held: Option<String>,
-    pub(crate) evidence: String,
-    pub(crate) cut: String,
-    /// A plain catalog GRANT (not WITH GRANT OPTION, not implied).
-    pub(crate) plain_grant: bool,
-}
-
-impl Right {
-    /// ` WITH GRANT OPTION: ...` when the holder may hand the right on.
-    pub(crate) fn grant_option(&self) -> &'static str {
-        if self.permission.state == PermissionState::GrantWithGrantOption {
-            " WITH GRANT OPTION, so it can hand it on to anyone"
-        } else {
-            ""
-        }
-    }
-}
 
 /// Every right of the catalog, in a stable order: by holder, grants before
 /// ownership before fixed roles' rights, then by permission.

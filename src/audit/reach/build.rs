@@ -1,0 +1,51 @@
+//! Building the graph from a catalog: principals first, then the edges each
+//! kind of fact gives (memberships and ownership, code, the server), then who
+//! the policy trusts.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::super::rules::Context;
+use super::graph::Graph;
+use super::node::Node;
+use super::{code, fixed_roles, principals, rights, server};
+
+impl Graph {
+    /// The graph of `ctx`'s catalog: every edge from memberships,
+    /// ownership, grants (weighed by the permission hierarchy), the fixed
+    /// roles' documented rights, logins and server roles, and modules.
+    pub(crate) fn build(ctx: &Context) -> Self {
+        let mut graph = Graph {
+            edges: BTreeMap::new(),
+            names: BTreeMap::new(),
+            trusted: BTreeSet::new(),
+            starts: Vec::new(),
+        };
+        for p in &ctx.catalog.principals {
+            let node = Node::principal(&p.name);
+            graph.names.insert(node.clone(), p.name.clone());
+            // A fixed role's rights are its members'; only a trusted one is
+            // named for itself.
+            if !fixed_roles::is_fixed(&p.name) || ctx.policy.trusts(&p.name) {
+                graph.starts.push(node);
+            }
+        }
+        let rights = rights::all(ctx);
+        principals::edges(ctx, &rights, &mut graph);
+        code::edges(ctx, &rights, &mut graph);
+        server::edges(ctx, &mut graph);
+        for node in graph.names.keys() {
+            let trusted = match node {
+                Node::Principal(n) | Node::ServerRole(n) => ctx.policy.trusts(n),
+                Node::Login(n) => ctx.policy.trusts(n),
+                Node::Code(_) | Node::Goal(_) => false,
+            };
+            if trusted {
+                graph.trusted.insert(node.clone());
+            }
+        }
+        graph.starts.sort();
+        graph.starts.dedup();
+        graph.settle();
+        graph
+    }
+}

@@ -1,0 +1,28 @@
+//! One right a principal holds, as a permission row would state it, with how
+//! it is held and the statement that removes it.
+
+use super::super::catalog::{Permission, PermissionState};
+
+/// A right `holder` has, as a permission row would state it.
+pub(crate) struct Right {
+    pub(crate) holder: String,
+    pub(crate) permission: Permission,
+    /// How it is held, when not by a plain grant of exactly that permission
+    /// (`owns SCHEMA::app`, `db_datawriter's documented rights`).
+    pub(crate) held: Option<String>,
+    pub(crate) evidence: String,
+    pub(crate) cut: String,
+    /// A plain catalog GRANT (not WITH GRANT OPTION, not implied).
+    pub(crate) plain_grant: bool,
+}
+
+impl Right {
+    /// ` WITH GRANT OPTION: ...` when the holder may hand the right on.
+    pub(crate) fn grant_option(&self) -> &'static str {
+        if self.permission.state == PermissionState::GrantWithGrantOption {
+            " WITH GRANT OPTION, so it can hand it on to anyone"
+        } else {
+            ""
+        }
+    }
+}
