@@ -13,13 +13,18 @@
 //! none ever will. That is the sweep's proof; the age of an object is only
 //! a second guard.
 //!
-//! One edge of "its lease ended": a publish reads the server clock before it
-//! waits for the row, so one that read it just before the end can commit
-//! just after. An expired lease counts as ended only once it has been over
-//! for longer than the sweep's grace, on the server clock.
+//! "Its lease ended" means ended by a committed write: given back (Release,
+//! a publish that releases), fenced (ForceRelease, Recover) or taken over
+//! (the next Acquire). Each of those waits for the fence row's lock, so none
+//! commits while a publish holding that row is still open. An expiry is
+//! reached by the clock alone and waits for nothing: a publish made inside
+//! a caller's transaction was judged when it locked the row, and commits
+//! whenever the caller commits, however long after the expiry. So a lease
+//! that expired without being given back keeps its generation's uploads
+//! until a committed write ends its tenure (an operator ends an abandoned
+//! one with `lease force-release`).
 
 use std::future::Future;
-use std::time::Duration;
 
 use super::super::error::ArtifactError;
 use super::super::layout::ArtifactPath;
@@ -104,10 +109,8 @@ impl KeyState {
         }
     }
 
-    /// What this state proves of `object`, one of the key's artefacts, when
-    /// a lease that expired less than `settling` ago may still see a publish
-    /// commit.
-    pub fn judge(&self, object: &ArtifactPath, settling: Duration) -> Judgement {
+    /// What this state proves of `object`, one of the key's artefacts.
+    pub fn judge(&self, object: &ArtifactPath) -> Judgement {
         let KeyState::Provisioned {
             generation,
             lease,
@@ -129,11 +132,7 @@ impl KeyState {
             return Judgement::AheadOfDatabase;
         }
         let published_its_generation = published_generation.is_some_and(|p| p >= object.generation);
-        let may_publish = match lease {
-            CurrentLease::Held => true,
-            CurrentLease::ExpiredFor(over) => *over <= settling,
-            CurrentLease::Ended => false,
-        };
+        let may_publish = matches!(lease, CurrentLease::Held | CurrentLease::Expired);
         if object.generation == *generation && may_publish && !published_its_generation {
             return Judgement::PublishMayCommit;
         }
@@ -147,10 +146,12 @@ impl KeyState {
 pub enum CurrentLease {
     /// Held: unexpired on the server clock.
     Held,
-    /// Expired this long ago, on the server clock, and not given back.
-    ExpiredFor(Duration),
-    /// Given back (released, fenced) or never taken: no publish under the
-    /// current generation can commit.
+    /// Expired on the server clock but never given back: a publish judged
+    /// before the expiry may still commit, in a caller's transaction that
+    /// commits late.
+    Expired,
+    /// Ended by a committed write (given back, fenced) or never taken: no
+    /// publish under the current generation can commit.
     Ended,
 }
 
@@ -163,10 +164,7 @@ impl CurrentLease {
             return CurrentLease::Held;
         }
         match lease.lease_until {
-            Some(until) => {
-                let over = (lease.server_utc - until).max(time::Duration::ZERO);
-                CurrentLease::ExpiredFor(over.try_into().unwrap_or(Duration::MAX))
-            }
+            Some(_) => CurrentLease::Expired,
             None => CurrentLease::Ended,
         }
     }
@@ -187,9 +185,9 @@ fn claims_to_be_a_pointer(payload: &str) -> bool {
 pub enum Judgement {
     /// Its key's publication points to it.
     Published,
-    /// Its generation is current, its lease is held (or expired within the
-    /// grace) and nothing is published under it: its publish may still
-    /// commit.
+    /// Its generation is current, its tenure was not ended by a committed
+    /// write (its lease is held, or expired but never given back) and
+    /// nothing is published under it: its publish may still commit.
     PublishMayCommit,
     /// No publication points to it and none ever can.
     Orphan,
@@ -204,12 +202,12 @@ pub enum Judgement {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use time::OffsetDateTime;
     use uuid::Uuid;
 
     use super::*;
-
-    const GRACE: Duration = Duration::from_secs(600);
 
     /// A lease of `generation`, held, or expired `expired_for` ago (on the
     /// server clock), or given back (`None`).
@@ -269,34 +267,35 @@ mod tests {
         let state = KeyState::of("k", &lease(3, GIVEN_BACK), pointing_to(3, &published, "daily"));
         // The sweep lists the same object under another root.
         let listed = ArtifactPath::from_location(published.to_path(&"var/reports/daily".into()).as_ref());
-        assert_eq!(state.judge(&listed.unwrap(), GRACE), Judgement::Published);
-        assert_eq!(state.judge(&artifact(3), GRACE), Judgement::Orphan);
+        assert_eq!(state.judge(&listed.unwrap()), Judgement::Published);
+        assert_eq!(state.judge(&artifact(3)), Judgement::Orphan);
     }
 
     #[test]
     fn an_upload_of_the_held_generation_that_published_nothing_may_still_be_published() {
         let state = KeyState::of("k", &lease(5, HELD), Publication::NothingPublished);
-        assert_eq!(state.judge(&artifact(5), GRACE), Judgement::PublishMayCommit);
-        assert_eq!(state.judge(&artifact(4), GRACE), Judgement::Orphan);
-        assert_eq!(state.judge(&artifact(6), GRACE), Judgement::AheadOfDatabase);
+        assert_eq!(state.judge(&artifact(5)), Judgement::PublishMayCommit);
+        assert_eq!(state.judge(&artifact(4)), Judgement::Orphan);
+        assert_eq!(state.judge(&artifact(6)), Judgement::AheadOfDatabase);
         // Given back: no publish of generation 5 can commit any more.
         let ended = KeyState::of("k", &lease(5, GIVEN_BACK), Publication::NothingPublished);
-        assert_eq!(ended.judge(&artifact(5), GRACE), Judgement::Orphan);
+        assert_eq!(ended.judge(&artifact(5)), Judgement::Orphan);
         // Generation 5 published another object: it publishes only once.
         let other = artifact(5);
         let published = KeyState::of("k", &lease(5, HELD), pointing_to(5, &other, "p"));
-        assert_eq!(published.judge(&artifact(5), GRACE), Judgement::Orphan);
-        assert_eq!(published.judge(&other, GRACE), Judgement::Published);
+        assert_eq!(published.judge(&artifact(5)), Judgement::Orphan);
+        assert_eq!(published.judge(&other), Judgement::Published);
     }
 
     #[test]
-    fn a_lease_that_expired_within_the_grace_may_still_see_a_publish_commit() {
-        // A publish reads the server clock before it waits for the row: one
-        // that read it just before the expiry may commit just after.
-        let just = KeyState::of("k", &lease(5, expired_for(GRACE / 2)), Publication::NothingPublished);
-        assert_eq!(just.judge(&artifact(5), GRACE), Judgement::PublishMayCommit);
-        let long_ago = KeyState::of("k", &lease(5, expired_for(GRACE * 2)), Publication::NothingPublished);
-        assert_eq!(long_ago.judge(&artifact(5), GRACE), Judgement::Orphan);
+    fn a_lease_left_to_expire_keeps_its_upload_however_long_ago_it_expired() {
+        // A publish judged before the expiry, inside a caller's transaction,
+        // commits whenever the caller commits: only a committed write that
+        // ends the tenure (waiting for that transaction) proves it never will.
+        for ago in [Duration::from_secs(1), Duration::from_secs(30 * 24 * 3600)] {
+            let expired = KeyState::of("k", &lease(5, expired_for(ago)), Publication::NothingPublished);
+            assert_eq!(expired.judge(&artifact(5)), Judgement::PublishMayCommit, "{ago:?}");
+        }
     }
 
     #[test]
@@ -305,8 +304,8 @@ mod tests {
         // had been acquired and published.
         let newer = artifact(6);
         let state = KeyState::of("k", &lease(5, HELD), pointing_to(6, &newer, "p"));
-        assert_eq!(state.judge(&artifact(5), GRACE), Judgement::Orphan);
-        assert_eq!(state.judge(&newer, GRACE), Judgement::Published);
+        assert_eq!(state.judge(&artifact(5)), Judgement::Orphan);
+        assert_eq!(state.judge(&newer), Judgement::Published);
     }
 
     #[test]
@@ -317,6 +316,6 @@ mod tests {
         };
         let state = KeyState::of("k", &lease(3, GIVEN_BACK), pointing_to(3, &elsewhere, "p"));
         assert_eq!(state, KeyState::UnreadablePublication);
-        assert_eq!(state.judge(&artifact(2), GRACE), Judgement::UnreadablePublication);
+        assert_eq!(state.judge(&artifact(2)), Judgement::UnreadablePublication);
     }
 }

@@ -5,11 +5,11 @@
 //! The proof comes from the database, read in the same sweep: an object of
 //! a generation that is no longer current, whose lease has ended, or whose
 //! generation published another object can never be published. An object
-//! whose generation's lease is still held (or expired less than the grace
-//! ago, on the server clock) is kept, however old: its publish (a replay of
-//! one whose reply was lost, say) may still commit. The grace is a second
-//! guard, for what the database cannot show: a publish that is committing
-//! while the sweep reads, and a store whose listing lags its writes.
+//! whose generation's tenure no committed write has ended (its lease is
+//! held, or expired but never given back) is kept, however old: its publish
+//! (a replay of one whose reply was lost, one in a caller's transaction that
+//! commits late) may still commit. The grace is a second guard, for what the
+//! database cannot show: a store whose listing lags its writes, and clocks.
 //!
 //! What the database cannot vouch for is kept too, in doubt: the objects of
 //! a key with no fence row (another application's, or the wrong database),
@@ -160,7 +160,7 @@ impl Sweep {
                             }
                         },
                     };
-                    Verdict::of(state.judge(&artifact, self.grace))
+                    Verdict::of(state.judge(&artifact))
                 }
             };
             let seen = SweptObject::of(&object);

@@ -54,9 +54,9 @@ pub enum KeptBecause {
     WithinGrace,
     /// Its name is not an artefact's or a probe's: not the sweep's to delete.
     NotAnArtifact,
-    /// Its generation is its key's current one, whose lease is held (or
-    /// expired less than the grace ago, on the server clock) and has
-    /// published nothing yet: its publish may still commit.
+    /// Its generation is its key's current one, whose tenure no committed
+    /// write has ended (its lease is held, or expired but never given back)
+    /// and which has published nothing yet: its publish may still commit.
     PublishMayCommit,
     /// Its delete failed (the store's message).
     DeleteFailed(String),

@@ -25,6 +25,8 @@ use futures_util::TryStreamExt;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::support::artifact_upload;
+use crate::support::caller::Caller;
 use crate::support::gated_store::GatedStore;
 use crate::support::lease::{acquired, provisioned, unwarmed, workers};
 use crate::support::overwriting_store::OverwritingStore;
@@ -375,13 +377,14 @@ async fn the_sweep_never_takes_an_upload_on_azurite_whose_publish_may_still_comm
     .await;
 }
 
-/// A lease left to expire (its holder gone, never given back): the upload
-/// of its generation is kept while the expiry is more recent than the grace,
-/// on the server clock, since a publish that read the clock just before the
-/// expiry may still commit; once the expiry is older, it is deleted.
+/// A lease left to expire (its holder gone, never given back): the upload of
+/// its generation is kept however long ago the lease expired, since a
+/// publish judged before the expiry may still commit in a transaction that
+/// commits late; once a committed write ends the tenure (an operator's
+/// force-release here) it is deleted.
 #[tokio::test]
-async fn the_sweep_takes_an_upload_of_an_expired_lease_only_once_the_expiry_is_older_than_the_grace() {
-    let test = "the_sweep_takes_an_upload_of_an_expired_lease_only_once_the_expiry_is_older_than_the_grace";
+async fn the_sweep_keeps_an_upload_of_a_lease_left_to_expire_until_a_committed_write_ends_its_tenure() {
+    let test = "the_sweep_keeps_an_upload_of_a_lease_left_to_expire_until_a_committed_write_ends_its_tenure";
     let Some((url, _dir)) = store_url(test, Backend::Folder) else {
         return;
     };
@@ -405,33 +408,99 @@ async fn the_sweep_takes_an_upload_of_an_expired_lease_only_once_the_expiry_is_o
         .unwrap();
     // The holder is gone: the lease expires on the server, never released.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let sweep = |grace: Duration| {
-        let (store, key_store, reader) = (store.clone(), store.prefix().clone(), &worker);
-        async move {
-            Sweep::new(grace)
-                .unwrap()
-                .run(
-                    store.object_store().as_ref(),
-                    &key_store,
-                    reader,
-                    // Every object is past either grace by the sweep's clock.
-                    Utc::now() + TimeDelta::hours(2),
-                    &CancellationToken::new(),
-                    |_| {},
-                )
-                .await
-                .unwrap()
-        }
+    let sweep = || async {
+        Sweep::new(Duration::from_secs(1))
+            .unwrap()
+            .run(
+                store.object_store().as_ref(),
+                store.prefix(),
+                &worker,
+                // Every object is past the grace by the sweep's clock.
+                Utc::now() + TimeDelta::hours(2),
+                &CancellationToken::new(),
+                |_| {},
+            )
+            .await
+            .unwrap()
     };
-    let recent = sweep(Duration::from_secs(3600)).await;
-    assert!(recent.deleted.is_empty(), "{recent:?}");
-    assert_eq!(recent.kept.len(), 1, "{recent:?}");
-    assert_eq!(recent.kept[0].why, KeptBecause::PublishMayCommit);
+    let expired = sweep().await;
+    assert!(expired.deleted.is_empty(), "{expired:?}");
+    assert_eq!(expired.kept.len(), 1, "{expired:?}");
+    assert_eq!(expired.kept[0].why, KeptBecause::PublishMayCommit);
 
-    let settled = sweep(Duration::from_secs(1)).await;
-    let deleted: Vec<_> = settled.deleted.iter().map(|d| d.object.location.clone()).collect();
-    assert_eq!(deleted, [upload.to_string()], "{settled:?}");
+    assert!(matches!(
+        worker.admin().force_release(&key).await.unwrap(),
+        ForceRelease::Fenced { .. }
+    ));
+    let fenced = sweep().await;
+    let deleted: Vec<_> = fenced.deleted.iter().map(|d| d.object.location.clone()).collect();
+    assert_eq!(deleted, [upload.to_string()], "{fenced:?}");
     drop(worker);
+    db.drop().await;
+}
+
+/// The contract lets a service publish inside its own transaction: the lease
+/// is judged when the row is locked, and the publish takes effect when the
+/// caller commits, however long after the lease's expiry. A sweep meanwhile
+/// (a reader that does not wait for the row: Babelfish, or SQL Server with
+/// READ_COMMITTED_SNAPSHOT on) sees the lease expired and nothing published,
+/// and must keep the upload the publication is about to name.
+#[tokio::test]
+async fn the_sweep_keeps_the_upload_of_a_publish_that_commits_late_in_a_caller_transaction() {
+    let test = "the_sweep_keeps_the_upload_of_a_publish_that_commits_late_in_a_caller_transaction";
+    let Some((url, _dir)) = store_url(test, Backend::Folder) else {
+        return;
+    };
+    let Some(db) = TestDatabase::shared(test).await else {
+        return;
+    };
+    let [reader] = workers(&db.ado()).await;
+    let key = provisioned(&reader, "artifact-late-commit").await;
+    let store = ArtifactStore::open(&url, &own_prefix()).await.unwrap();
+    let mut caller = Caller::new(db.connect().await);
+    let owner = Uuid::new_v4();
+    let acquired = caller.acquire(&key, owner, 2).await;
+    assert_eq!(acquired.outcome(), "Acquired");
+    let generation = acquired.big("Generation").unwrap();
+    let operation_id = Uuid::new_v4();
+    let path = ArtifactPath {
+        key: key.clone(),
+        generation,
+        operation_id,
+    }
+    .to_path(store.prefix());
+    store
+        .object_store()
+        .put(&path, PutPayload::from_static(b"late"))
+        .await
+        .unwrap();
+    let pointer = artifact_upload::pointer_to(&path, b"late");
+
+    caller.begin("READ COMMITTED").await.unwrap();
+    let answer = caller
+        .publish(&key, owner, generation, operation_id, &pointer.to_payload())
+        .await;
+    assert_eq!(answer.outcome(), "Published");
+    // The lease (2 s) ends, and more than the grace passes, the caller's
+    // transaction still open.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let swept = Sweep::new(Duration::from_secs(1))
+        .unwrap()
+        .run(
+            store.object_store().as_ref(),
+            store.prefix(),
+            &reader,
+            Utc::now() + TimeDelta::hours(1),
+            &CancellationToken::new(),
+            |_| {},
+        )
+        .await;
+    caller.commit().await.unwrap();
+    let swept = swept.unwrap();
+    assert!(swept.deleted.is_empty(), "{swept:?}");
+    let read = store.read_artifact(&reader, &key).await.unwrap();
+    assert_eq!(read.bytes, Bytes::from_static(b"late"));
+    drop(reader);
     db.drop().await;
 }
 
