@@ -33,8 +33,8 @@ pub enum Error {
         reason: &'static str,
     },
     /// The procedure refused the input with one of the contract's error
-    /// numbers (50101–50109, and 50120–50126 of the operators' procedures).
-    /// Nothing was changed.
+    /// numbers (50101–50109, and 50120–50126 and 50130 of the operators'
+    /// procedures). Nothing was changed.
     #[error("{procedure} refused {parameter} (error {number}): {message}")]
     Rejected {
         /// The procedure, e.g. `fence_api.Publish`.

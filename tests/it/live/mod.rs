@@ -61,6 +61,7 @@ mod lease_input;
 mod lease_input_properties;
 mod lease_isolation;
 mod lease_lock_wait;
+mod lease_operator_operations;
 mod lease_privilege;
 mod lease_publish_release;
 mod lease_recover;
