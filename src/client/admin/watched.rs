@@ -5,6 +5,9 @@
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+use uuid::Uuid;
+
 use super::Admin;
 use super::force_release::{ForceRelease, force_release};
 use crate::client::call::{Reply, checkout, classify_statement};
@@ -56,23 +59,43 @@ impl Admin {
     /// the answer is [`Error::BlockedAfterKill`], and no second session is
     /// ended. Seeing other sessions needs VIEW SERVER STATE on SQL
     /// Server (VIEW DATABASE STATE on Azure SQL Database); without it a
-    /// blocked call fails with the procedure's own error.
+    /// blocked call fails with the procedure's own error. A call whose reply
+    /// is lost is replayed with the command's operation id, as
+    /// [`force_release`](Admin::force_release)'s is.
     pub async fn force_release_watched(&self, key: &str, when_blocked: WhenBlocked) -> Result<ForceReleased, Error> {
+        self.force_release_watched_as(key, when_blocked, Uuid::new_v4()).await
+    }
+
+    /// [`force_release_watched`](Admin::force_release_watched) as the
+    /// command `operation_id`, as [`force_release_as`](Admin::force_release_as).
+    pub async fn force_release_watched_as(
+        &self,
+        key: &str,
+        when_blocked: WhenBlocked,
+        operation_id: Uuid,
+    ) -> Result<ForceReleased, Error> {
         let key = input::key(key)?;
+        let operation_id = input::operation_id(operation_id)?;
         let client = &self.client;
         // Outside the pool: the call holds the pool's connection meanwhile.
         let mut watcher = client.pool.dedicated_connection().await?;
         let mut session = checkout(&client.pool, &client.last_connect_error, &client.config).await?;
         let spid = single_int(&mut session, SPID, client).await?;
         let babelfish = single_int(&mut watcher, BABELFISH, client).await? == 1;
-        let blocker = match watched_call(client, &mut session, &mut watcher, key, spid, babelfish).await {
+        let sent = Instant::now();
+        let blocker = match watched_call(client, &mut session, &mut watcher, key, operation_id, spid, babelfish).await {
             Ok(reply) => {
                 return Ok(ForceReleased {
                     outcome: force_release(&reply)?,
                     killed_session: None,
                 });
             }
-            Err((error, None)) => return Err(error),
+            Err((error, None)) => {
+                return Ok(ForceReleased {
+                    outcome: self.force_release_settled(key, operation_id, sent, Err(error)).await?,
+                    killed_session: None,
+                });
+            }
             Err((error, Some(blocker))) if when_blocked == WhenBlocked::Fail => {
                 return Err(Error::Blocked {
                     procedure: Procedure::ForceRelease.name(),
@@ -87,9 +110,10 @@ impl Admin {
         // for it within its own bound, watched as the first was: another
         // session may take the row meanwhile, and that one is named, never
         // ended as well.
-        let outcome = match watched_call(client, &mut session, &mut watcher, key, spid, babelfish).await {
+        let sent = Instant::now();
+        let outcome = match watched_call(client, &mut session, &mut watcher, key, operation_id, spid, babelfish).await {
             Ok(reply) => force_release(&reply)?,
-            Err((error, None)) => return Err(error),
+            Err((error, None)) => self.force_release_settled(key, operation_id, sent, Err(error)).await?,
             Err((error, Some(holder))) => {
                 return Err(Error::BlockedAfterKill {
                     procedure: Procedure::ForceRelease.name(),
@@ -113,12 +137,18 @@ async fn watched_call(
     session: &mut Session,
     watcher: &mut Session,
     key: &str,
+    operation_id: Uuid,
     spid: i32,
     babelfish: bool,
 ) -> Result<Reply, (Error, Option<i32>)> {
     let mut blocker = None;
-    let arguments: [&dyn tiberius::ToSql; 1] = [&key];
-    let call = client.call_on(session, Procedure::ForceRelease, &arguments, About::key(key));
+    let arguments: [&dyn tiberius::ToSql; 2] = [&key, &operation_id];
+    let call = client.call_on(
+        session,
+        Procedure::ForceRelease,
+        &arguments,
+        About::key(key).operation(operation_id),
+    );
     tokio::pin!(call);
     loop {
         tokio::select! {

@@ -19,6 +19,7 @@ mod client_fenced_tx;
 mod client_half_open;
 mod client_handover;
 mod client_metrics;
+mod client_operator_replay;
 mod client_otel;
 mod client_promises;
 mod client_publish_unreadable;
