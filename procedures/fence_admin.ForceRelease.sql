@@ -90,9 +90,9 @@ BEGIN
     -- transaction sees what it recorded. UPDLOCK and HOLDLOCK lock the id's
     -- place in the key on SQL Server, so two calls of one id on a key with no
     -- fence row (no row lock to serialise them) answer one after the other
-    -- too; Babelfish ignores the hints, and there the second insert of the id
-    -- below is refused. COLLATE names the key column's own collation: Babelfish
-    -- cannot choose one for a comparison inside an expression.
+    -- too; Babelfish ignores the hints, and there the insert of the id below
+    -- decides. COLLATE names the key column's own collation: Babelfish cannot
+    -- choose one for a comparison inside an expression.
     IF @OperationId IS NOT NULL
     BEGIN
         SELECT @Recorded = CASE WHEN Command = N'ForceRelease'
@@ -137,9 +137,14 @@ BEGIN
 
     SELECT @Generation = Generation FROM fence.Resource WHERE ResourceKey = @ResourceKey;
 
-    -- What this call answers, for its replays. A call of the same id for
-    -- another key can race this one past the read above; the key insert
-    -- decides, and the loser is told what the contract says, not "duplicate key".
+    -- What this call answers, for its replays. A call of the same id that
+    -- this one did not wait for (on another key, or on this key while it had
+    -- no fence row, where Babelfish has nothing to serialise them on) can race
+    -- it past the read above; the key insert decides. Called on its own, the
+    -- loser rolls back all it did and answers as a replay of the winner when
+    -- that was the same command on the same key; otherwise, and inside a
+    -- caller's transaction (which it may not end by itself), it is told what
+    -- the contract says, not "duplicate key".
     IF @OperationId IS NOT NULL
     BEGIN TRY
         INSERT INTO fence.OperatorOperation (OperationId, Command, ResourceKey, Outcome, Generation, RecordedAtUtc)
@@ -147,9 +152,23 @@ BEGIN
                 CASE WHEN @Fenced = 1 THEN N'Fenced' ELSE N'NotProvisioned' END, @Generation, @Now);
     END TRY
     BEGIN CATCH
-        IF ERROR_NUMBER() IN (2601, 2627)
-            THROW 50130, N'@OperationId was already used by another operator command or for another resource.', 1;
-        THROW;
+        IF ERROR_NUMBER() NOT IN (2601, 2627)
+            THROW;
+        IF @@TRANCOUNT = 1 AND (@@OPTIONS & 2) = 0
+        BEGIN
+            ROLLBACK TRANSACTION;
+            SELECT @Recorded = CASE WHEN Command = N'ForceRelease'
+                                     AND ResourceKey = @ResourceKey COLLATE Latin1_General_100_BIN2 THEN 1 ELSE 0 END,
+                   @RecordedOutcome = Outcome, @RecordedGeneration = Generation
+              FROM fence.OperatorOperation
+             WHERE OperationId = @OperationId;
+            IF @Recorded = 1
+            BEGIN
+                SELECT @RecordedOutcome AS Outcome, @RecordedGeneration AS Generation;
+                RETURN;
+            END;
+        END;
+        THROW 50130, N'@OperationId was already used by another operator command or for another resource.', 1;
     END CATCH;
 
     COMMIT TRANSACTION;

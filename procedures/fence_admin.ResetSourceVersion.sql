@@ -108,8 +108,9 @@ BEGIN
     SELECT @Previous = SourceVersion FROM fence.Resource WHERE ResourceKey = @ResourceKey;
     UPDATE fence.Resource SET SourceVersion = @SourceVersion WHERE ResourceKey = @ResourceKey;
 
-    -- What this call answers, for its replays; a racing call of the same id
-    -- for another key loses at the key insert (see ForceRelease).
+    -- What this call answers, for its replays. A racing call of the same id
+    -- that this one did not wait for loses at the key insert, and answers as
+    -- a replay or is refused, as in ForceRelease.
     IF @OperationId IS NOT NULL
     BEGIN TRY
         INSERT INTO fence.OperatorOperation (OperationId, Command, ResourceKey, Outcome, SourceVersion,
@@ -118,9 +119,25 @@ BEGIN
                 CASE WHEN @Found = 1 THEN N'Reset' ELSE N'NotProvisioned' END, @SourceVersion, @Previous, @Now);
     END TRY
     BEGIN CATCH
-        IF ERROR_NUMBER() IN (2601, 2627)
-            THROW 50130, N'@OperationId was already used by another operator command, for another resource or with another @SourceVersion.', 1;
-        THROW;
+        IF ERROR_NUMBER() NOT IN (2601, 2627)
+            THROW;
+        IF @@TRANCOUNT = 1 AND (@@OPTIONS & 2) = 0
+        BEGIN
+            ROLLBACK TRANSACTION;
+            SELECT @Recorded = CASE WHEN Command = N'ResetSourceVersion'
+                                     AND ResourceKey = @ResourceKey COLLATE Latin1_General_100_BIN2
+                                     AND (SourceVersion = @SourceVersion
+                                          OR (SourceVersion IS NULL AND @SourceVersion IS NULL)) THEN 1 ELSE 0 END,
+                   @RecordedOutcome = Outcome, @RecordedPrevious = PreviousSourceVersion
+              FROM fence.OperatorOperation
+             WHERE OperationId = @OperationId;
+            IF @Recorded = 1
+            BEGIN
+                SELECT @RecordedOutcome AS Outcome, @RecordedPrevious AS PreviousSourceVersion;
+                RETURN;
+            END;
+        END;
+        THROW 50130, N'@OperationId was already used by another operator command, for another resource or with another @SourceVersion.', 1;
     END CATCH;
 
     COMMIT TRANSACTION;

@@ -378,6 +378,76 @@ async fn two_calls_of_one_operation_id_at_once_apply_once() {
     db.drop().await;
 }
 
+/// Records `operation` for `key` in a transaction left open, as a racing
+/// first call of the id would have done just before it commits: a call sent
+/// meanwhile does not see it, and its own record of the id waits for it.
+async fn recording(db: &TestDatabase, operation: Uuid, key: &str, command: &str, values: &str) -> Caller {
+    let mut racer = Caller::new(db.connect().await);
+    racer
+        .batch(&format!(
+            "BEGIN TRANSACTION; INSERT INTO fence.OperatorOperation \
+             (OperationId, Command, ResourceKey, Outcome, Generation, SourceVersion, PreviousSourceVersion, \
+              RecordedAtUtc) VALUES ('{operation}', N'{command}', N'{key}', {values}, SYSUTCDATETIME());"
+        ))
+        .await
+        .expect("recording the racing call");
+    racer
+}
+
+/// Sends `call` while `racer`'s record is uncommitted, and commits it once
+/// the call had time to queue behind it.
+async fn behind(racer: &mut Caller, call: impl Future<Output = Answer>) -> Answer {
+    let commit = async {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        racer.commit().await.expect("committing the racing call");
+    };
+    let (answer, ()) = tokio::join!(call, commit);
+    answer
+}
+
+#[tokio::test]
+async fn a_call_that_loses_the_race_for_its_operation_id_changes_nothing_and_answers_the_winner() {
+    const TEST: &str = "a_call_that_loses_the_race_for_its_operation_id_changes_nothing_and_answers_the_winner";
+    let Some(db) = TestDatabase::shared(TEST).await else {
+        return;
+    };
+    let mut caller = Caller::new(db.connect().await);
+    let key = provisioned(&mut caller).await;
+    publish_from(&mut caller, &key, 77).await;
+    let (holder, held) = acquire(&mut caller, &key).await;
+
+    // The same command on the same key won: this call answers its record (a
+    // generation it could not have made itself) and fences nobody.
+    let operation = Uuid::new_v4();
+    let mut racer = recording(&db, operation, &key, "ForceRelease", "N'Fenced', 4242, NULL, NULL").await;
+    let answer = behind(&mut racer, force_release(&mut caller, &key, operation)).await;
+    assert_eq!(fenced(&answer), ("Fenced".to_string(), Some(4242)));
+    let reset_id = Uuid::new_v4();
+    let mut racer = recording(&db, reset_id, &key, "ResetSourceVersion", "N'Reset', NULL, 5, 99").await;
+    let answer = behind(&mut racer, reset(&mut caller, &key, Some(5), reset_id)).await;
+    assert_eq!(was_reset(&answer), ("Reset".to_string(), Some(99)));
+
+    // Another key won: refused.
+    let other = Uuid::new_v4();
+    let mut racer = recording(
+        &db,
+        other,
+        "operator:elsewhere",
+        "ForceRelease",
+        "N'NotProvisioned', NULL, NULL, NULL",
+    )
+    .await;
+    let answer = behind(&mut racer, force_release(&mut caller, &key, other)).await;
+    assert_eq!(refused(&answer), 50130);
+
+    // None of the three changed the key.
+    assert_eq!(caller.renew(&key, holder, held, 600).await.outcome(), "Renewed");
+    assert_eq!(generation_and_source(&mut caller, &key).await, (held, Some(77)));
+    assert_eq!(force_released_tenures(&db, &key).await, 0);
+    drop(caller);
+    db.drop().await;
+}
+
 #[tokio::test]
 async fn the_database_speaks_contract_1_5() {
     const TEST: &str = "the_database_speaks_contract_1_5";
