@@ -1,7 +1,15 @@
 -- Operator's lever for a stuck holder: clears the lease and raises the
 -- generation, so the holder's next renew or publish is refused.
+--
+-- With @OperationId (contract v1.5) the call is idempotent: what it answered
+-- is recorded in fence.OperatorOperation in the same transaction as the
+-- change, and a replay of the id answers that again and changes nothing, so a
+-- retry after a lost reply never fences a holder that acquired since.
 CREATE PROCEDURE fence_admin.ForceRelease
-    @ResourceKey nvarchar(4000) -- wider than a key may be, so an over-long key is refused, not truncated
+    @ResourceKey nvarchar(4000), -- wider than a key may be, so an over-long key is refused, not truncated
+    -- Contract v1.5: fresh for each command, reused only to replay it. NULL
+    -- records nothing, as before.
+    @OperationId uniqueidentifier = NULL
 AS
 BEGIN
     SET NOCOUNT ON;
@@ -37,8 +45,11 @@ BEGIN
         THROW 50101, N'@ResourceKey must be 1 to 256 UTF-16 code units long.', 1;
     IF UNICODE(RIGHT(@ResourceKey, 1)) = 32
         THROW 50101, N'@ResourceKey must not end with a space: keys are exact identifiers.', 1;
+    IF @OperationId = '00000000-0000-0000-0000-000000000000'
+        THROW 50105, N'@OperationId must be NULL or a non-nil uniqueidentifier, fresh for each command and reused only to replay it.', 1;
 
     DECLARE @Now datetime2(7), @Generation bigint, @Fenced int;
+    DECLARE @Recorded int, @RecordedOutcome nvarchar(32), @RecordedGeneration bigint;
 
     BEGIN TRANSACTION;
 
@@ -75,6 +86,32 @@ BEGIN
     END CATCH;
     SET @Now = SYSUTCDATETIME();
 
+    -- Read after the row lock, so a replay that waited for the first call's
+    -- transaction sees what it recorded. UPDLOCK and HOLDLOCK lock the id's
+    -- place in the key on SQL Server, so two calls of one id on a key with no
+    -- fence row (no row lock to serialise them) answer one after the other
+    -- too; Babelfish ignores the hints, and there the insert of the id below
+    -- decides. COLLATE names the key column's own collation: Babelfish cannot
+    -- choose one for a comparison inside an expression.
+    IF @OperationId IS NOT NULL
+    BEGIN
+        SELECT @Recorded = CASE WHEN Command = N'ForceRelease'
+                                 AND ResourceKey = @ResourceKey COLLATE Latin1_General_100_BIN2 THEN 1 ELSE 0 END,
+               @RecordedOutcome = Outcome, @RecordedGeneration = Generation
+          FROM fence.OperatorOperation WITH (UPDLOCK, HOLDLOCK)
+         WHERE OperationId = @OperationId;
+        IF @Recorded = 0
+            THROW 50130, N'@OperationId was already used by another operator command or for another resource.', 1;
+        IF @Recorded = 1
+        BEGIN
+            -- A replay: the answer of the first call, and nothing changed
+            -- (LockCount aside, which means nothing).
+            COMMIT TRANSACTION;
+            SELECT @RecordedOutcome AS Outcome, @RecordedGeneration AS Generation;
+            RETURN;
+        END;
+    END;
+
     -- A holder's tenure ends here: ForceReleased while it was live, Expired
     -- (at the moment it ran out) when nobody had taken over a lapsed lease.
     INSERT INTO fence.Tenure (ResourceKey, Generation, OwnerHash, AcquiredAtUtc, EndedAtUtc, Ending, Published,
@@ -99,6 +136,40 @@ BEGIN
      WHERE ResourceKey = @ResourceKey;
 
     SELECT @Generation = Generation FROM fence.Resource WHERE ResourceKey = @ResourceKey;
+
+    -- What this call answers, for its replays. A call of the same id that
+    -- this one did not wait for (on another key, or on this key while it had
+    -- no fence row, where Babelfish has nothing to serialise them on) can race
+    -- it past the read above; the key insert decides. Called on its own, the
+    -- loser rolls back all it did and answers as a replay of the winner when
+    -- that was the same command on the same key; otherwise, and inside a
+    -- caller's transaction (which it may not end by itself), it is told what
+    -- the contract says, not "duplicate key".
+    IF @OperationId IS NOT NULL
+    BEGIN TRY
+        INSERT INTO fence.OperatorOperation (OperationId, Command, ResourceKey, Outcome, Generation, RecordedAtUtc)
+        VALUES (@OperationId, N'ForceRelease', @ResourceKey,
+                CASE WHEN @Fenced = 1 THEN N'Fenced' ELSE N'NotProvisioned' END, @Generation, @Now);
+    END TRY
+    BEGIN CATCH
+        IF ERROR_NUMBER() NOT IN (2601, 2627)
+            THROW;
+        IF @@TRANCOUNT = 1 AND (@@OPTIONS & 2) = 0
+        BEGIN
+            ROLLBACK TRANSACTION;
+            SELECT @Recorded = CASE WHEN Command = N'ForceRelease'
+                                     AND ResourceKey = @ResourceKey COLLATE Latin1_General_100_BIN2 THEN 1 ELSE 0 END,
+                   @RecordedOutcome = Outcome, @RecordedGeneration = Generation
+              FROM fence.OperatorOperation
+             WHERE OperationId = @OperationId;
+            IF @Recorded = 1
+            BEGIN
+                SELECT @RecordedOutcome AS Outcome, @RecordedGeneration AS Generation;
+                RETURN;
+            END;
+        END;
+        THROW 50130, N'@OperationId was already used by another operator command or for another resource.', 1;
+    END CATCH;
 
     COMMIT TRANSACTION;
 

@@ -8,11 +8,13 @@
 -- fence_admin.Recover.
 -- v1.4: the source-version fence (Publish's and AssertHolder's @SourceVersion,
 -- the StaleSource outcome, SourceVersion columns, ResetSourceVersion).
+-- v1.5: operator commands idempotent by operation id (ForceRelease's and
+-- ResetSourceVersion's @OperationId, error 50130, fence.OperatorOperation).
 CREATE PROCEDURE fence_api.ContractVersion
 AS
 BEGIN
     SET NOCOUNT ON;
     SET XACT_ABORT ON;
 
-    SELECT CAST(N'Version' AS nvarchar(32)) AS Outcome, CAST(1 AS int) AS Major, CAST(4 AS int) AS Minor;
+    SELECT CAST(N'Version' AS nvarchar(32)) AS Outcome, CAST(1 AS int) AS Major, CAST(5 AS int) AS Minor;
 END;

@@ -19,10 +19,16 @@ pub fn one_line(error: &anyhow::Error) -> String {
 /// `source`, `lock_timeout`, `deploy`, `not_deployed`, `bench`, `interrupted`,
 /// `store` (an object store failed or cannot be trusted), `artifact` (a
 /// published artefact is missing, corrupt or no pointer), `fence` (a fence
-/// call of an artefact command failed), or `usage` for input the command
-/// itself refused.
+/// call of an artefact command failed), `outcome_unknown` (an operator
+/// command that may or may not have applied: send it again with its
+/// operation id), or `usage` for input the command itself refused.
 pub fn kind(error: &anyhow::Error) -> &'static str {
     for cause in error.chain() {
+        if let Some(fencepost::client::Error::OperatorOutcomeUnknown { .. }) =
+            cause.downcast_ref::<fencepost::client::Error>()
+        {
+            return "outcome_unknown";
+        }
         if cause.is::<ConnectError>() {
             return "connect";
         }
@@ -82,11 +88,19 @@ fn artifact_kind(error: &fencepost::artifact::ArtifactError) -> Option<&'static 
 }
 
 /// `{"error": {"kind", "message"}}`; for a deploy that stopped half way,
-/// also `"completed": false` and what it had committed (which stays).
+/// also `"completed": false` and what it had committed (which stays); for
+/// an operator command whose outcome is unknown, its `"operation_id"`.
 pub fn json(error: &anyhow::Error) -> String {
     let mut document = json!({
         "error": { "kind": kind(error), "message": one_line(error) },
     });
+    let unknown = error
+        .chain()
+        .filter_map(|c| c.downcast_ref::<fencepost::client::Error>())
+        .find_map(fencepost::client::Error::unknown_operation);
+    if let Some(operation_id) = unknown {
+        document["error"]["operation_id"] = json!(operation_id);
+    }
     if let Some(deploy) = error.chain().find_map(|c| c.downcast_ref::<DeployError>()) {
         let committed = match deploy {
             DeployError::Incomplete { committed, .. } => committed.as_ref().clone(),
@@ -159,6 +173,26 @@ mod tests {
             longest_lease: std::time::Duration::from_secs(3600),
         });
         assert_eq!(kind(&grace), "usage");
+    }
+
+    #[test]
+    fn an_operator_command_whose_outcome_is_unknown_names_its_operation_id_in_json() {
+        let operation = uuid::Uuid::new_v4();
+        let error = anyhow::Error::new(fencepost::client::Error::OperatorOutcomeUnknown {
+            procedure: "fence_admin.ForceRelease",
+            operation_id: operation,
+            reason: "connection reset; its replay failed too: no connection".into(),
+        })
+        .context("report:daily: no answer came");
+        let document: serde_json::Value = serde_json::from_str(&json(&error)).unwrap();
+        assert_eq!(document["error"]["kind"], "outcome_unknown");
+        assert_eq!(document["error"]["operation_id"], operation.to_string());
+        assert!(
+            document["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(&operation.to_string())
+        );
     }
 
     #[test]

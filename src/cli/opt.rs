@@ -135,7 +135,9 @@ pub enum LeaseCommand {
     /// Exits 1 when the key has no fence row. Behind a holder whose
     /// transaction stays open the call waits at most 5 s, then fails naming
     /// the blocking session; --kill-blocker ends that session (rolling its
-    /// transaction back) and fences the key.
+    /// transaction back) and fences the key. A call whose reply is lost is
+    /// sent again with the command's operation id, so the key is fenced once;
+    /// the same --operation-id again changes nothing.
     ForceRelease(LeaseForceReleaseArgs),
     /// Show one resource's tenures, newest first: each generation somebody
     /// held, when it was acquired and ended, how it ended (Released, Expired,
@@ -149,7 +151,9 @@ pub enum LeaseCommand {
     /// versions restarted (a rebuilt change feed, a restored replica);
     /// otherwise every new build would be refused. Leases and publications
     /// stay as they are. Needs fence_operator. Exits 1 when the key has no
-    /// fence row.
+    /// fence row. A call whose reply is lost is sent again with the
+    /// command's operation id, so it applies once; the same --operation-id
+    /// (and VERSION) again changes nothing.
     ResetSourceVersion(LeaseResetSourceVersionArgs),
     /// Delete the tenure history that ended more than D days ago (server
     /// clock), keeping it bounded. Needs fence_recovery.
@@ -190,6 +194,8 @@ pub struct LeaseResetSourceVersionArgs {
     /// cleared, and the next versioned publish sets it.
     #[arg(value_name = "VERSION", value_parser = clap::value_parser!(i64).range(0..))]
     pub source_version: Option<i64>,
+    #[command(flatten)]
+    pub operation: OperationArgs,
     #[command(flatten)]
     pub connect: ConnectArgs,
     /// Output format.
@@ -268,10 +274,24 @@ pub struct LeaseForceReleaseArgs {
     #[arg(long)]
     pub kill_blocker: bool,
     #[command(flatten)]
+    pub operation: OperationArgs,
+    #[command(flatten)]
     pub connect: ConnectArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: Format,
+}
+
+/// The operation id of an operator command that changes a key.
+#[derive(Debug, Args)]
+pub struct OperationArgs {
+    /// This command's operation id. The command is recorded under it, and
+    /// sending the same command with the same id again changes nothing and
+    /// answers what the first did: give the id a command printed (or named
+    /// in its error) when its outcome is unknown. Defaults to a fresh id,
+    /// printed in --format json.
+    #[arg(long, value_name = "UUID")]
+    pub operation_id: Option<uuid::Uuid>,
 }
 
 /// `fencepost lease list`.

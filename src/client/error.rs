@@ -33,8 +33,8 @@ pub enum Error {
         reason: &'static str,
     },
     /// The procedure refused the input with one of the contract's error
-    /// numbers (50101–50109, and 50120–50126 of the operators' procedures).
-    /// Nothing was changed.
+    /// numbers (50101–50109, and 50120–50126 and 50130 of the operators'
+    /// procedures). Nothing was changed.
     #[error("{procedure} refused {parameter} (error {number}): {message}")]
     Rejected {
         /// The procedure, e.g. `fence_api.Publish`.
@@ -77,8 +77,10 @@ pub enum Error {
         reason: String,
     },
     /// The connection failed or the reply did not arrive in time. For every
-    /// procedure except `Publish` a retry is safe; a publish reports
-    /// [`Error::OutcomeUnknown`] instead, and a fenced transaction's commit
+    /// procedure except `Publish`, `ForceRelease` and `ResetSourceVersion` a
+    /// retry is safe; a publish reports [`Error::OutcomeUnknown`] instead, an
+    /// operator command [`Error::OperatorOutcomeUnknown`] (after replaying it
+    /// once with its operation id), and a fenced transaction's commit
     /// [`Error::CommitUnknown`].
     #[error("{procedure}: {reason}")]
     Network {
@@ -108,6 +110,34 @@ pub enum Error {
         /// The operation id of the publish.
         operation_id: Uuid,
         /// Why the reply was lost.
+        reason: String,
+    },
+    /// An operator command ([`Admin::force_release`](super::Admin::force_release)
+    /// and its variants, [`Admin::reset_source_version`](super::Admin::reset_source_version))
+    /// may have reached the server, but no answer came back: neither to the
+    /// call nor to the one replay the client sent with the same operation
+    /// id, on a new connection, within the call's time budget. It may or may
+    /// not have applied. Send it again with the same operation id
+    /// ([`Admin::force_release_as`](super::Admin::force_release_as),
+    /// [`Admin::reset_source_version_as`](super::Admin::reset_source_version_as),
+    /// `fencepost lease ... --operation-id`): if it applied, that answers
+    /// what it did then and changes nothing; if it never arrived, it applies
+    /// now.
+    ///
+    /// Not [`is_transient`](Error::is_transient): the same command under a
+    /// *new* operation id applies again, and a second force-release fences
+    /// whoever acquired the lease since.
+    #[error(
+        "the outcome of {procedure} with operation id {operation_id} is unknown ({reason}); send it again with the \
+         same operation id to settle it: a replay answers what the first call did and changes nothing"
+    )]
+    OperatorOutcomeUnknown {
+        /// The procedure, `fence_admin.ForceRelease` or
+        /// `fence_admin.ResetSourceVersion`.
+        procedure: &'static str,
+        /// The command's operation id.
+        operation_id: Uuid,
+        /// Why no answer came: the call's failure and its replay's.
         reason: String,
     },
     /// A fenced transaction's `COMMIT` was sent but its answer never came
@@ -246,6 +276,10 @@ const TRANSIENT_SERVER_ERRORS: &[u32] = &[
 /// Server after waiting 5 s for a fence row or its table.
 const ROW_WAIT_GIVEN_UP: u32 = 50129;
 
+/// The operator commands that are idempotent only by operation id: the same
+/// call under a new id applies again.
+const OPERATOR_COMMANDS: [&str; 2] = ["fence_admin.ForceRelease", "fence_admin.ResetSourceVersion"];
+
 /// The lowest class of a server error that ends the session.
 pub(crate) const FATAL_CLASS: u8 = 20;
 
@@ -266,10 +300,13 @@ impl Error {
         }
     }
 
-    /// The operation id of a publish whose outcome is unknown.
+    /// The operation id of a publish or an operator command whose outcome
+    /// is unknown: the one to send it again with.
     pub fn unknown_operation(&self) -> Option<Uuid> {
         match self {
-            Error::OutcomeUnknown { operation_id, .. } => Some(*operation_id),
+            Error::OutcomeUnknown { operation_id, .. } | Error::OperatorOutcomeUnknown { operation_id, .. } => {
+                Some(*operation_id)
+            }
             _ => None,
         }
     }
@@ -277,11 +314,15 @@ impl Error {
     /// True when the same call, with the same arguments, may succeed if tried
     /// again: network failures, timeouts, an exhausted pool, transient server
     /// errors and fatal ones (a new connection is a new session). An unknown
-    /// publish or commit outcome is not: it is settled by a replay of that
-    /// same publish, or by checking the writes, never by a blind retry.
+    /// publish, operator command or commit outcome is not: it is settled by a
+    /// replay with the same operation id, or by checking the writes, never by
+    /// a blind retry; nor is a network error of an operator command
+    /// (`ForceRelease`, `ResetSourceVersion`), which the same call with a new
+    /// operation id could apply twice.
     pub fn is_transient(&self) -> bool {
         match self {
-            Error::Network { .. } | Error::Unavailable { .. } => true,
+            Error::Network { procedure, .. } => !OPERATOR_COMMANDS.contains(procedure),
+            Error::Unavailable { .. } => true,
             Error::Connect(e) => matches!(
                 e,
                 ConnectError::Unreachable { .. }
@@ -446,6 +487,39 @@ mod tests {
         assert_eq!(e.unknown_operation(), Some(op));
         assert!(!e.is_transient(), "a blind retry could publish twice");
         assert!(e.to_string().contains(&op.to_string()));
+    }
+
+    #[test]
+    fn a_network_error_of_an_operator_command_is_not_transient() {
+        let network = |procedure| Error::Network {
+            procedure,
+            reason: "connection reset".into(),
+            timed_out: false,
+        };
+        assert!(network("fence_api.Renew").is_transient());
+        for procedure in OPERATOR_COMMANDS {
+            assert!(!network(procedure).is_transient(), "{procedure} could apply twice");
+        }
+        assert_eq!(
+            OPERATOR_COMMANDS,
+            [
+                super::super::contract::Procedure::ForceRelease.name(),
+                super::super::contract::Procedure::ResetSourceVersion.name()
+            ]
+        );
+    }
+
+    #[test]
+    fn a_refused_operation_id_of_an_operator_command_names_the_parameter() {
+        let refused = Error::from_server(
+            "fence_admin.ForceRelease",
+            50130,
+            16,
+            "@OperationId was already used by another operator command or for another resource.".into(),
+        );
+        assert!(matches!(refused, Error::Rejected { number: 50130, .. }), "{refused:?}");
+        assert_eq!(refused.parameter(), Some(Parameter::OperationId));
+        assert!(!refused.is_transient());
     }
 
     #[test]

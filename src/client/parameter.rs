@@ -13,7 +13,9 @@ pub enum Parameter {
     LeaseSeconds,
     /// `@Generation`: a generation returned by `Acquire` (1 or more).
     Generation,
-    /// `@OperationId`: a non-nil id, fresh for each publish, reused only to replay it.
+    /// `@OperationId`: a non-nil id, fresh for each publish or operator
+    /// command (`fence_admin.ForceRelease`, `ResetSourceVersion`: contract
+    /// v1.5), reused only to replay it.
     OperationId,
     /// `@Payload`: any text, never NULL.
     Payload,
@@ -66,7 +68,7 @@ impl Parameter {
     }
 
     /// The parameter a documented contract error number is about: 50101–50109
-    /// (the services' procedures) and 50120–50126 (the operators').
+    /// (the services' procedures) and 50120–50126 and 50130 (the operators').
     pub fn for_error_number(number: u32) -> Option<Parameter> {
         Some(match number {
             50101 => Parameter::ResourceKey,
@@ -84,6 +86,7 @@ impl Parameter {
             50124 => Parameter::RecoveryId,
             50125 => Parameter::Floor,
             50126 => Parameter::DatabaseIdentity,
+            50130 => Parameter::OperationId,
             _ => return None,
         })
     }
@@ -123,7 +126,7 @@ mod tests {
 
     #[test]
     fn every_operator_error_number_about_input_names_its_parameter() {
-        let names: Vec<_> = (50120..=50129)
+        let names: Vec<_> = (50120..=50130)
             .map(|n| Parameter::for_error_number(n).map(Parameter::name))
             .collect();
         assert_eq!(
@@ -141,6 +144,8 @@ mod tests {
                 None,
                 None,
                 None,
+                // An operation id used by another operator command or key.
+                Some("@OperationId"),
             ]
         );
     }

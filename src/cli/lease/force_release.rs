@@ -2,14 +2,18 @@
 //! transaction stays open (a frozen process, a client that never commits)
 //! ForceRelease waits at most its bound and fails; the call is watched from a
 //! second session, which names the session that blocks it and, with
-//! `--kill-blocker`, ends that session and fences the key.
+//! `--kill-blocker`, ends that session and fences the key. The command has an
+//! operation id (`--operation-id`, or a fresh one), printed in `--format
+//! json`: a call whose reply is lost is replayed with it, and sending the
+//! same id again changes nothing.
 
 use anyhow::{Result, bail};
 use fencepost::client::Error;
 use fencepost::client::admin::{ForceRelease, WhenBlocked};
 use serde_json::json;
+use uuid::Uuid;
 
-use super::admin;
+use super::{admin, unknown_outcome};
 use crate::cli::opt::{Format, LeaseForceReleaseArgs};
 use crate::cli::out;
 use crate::cli::{EXIT_ATTENTION, EXIT_OK};
@@ -21,8 +25,13 @@ pub(super) async fn force_release(args: LeaseForceReleaseArgs) -> Result<u8> {
     } else {
         WhenBlocked::Fail
     };
-    let released = match admin.force_release_watched(&args.key, when_blocked).await {
+    let operation_id = args.operation.operation_id.unwrap_or_else(Uuid::new_v4);
+    let released = match admin
+        .force_release_watched_as(&args.key, when_blocked, operation_id)
+        .await
+    {
         Ok(released) => released,
+        Err(error @ Error::OperatorOutcomeUnknown { .. }) => return Err(unknown_outcome(&args.key, error)),
         Err(Error::Blocked { session, cause, .. }) => bail!(
             "{}: the fence row is held by session {session}, whose transaction is still open; ForceRelease gave up \
              waiting for it ({cause}). End that session to roll its transaction back (KILL {session}, or rerun with \
@@ -64,6 +73,7 @@ pub(super) async fn force_release(args: LeaseForceReleaseArgs) -> Result<u8> {
             "outcome": released.outcome.name(),
             "generation": generation,
             "killed_session": released.killed_session,
+            "operation_id": operation_id,
         }))?)?,
         Format::Text => {
             if let Some(session) = released.killed_session {

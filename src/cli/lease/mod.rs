@@ -65,6 +65,19 @@ async fn admin(args: &ConnectArgs) -> Result<Admin> {
     Ok(Client::connect_with(config).await?.admin())
 }
 
+/// An operator command on `key` whose outcome stayed unknown, with what to
+/// do: send it again with its operation id (which the error, and in
+/// `--format json` its `operation_id`, carries).
+fn unknown_outcome(key: &str, error: fencepost::client::Error) -> anyhow::Error {
+    let rerun = error
+        .unknown_operation()
+        .map(|id| format!("; rerun the same command with --operation-id {id}"))
+        .unwrap_or_default();
+    anyhow::Error::new(error).context(format!(
+        "{key}: no answer came, even to a replay: the command may or may not have applied{rerun}"
+    ))
+}
+
 /// A server time (UTC by contract) as RFC 3339.
 fn utc(at: OffsetDateTime) -> String {
     at.format(&Rfc3339).unwrap_or_default()

@@ -1,21 +1,32 @@
 //! `lease reset-source-version`: an operator lowers or clears the source
 //! version a resource's publications are fenced by (contract v1.4), after the
-//! source's versions restarted.
+//! source's versions restarted. The command has an operation id
+//! (`--operation-id`, or a fresh one), printed in `--format json`: a call
+//! whose reply is lost is replayed with it, and sending the same id again
+//! changes nothing.
 
 use anyhow::{Result, bail};
+use fencepost::client::Error;
 use fencepost::client::admin::ResetSourceVersion;
 use serde_json::json;
+use uuid::Uuid;
 
-use super::admin;
+use super::{admin, unknown_outcome};
 use crate::cli::opt::{Format, LeaseResetSourceVersionArgs};
 use crate::cli::out;
 use crate::cli::{EXIT_ATTENTION, EXIT_OK};
 
 pub(super) async fn reset(args: LeaseResetSourceVersionArgs) -> Result<u8> {
-    let answer = admin(&args.connect)
+    let operation_id = args.operation.operation_id.unwrap_or_else(Uuid::new_v4);
+    let answer = match admin(&args.connect)
         .await?
-        .reset_source_version(&args.key, args.source_version)
-        .await?;
+        .reset_source_version_as(&args.key, args.source_version, operation_id)
+        .await
+    {
+        Ok(answer) => answer,
+        Err(error @ Error::OperatorOutcomeUnknown { .. }) => return Err(unknown_outcome(&args.key, error)),
+        Err(error) => return Err(error.into()),
+    };
     let (reset, previous) = match answer {
         ResetSourceVersion::Reset { previous } => (true, previous),
         ResetSourceVersion::NotProvisioned => (false, None),
@@ -27,6 +38,7 @@ pub(super) async fn reset(args: LeaseResetSourceVersionArgs) -> Result<u8> {
             "outcome": answer.name(),
             "previous_source_version": previous,
             "source_version": if reset { args.source_version } else { None },
+            "operation_id": operation_id,
         }))?)?,
         Format::Text if !reset => out::line(format_args!("{}: no fence row (provision it first)", args.key))?,
         Format::Text => {

@@ -1,7 +1,12 @@
 //! `fence_admin.ForceRelease`: the operator's lever for a stuck holder. It
 //! raises the generation and clears the lease, so the holder's next renew,
 //! publish or fenced transaction is refused and the next acquirer gets the
-//! lease at once.
+//! lease at once. Each command carries an operation id (contract v1.5), so
+//! one whose reply was lost is replayed and applies once.
+
+use tiberius::ToSql;
+use tokio::time::Instant;
+use uuid::Uuid;
 
 use super::Admin;
 use crate::client::call::Reply;
@@ -40,14 +45,67 @@ impl Admin {
     /// fails ([`Error::Server`] 50129, or the engine's lock time-out);
     /// [`force_release_watched`](Admin::force_release_watched) names the
     /// session that blocks it, and can end it. Needs `fence_operator`.
+    ///
+    /// The command carries a fresh operation id: when its reply is lost it
+    /// is replayed once with that id on a new connection, which answers
+    /// what the first arrival did, so the key is fenced once, never again
+    /// after a service acquired it. When no answer comes at all, the error
+    /// is [`Error::OperatorOutcomeUnknown`] with the id, for
+    /// [`force_release_as`](Admin::force_release_as).
     pub async fn force_release(&self, key: &str) -> Result<ForceRelease, Error> {
+        self.force_release_as(key, Uuid::new_v4()).await
+    }
+
+    /// [`force_release`](Admin::force_release) as the command
+    /// `operation_id` (non-nil): fresh for a new command, the same to send
+    /// one again whose outcome is unknown. If the command with this id
+    /// already applied, the answer is what it answered then (the same
+    /// [`ForceRelease::Fenced`] generation, or
+    /// [`NotProvisioned`](ForceRelease::NotProvisioned)) and nothing changes,
+    /// however the key changed since; the answer does not say which, since
+    /// either way the key was fenced at that generation. The id used before
+    /// for another key or another command is refused
+    /// ([`Error::Rejected`] 50130, about `@OperationId`).
+    pub async fn force_release_as(&self, key: &str, operation_id: Uuid) -> Result<ForceRelease, Error> {
         let key = input::key(key)?;
-        let reply = self
+        let operation_id = input::operation_id(operation_id)?;
+        let sent = Instant::now();
+        let arguments: [&dyn ToSql; 2] = [&key, &operation_id];
+        let first = self
             .client
-            .call(Procedure::ForceRelease, &[&key], About::key(key))
+            .call(Procedure::ForceRelease, &arguments, about(key, operation_id))
+            .await;
+        self.force_release_settled(key, operation_id, sent, first).await
+    }
+
+    /// The answer of a ForceRelease of `key` as `operation_id` sent at
+    /// `sent`, whose first call answered `first`: replayed once when that
+    /// leaves the outcome unknown (see [`Admin::settled`]).
+    pub(super) async fn force_release_settled(
+        &self,
+        key: &str,
+        operation_id: Uuid,
+        sent: Instant,
+        first: Result<Reply, Error>,
+    ) -> Result<ForceRelease, Error> {
+        let arguments: [&dyn ToSql; 2] = [&key, &operation_id];
+        let reply = self
+            .settled(
+                Procedure::ForceRelease,
+                &arguments,
+                about(key, operation_id),
+                operation_id,
+                sent,
+                first,
+            )
             .await?;
         force_release(&reply)
     }
+}
+
+/// What an operator command is about: its key and operation id.
+pub(super) fn about(key: &str, operation_id: Uuid) -> About<'_> {
+    About::key(key).operation(operation_id)
 }
 
 pub(super) fn force_release(reply: &Reply) -> Result<ForceRelease, Error> {
@@ -83,6 +141,42 @@ mod tests {
                 ForceRelease::NotProvisioned.name()
             ],
             ["Fenced", "NotProvisioned"]
+        );
+    }
+
+    #[test]
+    fn a_replayed_answer_reads_as_the_first_one() {
+        // A replay answers the recorded row: the same columns, the same
+        // values, so the same outcome whichever call answered.
+        let first = reply(
+            Procedure::ForceRelease,
+            vec![text("Outcome", Some("Fenced")), big("Generation", Some(12))],
+        );
+        let replayed = reply(
+            Procedure::ForceRelease,
+            vec![text("Outcome", Some("Fenced")), big("Generation", Some(12))],
+        );
+        assert_eq!(force_release(&first).unwrap(), force_release(&replayed).unwrap());
+        let missing = reply(
+            Procedure::ForceRelease,
+            vec![text("Outcome", Some("NotProvisioned")), big("Generation", None)],
+        );
+        assert_eq!(force_release(&missing).unwrap(), ForceRelease::NotProvisioned);
+    }
+
+    #[tokio::test]
+    async fn the_nil_operation_id_is_refused_before_any_round_trip() {
+        let admin = crate::client::Client::unreachable(std::time::Duration::from_millis(100)).admin();
+        let error = admin.force_release_as("report:daily", Uuid::nil()).await.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::InvalidInput {
+                    parameter: crate::client::Parameter::OperationId,
+                    ..
+                }
+            ),
+            "{error:?}"
         );
     }
 

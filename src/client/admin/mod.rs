@@ -23,6 +23,12 @@
 //! # }
 //! ```
 //!
+//! The commands that change a key, [`Admin::force_release`] and
+//! [`Admin::reset_source_version`], carry an operation id (contract v1.5):
+//! one whose reply is lost is replayed with the same id, and applies once.
+//! Their `_as` variants take the id, to send again a command whose outcome
+//! stayed unknown ([`Error::OperatorOutcomeUnknown`]).
+//!
 //! The procedures are granted to operator roles, not to `fence_service`:
 //! `fence_operator` may list, force-release, read the history and reset a
 //! source version; `fence_recovery` may recover and prune (and list and read
@@ -31,6 +37,7 @@
 mod force_release;
 mod history;
 mod leases;
+mod operation;
 mod recover;
 mod source_version;
 mod watched;

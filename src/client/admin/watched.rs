@@ -6,6 +6,9 @@
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+use uuid::Uuid;
+
 use super::Admin;
 use super::force_release::{ForceRelease, force_release};
 use super::recover::{Recover, Recovery, recover};
@@ -58,23 +61,38 @@ impl Admin {
     /// the answer is [`Error::BlockedAfterKill`], and no second session is
     /// ended. Seeing other sessions needs VIEW SERVER STATE on SQL
     /// Server (VIEW DATABASE STATE on Azure SQL Database); without it a
-    /// blocked call fails with the procedure's own error.
+    /// blocked call fails with the procedure's own error. A call whose reply
+    /// is lost is replayed with the command's operation id, as
+    /// [`force_release`](Admin::force_release)'s is.
     pub async fn force_release_watched(&self, key: &str, when_blocked: WhenBlocked) -> Result<ForceReleased, Error> {
+        self.force_release_watched_as(key, when_blocked, Uuid::new_v4()).await
+    }
+
+    /// [`force_release_watched`](Admin::force_release_watched) as the
+    /// command `operation_id`, as [`force_release_as`](Admin::force_release_as).
+    pub async fn force_release_watched_as(
+        &self,
+        key: &str,
+        when_blocked: WhenBlocked,
+        operation_id: Uuid,
+    ) -> Result<ForceReleased, Error> {
         let key = input::key(key)?;
+        let operation_id = input::operation_id(operation_id)?;
         let client = &self.client;
         // Outside the pool: the call holds the pool's connection meanwhile.
         let mut watcher = client.pool.dedicated_connection().await?;
         let mut session = checkout(&client.pool, &client.last_connect_error, &client.config).await?;
         let spid = single_int(&mut session, SPID, client).await?;
         let babelfish = single_int(&mut watcher, BABELFISH, client).await? == 1;
-        let arguments: [&dyn tiberius::ToSql; 1] = [&key];
+        let arguments: [&dyn tiberius::ToSql; 2] = [&key, &operation_id];
         let call = Watched {
             procedure: Procedure::ForceRelease,
             arguments: &arguments,
-            about: About::key(key),
+            about: About::key(key).operation(operation_id),
             spid,
             babelfish,
         };
+        let sent = Instant::now();
         let blocker = match call.run(client, &mut session, &mut watcher).await {
             Ok(reply) => {
                 return Ok(ForceReleased {
@@ -82,7 +100,12 @@ impl Admin {
                     killed_session: None,
                 });
             }
-            Err((error, None)) => return Err(error),
+            Err((error, None)) => {
+                return Ok(ForceReleased {
+                    outcome: self.force_release_settled(key, operation_id, sent, Err(error)).await?,
+                    killed_session: None,
+                });
+            }
             Err((error, Some(blocker))) if when_blocked == WhenBlocked::Fail => {
                 return Err(Error::Blocked {
                     procedure: Procedure::ForceRelease.name(),
@@ -97,9 +120,10 @@ impl Admin {
         // for it within its own bound, watched as the first was: another
         // session may take the row meanwhile, and that one is named, never
         // ended as well.
+        let sent = Instant::now();
         let outcome = match call.run(client, &mut session, &mut watcher).await {
             Ok(reply) => force_release(&reply)?,
-            Err((error, None)) => return Err(error),
+            Err((error, None)) => self.force_release_settled(key, operation_id, sent, Err(error)).await?,
             Err((error, Some(holder))) => {
                 return Err(Error::BlockedAfterKill {
                     procedure: Procedure::ForceRelease.name(),

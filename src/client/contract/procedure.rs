@@ -119,9 +119,8 @@ impl Procedure {
 
     pub(crate) fn parameters(self) -> &'static [(Parameter, SqlType)] {
         match self {
-            Procedure::Provision | Procedure::ReadPublication | Procedure::Inspect | Procedure::ForceRelease => {
-                &[(P::ResourceKey, T::WideKey)]
-            }
+            Procedure::Provision | Procedure::ReadPublication | Procedure::Inspect => &[(P::ResourceKey, T::WideKey)],
+            Procedure::ForceRelease => &[(P::ResourceKey, T::WideKey), (P::OperationId, T::UniqueIdentifier)],
             Procedure::Acquire => &[
                 (P::ResourceKey, T::WideKey),
                 (P::Owner, T::UniqueIdentifier),
@@ -168,7 +167,11 @@ impl Procedure {
                 (P::Floor, T::BigInt),
                 (P::DatabaseIdentity, T::UniqueIdentifier),
             ],
-            Procedure::ResetSourceVersion => &[(P::ResourceKey, T::WideKey), (P::SourceVersion, T::BigInt)],
+            Procedure::ResetSourceVersion => &[
+                (P::ResourceKey, T::WideKey),
+                (P::SourceVersion, T::BigInt),
+                (P::OperationId, T::UniqueIdentifier),
+            ],
         }
     }
 
@@ -216,6 +219,18 @@ mod tests {
         assert_eq!(
             Procedure::ListLeases.statement(),
             "EXEC fence_admin.ListLeases @Prefix = @P1, @HeldOnly = @P2, @MaxRows = @P3, @After = @P4"
+        );
+    }
+
+    #[test]
+    fn the_operator_commands_bind_their_operation_id_last() {
+        assert_eq!(
+            Procedure::ForceRelease.statement(),
+            "EXEC fence_admin.ForceRelease @ResourceKey = @P1, @OperationId = @P2"
+        );
+        assert_eq!(
+            Procedure::ResetSourceVersion.statement(),
+            "EXEC fence_admin.ResetSourceVersion @ResourceKey = @P1, @SourceVersion = @P2, @OperationId = @P3"
         );
     }
 

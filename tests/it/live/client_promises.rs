@@ -463,6 +463,27 @@ async fn an_operator_login_lists_and_force_releases_leases_by_procedure_and_comm
     let document = json(&output);
     assert_eq!(document["outcome"], "Fenced", "{document}");
     assert_eq!(document["generation"], held_second.generation() + 1);
+    // Its operation id, recorded through the procedure the role may run
+    // (fence.OperatorOperation is granted to nobody), answers a rerun.
+    let operation_id = document["operation_id"].as_str().unwrap().to_string();
+    let rerun = lease_cli(
+        &[
+            "force-release",
+            &second,
+            "--operation-id",
+            &operation_id,
+            "--format",
+            "json",
+        ],
+        &operator_ado,
+    )
+    .await;
+    assert_eq!(
+        json(&rerun)["generation"],
+        held_second.generation() + 1,
+        "{}",
+        String::from_utf8_lossy(&rerun.stderr)
+    );
 
     for lease in [&held_first, &held_second] {
         assert_eq!(

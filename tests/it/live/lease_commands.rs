@@ -8,7 +8,7 @@ use crate::support;
 
 use std::time::Duration;
 
-use fencepost::client::{Acquire, Publish, RefusalReason, Release, Renew};
+use fencepost::client::{Acquire, Inspection, Publish, RefusalReason, Release, Renew};
 use support::TestDatabase;
 use support::binary::{stderr, stdout};
 use support::lease::{acquired, json, lease_cli as lease, provisioned, state, unwarmed};
@@ -198,4 +198,114 @@ async fn the_text_output_of_inspect_list_history_and_force_release_says_what_an_
     );
     drop(client);
     db.drop().await;
+}
+
+#[tokio::test]
+async fn force_release_and_reset_source_version_print_their_operation_id_and_a_rerun_with_it_changes_nothing() {
+    let test = "force_release_and_reset_source_version_print_their_operation_id_and_a_rerun_with_it_changes_nothing";
+    let Some(db) = TestDatabase::shared(test).await else {
+        return;
+    };
+    // Nothing here depends on timing: no warm-up.
+    let client = unwarmed(&db.ado()).await;
+    let key = provisioned(&client, "operation").await;
+    let stuck = acquired(client.acquire(&key, Duration::from_secs(600)).await.unwrap());
+    let ado = db.ado();
+    let succeeded = |output: &std::process::Output| {
+        assert_eq!(output.status.code(), Some(0), "{}{}", stdout(output), stderr(output));
+        json(output)
+    };
+
+    // A fresh id, printed so a rerun can name it.
+    let fenced = succeeded(&lease(&["force-release", &key, "--format", "json"], &ado).await);
+    assert_eq!(fenced["generation"], stuck.generation() + 1);
+    let printed: Uuid = fenced["operation_id"].as_str().unwrap().parse().unwrap();
+    assert!(!printed.is_nil());
+
+    // A service acquires; the operator reruns the same command with its id:
+    // the same answer, and the service keeps its lease.
+    let mut successor = acquired(client.acquire(&key, Duration::from_secs(600)).await.unwrap());
+    let id = printed.to_string();
+    let rerun = succeeded(
+        &lease(
+            &["force-release", &key, "--operation-id", &id, "--format", "json"],
+            &ado,
+        )
+        .await,
+    );
+    assert_eq!(
+        (&rerun["outcome"], &rerun["generation"], &rerun["operation_id"]),
+        (&fenced["outcome"], &fenced["generation"], &fenced["operation_id"])
+    );
+    assert!(matches!(
+        client.renew(&mut successor).await.unwrap(),
+        Renew::Renewed { .. }
+    ));
+
+    // The same for a reset, whose rerun answers the first one's previous
+    // version; the id is its own, and names one source version.
+    let reset_id = Uuid::new_v4().to_string();
+    let reset = |version: &'static str| {
+        let (ado, key, reset_id) = (ado.clone(), key.clone(), reset_id.clone());
+        async move {
+            lease(
+                &[
+                    "reset-source-version",
+                    &key,
+                    version,
+                    "--operation-id",
+                    &reset_id,
+                    "--format",
+                    "json",
+                ],
+                &ado,
+            )
+            .await
+        }
+    };
+    let first = succeeded(&reset("7").await);
+    assert_eq!(
+        (&first["outcome"], &first["previous_source_version"]),
+        (&"Reset".into(), &serde_json::Value::Null)
+    );
+    assert_eq!(first["operation_id"], reset_id.as_str());
+    let another = succeeded(&lease(&["reset-source-version", &key, "9", "--format", "json"], &ado).await);
+    assert_eq!(another["previous_source_version"], 7);
+    assert_ne!(another["operation_id"], first["operation_id"], "a fresh id per command");
+    let replayed = succeeded(&reset("7").await);
+    assert_eq!(replayed["previous_source_version"], first["previous_source_version"]);
+    assert_eq!(
+        source_version(&client, &key).await,
+        Some(9),
+        "the replay lowered nothing"
+    );
+
+    // The id of another command, or another version, is refused naming it.
+    let refused = lease(&["force-release", &key, "--operation-id", &reset_id], &ado).await;
+    assert_ne!(refused.status.code(), Some(0));
+    assert!(stderr(&refused).contains("@OperationId"), "{}", stderr(&refused));
+    let other_version = reset("8").await;
+    assert_ne!(other_version.status.code(), Some(0));
+    let nil = lease(
+        &["force-release", &key, "--operation-id", &Uuid::nil().to_string()],
+        &ado,
+    )
+    .await;
+    assert_ne!(nil.status.code(), Some(0));
+    assert!(stderr(&nil).contains("@OperationId"), "{}", stderr(&nil));
+    assert_eq!(
+        state(&client, &key).await.0,
+        successor.generation(),
+        "nothing was fenced again"
+    );
+    drop(client);
+    db.drop().await;
+}
+
+/// The source version `key` is fenced by.
+async fn source_version(client: &fencepost::Client, key: &str) -> Option<i64> {
+    match client.inspect(key).await.unwrap() {
+        Inspection::Found(state) => state.source_version,
+        Inspection::NotProvisioned => panic!("{key} is not provisioned"),
+    }
 }

@@ -418,25 +418,6 @@ async fn an_operator_resets_the_source_version_of_a_restarted_source() {
     db.drop().await;
 }
 
-#[tokio::test]
-async fn the_database_speaks_contract_1_4() {
-    const TEST: &str = "the_database_speaks_contract_1_4";
-    let Some(db) = TestDatabase::shared(TEST).await else {
-        return;
-    };
-    let mut caller = Caller::new(db.connect().await);
-    let version = caller.call("EXEC fence_api.ContractVersion", &[]).await;
-    let Answer::Row(row) = &version else {
-        panic!("{version:?}")
-    };
-    assert_eq!(
-        (row.get::<i32, _>("Major"), row.get::<i32, _>("Minor")),
-        (Some(1), Some(4))
-    );
-    drop(caller);
-    db.drop().await;
-}
-
 /// One step of a generated schedule on one key.
 #[derive(Clone, Debug)]
 enum Step {
