@@ -88,6 +88,34 @@ impl ArtifactPath {
     }
 }
 
+/// The other key whose artefacts a case-insensitive file system may hold in
+/// the folder of the artefact at `path` under `prefix`: for a folder spelt
+/// as fencepost 0.1.0 spelt keys (upper-case letters as they are), the key
+/// whose spelling now is that folder's name in lower case. A key of this
+/// version writing into `Report/` finds an existing `Report/` folder of
+/// 0.1.0's key `Report` on such a file system, and its uploads are listed as
+/// that key's. `None` for a folder with no upper-case letter outside an
+/// escape, or whose lower-case name spells no key.
+pub(crate) fn case_folded_twin(prefix: &Path, path: &Path) -> Option<String> {
+    let segment = path.prefix_match(prefix)?.next()?;
+    let segment = segment.as_ref();
+    let mut folded = String::with_capacity(segment.len());
+    let mut bytes = segment.bytes();
+    let mut upper = false;
+    while let Some(byte) = bytes.next() {
+        if byte == b'_' {
+            // An escape keeps its upper-case hex digits.
+            folded.push('_');
+            folded.extend(bytes.by_ref().take(2).map(char::from));
+        } else {
+            upper |= byte.is_ascii_uppercase();
+            folded.push(char::from(byte.to_ascii_lowercase()));
+        }
+    }
+    let twin = unescape_key(&folded).filter(|key| escape_key(key) == folded)?;
+    upper.then_some(twin)
+}
+
 /// A key as one path segment every store accepts unchanged, and that no
 /// other key's segment equals even on a case-insensitive file system:
 /// lower-case ASCII letters, digits and `-` stay, every other byte of its
@@ -201,6 +229,18 @@ mod tests {
         let parsed = ArtifactPath::parse(&prefix, &legacy).unwrap();
         assert_eq!((parsed.key.as_str(), parsed.generation), ("Report", 3));
         assert_eq!(parsed.to_path(&prefix).as_ref(), format!("fenced/_52eport/3/{id}"));
+    }
+
+    #[test]
+    fn a_0_1_0_folder_with_upper_case_letters_has_the_lower_case_key_as_its_twin() {
+        let id = Uuid::new_v4();
+        let prefix = Path::from("fenced");
+        let twin = |folder: &str| case_folded_twin(&prefix, &Path::from(format!("fenced/{folder}/3/{id}")));
+        assert_eq!(twin("Report").as_deref(), Some("report"));
+        assert_eq!(twin("Re_3Aport").as_deref(), Some("re:port"));
+        // Spelt as this version spells: no upper-case letter outside an escape.
+        assert_eq!(twin("_52eport"), None);
+        assert_eq!(twin("report_3Adaily"), None);
     }
 
     #[test]

@@ -130,23 +130,31 @@ impl ArtifactReader {
                 location: pointer.location.clone(),
                 what,
             })?;
+        // S3 answers a missing object with 403, not 404, to a reader that
+        // may not list the bucket: a refusal at one place is no reason not
+        // to look at the next, and is the answer only if none holds it.
+        let mut refused = None;
         for path in &places {
             let got = match self.store.get(path).await {
                 Ok(got) => got,
                 Err(object_store::Error::NotFound { .. }) => continue,
+                Err(source @ object_store::Error::PermissionDenied { .. }) => {
+                    refused.get_or_insert_with(|| read_failed(path, source));
+                    continue;
+                }
                 Err(source) => return Err(read_failed(path, source)),
             };
             return checked(key, path, pointer, got).await;
         }
-        Err(ArtifactError::Missing {
+        Err(refused.unwrap_or_else(|| ArtifactError::Missing {
             key: key.to_string(),
             location: pointer.location.clone(),
-        })
+        }))
     }
 
     /// Where the artefact `pointer` names may be, in the order to look:
-    /// under this reader's prefix as fencepost spells it now, as the pointer
-    /// spells it (fencepost 0.1.0 kept upper-case letters), then the
+    /// under this reader's prefix as the pointer spells it, as fencepost
+    /// spells it now (fencepost 0.1.0 kept upper-case letters), then the
     /// location itself. Why not, when the pointer names no artefact of
     /// `key` (of `generation`, when given): a pointer is followed only to
     /// what a publish of that key could have uploaded.
@@ -174,8 +182,10 @@ impl ArtifactReader {
             .parts()
             .chain(parts[parts.len() - 3..].iter().cloned())
             .collect();
-        let mut places = vec![identity.to_path(&self.prefix)];
-        for place in [as_spelt, location] {
+        // The pointer's own spelling first: it is where the publisher wrote,
+        // whichever spelling of the key that fencepost used.
+        let mut places = vec![as_spelt];
+        for place in [identity.to_path(&self.prefix), location] {
             if !places.contains(&place) {
                 places.push(place);
             }

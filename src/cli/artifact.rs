@@ -276,6 +276,7 @@ fn text(report: &SweepReport) -> String {
                     .into()
             }
             KeptBecause::AheadOfDatabase => "in doubt: its generation is above its key's current one".into(),
+            KeptBecause::UnreadableKey(error) => format!("in doubt: the database refused its key: {error}"),
             _ => continue,
         };
         lines.push(format!("kept  {}  ({why})", kept.object.location));

@@ -348,7 +348,8 @@ pub enum ArtifactCommand {
     /// marked (its _fencepost object) is swept, and never the store's whole
     /// root, unless --allow-unmarked or --whole-store says so. Reads each key
     /// with Inspect and ReadPublication (fence_reader or fence_service).
-    /// Ctrl-C stops between two objects and reports what was done. Exits 0
+    /// Ctrl-C stops it (while it lists, between two objects, or while it waits
+    /// for the database) and reports what was done. Exits 0
     /// when every object was judged and nothing is in doubt; 1 when
     /// something was kept in doubt, a delete failed or it was interrupted; 2
     /// when the prefix was refused or a publication could not be read (after

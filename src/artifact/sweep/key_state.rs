@@ -70,8 +70,9 @@ pub enum KeyState {
     NotProvisioned,
     /// Its publication claims to be an artefact pointer (its `format` is
     /// `fencepost.artifact/…`) but this build cannot read it (a newer
-    /// format, a malformed one) or it names no artefact of this key. It may
-    /// point to any of the key's objects.
+    /// format, a malformed one), or it names no artefact of this key, or it
+    /// is older than the publication `Inspect` saw. It may point to any of
+    /// the key's objects.
     UnreadablePublication,
 }
 
@@ -97,6 +98,12 @@ impl KeyState {
             }
             Some(Err(_)) => None,
         };
+        // Inspect saw a later publication than ReadPublication answers: the
+        // two reads came from different states (a replica, a failover in
+        // between), and the one that points is not the latest.
+        if lease.published_generation > published_generation {
+            return KeyState::UnreadablePublication;
+        }
         // A publish of a newer tenure between the two calls: its
         // generation is the current one, and the lease read belongs to an
         // older one.

@@ -37,7 +37,7 @@ use uuid::Uuid;
 pub use self::key_state::{CurrentLease, Judgement, KeyState, Publications};
 pub use self::report::{Deleted, DeletedBecause, Kept, KeptBecause, SweepEvent, SweepReport, SweptObject};
 use super::error::ArtifactError;
-use super::layout::{ArtifactPath, PROBE_SEGMENT};
+use super::layout::{ArtifactPath, PROBE_SEGMENT, case_folded_twin};
 use super::marker::{is_marked, marker_path};
 
 /// How to sweep.
@@ -116,16 +116,21 @@ impl Sweep {
         mut on_event: impl FnMut(SweepEvent),
     ) -> Result<SweepReport, ArtifactError> {
         self.may_walk(store, prefix).await?;
-        let mut objects: Vec<ObjectMeta> =
-            store
-                .list(Some(prefix))
-                .try_collect()
-                .await
-                .map_err(|source| ArtifactError::Store {
-                    action: "list",
-                    path: prefix.to_string(),
-                    source,
-                })?;
+        let listing = store.list(Some(prefix)).try_collect::<Vec<ObjectMeta>>();
+        let mut objects = tokio::select! {
+            listed = listing => listed.map_err(|source| ArtifactError::Store {
+                action: "list",
+                path: prefix.to_string(),
+                source,
+            })?,
+            () = stop.cancelled() => {
+                return Ok(SweepReport {
+                    dry_run: self.dry_run,
+                    interrupted: true,
+                    ..SweepReport::default()
+                });
+            }
+        };
         // The prefix's own mark is not an object to judge.
         let mark = marker_path(prefix);
         objects.retain(|object| object.location != mark);
@@ -136,7 +141,7 @@ impl Sweep {
             listed: objects.len(),
             ..SweepReport::default()
         };
-        let mut states: HashMap<String, KeyState> = HashMap::new();
+        let mut states: HashMap<String, Result<KeyState, String>> = HashMap::new();
         for (done, object) in objects.into_iter().enumerate() {
             if stop.is_cancelled() {
                 report.interrupted = true;
@@ -148,19 +153,20 @@ impl Sweep {
                 _ if age <= self.grace => Verdict::Keep(KeptBecause::WithinGrace),
                 Kind::Probe => Verdict::Delete(DeletedBecause::Probe),
                 Kind::Artifact(artifact) => {
-                    let state = match states.get(&artifact.key) {
-                        Some(state) => state,
-                        None => match publications.key_state(&artifact.key).await {
-                            Ok(state) => states.entry(artifact.key.clone()).or_insert(state),
-                            // Without the publication nothing more can be
-                            // judged; what was done so far is reported.
-                            Err(error) => {
-                                report.failed = Some(format!("reading the publication of {}: {error}", artifact.key));
-                                break;
-                            }
-                        },
-                    };
-                    Verdict::of(state.judge(&artifact))
+                    let twin = case_folded_twin(prefix, &object.location);
+                    match judge_artifact(&artifact, twin, publications, &mut states, stop).await {
+                        Ok(verdict) => verdict,
+                        Err(Stopped::Interrupted) => {
+                            report.interrupted = true;
+                            break;
+                        }
+                        // Without the publication nothing more can be
+                        // judged; what was done so far is reported.
+                        Err(Stopped::Failed(error)) => {
+                            report.failed = Some(error);
+                            break;
+                        }
+                    }
                 }
             };
             let seen = SweptObject::of(&object);
@@ -199,6 +205,75 @@ impl Sweep {
         }
         Ok(())
     }
+}
+
+/// Why a sweep stopped before judging every object.
+enum Stopped {
+    Interrupted,
+    Failed(String),
+}
+
+/// What the database proves of `artifact`, and of it as an artefact of
+/// `twin` too when a case-insensitive file system may have put `twin`'s
+/// uploads in its folder: deleted only when both prove it an orphan.
+async fn judge_artifact(
+    artifact: &ArtifactPath,
+    twin: Option<String>,
+    publications: &impl Publications,
+    states: &mut HashMap<String, Result<KeyState, String>>,
+    stop: &CancellationToken,
+) -> Result<Verdict, Stopped> {
+    let judged = match state_of(&artifact.key, publications, states, stop).await? {
+        Ok(state) => state.judge(artifact),
+        Err(error) => return Ok(Verdict::Keep(KeptBecause::UnreadableKey(error.clone()))),
+    };
+    let verdict = Verdict::of(judged);
+    let Some(twin) = twin.filter(|_| judged == Judgement::Orphan) else {
+        return Ok(verdict);
+    };
+    let as_twin = ArtifactPath {
+        key: twin.clone(),
+        ..artifact.clone()
+    };
+    Ok(match state_of(&twin, publications, states, stop).await? {
+        Ok(state) => match state.judge(&as_twin) {
+            // No publication of the twin can point to it either.
+            Judgement::Orphan | Judgement::NotProvisioned => verdict,
+            other => Verdict::of(other),
+        },
+        Err(error) => Verdict::Keep(KeptBecause::UnreadableKey(error.clone())),
+    })
+}
+
+/// What the database says of `key`, read once per sweep. A key the engine
+/// refuses (a character its text type cannot hold) is an `Err` of the key's
+/// own, and its objects are kept in doubt; a failure that may pass (the
+/// connection, a time-out) stops the sweep.
+async fn state_of<'s>(
+    key: &str,
+    publications: &impl Publications,
+    states: &'s mut HashMap<String, Result<KeyState, String>>,
+    stop: &CancellationToken,
+) -> Result<&'s Result<KeyState, String>, Stopped> {
+    if !states.contains_key(key) {
+        let read = tokio::select! {
+            read = publications.key_state(key) => read,
+            () = stop.cancelled() => return Err(Stopped::Interrupted),
+        };
+        let state = match read {
+            Ok(state) => Ok(state),
+            Err(ArtifactError::Fence(error)) if refuses_the_key(&error) => Err(error.to_string()),
+            Err(error) => return Err(Stopped::Failed(format!("reading the publication of {key:?}: {error}"))),
+        };
+        states.insert(key.to_string(), state);
+    }
+    Ok(&states[key])
+}
+
+/// An error about the key itself, which reading it again cannot cure: the
+/// engine refused the call (not its connection, not a time-out).
+fn refuses_the_key(error: &crate::client::Error) -> bool {
+    !error.is_transient() && (error.server_number().is_some() || error.parameter().is_some())
 }
 
 enum Kind {

@@ -70,6 +70,9 @@ pub enum KeptBecause {
     /// In doubt: its generation is above its key's current one, so the
     /// database is behind the store (restored from an older backup?).
     AheadOfDatabase,
+    /// In doubt: the database refused to read its key (the engine's
+    /// message): a name no fencepost of this database wrote.
+    UnreadableKey(String),
 }
 
 impl KeptBecause {
@@ -79,7 +82,10 @@ impl KeptBecause {
     pub fn in_doubt(&self) -> bool {
         matches!(
             self,
-            KeptBecause::NotProvisioned | KeptBecause::UnreadablePublication | KeptBecause::AheadOfDatabase
+            KeptBecause::NotProvisioned
+                | KeptBecause::UnreadablePublication
+                | KeptBecause::AheadOfDatabase
+                | KeptBecause::UnreadableKey(_)
         )
     }
 }

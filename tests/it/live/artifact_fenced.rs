@@ -754,3 +754,53 @@ async fn sweep_by_command(db: &TestDatabase, url: &str, prefix: &str) -> std::pr
     .await
     .unwrap()
 }
+
+/// An object whose name decodes to a key the engine refuses (a NUL, which
+/// PostgreSQL's text cannot hold) is kept in doubt, and the sweep judges the
+/// keys after it instead of stopping at it on every run.
+#[tokio::test]
+async fn an_object_whose_key_the_engine_refuses_is_kept_in_doubt_and_the_sweep_goes_on() {
+    let test = "an_object_whose_key_the_engine_refuses_is_kept_in_doubt_and_the_sweep_goes_on";
+    let Some(db) = TestDatabase::shared(test).await else {
+        return;
+    };
+    let [reader] = workers(&db.ado()).await;
+    let store = ArtifactStore::open("memory://", "fenced").await.unwrap();
+    let mut put = Vec::new();
+    // In name order the odd key comes first (`a_00b` < `z…`).
+    for key in ["a\0b", "zz-orphaned"] {
+        let path = ArtifactPath {
+            key: key.into(),
+            generation: 1,
+            operation_id: Uuid::new_v4(),
+        }
+        .to_path(store.prefix());
+        store
+            .object_store()
+            .put(&path, PutPayload::from_static(b"x"))
+            .await
+            .unwrap();
+        put.push(path.to_string());
+    }
+    let swept = Sweep::new(Duration::from_secs(1))
+        .unwrap()
+        .run(
+            store.object_store().as_ref(),
+            store.prefix(),
+            &reader,
+            Utc::now() + TimeDelta::hours(1),
+            &CancellationToken::new(),
+            |_| {},
+        )
+        .await
+        .unwrap();
+    assert!(swept.failed.is_none(), "{swept:?}");
+    let odd = swept.kept.iter().find(|k| k.object.location == put[0]);
+    let odd = odd.unwrap_or_else(|| panic!("{swept:?}"));
+    assert!(matches!(odd.why, KeptBecause::UnreadableKey(_)), "{swept:?}");
+    // The key after it was judged: it has no fence row here.
+    let next = swept.kept.iter().find(|k| k.object.location == put[1]);
+    assert_eq!(next.map(|k| &k.why), Some(&KeptBecause::NotProvisioned), "{swept:?}");
+    drop(reader);
+    db.drop().await;
+}

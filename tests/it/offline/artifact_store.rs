@@ -374,7 +374,7 @@ async fn a_sweep_that_cannot_read_a_publication_deletes_nothing_of_that_key_and_
             .failed
             .as_deref()
             .unwrap()
-            .contains("reading the publication of k"),
+            .contains("reading the publication of \"k\""),
         "{report:?}"
     );
     assert!(store.follow("k", &artifact).await.is_ok());
