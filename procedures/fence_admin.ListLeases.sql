@@ -56,12 +56,14 @@ BEGIN
     DECLARE @Below nvarchar(260) =
         CASE WHEN @Last < 55295 THEN LEFT(@Prefix, LEN(@Prefix + N'.') - 2) + NCHAR(@Last + 1) END;
 
-    -- A range on the key, from @After (every key is above the empty string:
-    -- none is empty or ends with a space) to the prefix's bound: an engine
+    -- A range on the key, from @After to the prefix's bound: an engine
     -- cannot tell how many keys a LIKE pattern held in a variable matches,
     -- and without the bound plans a scan of every key. RECOMPILE plans each
-    -- page for its own values, so a missing bound or @HeldOnly = 0 drops out
-    -- and the range seeks the key index: page n reads one page of rows, not n.
+    -- page for its own values, so a NULL @After, a missing bound or
+    -- @HeldOnly = 0 drops out and the range seeks the key index: page n
+    -- reads one page of rows, not n. (@After is not replaced by the empty
+    -- string: SQL Server pads the shorter side with spaces when it compares,
+    -- so a key that starts below a space would sort below it.)
     -- COLLATE names the key column's own collation: Babelfish cannot choose one
     -- for a comparison inside an expression.
     SELECT TOP (@MaxRows)
@@ -75,7 +77,7 @@ BEGIN
            r.SourceVersion
       FROM fence.Resource AS r
      WHERE r.ResourceKey LIKE @Pattern COLLATE Latin1_General_100_BIN2 ESCAPE N'\'
-       AND r.ResourceKey > ISNULL(@After, N'') COLLATE Latin1_General_100_BIN2
+       AND (@After IS NULL OR r.ResourceKey > @After COLLATE Latin1_General_100_BIN2)
        AND (@Below IS NULL OR r.ResourceKey < @Below COLLATE Latin1_General_100_BIN2)
        AND (@HeldOnly = 0 OR (r.Owner IS NOT NULL AND r.LeaseUntilUtc > @Now))
      ORDER BY r.ResourceKey

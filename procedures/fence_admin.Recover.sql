@@ -114,10 +114,14 @@ BEGIN
             SET @Locked = 1;
         END TRY
         BEGIN CATCH
-            IF ERROR_NUMBER() <> 1222
+            -- A lock time-out, or a deadlock with a caller that waits for the
+            -- recovery lock while holding a fence row (a first Provision in
+            -- its transaction), ends this try; anything else is an error.
+            IF ERROR_NUMBER() NOT IN (1222, 1205) OR (@CallerTransaction = 1 AND ERROR_NUMBER() = 1205)
                 THROW;
-            -- XACT_ABORT doomed the transaction: this try is over.
-            IF @CallerTransaction = 0
+            -- XACT_ABORT doomed the transaction (a deadlock victim's is gone
+            -- already): this try is over.
+            IF @CallerTransaction = 0 AND XACT_STATE() <> 0
                 ROLLBACK TRANSACTION;
             IF @CallerTransaction = 1 OR SYSUTCDATETIME() >= @GiveUpAt
                 THROW 50129, N'Recover waited 5 seconds for the fence table: open transactions hold fence rows. End them (fencepost lease recover names their sessions) and run the same recovery again.', 1;

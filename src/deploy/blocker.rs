@@ -50,9 +50,10 @@ pub enum Blocker {
     /// scripts would fail half way, after the migrations and procedures.
     #[error(
         "the deploying user {user} cannot create the fence roles owned by dbo: CREATE ROLE ... AUTHORIZATION dbo \
-         needs IMPERSONATE on dbo, which dbo and db_owner members hold. Deploy once as a db_owner member, or \
-         GRANT IMPERSONATE ON USER::dbo TO [{user}]; the roles are owned by dbo so that no deployer can add \
-         members to them outside a review of the grants"
+         needs IMPERSONATE on dbo, and giving dbo a role another user owns needs TAKE OWNERSHIP on that role too, \
+         which dbo and db_owner members hold. Deploy once as a db_owner member, or GRANT IMPERSONATE ON USER::dbo \
+         TO [{user}] (and TAKE OWNERSHIP on each fence role another user owns); the roles are owned by dbo so that \
+         no deployer can add members to them outside a review of the grants"
     )]
     RolesNeedImpersonate {
         /// The deploying user.

@@ -30,6 +30,10 @@ pub fn of(name: &str) -> Option<&'static str> {
             "adds NULL columns (metadata only); the two on fence.Resource carry CHECK constraints that read \
              every row once while the table is locked"
         }
+        "V6__operator_operations" => {
+            "creates an empty table (fence.OperatorOperation): touches no fence row and locks nothing a service's \
+             call uses"
+        }
         _ => return None,
     })
 }

@@ -21,6 +21,9 @@ use crate::client::{Client, Error, input};
 /// How often the watcher looks for the session blocking the call.
 const WATCH: Duration = Duration::from_millis(400);
 
+/// The most one look at the blocking sessions, or a kill, may take.
+const LOOK: Duration = Duration::from_secs(5);
+
 /// What errors of the sessions' own queries name as their procedure.
 const WHAT: &str = "the session query of force_release_watched";
 
@@ -200,6 +203,7 @@ impl Watched<'_> {
         watcher: &mut Session,
     ) -> Result<Reply, (Error, Option<Blocker>)> {
         let mut blocker = None;
+        let mut watching = true;
         let call = client.call_on(session, self.procedure, self.arguments, self.about);
         tokio::pin!(call);
         loop {
@@ -211,21 +215,28 @@ impl Watched<'_> {
                         (error, blocker.filter(|_| blocked))
                     });
                 }
-                () = tokio::time::sleep(WATCH) => {
-                    blocker = head_blocker(watcher, self.spid, self.babelfish).await;
+                () = tokio::time::sleep(WATCH), if watching => {
+                    // A look that takes too long leaves the watcher's
+                    // connection mid-reply: no more looks, and nobody named.
+                    match tokio::time::timeout(LOOK, head_blocker(watcher, self.spid, self.babelfish)).await {
+                        Ok(seen) => blocker = seen,
+                        Err(_) => {
+                            watching = false;
+                            blocker = None;
+                        }
+                    }
                 }
             }
         }
     }
 }
 
-/// A session seen blocking a watched call: its id, and when it started, so
-/// that an id the server has since given to a new session is never taken
-/// for it.
+/// A session seen blocking a watched call: its id, and the transaction it
+/// had open (see [`open_transaction`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Blocker {
     spid: i32,
-    started: String,
+    transaction: String,
 }
 
 /// Links of a blocking chain followed before the watcher settles for the
@@ -243,29 +254,38 @@ const MAX_CHAIN: usize = 8;
 async fn head_blocker(watcher: &mut Session, spid: i32, babelfish: bool) -> Option<Blocker> {
     let mut chain = vec![spid];
     let mut head = blocking_session(watcher, spid, babelfish).await?;
-    while chain.len() <= MAX_CHAIN && !chain.contains(&head) {
+    loop {
+        // A chain that comes back on itself has no head, and one longer than
+        // this is a pile-up whose head is not worth guessing: ending the
+        // session reached would end a caller that only waits.
+        if chain.contains(&head) || chain.len() > MAX_CHAIN {
+            return None;
+        }
         chain.push(head);
         match blocking_session(watcher, head, babelfish).await {
             Some(next) => head = next,
             None => break,
         }
     }
-    if head == spid {
-        return None;
-    }
-    let started = session_start(watcher, head, babelfish).await?;
-    Some(Blocker { spid: head, started })
+    let transaction = open_transaction(watcher, head, babelfish).await?;
+    Some(Blocker {
+        spid: head,
+        transaction,
+    })
 }
 
-/// When session `spid` started, while it has a transaction open; `None`
-/// when it has none, is gone, or this login may not see it.
-async fn session_start(watcher: &mut Session, spid: i32, babelfish: bool) -> Option<String> {
+/// The transaction session `spid` has open, named by when the session
+/// started and which transaction it is, so that neither a new session that
+/// was given the id nor a later transaction of the same session is taken
+/// for it; `None` when it has none, is gone, or this login may not see it.
+async fn open_transaction(watcher: &mut Session, spid: i32, babelfish: bool) -> Option<String> {
     let sql = if babelfish {
-        "SELECT CAST(a.backend_start AS nvarchar(60)) FROM pg_catalog.pg_stat_activity AS a \
-         WHERE a.pid = @P1 AND a.xact_start IS NOT NULL"
+        "SELECT CAST(a.backend_start AS nvarchar(60)) + N'/' + CAST(a.xact_start AS nvarchar(60)) \
+         FROM pg_catalog.pg_stat_activity AS a WHERE a.pid = @P1 AND a.xact_start IS NOT NULL"
     } else {
-        "SELECT CONVERT(nvarchar(60), s.login_time, 126) FROM sys.dm_exec_sessions AS s \
-         WHERE s.session_id = @P1 AND s.open_transaction_count > 0"
+        "SELECT TOP (1) CONVERT(nvarchar(60), s.login_time, 126) + N'/' + CAST(t.transaction_id AS nvarchar(30)) \
+         FROM sys.dm_exec_sessions AS s JOIN sys.dm_tran_session_transactions AS t ON t.session_id = s.session_id \
+         WHERE s.session_id = @P1 ORDER BY t.transaction_id"
     };
     let row = watcher
         .connection
@@ -310,29 +330,34 @@ async fn blocking_session(watcher: &mut Session, spid: i32, babelfish: bool) -> 
 }
 
 /// Ends `blocker`, which rolls its open transaction back, once it is seen
-/// again to be the same session (started when it was seen blocking) with a
-/// transaction still open: a session that ended meanwhile, and a new one the
-/// server gave its id to, are never ended.
+/// again to hold the same transaction open: a session that finished it
+/// meanwhile (and perhaps began another), and a new one the server gave its
+/// id to, are never ended. Each step is bounded: a watcher connection that
+/// stopped answering fails the kill instead of holding the command.
 async fn kill(watcher: &mut Session, blocker: &Blocker, babelfish: bool) -> Result<(), Error> {
     let session = blocker.spid;
     let failed = |reason: String| Error::KillFailed { session, reason };
-    match session_start(watcher, session, babelfish).await {
-        Some(started) if started == blocker.started => {}
-        _ => {
-            return Err(failed(
-                "it no longer holds a transaction open (it finished, or its id now names another session), \
-                 so it was not ended: force-release again"
-                    .into(),
-            ));
-        }
+    let still = tokio::time::timeout(LOOK, open_transaction(watcher, session, babelfish))
+        .await
+        .map_err(|_| failed(format!("seeing it again took longer than {LOOK:?}")))?;
+    if still.as_ref() != Some(&blocker.transaction) {
+        return Err(failed(
+            "it no longer holds the transaction that blocked the call (it finished, or its id now names another \
+             session), so it was not ended: force-release again"
+                .into(),
+        ));
     }
-    watcher
-        .connection
-        .simple_query(format!("KILL {session};"))
+    let statement = async {
+        watcher
+            .connection
+            .simple_query(format!("KILL {session};"))
+            .await?
+            .into_results()
+            .await
+    };
+    tokio::time::timeout(LOOK, statement)
         .await
-        .map_err(|error| failed(error.to_string()))?
-        .into_results()
-        .await
+        .map_err(|_| failed(format!("KILL took longer than {LOOK:?}")))?
         .map_err(|error| failed(error.to_string()))?;
     Ok(())
 }

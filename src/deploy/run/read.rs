@@ -74,19 +74,24 @@ ELSE
 }
 
 /// The deploying user when the permission scripts would fail half way for it:
-/// `CREATE ROLE ... AUTHORIZATION dbo` and `ALTER AUTHORIZATION ... TO dbo`
-/// need IMPERSONATE on dbo (CREATE ROLE), which dbo and db_owner members
+/// `CREATE ROLE ... AUTHORIZATION dbo` needs IMPERSONATE on dbo (CREATE
+/// ROLE), and `ALTER AUTHORIZATION ON ROLE::... TO dbo` TAKE OWNERSHIP on
+/// the role as well (ALTER AUTHORIZATION), which dbo and db_owner members
 /// hold; a least-privilege deployer (db_ddladmin and db_securityadmin) does
 /// not. Needed only while a fence role is missing or owned by another.
 /// Babelfish shows no role owner and creates the roles plainly.
 const ROLE_OWNER_CHECK: &str = "IF SERVERPROPERTY(N'Babelfish') IS NULL
     EXEC (N'SELECT CAST(USER_NAME() AS nvarchar(256)) AS DeployingUser
-      WHERE USER_NAME() <> N''dbo'' AND ISNULL(IS_MEMBER(N''db_owner''), 0) <> 1
-        AND ISNULL(HAS_PERMS_BY_NAME(N''dbo'', N''USER'', N''IMPERSONATE''), 0) <> 1
-        AND EXISTS (SELECT 1 FROM (VALUES (N''fence_service''), (N''fence_reader''), (N''fence_operator''),
-                                          (N''fence_recovery'')) AS r (name)
-                     WHERE NOT EXISTS (SELECT 1 FROM sys.database_principals AS p
-                                        WHERE p.name = r.name AND p.owning_principal_id = USER_ID(N''dbo'')));');
+      FROM (SELECT CASE WHEN ISNULL(HAS_PERMS_BY_NAME(N''dbo'', N''USER'', N''IMPERSONATE''), 0) = 1
+                        THEN 1 ELSE 0 END AS MayImpersonateDbo) AS d
+     WHERE USER_NAME() <> N''dbo'' AND ISNULL(IS_MEMBER(N''db_owner''), 0) <> 1
+       AND EXISTS (SELECT 1 FROM (VALUES (N''fence_service''), (N''fence_reader''), (N''fence_operator''),
+                                         (N''fence_recovery'')) AS r (name)
+                     LEFT JOIN sys.database_principals AS p ON p.name = r.name
+                    WHERE p.principal_id IS NULL AND d.MayImpersonateDbo = 0
+                       OR p.owning_principal_id <> USER_ID(N''dbo'')
+                          AND (d.MayImpersonateDbo = 0
+                               OR ISNULL(HAS_PERMS_BY_NAME(r.name, N''ROLE'', N''TAKE OWNERSHIP''), 0) <> 1));');
 ELSE
     SELECT CAST(NULL AS nvarchar(256)) WHERE 1 = 0;";
 
