@@ -193,16 +193,16 @@ struct Watched<'a> {
 impl Watched<'_> {
     /// Runs the call on `session` while `watcher` looks for the session that
     /// blocks it; on failure, the error and, when the call gave up waiting
-    /// for a lock, the session the last look found at the head of its wait.
-    /// A blocker seen earlier but gone by the last look is not named: it
-    /// finished, and ending it would free nothing.
+    /// for a lock, the last session seen at the head of its wait, if it
+    /// still holds the transaction it held then. One that finished it is
+    /// not named: ending it would free nothing.
     async fn run(
         &self,
         client: &Client,
         session: &mut Session,
         watcher: &mut Session,
     ) -> Result<Reply, (Error, Option<Blocker>)> {
-        let mut blocker = None;
+        let mut blocker: Option<Blocker> = None;
         let mut watching = true;
         let call = client.call_on(session, self.procedure, self.arguments, self.about);
         tokio::pin!(call);
@@ -210,16 +210,34 @@ impl Watched<'_> {
             tokio::select! {
                 result = &mut call => {
                     // Exactly one row: these procedures do not answer rows.
-                    return result.map(|mut replies| replies.swap_remove(0)).map_err(|error| {
-                        let blocked = error.gave_up_waiting_for_the_row();
-                        (error, blocker.filter(|_| blocked))
-                    });
+                    let error = match result {
+                        Ok(mut replies) => return Ok(replies.swap_remove(0)),
+                        Err(error) => error,
+                    };
+                    if !error.gave_up_waiting_for_the_row() || !watching {
+                        return Err((error, None));
+                    }
+                    // The last session seen heading the wait, if it still
+                    // holds the transaction it held then: once the call has
+                    // given up, nothing waits behind it to be seen any more.
+                    let still = match blocker {
+                        Some(seen) => {
+                            let now = tokio::time::timeout(LOOK, open_transaction(watcher, seen.spid, self.babelfish));
+                            match now.await {
+                                Ok(Some(transaction)) if transaction == seen.transaction => Some(seen),
+                                _ => None,
+                            }
+                        }
+                        None => None,
+                    };
+                    return Err((error, still));
                 }
                 () = tokio::time::sleep(WATCH), if watching => {
                     // A look that takes too long leaves the watcher's
                     // connection mid-reply: no more looks, and nobody named.
                     match tokio::time::timeout(LOOK, head_blocker(watcher, self.spid, self.babelfish)).await {
-                        Ok(seen) => blocker = seen,
+                        Ok(Some(seen)) => blocker = Some(seen),
+                        Ok(None) => {}
                         Err(_) => {
                             watching = false;
                             blocker = None;
