@@ -22,6 +22,7 @@ mod principals;
 mod right;
 mod rights;
 mod server;
+mod server_rights;
 
 pub(crate) use closure::{Reached, shortest, trusted_as};
 pub(crate) use edge::Kind;

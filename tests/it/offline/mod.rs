@@ -12,6 +12,7 @@ mod audit_implied;
 mod audit_offline;
 mod audit_reach;
 mod audit_reach_paths;
+mod audit_reach_server;
 mod audit_render;
 mod audit_rules;
 mod audit_server;
