@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::super::rules::Context;
 use super::graph::Graph;
 use super::node::Node;
-use super::{code, fixed_roles, principals, rights, server, server_rights};
+use super::{code, fixed_roles, principals, rights, runners, server, server_rights};
 
 impl Graph {
     /// The graph of `ctx`'s catalog: every edge from memberships,
@@ -32,6 +32,7 @@ impl Graph {
         let rights = rights::all(ctx);
         principals::edges(ctx, &rights, &mut graph);
         code::edges(ctx, &rights, &mut graph);
+        runners::edges(ctx, &rights, &mut graph);
         server::edges(ctx, &mut graph);
         server_rights::edges(ctx, &mut graph);
         for node in graph.names.keys() {

@@ -11,6 +11,7 @@ mod audit_hierarchy;
 mod audit_implied;
 mod audit_offline;
 mod audit_reach;
+mod audit_reach_code;
 mod audit_reach_paths;
 mod audit_reach_server;
 mod audit_render;
