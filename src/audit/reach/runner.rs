@@ -20,6 +20,10 @@ pub(super) struct Runner {
     pub(super) why: String,
     pub(super) evidence: String,
     pub(super) cut: String,
+    /// What qualifies a name of this database in its text: nothing, or
+    /// `orders.` for code that runs in another database (a server trigger
+    /// resolves two-part names in master).
+    pub(super) prefix: String,
 }
 
 /// Who a database DDL trigger runs as when the deploy fires it.
@@ -55,6 +59,7 @@ pub(super) fn all(ctx: &Context) -> Vec<Runner> {
                 why,
                 evidence: format!("sys.triggers: {} ON DATABASE", t.name),
                 cut: format!("DROP TRIGGER {} ON DATABASE;", quote_name(&t.name)),
+                prefix: String::new(),
             });
         }
     }
@@ -68,6 +73,7 @@ pub(super) fn all(ctx: &Context) -> Vec<Runner> {
                 why: "which fires for every login, sysadmins included, and runs as whoever fired it".into(),
                 evidence: format!("sys.server_triggers: {}", t.name),
                 cut: format!("DROP TRIGGER {} ON ALL SERVER;", quote_name(&t.name)),
+                prefix: format!("{}.", ctx.catalog.database),
             });
         }
     }
@@ -109,6 +115,7 @@ fn execute_as(ctx: &Context, out: &mut Vec<Runner>) {
                 },
                 quote_qualified(&m.schema, &m.name)
             ),
+            prefix: String::new(),
         });
     }
 }
@@ -154,6 +161,7 @@ fn jobs(ctx: &Context, out: &mut Vec<Runner>) {
                 s.job.replace('\'', "''"),
                 s.step_id
             ),
+            prefix: String::new(),
         });
     }
 }
@@ -180,6 +188,7 @@ fn queues(ctx: &Context, out: &mut Vec<Runner>) {
             why: format!("which runs it as {runs_as} on every message"),
             evidence: format!("sys.service_queues: {} activates {} as {runs_as}", q.name, q.procedure),
             cut: format!("ALTER QUEUE {} WITH ACTIVATION (DROP);", quote_qualified(schema, name)),
+            prefix: String::new(),
         });
     }
 }

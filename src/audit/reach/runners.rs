@@ -31,7 +31,9 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
         for c in ctx.catalog.objects.iter().filter(|o| callable(ctx, o)) {
             let name = c.qualified_name();
             // A module's own name in its CREATE is not a call.
-            if name.eq_ignore_ascii_case(&r.what) || referenced_tables(&code, &c.schema, [&c.name]).is_empty() {
+            if name.eq_ignore_ascii_case(&r.what)
+                || referenced_tables(&code, &format!("{}{}", r.prefix, c.schema), [&c.name]).is_empty()
+            {
                 continue;
             }
             graph.add(

@@ -127,6 +127,16 @@ fn a_server_trigger_calls_a_procedure_of_this_database() {
     let owner = named(&f, "tool_owner");
     assert_eq!(owner.len(), 3, "{f:#?}");
     assert!(steps(owner[0])[1].contains("the server trigger log_ddl"), "{f:#?}");
+    // A two-part name in a server trigger resolves in master, not here.
+    let mut c = clean();
+    tools(&mut c, "LogLogin");
+    c.server.as_mut().unwrap().triggers = Some(vec![fencepost::audit::ServerTrigger {
+        name: "log_ddl".into(),
+        definition: Some(
+            "CREATE TRIGGER log_ddl ON ALL SERVER FOR DDL_SERVER_LEVEL_EVENTS AS EXEC tools.LogLogin;".into(),
+        ),
+    }]);
+    assert_eq!(check(&c).exit_code(), 0, "{:#?}", check(&c));
 }
 
 #[test]
@@ -232,4 +242,36 @@ fn code_run_by_an_administrator_that_only_administrators_change_is_clean() {
     ));
     let report = check(&c);
     assert_eq!(report.exit_code(), 0, "{report:#?}");
+}
+
+#[test]
+fn a_job_step_owned_by_a_writer_runs_what_it_calls_as_that_writer() {
+    // A job owned by a login that is not sysadmin runs its T-SQL steps as
+    // that owner: here an ETL login in db_datawriter.
+    let mut c = clean();
+    tools(&mut c, "Load");
+    c.principals.push(user("etl", Some("etl")));
+    c.memberships.push(member("db_datawriter", "etl"));
+    c.job_steps = Some(vec![fencepost::audit::JobStep {
+        job: "load".into(),
+        step_id: 2,
+        step: "load".into(),
+        owner: Some("etl".into()),
+        command: Some("EXEC tools.Load;".into()),
+        database: None,
+        run_as_user: None,
+    }]);
+    let f = reach(&c);
+    let owner = named(&f, "tool_owner");
+    assert_eq!(owner.len(), 1, "{f:#?}");
+    assert_eq!(
+        steps(owner[0])[1..],
+        [
+            "tools.Load is run by step 2 of job load, which runs as its owner etl",
+            "enters the database as user etl",
+            "member of db_datawriter",
+            "UPDATE on fence.Resource (by the hierarchy: db_datawriter holds UPDATE on the database, a fixed role's \
+             documented right, which implies UPDATE on fence.Resource)"
+        ]
+    );
 }
