@@ -17,7 +17,7 @@ use super::node::Node;
 use super::principals::hierarchy_note;
 use super::right::Right;
 use super::runner::{Runner, all as runners, ddl_runner};
-use crate::tsql::code_only;
+use crate::tsql::{code_only, quote_name};
 
 pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
     let runners: Vec<Runner> = runners(ctx);
@@ -80,6 +80,40 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
     }
     ddl_trigger_rights(ctx, rights, graph);
     dynamic_as(ctx, rights, graph);
+    job_editors(ctx, graph);
+}
+
+/// Whoever may write msdb's job tables rewrites any job's step, or points a
+/// job's owner at a sysadmin login, past the Agent's own checks: the Agent
+/// then runs its T-SQL as sysadmin.
+fn job_editors(ctx: &Context, graph: &mut Graph) {
+    for e in ctx.catalog.job_editors.iter().flatten() {
+        let Some(login) = e.login.as_deref() else { continue };
+        graph.actor(Node::login(login), login);
+        graph.add(
+            Node::login(login),
+            login,
+            Edge::new(
+                Node::server_role("sysadmin"),
+                Kind::Acts,
+                format!(
+                    "writes msdb's job tables through {}: may point a job's owner at a sysadmin login and have the \
+                     Agent run T-SQL of its choosing as sysadmin",
+                    e.via
+                ),
+                format!("msdb: user {} ({login}) holds {} through {}", e.user, e.via, e.holder),
+                if e.via_role {
+                    format!(
+                        "USE msdb; ALTER ROLE {} DROP MEMBER {};",
+                        quote_name(&e.via),
+                        quote_name(&e.holder)
+                    )
+                } else {
+                    format!("USE msdb; REVOKE {} FROM {};", e.via, quote_name(&e.holder))
+                },
+            ),
+        );
+    }
 }
 
 /// A module WITH EXECUTE AS another principal that builds SQL at run time

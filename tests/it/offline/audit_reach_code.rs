@@ -275,3 +275,25 @@ fn a_job_step_owned_by_a_writer_runs_what_it_calls_as_that_writer() {
         ]
     );
 }
+
+#[test]
+fn a_writer_of_msdbs_job_tables_keeps_fp024_with_its_path_to_sysadmin() {
+    // Only sysadmin edits another's job through the Agent's procedures;
+    // whoever writes msdb.dbo.sysjobs directly sets a job's owner to sa.
+    let mut c = clean();
+    c.principals.push(user("etl", Some("etl")));
+    c.job_editors = Some(vec![fencepost::audit::JobEditor {
+        user: "etl".into(),
+        login: Some("etl".into()),
+        via: "db_datawriter".into(),
+        via_role: true,
+        holder: "etl".into(),
+    }]);
+    let f = only(&check(&c), Rule::AgentJob);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert!(
+        steps(&f[0])[0].starts_with("writes msdb's job tables through db_datawriter"),
+        "{f:#?}"
+    );
+    assert_eq!(steps(&f[0])[1], "enters every database as dbo");
+}
