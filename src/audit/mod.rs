@@ -37,7 +37,7 @@ pub use catalog::{
     Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, FenceTableFeature, IdentityReading, JobEditor,
     JobStep, LinkedLogin, LinkedServer, LinkedServers, LoginKind, Membership, Object, ObjectKind, OtherDatabase,
     OtherDatabaseUser, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable, ServerFacts,
-    ServerPermission, ServerSettings, ServerTrigger, ServiceQueue, TableFeature, Visibility,
+    ServerPermission, ServerRoleOwner, ServerSettings, ServerTrigger, ServiceQueue, TableFeature, Visibility,
 };
 pub use error::AuditError;
 pub use finding::{CannotVerify, Finding, Step};

@@ -72,11 +72,31 @@ pub(crate) fn dynamic_constructs(definition: &str) -> Vec<&'static str> {
         if w == "sp_executesql" || w.ends_with(".sp_executesql") {
             push("sp_executesql");
         }
+        // The API procedures that prepare and run a statement from text.
+        for api in [
+            "sp_prepexec",
+            "sp_prepare",
+            "sp_prepexecrpc",
+            "sp_cursorprepexec",
+            "sp_cursoropen",
+        ] {
+            if *w == api || w.ends_with(&format!(".{api}")) {
+                push("sp_prepexec");
+            }
+        }
         match w.as_str() {
             "exec" | "execute" => match next {
                 Some("(") => push("EXEC (string)"),
                 Some("as") => push("EXECUTE AS"),
                 Some(n) if n.starts_with('@') && words.get(i + 2).map(String::as_str) != Some("=") => {
+                    push("EXEC @variable")
+                }
+                // EXEC @rc = @proc: the procedure's name is a variable too.
+                Some(n)
+                    if n.starts_with('@')
+                        && words.get(i + 2).map(String::as_str) == Some("=")
+                        && words.get(i + 3).is_some_and(|p| p.starts_with('@')) =>
+                {
                     push("EXEC @variable")
                 }
                 _ => {}

@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 pub use code::{Dependency, DeployedProcedure, Object, ObjectKind};
 pub use runners::{JobEditor, JobStep, LinkedLogin, LinkedServer, LinkedServers, ServiceQueue};
 pub use security::{LoginKind, Membership, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable};
-pub use server::{OtherDatabase, OtherDatabaseUser, ServerFacts, ServerPermission, ServerSettings, ServerTrigger};
+pub use server::{
+    OtherDatabase, OtherDatabaseUser, ServerFacts, ServerPermission, ServerRoleOwner, ServerSettings, ServerTrigger,
+};
 pub use tables::{FenceTableFeature, TableFeature};
 
 /// Everything the rules look at, by name rather than by id so a fixture reads

@@ -18,6 +18,11 @@ pub struct ServerFacts {
     /// never a login. Empty when the reader did not list them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub roles: Vec<String>,
+    /// The owners of user-defined server roles (`owning_principal_id`): an
+    /// owner, or a member of an owning role, adds members. Empty when the
+    /// reader did not list them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub role_owners: Vec<ServerRoleOwner>,
     /// Granted server permissions, by login or server role.
     pub permissions: Vec<ServerPermission>,
     /// Why `permissions` could not be read, when it could not: then an empty
@@ -32,6 +37,15 @@ pub struct ServerFacts {
     /// when they could not be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub triggers: Option<Vec<ServerTrigger>>,
+}
+
+/// The owner of a user-defined server role.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerRoleOwner {
+    /// The server role.
+    pub role: String,
+    /// The login or server role that owns it.
+    pub owner: String,
 }
 
 /// A server DDL or logon trigger: it fires for every login, the deployer

@@ -9,6 +9,9 @@
 //! weighed by SQL Server's permission hierarchy, so a covering permission
 //! (CONTROL, ALTER on the database, ALTER ANY SCHEMA) counts as what it
 //! implies, and the fixed database roles hold their documented rights.
+//! Server principals count with their server rights, and code that runs as
+//! someone else (triggers, job steps, activation, EXECUTE AS) passes that
+//! principal's reach to whoever may change what it calls.
 //! [`closure`] answers, for one principal, the shortest path to each goal.
 
 mod build;
@@ -21,7 +24,10 @@ mod node;
 mod principals;
 mod right;
 mod rights;
+mod runner;
+mod runners;
 mod server;
+mod server_rights;
 
 pub(crate) use closure::{Reached, shortest, trusted_as};
 pub(crate) use edge::Kind;

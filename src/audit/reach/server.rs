@@ -1,9 +1,8 @@
 //! Logins and server roles, as far as the catalog shows them: a login
 //! enters the database as its user, a server role's members hold its
 //! rights, sysadmin enters every database as dbo, and IMPERSONATE on a
-//! login is acting as it. Server-wide permissions (CONTROL SERVER,
-//! IMPERSONATE ANY LOGIN, ALTER ANY LOGIN) are FP002's and FP016's, for the
-//! logins of services; the graph does not follow them yet.
+//! login is acting as it. Server-wide permissions and who joins a server
+//! role are [`super::server_rights`]'.
 
 use super::super::hierarchy;
 use super::super::rules::Context;
@@ -99,7 +98,7 @@ pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
             quote_name(&p.grantee)
         );
         match p.on_login.as_deref() {
-            Some(login) if hierarchy::implies("LOGIN", &p.permission, "LOGIN", "IMPERSONATE") => {
+            Some(login) if !is_role(login) && hierarchy::implies("LOGIN", &p.permission, "LOGIN", "IMPERSONATE") => {
                 graph.add(
                     from,
                     &p.grantee,

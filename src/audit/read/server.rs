@@ -5,7 +5,8 @@ use tiberius::Row;
 
 use super::super::AuditError;
 use super::super::catalog::{
-    LinkedLogin, LinkedServer, LinkedServers, Membership, ServerFacts, ServerPermission, ServerSettings, ServerTrigger,
+    LinkedLogin, LinkedServer, LinkedServers, Membership, ServerFacts, ServerPermission, ServerRoleOwner,
+    ServerSettings, ServerTrigger,
 };
 use super::query::{Query, Reading};
 use super::rows::{int, required, text};
@@ -27,7 +28,9 @@ const SERVER_ROLES: &str = "SELECT N'visible', CAST(CASE WHEN IS_SRVROLEMEMBER(N
                             CAST(NULL AS nvarchar(256))
                        FROM sys.server_principals AS g WHERE g.type IN ('G', 'X')
                      UNION ALL
-                     SELECT N'role', CAST(r.name AS nvarchar(256)), CAST(NULL AS nvarchar(256)),
+                     SELECT N'role', CAST(r.name AS nvarchar(256)),
+                            CAST(CASE WHEN r.is_fixed_role = 0 THEN SUSER_NAME(r.owning_principal_id) END
+                                 AS nvarchar(256)),
                             CAST(NULL AS nvarchar(256))
                        FROM sys.server_principals AS r WHERE r.type = 'R'";
 
@@ -98,7 +101,16 @@ fn server(rows: &[Row], what: &'static str, product: &str) -> Result<ServerFacts
                 on_login: text(row, 3, what)?,
             }),
             Some("group") => facts.group_logins.push(required(row, 1, what)?),
-            Some("role") => facts.roles.push(required(row, 1, what)?),
+            Some("role") => {
+                let role: String = required(row, 1, what)?;
+                if let Some(owner) = text(row, 2, what)?.filter(|o| !o.eq_ignore_ascii_case(&role)) {
+                    facts.role_owners.push(ServerRoleOwner {
+                        role: role.clone(),
+                        owner,
+                    });
+                }
+                facts.roles.push(role);
+            }
             Some("no permission catalog") => {
                 facts.permissions_unreadable = Some(format!(
                     "{product} has no server permission catalog (sys.server_permissions)"

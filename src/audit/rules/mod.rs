@@ -32,6 +32,7 @@ mod visibility;
 mod wrappers;
 
 pub(crate) use context::Context;
+pub(crate) use server_rights::{holders as server_holders, is_server_role};
 pub(crate) use wrappers::contained as wrapper_contained;
 
 use super::catalog::Catalog;

@@ -67,7 +67,11 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
         let also: Vec<String> = folded
             .keys()
             .filter(|(member, g)| {
-                *g == goal && !matches!(member, Node::Login(_)) && root_of(&folded, member, goal) == start
+                // A user's login is the user; a server role's logins are
+                // its members.
+                *g == goal
+                    && !(matches!(member, Node::Login(_)) && matches!(start, Node::Principal(_)))
+                    && root_of(&folded, member, goal) == start
             })
             .map(|(member, _)| graph.name(member))
             .collect();

@@ -56,7 +56,7 @@ pub(super) const FIXED_SERVER_ROLES: [&str; 9] = [
 /// Whether `name` is a server role rather than a login: a fixed role, one
 /// the server lists as a role (with or without members), or one with
 /// members.
-pub(super) fn is_server_role(server: &ServerFacts, name: &str) -> bool {
+pub(crate) fn is_server_role(server: &ServerFacts, name: &str) -> bool {
     FIXED_SERVER_ROLES.iter().any(|f| f.eq_ignore_ascii_case(name))
         || name.starts_with("##")
         || server.roles.iter().any(|r| r.eq_ignore_ascii_case(name))
@@ -77,7 +77,7 @@ pub(super) struct Privilege {
 
 /// The login and every server role it is in, through nesting; every login
 /// is also in `public`.
-pub(super) fn holders(server: &ServerFacts, login: &str) -> Vec<String> {
+pub(crate) fn holders(server: &ServerFacts, login: &str) -> Vec<String> {
     let mut holders = vec![login.to_string(), "public".to_string()];
     let mut i = 0;
     while i < holders.len() {

@@ -82,7 +82,17 @@ fn execute_as_code_no_service_can_run_is_not_a_finding_but_hidden_permissions_ca
     c.objects.push(purge(Some("OWNER")));
     c.permissions
         .push(grant("reporting", "EXECUTE", object("dbo", "Purge")));
-    assert_eq!(check(&c).exit_code(), 0);
+    // Not FP017's: no service runs it. But it builds its DELETE at run time
+    // from @What as dbo, so whoever runs it runs anything dbo can: FP027.
+    let f = only(&check(&c), Rule::ReachesFence);
+    assert!(f.iter().all(|f| f.principal.as_deref() == Some("reporting")), "{f:#?}");
+    assert_eq!(f[0].path[0].step, "EXECUTE on dbo.Purge");
+    assert!(
+        f[0].path[1]
+            .step
+            .starts_with("dbo.Purge runs as dbo (EXECUTE AS) and builds SQL at run time (EXEC (string))"),
+        "{f:#?}"
+    );
     c.permissions.clear();
     let report = check(&c);
     let reason = &report

@@ -72,7 +72,12 @@ fn class1_a_migration_login_in_db_ddladmin_alters_the_fence_and_the_shipped_code
     c.memberships.push(member("db_ddladmin", "migrator"));
     let f = reach(&c);
     let goal = |g: &str| f.iter().find(|f| f.permission.as_deref() == Some(g)).expect(g);
-    assert_eq!(f.len(), 2, "{f:#?}");
+    // And a DDL trigger it creates runs as the deployer on the next migrate.
+    assert_eq!(f.len(), 3, "{f:#?}");
+    assert!(
+        steps(goal("run fence_admin procedures"))[1].starts_with("ALTER ANY DATABASE DDL TRIGGER"),
+        "{f:#?}"
+    );
     assert!(f.iter().all(|f| f.principal.as_deref() == Some("migrator")));
     let write = goal("write the fence tables");
     assert!(steps(write)[1].starts_with("ALTER on fence.Resource"), "{write:#?}");

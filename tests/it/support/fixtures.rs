@@ -271,6 +271,8 @@ pub fn clean() -> Catalog {
         ]
         .map(String::from)
         .to_vec(),
+        // The fixed roles have no owner to list.
+        role_owners: Vec::new(),
         permissions: Vec::new(),
         permissions_unreadable: None,
         group_logins: Vec::new(),

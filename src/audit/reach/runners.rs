@@ -1,0 +1,211 @@
+//! Code that runs as someone other than whoever changes it: a database DDL
+//! trigger fires on the deploy's DDL and runs as that member of db_owner; a
+//! server trigger fires on a sysadmin's; a job step runs as its owner, or as
+//! the Agent's sysadmin login for a sysadmin's job; an activation procedure
+//! runs as its queue's EXECUTE AS principal; a module WITH EXECUTE AS runs
+//! as that principal. Whoever may change what such code calls (ALTER by the
+//! hierarchy, owning its schema; for a synonym, re-creating it elsewhere)
+//! reaches what its runner reaches. Code that builds SQL at run time runs
+//! whatever it is handed, with its runner's rights.
+
+use super::super::catalog::{Object, ObjectKind, Securable};
+use super::super::module_text::{dynamic_constructs, referenced_tables};
+use super::super::rules::Context;
+use super::edge::{Edge, Kind};
+use super::graph::Graph;
+use super::node::Node;
+use super::principals::hierarchy_note;
+use super::right::Right;
+use super::runner::{Runner, all as runners, ddl_runner};
+use crate::tsql::{code_only, quote_name};
+
+pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
+    let runners: Vec<Runner> = runners(ctx);
+    let mut changed: Vec<&Object> = Vec::new();
+    for r in &runners {
+        let code = if dynamic_constructs(&r.text).is_empty() {
+            code_only(&r.text)
+        } else {
+            r.text.clone()
+        };
+        for c in ctx.catalog.objects.iter().filter(|o| callable(ctx, o)) {
+            let name = c.qualified_name();
+            // A module's own name in its CREATE is not a call.
+            if name.eq_ignore_ascii_case(&r.what)
+                || referenced_tables(&code, &format!("{}{}", r.prefix, c.schema), [&c.name]).is_empty()
+            {
+                continue;
+            }
+            graph.add(
+                Node::code(&name),
+                &name,
+                Edge::new(
+                    r.runs_as.clone(),
+                    Kind::Acts,
+                    format!("{name} is run by {}, {}", r.what, r.why),
+                    format!("{}; it names {name}", r.evidence),
+                    r.cut.clone(),
+                ),
+            );
+            if !changed.iter().any(|o| std::ptr::eq(*o, c)) {
+                changed.push(c);
+            }
+        }
+    }
+    for c in &changed {
+        let name = c.qualified_name();
+        let target = Securable::Object {
+            schema: c.schema.clone(),
+            name: c.name.clone(),
+            column: None,
+        };
+        let how = if c.kind == ObjectKind::Synonym {
+            "may drop it and create it again pointing at code of its own"
+        } else {
+            "may rewrite it"
+        };
+        for right in rights.iter().filter(|r| ctx.reaches(&r.permission, &target, "ALTER")) {
+            graph.add(
+                Node::principal(&right.holder),
+                &right.holder,
+                Edge::new(
+                    Node::code(&name),
+                    Kind::Acts,
+                    format!("ALTER on {name}{}: {how}", hierarchy_note(ctx, right, "ALTER", &name)),
+                    right.evidence.clone(),
+                    right.cut.clone(),
+                ),
+            );
+        }
+    }
+    ddl_trigger_rights(ctx, rights, graph);
+    dynamic_as(ctx, rights, graph);
+    job_editors(ctx, graph);
+}
+
+/// Whoever may write msdb's job tables rewrites any job's step, or points a
+/// job's owner at a sysadmin login, past the Agent's own checks: the Agent
+/// then runs its T-SQL as sysadmin.
+fn job_editors(ctx: &Context, graph: &mut Graph) {
+    for e in ctx.catalog.job_editors.iter().flatten() {
+        let Some(login) = e.login.as_deref() else { continue };
+        graph.actor(Node::login(login), login);
+        graph.add(
+            Node::login(login),
+            login,
+            Edge::new(
+                Node::server_role("sysadmin"),
+                Kind::Acts,
+                format!(
+                    "writes msdb's job tables through {}: may point a job's owner at a sysadmin login and have the \
+                     Agent run T-SQL of its choosing as sysadmin",
+                    e.via
+                ),
+                format!("msdb: user {} ({login}) holds {} through {}", e.user, e.via, e.holder),
+                if e.via_role {
+                    format!(
+                        "USE msdb; ALTER ROLE {} DROP MEMBER {};",
+                        quote_name(&e.via),
+                        quote_name(&e.holder)
+                    )
+                } else {
+                    format!("USE msdb; REVOKE {} FROM {};", e.via, quote_name(&e.holder))
+                },
+            ),
+        );
+    }
+}
+
+/// A module WITH EXECUTE AS another principal that builds SQL at run time
+/// runs whatever its caller hands it as that principal: whoever may execute
+/// it reaches what that principal reaches.
+fn dynamic_as(ctx: &Context, rights: &[Right], graph: &mut Graph) {
+    for m in ctx.catalog.objects.iter().filter(|o| callable(ctx, o)) {
+        let (Some(as_whom), Some(text)) = (m.execute_as.as_deref(), m.definition.as_deref()) else {
+            continue;
+        };
+        let runs_as = if as_whom.eq_ignore_ascii_case("OWNER") {
+            ctx.catalog.owner_of(m)
+        } else if as_whom.eq_ignore_ascii_case("CALLER") {
+            None
+        } else {
+            Some(as_whom)
+        };
+        let (Some(runs_as), Some(construct)) = (
+            runs_as,
+            // Its own WITH EXECUTE AS is not SQL built at run time.
+            dynamic_constructs(text).into_iter().find(|c| *c != "EXECUTE AS"),
+        ) else {
+            continue;
+        };
+        let name = m.qualified_name();
+        graph.add(
+            Node::code(&name),
+            &name,
+            Edge::new(
+                Node::principal(runs_as),
+                Kind::Acts,
+                format!("{name} runs as {runs_as} (EXECUTE AS) and builds SQL at run time ({construct}): it runs whatever it is handed as {runs_as}"),
+                format!("sys.sql_modules: {name} has execute_as {as_whom} and contains {construct}"),
+                format!("ALTER the module to run as CALLER, or drop {name}"),
+            ),
+        );
+        let target = Securable::Object {
+            schema: m.schema.clone(),
+            name: m.name.clone(),
+            column: None,
+        };
+        for right in rights.iter().filter(|r| ctx.reaches(&r.permission, &target, "EXECUTE")) {
+            graph.add(
+                Node::principal(&right.holder),
+                &right.holder,
+                Edge::new(
+                    Node::code(&name),
+                    Kind::Acts,
+                    format!(
+                        "EXECUTE on {name}{}{}",
+                        hierarchy_note(ctx, right, "EXECUTE", &name),
+                        right.grant_option()
+                    ),
+                    right.evidence.clone(),
+                    right.cut.clone(),
+                ),
+            );
+        }
+    }
+}
+
+/// Modules and synonyms outside the shipped code: those are the goal's own.
+fn callable(ctx: &Context, o: &Object) -> bool {
+    (o.kind.is_module() || o.kind == ObjectKind::Synonym)
+        && o.kind != ObjectKind::DatabaseTrigger
+        && !o.schema.is_empty()
+        && !ctx.is_shipped(o)
+}
+
+/// Whoever may create a database DDL trigger reaches whoever runs DDL here:
+/// the deploy's migrations, as a member of db_owner.
+fn ddl_trigger_rights(ctx: &Context, rights: &[Right], graph: &mut Graph) {
+    let Some(admin) = ddl_runner(ctx) else { return };
+    for right in rights
+        .iter()
+        .filter(|r| r.permission.on == Securable::Database)
+        .filter(|r| ctx.implies(&r.permission, "DATABASE", "ALTER ANY DATABASE DDL TRIGGER"))
+    {
+        graph.add(
+            Node::principal(&right.holder),
+            &right.holder,
+            Edge::new(
+                admin.clone(),
+                Kind::Acts,
+                format!(
+                    "ALTER ANY DATABASE DDL TRIGGER{}: a DDL trigger it creates runs as whoever runs DDL here, the \
+                     deploy's migrations as a member of db_owner",
+                    hierarchy_note(ctx, right, "ALTER ANY DATABASE DDL TRIGGER", "the database")
+                ),
+                right.evidence.clone(),
+                right.cut.clone(),
+            ),
+        );
+    }
+}
