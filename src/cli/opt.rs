@@ -388,9 +388,9 @@ pub struct ArtifactSweepArgs {
     #[command(flatten)]
     pub store: StoreArgs,
     /// The grace: only objects last written longer ago than this are
-    /// deleted, e.g. 15m, 3h, 2d. Some minutes cover a publish committing
-    /// while the sweep reads; add the most the store's clock and this
-    /// machine's may disagree by.
+    /// deleted, e.g. 15m, 3h, 2d. Some minutes cover a store whose listing
+    /// lags its writes; add the most the store's clock and this machine's
+    /// may disagree by.
     #[arg(long, value_name = "D", value_parser = parse_span)]
     pub older_than: Duration,
     /// Also require --older-than to exceed twice this lease, the longest

@@ -51,9 +51,8 @@ pub struct Sweep {
 
 impl Sweep {
     /// Deletes proven orphans older than `grace`, which must not be zero.
-    /// A few minutes covers a publish committing while the sweep reads and
-    /// a store's listing lag; more covers clocks that disagree (an object's
-    /// age is the sweep's clock minus the store's).
+    /// A few minutes covers a store's listing lag; more covers clocks that
+    /// disagree (an object's age is the sweep's clock minus the store's).
     pub fn new(grace: Duration) -> Result<Sweep, ArtifactError> {
         if grace.is_zero() {
             return Err(ArtifactError::NoGrace);
