@@ -505,6 +505,11 @@ async fn teardown(mut admin: Connection, server_ado: &str, name: &str, logins: &
     // The test is over, but a connection it still held, or the pool of a
     // client a failed test never closed, would keep a login logged in and
     // the database in use, and both would be left behind: end them first.
+    // The database's sessions first: a login's session still signing in
+    // shows under no login name yet, but already holds the database.
+    if !shared {
+        end_database_sessions(&mut admin, name).await;
+    }
     for login in logins {
         end_sessions(&mut admin, &format!("login_name = N'{login}'")).await;
         if let Err(e) = with_catalog_retry(&mut admin, &format!("DROP LOGIN [{login}];")).await {
