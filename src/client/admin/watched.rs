@@ -14,7 +14,7 @@ use super::force_release::{ForceRelease, force_release};
 use super::recover::{Recover, Recovery, recover};
 use crate::client::call::{Reply, checkout, classify_statement};
 use crate::client::contract::Procedure;
-use crate::client::pool::Session;
+use crate::client::pool::{Manager, Session};
 use crate::client::span::About;
 use crate::client::{Client, Error, input};
 
@@ -82,11 +82,7 @@ impl Admin {
         let key = input::key(key)?;
         let operation_id = input::operation_id(operation_id)?;
         let client = &self.client;
-        // Outside the pool: the call holds the pool's connection meanwhile.
-        let mut watcher = client.pool.dedicated_connection().await?;
-        let mut session = checkout(&client.pool, &client.last_connect_error, &client.config).await?;
-        let spid = single_int(&mut session, SPID, client).await?;
-        let babelfish = single_int(&mut watcher, BABELFISH, client).await? == 1;
+        let (mut session, mut watcher, spid, babelfish) = sessions(client).await?;
         let arguments: [&dyn tiberius::ToSql; 2] = [&key, &operation_id];
         let call = Watched {
             procedure: Procedure::ForceRelease,
@@ -156,10 +152,7 @@ impl Admin {
         let floor = input::recovery_floor(recovery.floor_given())?;
         let identity = input::database_identity(recovery.database_identity_given())?;
         let client = &self.client;
-        let mut watcher = client.pool.dedicated_connection().await?;
-        let mut session = checkout(&client.pool, &client.last_connect_error, &client.config).await?;
-        let spid = single_int(&mut session, SPID, client).await?;
-        let babelfish = single_int(&mut watcher, BABELFISH, client).await? == 1;
+        let (mut session, mut watcher, spid, babelfish) = sessions(client).await?;
         let arguments: [&dyn tiberius::ToSql; 3] = [&id, &floor, &identity];
         let call = Watched {
             procedure: Procedure::Recover,
@@ -178,6 +171,17 @@ impl Admin {
             Err((error, None)) => Err(error),
         }
     }
+}
+
+/// The session a watched call runs on, its watcher (outside the pool: the
+/// call holds the pool's connection meanwhile), the call's session id, and
+/// whether the engine is Babelfish.
+async fn sessions(client: &Client) -> Result<(bb8::PooledConnection<'_, Manager>, Session, i32, bool), Error> {
+    let mut watcher = client.pool.dedicated_connection().await?;
+    let mut session = checkout(&client.pool, &client.last_connect_error, &client.config).await?;
+    let spid = single_int(&mut session, SPID, client).await?;
+    let babelfish = single_int(&mut watcher, BABELFISH, client).await? == 1;
+    Ok((session, watcher, spid, babelfish))
 }
 
 /// One operator call to run while a second session watches what blocks it.

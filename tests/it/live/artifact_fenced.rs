@@ -17,7 +17,7 @@ use fencepost::artifact::object_store::path::Path;
 use fencepost::artifact::object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use fencepost::artifact::{
     ArtifactError, ArtifactPath, ArtifactPublish, ArtifactStore, FencedArtifact, KeptBecause, Orphan, Pointer,
-    Produced, Sweep, open_url,
+    Produced, Sweep, SweepReport, open_url,
 };
 use fencepost::client::admin::ForceRelease;
 use fencepost::client::{Publish, RefusalReason};
@@ -70,6 +70,28 @@ pub(crate) fn store_url(test: &str, backend: Backend) -> Option<(String, Option<
 /// other's objects.
 pub(crate) fn own_prefix() -> String {
     format!("fencepost-test/{}", Uuid::new_v4().simple())
+}
+
+/// A sweep of `prefix` with `grace`, judged by `reader`'s database, as of
+/// `later` from now on the sweep's clock.
+async fn swept(
+    store: &dyn ObjectStore,
+    prefix: &Path,
+    reader: &fencepost::Client,
+    grace: Duration,
+    later: TimeDelta,
+) -> Result<SweepReport, ArtifactError> {
+    Sweep::new(grace)
+        .unwrap()
+        .run(
+            store,
+            prefix,
+            reader,
+            Utc::now() + later,
+            &CancellationToken::new(),
+            |_| {},
+        )
+        .await
 }
 
 /// The objects under `prefix` but its mark, which every store opened to
@@ -176,18 +198,15 @@ async fn a_stale_worker_s_artefact_is_never_what_readers_see(test: &str, backend
     );
 
     // The sweep, past its grace, deletes the orphan and keeps the publication.
-    let sweep = Sweep::new(LEASE * 2 + Duration::from_secs(1)).unwrap();
-    let report = sweep
-        .run(
-            inner.as_ref(),
-            successor_store.prefix(),
-            &reader,
-            Utc::now() + TimeDelta::minutes(1),
-            &CancellationToken::new(),
-            |_| {},
-        )
-        .await
-        .unwrap();
+    let report = swept(
+        inner.as_ref(),
+        successor_store.prefix(),
+        &reader,
+        LEASE * 2 + Duration::from_secs(1),
+        TimeDelta::minutes(1),
+    )
+    .await
+    .unwrap();
     let deleted: Vec<_> = report.deleted.iter().map(|d| d.object.location.clone()).collect();
     assert_eq!(deleted, vec![stale_path.to_string()]);
     let kept: Vec<_> = report
@@ -330,18 +349,15 @@ async fn the_sweep_never_takes_an_upload_whose_publish_may_still_commit(test: &s
     // Swept as of an hour later, far past its grace: nothing points to the
     // upload yet, but its lease is held, so its publish may still commit
     // (a reply lost and replayed, say) and it is kept however old.
-    let report = Sweep::new(LEASE * 2 + Duration::from_secs(1))
-        .unwrap()
-        .run(
-            inner.as_ref(),
-            store.prefix(),
-            &reader,
-            Utc::now() + TimeDelta::hours(1),
-            &CancellationToken::new(),
-            |_| {},
-        )
-        .await
-        .unwrap();
+    let report = swept(
+        inner.as_ref(),
+        store.prefix(),
+        &reader,
+        LEASE * 2 + Duration::from_secs(1),
+        TimeDelta::hours(1),
+    )
+    .await
+    .unwrap();
     assert!(report.deleted.is_empty(), "{report:?}");
     assert_eq!(report.kept.len(), 1);
     assert_eq!(report.kept[0].object.location, in_flight.to_string());
@@ -409,19 +425,17 @@ async fn the_sweep_keeps_an_upload_of_a_lease_left_to_expire_until_a_committed_w
     // The holder is gone: the lease expires on the server, never released.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let sweep = || async {
-        Sweep::new(Duration::from_secs(1))
-            .unwrap()
-            .run(
-                store.object_store().as_ref(),
-                store.prefix(),
-                &worker,
-                // Every object is past the grace by the sweep's clock.
-                Utc::now() + TimeDelta::hours(2),
-                &CancellationToken::new(),
-                |_| {},
-            )
-            .await
-            .unwrap()
+        // Every object is past the grace by the sweep's clock.
+        let later = TimeDelta::hours(2);
+        swept(
+            store.object_store().as_ref(),
+            store.prefix(),
+            &worker,
+            Duration::from_secs(1),
+            later,
+        )
+        .await
+        .unwrap()
     };
     let expired = sweep().await;
     assert!(expired.deleted.is_empty(), "{expired:?}");
@@ -484,19 +498,16 @@ async fn the_sweep_keeps_the_upload_of_a_publish_that_commits_late_in_a_caller_t
     // The lease (2 s) ends, and more than the grace passes, the caller's
     // transaction still open.
     tokio::time::sleep(Duration::from_secs(5)).await;
-    let swept = Sweep::new(Duration::from_secs(1))
-        .unwrap()
-        .run(
-            store.object_store().as_ref(),
-            store.prefix(),
-            &reader,
-            Utc::now() + TimeDelta::hours(1),
-            &CancellationToken::new(),
-            |_| {},
-        )
-        .await;
+    let report = swept(
+        store.object_store().as_ref(),
+        store.prefix(),
+        &reader,
+        Duration::from_secs(1),
+        TimeDelta::hours(1),
+    )
+    .await;
     caller.commit().await.unwrap();
-    let swept = swept.unwrap();
+    let swept = report.unwrap();
     assert!(swept.deleted.is_empty(), "{swept:?}");
     let read = store.read_artifact(&reader, &key).await.unwrap();
     assert_eq!(read.bytes, Bytes::from_static(b"late"));
@@ -782,18 +793,15 @@ async fn an_object_whose_key_the_engine_refuses_is_kept_in_doubt_and_the_sweep_g
             .unwrap();
         put.push(path.to_string());
     }
-    let swept = Sweep::new(Duration::from_secs(1))
-        .unwrap()
-        .run(
-            store.object_store().as_ref(),
-            store.prefix(),
-            &reader,
-            Utc::now() + TimeDelta::hours(1),
-            &CancellationToken::new(),
-            |_| {},
-        )
-        .await
-        .unwrap();
+    let swept = swept(
+        store.object_store().as_ref(),
+        store.prefix(),
+        &reader,
+        Duration::from_secs(1),
+        TimeDelta::hours(1),
+    )
+    .await
+    .unwrap();
     assert!(swept.failed.is_none(), "{swept:?}");
     let odd = swept.kept.iter().find(|k| k.object.location == put[0]);
     let odd = odd.unwrap_or_else(|| panic!("{swept:?}"));
