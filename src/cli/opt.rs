@@ -587,7 +587,7 @@ pub struct CheckArgs {
     pub offline: bool,
     /// Also treat this database principal, or the login of one, as a service
     /// principal (repeatable); a name that matches neither is an error. The
-    /// three fence roles, their members and whoever may execute a fence
+    /// four fence roles, their members and whoever may execute a fence
     /// procedure always are, and so are the users --environment grants.
     #[arg(long = "principal", value_name = "NAME")]
     pub principals: Vec<String>,

@@ -22,4 +22,5 @@ mod audit_services;
 mod cli;
 mod cli_output;
 mod connection_offline;
+mod docs_agree;
 mod stress_ledger;
