@@ -115,8 +115,18 @@ pub enum Command {
     /// Print a shell completion script, e.g. `fencepost completions bash >
     /// /etc/bash_completion.d/fencepost`.
     Completions(CompletionsArgs),
-    /// Print the manual page (roff), e.g. `fencepost man > fencepost.1`.
-    Man,
+    /// Print the manual page (roff), e.g. `fencepost man > fencepost.1`, or
+    /// with --markdown the reference in docs/cli.md.
+    Man(ManArgs),
+}
+
+/// `fencepost man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Print every command's help as one Markdown document instead (what
+    /// docs/cli.md holds), e.g. `fencepost man --markdown > docs/cli.md`.
+    #[arg(long)]
+    pub markdown: bool,
 }
 
 /// `fencepost lease ...`.

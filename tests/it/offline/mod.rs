@@ -21,6 +21,7 @@ mod audit_server;
 mod audit_services;
 mod cli;
 mod cli_output;
+mod cli_reference;
 mod connection_offline;
 mod docs_agree;
 mod stress_ledger;
