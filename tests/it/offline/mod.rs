@@ -24,4 +24,5 @@ mod cli_output;
 mod cli_reference;
 mod connection_offline;
 mod docs_agree;
+mod docs_inventory;
 mod stress_ledger;
