@@ -17,33 +17,44 @@ namespace Fencepost.Example
             1205, 1222, 4221, 10928, 10929, 40143, 40197, 40501, 40540, 40613, 49918, 49919, 49920,
         };
 
-        // 501xx: the procedure refused the call and changed nothing.
-        public static bool IsRefusal(SqlException e)
+        // The server's error number, or null for an error that is not the server's.
+        public static int? Number(Exception e)
         {
-            return e.Number >= 50100 && e.Number <= 50199;
+            var sql = e as SqlException;
+            return sql == null ? (int?)null : sql.Number;
+        }
+
+        // 501xx: the procedure refused the call and changed nothing.
+        public static bool IsRefusal(Exception e)
+        {
+            var number = Number(e);
+            return number >= 50100 && number <= 50199;
         }
 
         // Acquire (inside your transaction), ForceRelease, ResetSourceVersion,
         // Recover: waited 5 s for a fence row another transaction holds.
         // Nothing was granted: for Acquire this is Busy with an unknown end.
         // Babelfish ends the same wait with its own lock-timeout error.
-        public static bool GaveUpWaitingForTheRow(SqlException e)
+        public static bool GaveUpWaitingForTheRow(Exception e)
         {
-            return e.Number == 50129 || e.Number == 1222
-                || e.Message.IndexOf("canceling statement due to lock timeout", StringComparison.Ordinal) >= 0;
+            var number = Number(e);
+            return number == 50129 || number == 1222
+                || number != null && e.Message.IndexOf("canceling statement due to lock timeout", StringComparison.Ordinal) >= 0;
         }
 
         // The same call with the same arguments may simply be sent again.
         // Not for Publish: after a timeout (-2) or a lost connection its
         // outcome is unknown, and only a replay with the same operation id
         // (not a new publish) settles it.
-        public static bool IsRetryable(SqlException e)
+        public static bool IsRetryable(Exception e)
         {
-            return Array.IndexOf(Transient, e.Number) >= 0
-                || e.Number == 50127
-                || GaveUpWaitingForTheRow(e)
-                || e.Number == -2
-                || e.Class >= 20;
+            var sql = e as SqlException;
+            return sql != null
+                && (Array.IndexOf(Transient, sql.Number) >= 0
+                    || sql.Number == 50127
+                    || GaveUpWaitingForTheRow(sql)
+                    || sql.Number == -2
+                    || sql.Class >= 20);
         }
     }
 }

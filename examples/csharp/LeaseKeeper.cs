@@ -4,11 +4,6 @@
 // passes without a renewal. The deadline runs on the local monotonic clock
 // from when each call was *sent*, so neither the server's clock nor the
 // time the reply took can lengthen it.
-#if MICROSOFT_DATA_SQLCLIENT
-using Microsoft.Data.SqlClient;
-#else
-using System.Data.SqlClient;
-#endif
 using System;
 using System.Diagnostics;
 using System.Threading;
@@ -98,7 +93,7 @@ namespace Fencepost.Example
                     Lose("Lost");
                     return;
                 }
-                catch (SqlException e) when (FenceErrors.IsRetryable(e))
+                catch (Exception e) when (FenceErrors.IsRetryable(e))
                 {
                     // A renewal is idempotent: try again while the lease lasts.
                 }

@@ -8,11 +8,6 @@
 //
 // The login needs only the fence_service role. Each line printed starts with
 // the step's name; the CI run asserts them.
-#if MICROSOFT_DATA_SQLCLIENT
-using Microsoft.Data.SqlClient;
-#else
-using System.Data.SqlClient;
-#endif
 using System;
 using System.Diagnostics;
 using System.Threading;
@@ -188,9 +183,9 @@ namespace Fencepost.Example
                 call();
                 Say("refused", what + " was accepted");
             }
-            catch (SqlException e) when (FenceErrors.IsRefusal(e))
+            catch (Exception e) when (FenceErrors.IsRefusal(e))
             {
-                Say("refused", what + " " + e.Number + ", retryable " + FenceErrors.IsRetryable(e));
+                Say("refused", what + " " + FenceErrors.Number(e) + ", retryable " + FenceErrors.IsRetryable(e));
             }
         }
 
