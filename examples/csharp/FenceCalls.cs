@@ -2,9 +2,9 @@
 // commands with typed parameters, one pooled connection per call, nothing
 // but EXECUTE on fence_api. Each method returns the procedure's one row.
 //
-// Compiles against System.Data.SqlClient (the default) and, with
-// -define:MICROSOFT_DATA_SQLCLIENT, against Microsoft.Data.SqlClient: the
-// two share the API used here.
+// Written against the API System.Data.SqlClient (the default) and
+// Microsoft.Data.SqlClient (-define:MICROSOFT_DATA_SQLCLIENT) share; CI
+// builds and runs the System.Data.SqlClient one.
 #if MICROSOFT_DATA_SQLCLIENT
 using Microsoft.Data.SqlClient;
 #else
