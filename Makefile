@@ -6,7 +6,7 @@ VENV             := .venv
 SQLFLUFF         := $(VENV)/bin/sqlfluff
 SQL_DIRS         := migrations procedures permissions benches
 
-.PHONY: test fmt-check clippy sql-check check-offline nextest cargo-test
+.PHONY: test fmt-check clippy sql-check check-offline nextest cargo-test cli-doc
 
 test: fmt-check clippy sql-check check-offline cargo-test
 
@@ -52,3 +52,8 @@ cargo-test: nextest
 	cargo nextest run --locked --all-targets --no-run
 	tests/with-prepared-databases cargo nextest run --locked --all-targets
 	cargo test --locked --doc
+
+# docs/cli.md, the command-line reference, written anew from the binary's
+# own help (`fencepost man --markdown`); the same test fails when they differ.
+cli-doc: nextest
+	FENCEPOST_UPDATE_CLI_DOC=1 cargo nextest run --locked -E 'test(=offline::cli_reference::docs_cli_md_is_what_the_binary_prints)'

@@ -12,6 +12,7 @@ mod lease;
 mod migrate;
 mod opt;
 pub mod out;
+mod reference;
 mod script;
 mod status;
 
@@ -24,6 +25,7 @@ use fencepost::source::Sources;
 
 pub use opt::Options;
 use opt::{Command, ConnectArgs};
+use reference::reference_markdown;
 
 /// Success, or nothing to report.
 pub const EXIT_OK: u8 = 0;
@@ -123,7 +125,7 @@ impl FailureDocument {
             Command::Lease(lease) => lease.format() == Format::Json,
             #[cfg(feature = "artifacts")]
             Command::Artifact(artifact) => artifact.format() == Format::Json,
-            Command::Script(_) | Command::Completions(_) | Command::Man => false,
+            Command::Script(_) | Command::Completions(_) | Command::Man(_) => false,
         };
         json.then_some(FailureDocument::Json)
     }
@@ -155,8 +157,12 @@ pub async fn run(options: Options) -> Result<u8> {
             out::bytes(&script)?;
             Ok(EXIT_OK)
         }
-        Command::Man => {
+        Command::Man(args) => {
             let command = <Options as clap::CommandFactory>::command().version(version());
+            if args.markdown {
+                out::bytes(reference_markdown(&command).as_bytes())?;
+                return Ok(EXIT_OK);
+            }
             let mut page = Vec::new();
             clap_mangen::Man::new(command).render(&mut page)?;
             out::bytes(&page)?;

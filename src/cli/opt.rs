@@ -115,8 +115,18 @@ pub enum Command {
     /// Print a shell completion script, e.g. `fencepost completions bash >
     /// /etc/bash_completion.d/fencepost`.
     Completions(CompletionsArgs),
-    /// Print the manual page (roff), e.g. `fencepost man > fencepost.1`.
-    Man,
+    /// Print the manual page (roff), e.g. `fencepost man > fencepost.1`, or
+    /// with --markdown the reference in docs/cli.md.
+    Man(ManArgs),
+}
+
+/// `fencepost man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Print every command's help as one Markdown document instead (what
+    /// docs/cli.md holds), e.g. `fencepost man --markdown > docs/cli.md`.
+    #[arg(long)]
+    pub markdown: bool,
 }
 
 /// `fencepost lease ...`.
@@ -587,7 +597,7 @@ pub struct CheckArgs {
     pub offline: bool,
     /// Also treat this database principal, or the login of one, as a service
     /// principal (repeatable); a name that matches neither is an error. The
-    /// three fence roles, their members and whoever may execute a fence
+    /// four fence roles, their members and whoever may execute a fence
     /// procedure always are, and so are the users --environment grants.
     #[arg(long = "principal", value_name = "NAME")]
     pub principals: Vec<String>,

@@ -50,6 +50,7 @@ mod deploy_session;
 mod deploy_stray_transaction;
 mod deploy_under_traffic;
 mod deploy_upgrade_v1;
+mod example_csharp;
 mod example_fenced_report_rows;
 mod example_report_rebuilder;
 mod fence_at_commit;

@@ -21,5 +21,8 @@ mod audit_server;
 mod audit_services;
 mod cli;
 mod cli_output;
+mod cli_reference;
 mod connection_offline;
+mod docs_agree;
+mod docs_inventory;
 mod stress_ledger;
