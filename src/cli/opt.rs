@@ -89,9 +89,11 @@ pub enum Command {
     /// process's CPU time per operation and its peak memory are reported
     /// beside them.
     Bench(BenchArgs),
-    /// Prove the fence holds on this engine: every behaviour the procedures
-    /// and the client rely on, each forced as a schedule across separate
-    /// sessions against the deployed fence of this database.
+    /// Prove the fence procedures hold on this engine, with its settings.
+    ///
+    /// Forces every behaviour the procedures and the client rely on as a
+    /// schedule across separate sessions, against the deployed fence of this
+    /// database.
     ///
     /// Runs the design's semantics (handover, late release and renew, publish
     /// after expiry, one publish per generation, replayed operation ids,
