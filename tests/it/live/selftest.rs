@@ -142,3 +142,41 @@ async fn every_check_holds_or_is_skipped_for_a_known_reason_and_a_run_leaves_not
     );
     db.drop().await;
 }
+
+/// Runs the service check alone with `service_ado` as --service-connection.
+async fn service_check(db: &TestDatabase, service_ado: &str) -> (Status, String) {
+    let mut options = SelftestOptions::default();
+    options
+        .only(&["service_login_rights".to_string()])
+        .service(fencepost::ConnectionString::parse(service_ado).unwrap());
+    let report = selftest::run(&db.connection_string(), &options, &mut |_| {})
+        .await
+        .expect("the selftest runs");
+    let check = &report.checks[0];
+    (check.status, check.seen.clone())
+}
+
+#[tokio::test]
+async fn a_service_only_login_holds_the_service_check_once_the_procedures_may_write_for_it() {
+    const TEST: &str = "a_service_only_login_holds_the_service_check_once_the_procedures_may_write_for_it";
+    let Some(mut db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let service = db.login_in_role(Some("fence_service")).await;
+    if db.is_babelfish().await {
+        let Some(postgres) = support::babelfish_postgres::postgres_or_skip(TEST) else {
+            db.drop().await;
+            return;
+        };
+        // Without ownership chaining the service's calls are refused
+        // until the procedures run as their owner: the check says so.
+        let (status, seen) = service_check(&db, &service).await;
+        assert_eq!(status, Status::Failed, "{seen}");
+        assert!(seen.contains("Babelfish does not chain ownership"), "{seen}");
+        support::babelfish_postgres::run_security_definer_script(&postgres, &db.name);
+    }
+    let (status, seen) = service_check(&db, &service).await;
+    assert_eq!(status, Status::Passed, "{seen}");
+    assert!(seen.contains("direct read refused"), "{seen}");
+    db.drop().await;
+}
