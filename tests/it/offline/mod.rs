@@ -22,4 +22,5 @@ mod audit_services;
 mod cli;
 mod cli_output;
 mod connection_offline;
+mod selftest_cli;
 mod stress_ledger;
