@@ -8,6 +8,7 @@ use anyhow::{Context as _, Result, bail};
 use tiberius::{Row, ToSql};
 use time::OffsetDateTime;
 
+use crate::client::Lease;
 use crate::{Connection, ConnectionString};
 
 pub(crate) const ACQUIRE: &str = "EXEC fence_api.Acquire @ResourceKey = @P1, @Owner = @P2, @LeaseSeconds = @P3";
@@ -117,6 +118,18 @@ impl Session {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         Ok(())
+    }
+
+    /// Opens a transaction and locks `lease`'s fence row in it, as a
+    /// service fencing its own writes does (AssertHolder); the row stays
+    /// locked until this session commits or rolls back. Answers
+    /// AssertHolder's outcome.
+    pub(crate) async fn hold(&mut self, lease: &Lease) -> Result<String> {
+        self.batch("BEGIN TRANSACTION;").await?;
+        Ok(self
+            .call(ASSERT_HOLDER, &[&lease.key(), &lease.owner(), &lease.generation()])
+            .await?
+            .outcome())
     }
 
     /// Rolls back whatever transaction is open; for a check's clean-up.

@@ -10,7 +10,6 @@ use uuid::Uuid;
 use crate::client::{Error, OperationOutcome, Publish};
 use crate::selftest::check::{Check, Verdict};
 use crate::selftest::context::{Context, LONG, acquired};
-use crate::selftest::session::ASSERT_HOLDER;
 
 /// The publishing client's call time-out: well inside the procedure's own 5 s bound.
 const CALL_TIMEOUT: Duration = Duration::from_secs(2);
@@ -43,11 +42,7 @@ async fn run(ctx: &Context) -> Result<Verdict> {
     hurried.inspect(&key).await?;
     let lease = acquired(a.acquire(&key, LONG).await?)?;
     let mut holder = ctx.session().await?;
-    holder.batch("BEGIN TRANSACTION;").await?;
-    let held = holder
-        .call(ASSERT_HOLDER, &[&key.as_str(), &lease.owner(), &lease.generation()])
-        .await?
-        .outcome();
+    let held = holder.hold(&lease).await?;
     let stopped = Uuid::new_v4();
     let timed_out = hurried.publish(&lease, stopped, "should never land").await;
     holder.batch("COMMIT TRANSACTION;").await?;

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use crate::client::Acquire;
 use crate::selftest::check::{Check, Verdict};
 use crate::selftest::context::{Context, LONG, SHORT, acquire_name, acquired};
-use crate::selftest::session::{ACQUIRE, ASSERT_HOLDER, Answer};
+use crate::selftest::session::{ACQUIRE, Answer};
 
 /// The procedures' lock bound (`SET LOCK_TIMEOUT 5000`), and the slack a
 /// busy engine gets on either side of it.
@@ -22,9 +22,9 @@ pub(crate) const HELD_BY_CALLER: Check = Check {
     name: "row_lock_held_by_caller_transaction",
     behaviour: "S1 holds the fence row in its own open transaction (AssertHolder) past the lease's end; \
                 S2 acquires, then again after S1 commits",
-    document: "engines.md row 1 and row 5; B1, B3; contract: Procedures (Acquire: waits at most 5 s)",
-    expected: "S2 waits about 5 s and answers Busy (never Acquired, never an error) while S1 is open; \
-               Acquired with the next generation after S1 commits",
+    document: "engines.md row 1 and row 5; B1, B3, B5; contract: Procedures (Acquire: waits at most 5 s)",
+    expected: "S2 waits about 5 s and answers Busy with LeaseUntilUtc = ServerUtc (never Acquired, never an \
+               error) while S1 is open; Acquired with the next generation after S1 commits",
     run: |ctx| Box::pin(held_by_caller(ctx)),
 };
 
@@ -33,11 +33,7 @@ async fn held_by_caller(ctx: &Context) -> Result<Verdict> {
     let key = ctx.key(&a, "row-lock").await?;
     let lease = acquired(a.acquire(&key, SHORT).await?)?;
     let mut holder = ctx.session().await?;
-    holder.batch("BEGIN TRANSACTION;").await?;
-    let held = holder
-        .call(ASSERT_HOLDER, &[&key.as_str(), &lease.owner(), &lease.generation()])
-        .await?
-        .outcome();
+    let held = holder.hold(&lease).await?;
     holder.wait_past(lease.until()).await?;
     let started = Instant::now();
     let waiting = b.acquire(&key, LONG).await;
@@ -47,7 +43,9 @@ async fn held_by_caller(ctx: &Context) -> Result<Verdict> {
     if let Acquire::Acquired(next) = &after {
         let _ = b.release(next).await;
     }
-    let busy = matches!(waiting, Ok(Acquire::Busy { .. }));
+    // The committed lease has ended, so its end is no answer: Busy with
+    // LeaseUntilUtc = ServerUtc, nothing left (B5).
+    let busy = matches!(waiting, Ok(Acquire::Busy { remaining, .. }) if remaining.is_zero());
     let bounded = (EARLIEST..=LATEST).contains(&waited);
     let next = matches!(&after, Acquire::Acquired(next) if next.generation() == lease.generation() + 1);
     let expected = match (ctx.engine.babelfish, ctx.engine.read_committed_snapshot) {
@@ -72,6 +70,7 @@ async fn held_by_caller(ctx: &Context) -> Result<Verdict> {
         format!(
             "S1 AssertHolder {held}; S2 answered {} after {:.1} s (bound {} s); after S1's commit S2 {}",
             match &waiting {
+                Ok(Acquire::Busy { remaining, .. }) => format!("Busy ({:.1} s left)", remaining.as_secs_f64()),
                 Ok(answer) => acquire_name(answer),
                 Err(e) => format!("error: {e}"),
             },
@@ -99,11 +98,7 @@ async fn wait_in_caller_transaction(ctx: &Context) -> Result<Verdict> {
     let lease = acquired(a.acquire(&key, LONG).await?)?;
     let mut holder = ctx.session().await?;
     let mut waiter = ctx.session().await?;
-    holder.batch("BEGIN TRANSACTION;").await?;
-    let held = holder
-        .call(ASSERT_HOLDER, &[&key.as_str(), &lease.owner(), &lease.generation()])
-        .await?
-        .outcome();
+    let held = holder.hold(&lease).await?;
     waiter.batch("BEGIN TRANSACTION;").await?;
     let started = Instant::now();
     let answer = waiter.call(ACQUIRE, &[&key.as_str(), &Uuid::new_v4(), &30i32]).await?;
