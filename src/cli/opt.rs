@@ -111,9 +111,10 @@ pub enum Command {
     /// lease it takes lasts at most 30 s and is released by its check. At the
     /// end it deletes its rows when the login may (a deploy login); otherwise
     /// they are left in fence.Resource (unheld, a few per run) and the report
-    /// says so. Never runs Recover or PruneTenure. The force-release check
-    /// runs only when the login may execute fence_admin.ForceRelease
-    /// (fence_operator); otherwise it is skipped, saying so.
+    /// says so. Never runs Recover or PruneTenure. The force-release and
+    /// ListLeases checks run only when the login may execute
+    /// fence_admin.ForceRelease (fence_operator); otherwise they are skipped,
+    /// saying so.
     ///
     /// Exits 0 when every check that ran held, 1 when one failed, 2 when the
     /// selftest could not run. Ctrl-C stops between checks.

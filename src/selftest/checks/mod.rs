@@ -9,6 +9,7 @@ mod database_wide;
 mod expiry;
 mod generation;
 mod handover;
+mod list_prefix;
 mod operator;
 mod publish_once;
 mod races;
@@ -36,6 +37,7 @@ pub(crate) const ALL: &[Check] = &[
     caller_modes::SAVEPOINT,
     attention::CHECK,
     operator::FORCE_RELEASE,
+    list_prefix::CHECK,
     service_login::CHECK,
     recovery_fork::CHECK,
     database_wide::RECOVER_BEHIND_OPEN_TRANSACTION,

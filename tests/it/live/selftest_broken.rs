@@ -110,3 +110,17 @@ async fn a_publish_that_ignores_the_generation_fails_the_handover() {
     };
     assert!(!seen.contains("A (generation 1) Refused(Superseded)"), "{seen}");
 }
+
+#[tokio::test]
+async fn a_list_that_leaves_like_wildcards_in_the_prefix_fails_the_literal_prefix_check() {
+    let test = "a_list_that_leaves_like_wildcards_in_the_prefix_fails_the_literal_prefix_check";
+    let sources = broken(
+        "fence_admin.ListLeases",
+        "N'%', N'\\%'), N'_', N'\\_')",
+        "N'%', N'%'), N'_', N'_')",
+    );
+    let Some(seen) = fails(test, sources, "list_prefix_is_literal").await else {
+        return;
+    };
+    assert!(seen.contains("50_off → 50%off:b"), "{seen}");
+}
