@@ -168,3 +168,73 @@ impl Report {
 fn seconds(ms: u64) -> String {
     format!("{:.1} s", ms as f64 / 1000.0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str, status: Status, seen: &str) -> CheckReport {
+        CheckReport {
+            name: name.to_string(),
+            behaviour: "a behaviour".to_string(),
+            document: "DESIGN semantics 1".to_string(),
+            expected: "Superseded".to_string(),
+            seen: seen.to_string(),
+            status,
+            elapsed_ms: 1500,
+        }
+    }
+
+    fn report() -> Report {
+        Report {
+            engine: EngineFacts {
+                database: "app".to_string(),
+                read_committed_snapshot: Some(true),
+                ..EngineFacts::default()
+            },
+            key_root: "fencepost-selftest:abc/".to_string(),
+            left_behind: "deleted at the end of the run".to_string(),
+            checks: vec![
+                entry("handover", Status::Passed, "Superseded"),
+                entry("late_release_and_renew", Status::Failed, "Released"),
+                entry("attention", Status::Skipped, "the engine cannot"),
+            ],
+        }
+    }
+
+    #[test]
+    fn text_shows_the_settings_and_each_checks_expectation_and_answer() {
+        let text = report().to_text();
+        assert!(text.contains("READ_COMMITTED_SNAPSHOT: ON"), "{text}");
+        assert!(text.contains("held    handover (1.5 s)"), "{text}");
+        assert!(text.contains("FAILED  late_release_and_renew"), "{text}");
+        assert!(text.contains("why:       the engine cannot"), "{text}");
+        assert!(text.contains("saw:       Released"), "{text}");
+        assert!(text.ends_with("1 held, 1 failed, 1 skipped\n"), "{text}");
+    }
+
+    #[test]
+    fn a_failed_check_fails_the_run_and_a_skipped_one_does_not() {
+        let mut report = report();
+        assert!(!report.all_held());
+        report.checks.remove(1);
+        assert!(report.all_held());
+    }
+
+    #[test]
+    fn json_and_junit_carry_each_checks_status() {
+        let json: serde_json::Value = serde_json::from_str(&report().to_json()).unwrap();
+        let statuses: Vec<&str> = json["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["status"].as_str().unwrap())
+            .collect();
+        assert_eq!(statuses, ["passed", "failed", "skipped"]);
+        let junit = report().to_junit();
+        assert!(junit.contains("tests=\"3\""), "{junit}");
+        assert!(junit.contains("failures=\"1\""), "{junit}");
+        assert!(junit.contains("skipped=\"1\""), "{junit}");
+        assert!(junit.contains("<skipped message=\"the engine cannot\""), "{junit}");
+    }
+}
