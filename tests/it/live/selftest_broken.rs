@@ -6,7 +6,7 @@ use crate::support;
 
 use fencepost::deploy::Sources;
 use fencepost::selftest::{self, SelftestOptions, Status};
-use support::TestDatabase;
+use support::{TestDatabase, binary};
 
 /// The shipped sources with `procedure`'s `find` replaced by `replace`
 /// (which must occur exactly once, so the mutation is the one described).
@@ -41,6 +41,22 @@ async fn fails(test: &str, sources: Sources, check: &str) -> Option<String> {
     assert_eq!(entry.status, Status::Failed, "{check} did not catch it: {}", entry.seen);
     assert!(!report.all_held());
     let seen = entry.seen.clone();
+    // The binary says so too: exit 1, the check a JUnit failure.
+    let output = binary::tokio(binary::fencepost_on(
+        &db.ado(),
+        ["selftest", "-q", "--format", "junit", "--check", check],
+    ))
+    .output()
+    .await
+    .expect("run fencepost");
+    let stderr = binary::stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("1 check(s) failed on this engine: {check}")),
+        "{stderr}"
+    );
+    let junit = binary::stdout(&output);
+    assert!(junit.contains("<failure"), "{junit}");
     db.drop().await;
     Some(seen)
 }
