@@ -67,6 +67,7 @@ pub mod connection;
 pub mod deploy;
 pub mod identity;
 pub mod schema;
+pub mod selftest;
 pub mod source;
 mod tsql;
 

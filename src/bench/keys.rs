@@ -38,8 +38,8 @@ impl RunKeys {
         format!("fencepost_bench_{}", self.run)
     }
 
-    /// Deletes this run's fence rows, their publish records and their tenure
-    /// history (which has no foreign key to hold it back). Fails for a
+    /// Deletes this run's fence rows, their publish and operator-command
+    /// records and their tenure history (which has no foreign key to hold it back). Fails for a
     /// login without DELETE on the fence tables (a service): the caller says
     /// what was left.
     pub(crate) async fn delete(&self, admin: &mut Connection) -> Result<(), tiberius::error::Error> {
@@ -51,7 +51,8 @@ impl RunKeys {
         );
         admin
             .execute(
-                "DELETE FROM fence.PublishedOperation WHERE ResourceKey LIKE @P1; \
+                "DELETE FROM fence.OperatorOperation WHERE ResourceKey LIKE @P1; \
+                 DELETE FROM fence.PublishedOperation WHERE ResourceKey LIKE @P1; \
                  DELETE FROM fence.Tenure WHERE ResourceKey LIKE @P1; \
                  DELETE FROM fence.Resource WHERE ResourceKey LIKE @P1;",
                 &[&pattern],

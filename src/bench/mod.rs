@@ -14,7 +14,7 @@ mod baselines;
 mod engine;
 mod error;
 mod handover;
-mod keys;
+pub(crate) mod keys;
 mod report;
 mod runner;
 mod scratch;

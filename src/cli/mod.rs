@@ -14,6 +14,7 @@ mod opt;
 pub mod out;
 mod reference;
 mod script;
+mod selftest;
 mod status;
 
 use std::path::Path;
@@ -117,6 +118,11 @@ impl FailureDocument {
             Command::Migrate(args) => args.format == Format::Json,
             Command::Status(args) => args.format == Format::Json,
             Command::Bench(args) => args.format == Format::Json,
+            Command::Selftest(args) => match args.format {
+                CheckFormat::Text => false,
+                CheckFormat::Json => true,
+                CheckFormat::Junit => return Some(FailureDocument::Junit("selftest")),
+            },
             Command::Check(args) => match args.format {
                 CheckFormat::Text => false,
                 CheckFormat::Json => true,
@@ -147,6 +153,7 @@ pub async fn run(options: Options) -> Result<u8> {
         Command::Script(args) => script::run(args),
         Command::Check(args) => check::run(args).await,
         Command::Bench(args) => bench::run(args).await,
+        Command::Selftest(args) => selftest::run(args).await,
         Command::Lease(command) => lease::run(command).await,
         #[cfg(feature = "artifacts")]
         Command::Artifact(command) => artifact::run(command).await,

@@ -79,4 +79,6 @@ mod lease_semantics;
 mod lease_source_version;
 mod lease_stress;
 mod pool;
+mod selftest;
+mod selftest_broken;
 mod teardown;

@@ -25,4 +25,5 @@ mod cli_reference;
 mod connection_offline;
 mod docs_agree;
 mod docs_inventory;
+mod selftest_cli;
 mod stress_ledger;

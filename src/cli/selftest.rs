@@ -1,0 +1,71 @@
+//! `fencepost selftest`.
+
+use anyhow::{Context, Result};
+use fencepost::ConnectionString;
+use fencepost::selftest::{self, Event, SelftestOptions, Status};
+
+use super::opt::{CheckFormat, SelftestArgs};
+use super::{EXIT_ATTENTION, EXIT_OK, connection_string};
+
+pub async fn run(args: SelftestArgs) -> Result<u8> {
+    if args.list {
+        let mut names = selftest::check_names().join("\n");
+        names.push('\n');
+        super::out::print(&names)?;
+        return Ok(EXIT_OK);
+    }
+    let mut target = connection_string(&args.connect)?;
+    target.set_application_name("fencepost selftest");
+    let mut options = SelftestOptions::default();
+    options.key_prefix(&args.key_prefix).only(&args.checks);
+    if let Some(ado) = args.service_connection.as_deref().filter(|a| !a.trim().is_empty()) {
+        let mut service = ConnectionString::parse(ado).context("--service-connection")?;
+        service.set_application_name("fencepost selftest");
+        options.service(service);
+    }
+    // Ctrl-C stops between checks; the run still deletes its keys.
+    let interrupt = tokio_util::sync::CancellationToken::new();
+    options.interrupt(interrupt.clone());
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            super::progress(format_args!("selftest: stopping after the check under way"));
+            interrupt.cancel();
+        }
+    });
+    let mut on_event = |event: Event<'_>| match event {
+        Event::Started { name, index, of } => super::progress(format_args!("selftest: [{index}/{of}] {name} ...")),
+        Event::Finished(check) => super::progress(format_args!(
+            "selftest: {} {}{}",
+            check.status.word(),
+            check.name,
+            match check.status {
+                Status::Passed => String::new(),
+                _ => format!(": {}", check.seen),
+            }
+        )),
+        _ => {}
+    };
+    let report = selftest::run(&target, &options, &mut on_event).await?;
+    let text = match args.format {
+        CheckFormat::Text => report.to_text(),
+        CheckFormat::Json => report.to_json(),
+        CheckFormat::Junit => report.to_junit(),
+    };
+    super::out::print(&text)?;
+    if report.all_held() {
+        Ok(EXIT_OK)
+    } else {
+        let failed: Vec<&str> = report
+            .checks
+            .iter()
+            .filter(|c| c.status == Status::Failed)
+            .map(|c| c.name.as_str())
+            .collect();
+        eprintln!(
+            "fencepost: selftest: {} check(s) failed on this engine: {} (each shows what it expected and what it saw)",
+            failed.len(),
+            failed.join(", ")
+        );
+        Ok(EXIT_ATTENTION)
+    }
+}

@@ -1,0 +1,143 @@
+//! A fence row locked by a caller's open transaction: a successor waits for
+//! it at most 5 s and is never granted the lease while the holder's
+//! transaction is open.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use uuid::Uuid;
+
+use crate::client::Acquire;
+use crate::selftest::check::{Check, Verdict};
+use crate::selftest::context::{Context, LONG, SHORT, acquire_name, acquired};
+use crate::selftest::session::{ACQUIRE, Answer};
+
+/// The procedures' lock bound (`SET LOCK_TIMEOUT 5000`), and the slack a
+/// busy engine gets on either side of it.
+const BOUND: Duration = Duration::from_secs(5);
+const EARLIEST: Duration = Duration::from_secs(4);
+const LATEST: Duration = Duration::from_secs(15);
+
+pub(crate) const HELD_BY_CALLER: Check = Check {
+    name: "row_lock_held_by_caller_transaction",
+    behaviour: "S1 holds the fence row in its own open transaction (AssertHolder) past the lease's end; \
+                S2 acquires, then again after S1 commits",
+    document: "engines.md row 1 and row 5; B1, B3, B5; contract: Procedures (Acquire: waits at most 5 s)",
+    expected: "S2 waits about 5 s and answers Busy with LeaseUntilUtc = ServerUtc (never Acquired, never an \
+               error) while S1 is open; Acquired with the next generation after S1 commits",
+    run: |ctx| Box::pin(held_by_caller(ctx)),
+};
+
+async fn held_by_caller(ctx: &Context) -> Result<Verdict> {
+    let [a, b]: [_; 2] = ctx.clients(2).await?.try_into().expect("two clients");
+    let key = ctx.key(&a, "row-lock").await?;
+    let lease = acquired(a.acquire(&key, SHORT).await?)?;
+    let mut holder = ctx.session().await?;
+    let held = holder.hold(&lease).await?;
+    holder.wait_past(lease.until()).await?;
+    let started = Instant::now();
+    let waiting = b.acquire(&key, LONG).await;
+    let waited = started.elapsed();
+    holder.batch("COMMIT TRANSACTION;").await?;
+    let after = b.acquire(&key, LONG).await?;
+    if let Acquire::Acquired(next) = &after {
+        let _ = b.release(next).await;
+    }
+    // The committed lease has ended, so its end is no answer: Busy with
+    // LeaseUntilUtc = ServerUtc, nothing left (B5).
+    let busy = matches!(waiting, Ok(Acquire::Busy { remaining, .. }) if remaining.is_zero());
+    let bounded = (EARLIEST..=LATEST).contains(&waited);
+    let next = matches!(&after, Acquire::Acquired(next) if next.generation() == lease.generation() + 1);
+    let expected = match (ctx.engine.babelfish, ctx.engine.read_committed_snapshot) {
+        (true, _) => {
+            "Busy after about 5 s (Babelfish ends the wait in its lock-timeout error, which the client \
+                      answers as Busy), never Acquired while S1 is open; Acquired with the next generation after \
+                      S1 commits"
+        }
+        (false, Some(true)) => {
+            "with READ_COMMITTED_SNAPSHOT on: Busy after about 5 s, LeaseUntilUtc = ServerUtc \
+                                (the committed lease ended; S1's open transaction decides); Acquired with the next \
+                                generation after S1 commits"
+        }
+        (false, _) => {
+            "with READ_COMMITTED_SNAPSHOT off: Busy after about 5 s, LeaseUntilUtc = ServerUtc (the \
+                       committed row cannot be read without waiting); Acquired with the next generation after S1 \
+                       commits"
+        }
+    };
+    Ok(Verdict::judge(
+        held == "Holding" && busy && bounded && next,
+        format!(
+            "S1 AssertHolder {held}; S2 answered {} after {:.1} s (bound {} s); after S1's commit S2 {}",
+            match &waiting {
+                Ok(Acquire::Busy { remaining, .. }) => format!("Busy ({:.1} s left)", remaining.as_secs_f64()),
+                Ok(answer) => acquire_name(answer),
+                Err(e) => format!("error: {e}"),
+            },
+            waited.as_secs_f64(),
+            BOUND.as_secs(),
+            acquire_name(&after)
+        ),
+    )
+    .expecting(expected))
+}
+
+pub(crate) const WAIT_IN_CALLER_TRANSACTION: Check = Check {
+    name: "lock_bound_inside_caller_transaction",
+    behaviour: "S1 holds the fence row in its open transaction; S2 acquires inside a transaction of its own",
+    document: "engines.md row 5 (A lock time-out is caught, SET LOCK_TIMEOUT reverts); B3, B18; contract: \
+               Procedures (Acquire: inside your transaction it is error 50129)",
+    expected: "S2's call fails after about 5 s with 50129, its transaction rolled back (@@TRANCOUNT 0), and \
+               @@LOCK_TIMEOUT back to -1 after the call",
+    run: |ctx| Box::pin(wait_in_caller_transaction(ctx)),
+};
+
+async fn wait_in_caller_transaction(ctx: &Context) -> Result<Verdict> {
+    let a = ctx.client().await?;
+    let key = ctx.key(&a, "row-lock-in-transaction").await?;
+    let lease = acquired(a.acquire(&key, LONG).await?)?;
+    let mut holder = ctx.session().await?;
+    let mut waiter = ctx.session().await?;
+    let held = holder.hold(&lease).await?;
+    waiter.batch("BEGIN TRANSACTION;").await?;
+    let started = Instant::now();
+    let answer = waiter.call(ACQUIRE, &[&key.as_str(), &Uuid::new_v4(), &30i32]).await?;
+    let waited = started.elapsed();
+    let trancount = waiter.int("SELECT @@TRANCOUNT").await?;
+    let lock_timeout = waiter.int("SELECT CAST(@@LOCK_TIMEOUT AS int)").await?;
+    waiter.rollback().await;
+    holder.batch("COMMIT TRANSACTION;").await?;
+    let _ = a.release(&lease).await;
+    let (refused, expected) = if ctx.engine.babelfish {
+        (
+            matches!(&answer, Answer::Error { message, .. } if message.contains("lock timeout")),
+            "Babelfish: S2's call fails after about 5 s with the engine's lock-timeout error (no procedure can \
+             catch it there), its transaction rolled back (@@TRANCOUNT 0), @@LOCK_TIMEOUT back to -1",
+        )
+    } else {
+        (
+            matches!(&answer, Answer::Error { number: 50129, .. }),
+            "S2's call fails after about 5 s with 50129, its transaction rolled back (@@TRANCOUNT 0), and \
+             @@LOCK_TIMEOUT back to -1 after the call",
+        )
+    };
+    Ok(Verdict::judge(
+        held == "Holding"
+            && refused
+            && (EARLIEST..=LATEST).contains(&waited)
+            && trancount == Some(0)
+            && lock_timeout == Some(-1),
+        format!(
+            "S1 AssertHolder {held}; S2 answered {} after {:.1} s; @@TRANCOUNT {}; @@LOCK_TIMEOUT {}",
+            answer.outcome(),
+            waited.as_secs_f64(),
+            show(trancount),
+            show(lock_timeout)
+        ),
+    )
+    .expecting(expected))
+}
+
+fn show(value: Option<i32>) -> String {
+    value.map_or("NULL".to_string(), |v| v.to_string())
+}

@@ -1,0 +1,102 @@
+//! What a login holding only `fence_service` may do: the whole cycle through
+//! the procedures, and nothing past them.
+
+use anyhow::Result;
+use uuid::Uuid;
+
+use crate::client::{Provision, Publish, Release};
+use crate::selftest::check::{Check, Verdict};
+use crate::selftest::context::{Context, LONG, acquired};
+use crate::selftest::session::{INSPECT, Session};
+use crate::{Client, ClientConfig};
+
+pub(crate) const CHECK: Check = Check {
+    name: "service_login_rights",
+    behaviour: "as the --service-connection login: verify_contract, the whole cycle, an Inspect inside its own \
+                transaction; then a direct read and write of fence.Resource and a call of fence_admin.ForceRelease",
+    document: "engines.md ownership row; B13; contract: Roles",
+    expected: "verify_contract passes (the login cannot write the fence directly); Created or Exists, Acquired, \
+               Published, Released; Inspect Found inside a transaction; the direct read, the direct write and \
+               ForceRelease refused",
+    run: |ctx| Box::pin(run(ctx)),
+};
+
+async fn run(ctx: &Context) -> Result<Verdict> {
+    let Some(service) = &ctx.service else {
+        return Ok(Verdict::skipped(
+            "no --service-connection given: pass a connection string for a login holding only fence_service",
+        ));
+    };
+    let mut config = ClientConfig::new(service.clone());
+    config.max_connections(1);
+    let client = Client::connect_with(config).await?;
+    let mut seen = Vec::new();
+    let verified = client.verify_contract().await;
+    seen.push(match &verified {
+        Ok(()) => "verify_contract passed".to_string(),
+        Err(e) => format!("verify_contract: {e}"),
+    });
+    let key = ctx.keys.key("service", None);
+    let cycle = cycle(&client, &key).await;
+    seen.push(match &cycle {
+        Ok(steps) => steps.clone(),
+        Err(e) => format!("cycle failed: {e:#}"),
+    });
+    let mut session = Session::open(service).await?;
+    session.batch("BEGIN TRANSACTION;").await?;
+    let inspect = session.call(INSPECT, &[&key.as_str()]).await?.outcome();
+    session.rollback().await;
+    seen.push(format!("Inspect in a transaction {inspect}"));
+    let read = session.batch("SELECT TOP (1) ResourceKey FROM fence.Resource;").await;
+    let write = session
+        .batch("UPDATE fence.Resource SET Generation = Generation WHERE 1 = 0;")
+        .await;
+    let force = session
+        .batch(&format!(
+            "EXEC fence_admin.ForceRelease @ResourceKey = N'{}', @OperationId = '{}';",
+            key.replace('\'', "''"),
+            Uuid::new_v4()
+        ))
+        .await;
+    let word = |r: &Result<(), tiberius::error::Error>| match r {
+        Ok(()) => "ALLOWED".to_string(),
+        Err(e) => format!("refused ({e})"),
+    };
+    seen.push(format!(
+        "direct read {}; direct write {}; ForceRelease {}",
+        word(&read),
+        word(&write),
+        word(&force)
+    ));
+    let held =
+        verified.is_ok() && cycle.is_ok() && inspect == "Found" && read.is_err() && write.is_err() && force.is_err();
+    let verdict = Verdict::judge(held, seen.join("; "));
+    Ok(if ctx.engine.babelfish && !held {
+        Verdict {
+            seen: format!(
+                "{}; Babelfish does not chain ownership: run the script of `fencepost script --target \
+                 babelfish-postgres` after each migrate (docs/engines.md, Least privilege on Babelfish)",
+                verdict.seen
+            ),
+            ..verdict
+        }
+    } else {
+        verdict
+    })
+}
+
+async fn cycle(client: &Client, key: &str) -> Result<String> {
+    let provision = client.provision(key).await?;
+    anyhow::ensure!(
+        matches!(provision, Provision::Created | Provision::Exists),
+        "Provision {provision:?}"
+    );
+    let lease = acquired(client.acquire(key, LONG).await?)?;
+    let publish = client.publish(&lease, Uuid::new_v4(), "from the service login").await?;
+    let release = client.release(&lease).await?;
+    anyhow::ensure!(
+        publish == Publish::Published && release == Release::Released,
+        "publish {publish:?}, release {release:?}"
+    );
+    Ok(format!("{provision:?}, Acquired, {publish:?}, {release:?}"))
+}

@@ -1,0 +1,104 @@
+//! What every check is given: the database, the engine's facts, the run's
+//! keys, and a way to open sessions and clients of its own.
+
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail};
+
+use super::engine::EngineFacts;
+use super::session::Session;
+use crate::bench::keys::RunKeys;
+use crate::client::{Acquire, Inspection, Lease, LeaseState, Provision};
+use crate::{Client, ClientConfig, ConnectionString};
+
+/// How long a check waits for a lease to expire on the server clock.
+const EXPIRY_BOUND: Duration = Duration::from_secs(30);
+
+/// A lease short enough to wait out: the contract's least, one second.
+pub(crate) const SHORT: Duration = Duration::from_secs(1);
+/// A lease that outlasts any check's schedule; still short, so a check that
+/// failed half-way leaves nothing held for long.
+pub(crate) const LONG: Duration = Duration::from_secs(30);
+
+pub(crate) struct Context {
+    pub(crate) target: ConnectionString,
+    pub(crate) service: Option<ConnectionString>,
+    pub(crate) engine: EngineFacts,
+    pub(crate) keys: RunKeys,
+}
+
+impl Context {
+    /// A client of one connection: one session, as a worker of a service.
+    /// The selftest runs as whatever login it is given, so the
+    /// privileged-login refusal is off.
+    pub(crate) async fn client(&self) -> Result<Client> {
+        self.client_with(|_| {}).await
+    }
+
+    /// A client of one connection, configured further by `configure`.
+    pub(crate) async fn client_with(&self, configure: impl FnOnce(&mut ClientConfig)) -> Result<Client> {
+        let mut config = ClientConfig::new(self.target.clone());
+        config.max_connections(1).allow_privileged_login(true);
+        configure(&mut config);
+        Client::connect_with(config).await.context("connecting a client")
+    }
+
+    /// `n` clients of one connection each.
+    pub(crate) async fn clients(&self, n: usize) -> Result<Vec<Client>> {
+        let mut clients = Vec::with_capacity(n);
+        for _ in 0..n {
+            clients.push(self.client().await?);
+        }
+        Ok(clients)
+    }
+
+    /// A raw session of its own.
+    pub(crate) async fn session(&self) -> Result<Session> {
+        Session::open(&self.target).await
+    }
+
+    /// This check's key, provisioned: `<root><name>`.
+    pub(crate) async fn key(&self, client: &Client, name: &str) -> Result<String> {
+        let key = self.keys.key(name, None);
+        // Created or Exists: either way the key is there.
+        let _: Provision = client.provision(&key).await.context("provisioning the check's key")?;
+        Ok(key)
+    }
+}
+
+/// The lease of an `Acquired`, or an error naming what came instead.
+pub(crate) fn acquired(answer: Acquire) -> Result<Lease> {
+    match answer {
+        Acquire::Acquired(lease) => Ok(lease),
+        other => bail!("expected Acquired, got {}", acquire_name(&other)),
+    }
+}
+
+/// An Acquire answer in a word.
+pub(crate) fn acquire_name(answer: &Acquire) -> String {
+    match answer {
+        Acquire::Acquired(lease) => format!("Acquired (generation {})", lease.generation()),
+        Acquire::Busy { .. } => "Busy".to_string(),
+        Acquire::NotProvisioned => "NotProvisioned".to_string(),
+    }
+}
+
+/// The lease state of `key`.
+pub(crate) async fn state(client: &Client, key: &str) -> Result<LeaseState> {
+    match client.inspect(key).await? {
+        Inspection::Found(state) => Ok(state),
+        other => bail!("Inspect answered {}", other.name()),
+    }
+}
+
+/// Waits until the server no longer sees the lease on `key` as held.
+pub(crate) async fn wait_until_expired(client: &Client, key: &str) -> Result<()> {
+    let give_up = tokio::time::Instant::now() + EXPIRY_BOUND;
+    while state(client, key).await?.is_held {
+        if tokio::time::Instant::now() > give_up {
+            bail!("the lease on {key} did not expire within {} s", EXPIRY_BOUND.as_secs());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}

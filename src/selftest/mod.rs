@@ -1,0 +1,213 @@
+//! `fencepost selftest`: the behaviours the fence and the client rely on,
+//! each forced as a schedule across separate sessions against the user's own
+//! deployed fence, and reported as held, failed or skipped (with why).
+//!
+//! Every check works on keys of its own under a prefix and a run id
+//! (`fencepost-selftest:<run>/<check>`), so it never touches a user's key;
+//! each releases its leases before the next starts, and leases are at most
+//! 30 s, so a check that failed half-way leaves nothing held for long. At
+//! the end the run deletes its rows when the login may (a deploy login);
+//! otherwise they stay, unheld, and the report says so. Database-wide
+//! commands (Recover, PruneTenure) are never run.
+
+mod check;
+mod checks;
+mod context;
+mod engine;
+mod error;
+mod report;
+mod session;
+
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+pub use engine::EngineFacts;
+pub use error::SelftestError;
+pub use report::{CheckReport, Report, Status};
+
+use crate::bench::keys::RunKeys;
+use crate::client;
+use crate::{Client, ClientConfig, ConnectionString};
+use check::Check;
+use context::Context;
+
+/// The longest a single check may run; one that does not finish is failed,
+/// its sessions closed (which ends any transaction it held open).
+pub const CHECK_BOUND: Duration = Duration::from_secs(120);
+
+/// The default start of every key a run makes.
+pub const DEFAULT_KEY_PREFIX: &str = "fencepost-selftest:";
+
+/// What to run and how.
+#[derive(Clone, Debug)]
+pub struct SelftestOptions {
+    key_prefix: String,
+    service: Option<ConnectionString>,
+    only: Vec<String>,
+    interrupt: CancellationToken,
+}
+
+impl Default for SelftestOptions {
+    fn default() -> Self {
+        SelftestOptions {
+            key_prefix: DEFAULT_KEY_PREFIX.to_string(),
+            service: None,
+            only: Vec::new(),
+            interrupt: CancellationToken::new(),
+        }
+    }
+}
+
+impl SelftestOptions {
+    /// The start of every key the run makes; a run id follows it.
+    pub fn key_prefix(&mut self, prefix: &str) -> &mut Self {
+        self.key_prefix = prefix.to_string();
+        self
+    }
+
+    /// A connection for a login holding only `fence_service`, whose rights
+    /// the `service_login_rights` check exercises (skipped without one).
+    pub fn service(&mut self, service: ConnectionString) -> &mut Self {
+        self.service = Some(service);
+        self
+    }
+
+    /// Run only the checks named (all when empty).
+    pub fn only(&mut self, names: &[String]) -> &mut Self {
+        self.only = names.to_vec();
+        self
+    }
+
+    /// Stops the run between checks when cancelled; the run still cleans up.
+    pub fn interrupt(&mut self, token: CancellationToken) -> &mut Self {
+        self.interrupt = token;
+        self
+    }
+}
+
+/// The name of every check, in the order a run takes them.
+pub fn check_names() -> Vec<&'static str> {
+    checks::names().collect()
+}
+
+/// Something to show while a run goes on.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Event<'a> {
+    /// A check starts.
+    Started {
+        /// Its name.
+        name: &'a str,
+        /// Its place in the run, from 1.
+        index: usize,
+        /// How many checks the run takes.
+        of: usize,
+    },
+    /// A check ended.
+    Finished(&'a CheckReport),
+}
+
+/// Runs the checks against the deployed fence of `target`. Refuses with
+/// [`SelftestError::NotDeployed`] before running anything when the database
+/// does not hold the procedures the client calls.
+pub async fn run(
+    target: &ConnectionString,
+    options: &SelftestOptions,
+    events: &mut dyn FnMut(Event<'_>),
+) -> Result<Report, SelftestError> {
+    let prefix = options.key_prefix.trim();
+    if prefix.is_empty() {
+        return Err(SelftestError::InvalidPrefix {
+            prefix: options.key_prefix.clone(),
+            reason: "must not be empty: the run's keys must not mix with yours",
+        });
+    }
+    if prefix.chars().count() > 128 {
+        return Err(SelftestError::InvalidPrefix {
+            prefix: options.key_prefix.clone(),
+            reason: "at most 128 characters, so the run's keys stay within the 256 a key may have",
+        });
+    }
+    let selected: Vec<&Check> = checks::ALL
+        .iter()
+        .filter(|c| options.only.is_empty() || options.only.iter().any(|n| n == c.name))
+        .collect();
+    if let Some(unknown) = options.only.iter().find(|n| !checks::names().any(|c| c == n.as_str())) {
+        return Err(SelftestError::UnknownCheck {
+            name: unknown.clone(),
+            known: check_names().join(", "),
+        });
+    }
+    let mut admin = target.connect().await?;
+    let engine = engine::read(&mut admin).await.map_err(SelftestError::Settings)?;
+    verify_deployed(target).await?;
+    let ctx = Context {
+        target: target.clone(),
+        service: options.service.clone(),
+        engine,
+        keys: RunKeys::new(prefix),
+    };
+    let mut reports = Vec::with_capacity(selected.len());
+    for (i, check) in selected.iter().enumerate() {
+        if options.interrupt.is_cancelled() {
+            break;
+        }
+        events(Event::Started {
+            name: check.name,
+            index: i + 1,
+            of: selected.len(),
+        });
+        let report = run_one(&ctx, check).await;
+        events(Event::Finished(&report));
+        reports.push(report);
+    }
+    let left_behind = match ctx.keys.delete(&mut admin).await {
+        Ok(()) => "deleted at the end of the run".to_string(),
+        Err(e) => format!("left in the fence tables, unheld (this login may not delete them; a deploy login can): {e}"),
+    };
+    Ok(Report {
+        engine: ctx.engine,
+        key_root: ctx.keys.root.clone(),
+        left_behind,
+        checks: reports,
+    })
+}
+
+async fn run_one(ctx: &Context, check: &Check) -> CheckReport {
+    let started = Instant::now();
+    let verdict = match tokio::time::timeout(CHECK_BOUND, (check.run)(ctx)).await {
+        Ok(Ok(verdict)) => verdict,
+        Ok(Err(error)) => check::Verdict::judge(false, format!("the schedule could not finish: {error:#}")),
+        Err(_) => check::Verdict::judge(false, format!("did not finish within {} s", CHECK_BOUND.as_secs())),
+    };
+    CheckReport {
+        name: check.name.to_string(),
+        behaviour: check.behaviour.to_string(),
+        document: check.document.to_string(),
+        expected: verdict.expected.unwrap_or_else(|| check.expected.to_string()),
+        seen: verdict.seen,
+        status: verdict.status,
+        elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
+/// The procedures the checks call are there, with the parameters they pass.
+async fn verify_deployed(target: &ConnectionString) -> Result<(), SelftestError> {
+    let mut config = ClientConfig::new(target.clone());
+    config.max_connections(1).allow_privileged_login(true);
+    let client = Client::connect_with(config)
+        .await
+        .map_err(|source| SelftestError::Client {
+            what: "connecting".to_string(),
+            source,
+        })?;
+    match client.verify_contract().await {
+        Ok(()) => Ok(()),
+        Err(client::Error::ContractMismatch { problems, .. }) => Err(SelftestError::NotDeployed { problems }),
+        Err(source) => Err(SelftestError::Client {
+            what: "checking the fence contract".to_string(),
+            source,
+        }),
+    }
+}

@@ -1,0 +1,43 @@
+//! `fencepost selftest`'s input, refused before anything connects.
+
+use crate::support::binary;
+
+/// An address where nothing listens: a command that got past its input
+/// checks would fail to connect instead, with another message.
+const NOWHERE: &str =
+    "Server=tcp:127.0.0.1,1;Database=app;User ID=u;Password=p;Encrypt=DANGER_PLAINTEXT;Connect Timeout=2";
+
+#[test]
+fn list_names_every_check_in_run_order_without_a_server() {
+    let output = binary::run(&["selftest", "--list"]);
+    assert_eq!(output.status.code(), Some(0), "{}", binary::stderr(&output));
+    let names: Vec<String> = binary::stdout(&output).lines().map(str::to_string).collect();
+    assert_eq!(names, fencepost::selftest::check_names());
+    assert_eq!(names.first().map(String::as_str), Some("handover"));
+}
+
+#[test]
+fn an_unknown_check_is_refused_naming_the_checks_there_are() {
+    let output = binary::run(&["selftest", "--connection", NOWHERE, "--check", "handover,nope"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = binary::stderr(&output);
+    assert!(stderr.contains("no check is named \"nope\""), "{stderr}");
+    assert!(stderr.contains("late_release_and_renew"), "{stderr}");
+}
+
+#[test]
+fn an_empty_key_prefix_is_refused() {
+    let output = binary::run(&["selftest", "--connection", NOWHERE, "--key-prefix", " "]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = binary::stderr(&output);
+    assert!(stderr.contains("--key-prefix"), "{stderr}");
+    assert!(stderr.contains("must not be empty"), "{stderr}");
+}
+
+#[test]
+fn a_failure_to_run_under_json_prints_a_json_error() {
+    let output = binary::run(&["selftest", "--connection", NOWHERE, "--format", "json"]);
+    assert_eq!(output.status.code(), Some(2));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON error document");
+    assert!(json["error"]["message"].is_string(), "{json}");
+}
