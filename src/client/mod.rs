@@ -66,12 +66,14 @@ pub use settle::Unsettled;
 use crate::connection::ConnectionString;
 
 /// The statement that reads the deployed contract version (no result set when
-/// the procedure is missing).
+/// the procedure is missing); `fencepost status` reads it too.
+#[cfg(feature = "deploy")]
 pub(crate) fn contract_version_query() -> &'static str {
     contract::VERSION_QUERY
 }
 
 /// The version in the rows [`contract_version_query`] answered.
+#[cfg(feature = "deploy")]
 pub(crate) fn read_contract_version(rows: &[tiberius::Row]) -> Option<ContractVersion> {
     contract::read_version(rows)
 }
