@@ -6,7 +6,7 @@ VENV             := .venv
 SQLFLUFF         := $(VENV)/bin/sqlfluff
 SQL_DIRS         := migrations procedures permissions benches
 
-.PHONY: test fmt-check clippy each-feature sql-check check-offline nextest cargo-test
+.PHONY: test fmt-check clippy each-feature sql-check check-offline nextest cargo-test publish-check
 
 test: fmt-check clippy each-feature sql-check check-offline cargo-test
 
@@ -62,3 +62,8 @@ cargo-test: nextest
 	  set -x; tests/with-prepared-databases cargo nextest run --locked --all-targets; \
 	fi
 	cargo test --locked --doc
+
+# The crate as `cargo publish` would upload it: its links resolve inside the
+# package, and it builds from the package alone. .ci/run runs it after `make test`.
+publish-check:
+	.ci/publish-check
