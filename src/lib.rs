@@ -7,19 +7,33 @@
 //! protected result, and a publish is a conditional update that the database
 //! refuses unless the caller still owns the current, unexpired generation.
 //!
-//! The crate's rooms:
-//! - [`source`]: the T-SQL (migrations, procedures, permissions) embedded in
-//!   the binary or read from a folder;
-//! - [`deploy`]: the runner behind `fencepost migrate`, `status` and `script`;
-//! - [`client`]: the typed API services use, which calls only the procedures;
-//! - [`audit`]: `fencepost check`, which proves nothing else can write the fence;
-//! - [`bench`](mod@bench): `fencepost bench`, the lease calls measured beside what a user would run instead;
-//! - [`artifact`](mod@artifact) (feature `artifacts`, on by default): results too big for a row, uploaded
-//!   create-only to an object store and published as a pointer through the fence;
-//! - [`connection`]: opening a connection from an ADO.NET string or a JDBC URL.
+//! The crate's rooms, and the cargo feature each needs:
+//! - [`client`] (always built): the typed API services use, which calls only
+//!   the procedures: the lease guard, `run_fenced`, fenced transactions,
+//!   tracing spans, and metrics with feature `metrics`;
+//! - [`connection`] (always built): opening a connection from an ADO.NET
+//!   string or a JDBC URL;
+//! - [`deploy`](mod@deploy) (feature `deploy`): the runner behind `fencepost migrate`,
+//!   `status` and `script`, with [`source`](mod@source), the T-SQL it deploys (migrations,
+//!   procedures, permissions) embedded in the crate or read from a folder;
+//! - [`audit`](mod@audit) (feature `audit`): `fencepost check`, which proves nothing else
+//!   can write the fence;
+//! - [`bench`](mod@bench) (feature `bench`): `fencepost bench`, the lease calls measured
+//!   beside what a user would run instead;
+//! - [`artifact`](mod@artifact) (feature `artifacts`): results too big for a row, uploaded
+//!   create-only to an object store and published as a pointer through the fence.
 //!
-//! [`schema`] (the names of fencepost's objects) and [`identity`] (the
-//! database identity) hold what several rooms share.
+//! [`schema`] (the names of fencepost's objects) and [`identity`](mod@identity) (the
+//! database identity, feature `deploy`) hold what several rooms share.
+//!
+//! The default features (`cli`, `metrics`, `artifacts`) are what the
+//! `fencepost` command needs, so `cargo install fencepost` builds it. A
+//! service that only holds leases builds the client alone, without the
+//! command line, the deploy runner, the audit or an object store's HTTP stack:
+//!
+//! ```toml
+//! fencepost = { version = "0.1", default-features = false, features = ["metrics"] }
+//! ```
 //!
 //! # A service holding a lease
 //!
@@ -57,17 +71,35 @@
 // `pub` says "part of the API": an item no user can reach is `pub(crate)`,
 // so what a change may break can be read off its declaration.
 #![warn(unreachable_pub)]
+// docs.rs builds with `--cfg docsrs` (Cargo.toml) and marks each
+// feature-gated item with the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
+// The client (with `connection`, `schema` and `tsql`) is always built: it is
+// what a service links. Each other room is a feature of its own (Cargo.toml).
 #[cfg(feature = "artifacts")]
+#[cfg_attr(docsrs, doc(cfg(feature = "artifacts")))]
 pub mod artifact;
+#[cfg(feature = "audit")]
+#[cfg_attr(docsrs, doc(cfg(feature = "audit")))]
 pub mod audit;
+#[cfg(feature = "bench")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bench")))]
 pub mod bench;
 pub mod client;
 pub mod connection;
+#[cfg(feature = "deploy")]
+#[cfg_attr(docsrs, doc(cfg(feature = "deploy")))]
 pub mod deploy;
+#[cfg(feature = "deploy")]
+#[cfg_attr(docsrs, doc(cfg(feature = "deploy")))]
 pub mod identity;
 pub mod schema;
+#[cfg(feature = "selftest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "selftest")))]
 pub mod selftest;
+#[cfg(feature = "deploy")]
+#[cfg_attr(docsrs, doc(cfg(feature = "deploy")))]
 pub mod source;
 mod tsql;
 

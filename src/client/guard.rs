@@ -141,6 +141,26 @@ pub struct LeaseGuard {
 impl Client {
     /// Keeps `lease` renewed in the background and returns the guard that
     /// holds it. Must be called inside a tokio runtime.
+    ///
+    /// ```no_run
+    /// # async fn rebuild(stop: tokio_util::sync::CancellationToken) -> String { String::new() }
+    /// # async fn service(client: fencepost::Client) -> Result<(), fencepost::client::Error> {
+    /// use std::time::Duration;
+    ///
+    /// use fencepost::client::{Acquire, Publish};
+    ///
+    /// if let Acquire::Acquired(lease) = client.acquire("report:daily", Duration::from_secs(30)).await? {
+    ///     let guard = client.guard(lease);
+    ///     // The token is cancelled if a renewal finds the lease lost.
+    ///     let payload = rebuild(guard.token()).await;
+    ///     match guard.publish_and_release(uuid::Uuid::new_v4(), &payload).await? {
+    ///         Publish::Published => println!("published"),
+    ///         other => println!("not published: {other:?}"),
+    ///     }
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn guard(&self, lease: Lease) -> LeaseGuard {
         meter::guards_held(1.0);
         let span = span::renewals_span(&lease);
@@ -254,6 +274,36 @@ impl LeaseGuard {
     /// work succeeds. A future that awaits this may not be `Send` when the
     /// work borrows locals (a limit of async closures in today's Rust); in a
     /// spawned task use [`begin_fenced`](LeaseGuard::begin_fenced).
+    ///
+    /// The service's own rows, written only while the lease is held: the
+    /// transaction locks the fence row first, and commits only if the lease
+    /// is still this guard's then.
+    ///
+    /// ```no_run
+    /// # async fn service(client: fencepost::Client, lease: fencepost::client::Lease) -> Result<(), fencepost::client::Error> {
+    /// use fencepost::client::FencedOutcome;
+    ///
+    /// let guard = client.guard(lease);
+    /// let generation = guard.lease().generation();
+    /// let written = guard
+    ///     .fenced_transaction(async |tx| {
+    ///         tx.execute(
+    ///             "INSERT INTO dbo.ReportRow (Generation, Line) VALUES (@P1, @P2)",
+    ///             &[&generation, &"total: 42"],
+    ///         )
+    ///         .await
+    ///     })
+    ///     .await?;
+    /// match written {
+    ///     FencedOutcome::Committed(rows) => println!("{rows} row(s) committed under generation {generation}"),
+    ///     FencedOutcome::Refused(reason) => println!("a newer holder took over, nothing committed: {reason:?}"),
+    ///     FencedOutcome::Failed(error) => println!("the statement failed, rolled back: {error}"),
+    ///     other => println!("{other:?}"),
+    /// }
+    /// guard.release().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn fenced_transaction<T, E>(
         &self,
         work: impl AsyncFnOnce(&mut FencedTx<'_>) -> Result<T, E>,

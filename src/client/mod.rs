@@ -66,12 +66,14 @@ pub use settle::Unsettled;
 use crate::connection::ConnectionString;
 
 /// The statement that reads the deployed contract version (no result set when
-/// the procedure is missing).
+/// the procedure is missing); `fencepost status` reads it too.
+#[cfg(feature = "deploy")]
 pub(crate) fn contract_version_query() -> &'static str {
     contract::VERSION_QUERY
 }
 
 /// The version in the rows [`contract_version_query`] answered.
+#[cfg(feature = "deploy")]
 pub(crate) fn read_contract_version(rows: &[tiberius::Row]) -> Option<ContractVersion> {
     contract::read_version(rows)
 }
@@ -80,6 +82,37 @@ use pool::{LastConnectError, Manager};
 
 /// A pool of connections to one fence database and the typed calls on it.
 /// Cloning is cheap and shares the pool.
+///
+/// The calls one by one: acquire, publish under the lease, release in the
+/// same round trip. [`run_fenced`](Client::run_fenced) and
+/// [`guard`](Client::guard) add the renewals.
+///
+/// ```no_run
+/// # async fn service() -> Result<(), fencepost::client::Error> {
+/// use std::time::Duration;
+///
+/// use fencepost::Client;
+/// use fencepost::client::{Acquire, Publish};
+///
+/// let client = Client::connect("Server=tcp:db,1433;Database=app;User ID=svc;Password=...;Encrypt=true").await?;
+/// client.verify_contract().await?;
+/// client.provision("report:daily").await?;
+/// match client.acquire("report:daily", Duration::from_secs(30)).await? {
+///     Acquire::Acquired(lease) => {
+///         // One operation id per result: a publish whose reply was lost is
+///         // sent again with the same id and applies once.
+///         let operation_id = uuid::Uuid::new_v4();
+///         match client.publish_and_release(&lease, operation_id, "{\"rows\":42}").await? {
+///             Publish::Published => println!("published under generation {}", lease.generation()),
+///             other => println!("not published: {other:?}"),
+///         }
+///     }
+///     Acquire::Busy { until, .. } => println!("held by someone else until {until}"),
+///     other => println!("not acquired: {other:?}"),
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Client {
     pool: bb8::Pool<Manager>,

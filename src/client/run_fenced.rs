@@ -119,6 +119,27 @@ impl Client {
     /// also names the version of the source it was built from (contract
     /// v1.4): the publish is then refused as
     /// [`RefusalReason::StaleSource`] if a newer source was published.
+    ///
+    /// ```no_run
+    /// # async fn service(client: fencepost::Client) -> Result<(), fencepost::client::Error> {
+    /// use std::time::Duration;
+    ///
+    /// use fencepost::client::Fenced;
+    /// use tokio_util::sync::CancellationToken;
+    ///
+    /// async fn rebuild(stop: CancellationToken) -> Result<String, std::io::Error> {
+    ///     // Long work that checks `stop` between its steps.
+    ///     Ok(String::from("{\"rows\":42}"))
+    /// }
+    ///
+    /// match client.run_fenced("report:daily", Duration::from_secs(30), rebuild).await? {
+    ///     Fenced::Published { generation, .. } => println!("published under generation {generation}"),
+    ///     Fenced::Unknown(unsettled) => println!("settled: {:?}", client.settle(&unsettled).await?),
+    ///     other => println!("nothing published: {other:?}"),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn run_fenced<F, Fut, P, E>(&self, key: &str, length: Duration, work: F) -> Result<Fenced<E>, Error>
     where
         F: FnOnce(CancellationToken) -> Fut,

@@ -18,11 +18,12 @@ pub(crate) fn hash_hex(row: &tiberius::Row, index: usize) -> Option<String> {
 
 /// Whether two recorded hashes name the same definition. Hex case and
 /// `char(64)` padding differ between engines and drivers, not definitions.
+#[cfg(feature = "audit")]
 pub(crate) fn same_definition(recorded: &str, current: &str) -> bool {
     recorded.trim().eq_ignore_ascii_case(current.trim())
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "audit"))]
 mod tests {
     use super::*;
 

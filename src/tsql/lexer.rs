@@ -32,6 +32,7 @@ pub(crate) struct Token<'a> {
 
 impl Token<'_> {
     /// True for a word equal to `keyword`, ignoring case.
+    #[cfg(feature = "deploy")]
     pub(crate) fn is_keyword(&self, keyword: &str) -> bool {
         self.kind == TokenKind::Word && self.text.eq_ignore_ascii_case(keyword)
     }

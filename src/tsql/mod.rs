@@ -5,22 +5,43 @@
 //! of these would drift apart, and then a name the deploy quotes one way
 //! would be read another way by the audit.
 
+// The client needs only the lexer, the applock test and the lock-timeout
+// test; the rest serves the deploy runner and the audit (which turns on
+// "deploy"), stripping only the audit, and quoting also the bench.
 mod applock;
+#[cfg(feature = "deploy")]
 mod batch;
+#[cfg(feature = "deploy")]
 mod checksum;
+#[cfg(feature = "deploy")]
 mod definition_hash;
 mod lexer;
 mod lock_timeout;
+#[cfg(any(feature = "deploy", feature = "bench"))]
 mod quote;
+#[cfg(feature = "audit")]
 mod strip;
 
 pub(crate) use applock::after_applock;
+#[cfg(feature = "deploy")]
 pub(crate) use batch::has_separator;
+#[cfg(feature = "deploy")]
 pub use batch::{BadSeparator, Batch, split_batches};
+#[cfg(feature = "deploy")]
 pub(crate) use checksum::checksum;
+#[cfg(feature = "deploy")]
 pub use checksum::normalize;
-pub(crate) use definition_hash::{definition_hash_sql, hash_hex, same_definition};
-pub(crate) use lexer::{Token, TokenKind, tokenize};
+#[cfg(feature = "audit")]
+pub(crate) use definition_hash::same_definition;
+#[cfg(feature = "deploy")]
+pub(crate) use definition_hash::{definition_hash_sql, hash_hex};
+pub(crate) use lexer::tokenize;
+#[cfg(feature = "deploy")]
+pub(crate) use lexer::{Token, TokenKind};
 pub(crate) use lock_timeout::is_lock_timeout;
-pub(crate) use quote::{literal, quote_name, quote_qualified};
+#[cfg(any(feature = "deploy", feature = "bench"))]
+pub(crate) use quote::literal;
+#[cfg(feature = "deploy")]
+pub(crate) use quote::{quote_name, quote_qualified};
+#[cfg(feature = "audit")]
 pub(crate) use strip::{code_only, without_comments};

@@ -3,11 +3,13 @@
 //! drops, the audit's fix statements) quotes through these.
 
 /// `[name]`, with any `]` inside doubled: `QUOTENAME(name)`.
+#[cfg(feature = "deploy")]
 pub(crate) fn quote_name(name: &str) -> String {
     format!("[{}]", name.replace(']', "]]"))
 }
 
 /// `[schema].[name]`.
+#[cfg(feature = "deploy")]
 pub(crate) fn quote_qualified(schema: &str, name: &str) -> String {
     format!("{}.{}", quote_name(schema), quote_name(name))
 }
@@ -22,6 +24,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(feature = "deploy")]
     fn quoting_doubles_closing_brackets() {
         assert_eq!(quote_name("odd]name"), "[odd]]name]");
         assert_eq!(quote_qualified("fence", "odd]name"), "[fence].[odd]]name]");

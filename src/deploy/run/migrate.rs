@@ -18,7 +18,26 @@ use crate::deploy::state::ServerState;
 use crate::identity;
 use crate::source::Sources;
 
-/// Deploys `sources` to the database `conn` is connected to.
+/// Deploys `sources` to the database `conn` is connected to: what
+/// `fencepost migrate` does, for a tool of your own.
+///
+/// ```no_run
+/// # async fn deploy() -> Result<(), Box<dyn std::error::Error>> {
+/// use fencepost::ConnectionString;
+/// use fencepost::deploy::{MigrateOptions, Sources, migrate};
+///
+/// let target = ConnectionString::parse("Server=tcp:db,1433;Database=app;User ID=deploy;Password=...;Encrypt=true")?;
+/// let mut conn = target.connect().await?;
+/// // The T-SQL this version of the crate ships.
+/// let sources = Sources::embedded()?;
+/// let report = migrate(&mut conn, &sources, &MigrateOptions::default(), &mut |progress| {
+///     eprintln!("{progress:?}")
+/// })
+/// .await?;
+/// println!("{} change(s), deployment {:?}", report.changes.len(), report.deployment_id);
+/// # Ok(())
+/// # }
+/// ```
 pub async fn migrate(
     conn: &mut Connection,
     sources: &Sources,
