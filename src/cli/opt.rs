@@ -555,6 +555,11 @@ pub struct ScriptArgs {
     /// The T-SQL database the fence was deployed to (with --target babelfish-postgres).
     #[arg(long, value_name = "NAME", required_if_eq("target", "babelfish-postgres"))]
     pub database: Option<String>,
+    /// Print instead the script that removes everything a deploy created
+    /// (tables and their rows, procedures, schemas, roles, the deploy
+    /// journal), in one transaction. It refuses while a lease is held.
+    #[arg(long, conflicts_with_all = ["target", "database"])]
+    pub uninstall: bool,
     /// Write the script to this file instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
