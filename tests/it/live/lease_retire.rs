@@ -10,7 +10,9 @@
 use crate::support;
 
 use support::TestDatabase;
+use support::binary::stderr;
 use support::caller::{Answer, Caller, GET_OUTCOME, RENEW};
+use support::lease::{json, lease_cli};
 use uuid::Uuid;
 
 const PROVISION: &str = "EXEC fence_api.Provision @ResourceKey = @P1";
@@ -216,6 +218,46 @@ async fn retire_refuses_a_held_key_and_bad_input_changing_nothing() {
     let released = caller.call(RELEASE, &[&key, &owner, &generation]).await;
     assert_eq!(released.outcome(), "Released");
     assert_eq!(caller.call(RETIRE, &[&key]).await.outcome(), "Retired");
+    drop(caller);
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn lease_retire_and_prune_outcomes_on_the_command_line() {
+    const TEST: &str = "lease_retire_and_prune_outcomes_on_the_command_line";
+    let Some(db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let ado = db.ado();
+    let mut caller = Caller::new(db.connect().await);
+    let key = "retire:cli";
+    assert_eq!(caller.call(PROVISION, &[&key]).await.outcome(), "Created");
+    let (owner, generation) = acquire(&mut caller, key).await;
+
+    let held = lease_cli(&["retire", key], &ado).await;
+    assert_eq!(held.status.code(), Some(2), "{}", stderr(&held));
+    assert!(stderr(&held).contains("force-release"), "{}", stderr(&held));
+
+    let released = caller.call(RELEASE, &[&key, &owner, &generation]).await;
+    assert_eq!(released.outcome(), "Released");
+    let id = Uuid::new_v4().to_string();
+    let retired = lease_cli(&["retire", key, "--operation-id", &id, "--format", "json"], &ado).await;
+    assert_eq!(retired.status.code(), Some(0), "{}", stderr(&retired));
+    let document = json(&retired);
+    assert_eq!(document["outcome"], "Retired");
+    assert_eq!(document["generation"], generation);
+    assert_eq!(document["operation_id"], id.as_str());
+    // The same id again answers the same, and a key with no row exits 1.
+    let replayed = json(&lease_cli(&["retire", key, "--operation-id", &id, "--format", "json"], &ado).await);
+    assert_eq!(replayed, document);
+    assert_eq!(lease_cli(&["retire", "retire:none"], &ado).await.status.code(), Some(1));
+
+    let pruned = lease_cli(&["prune-outcomes", "--older-than", "30d", "--format", "json"], &ado).await;
+    assert_eq!(pruned.status.code(), Some(0), "{}", stderr(&pruned));
+    assert_eq!(json(&pruned)["outcome"], "Pruned");
+    let bad = lease_cli(&["prune-outcomes", "--older-than", "0"], &ado).await;
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("1 to 36500"), "{}", stderr(&bad));
     drop(caller);
     db.drop().await;
 }
