@@ -26,6 +26,7 @@ mod client_operator_replay;
 mod client_otel;
 mod client_promises;
 mod client_publish_unreadable;
+mod client_retire;
 mod client_round_trips;
 mod client_run_fenced;
 mod client_run_fenced_ends;
