@@ -11,3 +11,6 @@ GRANT EXECUTE ON fence_admin.ResetSourceVersion TO fence_operator;
 -- fence_recovery (045); deploys before that granted them here.
 REVOKE EXECUTE ON fence_admin.PruneTenure FROM fence_operator;
 REVOKE EXECUTE ON fence_admin.Recover FROM fence_operator;
+-- Operators retire a key the application no longer uses (contract v1.6): it
+-- is refused while the key is held, and never lowers a generation.
+GRANT EXECUTE ON fence_admin.Retire TO fence_operator;

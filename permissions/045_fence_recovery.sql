@@ -6,3 +6,6 @@ GRANT EXECUTE ON fence_admin.PruneTenure TO fence_recovery;
 -- A recovery's operator reads what it changed.
 GRANT EXECUTE ON fence_admin.ListLeases TO fence_recovery;
 GRANT EXECUTE ON fence_admin.LeaseHistory TO fence_recovery;
+-- Pruning the outcome records (contract v1.6) shortens the replay window of
+-- every key at once, like pruning the history.
+GRANT EXECUTE ON fence_admin.PruneOutcomes TO fence_recovery;

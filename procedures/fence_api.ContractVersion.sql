@@ -16,5 +16,5 @@ BEGIN
     SET NOCOUNT ON;
     SET XACT_ABORT ON;
 
-    SELECT CAST(N'Version' AS nvarchar(32)) AS Outcome, CAST(1 AS int) AS Major, CAST(5 AS int) AS Minor;
+    SELECT CAST(N'Version' AS nvarchar(32)) AS Outcome, CAST(1 AS int) AS Major, CAST(6 AS int) AS Minor;
 END;

@@ -1,7 +1,9 @@
 -- Creates the fence row for a resource. Idempotent: an existing row, and
 -- above all its generation, is never touched. A key created after a recovery
 -- starts at the highest floor a recovery raised the fence to, so a key the
--- restored backup did not hold cannot hand out a generation issued before.
+-- restored backup did not hold cannot hand out a generation issued before;
+-- and at the highest generation a retired key reached (fence.Retirement,
+-- contract v1.6), so a key retired and provisioned again never goes back.
 CREATE PROCEDURE fence_api.Provision
     @ResourceKey nvarchar(4000) -- wider than a key may be, so an over-long key is refused, not truncated
 AS
@@ -55,7 +57,7 @@ BEGIN
 
     BEGIN TRANSACTION;
 
-    -- Shared with every other Provision, exclusive with Recover: a key is
+    -- Shared with every other Provision, exclusive with Recover and Retire: a key is
     -- created either before a recovery, which raises it, or after it, at its
     -- floor (fence.Recovery). Either way no generation issued before a
     -- restore is issued again for it.
@@ -65,7 +67,12 @@ BEGIN
 
     -- UPDLOCK + HOLDLOCK serialise two first provisions of one key on SQL Server.
     INSERT INTO fence.Resource (ResourceKey, Generation, ProvisionedAtUtc)
-    SELECT @ResourceKey, ISNULL((SELECT MAX(GenerationFloor) FROM fence.Recovery), 0), SYSUTCDATETIME()
+    SELECT @ResourceKey,
+           (SELECT MAX(Mark)
+              FROM (SELECT ISNULL(MAX(GenerationFloor), 0) AS Mark FROM fence.Recovery
+                    UNION ALL
+                    SELECT HighestGeneration FROM fence.Retirement) AS Floors),
+           SYSUTCDATETIME()
      WHERE NOT EXISTS (SELECT 1
                          FROM fence.Resource WITH (UPDLOCK, HOLDLOCK)
                         WHERE ResourceKey = @ResourceKey);

@@ -67,6 +67,7 @@ impl Default for Policy {
                 "Deployment",
                 "DeployedProcedure",
                 "SchemaHistory",
+                "Retirement",
             ]
             .map(String::from)
             .to_vec(),
@@ -88,6 +89,8 @@ impl Default for Policy {
                 api("fence_admin.PruneTenure", &[RECOVERY]),
                 api("fence_admin.Recover", &[RECOVERY]),
                 api("fence_admin.ResetSourceVersion", &[OPERATOR]),
+                api("fence_admin.Retire", &[OPERATOR]),
+                api("fence_admin.PruneOutcomes", &[RECOVERY]),
             ],
             service_roles: vec![SERVICE.into(), READER.into(), OPERATOR.into(), RECOVERY.into()],
             principals: Vec::new(),

@@ -208,6 +208,49 @@ pub enum LeaseCommand {
     /// exits 2: end it, then run the same recovery again. Needs
     /// fence_recovery (and VIEW SERVER STATE to name the session).
     Recover(LeaseRecoverArgs),
+    /// Retire a key the application no longer uses: delete its fence row,
+    /// its outcome records and its history. Refused while the key is held
+    /// (force-release it first). Generations never go back: a key provisioned
+    /// afterwards, this one again included, starts at the retired generation
+    /// or above. Needs fence_operator. Exits 1 when the key has no fence row.
+    /// A call whose reply is lost is sent again with the command's operation
+    /// id, so it applies once; the same --operation-id again changes nothing.
+    Retire(LeaseRetireArgs),
+    /// Delete the outcome records (accepted publishes, operator commands)
+    /// recorded more than D days ago (server clock): the replay window. A
+    /// publish replayed after its record is gone is refused as a second
+    /// publish of its generation would be, and GetOutcome answers Unknown.
+    /// Needs fence_recovery.
+    PruneOutcomes(LeasePruneOutcomesArgs),
+}
+
+/// `fencepost lease retire`.
+#[derive(Debug, Args)]
+pub struct LeaseRetireArgs {
+    /// The resource key, exactly (keys compare binary).
+    pub key: String,
+    #[command(flatten)]
+    pub operation: OperationArgs,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `fencepost lease prune-outcomes`.
+#[derive(Debug, Args)]
+pub struct LeasePruneOutcomesArgs {
+    /// Delete outcome records recorded more than this many days ago: `30` or
+    /// `30d`. Keep it longer than any caller may take to replay a publish or
+    /// an operator command.
+    #[arg(long, value_name = "D", value_parser = parse_days)]
+    pub older_than: i32,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
 }
 
 /// `fencepost lease history`.
@@ -595,6 +638,11 @@ pub struct ScriptArgs {
     /// The T-SQL database the fence was deployed to (with --target babelfish-postgres).
     #[arg(long, value_name = "NAME", required_if_eq("target", "babelfish-postgres"))]
     pub database: Option<String>,
+    /// Print instead the script that removes everything a deploy created
+    /// (tables and their rows, procedures, schemas, roles, the deploy
+    /// journal), in one transaction. It refuses while a lease is held.
+    #[arg(long, conflicts_with_all = ["target", "database"])]
+    pub uninstall: bool,
     /// Write the script to this file instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,

@@ -1,13 +1,14 @@
 //! `fencepost script`.
 
 use anyhow::{Context, Result, bail};
-use fencepost::deploy::{render_babelfish_postgres_script, render_script};
+use fencepost::deploy::{render_babelfish_postgres_script, render_script, render_uninstall_script};
 
 use super::opt::{ScriptArgs, ScriptTarget};
 use super::{EXIT_OK, sources};
 
 pub fn run(args: ScriptArgs) -> Result<u8> {
     let script = match (args.target, args.database.as_deref()) {
+        _ if args.uninstall => render_uninstall_script(&sources(args.source.source_dir.as_deref())?),
         (ScriptTarget::Sqlcmd, None) => render_script(&sources(args.source.source_dir.as_deref())?),
         (ScriptTarget::Sqlcmd, Some(_)) => {
             bail!(

@@ -278,7 +278,11 @@ const ROW_WAIT_GIVEN_UP: u32 = 50129;
 
 /// The operator commands that are idempotent only by operation id: the same
 /// call under a new id applies again.
-const OPERATOR_COMMANDS: [&str; 2] = ["fence_admin.ForceRelease", "fence_admin.ResetSourceVersion"];
+const OPERATOR_COMMANDS: [&str; 3] = [
+    "fence_admin.ForceRelease",
+    "fence_admin.ResetSourceVersion",
+    "fence_admin.Retire",
+];
 
 /// The lowest class of a server error that ends the session.
 pub(crate) const FATAL_CLASS: u8 = 20;
@@ -504,7 +508,8 @@ mod tests {
             OPERATOR_COMMANDS,
             [
                 super::super::contract::Procedure::ForceRelease.name(),
-                super::super::contract::Procedure::ResetSourceVersion.name()
+                super::super::contract::Procedure::ResetSourceVersion.name(),
+                super::super::contract::Procedure::Retire.name()
             ]
         );
     }

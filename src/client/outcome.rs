@@ -9,7 +9,8 @@ use time::OffsetDateTime;
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Provision {
-    /// The fence row was created at generation 0.
+    /// The fence row was created, at generation 0 or, after a recovery or a
+    /// retirement (contract v1.6), at the highest floor or retired generation.
     Created,
     /// It already existed and was left as it was.
     Exists,

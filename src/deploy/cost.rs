@@ -34,6 +34,12 @@ pub fn of(name: &str) -> Option<&'static str> {
             "creates an empty table (fence.OperatorOperation): touches no fence row and locks nothing a service's \
              call uses"
         }
+        "V7__lifecycle" => {
+            "creates a one-row table (fence.Retirement), re-checks fence.OperatorOperation's CHECK constraints \
+             (every row of that operators' table read once while it is locked) and builds an index on \
+             fence.PublishedOperation's time: an offline build reads every row of that table, and publishes \
+             wait until it commits (size the window to the table: see docs/operating.md, Lifecycle)"
+        }
         _ => return None,
     })
 }

@@ -41,7 +41,10 @@ pub use run::{
     DEFAULT_MIGRATION_LOCK_TIMEOUT, Grant, GrantOutcome, MigrateOptions, Progress, ensure_members, migrate,
     refuse_deploying_user,
 };
-pub use script::{render as render_script, render_babelfish_postgres as render_babelfish_postgres_script};
+pub use script::{
+    UNINSTALL_REFUSED_HELD, render as render_script, render_babelfish_postgres as render_babelfish_postgres_script,
+    render_uninstall as render_uninstall_script,
+};
 pub use state::{AppliedMigration, ServerProcedure, ServerState};
 
 // Where they were first public, before the rooms above `deploy` held them.

@@ -1,11 +1,14 @@
 //! `fencepost lease`: an operator's look at leases and their history, the
-//! lever for a stuck one, and the recovery after a restore. The calls are the
+//! lever for a stuck one, the recovery after a restore, and the lifecycle:
+//! retiring a key and pruning the outcome records. The calls are the
 //! client's ([`fencepost::client::admin`]); these commands only render what
 //! they answer.
 
 mod force_release;
 mod history;
+mod prune_outcomes;
 mod recover;
+mod retire;
 mod source_version;
 mod state;
 
@@ -37,6 +40,8 @@ impl LeaseCommand {
             LeaseCommand::Prune(args) => args.format,
             LeaseCommand::Recover(args) => args.format,
             LeaseCommand::ResetSourceVersion(args) => args.format,
+            LeaseCommand::Retire(args) => args.format,
+            LeaseCommand::PruneOutcomes(args) => args.format,
         }
     }
 }
@@ -50,6 +55,8 @@ pub async fn run(command: LeaseCommand) -> Result<u8> {
         LeaseCommand::Prune(args) => history::prune(args).await,
         LeaseCommand::Recover(args) => recover::recover(args).await,
         LeaseCommand::ResetSourceVersion(args) => source_version::reset(args).await,
+        LeaseCommand::Retire(args) => retire::retire(args).await,
+        LeaseCommand::PruneOutcomes(args) => prune_outcomes::prune_outcomes(args).await,
     }
 }
 

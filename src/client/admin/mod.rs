@@ -1,6 +1,7 @@
 //! The operators' half of the contract, `fence_admin`: list leases, fence
 //! out a stuck holder, read and prune the tenure history, recover after a
-//! restore, reset a resource's source version. Each call is typed, with an
+//! restore, reset a resource's source version, retire a key and prune the
+//! outcome records (contract v1.6). Each call is typed, with an
 //! outcome enum for what the procedure answers, and runs as every client call
 //! does: bounded by the client's timeouts, in an OpenTelemetry-shaped span,
 //! measured, its errors sorted by what the caller should do.
@@ -23,22 +24,25 @@
 //! # }
 //! ```
 //!
-//! The commands that change a key, [`Admin::force_release`] and
-//! [`Admin::reset_source_version`], carry an operation id (contract v1.5):
+//! The commands that change a key, [`Admin::force_release`],
+//! [`Admin::reset_source_version`] and [`Admin::retire`], carry an operation id (contract v1.5):
 //! one whose reply is lost is replayed with the same id, and applies once.
 //! Their `_as` variants take the id, to send again a command whose outcome
 //! stayed unknown ([`Error::OperatorOutcomeUnknown`]).
 //!
 //! The procedures are granted to operator roles, not to `fence_service`:
-//! `fence_operator` may list, force-release, read the history and reset a
-//! source version; `fence_recovery` may recover and prune (and list and read
+//! `fence_operator` may list, force-release, read the history, reset a
+//! source version and retire a key; `fence_recovery` may recover and prune
+//! (the history and the outcome records) (and list and read
 //! the history); `fence_reader` may read the history.
 
 mod force_release;
 mod history;
 mod leases;
 mod operation;
+mod prune_outcomes;
 mod recover;
+mod retire;
 mod source_version;
 mod watched;
 
@@ -48,7 +52,9 @@ pub(in crate::client) mod test_rows;
 pub use force_release::ForceRelease;
 pub use history::{Ending, History, LeaseHistory, Prune, Tenure};
 pub use leases::{Inspected, LeasePage, LeaseQuery, ListedLease};
+pub use prune_outcomes::PruneOutcomes;
 pub use recover::{Recover, Recovery, RecoveryRecord};
+pub use retire::{RETIRE_REFUSED_HELD, Retire};
 pub use source_version::ResetSourceVersion;
 pub use watched::{ForceReleased, WhenBlocked};
 

@@ -22,6 +22,8 @@ pub(crate) enum Procedure {
     PruneTenure,
     Recover,
     ResetSourceVersion,
+    Retire,
+    PruneOutcomes,
 }
 
 /// The half of the contract a procedure belongs to, by its schema.
@@ -53,7 +55,7 @@ use Parameter as P;
 use SqlType as T;
 
 impl Procedure {
-    pub(crate) const ALL: [Procedure; 16] = [
+    pub(crate) const ALL: [Procedure; 18] = [
         Procedure::Provision,
         Procedure::Acquire,
         Procedure::Renew,
@@ -70,6 +72,8 @@ impl Procedure {
         Procedure::PruneTenure,
         Procedure::Recover,
         Procedure::ResetSourceVersion,
+        Procedure::Retire,
+        Procedure::PruneOutcomes,
     ];
 
     /// The schema-qualified name, as used in messages.
@@ -91,6 +95,8 @@ impl Procedure {
             Procedure::PruneTenure => "fence_admin.PruneTenure",
             Procedure::Recover => "fence_admin.Recover",
             Procedure::ResetSourceVersion => "fence_admin.ResetSourceVersion",
+            Procedure::Retire => "fence_admin.Retire",
+            Procedure::PruneOutcomes => "fence_admin.PruneOutcomes",
         }
     }
 
@@ -120,7 +126,9 @@ impl Procedure {
     pub(crate) fn parameters(self) -> &'static [(Parameter, SqlType)] {
         match self {
             Procedure::Provision | Procedure::ReadPublication | Procedure::Inspect => &[(P::ResourceKey, T::WideKey)],
-            Procedure::ForceRelease => &[(P::ResourceKey, T::WideKey), (P::OperationId, T::UniqueIdentifier)],
+            Procedure::ForceRelease | Procedure::Retire => {
+                &[(P::ResourceKey, T::WideKey), (P::OperationId, T::UniqueIdentifier)]
+            }
             Procedure::Acquire => &[
                 (P::ResourceKey, T::WideKey),
                 (P::Owner, T::UniqueIdentifier),
@@ -161,7 +169,7 @@ impl Procedure {
                 (P::After, T::WideKey),
             ],
             Procedure::LeaseHistory => &[(P::ResourceKey, T::WideKey), (P::MaxRows, T::Int)],
-            Procedure::PruneTenure => &[(P::OlderThanDays, T::Int)],
+            Procedure::PruneTenure | Procedure::PruneOutcomes => &[(P::OlderThanDays, T::Int)],
             Procedure::Recover => &[
                 (P::RecoveryId, T::UniqueIdentifier),
                 (P::Floor, T::BigInt),

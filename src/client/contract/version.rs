@@ -6,12 +6,14 @@
 /// one it accepts: a database answering the same major and this minor or a
 /// later one (`fence_api.ContractVersion`) holds everything it calls.
 ///
-/// It asks for v1.5, whose `@OperationId` on `fence_admin.ForceRelease` and
-/// `fence_admin.ResetSourceVersion` the operators' calls send (and v1.4's
-/// `@SourceVersion`, which the versioned publishes and fenced transactions
-/// send): the client and the procedures it deploys are released together.
+/// It asks for v1.6, whose `fence_admin.Retire` and `PruneOutcomes` the
+/// operators' calls reach, with v1.5's `@OperationId` on
+/// `fence_admin.ForceRelease` and `fence_admin.ResetSourceVersion` and
+/// v1.4's `@SourceVersion`, which the versioned publishes and fenced
+/// transactions send: the client and the procedures it deploys are released
+/// together.
 /// What each version added is in `CHANGELOG.md`.
-pub const CONTRACT_VERSION: ContractVersion = ContractVersion { major: 1, minor: 5 };
+pub const CONTRACT_VERSION: ContractVersion = ContractVersion { major: 1, minor: 6 };
 
 /// A procedure contract version, as `fence_api.ContractVersion` answers it.
 /// Minors add (columns, outcomes, optional parameters, procedures); a major

@@ -386,6 +386,10 @@ async fn recover_and_prune_are_granted_to_fence_recovery_apart_from_force_releas
         (&recovery, "fence_admin.Recover", true),
         (&recovery, "fence_admin.PruneTenure", true),
         (&recovery, "fence_admin.ForceRelease", false),
+        (&operator, "fence_admin.Retire", true),
+        (&operator, "fence_admin.PruneOutcomes", false),
+        (&recovery, "fence_admin.PruneOutcomes", true),
+        (&recovery, "fence_admin.Retire", false),
     ] {
         let has = support::has_execute(ado, procedure).await;
         assert_eq!(has, Some(expected), "EXECUTE on {procedure}");

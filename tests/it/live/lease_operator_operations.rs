@@ -449,8 +449,8 @@ async fn a_call_that_loses_the_race_for_its_operation_id_changes_nothing_and_ans
 }
 
 #[tokio::test]
-async fn the_database_speaks_contract_1_5() {
-    const TEST: &str = "the_database_speaks_contract_1_5";
+async fn the_database_speaks_the_contract_this_client_needs() {
+    const TEST: &str = "the_database_speaks_the_contract_this_client_needs";
     let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
@@ -461,8 +461,10 @@ async fn the_database_speaks_contract_1_5() {
     };
     assert_eq!(
         (row.get::<i32, _>("Major"), row.get::<i32, _>("Minor")),
-        (Some(1), Some(5))
+        (Some(1), Some(6)),
+        "v1.6 added Retire and PruneOutcomes"
     );
+    assert_eq!(fencepost::client::CONTRACT_VERSION.to_string(), "v1.6");
     drop(caller);
     db.drop().await;
 }
