@@ -27,7 +27,9 @@ mod rights;
 mod runner;
 mod runners;
 mod server;
+mod server_denies;
 mod server_rights;
+mod trustworthy;
 
 pub(crate) use closure::{Reached, shortest, trusted_as};
 pub(crate) use edge::Kind;

@@ -274,6 +274,7 @@ pub fn clean() -> Catalog {
         // The fixed roles have no owner to list.
         role_owners: Vec::new(),
         permissions: Vec::new(),
+        denies: Vec::new(),
         permissions_unreadable: None,
         group_logins: Vec::new(),
         // No server trigger.
