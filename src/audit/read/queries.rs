@@ -10,7 +10,7 @@
 //! need the engine.
 
 use super::query::Query;
-use super::{background, database, modules, objects, permissions, principals, server, trustworthy};
+use super::{background, beyond, database, modules, objects, permissions, principals, server, trustworthy};
 
 pub(super) fn queries() -> Vec<Query> {
     vec![
@@ -42,5 +42,8 @@ pub(super) fn queries() -> Vec<Query> {
         background::job_steps(),
         server::linked_servers(),
         background::activated_queues(),
+        beyond::table_expressions(),
+        beyond::signing_keys(),
+        beyond::outside_tsql(),
     ]
 }

@@ -11,6 +11,7 @@ mod audit_hidden_paths;
 mod audit_hierarchy;
 mod audit_implied;
 mod audit_offline;
+mod audit_outside;
 mod audit_reach;
 mod audit_reach_code;
 mod audit_reach_denies;

@@ -291,6 +291,11 @@ pub fn clean() -> Catalog {
         servers: Vec::new(),
     });
     c.activated_queues = Some(Vec::new());
+    // No expression on a table, no certificate or key, and no way out of
+    // T-SQL.
+    c.table_expressions = Some(Vec::new());
+    c.signing_keys = Some(Vec::new());
+    c.outside_tsql = Some(fencepost::audit::OutsideTsql::default());
     // msdb is TRUSTWORTHY and owned by sa on every server; no service is
     // db_owner there.
     c.trustworthy_databases = Some(vec![OtherDatabase {
