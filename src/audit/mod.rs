@@ -38,7 +38,7 @@ pub use catalog::{
     JobStep, LinkedLogin, LinkedServer, LinkedServers, LoginKind, Membership, Object, ObjectKind, OtherDatabase,
     OtherDatabaseUser, OutsideItem, OutsideKind, OutsideTsql, Permission, PermissionState, Principal, PrincipalKind,
     Schema, Securable, ServerFacts, ServerPermission, ServerRoleOwner, ServerSettings, ServerTrigger, ServiceQueue,
-    SigningKey, TableExpression, TableFeature, Unread, Visibility,
+    SigningKey, TableExpression, TableFeature, Unread, UserAuthentication, Visibility,
 };
 pub use error::AuditError;
 pub use finding::{CannotVerify, Finding, Step};

@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 pub use beyond::{OutsideItem, OutsideKind, OutsideTsql, SigningKey, TableExpression, Unread};
 pub use code::{Dependency, DeployedProcedure, Object, ObjectKind};
 pub use runners::{JobEditor, JobStep, LinkedLogin, LinkedServer, LinkedServers, ServiceQueue};
-pub use security::{LoginKind, Membership, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable};
+pub use security::{
+    LoginKind, Membership, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable, UserAuthentication,
+};
 pub use server::{
     OtherDatabase, OtherDatabaseUser, ServerFacts, ServerPermission, ServerRoleOwner, ServerSettings, ServerTrigger,
 };

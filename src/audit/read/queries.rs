@@ -19,6 +19,7 @@ pub(super) fn queries() -> Vec<Query> {
         database::database_options(),
         principals::database_principals(),
         principals::user_logins(),
+        principals::user_authentication(),
         principals::role_memberships(),
         permissions::database_permissions(),
         objects::schemas(),

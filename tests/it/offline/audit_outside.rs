@@ -310,3 +310,33 @@ fn unread_expressions_or_key_owners_leave_fp027_unproven() {
         assert_eq!(unverified(&report), ["FP027"], "{report:#?}");
     }
 }
+
+#[test]
+fn alter_any_user_resets_only_a_contained_user_with_a_password() {
+    // "ALTER USER": WITH PASSWORD applies to contained users with a
+    // password (authentication_type DATABASE); a user WITHOUT LOGIN, a
+    // contained Windows user and a Microsoft Entra user have none.
+    use fencepost::audit::UserAuthentication as Auth;
+    for (kind, reset) in [
+        (Some(Auth::Database), true),
+        (None, true),
+        (Some(Auth::NoLogin), false),
+        (Some(Auth::Windows), false),
+        (Some(Auth::External), false),
+    ] {
+        let mut c = clean();
+        let mut writer = user("etl_contained", None);
+        writer.authentication = kind;
+        c.principals.push(writer);
+        c.memberships.push(member("db_datawriter", "etl_contained"));
+        c.principals.push(user("helpdesk", Some("helpdesk")));
+        c.permissions
+            .push(grant("helpdesk", "ALTER ANY USER", Securable::Database));
+        let resets = named(&c, "helpdesk").iter().any(|f| {
+            f.path
+                .iter()
+                .any(|s| s.step.starts_with("resets the password of etl_contained"))
+        });
+        assert_eq!(resets, reset, "{kind:?}: {:#?}", check(&c));
+    }
+}
