@@ -36,8 +36,9 @@ mod rules;
 pub use catalog::{
     Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, FenceTableFeature, IdentityReading, JobEditor,
     JobStep, LinkedLogin, LinkedServer, LinkedServers, LoginKind, Membership, Object, ObjectKind, OtherDatabase,
-    OtherDatabaseUser, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable, ServerFacts,
-    ServerPermission, ServerRoleOwner, ServerSettings, ServerTrigger, ServiceQueue, TableFeature, Visibility,
+    OtherDatabaseUser, OutsideItem, OutsideKind, OutsideTsql, Permission, PermissionState, Principal, PrincipalKind,
+    Schema, Securable, ServerFacts, ServerPermission, ServerRoleOwner, ServerSettings, ServerTrigger, ServiceQueue,
+    SigningKey, TableExpression, TableFeature, Unread, UserAuthentication, Visibility,
 };
 pub use error::AuditError;
 pub use finding::{CannotVerify, Finding, Step};

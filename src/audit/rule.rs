@@ -82,6 +82,11 @@ pub enum Rule {
     /// impersonation, password resets, grants (weighed by the permission
     /// hierarchy) and code that runs as the fence tables' owner.
     ReachesFence,
+    /// FP028: a way out of T-SQL that the catalog shows but whose reach it
+    /// cannot follow: Agent steps of other subsystems, xp_cmdshell for
+    /// others than sysadmin, start-up procedures, EXTERNAL_ACCESS or UNSAFE
+    /// assemblies, external data sources. Each is "cannot verify", named.
+    OutsideTsql,
     /// FP101: a GRANT in the shipped permission scripts other than EXECUTE on
     /// a shipped procedure to a fence role.
     ShippedGrant,
@@ -91,7 +96,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule `evaluate` applies to a live catalog, in id order.
-    pub const LIVE: [Rule; 27] = [
+    pub const LIVE: [Rule; 28] = [
         Rule::PrivilegedRole,
         Rule::ServerControl,
         Rule::WriteAccess,
@@ -119,6 +124,7 @@ impl Rule {
         Rule::LinkedServer,
         Rule::QueueActivation,
         Rule::ReachesFence,
+        Rule::OutsideTsql,
     ];
 
     /// Every rule `lint_offline` applies to the shipped sources, in id order.
@@ -159,6 +165,7 @@ impl Rule {
             Rule::LinkedServer => "FP025",
             Rule::QueueActivation => "FP026",
             Rule::ReachesFence => "FP027",
+            Rule::OutsideTsql => "FP028",
             Rule::ShippedGrant => "FP101",
             Rule::ServiceGrantMissing => "FP102",
         }
@@ -194,6 +201,7 @@ impl Rule {
             Rule::LinkedServer => "linked server connects back to this server or as another login",
             Rule::QueueActivation => "queue activation procedure reaches the fence as someone else",
             Rule::ReachesFence => "untrusted principal reaches the fence other than through the shipped procedures",
+            Rule::OutsideTsql => "a way out of T-SQL whose reach the catalog cannot follow",
             Rule::ShippedGrant => "shipped GRANT other than EXECUTE on a shipped procedure to a fence role",
             Rule::ServiceGrantMissing => "fence_api procedure not granted to fence_service",
         }

@@ -2,6 +2,7 @@
 //! the rules. Built by [`read_catalog`](super::read_catalog) from a server, or
 //! by hand (or from JSON) in tests, so every rule can be tried without one.
 
+mod beyond;
 mod code;
 mod runners;
 mod security;
@@ -10,9 +11,12 @@ mod tables;
 
 use serde::{Deserialize, Serialize};
 
+pub use beyond::{OutsideItem, OutsideKind, OutsideTsql, SigningKey, TableExpression, Unread};
 pub use code::{Dependency, DeployedProcedure, Object, ObjectKind};
 pub use runners::{JobEditor, JobStep, LinkedLogin, LinkedServer, LinkedServers, ServiceQueue};
-pub use security::{LoginKind, Membership, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable};
+pub use security::{
+    LoginKind, Membership, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable, UserAuthentication,
+};
 pub use server::{
     OtherDatabase, OtherDatabaseUser, ServerFacts, ServerPermission, ServerRoleOwner, ServerSettings, ServerTrigger,
 };
@@ -81,6 +85,17 @@ pub struct Catalog {
     pub linked_servers: Option<LinkedServers>,
     /// Service Broker queues with activation on; `None` when unreadable.
     pub activated_queues: Option<Vec<ServiceQueue>>,
+    /// CHECK and DEFAULT constraints and computed columns of the tables;
+    /// `None` when unreadable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table_expressions: Option<Vec<TableExpression>>,
+    /// Certificates and asymmetric keys, their owners and mapped users;
+    /// `None` when unreadable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signing_keys: Option<Vec<SigningKey>>,
+    /// The ways out of T-SQL; `None` when they could not be read at all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outside_tsql: Option<OutsideTsql>,
 }
 
 /// The database identity as fence.DatabaseIdentity records it and as

@@ -21,6 +21,10 @@ pub struct Principal {
     /// A user's default schema, where its unqualified names resolve first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_schema: Option<String>,
+    /// How a user authenticates (`authentication_type`), when the engine
+    /// says: only a contained user with a password has one to reset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authentication: Option<UserAuthentication>,
 }
 
 impl Principal {
@@ -33,7 +37,41 @@ impl Principal {
             login_kind: None,
             owner: None,
             default_schema: None,
+            authentication: None,
         }
+    }
+}
+
+/// How a database user authenticates (`sys.database_principals.
+/// authentication_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UserAuthentication {
+    /// `NONE` (0): WITHOUT LOGIN, or mapped to a certificate or key: no one
+    /// signs in as it, and it has no password.
+    NoLogin,
+    /// `INSTANCE` (1): through its server login.
+    Instance,
+    /// `DATABASE` (2): a contained user with a password of its own.
+    Database,
+    /// `WINDOWS` (3): a contained Windows user or group, with no password here.
+    Windows,
+    /// `EXTERNAL` (4): a Microsoft Entra user or group, with no password here.
+    External,
+}
+
+impl UserAuthentication {
+    /// From `authentication_type`; `None` for a value the engine does not
+    /// document (Babelfish answers -1).
+    pub fn from_type(t: i32) -> Option<Self> {
+        Some(match t {
+            0 => UserAuthentication::NoLogin,
+            1 => UserAuthentication::Instance,
+            2 => UserAuthentication::Database,
+            3 => UserAuthentication::Windows,
+            4 => UserAuthentication::External,
+            _ => return None,
+        })
     }
 }
 

@@ -25,6 +25,12 @@ pub struct ServerFacts {
     pub role_owners: Vec<ServerRoleOwner>,
     /// Granted server permissions, by login or server role.
     pub permissions: Vec<ServerPermission>,
+    /// Denied server permissions (`sys.server_permissions`, state `D`), by
+    /// login or server role, read with the grants. A DENY binds its grantee
+    /// and the members of a denied role, never sysadmin; an owner is bound
+    /// by none on what it owns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub denies: Vec<ServerPermission>,
     /// Why `permissions` could not be read, when it could not: then an empty
     /// list proves nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]

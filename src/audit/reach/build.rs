@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::super::rules::Context;
 use super::graph::Graph;
 use super::node::Node;
-use super::{code, fixed_roles, principals, rights, runners, server, server_rights};
+use super::{code, expressions, fixed_roles, principals, rights, runners, server, server_rights, signing, trustworthy};
 
 impl Graph {
     /// The graph of `ctx`'s catalog: every edge from memberships,
@@ -32,9 +32,12 @@ impl Graph {
         let rights = rights::all(ctx);
         principals::edges(ctx, &rights, &mut graph);
         code::edges(ctx, &rights, &mut graph);
+        expressions::edges(ctx, &rights, &mut graph);
+        signing::edges(ctx, &mut graph);
         runners::edges(ctx, &rights, &mut graph);
         server::edges(ctx, &mut graph);
         server_rights::edges(ctx, &mut graph);
+        trustworthy::edges(ctx, &mut graph);
         for node in graph.names.keys() {
             let trusted = match node {
                 Node::Principal(n) | Node::ServerRole(n) => ctx.policy.trusts(n),

@@ -18,6 +18,7 @@ mod build;
 mod closure;
 mod code;
 mod edge;
+mod expressions;
 mod fixed_roles;
 mod graph;
 mod node;
@@ -27,7 +28,10 @@ mod rights;
 mod runner;
 mod runners;
 mod server;
+mod server_denies;
 mod server_rights;
+mod signing;
+mod trustworthy;
 
 pub(crate) use closure::{Reached, shortest, trusted_as};
 pub(crate) use edge::Kind;

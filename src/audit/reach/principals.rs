@@ -4,7 +4,7 @@
 //! a contained user's password (ALTER ANY USER), entering an application
 //! role by setting its password (ALTER ANY APPLICATION ROLE).
 
-use super::super::catalog::{Principal, PrincipalKind, Securable};
+use super::super::catalog::{Principal, PrincipalKind, Securable, UserAuthentication};
 use super::super::rules::Context;
 use super::edge::{Edge, Kind};
 use super::fixed_roles::is_fixed;
@@ -99,14 +99,27 @@ fn on_principal(ctx: &Context, right: &Right, target: &Principal) -> Option<Edge
                     target.name
                 )));
             }
-            // ALTER USER ... WITH PASSWORD needs ALTER ANY USER. A user
-            // without a login may be a contained user with a password; the
-            // catalog does not say, so it is taken to be one.
+            // ALTER USER ... WITH PASSWORD needs ALTER ANY USER. Only a
+            // contained user with a password has one (authentication_type
+            // DATABASE); WITHOUT LOGIN, Windows and Entra users have none. A
+            // user without a login whose kind was not read may be one.
             let builtin = BUILTIN_USERS.iter().any(|b| b.eq_ignore_ascii_case(&target.name));
-            if target.kind == PrincipalKind::User && target.login.is_none() && !builtin && database("ALTER ANY USER") {
+            let password = match target.authentication {
+                Some(UserAuthentication::Database) => Some(""),
+                None => Some(
+                    ": a user without a login may be a contained user with a password, and the catalog read does \
+                     not tell",
+                ),
+                Some(_) => None,
+            };
+            if let Some(why) = password
+                && target.kind == PrincipalKind::User
+                && target.login.is_none()
+                && !builtin
+                && database("ALTER ANY USER")
+            {
                 return Some(edge(format!(
-                    "resets the password of {} (ALTER USER {} WITH PASSWORD = '...'){}: a user without a login may \
-                     be a contained user with a password, and the catalog read does not tell",
+                    "resets the password of {} (ALTER USER {} WITH PASSWORD = '...'){}{why}",
                     target.name,
                     quote_name(&target.name),
                     held("ALTER ANY USER")

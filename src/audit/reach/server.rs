@@ -9,6 +9,7 @@ use super::super::rules::Context;
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
 use super::node::Node;
+use super::server_denies::denied;
 use crate::tsql::quote_name;
 
 pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
@@ -98,7 +99,11 @@ pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
             quote_name(&p.grantee)
         );
         match p.on_login.as_deref() {
-            Some(login) if !is_role(login) && hierarchy::implies("LOGIN", &p.permission, "LOGIN", "IMPERSONATE") => {
+            Some(login)
+                if !is_role(login)
+                    && hierarchy::implies("LOGIN", &p.permission, "LOGIN", "IMPERSONATE")
+                    && !denied(server, &p.grantee, "LOGIN", "IMPERSONATE", Some(login)) =>
+            {
                 graph.add(
                     from,
                     &p.grantee,

@@ -13,6 +13,7 @@ use super::super::rules::{Context, is_server_role, server_holders};
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
 use super::node::{Goal, Node};
+use super::server_denies::denied;
 use crate::tsql::quote_name;
 
 /// What fixed server roles hold without a row in `sys.server_permissions`.
@@ -48,7 +49,9 @@ pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
     for h in held(server) {
         let from = node(&h.holder);
         graph.actor(from.clone(), &h.holder);
-        let wants = |w: &str| implies("SERVER", &h.permission, "SERVER", w);
+        // A DENY of the right, or of one covering it, cuts the edge it gives.
+        let wants =
+            |w: &str| implies("SERVER", &h.permission, "SERVER", w) && !denied(server, &h.holder, "SERVER", w, None);
         let named = |w: &str| {
             if h.permission.eq_ignore_ascii_case(w) {
                 w.to_string()
@@ -75,12 +78,18 @@ pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
         if wants("IMPERSONATE ANY LOGIN") {
             for login in &logins {
                 let name = graph.spelling(login);
+                if denied(server, &h.holder, "LOGIN", "IMPERSONATE", Some(&name)) {
+                    continue;
+                }
                 let step = format!("{} (EXECUTE AS LOGIN = '{name}')", named("IMPERSONATE ANY LOGIN"));
                 graph.add(from.clone(), &h.holder, edge(login.clone(), Kind::Acts, step));
             }
         }
         if wants("ALTER ANY LOGIN") {
             for (login, kind) in sql_logins(ctx, server) {
+                if denied(server, &h.holder, "LOGIN", "ALTER", Some(&login)) {
+                    continue;
+                }
                 let step = format!(
                     "{}: resets the password of {login} (ALTER LOGIN {} WITH PASSWORD = '...'){}",
                     named("ALTER ANY LOGIN"),
@@ -95,7 +104,11 @@ pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
             }
         }
         if wants("ALTER ANY SERVER ROLE") {
-            for role in server.roles.iter().filter(|r| user_defined(r)) {
+            for role in server
+                .roles
+                .iter()
+                .filter(|r| user_defined(r) && !denied(server, &h.holder, "SERVER ROLE", "ALTER", Some(r)))
+            {
                 let step = format!(
                     "{}: may add itself to server role {role} (ALTER SERVER ROLE {} ADD MEMBER)",
                     named("ALTER ANY SERVER ROLE"),
@@ -254,10 +267,10 @@ fn roles(server: &ServerFacts, graph: &mut Graph) {
         let Some(role) = p.on_login.as_deref().filter(|r| is_server_role(server, r)) else {
             continue;
         };
-        let Some(wanted) = ["ALTER", "TAKE OWNERSHIP"]
-            .into_iter()
-            .find(|w| implies("SERVER ROLE", &p.permission, "SERVER ROLE", w))
-        else {
+        let Some(wanted) = ["ALTER", "TAKE OWNERSHIP"].into_iter().find(|w| {
+            implies("SERVER ROLE", &p.permission, "SERVER ROLE", w)
+                && !denied(server, &p.grantee, "SERVER ROLE", w, Some(role))
+        }) else {
             continue;
         };
         graph.actor(node(&p.grantee), &p.grantee);

@@ -7,6 +7,7 @@
 //! batch order and `build` hands each answer to its query's decoder.
 
 mod background;
+mod beyond;
 mod build;
 mod database;
 mod modules;

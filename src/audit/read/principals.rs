@@ -4,9 +4,9 @@
 use tiberius::Row;
 
 use super::super::AuditError;
-use super::super::catalog::{LoginKind, Membership, Principal, PrincipalKind, Visibility};
+use super::super::catalog::{LoginKind, Membership, Principal, PrincipalKind, UserAuthentication, Visibility};
 use super::query::{Query, Reading};
-use super::rows::{required, text};
+use super::rows::{int, required, text};
 
 /// The checking login's own database permissions that decide what the
 /// catalog shows it. Babelfish has no fn_my_permissions; there only
@@ -110,6 +110,34 @@ fn read_user_logins(rows: Option<&[Row]>, what: &'static str, reading: &mut Read
         {
             p.login = login;
             p.login_kind = kind;
+        }
+    }
+    Ok(())
+}
+
+/// Read after the principals: how each user authenticates. Apart from the
+/// principals so that an engine without the column leaves it unknown (and
+/// a password reset assumed) rather than failing the read.
+pub(super) fn user_authentication() -> Query {
+    Query::optional(
+        "how users authenticate",
+        "SELECT CAST(dp.name AS nvarchar(256)), CAST(dp.authentication_type AS int)
+               FROM sys.database_principals AS dp WHERE dp.type NOT IN ('R', 'A')",
+        read_user_authentication,
+    )
+}
+
+fn read_user_authentication(rows: Option<&[Row]>, what: &'static str, reading: &mut Reading) -> Result<(), AuditError> {
+    for row in rows.unwrap_or_default() {
+        let user = required(row, 0, what)?;
+        let kind = int(row, 1, what)?.and_then(UserAuthentication::from_type);
+        if let Some(p) = reading
+            .catalog
+            .principals
+            .iter_mut()
+            .find(|p| p.name.eq_ignore_ascii_case(&user))
+        {
+            p.authentication = kind;
         }
     }
     Ok(())

@@ -10,7 +10,7 @@
 //! need the engine.
 
 use super::query::Query;
-use super::{background, database, modules, objects, permissions, principals, server, trustworthy};
+use super::{background, beyond, database, modules, objects, permissions, principals, server, trustworthy};
 
 pub(super) fn queries() -> Vec<Query> {
     vec![
@@ -19,6 +19,7 @@ pub(super) fn queries() -> Vec<Query> {
         database::database_options(),
         principals::database_principals(),
         principals::user_logins(),
+        principals::user_authentication(),
         principals::role_memberships(),
         permissions::database_permissions(),
         objects::schemas(),
@@ -42,5 +43,8 @@ pub(super) fn queries() -> Vec<Query> {
         background::job_steps(),
         server::linked_servers(),
         background::activated_queues(),
+        beyond::table_expressions(),
+        beyond::signing_keys(),
+        beyond::outside_tsql(),
     ]
 }

@@ -34,16 +34,18 @@ const SERVER_ROLES: &str = "SELECT N'visible', CAST(CASE WHEN IS_SRVROLEMEMBER(N
                             CAST(NULL AS nvarchar(256))
                        FROM sys.server_principals AS r WHERE r.type = 'R'";
 
-/// Every granted server permission: server-wide ones, and those on a login
-/// or server role (class 101). All of them, not a chosen list: the rules
-/// decide which reach the fence, and a permission left unread is one no rule
-/// can weigh.
-const SERVER_PERMISSIONS: &str = "SELECT N'permission', CAST(p.permission_name AS nvarchar(256)),
+/// Every granted or denied server permission: server-wide ones, and those
+/// on a login or server role (class 101). All of them, not a chosen list:
+/// the rules decide which reach the fence, and a permission left unread is
+/// one no rule can weigh. A DENY is read so that it cuts the edge it
+/// documentedly cuts, and no other.
+const SERVER_PERMISSIONS: &str = "SELECT CASE WHEN p.state = 'D' THEN N'deny' ELSE N'permission' END,
+                            CAST(p.permission_name AS nvarchar(256)),
                             CAST(g.name AS nvarchar(256)),
                             CAST(CASE WHEN p.class = 101 THEN SUSER_NAME(p.major_id) END AS nvarchar(256))
                        FROM sys.server_permissions AS p
                        JOIN sys.server_principals AS g ON g.principal_id = p.grantee_principal_id
-                      WHERE p.state IN ('G', 'W')
+                      WHERE p.state IN ('G', 'W', 'D')
                         AND p.class IN (100, 101)";
 
 /// Without VIEW ANY DEFINITION a login sees only its own server roles, so an
@@ -96,6 +98,11 @@ fn server(rows: &[Row], what: &'static str, product: &str) -> Result<ServerFacts
                 member: required(row, 2, what)?,
             }),
             Some("permission") => facts.permissions.push(ServerPermission {
+                permission: required(row, 1, what)?,
+                grantee: required(row, 2, what)?,
+                on_login: text(row, 3, what)?,
+            }),
+            Some("deny") => facts.denies.push(ServerPermission {
                 permission: required(row, 1, what)?,
                 grantee: required(row, 2, what)?,
                 on_login: text(row, 3, what)?,

@@ -17,6 +17,7 @@ mod keys;
 mod linked_servers;
 mod membership;
 mod modules;
+mod outside;
 mod queue_activation;
 mod reach;
 mod rightless;
@@ -69,6 +70,7 @@ pub fn evaluate(catalog: &Catalog, policy: &Policy) -> Report {
     agent_jobs::check(&ctx, &mut report);
     linked_servers::check(&ctx, &mut report);
     queue_activation::check(&ctx, &mut report);
+    outside::check(&ctx, &mut report);
     // Last: it adds its paths to the findings above that name the same
     // principal.
     reach::check(&ctx, &mut report);

@@ -274,6 +274,7 @@ pub fn clean() -> Catalog {
         // The fixed roles have no owner to list.
         role_owners: Vec::new(),
         permissions: Vec::new(),
+        denies: Vec::new(),
         permissions_unreadable: None,
         group_logins: Vec::new(),
         // No server trigger.
@@ -290,6 +291,11 @@ pub fn clean() -> Catalog {
         servers: Vec::new(),
     });
     c.activated_queues = Some(Vec::new());
+    // No expression on a table, no certificate or key, and no way out of
+    // T-SQL.
+    c.table_expressions = Some(Vec::new());
+    c.signing_keys = Some(Vec::new());
+    c.outside_tsql = Some(fencepost::audit::OutsideTsql::default());
     // msdb is TRUSTWORTHY and owned by sa on every server; no service is
     // db_owner there.
     c.trustworthy_databases = Some(vec![OtherDatabase {

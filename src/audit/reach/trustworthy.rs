@@ -1,0 +1,209 @@
+//! Other databases of the server that are TRUSTWORTHY ("Extending Database
+//! Impersonation by Using EXECUTE AS", "TRUSTWORTHY database property").
+//! A context made in such a database by EXECUTE AS (a module WITH EXECUTE
+//! AS OWNER, or EXECUTE AS USER) is trusted beyond it when its authenticator,
+//! the database's owner, holds AUTHENTICATE SERVER (then at server level, as
+//! the impersonated user's login) or holds AUTHENTICATE in a target database
+//! (then in that database). So whoever there may make such a context (the
+//! owner, db_owner, db_ddladmin, db_securityadmin, CONTROL, ALTER, or
+//! IMPERSONATE on dbo, as the reader lists them) acts as the owner's login;
+//! one who may also create users (the owner, db_owner, CONTROL, ALTER or
+//! ALTER ANY USER there) maps a user to any login and acts as it.
+//!
+//! An owner that holds IMPERSONATE ANY LOGIN without AUTHENTICATE SERVER is
+//! counted as reaching the server too: the documentation ties the trust to
+//! AUTHENTICATE SERVER, but whether a module running as such an owner may
+//! switch to another login is not something the catalog can show, and a
+//! possible false finding is preferred to a missed one.
+
+use super::super::catalog::OtherDatabase;
+use super::super::hierarchy::implies;
+use super::super::rules::{Context, server_holders};
+use super::edge::{Edge, Kind};
+use super::graph::Graph;
+use super::node::Node;
+use super::server_denies::denied;
+use crate::tsql::quote_name;
+
+/// The rights there that also create a user for any login.
+const CREATES_USERS: [&str; 4] = ["db_owner", "CONTROL", "ALTER", "ALTER ANY USER"];
+
+pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
+    let Some(databases) = &ctx.catalog.trustworthy_databases else {
+        return;
+    };
+    for db in databases
+        .iter()
+        .filter(|d| !d.name.eq_ignore_ascii_case(&ctx.catalog.database))
+    {
+        let Some(owner) = db.owner.as_deref() else { continue };
+        let at_server = authenticates_server(ctx, owner);
+        let here = authenticates_here(ctx, owner);
+        if at_server.is_none() && here.is_none() {
+            continue;
+        }
+        for (holder, right, cut) in holders(db, owner) {
+            let creates = right == "owner" || CREATES_USERS.iter().any(|r| r.eq_ignore_ascii_case(&right));
+            let how = if right == "owner" {
+                format!("owns TRUSTWORTHY database {}", db.name)
+            } else {
+                format!("holds {right} in TRUSTWORTHY database {}", db.name)
+            };
+            let evidence = format!(
+                "sys.databases: {} is TRUSTWORTHY, owned by login {owner}{}",
+                db.name,
+                if right == "owner" {
+                    String::new()
+                } else {
+                    format!("; {holder} holds {right} there")
+                }
+            );
+            let targets = targets(ctx, owner, creates, at_server, here.as_deref());
+            graph.actor(Node::login(&holder), &holder);
+            for (to, step) in targets {
+                if to == Node::login(&holder) {
+                    continue;
+                }
+                graph.add(
+                    Node::login(&holder),
+                    &holder,
+                    Edge::new(to, Kind::Acts, format!("{how}: {step}"), evidence.clone(), cut.clone()),
+                );
+            }
+        }
+    }
+}
+
+/// What makes `owner` act at server level from its database, if anything:
+/// sysadmin, AUTHENTICATE SERVER held or implied (CONTROL SERVER) and not
+/// denied, or (counted, see above) IMPERSONATE ANY LOGIN.
+fn authenticates_server(ctx: &Context, owner: &str) -> Option<&'static str> {
+    let server = ctx.catalog.server.as_ref()?;
+    let holders = server_holders(server, owner);
+    let holds = |name: &str| holders.iter().any(|h| h.eq_ignore_ascii_case(name));
+    if holds("sysadmin") {
+        return Some("is sysadmin");
+    }
+    let granted = |wanted: &str| {
+        server.permissions.iter().any(|p| {
+            p.on_login.is_none()
+                && holds(&p.grantee)
+                && implies("SERVER", &p.permission, "SERVER", wanted)
+                && !denied(server, owner, "SERVER", wanted, None)
+                && !denied(server, &p.grantee, "SERVER", wanted, None)
+        })
+    };
+    if granted("AUTHENTICATE SERVER") {
+        Some("holds AUTHENTICATE SERVER")
+    } else if granted("IMPERSONATE ANY LOGIN") {
+        Some("holds IMPERSONATE ANY LOGIN (counted as reaching the server: the catalog cannot show that it does not)")
+    } else {
+        None
+    }
+}
+
+/// The user of `owner` here, when it holds AUTHENTICATE on this database
+/// (granted, implied by CONTROL, or as dbo or db_owner).
+fn authenticates_here(ctx: &Context, owner: &str) -> Option<String> {
+    let user = ctx
+        .catalog
+        .principals
+        .iter()
+        .find(|p| p.login.as_deref().is_some_and(|l| l.eq_ignore_ascii_case(owner)))?;
+    let holders = ctx.holders(&user.name);
+    let holds = ctx.is_admin(&user.name)
+        || ctx.grants().any(|p| {
+            p.on == super::super::catalog::Securable::Database
+                && holders.contains(&p.grantee.to_lowercase())
+                && ctx.implies(p, "DATABASE", "AUTHENTICATE")
+        });
+    holds.then(|| user.name.clone())
+}
+
+/// Who may make a trusted context there: the owner, and the logins of those
+/// the reader lists with a right there; with the right and what removes it.
+fn holders(db: &OtherDatabase, owner: &str) -> Vec<(String, String, String)> {
+    let mut out = vec![(
+        owner.to_string(),
+        "owner".to_string(),
+        format!("ALTER DATABASE {} SET TRUSTWORTHY OFF;", quote_name(&db.name)),
+    )];
+    for u in db.db_owners.iter().flatten() {
+        let Some(login) = u.login.as_deref() else { continue };
+        if out
+            .iter()
+            .any(|(l, r, _)| l.eq_ignore_ascii_case(login) && r.eq_ignore_ascii_case(&u.right))
+        {
+            continue;
+        }
+        let cut = if u.right.starts_with("db_") {
+            format!(
+                "USE {}; ALTER ROLE {} DROP MEMBER {};",
+                quote_name(&db.name),
+                quote_name(&u.right),
+                quote_name(&u.via)
+            )
+        } else {
+            format!(
+                "USE {}; REVOKE {} FROM {};",
+                quote_name(&db.name),
+                u.right,
+                quote_name(&u.via)
+            )
+        };
+        out.push((login.to_string(), u.right.clone(), cut));
+    }
+    out
+}
+
+/// Where a holder goes: the owner's login at server level, or any login's
+/// when it creates users; with AUTHENTICATE here only, the owner's user here
+/// or any user here.
+fn targets(
+    ctx: &Context,
+    owner: &str,
+    creates: bool,
+    at_server: Option<&str>,
+    here: Option<&str>,
+) -> Vec<(Node, String)> {
+    let mut out = Vec::new();
+    if let Some(why) = at_server {
+        out.push((
+            Node::login(owner),
+            format!("a module WITH EXECUTE AS OWNER there runs as login {owner} at server level, as {owner} {why}"),
+        ));
+    } else if let Some(user) = here {
+        out.push((
+            Node::principal(user),
+            format!(
+                "a module WITH EXECUTE AS OWNER there enters this database as {user}, as its owner {owner} holds \
+                 AUTHENTICATE here"
+            ),
+        ));
+    }
+    if !creates {
+        return out;
+    }
+    for p in &ctx.catalog.principals {
+        let Some(login) = p.login.as_deref() else { continue };
+        if login.eq_ignore_ascii_case(owner) {
+            continue;
+        }
+        let create = format!("CREATE USER ... FOR LOGIN {}; EXECUTE AS USER there", quote_name(login));
+        if let Some(why) = at_server {
+            out.push((
+                Node::login(login),
+                format!("{create} acts as login {login} at server level, as the owner {owner} {why}"),
+            ));
+        } else {
+            out.push((
+                Node::principal(&p.name),
+                format!(
+                    "{create} enters this database as {}, as the owner {owner} holds AUTHENTICATE here",
+                    p.name
+                ),
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,192 @@
+//! FP027 through other TRUSTWORTHY databases of the server, on layouts
+//! written from Microsoft's documentation ("Extending Database Impersonation
+//! by Using EXECUTE AS": a context made in a TRUSTWORTHY database is trusted
+//! at server level when the database's owner holds AUTHENTICATE SERVER, and
+//! in another database when the owner holds AUTHENTICATE there; "TRUSTWORTHY
+//! database property"). None of the principals below is a service: no rule
+//! before these edges named them.
+
+use crate::support;
+
+use fencepost::audit::{
+    Catalog, Finding, OtherDatabase, OtherDatabaseUser, Rule, Securable, ServerFacts, ServerPermission,
+};
+use support::fixtures::*;
+
+fn server(c: &mut Catalog) -> &mut ServerFacts {
+    c.server.as_mut().unwrap()
+}
+
+/// A TRUSTWORTHY database `name` owned by `owner`, with `holders` as
+/// `(user, login, right)` there.
+fn trustworthy(c: &mut Catalog, name: &str, owner: &str, holders: &[(&str, &str, &str)]) {
+    c.trustworthy_databases.as_mut().unwrap().push(OtherDatabase {
+        name: name.into(),
+        owner: Some(owner.into()),
+        db_owners: Some(
+            holders
+                .iter()
+                .map(|(user, login, right)| OtherDatabaseUser {
+                    user: user.to_string(),
+                    login: Some(login.to_string()),
+                    via: user.to_string(),
+                    right: right.to_string(),
+                })
+                .collect(),
+        ),
+    });
+}
+
+/// The FP027 findings naming `principal`.
+fn named(c: &Catalog, principal: &str) -> Vec<Finding> {
+    check(c)
+        .findings
+        .into_iter()
+        .filter(|f| f.rule == Rule::ReachesFence && f.principal.as_deref() == Some(principal))
+        .collect()
+}
+
+fn steps(f: &Finding) -> Vec<&str> {
+    f.path.iter().map(|s| s.step.as_str()).collect()
+}
+
+#[test]
+fn db_owner_of_a_trustworthy_database_whose_owner_holds_authenticate_server_acts_as_any_login() {
+    // The owner is no sysadmin, but AUTHENTICATE SERVER makes every context
+    // made there trusted at server level: a db_owner there maps a user to
+    // the deployer's login and impersonates it.
+    let mut c = clean();
+    server(&mut c)
+        .permissions
+        .push(server_grant("reports_owner", "AUTHENTICATE SERVER"));
+    trustworthy(
+        &mut c,
+        "reports",
+        "reports_owner",
+        &[("analyst", "analyst", "db_owner")],
+    );
+    let f = named(&c, "login analyst");
+    assert!(!f.is_empty(), "{:#?}", check(&c));
+    assert!(
+        steps(&f[0])[0].starts_with("holds db_owner in TRUSTWORTHY database reports: CREATE USER ... FOR LOGIN"),
+        "{:#?}",
+        f[0]
+    );
+    assert_eq!(f[0].fix, "USE [reports]; ALTER ROLE [db_owner] DROP MEMBER [analyst];");
+    // The owner itself reaches by the same right.
+    assert!(!named(&c, "login reports_owner").is_empty());
+}
+
+#[test]
+fn control_server_on_the_owner_implies_authenticate_server() {
+    let mut c = clean();
+    server(&mut c)
+        .permissions
+        .push(server_grant("reports_owner", "CONTROL SERVER"));
+    trustworthy(
+        &mut c,
+        "reports",
+        "reports_owner",
+        &[("analyst", "analyst", "db_owner")],
+    );
+    assert!(!named(&c, "login analyst").is_empty(), "{:#?}", check(&c));
+}
+
+#[test]
+fn db_ddladmin_of_a_trustworthy_database_acts_as_its_owner_only() {
+    // db_ddladmin creates a module WITH EXECUTE AS OWNER, but creates no
+    // users: it acts as the owner's login, which here is the fence
+    // database's own owner.
+    let mut c = clean();
+    c.principals[0].login = Some("orders_owner".into());
+    server(&mut c)
+        .permissions
+        .push(server_grant("orders_owner", "AUTHENTICATE SERVER"));
+    trustworthy(
+        &mut c,
+        "staging",
+        "orders_owner",
+        &[("loader", "loader", "db_ddladmin")],
+    );
+    let f = named(&c, "login loader");
+    assert!(!f.is_empty(), "{:#?}", check(&c));
+    assert!(
+        steps(&f[0])[0].contains("runs as login orders_owner at server level"),
+        "{:#?}",
+        f[0]
+    );
+    assert!(f.iter().all(|f| !steps(f)[0].contains("CREATE USER")), "{f:#?}");
+}
+
+#[test]
+fn an_owner_that_holds_authenticate_here_lets_its_database_s_db_owners_in_as_any_user() {
+    // Not at server level: the owner's user here holds AUTHENTICATE on this
+    // database, so contexts made there are trusted here.
+    let mut c = clean();
+    c.principals.push(user("batch", Some("batch_owner")));
+    c.permissions.push(grant("batch", "AUTHENTICATE", Securable::Database));
+    trustworthy(&mut c, "batchdb", "batch_owner", &[("intern", "intern", "db_owner")]);
+    let f = named(&c, "login intern");
+    assert!(!f.is_empty(), "{:#?}", check(&c));
+    assert!(steps(&f[0])[0].contains("enters this database as"), "{:#?}", f[0]);
+}
+
+#[test]
+fn a_service_that_owns_a_trustworthy_database_and_holds_authenticate_here_becomes_any_user() {
+    // The service's login owns a TRUSTWORTHY database: as its dbo it maps a
+    // user there to the deployer's login and is trusted here as that user.
+    let mut c = clean();
+    c.permissions
+        .push(grant("orders_svc", "AUTHENTICATE", Securable::Database));
+    trustworthy(&mut c, "svcdb", "orders_svc", &[]);
+    let report = check(&c);
+    let f: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.principal.as_deref().is_some_and(|p| p.contains("orders_svc")) && !f.path.is_empty())
+        .collect();
+    assert!(
+        f.iter().any(|f| f
+            .path
+            .iter()
+            .any(|s| s.step.starts_with("owns TRUSTWORTHY database svcdb"))),
+        "{report:#?}"
+    );
+}
+
+#[test]
+fn an_owner_holding_impersonate_any_login_counts_as_reaching_the_server() {
+    let mut c = clean();
+    server(&mut c)
+        .permissions
+        .push(server_grant("tools_owner", "IMPERSONATE ANY LOGIN"));
+    trustworthy(
+        &mut c,
+        "tools",
+        "tools_owner",
+        &[("dev", "dev", "IMPERSONATE ON USER::dbo")],
+    );
+    let f = named(&c, "login dev");
+    assert!(!f.is_empty(), "{:#?}", check(&c));
+    assert!(steps(&f[0])[0].contains("IMPERSONATE ANY LOGIN"), "{:#?}", f[0]);
+}
+
+#[test]
+fn trustworthy_databases_whose_owner_reaches_nothing_stay_clean() {
+    // Safe layouts: an owner with no server right and no AUTHENTICATE here;
+    // an owner whose AUTHENTICATE SERVER is denied; msdb owned by sa with
+    // only its own dbo in db_owner (the clean fixture).
+    let mut c = clean();
+    trustworthy(&mut c, "plain", "plain_owner", &[("someone", "someone", "db_owner")]);
+    server(&mut c)
+        .permissions
+        .push(server_grant("denied_owner", "AUTHENTICATE SERVER"));
+    server(&mut c).denies.push(ServerPermission {
+        on_login: None,
+        ..server_grant("denied_owner", "AUTHENTICATE SERVER")
+    });
+    trustworthy(&mut c, "fenced", "denied_owner", &[("other", "other", "db_owner")]);
+    let report = check(&c);
+    assert!(report.findings.is_empty(), "{report:#?}");
+    assert_eq!(report.exit_code(), 0, "{report:#?}");
+}
