@@ -77,7 +77,7 @@ BEGIN
         EXEC (N'UPDATE fence.Resource SET Generation = Generation;');
     EXEC (N'IF EXISTS (SELECT 1 FROM fence.Resource WITH (TABLOCKX, HOLDLOCK)
                        WHERE Owner IS NOT NULL AND LeaseUntilUtc > SYSUTCDATETIME())
-              THROW {UNINSTALL_REFUSED_HELD}, N''Uninstall refused: a lease is held (fencepost lease list --held names it). Release or force-release it, or wait until it expires, then run the script again.'', 1;');
+              THROW 50193, N''Uninstall refused: a lease is held (fencepost lease list --held names it). Release or force-release it, or wait until it expires, then run the script again.'', 1;');
 END;
 
 -- The procedures: every one the deploy journal names (an older deploy's
