@@ -6,7 +6,7 @@ use crate::support;
 use fencepost::audit::{Engine, Format, ObjectKind, Policy, Report, Rule, RuleOutcome, Visibility, evaluate, render};
 use support::fixtures::*;
 
-fn clean_report() -> Report {
+pub(crate) fn clean_report() -> Report {
     evaluate(&clean(), &Policy::default())
 }
 
@@ -16,7 +16,7 @@ fn clean_report() -> Report {
 /// (only sysadmin establishes what the checking login sees), no TRUSTWORTHY
 /// database and no `cross db ownership chaining` option, and it lists object
 /// names lower-cased.
-fn broken_report() -> Report {
+pub(crate) fn broken_report() -> Report {
     let mut c = clean();
     c.engine = Engine {
         chains_ownership: false,
@@ -92,7 +92,7 @@ fn junit_of_a_clean_check() {
 /// A clean deployment on Azure SQL Database, where FP002 and FP015 can never
 /// be verified, with both accepted as `check --accept-unverifiable
 /// FP002,FP015` accepts them.
-fn azure_accepted_report() -> Report {
+pub(crate) fn azure_accepted_report() -> Report {
     let mut c = clean();
     c.engine.azure_database = true;
     c.engine.product = "Azure SQL Database".into();
