@@ -59,3 +59,17 @@ pub struct CannotVerify {
     /// What the catalog lacks.
     pub reason: String,
 }
+
+/// A rule that could not be verified and that the operator accepted as one
+/// the platform can never show (`check --accept-unverifiable`): still
+/// reported, with the rule's reason and who accepted it, but no longer
+/// keeping the check from passing.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct AcceptedUnverifiable {
+    /// The rule.
+    pub rule: Rule,
+    /// What the catalog lacks, as the rule gave it.
+    pub reason: String,
+    /// What accepted it (`--accept-unverifiable`, `environment prod`).
+    pub accepted_by: String,
+}

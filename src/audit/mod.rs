@@ -6,7 +6,9 @@
 //! a live database in one round trip, and [`lint_offline`] applies the rules
 //! that need no server to the shipped T-SQL. Where a catalog cannot show what
 //! a rule needs, the report says "cannot verify" with the reason, and
-//! [`Report::exit_code`] is 2, never a clean 0.
+//! [`Report::exit_code`] is 3, never a clean 0, unless the operator accepts
+//! that rule by name ([`Report::accept_unverifiable`]): the report then
+//! records it as accepted, with the reason and who accepted it.
 //!
 //! ```no_run
 //! # async fn run(mut connection: fencepost::Connection) -> Result<(), fencepost::audit::AuditError> {
@@ -41,13 +43,13 @@ pub use catalog::{
     SigningKey, TableExpression, TableFeature, Unread, UserAuthentication, Visibility,
 };
 pub use error::AuditError;
-pub use finding::{CannotVerify, Finding, Step};
+pub use finding::{AcceptedUnverifiable, CannotVerify, Finding, Step};
 #[allow(deprecated)]
 pub use offline::Sources;
 pub use offline::{ShippedScripts, Source, lint_offline, shipped_grants};
 pub use policy::{Policy, ShippedProcedure};
 pub use read::{read_catalog, read_catalog_counted};
 pub use render::{Format, render};
-pub use report::{Report, RuleOutcome, TrustedReach};
+pub use report::{EXIT_CANNOT_VERIFY, EXIT_CLEAN, EXIT_FINDINGS, Report, RuleOutcome, TrustedReach};
 pub use rule::Rule;
 pub use rules::evaluate;

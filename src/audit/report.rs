@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::finding::Step;
-use super::{CannotVerify, Finding, Rule};
+use super::{AcceptedUnverifiable, CannotVerify, Finding, Rule};
 
 /// The result of [`evaluate`](super::evaluate) or
 /// [`lint_offline`](super::lint_offline).
@@ -18,6 +18,11 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// Rules the catalog could not answer, in rule order.
     pub cannot_verify: Vec<CannotVerify>,
+    /// Rules that could not be verified and that the operator accepted by
+    /// name as ones the platform can never show: recorded, never silent, but
+    /// no longer keeping the check from passing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accepted_unverifiable: Vec<AcceptedUnverifiable>,
     /// Principals that reach the fence and that the policy trusts (dbo,
     /// db_owner, the names given with `--trust`), with their paths: not
     /// findings, but never left unsaid.
@@ -49,20 +54,59 @@ pub enum RuleOutcome {
     Failed,
     /// No finding, but the catalog could not show everything the rule needs.
     CannotVerify,
+    /// No finding, and what the catalog could not show the operator accepted
+    /// as something this platform never shows.
+    AcceptedUnverifiable,
 }
 
+/// Exit status: clean, or only accepted "cannot verify" rules.
+pub const EXIT_CLEAN: i32 = 0;
+/// Exit status: at least one finding.
+pub const EXIT_FINDINGS: i32 = 1;
+/// Exit status: no finding, but a rule could not be verified (the login
+/// lacks the rights to see, or the platform cannot show it) and was not
+/// accepted. Distinct from 2, which the command uses when it could not run
+/// at all (no connection, bad input).
+pub const EXIT_CANNOT_VERIFY: i32 = 3;
+
 impl Report {
-    /// The process exit status for pipelines: 0 when clean, 1 when there is a
-    /// finding (a proven way past the fence outranks what could not be
-    /// checked), 2 when nothing was found but something could not be verified.
+    /// The process exit status for pipelines: 1 when there is a finding (a
+    /// proven way past the fence outranks what could not be checked), else 3
+    /// when something could not be verified and was not accepted, else 0
+    /// (clean, accepted rules included).
     pub fn exit_code(&self) -> i32 {
         if !self.findings.is_empty() {
-            1
+            EXIT_FINDINGS
         } else if !self.cannot_verify.is_empty() {
-            2
+            EXIT_CANNOT_VERIFY
         } else {
-            0
+            EXIT_CLEAN
         }
+    }
+
+    /// Accepts `rule`'s "cannot verify" as something this platform can never
+    /// show, recording `accepted_by` (the flag or file that said so) beside
+    /// the rule's reason. Only a rule whose outcome is
+    /// [`RuleOutcome::CannotVerify`] changes: one with findings (and what it
+    /// could not verify beside them) or one that passed stays as it was.
+    /// Returns whether the rule was accepted.
+    pub fn accept_unverifiable(&mut self, rule: Rule, accepted_by: &str) -> bool {
+        if self.outcome(rule) != RuleOutcome::CannotVerify {
+            return false;
+        }
+        let (accepted, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.cannot_verify)
+            .into_iter()
+            .partition(|c| c.rule == rule);
+        self.cannot_verify = kept;
+        self.accepted_unverifiable
+            .extend(accepted.into_iter().map(|c| AcceptedUnverifiable {
+                rule: c.rule,
+                reason: c.reason,
+                accepted_by: accepted_by.to_string(),
+            }));
+        self.accepted_unverifiable.sort();
+        self.accepted_unverifiable.dedup();
+        true
     }
 
     /// How `rule` came out.
@@ -71,6 +115,8 @@ impl Report {
             RuleOutcome::Failed
         } else if self.cannot_verify.iter().any(|c| c.rule == rule) {
             RuleOutcome::CannotVerify
+        } else if self.accepted_unverifiable.iter().any(|c| c.rule == rule) {
+            RuleOutcome::AcceptedUnverifiable
         } else {
             RuleOutcome::Passed
         }
@@ -86,6 +132,11 @@ impl Report {
         self.cannot_verify.iter().filter(move |c| c.rule == rule)
     }
 
+    /// The accepted "cannot verify" reasons of one rule.
+    pub fn accepted_of(&self, rule: Rule) -> impl Iterator<Item = &AcceptedUnverifiable> {
+        self.accepted_unverifiable.iter().filter(move |c| c.rule == rule)
+    }
+
     /// Sorts and de-duplicates, so output is stable whatever order the
     /// catalog listed things in.
     pub(crate) fn normalize(mut self) -> Self {
@@ -95,6 +146,8 @@ impl Report {
         self.findings.dedup();
         self.cannot_verify.sort();
         self.cannot_verify.dedup();
+        self.accepted_unverifiable.sort();
+        self.accepted_unverifiable.dedup();
         self.trusted.sort();
         self.trusted.dedup();
         self
@@ -128,10 +181,61 @@ mod tests {
             rule: Rule::Trustworthy,
             reason: "r".into(),
         });
-        assert_eq!(report.exit_code(), 2);
+        assert_eq!(report.exit_code(), 3);
         report.findings.push(finding());
         assert_eq!(report.exit_code(), 1);
         report.cannot_verify.clear();
+        assert_eq!(report.exit_code(), 1);
+    }
+
+    fn unverified(rule: Rule) -> CannotVerify {
+        CannotVerify {
+            rule,
+            reason: "the platform hides it".into(),
+        }
+    }
+
+    #[test]
+    fn accepting_a_rule_that_cannot_verify_records_it_and_clears_the_exit() {
+        let mut report = Report {
+            rules_checked: vec![Rule::ServerControl, Rule::ServiceIsDbo],
+            cannot_verify: vec![unverified(Rule::ServerControl), unverified(Rule::ServiceIsDbo)],
+            ..Report::default()
+        };
+        assert!(report.accept_unverifiable(Rule::ServerControl, "--accept-unverifiable"));
+        assert_eq!(report.outcome(Rule::ServerControl), RuleOutcome::AcceptedUnverifiable);
+        assert_eq!(report.exit_code(), 3, "FP015 is still unverified");
+        assert!(report.accept_unverifiable(Rule::ServiceIsDbo, "environment prod"));
+        assert_eq!(report.exit_code(), 0);
+        assert_eq!(
+            report.accepted_unverifiable,
+            [
+                AcceptedUnverifiable {
+                    rule: Rule::ServerControl,
+                    reason: "the platform hides it".into(),
+                    accepted_by: "--accept-unverifiable".into(),
+                },
+                AcceptedUnverifiable {
+                    rule: Rule::ServiceIsDbo,
+                    reason: "the platform hides it".into(),
+                    accepted_by: "environment prod".into(),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn accepting_a_rule_that_passed_or_found_something_changes_nothing() {
+        let mut report = Report {
+            rules_checked: vec![Rule::Trustworthy, Rule::GuestConnect],
+            findings: vec![finding()],
+            cannot_verify: vec![unverified(Rule::Trustworthy)],
+            ..Report::default()
+        };
+        let before = report.clone();
+        assert!(!report.accept_unverifiable(Rule::Trustworthy, "--accept-unverifiable"));
+        assert!(!report.accept_unverifiable(Rule::GuestConnect, "--accept-unverifiable"));
+        assert_eq!(report, before);
         assert_eq!(report.exit_code(), 1);
     }
 }

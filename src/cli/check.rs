@@ -25,6 +25,8 @@ pub async fn run(args: CheckArgs) -> Result<u8> {
     {
         policy.add_trusted(name);
     }
+    // Read before connecting: a bad id in the file is bad input, exit 2.
+    let (environment, accepted_by_environment) = super::environment_accepted(&args.connect)?;
     let report = if args.offline {
         audit::lint_offline(
             &audit::ShippedScripts::from(&sources(args.source_dir.as_deref())?),
@@ -42,6 +44,15 @@ pub async fn run(args: CheckArgs) -> Result<u8> {
         }
         audit::evaluate(&catalog, &policy)
     };
+    // Unknown ids were refused before the check ran; accepting a rule that
+    // did not come out "cannot verify" changes nothing for it.
+    let mut report = report;
+    for &rule in &args.accept_unverifiable {
+        report.accept_unverifiable(rule, "--accept-unverifiable");
+    }
+    for &rule in &accepted_by_environment {
+        report.accept_unverifiable(rule, &environment);
+    }
     let format = match args.format {
         CheckFormat::Text => Format::Text,
         CheckFormat::Json => Format::Json,

@@ -9,6 +9,7 @@
 //! grants.fence_service = ["svc_reports"]
 //! grants.fence_operator = ["oncall"]
 //! trusted = ["deployer"]
+//! accept_unverifiable = ["FP002", "FP015"]
 //! ```
 
 use std::collections::BTreeMap;
@@ -43,6 +44,11 @@ pub struct Environment {
     /// admins), as `check --trust` takes them.
     #[serde(default)]
     pub trusted: Vec<String>,
+    /// Rule ids whose "cannot verify" `check` accepts in this environment,
+    /// as `check --accept-unverifiable` takes them (FP002 and FP015 on Azure
+    /// SQL Database).
+    #[serde(default)]
+    pub accept_unverifiable: Vec<String>,
 }
 
 impl Environment {

@@ -32,7 +32,7 @@ use reference::reference_markdown;
 pub const EXIT_OK: u8 = 0;
 /// Something needs attention (pending or drifted objects, audit findings).
 pub const EXIT_ATTENTION: u8 = 1;
-/// An error: bad input, unreachable server, failed deploy, could not verify.
+/// An error: bad input, unreachable server, failed login, failed deploy.
 pub const EXIT_ERROR: u8 = 2;
 
 /// Set by `--quiet`: progress lines are not printed.
@@ -221,6 +221,22 @@ fn environment_trusted(args: &ConnectArgs) -> Result<Vec<String>> {
         Some(name) => Ok(config::environment(args.config.as_deref(), name)?.trusted),
         None => Ok(Vec::new()),
     }
+}
+
+/// The rules --environment's `accept_unverifiable` lists, with the name to
+/// record as having accepted them; an unknown id is an error.
+fn environment_accepted(args: &ConnectArgs) -> Result<(String, Vec<fencepost::audit::Rule>)> {
+    let Some(name) = &args.environment else {
+        return Ok((String::new(), Vec::new()));
+    };
+    let ids = config::environment(args.config.as_deref(), name)?.accept_unverifiable;
+    let rules = ids
+        .iter()
+        .map(|id| {
+            opt::parse_rule(id).map_err(|reason| anyhow::anyhow!("environment {name}: accept_unverifiable: {reason}"))
+        })
+        .collect::<Result<_>>()?;
+    Ok((format!("environment {name}"), rules))
 }
 
 fn environment_grants(args: &ConnectArgs) -> Result<Vec<fencepost::deploy::Grant>> {

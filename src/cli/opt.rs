@@ -58,8 +58,15 @@ pub enum Command {
     /// owners, modules) and reports every path to the fence that bypasses the
     /// procedures, with the statement that closes it. Where the engine's catalog
     /// cannot show what a rule needs, the rule is reported as "cannot verify".
-    /// Exits 0 clean, 1 findings, 2 could not verify or could not connect.
     /// With --offline, lints the shipped T-SQL instead, with no server.
+    ///
+    /// Exits 1 when a rule found a way past the fence; else 3 when a rule
+    /// cannot verify (the login lacks the rights to see, or the platform
+    /// cannot show it) and --accept-unverifiable did not accept it; else 0.
+    /// Exits 2 when the check could not run at all: no connection, a failed
+    /// login, bad input (an unknown rule id or principal). Findings outrank
+    /// cannot-verify, which outranks clean; accepted rules count as clean
+    /// and are listed in every format.
     Check(CheckArgs),
     /// Measure the lease calls against a deployed database, beside what a
     /// user would run instead.
@@ -685,9 +692,25 @@ pub struct CheckArgs {
     /// are the names --environment's `trusted` lists.
     #[arg(long = "trust", value_name = "NAME")]
     pub trusted: Vec<String>,
+    /// Accept these rules' "cannot verify" as something this platform can
+    /// never show (FP002 and FP015 on Azure SQL Database): comma-separated
+    /// ids, repeatable, added to --environment's `accept_unverifiable`. An
+    /// accepted rule no longer keeps the exit at 3; every report still lists
+    /// it as accepted-unverifiable, with the rule's reason and this flag. A
+    /// rule that found something, or passed, is reported as it came out. An
+    /// unknown id is an error (exit 2).
+    #[arg(long = "accept-unverifiable", value_name = "RULE", value_delimiter = ',', value_parser = parse_rule)]
+    pub accept_unverifiable: Vec<fencepost::audit::Rule>,
     /// Output format.
     #[arg(long, value_enum, default_value_t)]
     pub format: CheckFormat,
+}
+
+/// A rule id (`FP002`), case-insensitive, as `check` reports it.
+pub(crate) fn parse_rule(id: &str) -> Result<fencepost::audit::Rule, String> {
+    fencepost::audit::Rule::from_id(&id.trim().to_ascii_uppercase()).ok_or_else(|| {
+        format!("unknown rule id '{id}': rule ids are FP and three digits, as `fencepost check` lists them (FP002)")
+    })
 }
 
 /// A workload of `bench`.

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::super::{CannotVerify, Finding, Report, RuleOutcome, TrustedReach};
+use super::super::{AcceptedUnverifiable, CannotVerify, Finding, Report, RuleOutcome, TrustedReach};
 
 #[derive(Serialize)]
 struct Document<'a> {
@@ -13,6 +13,10 @@ struct Document<'a> {
     rules: Vec<RuleLine>,
     findings: &'a [Finding],
     cannot_verify: &'a [CannotVerify],
+    /// Rules that could not be verified and that the operator accepted, each
+    /// with the rule's reason and what accepted it: always present, so a
+    /// pipeline sees what it took on trust.
+    accepted_unverifiable: &'a [AcceptedUnverifiable],
     /// Principals the policy trusts that reach the fence, with their paths.
     trusted: &'a [TrustedReach],
 }
@@ -39,11 +43,13 @@ pub(super) fn render(report: &Report) -> String {
                     RuleOutcome::Passed => "passed",
                     RuleOutcome::Failed => "failed",
                     RuleOutcome::CannotVerify => "cannot_verify",
+                    RuleOutcome::AcceptedUnverifiable => "accepted_unverifiable",
                 },
             })
             .collect(),
         findings: &report.findings,
         cannot_verify: &report.cannot_verify,
+        accepted_unverifiable: &report.accepted_unverifiable,
         trusted: &report.trusted,
     };
     // Only strings, numbers and lists: serializing cannot fail.

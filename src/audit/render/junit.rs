@@ -3,7 +3,7 @@
 
 use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, TestSuite};
 
-use super::super::{Report, Rule, RuleOutcome, Step};
+use super::super::{AcceptedUnverifiable, Report, Rule, RuleOutcome, Step};
 
 pub(super) fn render(report: &Report) -> String {
     let mut suite = TestSuite::new(format!("fencepost check of {}", report.target));
@@ -50,9 +50,23 @@ pub(super) fn render(report: &Report) -> String {
                     .set_description(reasons.join("\n"));
                 status
             }
+            // Not verified, and not a failure either: a CI system lists it as
+            // skipped, with the rule's reason and what accepted it.
+            RuleOutcome::AcceptedUnverifiable => {
+                let accepted: Vec<&AcceptedUnverifiable> = report.accepted_of(rule).collect();
+                let by: Vec<&str> = accepted.iter().map(|c| c.accepted_by.as_str()).collect();
+                let reasons: Vec<&str> = accepted.iter().map(|c| c.reason.as_str()).collect();
+                let mut status = TestCaseStatus::skipped();
+                status
+                    .set_message(format!("accepted-unverifiable (by {})", by.join(", ")))
+                    .set_type("accepted_unverifiable")
+                    .set_description(reasons.join("\n"));
+                status
+            }
         };
         let mut case = TestCase::new(format!("{} {}", rule.id(), rule.title()), status);
         case.set_classname("fencepost.check");
+
         // The reachability rule's case says whom the policy trusts to reach
         // the fence, whatever its outcome.
         if rule == Rule::ReachesFence && !report.trusted.is_empty() {

@@ -12,7 +12,8 @@ use super::Report;
 pub enum Format {
     /// A table of rules, then each finding with its fix.
     Text,
-    /// One JSON object: status, exit code, rules, findings, cannot-verify.
+    /// One JSON object: status, exit code, rules, findings, cannot-verify,
+    /// accepted-unverifiable; its schema is docs/check-report.schema.json.
     Json,
     /// JUnit XML with one test case per rule, for CI systems.
     Junit,
@@ -30,8 +31,8 @@ pub fn render(report: &Report, format: Format) -> String {
 /// The one-word status a pipeline branches on.
 pub(crate) fn status(report: &Report) -> &'static str {
     match report.exit_code() {
-        0 => "clean",
-        1 => "findings",
+        super::EXIT_CLEAN => "clean",
+        super::EXIT_FINDINGS => "findings",
         _ => "cannot_verify",
     }
 }

@@ -8,8 +8,12 @@ use super::super::{Report, RuleOutcome};
 pub(super) fn render(report: &Report) -> String {
     let mut out = String::new();
     let headline = match report.exit_code() {
-        0 => "clean: nothing but the shipped procedures can write the fence".to_string(),
-        1 => format!(
+        super::super::EXIT_CLEAN if !report.accepted_unverifiable.is_empty() => format!(
+            "clean: nothing but the shipped procedures can write the fence, {} accepted unverified",
+            count(accepted_rules(report).len(), "rule", "rules")
+        ),
+        super::super::EXIT_CLEAN => "clean: nothing but the shipped procedures can write the fence".to_string(),
+        super::super::EXIT_FINDINGS => format!(
             "FAILED: {} found",
             count(report.findings.len(), "way", "ways") + " past the fence"
         ),
@@ -28,6 +32,7 @@ pub(super) fn render(report: &Report) -> String {
             RuleOutcome::Passed => "pass".to_string(),
             RuleOutcome::Failed => format!("FAIL ({})", report.findings_of(rule).count()),
             RuleOutcome::CannotVerify => "CANNOT VERIFY".to_string(),
+            RuleOutcome::AcceptedUnverifiable => "accepted".to_string(),
         };
         let _ = writeln!(out, "{:<6} {:<14} {}", rule.id(), result, rule.title());
     }
@@ -71,7 +76,20 @@ pub(super) fn render(report: &Report) -> String {
         let _ = writeln!(out, "cannot verify {}", rules.join(", "));
         let _ = writeln!(out, "  reason      {reason}");
     }
+    // Accepted rules are the operator's word, and the report's to show.
+    for c in &report.accepted_unverifiable {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "accepted unverified {} (by {})", c.rule.id(), c.accepted_by);
+        let _ = writeln!(out, "  reason      {}", c.reason);
+    }
     out
+}
+
+/// The ids of the accepted rules, each once.
+fn accepted_rules(report: &Report) -> Vec<&'static str> {
+    let mut ids: Vec<&str> = report.accepted_unverifiable.iter().map(|c| c.rule.id()).collect();
+    ids.dedup();
+    ids
 }
 
 /// A finding's path, one step a line with its evidence and its cut.

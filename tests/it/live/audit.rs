@@ -140,7 +140,7 @@ async fn a_clean_deploy_passes_or_says_what_it_cannot_verify() {
         // The deploy login is sysadmin; the engine has no fn_my_permissions.
         assert!(visibility.sysadmin, "{visibility:?}");
         assert_eq!(unverified, BABELFISH_CANNOT_VERIFY, "{report:#?}");
-        assert_eq!(report.exit_code(), 2);
+        assert_eq!(report.exit_code(), 3);
         for c in &report.cannot_verify {
             let known = c
                 .reason

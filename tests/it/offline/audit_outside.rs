@@ -226,7 +226,7 @@ fn outside(c: &mut Catalog, kind: OutsideKind, name: &str, detail: &str) {
 /// The FP028 reasons of `c`'s report, which must have no finding of it.
 fn outside_reasons(c: &Catalog) -> Vec<String> {
     let report = check(c);
-    assert_eq!(report.exit_code(), 2, "{report:#?}");
+    assert_eq!(report.exit_code(), 3, "{report:#?}");
     report
         .cannot_verify_of(Rule::OutsideTsql)
         .map(|c| c.reason.clone())
@@ -306,7 +306,7 @@ fn unread_expressions_or_key_owners_leave_fp027_unproven() {
             c.signing_keys = None;
         }
         let report = check(&c);
-        assert_eq!(report.exit_code(), 2, "{report:#?}");
+        assert_eq!(report.exit_code(), 3, "{report:#?}");
         assert_eq!(unverified(&report), ["FP027"], "{report:#?}");
     }
 }

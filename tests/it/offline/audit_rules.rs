@@ -535,7 +535,7 @@ fn an_empty_permission_catalog_cannot_be_verified_never_passes() {
             .contains("deployer (in db_owner)"),
         "{report:#?}"
     );
-    assert_eq!(report.exit_code(), 2);
+    assert_eq!(report.exit_code(), 3);
 }
 
 #[test]
@@ -561,7 +561,7 @@ fn an_engine_without_ownership_chaining_cannot_verify_the_chain() {
             .reason
             .starts_with("Babelfish for PostgreSQL does not chain ownership")
     );
-    assert_eq!(report.exit_code(), 2);
+    assert_eq!(report.exit_code(), 3);
 }
 
 #[test]
@@ -604,7 +604,7 @@ fn a_deny_does_not_count_as_a_grant() {
     let report = check(&c);
     assert!(report.findings.is_empty());
     // With every EXECUTE denied, none of the deploy's grants shows.
-    assert_eq!(report.exit_code(), 2);
+    assert_eq!(report.exit_code(), 3);
 }
 
 #[test]

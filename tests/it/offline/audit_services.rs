@@ -95,7 +95,7 @@ fn a_principal_name_that_matches_nothing_leaves_every_rule_unverified() {
             .reason
             .contains("ordres_svc is neither a principal")
     );
-    assert_eq!(report.exit_code(), 2);
+    assert_eq!(report.exit_code(), 3);
 }
 
 #[test]
@@ -125,7 +125,7 @@ fn a_windows_group_in_a_fence_role_leaves_its_members_other_groups_unverified() 
             .reason
             .contains("CORP\\AppServers is a Windows or Microsoft Entra group")
     );
-    assert_eq!(report.exit_code(), 2);
+    assert_eq!(report.exit_code(), 3);
 }
 
 #[test]
@@ -164,7 +164,7 @@ fn without_view_definition_on_the_database_no_rule_passes() {
          VIEW DEFINITION and VIEW SECURITY DEFINITION on the database (db_owner and CONTROL include them) or is \
          sysadmin"
     );
-    assert_eq!(report.exit_code(), 2);
+    assert_eq!(report.exit_code(), 3);
     // sysadmin sees everything, also where permissions cannot be listed.
     c.visibility = Some(Visibility {
         sysadmin: true,
@@ -194,7 +194,7 @@ fn view_security_definition_is_required_only_where_the_engine_has_it() {
         view_security_definition: Some(false),
     });
     let report = check(&c);
-    assert_eq!(report.exit_code(), 2);
+    assert_eq!(report.exit_code(), 3);
     assert!(
         report.cannot_verify[0]
             .reason
@@ -220,7 +220,7 @@ fn unread_visibility_or_a_missing_dbo_row_leaves_every_rule_unverified_but_findi
     let mut c = clean();
     c.memberships.retain(|m| m.member != "dbo");
     let report = check(&c);
-    assert_eq!(report.exit_code(), 2);
+    assert_eq!(report.exit_code(), 3);
     assert!(report.cannot_verify[0].reason.contains("do not show dbo in db_owner"));
 }
 
@@ -239,5 +239,5 @@ fn seeing_some_of_the_deploy_grants_is_not_enough() {
         reason.contains("EXECUTE on fence_admin.ForceRelease to fence_operator"),
         "{reason}"
     );
-    assert_eq!(report.exit_code(), 2);
+    assert_eq!(report.exit_code(), 3);
 }

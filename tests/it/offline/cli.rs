@@ -274,3 +274,67 @@ fn bench_without_a_connection_names_the_flag_and_the_variable() {
         "{err}"
     );
 }
+
+#[test]
+fn check_refuses_an_unknown_rule_to_accept_with_exit_status_2() {
+    let output = fencepost(&["check", "--offline", "--accept-unverifiable", "FP002,FP999"]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(err.contains("unknown rule id 'FP999'"), "{err}");
+    // A known id, in any case, is taken.
+    let output = fencepost(&[
+        "check",
+        "--offline",
+        "--accept-unverifiable",
+        "fp002",
+        "--accept-unverifiable",
+        "FP015",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
+fn check_refuses_an_unknown_rule_in_the_environment_file_with_exit_status_2() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let config = dir.path().join("fencepost.toml");
+    std::fs::write(
+        &config,
+        "[environments.azure]\nconnection_env = \"NO_SUCH_VARIABLE_SET\"\naccept_unverifiable = [\"FP002\", \"FP0015\"]\n",
+    )
+    .expect("write the config");
+    let output = fencepost(&[
+        "check",
+        "--offline",
+        "--config",
+        config.to_str().unwrap(),
+        "--environment",
+        "azure",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(
+        err.contains("environment azure: accept_unverifiable: unknown rule id 'FP0015'"),
+        "{err}"
+    );
+}
+
+#[test]
+fn check_that_cannot_reach_the_server_exits_2_not_3_and_says_so_in_json() {
+    // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+    let output = fencepost(&[
+        "check",
+        "--format",
+        "json",
+        "--accept-unverifiable",
+        "FP002",
+        "--connection",
+        "Server=tcp:127.0.0.1,1;User ID=u;Password=Secret#1",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    let document: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("a JSON error document");
+    assert_eq!(document["error"]["kind"], "connect", "{document}");
+    assert!(
+        document.get("exit_code").is_none(),
+        "an error document, not a report: {document}"
+    );
+}

@@ -22,6 +22,7 @@ mod audit_render;
 mod audit_rules;
 mod audit_server;
 mod audit_services;
+mod check_report_schema;
 mod cli;
 mod cli_output;
 mod cli_reference;
