@@ -1,6 +1,9 @@
 -- Retires a key the application no longer uses: deletes its fence row, its
--- outcome records (fence.PublishedOperation, fence.OperatorOperation) and its
--- history (fence.Tenure). Refused while the key is held (50131): force-release
+-- publish records (fence.PublishedOperation) and its history (fence.Tenure).
+-- Operator records (fence.OperatorOperation) stay until PruneOutcomes deletes
+-- them by age: a ForceRelease, ResetSourceVersion or earlier Retire retried by
+-- its operation id after the key was provisioned again must answer its record,
+-- not apply to the new key. Refused while the key is held (50131): force-release
 -- it first, or wait for its lease to end.
 --
 -- Generations never go back: the key's generation raises the high-water mark
@@ -10,8 +13,8 @@
 -- artefact sweep therefore never meet a generation issued twice.
 --
 -- With @OperationId the call is idempotent, as ForceRelease (contract v1.5):
--- what it answered is recorded in fence.OperatorOperation after the key's own
--- records are gone, and a replay answers that again and changes nothing, so a
+-- what it answered is recorded in fence.OperatorOperation beside the key's
+-- earlier operator records, and a replay answers that again and changes nothing, so a
 -- retry after a lost reply never retires the key a second time after it was
 -- provisioned again.
 CREATE PROCEDURE fence_admin.Retire
@@ -144,12 +147,6 @@ BEGIN
         WHILE @Batch = 4000
         BEGIN
             DELETE TOP (4000) FROM fence.Tenure WHERE ResourceKey = @ResourceKey;
-            SET @Batch = @@ROWCOUNT;
-        END;
-        SET @Batch = 4000;
-        WHILE @Batch = 4000
-        BEGIN
-            DELETE TOP (4000) FROM fence.OperatorOperation WHERE ResourceKey = @ResourceKey;
             SET @Batch = @@ROWCOUNT;
         END;
         DELETE FROM fence.Resource WHERE ResourceKey = @ResourceKey;
