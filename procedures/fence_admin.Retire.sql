@@ -19,7 +19,8 @@
 -- provisioned again.
 CREATE PROCEDURE fence_admin.Retire
     @ResourceKey nvarchar(4000), -- wider than a key may be, so an over-long key is refused, not truncated
-    -- Fresh for each command, reused only to replay it. NULL records nothing.
+    -- Fresh for each command, reused only to replay it. NULL: a retirement
+    -- is still recorded, under a fresh id, for audit.
     @OperationId uniqueidentifier = NULL
 AS
 BEGIN
@@ -153,7 +154,14 @@ BEGIN
     END;
 
     -- What this call answers, for its replays; a racing call of the same id
-    -- is settled as in ForceRelease.
+    -- is settled as in ForceRelease. A retirement without an id is recorded
+    -- too, under a fresh one that nobody replays: the key's rows are gone, and
+    -- this row is what tells an auditor which key was retired, when, and at
+    -- which generation (until PruneOutcomes deletes it by age). A call that
+    -- found no key changed nothing and, without an id, records nothing.
+    IF @OperationId IS NULL AND @Found = 1
+        INSERT INTO fence.OperatorOperation (OperationId, Command, ResourceKey, Outcome, Generation, RecordedAtUtc)
+        VALUES (NEWID(), N'Retire', @ResourceKey, N'Retired', @Generation, @Now);
     IF @OperationId IS NOT NULL
     BEGIN TRY
         INSERT INTO fence.OperatorOperation (OperationId, Command, ResourceKey, Outcome, Generation, RecordedAtUtc)

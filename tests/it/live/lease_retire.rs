@@ -218,6 +218,19 @@ async fn retire_refuses_a_held_key_and_bad_input_changing_nothing() {
     let released = caller.call(RELEASE, &[&key, &owner, &generation]).await;
     assert_eq!(released.outcome(), "Released");
     assert_eq!(caller.call(RETIRE, &[&key]).await.outcome(), "Retired");
+    // Without an operation id the retirement is still recorded, under a
+    // fresh id, so which key was retired and when stays auditable.
+    assert_eq!(
+        count(
+            &db,
+            &format!(
+                "SELECT COUNT(*) FROM fence.OperatorOperation WHERE ResourceKey = N'{key}' \
+                 AND Command = N'Retire' AND Outcome = N'Retired' AND Generation = {generation}"
+            )
+        )
+        .await,
+        1
+    );
     drop(caller);
     db.drop().await;
 }
