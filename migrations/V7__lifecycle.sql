@@ -1,5 +1,5 @@
 -- Contract v1.6: a lifecycle. An operator retires a key (fence_admin.Retire:
--- its fence row, its outcome records and its history go) and prunes outcome
+-- its fence row, its publish records and its history go) and prunes outcome
 -- records older than a replay window (fence_admin.PruneOutcomes).
 --
 -- A key's generation must never go back, or a holder of a retired generation,
