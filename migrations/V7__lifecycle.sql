@@ -1,5 +1,5 @@
 -- Contract v1.6: a lifecycle. An operator retires a key (fence_admin.Retire:
--- its fence row, its outcome records and its history go) and prunes outcome
+-- its fence row, its publish records and its history go) and prunes outcome
 -- records older than a replay window (fence_admin.PruneOutcomes).
 --
 -- A key's generation must never go back, or a holder of a retired generation,
@@ -43,13 +43,12 @@ ALTER TABLE fence.OperatorOperation ADD CONSTRAINT CK_OperatorOperation_Outcome
     CHECK (Outcome IN (N'Fenced', N'Reset', N'NotProvisioned', N'Retired'));
 GO
 
--- Pruning deletes outcome records by age, and a retirement a key's operator
--- records: without these every batch would scan its whole table. Each costs
--- one more index row per publish or operator command.
+-- Pruning deletes outcome records by age: without these every batch would
+-- scan its whole table. (A retirement keeps a key's operator records, whose
+-- replays must answer after the key is provisioned again, so it needs no
+-- index on their key.) Each costs one more index row per publish or operator
+-- command.
 CREATE INDEX IX_PublishedOperation_PublishedAtUtc ON fence.PublishedOperation (PublishedAtUtc);
 GO
 
 CREATE INDEX IX_OperatorOperation_RecordedAtUtc ON fence.OperatorOperation (RecordedAtUtc);
-GO
-
-CREATE INDEX IX_OperatorOperation_ResourceKey ON fence.OperatorOperation (ResourceKey);

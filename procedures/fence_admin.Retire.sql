@@ -1,6 +1,9 @@
 -- Retires a key the application no longer uses: deletes its fence row, its
--- outcome records (fence.PublishedOperation, fence.OperatorOperation) and its
--- history (fence.Tenure). Refused while the key is held (50131): force-release
+-- publish records (fence.PublishedOperation) and its history (fence.Tenure).
+-- Operator records (fence.OperatorOperation) stay until PruneOutcomes deletes
+-- them by age: a ForceRelease, ResetSourceVersion or earlier Retire retried by
+-- its operation id after the key was provisioned again must answer its record,
+-- not apply to the new key. Refused while the key is held (50131): force-release
 -- it first, or wait for its lease to end.
 --
 -- Generations never go back: the key's generation raises the high-water mark
@@ -10,13 +13,14 @@
 -- artefact sweep therefore never meet a generation issued twice.
 --
 -- With @OperationId the call is idempotent, as ForceRelease (contract v1.5):
--- what it answered is recorded in fence.OperatorOperation after the key's own
--- records are gone, and a replay answers that again and changes nothing, so a
+-- what it answered is recorded in fence.OperatorOperation beside the key's
+-- earlier operator records, and a replay answers that again and changes nothing, so a
 -- retry after a lost reply never retires the key a second time after it was
 -- provisioned again.
 CREATE PROCEDURE fence_admin.Retire
     @ResourceKey nvarchar(4000), -- wider than a key may be, so an over-long key is refused, not truncated
-    -- Fresh for each command, reused only to replay it. NULL records nothing.
+    -- Fresh for each command, reused only to replay it. NULL: a retirement
+    -- is still recorded, under a fresh id, for audit.
     @OperationId uniqueidentifier = NULL
 AS
 BEGIN
@@ -146,17 +150,18 @@ BEGIN
             DELETE TOP (4000) FROM fence.Tenure WHERE ResourceKey = @ResourceKey;
             SET @Batch = @@ROWCOUNT;
         END;
-        SET @Batch = 4000;
-        WHILE @Batch = 4000
-        BEGIN
-            DELETE TOP (4000) FROM fence.OperatorOperation WHERE ResourceKey = @ResourceKey;
-            SET @Batch = @@ROWCOUNT;
-        END;
         DELETE FROM fence.Resource WHERE ResourceKey = @ResourceKey;
     END;
 
     -- What this call answers, for its replays; a racing call of the same id
-    -- is settled as in ForceRelease.
+    -- is settled as in ForceRelease. A retirement without an id is recorded
+    -- too, under a fresh one that nobody replays: the key's rows are gone, and
+    -- this row is what tells an auditor which key was retired, when, and at
+    -- which generation (until PruneOutcomes deletes it by age). A call that
+    -- found no key changed nothing and, without an id, records nothing.
+    IF @OperationId IS NULL AND @Found = 1
+        INSERT INTO fence.OperatorOperation (OperationId, Command, ResourceKey, Outcome, Generation, RecordedAtUtc)
+        VALUES (NEWID(), N'Retire', @ResourceKey, N'Retired', @Generation, @Now);
     IF @OperationId IS NOT NULL
     BEGIN TRY
         INSERT INTO fence.OperatorOperation (OperationId, Command, ResourceKey, Outcome, Generation, RecordedAtUtc)

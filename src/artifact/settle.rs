@@ -9,7 +9,7 @@ use super::layout::ArtifactPath;
 use super::outcome::{Orphan, PublishedArtifact};
 use super::pointer::Pointer;
 use super::store::ArtifactStore;
-use crate::client::{Client, Error as ClientError, Lease, Publish, RefusalReason, Unsettled};
+use crate::client::{Client, Error as ClientError, Lease, Publication, Publish, RefusalReason, Unsettled};
 
 /// An artefact publish that may have committed: its pointer was sent (or may
 /// have been) and no reply said how it ended. It holds everything the
@@ -69,8 +69,9 @@ impl UnsettledArtifact {
 #[non_exhaustive]
 pub enum SettledArtifact {
     /// The artefact was published: by the send whose reply was lost (the
-    /// fence answered `AlreadyPublished`), or by this replay, the lease
-    /// still being held. It is (or was, until a later holder published) the
+    /// fence answered `AlreadyPublished`, or, past the replay window, refused
+    /// the replay while the publication points to this upload), or by this
+    /// replay, the lease still being held. It is (or was, until a later holder published) the
     /// resource's publication.
     Published(PublishedArtifact),
     /// No send committed, and none ever will under this operation id: the
@@ -95,9 +96,15 @@ impl ArtifactStore {
     /// publish was made through: a refused publish's upload is deleted from
     /// it (a failed delete leaves it to the sweep, `Orphan::Left`).
     ///
+    /// A refused replay's upload is deleted only if the key's publication does
+    /// not point to it: past the replay window (the publish's record pruned,
+    /// contract v1.6) a publish that did commit is refused when replayed, and
+    /// the publication shows it committed, so it settles as published.
+    ///
     /// `Err` settles nothing (the server could not be reached, or the reply
-    /// was lost again) and deletes nothing: call it again later. A replay is
-    /// always safe; it never publishes twice.
+    /// was lost again, or the publication could not be read after a refusal)
+    /// and deletes nothing: call it again later. A replay never publishes
+    /// twice.
     ///
     /// ```no_run
     /// use fencepost::artifact::{ArtifactPublish, ArtifactStore, Produced, SettledArtifact};
@@ -130,22 +137,49 @@ impl ArtifactStore {
                 operation_id,
             }),
             Publish::Refused(reason) => {
-                // Named by its identity under this store's prefix, as the
-                // upload was: the pointer's location is spelt from the root
-                // of the store it was published through.
-                let path = ArtifactPath {
+                let upload = ArtifactPath {
                     key: lease.key().to_string(),
                     generation: lease.generation(),
                     operation_id,
+                };
+                // Past the replay window (PruneOutcomes deleted the record)
+                // a publish that did commit is judged afresh and refused,
+                // while the fence row still points to its upload: the
+                // publication decides. An error reading it returns before
+                // anything is deleted, so doubt keeps the upload.
+                if is_the_publication(client.read_publication(lease.key()).await?, &upload) {
+                    return Ok(SettledArtifact::Published(PublishedArtifact {
+                        pointer: unsettled.pointer.clone(),
+                        generation: lease.generation(),
+                        operation_id,
+                    }));
                 }
-                .to_path(&self.prefix);
+                // Named by its identity under this store's prefix, as the
+                // upload was: the pointer's location is spelt from the root
+                // of the store it was published through.
                 SettledArtifact::Refused {
                     reason,
-                    orphan: self.delete_orphan(&path).await,
+                    orphan: self.delete_orphan(&upload.to_path(&self.prefix)).await,
                 }
             }
         })
     }
+}
+
+/// Whether `publication` points to `upload`: a pointer naming the same key,
+/// generation and operation id, whatever store root it was spelt under.
+fn is_the_publication(publication: Publication, upload: &ArtifactPath) -> bool {
+    let Publication::Found {
+        generation, payload, ..
+    } = publication
+    else {
+        return false;
+    };
+    generation == upload.generation
+        && Pointer::from_payload(&payload)
+            .ok()
+            .and_then(|pointer| ArtifactPath::from_location(&pointer.location))
+            .is_some_and(|published| published == *upload)
 }
 
 #[cfg(test)]

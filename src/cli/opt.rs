@@ -216,7 +216,7 @@ pub enum LeaseCommand {
     /// fence_recovery (and VIEW SERVER STATE to name the session).
     Recover(LeaseRecoverArgs),
     /// Retire a key the application no longer uses: delete its fence row,
-    /// its outcome records and its history. Refused while the key is held
+    /// its publish records and its history. Refused while the key is held
     /// (force-release it first). Generations never go back: a key provisioned
     /// afterwards, this one again included, starts at the retired generation
     /// or above. Needs fence_operator. Exits 1 when the key has no fence row.

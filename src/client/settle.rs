@@ -61,7 +61,9 @@ pub(crate) enum Unresolved {
 impl Client {
     /// Settles a publish [`run_fenced`](Client::run_fenced) left
     /// [`Fenced::Unknown`](super::Fenced::Unknown) by replaying it with the
-    /// same operation id. The answer is final; a second call gives the same:
+    /// same operation id. Within the replay window (until `PruneOutcomes`
+    /// deletes the publish's record, contract v1.6) the answer is final and a
+    /// second call gives the same:
     ///
     /// - `AlreadyPublished`: the first send committed; the payload is (or
     ///   was, until a later holder published) the resource's publication;
@@ -74,7 +76,13 @@ impl Client {
     ///   published meanwhile): release it.
     ///
     /// `Err` settles nothing (the server could not be reached, or a reply was
-    /// lost again): call it again later. A replay is always safe.
+    /// lost again): call it again later. Within the replay window a replay is
+    /// always safe. Past it, the record is gone and the replay is judged as a
+    /// new publish of its generation: it never publishes twice, but a send
+    /// that did commit is refused (`GenerationAlreadyPublished`, `Superseded`
+    /// or `Expired`) like one that did not. Then read the publication
+    /// ([`read_publication`](Client::read_publication)): a payload that is
+    /// this publish's (same generation and payload) means it committed.
     pub async fn settle(&self, unsettled: &Unsettled) -> Result<Publish, Error> {
         self.replay(unsettled, true).await
     }

@@ -1,5 +1,5 @@
 //! `lease retire`: remove a key the application no longer uses, with its
-//! outcome records and history (contract v1.6). Refused while the key is
+//! publish records and history (contract v1.6). Refused while the key is
 //! held. The command has an operation id (`--operation-id`, or a fresh one),
 //! printed in `--format json`: a call whose reply is lost is replayed with
 //! it, and sending the same id again changes nothing, even after the key was
@@ -43,7 +43,7 @@ pub(super) async fn retire(args: LeaseRetireArgs) -> Result<u8> {
         }))?)?,
         Format::Text => match generation {
             Some(generation) => out::line(format_args!(
-                "{}: retired at generation {generation}: its fence row, outcome records and history are gone; a \
+                "{}: retired at generation {generation}: its fence row, publish records and history are gone; a \
                  key provisioned from now on starts at generation {generation} or above",
                 args.key
             ))?,

@@ -1,5 +1,5 @@
 //! `fence_admin.Retire` (contract v1.6): an operator removes a key the
-//! application no longer uses, with its outcome records and its history. It
+//! application no longer uses, with its publish records and its history. It
 //! is refused while the key is held, and a key provisioned afterwards starts
 //! at or above the retired generation, so generations never go back. Each
 //! command carries an operation id, so one whose reply was lost is replayed
@@ -22,7 +22,7 @@ pub const RETIRE_REFUSED_HELD: u32 = 50131;
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Retire {
-    /// The key's fence row, outcome records and history are gone; a key
+    /// The key's fence row, publish records and history are gone; a key
     /// provisioned from now on starts at this generation or above.
     Retired {
         /// The generation the key had reached.
@@ -43,7 +43,7 @@ impl Retire {
 }
 
 impl Admin {
-    /// Retires `key`: deletes its fence row, its outcome records and its
+    /// Retires `key`: deletes its fence row, its publish records and its
     /// tenure history in one transaction. Refused while the key is held by
     /// an unexpired lease ([`Error::Server`] 50131,
     /// [`RETIRE_REFUSED_HELD`]): force-release it first. Waits at most 5
@@ -61,7 +61,7 @@ impl Admin {
     /// fresh for a new command, the same to send one again whose outcome is
     /// unknown. A command with this id that already applied answers what it
     /// answered then and changes nothing, even if the key was provisioned
-    /// again since (until the outcome records are pruned).
+    /// again since (until its record is pruned).
     pub async fn retire_as(&self, key: &str, operation_id: Uuid) -> Result<Retire, Error> {
         let key = input::key(key)?;
         let operation_id = input::operation_id(operation_id)?;

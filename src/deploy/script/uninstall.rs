@@ -81,9 +81,12 @@ BEGIN
 END;
 
 -- The procedures: every one the deploy journal names (an older deploy's
--- too) and every one this version ships.
+-- too) and every one this version ships. Only in {schemas}, which a deploy
+-- owns: a journal row naming any other schema (or database) is not a
+-- deploy's, and the script drops nothing it did not create.
 IF OBJECT_ID(N'fence.DeployedProcedure', N'U') IS NOT NULL
-    INSERT INTO @Procedures (Name) SELECT ProcedureName FROM fence.DeployedProcedure;
+    INSERT INTO @Procedures (Name) SELECT ProcedureName FROM fence.DeployedProcedure
+     WHERE PARSENAME(ProcedureName, 2) IN ({schema_list}) AND PARSENAME(ProcedureName, 3) IS NULL;
 {shipped}
 SET @Name = (SELECT MIN(Name) FROM @Procedures);
 WHILE @Name IS NOT NULL
@@ -100,6 +103,7 @@ END;
 ",
         version = env!("CARGO_PKG_VERSION"),
         schemas = PROCEDURE_SCHEMAS.join(", "),
+        schema_list = PROCEDURE_SCHEMAS.map(|s| format!("N'{s}'")).join(", "),
         roles = FENCE_ROLES.join(", "),
         deploy_lock = literal(DEPLOY_LOCK),
         shipped = shipped_procedures(sources),

@@ -284,3 +284,53 @@ async fn run_fenced_whose_every_reply_is_lost_answers_unknown_and_settles_with_i
     drop((client, observer));
     db.drop().await;
 }
+
+#[tokio::test]
+async fn a_committed_artefact_publish_settled_after_its_record_was_pruned_keeps_its_object_and_answers_published() {
+    const TEST: &str =
+        "a_committed_artefact_publish_settled_after_its_record_was_pruned_keeps_its_object_and_answers_published";
+    let Some(db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let proxy = Proxy::start(db.connection_string().server()).await;
+    let (client, observer) = clients(&db, &proxy).await;
+    let key = provisioned(&client, "artifact-settle-pruned").await;
+    let (store, _dir) = folder_store().await;
+    let guard = client.guard(acquired(client.acquire(&key, LEASE).await.unwrap()));
+
+    // The publish commits; its reply is lost.
+    cut_the_next_request(&proxy, Cut::BeforeReply).await;
+    let answer = store
+        .publish(&guard, Produced::from_source(Bytes::from_static(b"built from 3"), 3))
+        .await
+        .unwrap();
+    assert!(!proxy.cut_pending(), "the cut never happened");
+    let fencepost::artifact::ArtifactPublish::Unknown(unsettled) = answer else {
+        panic!("the publish's reply was lost, yet its outcome reads as known: {answer:?}")
+    };
+    let committed = Some((guard.lease().generation(), unsettled.pointer().to_payload(), Some(3)));
+    assert_eq!(publication(&observer, &key).await, committed);
+
+    // Its record ages past the replay window and is pruned: the replay is
+    // judged afresh and refused (GenerationAlreadyPublished).
+    db.exec(&format!(
+        "UPDATE fence.PublishedOperation SET PublishedAtUtc = DATEADD(DAY, -3, PublishedAtUtc) \
+         WHERE OperationId = '{}';",
+        unsettled.operation_id()
+    ))
+    .await;
+    db.exec("EXEC fence_admin.PruneOutcomes @OlderThanDays = 1;").await;
+
+    // The fence row still points to the upload: settling answers published
+    // and keeps it.
+    let SettledArtifact::Published(published) = settle(&store, &client, &unsettled).await else {
+        panic!("a committed publish whose record was pruned did not settle as published")
+    };
+    assert_eq!(&published.pointer, unsettled.pointer());
+    assert_eq!(publication(&observer, &key).await, committed);
+    let read = store.read_artifact(&observer, &key).await.unwrap();
+    assert_eq!(read.bytes, Bytes::from_static(b"built from 3"));
+    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    drop((client, observer));
+    db.drop().await;
+}

@@ -102,3 +102,33 @@ async fn the_uninstall_script_refuses_while_a_lease_is_held_and_changes_nothing(
     assert_eq!(held[0].get::<i32, _>(0), Some(1));
     db.drop().await;
 }
+
+#[tokio::test]
+async fn the_uninstall_script_drops_no_procedure_outside_the_fence_schemas_whatever_the_journal_names() {
+    const TEST: &str = "the_uninstall_script_drops_no_procedure_outside_the_fence_schemas_whatever_the_journal_names";
+    let Some(db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    // An application's procedure, and a journal row naming it (whoever
+    // wrote it): the uninstall is not the tool to drop it.
+    db.exec("EXEC (N'CREATE PROCEDURE dbo.ApplicationOwn AS SELECT 1;');")
+        .await;
+    db.exec(
+        "INSERT INTO fence.DeployedProcedure (ProcedureName, SourceChecksum, DeployedAtUtc) \
+         VALUES (N'dbo.ApplicationOwn', REPLICATE('0', 64), SYSUTCDATETIME());",
+    )
+    .await;
+
+    let errors = run_carrying_on(&db, &render_uninstall_script(&shipped())).await;
+    assert_eq!(errors, Vec::<String>::new());
+    assert_eq!(leftovers(&db).await, Vec::<String>::new());
+    let kept = db
+        .query("SELECT CAST(CASE WHEN OBJECT_ID(N'dbo.ApplicationOwn', N'P') IS NULL THEN 0 ELSE 1 END AS int);")
+        .await;
+    assert_eq!(
+        kept[0].get::<i32, _>(0),
+        Some(1),
+        "the uninstall dropped dbo.ApplicationOwn"
+    );
+    db.drop().await;
+}

@@ -1,5 +1,5 @@
-//! Contract v1.6: `fence_admin.Retire` removes a key with its outcome
-//! records and history, refuses while the key is held, and never lets a
+//! Contract v1.6: `fence_admin.Retire` removes a key with its publish
+//! records and history (its operator records stay for their replays), refuses while the key is held, and never lets a
 //! generation go back: the key provisioned again (and any key provisioned
 //! afterwards) starts at the retired generation, so its old holders, a
 //! replay of its old publish and an operator's replayed retirement are all
@@ -104,8 +104,8 @@ async fn a_retired_key_leaves_no_records_and_never_hands_out_a_generation_again(
             )
         )
         .await,
-        0,
-        "only the retirement's own record stays, for its replay"
+        1,
+        "operator records stay, for their replays, until they are pruned"
     );
     assert_eq!(caller.call(GET_OUTCOME, &[&published]).await.outcome(), "Unknown");
     // Between retirement and a new provision, the key is simply unknown.
@@ -218,6 +218,19 @@ async fn retire_refuses_a_held_key_and_bad_input_changing_nothing() {
     let released = caller.call(RELEASE, &[&key, &owner, &generation]).await;
     assert_eq!(released.outcome(), "Released");
     assert_eq!(caller.call(RETIRE, &[&key]).await.outcome(), "Retired");
+    // Without an operation id the retirement is still recorded, under a
+    // fresh id, so which key was retired and when stays auditable.
+    assert_eq!(
+        count(
+            &db,
+            &format!(
+                "SELECT COUNT(*) FROM fence.OperatorOperation WHERE ResourceKey = N'{key}' \
+                 AND Command = N'Retire' AND Outcome = N'Retired' AND Generation = {generation}"
+            )
+        )
+        .await,
+        1
+    );
     drop(caller);
     db.drop().await;
 }
@@ -258,6 +271,88 @@ async fn lease_retire_and_prune_outcomes_on_the_command_line() {
     let bad = lease_cli(&["prune-outcomes", "--older-than", "0"], &ado).await;
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("1 to 36500"), "{}", stderr(&bad));
+    drop(caller);
+    db.drop().await;
+}
+
+const RESET_AS: &str =
+    "EXEC fence_admin.ResetSourceVersion @ResourceKey = @P1, @SourceVersion = @P2, @OperationId = @P3";
+const PUBLISH_FROM: &str = "EXEC fence_api.Publish @ResourceKey = @P1, @Owner = @P2, @Generation = @P3, \
+                            @OperationId = @P4, @Payload = @P5, @Release = @P6, @SourceVersion = @P7";
+
+#[tokio::test]
+async fn operator_commands_replayed_after_a_retirement_answer_their_record_and_touch_no_new_key() {
+    const TEST: &str = "operator_commands_replayed_after_a_retirement_answer_their_record_and_touch_no_new_key";
+    let Some(db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let mut caller = Caller::new(db.connect().await);
+    let key = "retire:replayed";
+    assert_eq!(caller.call(PROVISION, &[&key]).await.outcome(), "Created");
+    // An operator fences a holder out (its reply lost), then resets the
+    // source version; then the key retires and is provisioned again.
+    let _stuck = acquire(&mut caller, key).await;
+    let force = Uuid::new_v4();
+    let fenced = caller.call(FORCE_RELEASE_AS, &[&key, &force]).await;
+    assert_eq!(fenced.outcome(), "Fenced");
+    let fenced_at = fenced.big("Generation");
+    let reset = Uuid::new_v4();
+    let reset_answer = caller.call(RESET_AS, &[&key, &Some(5i64), &reset]).await;
+    assert_eq!(reset_answer.outcome(), "Reset");
+    let reset_previous = reset_answer.big("PreviousSourceVersion");
+    assert_eq!(caller.call(RETIRE, &[&key]).await.outcome(), "Retired");
+    assert_eq!(caller.call(PROVISION, &[&key]).await.outcome(), "Created");
+    let (holder, generation) = acquire(&mut caller, key).await;
+    let arguments: [&dyn tiberius::ToSql; 7] = [
+        &key,
+        &holder,
+        &generation,
+        &Uuid::new_v4(),
+        &"payload",
+        &false,
+        &Some(100i64),
+    ];
+    assert_eq!(caller.call(PUBLISH_FROM, &arguments).await.outcome(), "Published");
+
+    // The retried ForceRelease answers its record and fences nobody.
+    let replay = caller.call(FORCE_RELEASE_AS, &[&key, &force]).await;
+    assert_eq!(
+        (replay.outcome(), replay.big("Generation")),
+        ("Fenced".into(), fenced_at)
+    );
+    let renewed = caller.call(RENEW, &[&key, &holder, &generation, &600i32]).await;
+    assert_eq!(renewed.outcome(), "Renewed", "the new holder keeps its lease");
+    // The retried reset answers its record and leaves the newer source.
+    let replay = caller.call(RESET_AS, &[&key, &Some(5i64), &reset]).await;
+    assert_eq!(
+        (replay.outcome(), replay.big("PreviousSourceVersion")),
+        ("Reset".into(), reset_previous)
+    );
+    assert_eq!(caller.inspect(key).await.big("SourceVersion"), Some(100));
+
+    // A later retirement keeps an earlier one's record: replaying the
+    // earlier id answers it and does not retire the key provisioned since.
+    let released = caller.call(RELEASE, &[&key, &holder, &generation]).await;
+    assert_eq!(released.outcome(), "Released");
+    let first = Uuid::new_v4();
+    let first_answer = caller.call(RETIRE_AS, &[&key, &first]).await;
+    assert_eq!(first_answer.outcome(), "Retired");
+    assert_eq!(caller.call(PROVISION, &[&key]).await.outcome(), "Created");
+    assert_eq!(
+        caller.call(RETIRE_AS, &[&key, &Uuid::new_v4()]).await.outcome(),
+        "Retired"
+    );
+    assert_eq!(caller.call(PROVISION, &[&key]).await.outcome(), "Created");
+    let replay = caller.call(RETIRE_AS, &[&key, &first]).await;
+    assert_eq!(
+        (replay.outcome(), replay.big("Generation")),
+        ("Retired".into(), first_answer.big("Generation"))
+    );
+    assert_eq!(
+        rows_of(&db, "fence.Resource", key).await,
+        1,
+        "the key stays provisioned"
+    );
     drop(caller);
     db.drop().await;
 }
