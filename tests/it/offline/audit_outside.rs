@@ -196,6 +196,46 @@ fn a_check_on_a_fence_table_calling_a_function_whose_alter_is_granted_is_a_way_t
 }
 
 #[test]
+fn a_function_whose_name_starts_another_called_one_is_not_named_for_it() {
+    let mut c = clean();
+    // intern may ALTER app.Valid; the CHECK calls app.ValidKey only.
+    c.principals.push(user("intern", Some("intern")));
+    c.principals.push(role("app_owner"));
+    c.schemas.push(Schema {
+        name: "app".into(),
+        owner: "app_owner".into(),
+    });
+    c.objects.push(module(
+        "app",
+        "Valid",
+        ObjectKind::Function,
+        "CREATE FUNCTION app.Valid() RETURNS bit AS BEGIN RETURN 1 END",
+    ));
+    c.objects.push(module(
+        "app",
+        "ValidKey",
+        ObjectKind::Function,
+        "CREATE FUNCTION app.ValidKey(@k nvarchar(450)) RETURNS bit AS BEGIN RETURN 1 END",
+    ));
+    c.permissions.push(grant("intern", "ALTER", object("app", "Valid")));
+    c.table_expressions = Some(vec![expression(
+        "fence.Resource",
+        "CHECK",
+        "([app].[ValidKey]([ResourceKey])=(1))",
+    )]);
+    assert!(named(&c, "intern").is_empty(), "{:#?}", check(&c));
+    // The same grant on the called function, written plain and in another
+    // case, is named.
+    c.permissions.push(grant("intern", "ALTER", object("app", "ValidKey")));
+    c.table_expressions = Some(vec![expression(
+        "fence.Resource",
+        "CHECK",
+        "(APP . VALIDKEY([ResourceKey])=(1))",
+    )]);
+    assert!(!named(&c, "intern").is_empty(), "{:#?}", check(&c));
+}
+
+#[test]
 fn expressions_calling_only_dbo_s_functions_or_on_other_tables_stay_clean() {
     let mut c = clean();
     util_function(&mut c);
