@@ -78,6 +78,27 @@ fn control_on_a_certificate_is_enough_to_sign_with_it() {
 }
 
 #[test]
+fn take_ownership_of_a_certificate_makes_its_taker_the_signer() {
+    // ALTER AUTHORIZATION needs only TAKE OWNERSHIP to take the key for
+    // oneself; the new owner holds CONTROL and signs with it.
+    let mut c = clean();
+    c.principals.push(user("devlead", Some("devlead")));
+    certificate_user(&mut c);
+    c.signing_keys = Some(vec![certificate("Writer", "dbo", Some("cert_writer"), None)]);
+    c.permissions.push(grant(
+        "devlead",
+        "TAKE OWNERSHIP",
+        Securable::Key {
+            key: "CERTIFICATE".into(),
+            name: "Writer".into(),
+        },
+    ));
+    let f = named(&c, "devlead");
+    assert!(!f.is_empty(), "{:#?}", check(&c));
+    assert!(f[0].path[0].evidence.contains("TAKE OWNERSHIP"), "{:#?}", f[0]);
+}
+
+#[test]
 fn an_asymmetric_key_mapped_to_a_sysadmin_login_lends_its_server_rights() {
     let mut c = clean();
     c.principals.push(user("devlead", Some("devlead")));
