@@ -5,6 +5,7 @@
 //! CHECK, as if it could write the table.
 
 use super::super::catalog::{ObjectKind, Securable};
+use super::super::module_text::{contains_words, normalized};
 use super::super::rules::Context;
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
@@ -20,12 +21,15 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
         if !ctx.is_fence_table(schema, table) {
             continue;
         }
-        let text = plain(&e.definition);
+        let text = normalized(&e.definition);
+        // Whole identifiers only: a CHECK calling app.ValidKey does not
+        // call app.Valid. Identifiers compare case-insensitively, as under
+        // the usual case-insensitive database collation.
         for f in ctx
             .catalog
             .objects
             .iter()
-            .filter(|o| o.kind == ObjectKind::Function && text.contains(&plain(&o.qualified_name())))
+            .filter(|o| o.kind == ObjectKind::Function && contains_words(&text, &normalized(&o.qualified_name())))
         {
             let name = f.qualified_name();
             let target = Securable::Object {
@@ -60,13 +64,4 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
             }
         }
     }
-}
-
-/// A name or expression without brackets or quotes, lower case, so that
-/// `[dbo].[Next]` and `dbo.next` compare equal.
-fn plain(text: &str) -> String {
-    text.chars()
-        .filter(|c| !matches!(c, '[' | ']' | '"'))
-        .collect::<String>()
-        .to_lowercase()
 }

@@ -171,8 +171,8 @@ fn held(server: &ServerFacts) -> Vec<Held> {
     held
 }
 
-/// The logins behind this database's users whose password ALTER ANY LOGIN
-/// resets: SQL logins, or of a kind not read, that are not sysadmin and hold
+/// The logins whose password ALTER ANY LOGIN resets, those behind this
+/// database's users and every other login the server facts name: SQL logins, or of a kind not read, that are not sysadmin and hold
 /// no CONTROL SERVER (those need CONTROL SERVER to reset).
 fn sql_logins(ctx: &Context, server: &ServerFacts) -> Vec<(String, Option<LoginKind>)> {
     let mut out: Vec<(String, Option<LoginKind>)> = Vec::new();
@@ -185,6 +185,24 @@ fn sql_logins(ctx: &Context, server: &ServerFacts) -> Vec<(String, Option<LoginK
             continue;
         }
         out.push((login.to_string(), p.login_kind));
+    }
+    // Every other login the server facts name (a role member, a grantee, a
+    // role owner): ALTER ANY LOGIN resets it whether or not it has a user
+    // here, and its kind is not read, so it may be a SQL login.
+    let named = server
+        .role_members
+        .iter()
+        .map(|m| &m.member)
+        .chain(server.permissions.iter().map(|p| &p.grantee))
+        .chain(server.role_owners.iter().map(|o| &o.owner));
+    for login in named {
+        if is_server_role(server, login)
+            || controls_server(server, login)
+            || out.iter().any(|(l, _)| l.eq_ignore_ascii_case(login))
+        {
+            continue;
+        }
+        out.push((login.clone(), None));
     }
     out
 }

@@ -2,7 +2,7 @@
 //! and ALTER on the module ("ADD SIGNATURE (Transact-SQL)"), and a signed
 //! module runs with the rights of the user mapped to the key, and of the
 //! login mapped to it at server level. So the key's owner, and whoever holds
-//! CONTROL on it, acts as that user and login through a module it signs.
+//! CONTROL or TAKE OWNERSHIP on it, acts as that user and login through a module it signs.
 
 use super::super::catalog::{Securable, SigningKey};
 use super::super::rules::Context;
@@ -49,8 +49,8 @@ pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
     }
 }
 
-/// Who controls the key: its owner, and holders of CONTROL on it by the
-/// hierarchy; with the evidence and the statement that removes it.
+/// Who controls the key: its owner, and holders of CONTROL or TAKE
+/// OWNERSHIP on it by the hierarchy; with the evidence and the statement that removes it.
 fn controllers(ctx: &Context, k: &SigningKey) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     if let Some(owner) = &k.owner {
@@ -62,16 +62,23 @@ fn controllers(ctx: &Context, k: &SigningKey) -> Vec<(String, String, String)> {
     }
     for p in ctx.grants() {
         let Securable::Key { key, name } = &p.on else { continue };
-        if !key.eq_ignore_ascii_case(&k.key)
-            || !name.eq_ignore_ascii_case(&k.name)
-            || !ctx.implies(p, &ctx.class_of(&p.on), "CONTROL")
-        {
+        if !key.eq_ignore_ascii_case(&k.key) || !name.eq_ignore_ascii_case(&k.name) {
             continue;
         }
+        // TAKE OWNERSHIP lets its holder make itself the owner (ALTER
+        // AUTHORIZATION), and the owner holds CONTROL.
+        let Some(held) = ctx.implies_any(p, &ctx.class_of(&p.on), &["CONTROL", "TAKE OWNERSHIP"]) else {
+            continue;
+        };
+        let taken = if held == "CONTROL" {
+            ""
+        } else {
+            ", with which it may take ownership of the key and so hold CONTROL"
+        };
         out.push((
             p.grantee.clone(),
             format!(
-                "sys.database_permissions: GRANT {} ON {}::{} TO {}",
+                "sys.database_permissions: GRANT {} ON {}::{} TO {}{taken}",
                 p.permission.to_uppercase(),
                 k.key,
                 k.name,

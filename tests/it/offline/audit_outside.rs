@@ -78,6 +78,27 @@ fn control_on_a_certificate_is_enough_to_sign_with_it() {
 }
 
 #[test]
+fn take_ownership_of_a_certificate_makes_its_taker_the_signer() {
+    // ALTER AUTHORIZATION needs only TAKE OWNERSHIP to take the key for
+    // oneself; the new owner holds CONTROL and signs with it.
+    let mut c = clean();
+    c.principals.push(user("devlead", Some("devlead")));
+    certificate_user(&mut c);
+    c.signing_keys = Some(vec![certificate("Writer", "dbo", Some("cert_writer"), None)]);
+    c.permissions.push(grant(
+        "devlead",
+        "TAKE OWNERSHIP",
+        Securable::Key {
+            key: "CERTIFICATE".into(),
+            name: "Writer".into(),
+        },
+    ));
+    let f = named(&c, "devlead");
+    assert!(!f.is_empty(), "{:#?}", check(&c));
+    assert!(f[0].path[0].evidence.contains("TAKE OWNERSHIP"), "{:#?}", f[0]);
+}
+
+#[test]
 fn an_asymmetric_key_mapped_to_a_sysadmin_login_lends_its_server_rights() {
     let mut c = clean();
     c.principals.push(user("devlead", Some("devlead")));
@@ -193,6 +214,46 @@ fn a_check_on_a_fence_table_calling_a_function_whose_alter_is_granted_is_a_way_t
         "([app].[ValidKey]([ResourceKey])=(1))",
     )]);
     assert!(!named(&c, "appdev").is_empty(), "{:#?}", check(&c));
+}
+
+#[test]
+fn a_function_whose_name_starts_another_called_one_is_not_named_for_it() {
+    let mut c = clean();
+    // intern may ALTER app.Valid; the CHECK calls app.ValidKey only.
+    c.principals.push(user("intern", Some("intern")));
+    c.principals.push(role("app_owner"));
+    c.schemas.push(Schema {
+        name: "app".into(),
+        owner: "app_owner".into(),
+    });
+    c.objects.push(module(
+        "app",
+        "Valid",
+        ObjectKind::Function,
+        "CREATE FUNCTION app.Valid() RETURNS bit AS BEGIN RETURN 1 END",
+    ));
+    c.objects.push(module(
+        "app",
+        "ValidKey",
+        ObjectKind::Function,
+        "CREATE FUNCTION app.ValidKey(@k nvarchar(450)) RETURNS bit AS BEGIN RETURN 1 END",
+    ));
+    c.permissions.push(grant("intern", "ALTER", object("app", "Valid")));
+    c.table_expressions = Some(vec![expression(
+        "fence.Resource",
+        "CHECK",
+        "([app].[ValidKey]([ResourceKey])=(1))",
+    )]);
+    assert!(named(&c, "intern").is_empty(), "{:#?}", check(&c));
+    // The same grant on the called function, written plain and in another
+    // case, is named.
+    c.permissions.push(grant("intern", "ALTER", object("app", "ValidKey")));
+    c.table_expressions = Some(vec![expression(
+        "fence.Resource",
+        "CHECK",
+        "(APP . VALIDKEY([ResourceKey])=(1))",
+    )]);
+    assert!(!named(&c, "intern").is_empty(), "{:#?}", check(&c));
 }
 
 #[test]

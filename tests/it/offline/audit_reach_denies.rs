@@ -109,10 +109,10 @@ fn a_deny_on_one_login_cuts_impersonating_that_login_only() {
 }
 
 #[test]
-fn a_deny_on_one_login_does_not_cut_impersonate_any_login_which_it_does_not_cover() {
-    // sys.fn_builtin_permissions: IMPERSONATE on a LOGIN is covered by
-    // CONTROL on it and implied by CONTROL SERVER, not by IMPERSONATE ANY
-    // LOGIN; the path through that login stays, and so does the finding.
+fn a_deny_on_one_login_cuts_only_that_login_from_impersonate_any_login() {
+    // DENY IMPERSONATE ON LOGIN::etl cuts the way through etl; IMPERSONATE
+    // ANY LOGIN still reaches every other login, here the database owner's,
+    // so monitor stays named for those.
     let mut c = clean();
     etl(&mut c);
     server(&mut c)

@@ -255,3 +255,22 @@ fn a_service_logins_impersonate_any_login_keeps_fp016_with_the_path() {
         "{f:#?}"
     );
 }
+
+#[test]
+fn alter_any_login_resets_a_securityadmin_member_without_a_user_here() {
+    // securityadmin holds ALTER ANY LOGIN; its member secadm has no user in
+    // this database, yet helpdesk may reset its password and act as it.
+    let mut c = clean();
+    for p in c.principals.iter_mut().filter(|p| p.login.is_some()) {
+        p.login_kind = Some(fencepost::audit::LoginKind::Windows);
+    }
+    let server = c.server.as_mut().unwrap();
+    server.role_members.push(member("securityadmin", "secadm"));
+    server.permissions.push(server_grant("helpdesk", "ALTER ANY LOGIN"));
+    let report = check(&c);
+    assert!(
+        report.findings.iter().any(|f| f.rule == fencepost::audit::Rule::ReachesFence
+            && f.principal.as_deref() == Some("login helpdesk")),
+        "{report:#?}"
+    );
+}
