@@ -244,3 +244,18 @@ async fn an_interrupted_run_exits_130_and_its_report_names_the_checks_not_run() 
     assert_eq!(ran + not_run, selftest::check_names().len(), "{json}");
     db.drop().await;
 }
+
+#[tokio::test]
+async fn a_service_connection_to_another_database_fails_the_service_check_saying_so() {
+    const TEST: &str = "a_service_connection_to_another_database_fails_the_service_check_saying_so";
+    let Some(mut db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let service = db.login_in_role(Some("fence_service")).await;
+    let elsewhere = service.replace(&format!("Database={};", db.name), "Database=master;");
+    assert_ne!(elsewhere, service);
+    let (status, seen) = service_check(&db, &elsewhere).await;
+    assert_eq!(status, Status::Failed, "{seen}");
+    assert!(seen.contains("not in the database under test"), "{seen}");
+    db.drop().await;
+}
