@@ -42,13 +42,17 @@ impl RunKeys {
     /// records and their tenure history (which has no foreign key to hold it back). Fails for a
     /// login without DELETE on the fence tables (a service): the caller says
     /// what was left.
-    pub(crate) async fn delete(&self, admin: &mut Connection) -> Result<(), tiberius::error::Error> {
-        // The prefix is the user's: LIKE's wildcards in it are escaped so the
-        // pattern matches this run's keys and nothing else.
-        let pattern = format!(
+    /// A LIKE pattern matching this run's keys and nothing else: the prefix
+    /// is the user's, so LIKE's wildcards in it are escaped.
+    pub(crate) fn like_pattern(&self) -> String {
+        format!(
             "{}%",
             self.root.replace('[', "[[]").replace('_', "[_]").replace('%', "[%]")
-        );
+        )
+    }
+
+    pub(crate) async fn delete(&self, admin: &mut Connection) -> Result<(), tiberius::error::Error> {
+        let pattern = self.like_pattern();
         admin
             .execute(
                 "DELETE FROM fence.OperatorOperation WHERE ResourceKey LIKE @P1; \

@@ -7,6 +7,10 @@ use fencepost::selftest::{self, Event, SelftestOptions, Status};
 use super::opt::{CheckFormat, SelftestArgs};
 use super::{EXIT_ATTENTION, EXIT_OK, connection_string};
 
+/// The exit of a run stopped by Ctrl-C: 128 + SIGINT, as a shell reports a
+/// process SIGINT ended, so a pipeline never takes a cut-short run for a pass.
+const EXIT_INTERRUPTED: u8 = 130;
+
 pub async fn run(args: SelftestArgs) -> Result<u8> {
     if args.list {
         let mut names = selftest::check_names().join("\n");
@@ -23,13 +27,21 @@ pub async fn run(args: SelftestArgs) -> Result<u8> {
         service.set_application_name("fencepost selftest");
         options.service(service);
     }
-    // Ctrl-C stops between checks; the run still deletes its keys.
+    // Ctrl-C stops between checks; the run still deletes its keys. Once
+    // tokio listens for SIGINT it keeps the signal from ending the process,
+    // so a second Ctrl-C is heard here and ends it at once.
     let interrupt = tokio_util::sync::CancellationToken::new();
     options.interrupt(interrupt.clone());
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            super::progress(format_args!("selftest: stopping after the check under way"));
+            super::progress(format_args!(
+                "selftest: stopping after the check under way (Ctrl-C again to stop now, leaving the run's rows)"
+            ));
             interrupt.cancel();
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("fencepost: selftest: stopped at once; the run's rows stay under its key prefix");
+                std::process::exit(i32::from(EXIT_INTERRUPTED));
+            }
         }
     });
     let mut on_event = |event: Event<'_>| match event {
@@ -52,6 +64,21 @@ pub async fn run(args: SelftestArgs) -> Result<u8> {
         CheckFormat::Junit => report.to_junit(),
     };
     super::out::print(&text)?;
+    if report.interrupted {
+        eprintln!(
+            "fencepost: selftest: interrupted; {} check(s) not run: {} (the report covers only the checks that ran)",
+            report.not_run.len(),
+            report.not_run.join(", ")
+        );
+        return Ok(EXIT_INTERRUPTED);
+    }
+    if report.all_held() && !report.proved_something() {
+        eprintln!(
+            "fencepost: selftest: no check held: nothing was proven (every check asked for was skipped; \
+             each shows why)"
+        );
+        return Ok(EXIT_ATTENTION);
+    }
     if report.all_held() {
         Ok(EXIT_OK)
     } else {

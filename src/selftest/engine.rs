@@ -31,8 +31,10 @@ pub struct EngineFacts {
     pub collation: Option<String>,
     /// The login the checks run as.
     pub login: String,
-    /// Whether the login may run the operator commands (EXECUTE on `fence_admin.ForceRelease`).
-    pub operator: bool,
+    /// Whether the login may execute `fence_admin.ForceRelease` (the force-release check).
+    pub may_force_release: bool,
+    /// Whether the login may execute `fence_admin.ListLeases` (the literal-prefix check).
+    pub may_list_leases: bool,
 }
 
 impl EngineFacts {
@@ -68,7 +70,8 @@ const SETTINGS: &str = "\
            CAST(d.collation_name AS nvarchar(128)) AS Collation, \
            CAST(DATABASEPROPERTYEX(DB_NAME(), 'IsOptimizedLockingOn') AS int) AS OptimizedLocking, \
            CAST(SUSER_SNAME() AS nvarchar(128)) AS LoginName, \
-           CAST(HAS_PERMS_BY_NAME(N'fence_admin.ForceRelease', N'OBJECT', N'EXECUTE') AS int) AS Operator \
+           CAST(HAS_PERMS_BY_NAME(N'fence_admin.ForceRelease', N'OBJECT', N'EXECUTE') AS int) AS MayForceRelease, \
+           CAST(HAS_PERMS_BY_NAME(N'fence_admin.ListLeases', N'OBJECT', N'EXECUTE') AS int) AS MayListLeases \
     FROM sys.databases AS d WHERE d.database_id = DB_ID();";
 
 /// Reads the engine's facts on `conn`.
@@ -91,6 +94,7 @@ pub(crate) async fn read(conn: &mut Connection) -> Result<EngineFacts, tiberius:
         compatibility_level: int("Compatibility"),
         collation: text("Collation"),
         login: text("LoginName").unwrap_or_default(),
-        operator: int("Operator") == Some(1),
+        may_force_release: int("MayForceRelease") == Some(1),
+        may_list_leases: int("MayListLeases") == Some(1),
     })
 }

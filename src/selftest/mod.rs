@@ -6,12 +6,13 @@
 //! (`fencepost-selftest:<run>/<check>`), so it never touches a user's key;
 //! each releases its leases before the next starts, and leases are at most
 //! 30 s, so a check that failed half-way leaves nothing held for long. At
-//! the end the run deletes its rows when the login may (a deploy login);
-//! otherwise they stay, unheld, and the report says so. Database-wide
+//! the end the run deletes its rows in one transaction when the login may
+//! (a deploy login); otherwise they stay and the report says why. Database-wide
 //! commands (Recover, PruneTenure) are never run.
 
 mod check;
 mod checks;
+mod cleanup;
 mod context;
 mod engine;
 mod error;
@@ -35,6 +36,9 @@ use context::Context;
 /// The longest a single check may run; one that does not finish is failed,
 /// its sessions closed (which ends any transaction it held open).
 pub const CHECK_BOUND: Duration = Duration::from_secs(120);
+
+/// The longest `--key-prefix`, in UTF-16 code units (half of a key's 256).
+const MAX_PREFIX_UNITS: usize = 128;
 
 /// The default start of every key a run makes.
 pub const DEFAULT_KEY_PREFIX: &str = "fencepost-selftest:";
@@ -123,10 +127,13 @@ pub async fn run(
             reason: "must not be empty: the run's keys must not mix with yours",
         });
     }
-    if prefix.chars().count() > 128 {
+    // A key is nvarchar(256): 256 UTF-16 code units, so a character
+    // outside the Basic Multilingual Plane counts twice.
+    if prefix.encode_utf16().count() > MAX_PREFIX_UNITS {
         return Err(SelftestError::InvalidPrefix {
             prefix: options.key_prefix.clone(),
-            reason: "at most 128 characters, so the run's keys stay within the 256 a key may have",
+            reason: "at most 128 UTF-16 code units (a character outside the Basic Multilingual Plane counts \
+                     as two), so the run's keys stay within the 256 a key may have",
         });
     }
     let selected: Vec<&Check> = checks::ALL
@@ -149,8 +156,10 @@ pub async fn run(
         keys: RunKeys::new(prefix),
     };
     let mut reports = Vec::with_capacity(selected.len());
+    let mut not_run = Vec::new();
     for (i, check) in selected.iter().enumerate() {
         if options.interrupt.is_cancelled() {
+            not_run = selected[i..].iter().map(|c| c.name.to_string()).collect();
             break;
         }
         events(Event::Started {
@@ -162,15 +171,14 @@ pub async fn run(
         events(Event::Finished(&report));
         reports.push(report);
     }
-    let left_behind = match ctx.keys.delete(&mut admin).await {
-        Ok(()) => "deleted at the end of the run".to_string(),
-        Err(e) => format!("left in the fence tables, unheld (this login may not delete them; a deploy login can): {e}"),
-    };
+    let left_behind = cleanup::delete_run_rows(&mut admin, &ctx.keys).await;
     Ok(Report {
         engine: ctx.engine,
         key_root: ctx.keys.root.clone(),
         left_behind,
         checks: reports,
+        interrupted: options.interrupt.is_cancelled(),
+        not_run,
     })
 }
 

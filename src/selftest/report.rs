@@ -59,6 +59,11 @@ pub struct Report {
     pub left_behind: String,
     /// One entry per check, in the order they ran.
     pub checks: Vec<CheckReport>,
+    /// The run was stopped (Ctrl-C) before every check it was asked for ran.
+    pub interrupted: bool,
+    /// The checks the run was asked for but did not run, because it was
+    /// interrupted; empty otherwise.
+    pub not_run: Vec<String>,
 }
 
 impl Report {
@@ -70,6 +75,12 @@ impl Report {
     /// Every check that ran held.
     pub fn all_held(&self) -> bool {
         self.count(Status::Failed) == 0
+    }
+
+    /// At least one check held: a run in which every check was skipped (or
+    /// none ran) proved nothing and must not pass.
+    pub fn proved_something(&self) -> bool {
+        self.count(Status::Passed) > 0
     }
 
     /// The report as text: the header, then one block per check.
@@ -111,11 +122,26 @@ impl Report {
                 c.seen,
             ));
         }
+        if self.interrupted {
+            out.push_str(&format!(
+                "\nINTERRUPTED: the run was stopped before these checks ran: {}\n",
+                if self.not_run.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    self.not_run.join(", ")
+                }
+            ));
+        }
         out.push_str(&format!(
-            "\n{} held, {} failed, {} skipped\n",
+            "\n{} held, {} failed, {} skipped{}\n",
             self.count(Status::Passed),
             self.count(Status::Failed),
-            self.count(Status::Skipped)
+            self.count(Status::Skipped),
+            if self.interrupted {
+                format!(", {} not run (interrupted)", self.not_run.len())
+            } else {
+                String::new()
+            }
         ));
         out
     }
@@ -153,6 +179,18 @@ impl Report {
                 .set_time(std::time::Duration::from_millis(c.elapsed_ms))
                 .set_system_out(detail);
             suite.add_test_case(case);
+        }
+        // A check an interrupted run never reached is no pass: each is a
+        // skipped case saying why, so a pipeline sees the run was cut short.
+        for name in &self.not_run {
+            let mut status = TestCaseStatus::skipped();
+            status.set_message("not run: the selftest was interrupted");
+            let mut case = TestCase::new(name.clone(), status);
+            case.set_classname("fencepost.selftest");
+            suite.add_test_case(case);
+        }
+        if self.interrupted {
+            suite.add_property(quick_junit::Property::new("interrupted", "true"));
         }
         let mut junit = quick_junit::Report::new("fencepost selftest");
         junit.add_test_suite(suite);
@@ -199,7 +237,44 @@ mod tests {
                 entry("late_release_and_renew", Status::Failed, "Released"),
                 entry("attention", Status::Skipped, "the engine cannot"),
             ],
+            interrupted: false,
+            not_run: Vec::new(),
         }
+    }
+
+    #[test]
+    fn an_interrupted_run_says_so_and_names_the_checks_not_run_in_every_format() {
+        let mut report = report();
+        report.interrupted = true;
+        report.not_run = vec!["list_prefix_is_literal".to_string(), "service_login_rights".to_string()];
+        let text = report.to_text();
+        assert!(
+            text.contains(
+                "INTERRUPTED: the run was stopped before these checks ran: list_prefix_is_literal, service_login_rights"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("1 held, 1 failed, 1 skipped, 2 not run (interrupted)\n"),
+            "{text}"
+        );
+        let json: serde_json::Value = serde_json::from_str(&report.to_json()).unwrap();
+        assert_eq!(json["interrupted"], serde_json::Value::Bool(true));
+        assert_eq!(json["not_run"][1], "service_login_rights");
+        let junit = report.to_junit();
+        assert!(junit.contains("tests=\"5\""), "{junit}");
+        assert!(junit.contains("skipped=\"3\""), "{junit}");
+        assert!(junit.contains("not run: the selftest was interrupted"), "{junit}");
+        assert!(junit.contains("name=\"interrupted\" value=\"true\""), "{junit}");
+    }
+
+    #[test]
+    fn a_run_in_which_nothing_held_proved_nothing() {
+        let mut report = report();
+        assert!(report.proved_something());
+        report.checks.retain(|c| c.status == Status::Skipped);
+        assert!(report.all_held());
+        assert!(!report.proved_something());
     }
 
     #[test]

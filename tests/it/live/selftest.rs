@@ -180,3 +180,82 @@ async fn a_service_only_login_holds_the_service_check_once_the_procedures_may_wr
     assert!(seen.contains("direct read refused"), "{seen}");
     db.drop().await;
 }
+
+#[tokio::test]
+async fn a_run_in_which_no_check_held_fails_saying_nothing_was_proven() {
+    let Some(db) = TestDatabase::deployed("a_run_in_which_no_check_held_fails_saying_nothing_was_proven").await else {
+        return;
+    };
+    // Without --service-connection the one check asked for is skipped.
+    let output = binary::tokio(binary::fencepost_on(
+        &db.ado(),
+        ["selftest", "-q", "--check", "service_login_rights"],
+    ))
+    .output()
+    .await
+    .expect("run fencepost");
+    let stderr = binary::stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no check held: nothing was proven"), "{stderr}");
+    db.drop().await;
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn an_interrupted_run_exits_130_and_its_report_names_the_checks_not_run() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let Some(db) = TestDatabase::deployed("an_interrupted_run_exits_130_and_its_report_names_the_checks_not_run").await
+    else {
+        return;
+    };
+    let mut child = binary::tokio(binary::fencepost_on(&db.ado(), ["selftest", "--format", "json"]))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run fencepost");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut stderr = String::new();
+    // The first check is under way: Ctrl-C now stops the run after it.
+    while let Some(line) = lines.next_line().await.unwrap() {
+        stderr.push_str(&line);
+        stderr.push('\n');
+        if line.contains("selftest: [1/") {
+            break;
+        }
+    }
+    let pid = child.id().expect("running").to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    while let Some(line) = lines.next_line().await.unwrap() {
+        stderr.push_str(&line);
+        stderr.push('\n');
+    }
+    let output = child.wait_with_output().await.unwrap();
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("selftest: interrupted;"), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON document");
+    assert_eq!(json["interrupted"], serde_json::Value::Bool(true), "{json}");
+    let ran = json["checks"].as_array().unwrap().len();
+    let not_run = json["not_run"].as_array().unwrap().len();
+    assert!(ran >= 1 && not_run >= 1, "{json}");
+    assert_eq!(ran + not_run, selftest::check_names().len(), "{json}");
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_service_connection_to_another_database_fails_the_service_check_saying_so() {
+    const TEST: &str = "a_service_connection_to_another_database_fails_the_service_check_saying_so";
+    let Some(mut db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let service = db.login_in_role(Some("fence_service")).await;
+    let elsewhere = service.replace(&format!("Database={};", db.name), "Database=master;");
+    assert_ne!(elsewhere, service);
+    let (status, seen) = service_check(&db, &elsewhere).await;
+    assert_eq!(status, Status::Failed, "{seen}");
+    assert!(seen.contains("not in the database under test"), "{seen}");
+    db.drop().await;
+}

@@ -140,3 +140,18 @@ async fn a_list_that_leaves_like_wildcards_in_the_prefix_fails_the_literal_prefi
     };
     assert!(seen.contains("50_off → 50%off:b"), "{seen}");
 }
+
+#[tokio::test]
+async fn a_force_release_replay_that_answers_the_current_generation_fails_the_force_release_check() {
+    let test = "a_force_release_replay_that_answers_the_current_generation_fails_the_force_release_check";
+    let sources = broken(
+        "fence_admin.ForceRelease",
+        "            SELECT @RecordedOutcome AS Outcome, @RecordedGeneration AS Generation;\n            RETURN;",
+        "            SELECT @RecordedOutcome AS Outcome, (SELECT Generation FROM fence.Resource \
+         WHERE ResourceKey = @ResourceKey) AS Generation;\n            RETURN;",
+    );
+    let Some(seen) = fails(test, sources, "force_release_fences_holder").await else {
+        return;
+    };
+    assert!(seen.contains("the replay answered Fenced"), "{seen}");
+}

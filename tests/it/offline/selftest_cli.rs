@@ -41,3 +41,13 @@ fn a_failure_to_run_under_json_prints_a_json_error() {
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON error document");
     assert!(json["error"]["message"].is_string(), "{json}");
 }
+
+#[test]
+fn a_key_prefix_is_measured_in_utf16_code_units_as_a_key_is() {
+    // 100 characters, 200 UTF-16 code units: past the 128 a prefix may have.
+    let prefix = "😀".repeat(100);
+    let output = binary::run(&["selftest", "--connection", NOWHERE, "--key-prefix", &prefix]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = binary::stderr(&output);
+    assert!(stderr.contains("at most 128 UTF-16 code units"), "{stderr}");
+}
