@@ -6,9 +6,13 @@ VENV             := .venv
 SQLFLUFF         := $(VENV)/bin/sqlfluff
 SQL_DIRS         := migrations procedures permissions benches
 
-.PHONY: test fmt-check clippy each-feature sql-check check-offline nextest cargo-test publish-check cli-doc
+.PHONY: test msrv-check fmt-check clippy each-feature sql-check check-offline nextest cargo-test publish-check cli-doc
 
-test: fmt-check clippy each-feature sql-check check-offline cargo-test
+test: msrv-check fmt-check clippy each-feature sql-check check-offline cargo-test
+
+# The declared rust-version is the toolchain this run builds and tests with.
+msrv-check:
+	.ci/msrv-check
 
 fmt-check:
 	cargo fmt --all -- --check

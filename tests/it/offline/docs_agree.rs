@@ -308,3 +308,30 @@ fn error_numbers_by_procedure(number: u32) -> BTreeSet<String> {
         })
         .collect()
 }
+
+/// Where the docs show what `--version` prints, they show this build's
+/// package version and the contract version it deploys.
+#[test]
+fn the_version_line_the_docs_show_is_the_one_the_binary_prints() {
+    let printed = format!(
+        "fencepost {} (procedure contract {})",
+        env!("CARGO_PKG_VERSION"),
+        fencepost::client::CONTRACT_VERSION
+    );
+    let mut shown = 0;
+    for (file, text) in documents() {
+        for (at, _) in text.match_indices("(procedure contract ") {
+            let start = text[..at]
+                .rfind("fencepost ")
+                .expect("a version line starts with `fencepost `");
+            let end = at + text[at..].find(')').unwrap() + 1;
+            assert_eq!(
+                &text[start..end],
+                printed,
+                "{file} shows another version line than the binary prints"
+            );
+            shown += 1;
+        }
+    }
+    assert!(shown > 0, "no document shows the version line");
+}
