@@ -57,7 +57,9 @@ nextest:
 
 # Without an engine the live tests are left out (nextest's profile
 # "offline"), and the summary says how many: "N tests run: N passed, M skipped".
+# The doc tests run first, so the run's last line is nextest's summary.
 cargo-test: nextest
+	cargo test --locked --doc
 	cargo nextest run --locked --all-targets --no-run
 	@if [ -z "$$FENCEPOST_TEST_MSSQL" ]; then \
 	  echo "FENCEPOST_TEST_MSSQL is not set: the live tests are not run, and nextest counts them skipped"; \
@@ -65,7 +67,6 @@ cargo-test: nextest
 	else \
 	  set -x; tests/with-prepared-databases cargo nextest run --locked --all-targets; \
 	fi
-	cargo test --locked --doc
 
 # docs/cli.md, the command-line reference, written anew from the binary's
 # own help (`fencepost man --markdown`); the same test fails when they differ.

@@ -12,10 +12,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use fencepost::CancellationToken;
 use fencepost::client::{Acquire, Fenced, Publication, Publish};
 use fencepost::{Client, ClientConfig, ConnectionString};
 use tokio::sync::oneshot;
-use tokio_util::sync::CancellationToken;
 use tracing_subscriber::filter::Targets;
 use tracing_subscriber::prelude::*;
 use uuid::Uuid;

@@ -20,6 +20,9 @@
 //!   can write the fence;
 //! - [`bench`](mod@bench) (feature `bench`): `fencepost bench`, the lease calls measured
 //!   beside what a user would run instead;
+//! - [`selftest`](mod@selftest) (feature `selftest`, which turns on `bench`):
+//!   `fencepost selftest`, the fence's behaviours run as forced schedules on
+//!   the user's own engine;
 //! - [`artifact`](mod@artifact) (feature `artifacts`): results too big for a row, uploaded
 //!   create-only to an object store and published as a pointer through the fence.
 //!
@@ -43,7 +46,7 @@
 //! use fencepost::client::{Fenced, Provision};
 //! use fencepost::Client;
 //!
-//! # async fn rebuild(stop: tokio_util::sync::CancellationToken) -> Result<String, std::io::Error> { Ok(String::new()) }
+//! # async fn rebuild(stop: fencepost::CancellationToken) -> Result<String, std::io::Error> { Ok(String::new()) }
 //! # async fn service() -> Result<(), Box<dyn std::error::Error>> {
 //! let client = Client::connect("Server=tcp:db,1433;Database=app;User ID=svc;Password=...;Encrypt=true").await?;
 //! client.verify_contract().await?;
@@ -113,3 +116,7 @@ pub use connection::{ConnectError, Connection, ConnectionString};
 /// [`Connection`] of the deploy runner), re-exported so a user names the
 /// same version this crate was built with.
 pub use tiberius;
+/// The token `run_fenced` hands the work and [`client::LeaseGuard::token`]
+/// returns, cancelled when the lease is lost: re-exported so a service needs
+/// no dependency of its own on tokio-util to name it.
+pub use tokio_util::sync::CancellationToken;

@@ -143,7 +143,7 @@ impl Client {
     /// holds it. Must be called inside a tokio runtime.
     ///
     /// ```no_run
-    /// # async fn rebuild(stop: tokio_util::sync::CancellationToken) -> String { String::new() }
+    /// # async fn rebuild(stop: fencepost::CancellationToken) -> String { String::new() }
     /// # async fn service(client: fencepost::Client) -> Result<(), fencepost::client::Error> {
     /// use std::time::Duration;
     ///

@@ -125,7 +125,7 @@ impl Client {
     /// use std::time::Duration;
     ///
     /// use fencepost::client::Fenced;
-    /// use tokio_util::sync::CancellationToken;
+    /// use fencepost::CancellationToken;
     ///
     /// async fn rebuild(stop: CancellationToken) -> Result<String, std::io::Error> {
     ///     // Long work that checks `stop` between its steps.

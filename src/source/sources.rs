@@ -95,6 +95,7 @@ impl Sources {
 /// Test hooks, not API: they exist with the `testing` feature (which the
 /// integration tests turn on, docs/testing.md) or in this crate's unit tests.
 #[cfg(any(test, feature = "testing"))]
+#[doc(hidden)]
 impl Sources {
     /// Replaces one procedure's text.
     pub fn with_procedure(mut self, file: &str, text: &str) -> Result<Self, SourceError> {
