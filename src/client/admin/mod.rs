@@ -36,6 +36,7 @@
 //! (the history and the outcome records) (and list and read
 //! the history); `fence_reader` may read the history.
 
+pub(crate) mod blockers;
 mod force_release;
 mod history;
 mod leases;

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::Admin;
+use super::blockers::blockers_of;
 use super::force_release::{ForceRelease, force_release};
 use super::recover::{Recover, Recovery, recover};
 use crate::client::call::{Reply, checkout, classify_statement};
@@ -320,35 +321,14 @@ async fn open_transaction(watcher: &mut Session, spid: i32, babelfish: bool) -> 
     row.get::<&str, _>(0).map(str::to_string)
 }
 
-/// A session `spid` waits for, if this login may see it. SQL Server and
-/// Azure SQL show it in sys.dm_exec_requests. Babelfish's
-/// sys.dm_exec_requests has no blocking column, and the `blocked` column of
-/// its sys.sysprocesses names any session holding any lock on an object
-/// `spid` has locked, granted or not, conflicting or not: a session that
-/// merely read the fence table in an open transaction. PostgreSQL's own
-/// pg_blocking_pids names only the sessions whose locks conflict with the
-/// one `spid` waits for, or that queue for it ahead of `spid`.
+/// The first session `spid` waits for, if this login may see it (see
+/// [`blockers_of`]).
 async fn blocking_session(watcher: &mut Session, spid: i32, babelfish: bool) -> Option<i32> {
-    // Only a real other session: SQL Server reports negative ids (-2 to -5)
-    // for orphaned distributed transactions and latches, and the watcher
-    // itself is never the one to end.
-    let sql = if babelfish {
-        "SELECT TOP (1) CAST(b.pid AS int) \
-         FROM pg_catalog.unnest(pg_catalog.pg_blocking_pids(@P1)) AS b (pid) \
-         WHERE b.pid > 0 AND b.pid <> @@SPID"
-    } else {
-        "SELECT TOP (1) CAST(blocking_session_id AS int) FROM sys.dm_exec_requests \
-         WHERE session_id = @P1 AND blocking_session_id > 0 AND blocking_session_id <> @@SPID"
-    };
-    let row = watcher
-        .connection
-        .query(sql, &[&spid])
+    blockers_of(&mut watcher.connection, spid, babelfish)
         .await
         .ok()?
-        .into_row()
-        .await
-        .ok()??;
-    row.get::<i32, _>(0)
+        .into_iter()
+        .next()
 }
 
 /// Ends `blocker`, which rolls its open transaction back, once it is seen
