@@ -18,6 +18,7 @@ mod engine;
 mod error;
 mod report;
 mod session;
+mod waiting;
 
 use std::time::{Duration, Instant};
 

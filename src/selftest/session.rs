@@ -17,6 +17,7 @@ pub(crate) const PUBLISH: &str = "EXEC fence_api.Publish @ResourceKey = @P1, @Ow
 pub(crate) const ASSERT_HOLDER: &str =
     "EXEC fence_api.AssertHolder @ResourceKey = @P1, @Owner = @P2, @Generation = @P3";
 pub(crate) const INSPECT: &str = "EXEC fence_api.Inspect @ResourceKey = @P1";
+pub(crate) const RELEASE: &str = "EXEC fence_api.Release @ResourceKey = @P1, @Owner = @P2, @Generation = @P3";
 
 /// How long a check waits for the server clock to pass a lease's end.
 const CLOCK_BOUND: Duration = Duration::from_secs(30);
@@ -86,6 +87,18 @@ impl Session {
     pub(crate) async fn int(&mut self, sql: &str) -> Result<Option<i32>> {
         let row = self.conn.simple_query(sql).await?.into_row().await?;
         Ok(row.and_then(|r| r.get::<i32, _>(0)))
+    }
+
+    /// This session's id, as the engine's views of waiting sessions name it.
+    pub(crate) async fn spid(&mut self) -> Result<i32> {
+        self.int("SELECT CAST(@@SPID AS int)")
+            .await?
+            .context("@@SPID answered NULL")
+    }
+
+    /// The connection, for the lookups this session makes for the check.
+    pub(crate) fn connection(&mut self) -> &mut Connection {
+        &mut self.conn
     }
 
     /// The server clock.

@@ -18,6 +18,9 @@ const BOUND: Duration = Duration::from_secs(5);
 const EARLIEST: Duration = Duration::from_secs(4);
 const LATEST: Duration = Duration::from_secs(15);
 
+/// What a check says of a call still waiting at `LATEST`.
+const LET_GO: &str = ", only once S1 rolled back to let it go: it was still waiting after 15 s";
+
 pub(crate) const HELD_BY_CALLER: Check = Check {
     name: "row_lock_held_by_caller_transaction",
     behaviour: "S1 holds the fence row in its own open transaction (AssertHolder) past the lease's end; \
@@ -36,9 +39,23 @@ async fn held_by_caller(ctx: &Context) -> Result<Verdict> {
     let held = holder.hold(&lease).await?;
     holder.wait_past(lease.until()).await?;
     let started = Instant::now();
-    let waiting = b.acquire(&key, LONG).await;
+    let (waiting, let_go) = {
+        let call = b.acquire(&key, LONG);
+        tokio::pin!(call);
+        // A call that waits past any bound is let go by S1's rollback, so
+        // the check ends in time and says so.
+        tokio::select! {
+            answer = &mut call => (answer, false),
+            () = tokio::time::sleep(LATEST) => {
+                holder.rollback().await;
+                (call.await, true)
+            }
+        }
+    };
     let waited = started.elapsed();
-    holder.batch("COMMIT TRANSACTION;").await?;
+    if !let_go {
+        holder.batch("COMMIT TRANSACTION;").await?;
+    }
     let after = b.acquire(&key, LONG).await?;
     if let Acquire::Acquired(next) = &after {
         let _ = b.release(next).await;
@@ -68,7 +85,7 @@ async fn held_by_caller(ctx: &Context) -> Result<Verdict> {
     Ok(Verdict::judge(
         held == "Holding" && busy && bounded && next,
         format!(
-            "S1 AssertHolder {held}; S2 answered {} after {:.1} s (bound {} s); after S1's commit S2 {}",
+            "S1 AssertHolder {held}; S2 answered {} after {:.1} s (bound {} s){}; after S1's commit S2 {}",
             match &waiting {
                 Ok(Acquire::Busy { remaining, .. }) => format!("Busy ({:.1} s left)", remaining.as_secs_f64()),
                 Ok(answer) => acquire_name(answer),
@@ -76,6 +93,7 @@ async fn held_by_caller(ctx: &Context) -> Result<Verdict> {
             },
             waited.as_secs_f64(),
             BOUND.as_secs(),
+            if let_go { LET_GO } else { "" },
             acquire_name(&after)
         ),
     )
@@ -101,12 +119,26 @@ async fn wait_in_caller_transaction(ctx: &Context) -> Result<Verdict> {
     let held = holder.hold(&lease).await?;
     waiter.batch("BEGIN TRANSACTION;").await?;
     let started = Instant::now();
-    let answer = waiter.call(ACQUIRE, &[&key.as_str(), &Uuid::new_v4(), &30i32]).await?;
+    let owner = Uuid::new_v4();
+    let args: [&dyn tiberius::ToSql; 3] = [&key.as_str(), &owner, &30i32];
+    let (answer, let_go) = {
+        let call = waiter.call(ACQUIRE, &args);
+        tokio::pin!(call);
+        // A call that waits past any bound is let go by S1's rollback, so
+        // the check ends in time and says so.
+        tokio::select! {
+            answer = &mut call => (answer?, false),
+            () = tokio::time::sleep(LATEST) => {
+                holder.rollback().await;
+                (call.await?, true)
+            }
+        }
+    };
     let waited = started.elapsed();
     let trancount = waiter.int("SELECT @@TRANCOUNT").await?;
     let lock_timeout = waiter.int("SELECT CAST(@@LOCK_TIMEOUT AS int)").await?;
     waiter.rollback().await;
-    holder.batch("COMMIT TRANSACTION;").await?;
+    holder.rollback().await;
     let _ = a.release(&lease).await;
     let (refused, expected) = if ctx.engine.babelfish {
         (
@@ -128,9 +160,10 @@ async fn wait_in_caller_transaction(ctx: &Context) -> Result<Verdict> {
             && trancount == Some(0)
             && lock_timeout == Some(-1),
         format!(
-            "S1 AssertHolder {held}; S2 answered {} after {:.1} s; @@TRANCOUNT {}; @@LOCK_TIMEOUT {}",
+            "S1 AssertHolder {held}; S2 answered {} after {:.1} s{}; @@TRANCOUNT {}; @@LOCK_TIMEOUT {}",
             answer.outcome(),
             waited.as_secs_f64(),
+            if let_go { LET_GO } else { "" },
             show(trancount),
             show(lock_timeout)
         ),
