@@ -24,7 +24,9 @@
 //!   `fencepost selftest`, the fence's behaviours run as forced schedules on
 //!   the user's own engine;
 //! - [`artifact`](mod@artifact) (feature `artifacts`): results too big for a row, uploaded
-//!   create-only to an object store and published as a pointer through the fence.
+//!   create-only to an object store and published as a pointer through the fence;
+//! - [`model`](mod@model) (feature `model`): the procedure contract as a pure state
+//!   machine, with the server's clock supplied by the caller.
 //!
 //! [`schema`] (the names of fencepost's objects) and [`identity`](mod@identity) (the
 //! database identity, feature `deploy`) hold what several rooms share.
@@ -97,6 +99,9 @@ pub mod deploy;
 #[cfg(feature = "deploy")]
 #[cfg_attr(docsrs, doc(cfg(feature = "deploy")))]
 pub mod identity;
+#[cfg(feature = "model")]
+#[cfg_attr(docsrs, doc(cfg(feature = "model")))]
+pub mod model;
 pub mod schema;
 #[cfg(feature = "selftest")]
 #[cfg_attr(docsrs, doc(cfg(feature = "selftest")))]
