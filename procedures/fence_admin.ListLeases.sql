@@ -52,9 +52,13 @@ BEGIN
     -- character). Not for a last character that is half of a surrogate pair
     -- or beyond (SQL Server's RIGHT gives the low surrogate, Babelfish's the
     -- whole character), nor for an empty prefix: then there is no bound.
+    -- The empty prefix is told by its length: UNICODE of the empty string
+    -- is NULL on SQL Server but 0 on Babelfish, whose bound NCHAR(1) would
+    -- leave out every key.
     DECLARE @Last int = UNICODE(RIGHT(@Prefix, 1));
     DECLARE @Below nvarchar(260) =
-        CASE WHEN @Last < 55295 THEN LEFT(@Prefix, LEN(@Prefix + N'.') - 2) + NCHAR(@Last + 1) END;
+        CASE WHEN LEN(@Prefix + N'.') > 1 AND @Last < 55295
+             THEN LEFT(@Prefix, LEN(@Prefix + N'.') - 2) + NCHAR(@Last + 1) END;
 
     -- A range on the key, from @After to the prefix's bound: an engine
     -- cannot tell how many keys a LIKE pattern held in a variable matches,

@@ -67,6 +67,7 @@ mod lease_history;
 mod lease_input;
 mod lease_input_properties;
 mod lease_isolation;
+mod lease_list_every_key;
 mod lease_lock_order;
 mod lease_lock_wait;
 mod lease_operator_operations;
