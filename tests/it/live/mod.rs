@@ -83,6 +83,7 @@ mod lease_retire;
 mod lease_semantics;
 mod lease_source_version;
 mod lease_stress;
+mod model_differential;
 mod pool;
 mod selftest;
 mod selftest_broken;

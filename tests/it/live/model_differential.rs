@@ -1,0 +1,89 @@
+//! The procedures and the contract's model agree: generated schedules of
+//! several workers' calls, each worker on its own session, run against the
+//! deployed procedures and against `fencepost::model` with the server's
+//! clock fed in (`support::differential`). A bounded number runs here;
+//! `FENCEPOST_MODEL_CASES` raises it, `FENCEPOST_MODEL_SEED` repeats a run.
+//!
+//! The same test finds a procedure broken on purpose: one whose publish
+//! forgot the lease's expiry, one whose renewal revives an expired lease.
+
+use crate::support;
+
+use support::TestDatabase;
+use support::differential::{self, Budget, DEFAULT_CASES};
+
+#[test]
+fn the_procedures_answer_generated_schedules_as_the_model_does() {
+    let test = "the_procedures_answer_generated_schedules_as_the_model_does";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let Some(db) = runtime.block_on(TestDatabase::deployed(test)) else {
+        return;
+    };
+    let result = differential::check(&runtime, &db.ado(), Budget::from_env(DEFAULT_CASES));
+    runtime.block_on(db.drop());
+    if let Err(disagreement) = result {
+        panic!("{disagreement}");
+    }
+}
+
+/// How many schedules a broken procedure gets to be found in.
+const MUTANT_CASES: u32 = 64;
+
+/// Deploys the shipped procedures with `procedure`'s `find` replaced by
+/// `replace`, and asserts the test finds a disagreement that says each of
+/// `shows`.
+fn finds_mutant(test: &str, procedure: &str, find: &str, replace: &str, shows: &[&str]) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let Some(db) = runtime.block_on(TestDatabase::new(test)) else {
+        return;
+    };
+    runtime
+        .block_on(db.migrate(&differential::mutant(procedure, find, replace)))
+        .expect("deploy with the broken procedure");
+    // The seed from the environment, if any; the cases this test's own.
+    let mut budget = Budget::from_env(MUTANT_CASES);
+    budget.cases = MUTANT_CASES;
+    let result = differential::check(&runtime, &db.ado(), budget);
+    runtime.block_on(db.drop());
+    let disagreement = match result {
+        Err(disagreement) => disagreement,
+        Ok(tally) => panic!(
+            "{procedure} broken, and {} schedules agreed with the model",
+            tally.schedules
+        ),
+    };
+    eprintln!("{test}: found it:\n{disagreement}");
+    for shown in shows {
+        assert!(
+            disagreement.contains(shown),
+            "the disagreement does not show {shown:?}:\n{disagreement}"
+        );
+    }
+}
+
+#[test]
+fn a_publish_without_its_expiry_predicate_disagrees_with_the_model() {
+    finds_mutant(
+        "a_publish_without_its_expiry_predicate_disagrees_with_the_model",
+        "fence_api.Publish",
+        "           AND LeaseUntilUtc > @Now\n",
+        "",
+        &[
+            "fence_api.Publish disagrees",
+            "Publish(Published)",
+            "model at",
+            "Publish(Expired)",
+        ],
+    );
+}
+
+#[test]
+fn a_renew_that_revives_an_expired_lease_disagrees_with_the_model() {
+    finds_mutant(
+        "a_renew_that_revives_an_expired_lease_disagrees_with_the_model",
+        "fence_api.Renew",
+        "       AND Generation = @Generation\n       AND LeaseUntilUtc > @Now;",
+        "       AND Generation = @Generation;",
+        &["fence_api.Renew disagrees", "Renew(Renewed", "model at", "Renew(Lost)"],
+    );
+}

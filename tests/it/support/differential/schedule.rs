@@ -1,0 +1,584 @@
+//! Generated schedules: several workers' calls on a few keys, one after
+//! another, with waits that let leases run out. A step names its lease,
+//! operation id or command symbolically ("this worker's last lease on the
+//! key", "an operation id used before"), so a schedule shrinks to a shorter
+//! one that still means something; [`Ctx`] turns each step into the call it
+//! makes from what the earlier calls answered.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use fencepost::model::{Acquired, Answer, Call, Session};
+use proptest::prelude::*;
+use uuid::Uuid;
+
+/// The keys a schedule works on. `k` and `k\u{1}` differ only by a
+/// character below a space after a shared prefix: where SQL Server's
+/// padded comparison and plain code-point order sort two keys apart.
+pub const KEYS: [&str; 3] = ["k", "k\u{1}", "j"];
+/// The keys every schedule starts with provisioned.
+pub const PROVISIONED: [usize; 2] = [0, 2];
+/// The prefixes a `ListLeases` step asks for.
+pub const PREFIXES: [&str; 4] = ["", "k", "j", "x"];
+/// Workers, each on a session of its own.
+pub const WORKERS: usize = 2;
+
+/// Which key a lease step works on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Key {
+    /// The key of the worker's last acquired lease (the first key before one).
+    Leased,
+    /// One of [`KEYS`].
+    Named(usize),
+}
+
+/// Which lease a step presents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lease {
+    /// The worker's last acquired lease on the key.
+    Own,
+    /// Its owner with the generation before (at least 1).
+    Stale,
+    /// A fresh owner with the generation of the worker's lease.
+    Stranger,
+}
+
+/// An operation id, recovery id or operator command id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Id {
+    Fresh,
+    /// One used before in the schedule, counted back from the last (modulo
+    /// how many there are), or a fresh one when none was.
+    Again(usize),
+}
+
+/// A call the procedure must refuse for its input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Invalid {
+    KeyEndsInSpace,
+    EmptyKey,
+    LongKey,
+    NoLeaseSeconds,
+    LeaseTooLong,
+    GenerationZero,
+    NilOwner,
+    NilOperationId,
+    NullPayload,
+    NullRelease,
+    NegativeSourceVersion,
+    ListNoRows,
+    NegativeFloor,
+    PruneZeroDays,
+}
+
+/// One step of one worker (`by`, its session).
+#[derive(Clone, Debug)]
+pub enum Step {
+    Provision {
+        by: usize,
+        key: usize,
+    },
+    Acquire {
+        by: usize,
+        key: Key,
+        seconds: i32,
+        again: bool,
+    },
+    Renew {
+        by: usize,
+        key: Key,
+        lease: Lease,
+        seconds: i32,
+    },
+    Publish {
+        by: usize,
+        key: Key,
+        lease: Lease,
+        op: Id,
+        release: bool,
+        version: Option<i64>,
+    },
+    Release {
+        by: usize,
+        key: Key,
+        lease: Lease,
+    },
+    AssertHolder {
+        by: usize,
+        key: Key,
+        lease: Lease,
+        version: Option<i64>,
+        in_transaction: bool,
+    },
+    Inspect {
+        by: usize,
+        key: usize,
+    },
+    ReadPublication {
+        by: usize,
+        key: usize,
+    },
+    GetOutcome {
+        by: usize,
+        op: Id,
+    },
+    LeaseHistory {
+        by: usize,
+        key: usize,
+        max_rows: i32,
+    },
+    ListLeases {
+        by: usize,
+        prefix: usize,
+        held_only: bool,
+        max_rows: i32,
+        after: Option<usize>,
+    },
+    ForceRelease {
+        by: usize,
+        key: usize,
+        command: Option<Id>,
+    },
+    ResetSourceVersion {
+        by: usize,
+        key: usize,
+        version: Option<i64>,
+        command: Option<Id>,
+    },
+    Retire {
+        by: usize,
+        key: usize,
+        command: Option<Id>,
+        in_transaction: bool,
+    },
+    Recover {
+        by: usize,
+        recovery: Id,
+        floor: Option<i64>,
+    },
+    PruneTenure {
+        by: usize,
+        in_transaction: bool,
+    },
+    PruneOutcomes {
+        by: usize,
+        in_transaction: bool,
+    },
+    /// Every worker idle for this long (real time: the server's clock is
+    /// the only judge of a lease's end).
+    Wait {
+        millis: u64,
+    },
+    Invalid {
+        by: usize,
+        key: usize,
+        what: Invalid,
+    },
+}
+
+impl Step {
+    /// The worker whose session makes the call; `None` for a wait.
+    pub fn by(&self) -> Option<usize> {
+        use Step::*;
+        match self {
+            Provision { by, .. }
+            | Acquire { by, .. }
+            | Renew { by, .. }
+            | Publish { by, .. }
+            | Release { by, .. }
+            | AssertHolder { by, .. }
+            | Inspect { by, .. }
+            | ReadPublication { by, .. }
+            | GetOutcome { by, .. }
+            | LeaseHistory { by, .. }
+            | ListLeases { by, .. }
+            | ForceRelease { by, .. }
+            | ResetSourceVersion { by, .. }
+            | Retire { by, .. }
+            | Recover { by, .. }
+            | PruneTenure { by, .. }
+            | PruneOutcomes { by, .. }
+            | Invalid { by, .. } => Some(*by),
+            Wait { .. } => None,
+        }
+    }
+
+    pub fn wait(&self) -> Option<Duration> {
+        match self {
+            Step::Wait { millis } => Some(Duration::from_millis(*millis)),
+            _ => None,
+        }
+    }
+}
+
+/// What a schedule's earlier calls answered, as far as later steps need it.
+#[derive(Debug, Default)]
+pub struct Ctx {
+    /// Each worker's last acquired lease per key: owner and generation.
+    leases: HashMap<(usize, usize), (Uuid, i64)>,
+    /// The key of each worker's last acquired lease.
+    leased: HashMap<usize, usize>,
+    /// Every publish operation id sent, in order.
+    pub operations: Vec<Uuid>,
+    commands: Vec<Uuid>,
+    recoveries: Vec<Uuid>,
+}
+
+fn again(used: &[Uuid], id: Id) -> Uuid {
+    match id {
+        Id::Again(back) if !used.is_empty() => used[used.len() - 1 - back % used.len()],
+        _ => Uuid::new_v4(),
+    }
+}
+
+fn named(key: usize) -> Option<String> {
+    Some(KEYS[key].to_string())
+}
+
+impl Ctx {
+    fn key(&self, by: usize, key: Key) -> usize {
+        match key {
+            Key::Leased => self.leased.get(&by).copied().unwrap_or(0),
+            Key::Named(key) => key,
+        }
+    }
+
+    fn lease(&self, by: usize, key: usize, lease: Lease) -> (Uuid, i64) {
+        let own = self.leases.get(&(by, key)).copied();
+        match (lease, own) {
+            (Lease::Own, Some(own)) => own,
+            (Lease::Stale, Some((owner, generation))) => (owner, (generation - 1).max(1)),
+            (Lease::Stranger, Some((_, generation))) => (Uuid::new_v4(), generation),
+            (_, None) => (Uuid::new_v4(), 1),
+        }
+    }
+
+    /// The call `step` makes now, and whether inside a transaction; `None`
+    /// for a wait.
+    pub fn resolve(&mut self, step: &Step) -> Option<(Call, Session)> {
+        let session = |inside: bool| {
+            if inside {
+                Session::InTransaction
+            } else {
+                Session::Autocommit
+            }
+        };
+        let auto = Session::Autocommit;
+        Some(match *step {
+            Step::Wait { .. } => return None,
+            Step::Provision { key: k, .. } => (Call::Provision { resource_key: named(k) }, auto),
+            Step::Acquire {
+                by,
+                key,
+                seconds,
+                again,
+            } => {
+                let k = self.key(by, key);
+                let owner = match self.leases.get(&(by, k)) {
+                    Some((owner, _)) if again => *owner,
+                    _ => Uuid::new_v4(),
+                };
+                (Call::acquire(KEYS[k], owner, seconds), auto)
+            }
+            Step::Renew {
+                by,
+                key,
+                lease,
+                seconds,
+            } => {
+                let k = self.key(by, key);
+                let (owner, generation) = self.lease(by, k, lease);
+                (Call::renew(KEYS[k], owner, generation, seconds), auto)
+            }
+            Step::Publish {
+                by,
+                key,
+                lease,
+                op,
+                release,
+                version,
+            } => {
+                let k = self.key(by, key);
+                let (owner, generation) = self.lease(by, k, lease);
+                let operation = again(&self.operations, op);
+                self.operations.push(operation);
+                let call = Call::Publish {
+                    resource_key: named(k),
+                    owner: Some(owner),
+                    generation: Some(generation),
+                    operation_id: Some(operation),
+                    payload: Some(format!("w{by} g{generation} {}", operation.simple())),
+                    release: Some(release),
+                    source_version: version,
+                };
+                (call, auto)
+            }
+            Step::Release { by, key, lease } => {
+                let k = self.key(by, key);
+                let (owner, generation) = self.lease(by, k, lease);
+                (Call::release(KEYS[k], owner, generation), auto)
+            }
+            Step::AssertHolder {
+                by,
+                key,
+                lease,
+                version,
+                in_transaction,
+            } => {
+                let k = self.key(by, key);
+                let (owner, generation) = self.lease(by, k, lease);
+                let call = Call::AssertHolder {
+                    resource_key: named(k),
+                    owner: Some(owner),
+                    generation: Some(generation),
+                    source_version: version,
+                };
+                (call, session(in_transaction))
+            }
+            Step::Inspect { key: k, .. } => (Call::inspect(KEYS[k]), auto),
+            Step::ReadPublication { key: k, .. } => (Call::read_publication(KEYS[k]), auto),
+            Step::GetOutcome { op, .. } => (Call::get_outcome(again(&self.operations, op)), auto),
+            Step::LeaseHistory { key: k, max_rows, .. } => (
+                Call::LeaseHistory {
+                    resource_key: named(k),
+                    max_rows: Some(max_rows),
+                },
+                auto,
+            ),
+            Step::ListLeases {
+                prefix,
+                held_only,
+                max_rows,
+                after,
+                ..
+            } => (
+                Call::ListLeases {
+                    prefix: Some(PREFIXES[prefix].to_string()),
+                    held_only: Some(held_only),
+                    max_rows: Some(max_rows),
+                    after: after.and_then(named),
+                },
+                auto,
+            ),
+            Step::ForceRelease { key: k, command, .. } => (
+                Call::ForceRelease {
+                    resource_key: named(k),
+                    operation_id: self.command(command),
+                },
+                auto,
+            ),
+            Step::ResetSourceVersion {
+                key: k,
+                version,
+                command,
+                ..
+            } => (
+                Call::ResetSourceVersion {
+                    resource_key: named(k),
+                    source_version: version,
+                    operation_id: self.command(command),
+                },
+                auto,
+            ),
+            Step::Retire {
+                key: k,
+                command,
+                in_transaction,
+                ..
+            } => (
+                Call::Retire {
+                    resource_key: named(k),
+                    operation_id: self.command(command),
+                },
+                session(in_transaction),
+            ),
+            Step::Recover { recovery, floor, .. } => {
+                let id = again(&self.recoveries, recovery);
+                self.recoveries.push(id);
+                (
+                    Call::Recover {
+                        recovery_id: Some(id),
+                        floor,
+                        database_identity: None,
+                    },
+                    auto,
+                )
+            }
+            Step::PruneTenure { in_transaction, .. } => (
+                Call::PruneTenure {
+                    older_than_days: Some(1),
+                },
+                session(in_transaction),
+            ),
+            Step::PruneOutcomes { in_transaction, .. } => (
+                Call::PruneOutcomes {
+                    older_than_days: Some(1),
+                },
+                session(in_transaction),
+            ),
+            Step::Invalid { by, key: k, what } => (self.invalid(by, k, what), auto),
+        })
+    }
+
+    fn command(&mut self, id: Option<Id>) -> Option<Uuid> {
+        let id = again(&self.commands, id?);
+        self.commands.push(id);
+        Some(id)
+    }
+
+    fn invalid(&mut self, by: usize, k: usize, what: Invalid) -> Call {
+        let (owner, generation) = self.lease(by, k, Lease::Own);
+        let publish = |operation_id: Option<Uuid>, payload: Option<String>, release, version| Call::Publish {
+            resource_key: named(k),
+            owner: Some(owner),
+            generation: Some(generation),
+            operation_id,
+            payload,
+            release,
+            source_version: version,
+        };
+        let fresh = Some(Uuid::new_v4());
+        let text = Some(String::from("x"));
+        match what {
+            Invalid::KeyEndsInSpace => Call::inspect(&format!("{} ", KEYS[k])),
+            Invalid::EmptyKey => Call::provision(""),
+            Invalid::LongKey => Call::read_publication(&"k".repeat(257)),
+            Invalid::NoLeaseSeconds => Call::Acquire {
+                resource_key: named(k),
+                owner: Some(owner),
+                lease_seconds: None,
+            },
+            Invalid::LeaseTooLong => Call::renew(KEYS[k], owner, generation, 86_401),
+            Invalid::GenerationZero => Call::release(KEYS[k], owner, 0),
+            Invalid::NilOwner => Call::acquire(KEYS[k], Uuid::nil(), 1),
+            Invalid::NilOperationId => publish(Some(Uuid::nil()), text, Some(false), None),
+            Invalid::NullPayload => publish(fresh, None, Some(false), None),
+            Invalid::NullRelease => publish(fresh, text, None, None),
+            Invalid::NegativeSourceVersion => publish(fresh, text, Some(false), Some(-1)),
+            Invalid::ListNoRows => Call::ListLeases {
+                prefix: Some(String::new()),
+                held_only: Some(false),
+                max_rows: Some(0),
+                after: None,
+            },
+            Invalid::NegativeFloor => Call::Recover {
+                recovery_id: fresh,
+                floor: Some(-1),
+                database_identity: None,
+            },
+            Invalid::PruneZeroDays => Call::PruneTenure {
+                older_than_days: Some(0),
+            },
+        }
+    }
+
+    /// Takes in what `call` answered: an acquired lease becomes the
+    /// worker's lease on the key.
+    pub fn learn(&mut self, step: &Step, call: &Call, answer: &Result<Answer, (u32, String)>) {
+        if let (Step::Acquire { by, key, .. }, Call::Acquire { owner: Some(owner), .. }) = (step, call)
+            && let Ok(Answer::Acquire(Acquired::Acquired { generation, .. })) = answer
+        {
+            let key = self.key(*by, *key);
+            self.leases.insert((*by, key), (*owner, *generation));
+            self.leased.insert(*by, key);
+        }
+    }
+}
+
+fn worker() -> impl Strategy<Value = usize> {
+    0..WORKERS
+}
+
+fn key_index() -> impl Strategy<Value = usize> {
+    // The odd key less often: most steps should meet each other.
+    prop_oneof![4 => Just(0usize), 1 => Just(1usize), 3 => Just(2usize)]
+}
+
+fn lease_key() -> impl Strategy<Value = Key> {
+    prop_oneof![3 => Just(Key::Leased), 1 => key_index().prop_map(Key::Named)]
+}
+
+fn lease() -> impl Strategy<Value = Lease> {
+    prop_oneof![6 => Just(Lease::Own), 1 => Just(Lease::Stale), 1 => Just(Lease::Stranger)]
+}
+
+fn id() -> impl Strategy<Value = Id> {
+    prop_oneof![3 => Just(Id::Fresh), 1 => (0usize..4).prop_map(Id::Again)]
+}
+
+fn version() -> impl Strategy<Value = Option<i64>> {
+    prop_oneof![1 => Just(None), 4 => (0i64..3).prop_map(Some)]
+}
+
+fn seconds() -> impl Strategy<Value = i32> {
+    1i32..=2
+}
+
+fn invalid() -> impl Strategy<Value = Invalid> {
+    use Invalid::*;
+    proptest::sample::select(vec![
+        KeyEndsInSpace,
+        EmptyKey,
+        LongKey,
+        NoLeaseSeconds,
+        LeaseTooLong,
+        GenerationZero,
+        NilOwner,
+        NilOperationId,
+        NullPayload,
+        NullRelease,
+        NegativeSourceVersion,
+        ListNoRows,
+        NegativeFloor,
+        PruneZeroDays,
+    ])
+}
+
+/// One step, weighted towards the lease calls that meet each other.
+pub fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        1 => (worker(), key_index()).prop_map(|(by, key)| Step::Provision { by, key }),
+        5 => (worker(), lease_key(), seconds(), proptest::bool::weighted(0.2))
+            .prop_map(|(by, key, seconds, again)| Step::Acquire { by, key, seconds, again }),
+        4 => (worker(), lease_key(), lease(), seconds())
+            .prop_map(|(by, key, lease, seconds)| Step::Renew { by, key, lease, seconds }),
+        5 => (worker(), lease_key(), lease(), id(), proptest::bool::ANY, version()).prop_map(
+            |(by, key, lease, op, release, version)| Step::Publish { by, key, lease, op, release, version }
+        ),
+        2 => (worker(), lease_key(), lease()).prop_map(|(by, key, lease)| Step::Release { by, key, lease }),
+        2 => (worker(), lease_key(), lease(), version(), proptest::bool::weighted(0.85)).prop_map(
+            |(by, key, lease, version, in_transaction)| Step::AssertHolder { by, key, lease, version, in_transaction }
+        ),
+        3 => prop_oneof![Just(300u64), Just(1100u64)].prop_map(|millis| Step::Wait { millis }),
+        1 => (worker(), key_index()).prop_map(|(by, key)| Step::Inspect { by, key }),
+        1 => (worker(), key_index()).prop_map(|(by, key)| Step::ReadPublication { by, key }),
+        1 => (worker(), id()).prop_map(|(by, op)| Step::GetOutcome { by, op }),
+        1 => (worker(), key_index(), 1i32..4).prop_map(|(by, key, max_rows)| Step::LeaseHistory { by, key, max_rows }),
+        1 => (worker(), 0..PREFIXES.len(), proptest::bool::ANY, 1i32..4, proptest::option::of(key_index())).prop_map(
+            |(by, prefix, held_only, max_rows, after)| Step::ListLeases { by, prefix, held_only, max_rows, after }
+        ),
+        1 => (worker(), key_index(), proptest::option::of(id()))
+            .prop_map(|(by, key, command)| Step::ForceRelease { by, key, command }),
+        1 => (worker(), key_index(), version(), proptest::option::of(id())).prop_map(
+            |(by, key, version, command)| Step::ResetSourceVersion { by, key, version, command }
+        ),
+        1 => (worker(), key_index(), proptest::option::of(id()), proptest::bool::weighted(0.1)).prop_map(
+            |(by, key, command, in_transaction)| Step::Retire { by, key, command, in_transaction }
+        ),
+        1 => (worker(), id(), proptest::option::of(0i64..(1 << 41)))
+            .prop_map(|(by, recovery, floor)| Step::Recover { by, recovery, floor }),
+        1 => (worker(), proptest::bool::ANY, proptest::bool::ANY).prop_map(|(by, tenure, in_transaction)| {
+            if tenure {
+                Step::PruneTenure { by, in_transaction }
+            } else {
+                Step::PruneOutcomes { by, in_transaction }
+            }
+        }),
+        1 => (worker(), key_index(), invalid()).prop_map(|(by, key, what)| Step::Invalid { by, key, what }),
+    ]
+}
+
+/// A schedule: up to `max_steps` steps.
+pub fn schedule(max_steps: usize) -> impl Strategy<Value = Vec<Step>> {
+    proptest::collection::vec(step(), 1..=max_steps)
+}
