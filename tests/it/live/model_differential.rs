@@ -19,7 +19,7 @@ fn the_procedures_answer_generated_schedules_as_the_model_does() {
     let Some(db) = runtime.block_on(TestDatabase::deployed(test)) else {
         return;
     };
-    let result = differential::check(&runtime, &db.ado(), Budget::from_env(DEFAULT_CASES));
+    let result = differential::check(&runtime, &db, Budget::from_env(DEFAULT_CASES));
     runtime.block_on(db.drop());
     if let Err(disagreement) = result {
         panic!("{disagreement}");
@@ -43,7 +43,7 @@ fn finds_mutant(test: &str, procedure: &str, find: &str, replace: &str, shows: &
     // The seed from the environment, if any; the cases this test's own.
     let mut budget = Budget::from_env(MUTANT_CASES);
     budget.cases = MUTANT_CASES;
-    let result = differential::check(&runtime, &db.ado(), budget);
+    let result = differential::check(&runtime, &db, budget);
     runtime.block_on(db.drop());
     let disagreement = match result {
         Err(disagreement) => disagreement,

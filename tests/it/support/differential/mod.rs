@@ -13,17 +13,19 @@ mod server;
 
 use std::cell::RefCell;
 
-use fencepost::Connection;
 use fencepost::deploy::Sources;
 use fencepost::model::KeyOrder;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 
 pub use run::Tally;
 
+use crate::support::TestDatabase;
+use crate::support::caller::Caller;
+
 /// Schedules per run unless `FENCEPOST_MODEL_CASES` says otherwise.
 pub const DEFAULT_CASES: u32 = 32;
-/// The longest schedule generated.
-const MAX_STEPS: usize = 24;
+/// The most parts (episodes of a lease, or single steps) in a schedule.
+const MAX_PARTS: usize = 8;
 
 /// How many schedules to run, and from which seed.
 #[derive(Clone, Copy, Debug)]
@@ -51,41 +53,28 @@ impl Budget {
     }
 }
 
-/// Runs `budget.cases` generated schedules on the fence `ado` names (which
-/// this empties before each) and on the model. `Ok` holds what ran; `Err`
-/// the shortest schedule on which they disagreed, and how.
-pub fn check(runtime: &tokio::runtime::Runtime, ado: &str, budget: Budget) -> Result<Tally, String> {
+/// Runs `budget.cases` generated schedules on `db`'s fence (which this
+/// empties before each) and on the model. `Ok` holds what ran; `Err` the
+/// shortest schedule on which they disagreed, and how.
+pub fn check(runtime: &tokio::runtime::Runtime, db: &TestDatabase, budget: Budget) -> Result<Tally, String> {
     eprintln!(
         "model differential: {} schedules from seed {} (FENCEPOST_MODEL_CASES={} FENCEPOST_MODEL_SEED={} repeats it)",
         budget.cases, budget.seed, budget.cases, budget.seed
     );
-    let connect = || async { crate::support::connect_ado(ado).await };
-    let (admin, workers) = runtime.block_on(async {
-        let mut workers: Vec<Connection> = Vec::new();
+    let (admin, workers, babelfish) = runtime.block_on(async {
+        let mut workers = Vec::new();
         for _ in 0..schedule::WORKERS {
-            workers.push(connect().await);
+            workers.push(Caller::new(db.connect().await));
         }
-        (connect().await, workers)
+        (db.connect().await, workers, db.is_babelfish().await)
     });
-    let (order, admin) = runtime.block_on(async {
-        let mut admin = admin;
-        let rows = admin
-            .simple_query("SELECT CAST(CASE WHEN SERVERPROPERTY('Babelfish') IS NULL THEN 0 ELSE 1 END AS int)")
-            .await
-            .unwrap()
-            .into_first_result()
-            .await
-            .unwrap();
-        // The engines sort keys apart only where one continues another with
-        // a character below a space (docs/engines.md).
-        let babelfish = rows[0].get::<i32, usize>(0) == Some(1);
-        let order = if babelfish {
-            KeyOrder::CodePoint
-        } else {
-            KeyOrder::Padded
-        };
-        (order, admin)
-    });
+    // The engines sort keys apart only where one continues another with a
+    // character below a space (docs/engines.md).
+    let order = if babelfish {
+        KeyOrder::CodePoint
+    } else {
+        KeyOrder::Padded
+    };
     eprintln!("model differential: keys sort as {order:?}");
     let sessions = RefCell::new((admin, workers));
     let tally = RefCell::new(Tally::default());
@@ -102,7 +91,7 @@ pub fn check(runtime: &tokio::runtime::Runtime, ado: &str, budget: Budget) -> Re
         ..Config::default()
     };
     let mut runner = TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
-    let result = runner.run(&schedule::schedule(MAX_STEPS), |steps| {
+    let result = runner.run(&schedule::schedule(MAX_PARTS), |steps| {
         let (admin, workers) = &mut *sessions.borrow_mut();
         let mut tally = tally.borrow_mut();
         runtime

@@ -15,7 +15,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use fencepost::Connection;
 use fencepost::model::{
     Answer, Call, Ending, Fence, ForceReleased, History, Inspected, KeyOrder, Outcome, Published, Recovered, Refusal,
     Released, Renewed, Session,
@@ -24,6 +23,7 @@ use time::{Duration, OffsetDateTime};
 
 use super::schedule::{Ctx, KEYS, PROVISIONED, Step};
 use super::server::{self, Seen};
+use crate::support::caller::Caller;
 
 /// What the runs of a test saw, printed at its end.
 #[derive(Debug, Default)]
@@ -36,6 +36,12 @@ pub struct Tally {
     pub in_window: u64,
     /// Calls whose stored time was read back.
     pub read_back: u64,
+    /// Renewals and publishes by the owner of the current generation after
+    /// its lease ran out with nobody after it: where a procedure that forgot
+    /// the lease's end would revive it or publish under it.
+    pub after_expiry: u64,
+    /// Schedules with at least one of those.
+    pub schedules_after_expiry: u64,
     /// How often each procedure answered each outcome or error.
     pub outcomes: BTreeMap<String, u64>,
 }
@@ -43,8 +49,9 @@ pub struct Tally {
 impl Tally {
     pub fn summary(&self) -> String {
         let mut text = format!(
-            "{} schedules, {} calls compared ({} judged within their round trip, {} stored times read back)",
-            self.schedules, self.calls, self.in_window, self.read_back
+            "{} schedules, {} calls compared ({} judged within their round trip, {} stored times read back); \
+             {} renewals or publishes of a lease that ran out with nobody after it, in {} schedules",
+            self.schedules, self.calls, self.in_window, self.read_back, self.after_expiry, self.schedules_after_expiry
         );
         for (outcome, n) in &self.outcomes {
             let _ = write!(text, "\n  {outcome}: {n}");
@@ -117,7 +124,7 @@ fn window(fence: &Fence, from: OffsetDateTime, to: OffsetDateTime) -> Vec<Offset
 }
 
 /// The time a call stored without answering it, read back on `conn`.
-async fn stored_clock(conn: &mut Connection, call: &Call, seen: &Seen) -> Option<OffsetDateTime> {
+async fn stored_clock(conn: &mut Caller, call: &Call, seen: &Seen) -> Option<OffsetDateTime> {
     let ended = |history: Seen, generation: i64, ending: Ending| match history {
         Ok(Answer::LeaseHistory(History::Found(rows))) => rows
             .iter()
@@ -131,7 +138,7 @@ async fn stored_clock(conn: &mut Connection, call: &Call, seen: &Seen) -> Option
                 operation_id: Some(id), ..
             },
             Answer::Publish(Published::Published),
-        ) => match server::call(conn, &Call::get_outcome(*id), Session::Autocommit).await {
+        ) => match server::call(&mut conn.conn, &Call::get_outcome(*id), Session::Autocommit).await {
             Ok(Answer::GetOutcome(Outcome::Published { published_at, .. })) => Some(published_at),
             _ => None,
         },
@@ -143,7 +150,7 @@ async fn stored_clock(conn: &mut Connection, call: &Call, seen: &Seen) -> Option
             },
             Answer::Release(Released::Released),
         ) => {
-            let history = server::call(conn, &Call::lease_history(key), Session::Autocommit).await;
+            let history = server::call(&mut conn.conn, &Call::lease_history(key), Session::Autocommit).await;
             ended(history, *generation, Ending::Released)
         }
         (
@@ -153,26 +160,52 @@ async fn stored_clock(conn: &mut Connection, call: &Call, seen: &Seen) -> Option
             },
             Answer::ForceRelease(ForceReleased::Fenced { generation }),
         ) => {
-            let history = server::call(conn, &Call::lease_history(key), Session::Autocommit).await;
+            let history = server::call(&mut conn.conn, &Call::lease_history(key), Session::Autocommit).await;
             ended(history, generation - 1, Ending::ForceReleased)
         }
         _ => None,
     }
 }
 
+/// Whether `call` renews or publishes under the current generation's owner
+/// after its lease ran out at `at`, with nobody after it.
+fn ran_out_unfollowed(fence: &Fence, call: &Call, at: OffsetDateTime) -> bool {
+    let (Call::Renew {
+        resource_key: Some(key),
+        owner,
+        generation,
+        ..
+    }
+    | Call::Publish {
+        resource_key: Some(key),
+        owner,
+        generation,
+        ..
+    }) = call
+    else {
+        return false;
+    };
+    fence.resource(key).is_some_and(|row| {
+        row.owner.is_some() && row.owner == *owner && Some(row.generation) == *generation && !row.is_held(at)
+    })
+}
+
 /// Sends `call` to the server on `conn` and asks the model the same; the
 /// model moves on only when they agree.
 async fn compare(
-    conn: &mut Connection,
+    conn: &mut Caller,
     fence: &mut Fence,
     call: &Call,
     session: Session,
     tally: &mut Tally,
 ) -> Result<Seen, String> {
-    let before = server::now(conn).await;
-    let seen = server::call(conn, call, session).await;
-    let after = server::now(conn).await;
+    let before = conn.server_now().await.assume_utc();
+    let seen = server::call(&mut conn.conn, call, session).await;
+    let after = conn.server_now().await.assume_utc();
     tally.calls += 1;
+    if ran_out_unfollowed(fence, call, before) {
+        tally.after_expiry += 1;
+    }
     let name = match &seen {
         Ok(answer) => answer.outcome().to_string(),
         Err((number, _)) => number.to_string(),
@@ -240,15 +273,11 @@ async fn compare(
 /// emptied beforehand) and on the model (its keys in the engine's `order`),
 /// and then reads every key's final state from both: `Err` describes the
 /// first disagreement and what ran before it.
-pub async fn run(
-    workers: &mut [Connection],
-    order: KeyOrder,
-    schedule: &[Step],
-    tally: &mut Tally,
-) -> Result<(), String> {
+pub async fn run(workers: &mut [Caller], order: KeyOrder, schedule: &[Step], tally: &mut Tally) -> Result<(), String> {
     let mut fence = Fence::with_key_order(order);
     let mut ctx = Ctx::default();
     let mut trace = String::new();
+    let after_expiry = tally.after_expiry;
     let failed = |trace: &str, what: String| format!("{what}\nafter:\n{trace}");
     for key in PROVISIONED {
         let call = Call::provision(KEYS[key]);
@@ -261,6 +290,22 @@ pub async fn run(
         if let Some(wait) = step.wait() {
             tokio::time::sleep(wait).await;
             let _ = writeln!(trace, "  {index}: wait {wait:?}");
+            continue;
+        }
+        if let Step::WaitOut { by, key } = *step {
+            let key = KEYS[ctx.key(by, key)];
+            let end = fence
+                .resource(key)
+                .filter(|row| row.owner.is_some())
+                .and_then(|row| row.lease_until);
+            if let Some(end) = end {
+                let now = workers[by].server_now().await.assume_utc();
+                if let Ok(left) = std::time::Duration::try_from(end - now) {
+                    // Past the end by a margin the server's clock surely took.
+                    tokio::time::sleep(left + std::time::Duration::from_millis(20)).await;
+                }
+            }
+            let _ = writeln!(trace, "  {index}: wait out the lease on {key:?} (until {end:?})");
             continue;
         }
         let (call, session) = ctx.resolve(step).expect("a step that calls");
@@ -292,5 +337,11 @@ pub async fn run(
             .map_err(|what| failed(&trace, format!("the final state: {what}")))?;
     }
     tally.schedules += 1;
+    if std::env::var_os("FENCEPOST_MODEL_TRACE").is_some() {
+        eprintln!("schedule agreed:\n{trace}");
+    }
+    if tally.after_expiry > after_expiry {
+        tally.schedules_after_expiry += 1;
+    }
     Ok(())
 }

@@ -35,7 +35,9 @@ pub enum Key {
 /// Which lease a step presents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lease {
-    /// The worker's last acquired lease on the key.
+    /// The worker's last acquired lease on the key; for a worker that has
+    /// none, the last one anybody acquired on it (presented from this
+    /// worker's session, as a process that took over the work would).
     Own,
     /// Its owner with the generation before (at least 1).
     Stale,
@@ -169,6 +171,12 @@ pub enum Step {
     Wait {
         millis: u64,
     },
+    /// Every worker idle until the lease on the key has run out on the
+    /// server's clock (no wait when nobody holds it).
+    WaitOut {
+        by: usize,
+        key: Key,
+    },
     Invalid {
         by: usize,
         key: usize,
@@ -176,9 +184,34 @@ pub enum Step {
     },
 }
 
+impl Invalid {
+    const ALL: [Invalid; 14] = [
+        Invalid::KeyEndsInSpace,
+        Invalid::EmptyKey,
+        Invalid::LongKey,
+        Invalid::NoLeaseSeconds,
+        Invalid::LeaseTooLong,
+        Invalid::GenerationZero,
+        Invalid::NilOwner,
+        Invalid::NilOperationId,
+        Invalid::NullPayload,
+        Invalid::NullRelease,
+        Invalid::NegativeSourceVersion,
+        Invalid::ListNoRows,
+        Invalid::NegativeFloor,
+        Invalid::PruneZeroDays,
+    ];
+}
+
 impl Step {
-    /// The worker whose session makes the call; `None` for a wait.
+    /// The worker whose session makes the call (or whose lease a wait
+    /// waits out); `None` for a plain wait.
     pub fn by(&self) -> Option<usize> {
+        self.clone().by_mut().map(|by| *by)
+    }
+
+    /// The worker field, to reassign it.
+    fn by_mut(&mut self) -> Option<&mut usize> {
         use Step::*;
         match self {
             Provision { by, .. }
@@ -198,8 +231,23 @@ impl Step {
             | Recover { by, .. }
             | PruneTenure { by, .. }
             | PruneOutcomes { by, .. }
-            | Invalid { by, .. } => Some(*by),
+            | WaitOut { by, .. }
+            | Invalid { by, .. } => Some(by),
             Wait { .. } => None,
+        }
+    }
+
+    /// Points a lease step (or a wait-out) at `key`.
+    fn set_key(&mut self, new: Key) {
+        use Step::*;
+        if let Acquire { key, .. }
+        | Renew { key, .. }
+        | Publish { key, .. }
+        | Release { key, .. }
+        | AssertHolder { key, .. }
+        | WaitOut { key, .. } = self
+        {
+            *key = new;
         }
     }
 
@@ -218,6 +266,8 @@ pub struct Ctx {
     leases: HashMap<(usize, usize), (Uuid, i64)>,
     /// The key of each worker's last acquired lease.
     leased: HashMap<usize, usize>,
+    /// The last lease anybody acquired on each key.
+    latest: HashMap<usize, (Uuid, i64)>,
     /// Every publish operation id sent, in order.
     pub operations: Vec<Uuid>,
     commands: Vec<Uuid>,
@@ -236,7 +286,8 @@ fn named(key: usize) -> Option<String> {
 }
 
 impl Ctx {
-    fn key(&self, by: usize, key: Key) -> usize {
+    /// The index in [`KEYS`] of `key` for worker `by`.
+    pub fn key(&self, by: usize, key: Key) -> usize {
         match key {
             Key::Leased => self.leased.get(&by).copied().unwrap_or(0),
             Key::Named(key) => key,
@@ -244,7 +295,7 @@ impl Ctx {
     }
 
     fn lease(&self, by: usize, key: usize, lease: Lease) -> (Uuid, i64) {
-        let own = self.leases.get(&(by, key)).copied();
+        let own = self.leases.get(&(by, key)).or_else(|| self.latest.get(&key)).copied();
         match (lease, own) {
             (Lease::Own, Some(own)) => own,
             (Lease::Stale, Some((owner, generation))) => (owner, (generation - 1).max(1)),
@@ -265,7 +316,7 @@ impl Ctx {
         };
         let auto = Session::Autocommit;
         Some(match *step {
-            Step::Wait { .. } => return None,
+            Step::Wait { .. } | Step::WaitOut { .. } => return None,
             Step::Provision { key: k, .. } => (Call::Provision { resource_key: named(k) }, auto),
             Step::Acquire {
                 by,
@@ -480,6 +531,7 @@ impl Ctx {
         {
             let key = self.key(*by, *key);
             self.leases.insert((*by, key), (*owner, *generation));
+            self.latest.insert(key, (*owner, *generation));
             self.leased.insert(*by, key);
         }
     }
@@ -511,36 +563,21 @@ fn version() -> impl Strategy<Value = Option<i64>> {
 }
 
 fn seconds() -> impl Strategy<Value = i32> {
-    1i32..=2
+    // Mostly one second, which one wait outlasts.
+    prop_oneof![3 => Just(1i32), 1 => Just(2i32)]
 }
 
 fn invalid() -> impl Strategy<Value = Invalid> {
-    use Invalid::*;
-    proptest::sample::select(vec![
-        KeyEndsInSpace,
-        EmptyKey,
-        LongKey,
-        NoLeaseSeconds,
-        LeaseTooLong,
-        GenerationZero,
-        NilOwner,
-        NilOperationId,
-        NullPayload,
-        NullRelease,
-        NegativeSourceVersion,
-        ListNoRows,
-        NegativeFloor,
-        PruneZeroDays,
-    ])
+    proptest::sample::select(Invalid::ALL.to_vec())
 }
 
 /// One step, weighted towards the lease calls that meet each other.
 pub fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         1 => (worker(), key_index()).prop_map(|(by, key)| Step::Provision { by, key }),
-        5 => (worker(), lease_key(), seconds(), proptest::bool::weighted(0.2))
+        4 => (worker(), lease_key(), seconds(), proptest::bool::weighted(0.2))
             .prop_map(|(by, key, seconds, again)| Step::Acquire { by, key, seconds, again }),
-        4 => (worker(), lease_key(), lease(), seconds())
+        5 => (worker(), lease_key(), lease(), seconds())
             .prop_map(|(by, key, lease, seconds)| Step::Renew { by, key, lease, seconds }),
         5 => (worker(), lease_key(), lease(), id(), proptest::bool::ANY, version()).prop_map(
             |(by, key, lease, op, release, version)| Step::Publish { by, key, lease, op, release, version }
@@ -549,7 +586,10 @@ pub fn step() -> impl Strategy<Value = Step> {
         2 => (worker(), lease_key(), lease(), version(), proptest::bool::weighted(0.85)).prop_map(
             |(by, key, lease, version, in_transaction)| Step::AssertHolder { by, key, lease, version, in_transaction }
         ),
-        3 => prop_oneof![Just(300u64), Just(1100u64)].prop_map(|millis| Step::Wait { millis }),
+        // Waiting a lease out, what the rules about an ended lease need
+        // before the next call, costs only the lease's time left.
+        4 => (worker(), lease_key()).prop_map(|(by, key)| Step::WaitOut { by, key }),
+        1 => Just(Step::Wait { millis: 300 }),
         1 => (worker(), key_index()).prop_map(|(by, key)| Step::Inspect { by, key }),
         1 => (worker(), key_index()).prop_map(|(by, key)| Step::ReadPublication { by, key }),
         1 => (worker(), id()).prop_map(|(by, op)| Step::GetOutcome { by, op }),
@@ -578,7 +618,52 @@ pub fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-/// A schedule: up to `max_steps` steps.
-pub fn schedule(max_steps: usize) -> impl Strategy<Value = Vec<Step>> {
-    proptest::collection::vec(step(), 1..=max_steps)
+/// A call on a lease, or a wait, that an episode makes after its acquire
+/// (its worker and key set there).
+fn use_of_lease() -> impl Strategy<Value = Step> {
+    let (by, key) = (0, Key::Leased);
+    prop_oneof![
+        3 => Just(Step::WaitOut { by, key }),
+        1 => Just(Step::Wait { millis: 300 }),
+        3 => (lease(), seconds()).prop_map(move |(lease, seconds)| Step::Renew { by, key, lease, seconds }),
+        3 => (lease(), id(), proptest::bool::ANY, version())
+            .prop_map(move |(lease, op, release, version)| Step::Publish { by, key, lease, op, release, version }),
+        1 => lease().prop_map(move |lease| Step::Release { by, key, lease }),
+        1 => (lease(), version(), proptest::bool::weighted(0.85)).prop_map(move |(lease, version, in_transaction)| {
+            Step::AssertHolder { by, key, lease, version, in_transaction }
+        }),
+    ]
+}
+
+/// One worker's acquire of a key and what it does with the lease after:
+/// waits it out, renews, publishes, releases, asserts.
+fn episode() -> impl Strategy<Value = Vec<Step>> {
+    let uses = proptest::collection::vec(use_of_lease(), 0..5);
+    (worker(), key_index(), seconds(), proptest::bool::weighted(0.2), uses).prop_map(
+        |(worker, index, seconds, again, uses)| {
+            let key = Key::Named(index);
+            let mut steps = vec![Step::Acquire {
+                by: worker,
+                key,
+                seconds,
+                again,
+            }];
+            steps.extend(uses.into_iter().map(|mut step| {
+                if let Some(by) = step.by_mut() {
+                    *by = worker;
+                }
+                step.set_key(key);
+                step
+            }));
+            steps
+        },
+    )
+}
+
+/// A schedule: up to `max_parts` parts, each an episode (a lease taken and
+/// used) or one step of anything, by any worker. Shrinking drops parts and
+/// steps inside them.
+pub fn schedule(max_parts: usize) -> impl Strategy<Value = Vec<Step>> {
+    let part = prop_oneof![2 => episode(), 1 => step().prop_map(|step| vec![step])];
+    proptest::collection::vec(part, 1..=max_parts).prop_map(|parts| parts.into_iter().flatten().collect())
 }

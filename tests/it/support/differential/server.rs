@@ -144,19 +144,6 @@ async fn batch(conn: &mut Connection, sql: &str) {
     result.unwrap_or_else(|e| panic!("{sql}: {e}"));
 }
 
-/// The server's clock now, as the procedures read it.
-pub async fn now(conn: &mut Connection) -> OffsetDateTime {
-    let row = conn
-        .simple_query("SELECT SYSUTCDATETIME()")
-        .await
-        .unwrap()
-        .into_row()
-        .await
-        .unwrap()
-        .unwrap();
-    row.get::<time::PrimitiveDateTime, _>(0).unwrap().assume_utc()
-}
-
 /// Sends `call` on `conn`, inside a transaction of its own that commits
 /// after it when `session` says so, and reads what it answered.
 pub async fn call(conn: &mut Connection, call: &Call, session: Session) -> Seen {
