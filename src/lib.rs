@@ -10,7 +10,8 @@
 //! The crate's rooms, and the cargo feature each needs:
 //! - [`client`] (always built): the typed API services use, which calls only
 //!   the procedures: the lease guard, `run_fenced`, fenced transactions,
-//!   tracing spans, and metrics with feature `metrics`;
+//!   tracing spans, metrics with feature `metrics`, and with feature `fake`
+//!   `Client::fake()`, the same client on the model for a service's tests;
 //! - [`connection`] (always built): opening a connection from an ADO.NET
 //!   string or a JDBC URL;
 //! - [`deploy`](mod@deploy) (feature `deploy`): the runner behind `fencepost migrate`,

@@ -39,6 +39,11 @@ impl Client {
         arguments: &[&dyn ToSql],
         about: About<'_>,
     ) -> Result<Vec<Reply>, Error> {
+        #[cfg(feature = "fake")]
+        if let Some(fake) = self.as_fake() {
+            let exchange = Box::pin(fake.call_rows(&self.config, procedure, arguments));
+            return self.observed(procedure, about, exchange).await;
+        }
         let pool = self.pool_for(procedure);
         // On the heap, so the futures that nest calls (run_fenced's publish
         // inside its replays inside its guard) stay small on the stack.
@@ -55,6 +60,11 @@ impl Client {
         arguments: &[&dyn ToSql],
         about: About<'_>,
     ) -> Result<Vec<Reply>, Error> {
+        #[cfg(feature = "fake")]
+        if let Some(fake) = self.as_fake() {
+            let exchange = Box::pin(fake.call_rows(&self.config, procedure, arguments));
+            return self.observed(procedure, about, exchange).await;
+        }
         let exchange = Box::pin(call_on(session, &self.config, procedure, arguments));
         self.observed(procedure, about, exchange).await
     }

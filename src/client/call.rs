@@ -299,8 +299,9 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
-    /// A reply of `procedure` made of `row`, for the tests of what decodes it.
-    #[cfg(test)]
+    /// A reply of `procedure` made of `row`, for the tests of what decodes it
+    /// and for the fake's answers.
+    #[cfg(any(test, feature = "fake"))]
     pub(crate) fn of(procedure: Procedure, row: Row) -> Reply {
         Reply { procedure, row }
     }

@@ -214,6 +214,11 @@ impl Client {
     /// that could not be raised (no session, the lock still held by a
     /// predecessor) leaves waiters to poll.
     pub(crate) fn raise_signal(&self, key: &str, ending: CancellationToken, lower: CancellationToken) {
+        // A fake has no sessions to hold a lock on: its waiters poll.
+        #[cfg(feature = "fake")]
+        if self.as_fake().is_some() {
+            return;
+        }
         let (client, resource) = (self.clone(), resource(key));
         tokio::spawn(async move { client.hold_signal(&resource, ending, lower).await });
     }
@@ -298,6 +303,13 @@ impl Client {
         // The request must end well inside the call timeout.
         let wait = wait.min(self.config.call_timeout / 2);
         let deadline = sent_at + wait;
+        // A fake raises no signal: the wait is a poll's pause.
+        #[cfg(feature = "fake")]
+        if self.as_fake().is_some() {
+            tokio::time::sleep_until(deadline).await;
+            let (answer, sent_at) = self.acquire_timed(key, owner, length).await?;
+            return Ok((answer, sent_at, Woke::NoSession));
+        }
         let checkout = tokio::time::timeout_at(deadline, self.signals.get()).await;
         meter::signal_sessions(&self.signals);
         let Ok(Ok(mut session)) = checkout else {

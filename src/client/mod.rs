@@ -15,6 +15,9 @@ mod call;
 mod config;
 mod contract;
 mod error;
+#[cfg(feature = "fake")]
+#[cfg_attr(docsrs, doc(cfg(feature = "fake")))]
+pub mod fake;
 mod fenced_outcome;
 mod fenced_transaction;
 mod fenced_tx;
@@ -44,7 +47,7 @@ use tokio::sync::Semaphore;
 pub use admin::Admin;
 pub use built::Built;
 pub use config::{ClientConfig, MAX_TIMEOUT};
-pub use contract::{CONTRACT_VERSION, ContractVersion};
+pub use contract::{CONTRACT_VERSION, ContractVersion, Procedure};
 pub use error::Error;
 pub use fenced_outcome::FencedOutcome;
 #[allow(deprecated)]
@@ -77,7 +80,6 @@ pub(crate) fn contract_version_query() -> &'static str {
 pub(crate) fn read_contract_version(rows: &[tiberius::Row]) -> Option<ContractVersion> {
     contract::read_version(rows)
 }
-use contract::Procedure;
 use pool::{LastConnectError, Manager};
 
 /// A pool of connections to one fence database and the typed calls on it.
@@ -138,6 +140,19 @@ pub struct Client {
     /// Procedure calls made, shared by clones: what a benchmark or a metric
     /// divides by. Counted as each call starts, before its checkout.
     requests: Arc<AtomicU64>,
+    /// Where the calls go: the server the pools connect to, or a fake.
+    backend: Backend,
+}
+
+/// Where a client's calls go.
+#[derive(Clone, Debug)]
+enum Backend {
+    /// The database of the connection string, through the pools.
+    Server,
+    /// A fence in memory (feature `fake`). The pools are never used: they
+    /// open connections only when a call asks for one.
+    #[cfg(feature = "fake")]
+    Fake(fake::Fake),
 }
 
 impl Client {
@@ -185,6 +200,7 @@ impl Client {
             config: Arc::new(config),
             last_connect_error,
             requests: Arc::default(),
+            backend: Backend::Server,
         }
     }
 
@@ -227,6 +243,7 @@ impl Client {
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
+            .field("backend", &self.backend)
             .field("server", &self.config.connection_string.server())
             .field("database", &self.config.connection_string.database())
             .finish_non_exhaustive()

@@ -261,3 +261,14 @@ pub fn owner_hash(owner: Uuid) -> [u8; 32] {
     let text = owner.hyphenated().encode_upper(&mut text);
     Sha256::digest(text.as_bytes()).into()
 }
+
+#[cfg(feature = "fake")]
+impl Fence {
+    /// Puts `key`'s source version back to `version`: the fake's rollback
+    /// of a fenced transaction whose `AssertHolder` raised it.
+    pub(crate) fn restore_source_version(&mut self, key: &str, version: Option<i64>) {
+        if let Some(row) = self.resources.get_mut(key) {
+            row.source_version = version;
+        }
+    }
+}

@@ -47,7 +47,8 @@ mod retire;
 mod source_version;
 mod watched;
 
-#[cfg(test)]
+// The fake answers its calls with rows built the same way.
+#[cfg(any(test, feature = "fake"))]
 pub(in crate::client) mod test_rows;
 
 pub use force_release::ForceRelease;

@@ -1,5 +1,5 @@
 //! Rows as the procedures answer them, built without a server, for the tests
-//! of what decodes them.
+//! of what decodes them and for the fake (feature `fake`).
 
 use tiberius::{ColumnData, ColumnType, Row, ToSql};
 use time::OffsetDateTime;

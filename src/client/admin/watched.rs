@@ -83,6 +83,14 @@ impl Admin {
         let key = input::key(key)?;
         let operation_id = input::operation_id(operation_id)?;
         let client = &self.client;
+        // A fake's calls never wait on another session: nothing to watch.
+        #[cfg(feature = "fake")]
+        if client.as_fake().is_some() {
+            return Ok(ForceReleased {
+                outcome: self.force_release_as(key, operation_id).await?,
+                killed_session: None,
+            });
+        }
         let (mut session, mut watcher, spid, babelfish) = sessions(client).await?;
         let arguments: [&dyn tiberius::ToSql; 2] = [&key, &operation_id];
         let call = Watched {
@@ -153,6 +161,10 @@ impl Admin {
         let floor = input::recovery_floor(recovery.floor_given())?;
         let identity = input::database_identity(recovery.database_identity_given())?;
         let client = &self.client;
+        #[cfg(feature = "fake")]
+        if client.as_fake().is_some() {
+            return self.recover(recovery).await;
+        }
         let (mut session, mut watcher, spid, babelfish) = sessions(client).await?;
         let arguments: [&dyn tiberius::ToSql; 3] = [&id, &floor, &identity];
         let call = Watched {

@@ -9,6 +9,7 @@ mod procedure;
 mod version;
 
 pub(crate) use catalog::{CATALOG_QUERY, CatalogRow, DEFINITION_QUERY, Definition, differences};
-pub(crate) use procedure::{Half, Procedure};
+pub(crate) use procedure::Half;
+pub use procedure::Procedure;
 pub use version::{CONTRACT_VERSION, ContractVersion};
 pub(crate) use version::{VERSION_QUERY, read_version, version_problem};

@@ -3,26 +3,46 @@
 
 use crate::client::parameter::Parameter;
 
-/// A procedure of the contract.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Procedure {
+/// A procedure of the contract: what the fake's faults are scripted for
+/// (feature `fake`), and what its [`name`](Procedure::name) says in errors.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Procedure {
+    /// `fence_api.Provision`.
     Provision,
+    /// `fence_api.Acquire`.
     Acquire,
+    /// `fence_api.Renew`.
     Renew,
+    /// `fence_api.Publish`.
     Publish,
+    /// `fence_api.Release`.
     Release,
+    /// `fence_api.GetOutcome`.
     GetOutcome,
+    /// `fence_api.ReadPublication`.
     ReadPublication,
+    /// `fence_api.Inspect`.
     Inspect,
+    /// `fence_api.AssertHolder`.
     AssertHolder,
+    /// `fence_api.ContractVersion`.
     ContractVersion,
+    /// `fence_admin.ListLeases`.
     ListLeases,
+    /// `fence_admin.ForceRelease`.
     ForceRelease,
+    /// `fence_admin.LeaseHistory`.
     LeaseHistory,
+    /// `fence_admin.PruneTenure`.
     PruneTenure,
+    /// `fence_admin.Recover`.
     Recover,
+    /// `fence_admin.ResetSourceVersion`.
     ResetSourceVersion,
+    /// `fence_admin.Retire`.
     Retire,
+    /// `fence_admin.PruneOutcomes`.
     PruneOutcomes,
 }
 
@@ -77,7 +97,7 @@ impl Procedure {
     ];
 
     /// The schema-qualified name, as used in messages.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Procedure::Provision => "fence_api.Provision",
             Procedure::Acquire => "fence_api.Acquire",

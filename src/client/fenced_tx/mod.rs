@@ -18,6 +18,8 @@ use super::{Client, Lease, RefusalReason, input};
 
 mod batches;
 mod claim;
+#[cfg(feature = "fake")]
+mod fake;
 
 use batches::Engine;
 pub(crate) use claim::Claim;
@@ -100,6 +102,12 @@ pub struct FencedTx<'c> {
     /// wait for the commit instead of queueing on the fence row behind it,
     /// and the guard's other calls on the row are refused meanwhile.
     _claim: Option<Box<Claim>>,
+    /// On a fake client, the fake's side of the transaction (`session` is
+    /// then `None`).
+    /// Boxed, as `session` is: the outcome that carries the transaction
+    /// stays small.
+    #[cfg(feature = "fake")]
+    fake: Option<Box<fake::FakeTx>>,
 }
 
 impl std::fmt::Debug for FencedTx<'_> {
@@ -212,6 +220,10 @@ async fn assert_in_transaction<'c>(
     mut claim: Option<Claim>,
     source_version: Option<i64>,
 ) -> Result<BeginFenced<'c>, Error> {
+    #[cfg(feature = "fake")]
+    if let Some(fake) = client.as_fake() {
+        return fake::begin(client, fake, lease, claim, source_version).await;
+    }
     let key = input::key(lease.key())?;
     let source_version = input::source_version(source_version)?;
     let procedure = Procedure::AssertHolder;
@@ -279,17 +291,39 @@ async fn assert_in_transaction<'c>(
             detail: "the transaction's id and engine were not answered after AssertHolder".to_string(),
         });
     };
-    Ok(BeginFenced::Holding(FencedTx {
-        session: Some(Box::new(session)),
-        lease: lease.clone(),
-        call_timeout: timeout,
-        deadline: lease.local_deadline(),
-        aborted: None,
-        in_flight: false,
-        ran_work: false,
+    Ok(BeginFenced::Holding(FencedTx::open(
+        Some(Box::new(session)),
+        lease,
+        timeout,
         engine,
-        _claim: claim.map(Box::new),
-    }))
+        claim,
+    )))
+}
+
+impl<'c> FencedTx<'c> {
+    /// A transaction just begun on `session`, holding `lease` (as its last
+    /// renewal left it) and the guard's `claim`.
+    fn open(
+        session: Option<Box<bb8::PooledConnection<'c, Manager>>>,
+        lease: &Lease,
+        call_timeout: Duration,
+        engine: Engine,
+        claim: Option<Claim>,
+    ) -> FencedTx<'c> {
+        FencedTx {
+            session,
+            lease: lease.clone(),
+            call_timeout,
+            deadline: lease.local_deadline(),
+            aborted: None,
+            in_flight: false,
+            ran_work: false,
+            engine,
+            _claim: claim.map(Box::new),
+            #[cfg(feature = "fake")]
+            fake: None,
+        }
+    }
 }
 
 /// The engine the record answered, from its row (the last result), when it
@@ -314,6 +348,12 @@ impl FencedTx<'_> {
     /// deadline.
     pub async fn execute(&mut self, sql: &str, params: &[&dyn ToSql]) -> Result<u64, Error> {
         let guarded = self.guarded(sql)?;
+        #[cfg(feature = "fake")]
+        if let Some(fake) = &self.fake {
+            self.in_flight = false;
+            fake.record(sql, params);
+            return Ok(0);
+        }
         let bound = self.statement_bound();
         let connection = self.connection()?;
         let sent = async { Ok(connection.execute(guarded, params).await?.total()) };
@@ -325,6 +365,12 @@ impl FencedTx<'_> {
     /// set. Bounded by the client's call timeout and the lease's deadline.
     pub async fn query(&mut self, sql: &str, params: &[&dyn ToSql]) -> Result<Vec<Row>, Error> {
         let guarded = self.guarded(sql)?;
+        #[cfg(feature = "fake")]
+        if let Some(fake) = &self.fake {
+            self.in_flight = false;
+            fake.record(sql, params);
+            return Ok(Vec::new());
+        }
         let bound = self.statement_bound();
         let connection = self.connection()?;
         let sent = async { connection.query(guarded, params).await?.into_first_result().await };
@@ -347,6 +393,10 @@ impl FencedTx<'_> {
         if let Some(reason) = self.aborted.take().or_else(|| self.expired()) {
             self.rollback().await;
             return Err(Error::TransactionAborted { reason });
+        }
+        #[cfg(feature = "fake")]
+        if let Some(fake) = self.fake.take() {
+            return fake.commit(self.call_timeout, &self.lease).await;
         }
         let unknown = |reason: String| Error::CommitUnknown { reason };
         let batch = batches::commit(self.engine);
@@ -423,6 +473,11 @@ impl FencedTx<'_> {
     /// rollback cannot be sent, the connection is closed, which rolls back.
     pub async fn rollback(mut self) {
         self.notice_a_dropped_statement();
+        #[cfg(feature = "fake")]
+        if let Some(fake) = self.fake.take() {
+            (*fake).rollback();
+            return;
+        }
         let Some(session) = self.session.as_mut() else {
             return;
         };

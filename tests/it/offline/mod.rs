@@ -29,5 +29,6 @@ mod cli_reference;
 mod connection_offline;
 mod docs_agree;
 mod docs_inventory;
+mod fake_client;
 mod selftest_cli;
 mod stress_ledger;
