@@ -289,3 +289,55 @@ async fn the_operator_calls_list_and_history_work_on_the_fake() {
         ForceRelease::NotProvisioned
     ));
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_operators_commands_answer_on_the_fake_as_the_procedures_row_them() {
+    use fencepost::client::admin::{Prune, PruneOutcomes, Recover, Recovery, ResetSourceVersion, Retire};
+    let client = provisioned("report").await;
+    let admin = client.admin();
+    let lease = acquired(&client, "report").await;
+    let id = Uuid::new_v4();
+    let first = admin.reset_source_version_as("report", Some(4), id).await.unwrap();
+    assert_eq!(first, ResetSourceVersion::Reset { previous: None });
+    // A replay answers the record, not the key's state.
+    assert_eq!(
+        admin.reset_source_version_as("report", Some(4), id).await.unwrap(),
+        first
+    );
+    assert!(matches!(
+        admin.retire("report").await,
+        Err(Error::Server { number: 50131, .. })
+    ));
+    assert_eq!(
+        client.release(&lease).await.unwrap(),
+        fencepost::client::Release::Released
+    );
+    assert_eq!(
+        admin.retire("report").await.unwrap(),
+        Retire::Retired {
+            generation: lease.generation()
+        }
+    );
+    client.provision("report").await.unwrap();
+    let recovery = Recovery::new(Uuid::new_v4());
+    let Recover::Recovered(record) = admin.recover(&recovery).await.unwrap() else {
+        panic!("a first recovery");
+    };
+    assert_eq!(record.generation_floor, 1 << 40);
+    assert!(matches!(
+        admin.recover(&recovery).await.unwrap(),
+        Recover::AlreadyRecovered(again) if again == record
+    ));
+    assert!(matches!(
+        admin.prune_tenure(1).await.unwrap(),
+        Prune::Pruned { deleted: 0, .. }
+    ));
+    assert!(matches!(
+        admin.prune_outcomes(1).await.unwrap(),
+        PruneOutcomes::Pruned {
+            publishes: 0,
+            commands: 0,
+            ..
+        }
+    ));
+}
