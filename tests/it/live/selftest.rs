@@ -359,3 +359,66 @@ async fn a_login_that_may_not_create_a_database_skips_the_database_wide_checks_s
     }
     db.drop().await;
 }
+
+/// Ctrl-C while a check runs in the scratch database: the check ends, the
+/// next is not run, and the database is dropped before the process exits.
+#[cfg(unix)]
+#[tokio::test]
+async fn an_interrupted_run_still_drops_its_scratch_database() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    const TEST: &str = "an_interrupted_run_still_drops_its_scratch_database";
+    let Some(db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let mut child = binary::tokio(binary::fencepost_on(
+        &db.ado(),
+        [
+            "selftest",
+            "--scratch-database",
+            "--format",
+            "json",
+            "--check",
+            "provision_beside_recover,prune_below_lock_escalation",
+        ],
+    ))
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("run fencepost");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut stderr = String::new();
+    // The scratch database exists and the first check is about to start.
+    let mut name = String::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        stderr.push_str(&line);
+        stderr.push('\n');
+        if let Some(created) = line.split("created the scratch database ").nth(1) {
+            name = created.split_whitespace().next().unwrap_or_default().to_string();
+            break;
+        }
+    }
+    assert!(name.starts_with(selftest::SCRATCH_PREFIX), "{stderr}");
+    let pid = child.id().expect("running").to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    while let Some(line) = lines.next_line().await.unwrap() {
+        stderr.push_str(&line);
+        stderr.push('\n');
+    }
+    let output = child.wait_with_output().await.unwrap();
+    assert_eq!(databases_named(&db, &name).await, 0, "{name} was left behind: {stderr}");
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON document");
+    assert_eq!(
+        json["not_run"],
+        serde_json::json!(["prune_below_lock_escalation"]),
+        "{json}"
+    );
+    let scratch = &json["scratch_database"];
+    assert_eq!(scratch["name"], name.as_str(), "{scratch}");
+    assert_eq!(scratch["dropped"], serde_json::Value::Bool(true), "{scratch}");
+    db.drop().await;
+}
