@@ -118,7 +118,9 @@ pub enum Command {
     /// lease it takes lasts at most 30 s and is released by its check. At the
     /// end it deletes its rows when the login may (a deploy login); otherwise
     /// they are left in fence.Resource (unheld, a few per run) and the report
-    /// says so. Never runs Recover or PruneTenure. The force-release and
+    /// says so. Never runs Recover or PruneTenure in this database: with
+    /// --scratch-database their checks run in a database the selftest creates
+    /// and drops; otherwise they are skipped. The force-release and
     /// ListLeases checks run only when the login may execute
     /// fence_admin.ForceRelease (fence_operator); otherwise they are skipped,
     /// saying so.
@@ -801,6 +803,21 @@ pub struct SelftestArgs {
     /// The start of every key the selftest makes; a run id follows it.
     #[arg(long, default_value = fencepost::selftest::DEFAULT_KEY_PREFIX, value_name = "PREFIX")]
     pub key_prefix: String,
+    /// Run the checks that act on every key of a database (Recover,
+    /// PruneTenure) in a scratch database of the selftest's own, never in
+    /// yours: it is created on the same server as `fencepost_selftest_<run
+    /// id>` (the login needs CREATE DATABASE; on Azure SQL Database a login
+    /// in master that is the server's admin or a member of dbmanager), given
+    /// your database's settings where the engine lets it, deployed as
+    /// `migrate` does, and dropped at the end of the run, also after a
+    /// failure or Ctrl-C. Without it those checks are skipped.
+    #[arg(long)]
+    pub scratch_database: bool,
+    /// Deploy the T-SQL under this folder (with migrations/, procedures/ and
+    /// permissions/) to the scratch database instead of the copy built into
+    /// this binary: the folder your database was deployed from.
+    #[arg(long, value_name = "DIR", requires = "scratch_database")]
+    pub source_dir: Option<PathBuf>,
     /// Output format (a progress line per check goes to stderr).
     #[arg(long, value_enum, default_value_t)]
     pub format: CheckFormat,

@@ -4,8 +4,10 @@ use anyhow::{Context, Result};
 use fencepost::ConnectionString;
 use fencepost::selftest::{self, Event, SelftestOptions, Status};
 
+use std::sync::{Arc, Mutex};
+
 use super::opt::{CheckFormat, SelftestArgs};
-use super::{EXIT_ATTENTION, EXIT_OK, connection_string};
+use super::{EXIT_ATTENTION, EXIT_OK, connection_string, sources};
 
 /// The exit of a run stopped by Ctrl-C: 128 + SIGINT, as a shell reports a
 /// process SIGINT ended, so a pipeline never takes a cut-short run for a pass.
@@ -27,11 +29,17 @@ pub async fn run(args: SelftestArgs) -> Result<u8> {
         service.set_application_name("fencepost selftest");
         options.service(service);
     }
+    if args.scratch_database {
+        options.scratch_database(sources(args.source_dir.as_deref())?);
+    }
+    // The scratch database while it exists, for a second Ctrl-C to name.
+    let scratch: Arc<Mutex<Option<String>>> = Arc::default();
     // Ctrl-C stops between checks; the run still deletes its keys. Once
     // tokio listens for SIGINT it keeps the signal from ending the process,
     // so a second Ctrl-C is heard here and ends it at once.
     let interrupt = tokio_util::sync::CancellationToken::new();
     options.interrupt(interrupt.clone());
+    let left = Arc::clone(&scratch);
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             super::progress(format_args!(
@@ -40,6 +48,11 @@ pub async fn run(args: SelftestArgs) -> Result<u8> {
             interrupt.cancel();
             if tokio::signal::ctrl_c().await.is_ok() {
                 eprintln!("fencepost: selftest: stopped at once; the run's rows stay under its key prefix");
+                if let Some(name) = left.lock().ok().and_then(|name| name.clone()) {
+                    eprintln!(
+                        "fencepost: selftest: the scratch database {name} stays: drop it yourself: DROP DATABASE [{name}];"
+                    );
+                }
                 std::process::exit(i32::from(EXIT_INTERRUPTED));
             }
         }
@@ -55,6 +68,28 @@ pub async fn run(args: SelftestArgs) -> Result<u8> {
                 _ => format!(": {}", check.seen),
             }
         )),
+        Event::ScratchCreated { name } => {
+            if let Ok(mut left) = scratch.lock() {
+                *left = Some(name.to_string());
+            }
+            super::progress(format_args!(
+                "selftest: created the scratch database {name} and deployed the fence there (dropped at the end)"
+            ));
+        }
+        Event::ScratchDropped(dropped) => {
+            if dropped.dropped {
+                if let Ok(mut left) = scratch.lock() {
+                    *left = None;
+                }
+                super::progress(format_args!("selftest: dropped the scratch database {}", dropped.name));
+            } else {
+                // Said even with -q: something is left for the user to drop.
+                eprintln!(
+                    "fencepost: selftest: the scratch database {}: {}",
+                    dropped.name, dropped.outcome
+                );
+            }
+        }
         _ => {}
     };
     let report = selftest::run(&target, &options, &mut on_event).await?;

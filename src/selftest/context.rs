@@ -20,6 +20,7 @@ pub(crate) const SHORT: Duration = Duration::from_secs(1);
 /// failed half-way leaves nothing held for long.
 pub(crate) const LONG: Duration = Duration::from_secs(30);
 
+#[derive(Clone)]
 pub(crate) struct Context {
     pub(crate) target: ConnectionString,
     pub(crate) service: Option<ConnectionString>,

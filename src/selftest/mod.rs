@@ -8,7 +8,10 @@
 //! 30 s, so a check that failed half-way leaves nothing held for long. At
 //! the end the run deletes its rows in one transaction when the login may
 //! (a deploy login); otherwise they stay and the report says why. Database-wide
-//! commands (Recover, PruneTenure) are never run.
+//! commands (Recover, PruneTenure) are never run on the database under test:
+//! given a scratch database ([`SelftestOptions::scratch_database`]), the run
+//! creates one of its own, deploys the fence there, runs them there, and
+//! drops it at the end.
 
 mod check;
 mod checks;
@@ -17,6 +20,7 @@ mod context;
 mod engine;
 mod error;
 mod report;
+mod scratch;
 mod session;
 mod waiting;
 
@@ -27,9 +31,11 @@ use tokio_util::sync::CancellationToken;
 pub use engine::EngineFacts;
 pub use error::SelftestError;
 pub use report::{CheckReport, Report, Status};
+pub use scratch::{SCRATCH_PREFIX, ScratchDatabase};
 
 use crate::bench::keys::RunKeys;
 use crate::client;
+use crate::deploy::Sources;
 use crate::{Client, ClientConfig, ConnectionString};
 use check::Check;
 use context::Context;
@@ -51,6 +57,7 @@ pub struct SelftestOptions {
     service: Option<ConnectionString>,
     only: Vec<String>,
     interrupt: CancellationToken,
+    scratch: Option<Sources>,
 }
 
 impl Default for SelftestOptions {
@@ -60,6 +67,7 @@ impl Default for SelftestOptions {
             service: None,
             only: Vec::new(),
             interrupt: CancellationToken::new(),
+            scratch: None,
         }
     }
 }
@@ -89,6 +97,17 @@ impl SelftestOptions {
         self.interrupt = token;
         self
     }
+
+    /// Runs the checks that act on every key of a database (Recover,
+    /// PruneTenure) in a scratch database of the run's own: created beside
+    /// the database under test as [`SCRATCH_PREFIX`] and the run id (which
+    /// needs CREATE DATABASE), given its settings where the engine lets it,
+    /// deployed with `sources` by the runner of `fencepost migrate`, and
+    /// dropped at the end of the run. Without it those checks are skipped.
+    pub fn scratch_database(&mut self, sources: Sources) -> &mut Self {
+        self.scratch = Some(sources);
+        self
+    }
 }
 
 /// The name of every check, in the order a run takes them.
@@ -111,6 +130,14 @@ pub enum Event<'a> {
     },
     /// A check ended.
     Finished(&'a CheckReport),
+    /// The scratch database was created and the fence deployed in it; it is
+    /// dropped at the end of the run.
+    ScratchCreated {
+        /// Its name.
+        name: &'a str,
+    },
+    /// The scratch database was dropped, or could not be (the report says why).
+    ScratchDropped(&'a ScratchDatabase),
 }
 
 /// Runs the checks against the deployed fence of `target`. Refuses with
@@ -137,7 +164,7 @@ pub async fn run(
                      as two), so the run's keys stay within the 256 a key may have",
         });
     }
-    let selected: Vec<&Check> = checks::ALL
+    let selected: Vec<&'static Check> = checks::ALL
         .iter()
         .filter(|c| options.only.is_empty() || options.only.iter().any(|n| n == c.name))
         .collect();
@@ -158,19 +185,36 @@ pub async fn run(
     };
     let mut reports = Vec::with_capacity(selected.len());
     let mut not_run = Vec::new();
+    let mut scratch = ScratchState::new(options.scratch.as_ref());
     for (i, check) in selected.iter().enumerate() {
         if options.interrupt.is_cancelled() {
             not_run = selected[i..].iter().map(|c| c.name.to_string()).collect();
             break;
         }
+        // The scratch database is made before the first check that needs
+        // it, so its making is no check's time, and a run that needs none
+        // makes none.
+        let scratch_ctx = if checks::is_database_wide(check) {
+            Some(scratch.ready(&ctx, events).await)
+        } else {
+            None
+        };
         events(Event::Started {
             name: check.name,
             index: i + 1,
             of: selected.len(),
         });
-        let report = run_one(&ctx, check).await;
+        let report = match scratch_ctx {
+            None => run_one(&ctx, check).await,
+            Some(Ok(scratch_ctx)) => run_one(scratch_ctx, check).await,
+            Some(Err(why)) => not_made(check, why),
+        };
         events(Event::Finished(&report));
         reports.push(report);
+    }
+    let scratch_database = scratch.remove(&ctx.engine).await;
+    if let Some(dropped) = &scratch_database {
+        events(Event::ScratchDropped(dropped));
     }
     let left_behind = cleanup::delete_run_rows(&mut admin, &ctx.keys).await;
     Ok(Report {
@@ -180,15 +224,98 @@ pub async fn run(
         checks: reports,
         interrupted: options.interrupt.is_cancelled(),
         not_run,
+        scratch_database,
     })
 }
 
-async fn run_one(ctx: &Context, check: &Check) -> CheckReport {
+/// The scratch database over a run: not asked for, not made yet, made (a
+/// context of its own for the checks that run there), or not to be had.
+enum ScratchState<'a> {
+    NotAsked,
+    ToMake(&'a Sources),
+    Made(Box<scratch::Scratch>, Box<Context>),
+    NotMade(String),
+}
+
+impl<'a> ScratchState<'a> {
+    fn new(sources: Option<&'a Sources>) -> Self {
+        match sources {
+            None => ScratchState::NotAsked,
+            Some(sources) => ScratchState::ToMake(sources),
+        }
+    }
+
+    /// The scratch database's context, made at the first call; or why the
+    /// checks that need it cannot run.
+    async fn ready(&mut self, ctx: &Context, events: &mut dyn FnMut(Event<'_>)) -> Result<&Context, String> {
+        if let ScratchState::ToMake(sources) = self {
+            *self = match scratch::create(&ctx.target, &ctx.engine, &ctx.keys.run, sources).await {
+                Ok(made) => {
+                    events(Event::ScratchCreated {
+                        name: &made.report.name,
+                    });
+                    let scratch_ctx = Context {
+                        target: made.target.clone(),
+                        service: None,
+                        engine: made.report.engine.clone(),
+                        keys: ctx.keys.clone(),
+                    };
+                    ScratchState::Made(Box::new(made), Box::new(scratch_ctx))
+                }
+                Err(scratch::NotMade(why)) => ScratchState::NotMade(why),
+            };
+        }
+        match self {
+            ScratchState::Made(_, scratch_ctx) => Ok(scratch_ctx),
+            ScratchState::NotMade(why) => Err(why.clone()),
+            ScratchState::NotAsked | ScratchState::ToMake(_) => Err(checks::NOT_ASKED.to_string()),
+        }
+    }
+
+    /// Drops the scratch database, if the run made one.
+    async fn remove(self, facts: &EngineFacts) -> Option<ScratchDatabase> {
+        match self {
+            ScratchState::Made(made, scratch_ctx) => {
+                // Its sessions and clients are the checks', all closed by
+                // now; the context holds none.
+                drop(scratch_ctx);
+                Some(made.remove(facts).await)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The entry of a check that needed the scratch database and had none.
+fn not_made(check: &'static Check, why: String) -> CheckReport {
+    CheckReport {
+        name: check.name.to_string(),
+        behaviour: check.behaviour.to_string(),
+        document: check.document.to_string(),
+        expected: check.expected.to_string(),
+        seen: why,
+        status: Status::Skipped,
+        elapsed_ms: 0,
+    }
+}
+
+async fn run_one(ctx: &Context, check: &'static Check) -> CheckReport {
     let started = Instant::now();
-    let verdict = match tokio::time::timeout(CHECK_BOUND, (check.run)(ctx)).await {
-        Ok(Ok(verdict)) => verdict,
-        Ok(Err(error)) => check::Verdict::judge(false, format!("the schedule could not finish: {error:#}")),
-        Err(_) => check::Verdict::judge(false, format!("did not finish within {} s", CHECK_BOUND.as_secs())),
+    // A task of its own, so a check that panics is a failed check and the
+    // run still drops its scratch database and deletes its rows.
+    let owned = ctx.clone();
+    let schedule = check.run;
+    let task = tokio::spawn(async move { schedule(&owned).await });
+    let abort = task.abort_handle();
+    let verdict = match tokio::time::timeout(CHECK_BOUND, task).await {
+        Ok(Ok(Ok(verdict))) => verdict,
+        Ok(Ok(Err(error))) => check::Verdict::judge(false, format!("the schedule could not finish: {error:#}")),
+        Ok(Err(error)) => check::Verdict::judge(false, format!("the schedule ended abnormally: {error}")),
+        Err(_) => {
+            // Its sessions close with it, which ends any transaction it held.
+            abort.abort();
+            check::Verdict::judge(false, format!("did not finish within {} s", CHECK_BOUND.as_secs()))
+        }
     };
     CheckReport {
         name: check.name.to_string(),

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::engine::EngineFacts;
+use super::scratch::ScratchDatabase;
 
 /// How a check ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -64,6 +65,9 @@ pub struct Report {
     /// The checks the run was asked for but did not run, because it was
     /// interrupted; empty otherwise.
     pub not_run: Vec<String>,
+    /// The scratch database the checks that act on every key ran in, when
+    /// the run made one: its name, its settings, and whether it was dropped.
+    pub scratch_database: Option<ScratchDatabase>,
 }
 
 impl Report {
@@ -96,7 +100,7 @@ impl Report {
              engine: {}{}\n\
              READ_COMMITTED_SNAPSHOT: {}; ALLOW_SNAPSHOT_ISOLATION: {}; optimized locking: {}\n\
              compatibility level: {}; collation: {}\n\
-             keys: {}* ({})\n\n",
+             keys: {}* ({})\n",
             e.database,
             e.login,
             e.name(),
@@ -109,6 +113,19 @@ impl Report {
             self.key_root,
             self.left_behind,
         );
+        if let Some(scratch) = &self.scratch_database {
+            out.push_str(&format!(
+                "scratch database: {} ({}){}\n",
+                scratch.name,
+                scratch.outcome,
+                if scratch.differs.is_empty() {
+                    String::new()
+                } else {
+                    format!("; its settings differ: {}", scratch.differs.join("; "))
+                }
+            ));
+        }
+        out.push('\n');
         for c in &self.checks {
             out.push_str(&format!(
                 "{:<7} {} ({})\n        behaviour: {}\n        document:  {}\n        expected:  {}\n        {}      {}\n",
@@ -192,6 +209,13 @@ impl Report {
         if self.interrupted {
             suite.add_property(quick_junit::Property::new("interrupted", "true"));
         }
+        if let Some(scratch) = &self.scratch_database {
+            suite.add_property(quick_junit::Property::new("scratch_database", scratch.name.clone()));
+            suite.add_property(quick_junit::Property::new(
+                "scratch_database_outcome",
+                scratch.outcome.clone(),
+            ));
+        }
         let mut junit = quick_junit::Report::new("fencepost selftest");
         junit.add_test_suite(suite);
         // Serializing to memory fails only on invalid XML names, and ours are fixed.
@@ -239,6 +263,7 @@ mod tests {
             ],
             interrupted: false,
             not_run: Vec::new(),
+            scratch_database: None,
         }
     }
 

@@ -6,7 +6,7 @@
 //! holder lets go, and the calls get the row in the order they were queued.
 //! The engine's own evidence orders the schedule: no sleep stands in for it.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, anyhow};
 use tiberius::ToSql;
@@ -37,7 +37,7 @@ pub(crate) const NOT_VISIBLE: &str = "this login cannot see other sessions' wait
 pub(crate) struct Sent {
     /// The session id it runs on.
     pub(crate) spid: i32,
-    task: Option<JoinHandle<(Session, Result<Answer>)>>,
+    task: Option<JoinHandle<(Session, Result<Answer>, Instant)>>,
 }
 
 impl Sent {
@@ -48,20 +48,28 @@ impl Sent {
         let task = tokio::spawn(async move {
             let refs: Vec<&dyn ToSql> = args.iter().map(AsRef::as_ref).collect();
             let answer = session.call(sql, &refs).await;
-            (session, answer)
+            (session, answer, Instant::now())
         });
         Ok(Sent { spid, task: Some(task) })
     }
 
-    fn is_finished(&self) -> bool {
+    /// Whether the call has answered (or failed) by now.
+    pub(crate) fn is_finished(&self) -> bool {
         self.task.as_ref().is_none_or(JoinHandle::is_finished)
     }
 
     /// Waits for the call's answer.
-    pub(crate) async fn answer(mut self) -> Result<(Session, Answer)> {
+    pub(crate) async fn answer(self) -> Result<(Session, Answer)> {
+        let (session, answer, _) = self.answer_at().await?;
+        Ok((session, answer))
+    }
+
+    /// Waits for the call's answer, and says when it came: so a check can
+    /// tell which of two calls answered first from the calls themselves.
+    pub(crate) async fn answer_at(mut self) -> Result<(Session, Answer, Instant)> {
         let task = self.task.take().context("the call's answer was already taken")?;
-        let (session, answer) = task.await.context("the call's task")?;
-        Ok((session, answer?))
+        let (session, answer, at) = task.await.context("the call's task")?;
+        Ok((session, answer?, at))
     }
 }
 
@@ -87,13 +95,29 @@ pub(crate) enum Queued {
 }
 
 impl Queued {
-    pub(crate) fn word(self) -> &'static str {
+    /// As said of a call the session S1 holds up.
+    pub(crate) fn word(self) -> String {
+        self.behind("S1")
+    }
+
+    /// As said of a call the session named `holder` holds up.
+    pub(crate) fn behind(self, holder: &str) -> String {
         match self {
-            Queued::Waiting => "queued behind S1",
-            Queued::Answered => "ANSWERED WITHOUT WAITING for S1",
-            Queued::NotSeen => "NOT SEEN WAITING behind S1",
+            Queued::Waiting => format!("queued behind {holder}"),
+            Queued::Answered => format!("ANSWERED WITHOUT WAITING for {holder}"),
+            Queued::NotSeen => format!("NOT SEEN WAITING behind {holder}"),
         }
     }
+}
+
+/// A session of the check's own to hold a fence row, its id, and a watcher
+/// that sees the calls queued behind it; `None` when this login cannot see
+/// other sessions' waits (the check is then skipped, [`NOT_VISIBLE`]).
+pub(crate) async fn holder_watched(ctx: &Context) -> Result<Option<(Session, i32, Watcher)>> {
+    let mut watcher = Watcher::open(ctx).await?;
+    let mut holder = ctx.session().await?;
+    let spid = holder.spid().await?;
+    Ok(watcher.sees(spid).await?.then_some((holder, spid, watcher)))
 }
 
 /// A session of the check's own that watches which sessions wait behind which.

@@ -18,6 +18,7 @@ mod row_lock;
 mod service_login;
 
 use super::check::Check;
+pub(crate) use database_wide::{NOT_ASKED, is_database_wide};
 
 /// The checks a run takes, in order.
 pub(crate) const ALL: &[Check] = &[

@@ -23,7 +23,7 @@ use crate::client::{Lease, Publication};
 use crate::selftest::check::{Check, Verdict};
 use crate::selftest::context::{Context, LONG, acquired, state};
 use crate::selftest::session::{ACQUIRE, Answer, PUBLISH, RELEASE, Session};
-use crate::selftest::waiting::{NOT_VISIBLE, Queued, Sent, Watcher};
+use crate::selftest::waiting::{NOT_VISIBLE, Queued, Sent, holder_watched};
 
 /// How many sessions acquire at once.
 const CONTENDERS: usize = 4;
@@ -51,12 +51,9 @@ async fn overlapping(ctx: &Context) -> Result<Verdict> {
     let a = ctx.client().await?;
     let key = ctx.key(&a, "overlap").await?;
     let before = state(&a, &key).await?;
-    let mut watcher = Watcher::open(ctx).await?;
-    let mut holder = ctx.session().await?;
-    let holder_spid = holder.spid().await?;
-    if !watcher.sees(holder_spid).await? {
+    let Some((mut holder, holder_spid, mut watcher)) = holder_watched(ctx).await? else {
         return Ok(Verdict::skipped(NOT_VISIBLE));
-    }
+    };
     let mut sessions = Vec::with_capacity(CONTENDERS);
     for _ in 0..CONTENDERS {
         sessions.push(ctx.session().await?);
@@ -129,12 +126,9 @@ pub(crate) const PUBLISH_RACES_ACQUIRE: Check = Check {
 
 async fn publish_races(ctx: &Context) -> Result<Verdict> {
     let a = ctx.client().await?;
-    let mut watcher = Watcher::open(ctx).await?;
-    let mut holder = ctx.session().await?;
-    let holder_spid = holder.spid().await?;
-    if !watcher.sees(holder_spid).await? {
+    let Some((mut holder, holder_spid, mut watcher)) = holder_watched(ctx).await? else {
         return Ok(Verdict::skipped(NOT_VISIBLE));
-    }
+    };
     let (publisher, acquirer) = (ctx.session().await?, ctx.session().await?);
 
     // Live lease: the acquisition gets the row first and finds it held;

@@ -259,3 +259,166 @@ async fn a_service_connection_to_another_database_fails_the_service_check_saying
     assert!(seen.contains("not in the database under test"), "{seen}");
     db.drop().await;
 }
+
+/// The checks that act on every key of a database, by name.
+const DATABASE_WIDE: [&str; 3] = [
+    "recover_behind_open_transaction",
+    "provision_beside_recover",
+    "prune_below_lock_escalation",
+];
+
+/// How many databases of `name` the server of `db` has.
+async fn databases_named(db: &TestDatabase, name: &str) -> i32 {
+    let rows = db
+        .query(&format!("SELECT COUNT(*) FROM sys.databases WHERE name = N'{name}';"))
+        .await;
+    rows[0].get::<i32, _>(0).unwrap()
+}
+
+/// `--scratch-database`: the checks that act on every key run, and hold,
+/// in a database the run creates and drops; none is left behind, and the
+/// database under test is not touched by them.
+#[tokio::test]
+async fn a_run_with_a_scratch_database_runs_the_database_wide_checks_there_and_leaves_no_database() {
+    const TEST: &str = "a_run_with_a_scratch_database_runs_the_database_wide_checks_there_and_leaves_no_database";
+    let Some(db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let before = fence_rows(&db).await;
+    let output = binary::tokio(binary::fencepost_on(
+        &db.ado(),
+        [
+            "selftest",
+            "--scratch-database",
+            "--format",
+            "json",
+            "--check",
+            &DATABASE_WIDE.join(","),
+        ],
+    ))
+    .output()
+    .await
+    .expect("run fencepost");
+    let stderr = binary::stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON document");
+    for check in json["checks"].as_array().expect("checks") {
+        assert_eq!(check["status"], "passed", "{check}");
+    }
+    assert_eq!(json["checks"].as_array().unwrap().len(), DATABASE_WIDE.len());
+    let scratch = &json["scratch_database"];
+    let name = scratch["name"].as_str().expect("the scratch database is named");
+    assert!(name.starts_with(selftest::SCRATCH_PREFIX), "{name}");
+    assert_eq!(scratch["dropped"], serde_json::Value::Bool(true), "{scratch}");
+    assert_eq!(scratch["engine"]["database"], name, "{scratch}");
+    assert!(
+        stderr.contains(&format!("created the scratch database {name}")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("dropped the scratch database {name}")),
+        "{stderr}"
+    );
+    assert_eq!(databases_named(&db, name).await, 0, "{name} was left behind");
+    assert_eq!(fence_rows(&db).await, before, "the database under test is as it was");
+    db.drop().await;
+}
+
+/// A login that may not create a database: each check that needs the
+/// scratch database is skipped, naming the right it lacks; the others run.
+#[tokio::test]
+async fn a_login_that_may_not_create_a_database_skips_the_database_wide_checks_saying_which_right_it_lacks() {
+    const TEST: &str =
+        "a_login_that_may_not_create_a_database_skips_the_database_wide_checks_saying_which_right_it_lacks";
+    let Some(mut db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let service = db.login_in_role(Some("fence_service")).await;
+    let mut options = SelftestOptions::default();
+    let mut checks: Vec<String> = DATABASE_WIDE.iter().map(|c| c.to_string()).collect();
+    checks.insert(0, "handover".to_string());
+    options
+        .only(&checks)
+        .scratch_database(fencepost::deploy::Sources::embedded().unwrap());
+    let report = selftest::run(
+        &fencepost::ConnectionString::parse(&service).unwrap(),
+        &options,
+        &mut |_| {},
+    )
+    .await
+    .expect("the selftest runs");
+    assert!(report.scratch_database.is_none(), "{:?}", report.scratch_database);
+    for (name, status, seen) in statuses(&report) {
+        if name == "handover" {
+            continue;
+        }
+        assert_eq!(status, Status::Skipped, "{name}: {seen}");
+        assert!(seen.contains("may not create the scratch database"), "{name}: {seen}");
+        assert!(seen.contains("CREATE DATABASE"), "{name}: {seen}");
+        eprintln!("{name} skipped, as it should: {seen}");
+    }
+    db.drop().await;
+}
+
+/// Ctrl-C while a check runs in the scratch database: the check ends, the
+/// next is not run, and the database is dropped before the process exits.
+#[cfg(unix)]
+#[tokio::test]
+async fn an_interrupted_run_still_drops_its_scratch_database() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    const TEST: &str = "an_interrupted_run_still_drops_its_scratch_database";
+    let Some(db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let mut child = binary::tokio(binary::fencepost_on(
+        &db.ado(),
+        [
+            "selftest",
+            "--scratch-database",
+            "--format",
+            "json",
+            "--check",
+            "provision_beside_recover,prune_below_lock_escalation",
+        ],
+    ))
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .expect("run fencepost");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut stderr = String::new();
+    // The scratch database exists and the first check is about to start.
+    let mut name = String::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        stderr.push_str(&line);
+        stderr.push('\n');
+        if let Some(created) = line.split("created the scratch database ").nth(1) {
+            name = created.split_whitespace().next().unwrap_or_default().to_string();
+            break;
+        }
+    }
+    assert!(name.starts_with(selftest::SCRATCH_PREFIX), "{stderr}");
+    let pid = child.id().expect("running").to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    while let Some(line) = lines.next_line().await.unwrap() {
+        stderr.push_str(&line);
+        stderr.push('\n');
+    }
+    let output = child.wait_with_output().await.unwrap();
+    assert_eq!(databases_named(&db, &name).await, 0, "{name} was left behind: {stderr}");
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON document");
+    assert_eq!(
+        json["not_run"],
+        serde_json::json!(["prune_below_lock_escalation"]),
+        "{json}"
+    );
+    let scratch = &json["scratch_database"];
+    assert_eq!(scratch["name"], name.as_str(), "{scratch}");
+    assert_eq!(scratch["dropped"], serde_json::Value::Bool(true), "{scratch}");
+    db.drop().await;
+}

@@ -1,7 +1,9 @@
 //! The selftest can fail: a fence deployed with a procedure (or a
 //! permission script) broken in the way a check exists to catch fails
 //! exactly that check. Each test deploys its own database with the shipped
-//! T-SQL but for one script, changed by a find and replace.
+//! T-SQL but for one script, changed by a find and replace; for the checks
+//! that run in the scratch database (Recover, PruneTenure), the scratch
+//! database is deployed with the broken script instead.
 //!
 //! Checks with no mutant here, and why:
 //! - `snapshot_caller`: on SQL Server the procedures' first data access at
@@ -14,9 +16,6 @@
 //!   engine acting on the client's TDS Attention, not the procedure; the check
 //!   is skipped on Babelfish, which reads an Attention only after the request ends.
 //! - `recovery_fork_visible`: reads the engine's catalog; no fence script is involved.
-//! - `recover_behind_open_transaction`, `provision_beside_recover`,
-//!   `prune_below_lock_escalation`: never run by the selftest (they act on
-//!   every key of a database, and a scratch database is not built yet).
 //! - `lock_bound_inside_caller_transaction` on SQL Server also rests on the
 //!   CATCH that turns the lock time-out into 50129; Babelfish's lock time-out
 //!   cannot be caught, so that branch never runs here and only the bound
@@ -59,6 +58,9 @@ async fn failed(db: &TestDatabase, check: &str, mut options: SelftestOptions) ->
     assert_eq!(entry.name, check);
     assert_eq!(entry.status, Status::Failed, "{check} did not catch it: {}", entry.seen);
     assert!(!report.all_held());
+    if let Some(scratch) = &report.scratch_database {
+        assert!(scratch.dropped, "{}: {}", scratch.name, scratch.outcome);
+    }
     eprintln!("{check} failed, as it should: {}", entry.seen);
     entry.seen.clone()
 }
@@ -437,4 +439,90 @@ async fn a_service_role_granted_force_release_fails_service_login_rights() {
     let seen = failed(&db, "service_login_rights", options).await;
     db.drop().await;
     assert!(seen.contains("ForceRelease ALLOWED"), "{seen}");
+}
+
+/// Runs `check`, which acts on every key of a database, alone in a scratch
+/// database deployed with `sources` (the database under test holds the
+/// shipped fence), and asserts it failed, returning what it saw and
+/// whether the engine is Babelfish.
+async fn fails_in_the_scratch_database(test: &str, sources: Sources, check: &str) -> Option<(String, bool)> {
+    let db = TestDatabase::deployed(test).await?;
+    let babelfish = db.is_babelfish().await;
+    let mut options = SelftestOptions::default();
+    options.scratch_database(sources);
+    let seen = failed(&db, check, options).await;
+    db.drop().await;
+    Some((seen, babelfish))
+}
+
+/// Recover without its bound on the wait for the fence rows (no lock
+/// time-out, no tries): behind a transaction that stays open it waits as
+/// long as the transaction does, and every call queued behind it with it.
+#[tokio::test]
+async fn a_recover_without_its_lock_bound_fails_recover_behind_open_transaction() {
+    let test = "a_recover_without_its_lock_bound_fails_recover_behind_open_transaction";
+    let sources = broken(
+        "fence_admin.Recover",
+        &[
+            (
+                "            SET LOCK_TIMEOUT 5000;\n            UPDATE fence.Resource SET LockCount = LockCount + 1;",
+                "            UPDATE fence.Resource SET LockCount = LockCount + 1;",
+            ),
+            (
+                "            IF @CallerTransaction = 1\n                SET LOCK_TIMEOUT 5000;\n            ELSE\n                SET LOCK_TIMEOUT 250;\n",
+                "",
+            ),
+        ],
+    );
+    let Some((seen, _)) = fails_in_the_scratch_database(test, sources, "recover_behind_open_transaction").await else {
+        return;
+    };
+    assert!(seen.contains("it was still waiting after 10 s"), "{seen}");
+}
+
+/// Provision without the recovery lock: a key created while a recovery has
+/// not committed starts below the floor it raises the fence to, so a
+/// generation issued before the restore can be issued again.
+#[tokio::test]
+async fn a_provision_without_the_recovery_lock_fails_provision_beside_recover() {
+    let test = "a_provision_without_the_recovery_lock_fails_provision_beside_recover";
+    let sources = broken(
+        "fence_api.Provision",
+        &[(
+            "    EXEC @Lock = sp_getapplock @Resource = @RecoverLock, @LockMode = N'Shared', @LockOwner = N'Transaction';\n    IF @Lock < 0\n        THROW 50127, N'Provision could not take the recovery lock (sp_getapplock answered a timeout or deadlock).', 1;\n",
+            "",
+        )],
+    );
+    let Some((seen, _)) = fails_in_the_scratch_database(test, sources, "provision_beside_recover").await else {
+        return;
+    };
+    assert!(
+        seen.contains("S3's first Provision ANSWERED WITHOUT WAITING for S2"),
+        "{seen}"
+    );
+    assert!(seen.contains("AT OR BELOW THE FLOOR"), "{seen}");
+}
+
+/// PruneTenure deleting every old tenure in one statement: on SQL Server
+/// its locks pass 5,000 and escalate to a table lock; on both engines
+/// nothing is committed until the whole prune is.
+#[tokio::test]
+async fn a_prune_in_one_batch_fails_prune_below_lock_escalation() {
+    let test = "a_prune_in_one_batch_fails_prune_below_lock_escalation";
+    let sources = broken(
+        "fence_admin.PruneTenure",
+        &[(
+            "@BatchSize int = 4000, @Batch int = 4000;",
+            "@BatchSize int = 100000, @Batch int = 100000;",
+        )],
+    );
+    let Some((seen, babelfish)) = fails_in_the_scratch_database(test, sources, "prune_below_lock_escalation").await
+    else {
+        return;
+    };
+    assert!(seen.contains("Deleted 9000"), "{seen}");
+    if babelfish {
+        // PostgreSQL never escalates: what shows is that nothing committed.
+        assert!(seen.contains("; 0 of the 9000 gone (committed)"), "{seen}");
+    }
 }

@@ -235,8 +235,9 @@ async fn a_killed_runs_databases_and_logins_are_swept_and_a_live_processs_are_no
 /// every test dropped what it made. A database shared by one run's tests
 /// (`TestDatabase::shared`) outlives them by design and is dropped here; a
 /// test database or login of its own that is still there was leaked by a
-/// teardown that failed, and fails the run. Both are dropped, so the next run
-/// starts clean.
+/// teardown that failed, and fails the run, as does a selftest's scratch
+/// database (`--scratch-database`), which the selftest itself drops at the
+/// end of its run. All are dropped, so the next run starts clean.
 #[tokio::test]
 #[ignore = "run by .ci/run after the whole suite"]
 async fn after_the_suite_no_test_database_or_login_is_left() {
@@ -245,12 +246,17 @@ async fn after_the_suite_no_test_database_or_login_is_left() {
     };
     let mut admin = support::connect_ado(&server).await;
     let (databases, logins) = support::leftovers(&mut admin).await;
+    let scratch = support::selftest_scratch_databases(&mut admin).await;
+    for name in &scratch {
+        support::drop_database(&mut admin, name).await;
+    }
     drop(admin);
     support::sweep_leftovers(&server).await;
     let leaked: Vec<&String> = databases
         .iter()
         .filter(|name| !name.contains("_shared_"))
         .chain(&logins)
+        .chain(&scratch)
         .collect();
     assert!(leaked.is_empty(), "left behind by the suite: {leaked:?}");
 }

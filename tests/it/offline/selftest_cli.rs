@@ -51,3 +51,29 @@ fn a_key_prefix_is_measured_in_utf16_code_units_as_a_key_is() {
     let stderr = binary::stderr(&output);
     assert!(stderr.contains("at most 128 UTF-16 code units"), "{stderr}");
 }
+
+#[test]
+fn a_source_dir_without_a_scratch_database_is_refused() {
+    let output = binary::run(&["selftest", "--connection", NOWHERE, "--source-dir", "."]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = binary::stderr(&output);
+    assert!(stderr.contains("--scratch-database"), "{stderr}");
+}
+
+#[test]
+fn a_source_dir_without_the_fence_is_refused_before_anything_connects() {
+    let empty = std::env::temp_dir().join(format!("fencepost-no-sources-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let output = binary::run(&[
+        "selftest",
+        "--connection",
+        NOWHERE,
+        "--scratch-database",
+        "--source-dir",
+        empty.to_str().unwrap(),
+    ]);
+    let _ = std::fs::remove_dir(&empty);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = binary::stderr(&output);
+    assert!(stderr.contains("reading T-SQL from"), "{stderr}");
+}

@@ -485,6 +485,26 @@ pub async fn leftovers(admin: &mut Connection) -> (Vec<String>, Vec<String>) {
     )
 }
 
+/// The scratch databases `fencepost selftest --scratch-database` makes
+/// (`fencepost_selftest_<run id>`). A run drops its own at its end, so one
+/// still there once the suite has finished was left behind.
+pub async fn selftest_scratch_databases(admin: &mut Connection) -> Vec<String> {
+    names_of(
+        admin,
+        "SELECT name FROM sys.databases WHERE name LIKE N'fencepost[_]selftest[_]%';",
+    )
+    .await
+}
+
+/// Drops database `name`, ending its sessions first as a teardown does;
+/// says on stderr when it cannot.
+pub async fn drop_database(admin: &mut Connection, name: &str) {
+    end_database_sessions(admin, name).await;
+    if let Err(e) = with_catalog_retry(admin, &format!("DROP DATABASE IF EXISTS [{name}];")).await {
+        let _ = writeln!(std::io::stderr(), "warning: database {name} left behind: {e}");
+    }
+}
+
 /// The first column of `sql`'s rows, or nothing when the query fails (a
 /// sweep never fails a test).
 async fn names_of(admin: &mut Connection, sql: &str) -> Vec<String> {
