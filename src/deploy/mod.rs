@@ -22,6 +22,7 @@ mod fixtures;
 mod inspect;
 mod plan;
 mod report;
+mod rights;
 mod run;
 mod script;
 mod sql;
@@ -37,6 +38,7 @@ pub use inspect::{
 };
 pub use plan::{MigrationState, MigrationStatus, Plan, ProcedureState, ProcedureStatus};
 pub use report::{Change, Committed, MigrateReport};
+pub use rights::{DeployRights, MissingRight};
 pub use run::{
     DEFAULT_MIGRATION_LOCK_TIMEOUT, Grant, GrantOutcome, MigrateOptions, Progress, ensure_members, migrate,
     refuse_deploying_user,
