@@ -650,6 +650,12 @@ pub struct ScriptArgs {
     /// journal), in one transaction. It refuses while a lease is held.
     #[arg(long, conflicts_with_all = ["target", "database"])]
     pub uninstall: bool,
+    /// End the script with a section that adds an existing database user to
+    /// a fence role, as `migrate --grant` does, e.g. fence_service=svc_reports
+    /// (repeatable; idempotent; every member is checked before any is added;
+    /// names quoted by the server).
+    #[arg(long = "grant", value_name = "ROLE=USER", value_parser = parse_grant, conflicts_with_all = ["uninstall", "database"])]
+    pub grants: Vec<Grant>,
     /// Write the script to this file instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,

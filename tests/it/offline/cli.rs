@@ -381,3 +381,20 @@ fn check_that_cannot_reach_the_server_exits_2_not_3_and_says_so_in_json() {
         "an error document, not a report: {document}"
     );
 }
+
+#[test]
+fn script_grant_ends_the_script_with_the_memberships_and_refuses_a_role_that_is_not_a_fence_role() {
+    let output = fencepost(&["script", "--grant", "fence_service=svc_reports"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let script = stdout(&output);
+    let section = script
+        .find("-- the service users added to the fence roles")
+        .expect("a grants section");
+    assert!(section > script.find("-- the record of this deployment").unwrap());
+    assert!(script[section..].contains("VALUES (N'fence_service', N'svc_reports');"));
+    assert!(!fencepost(&["script"]).stdout.windows(12).any(|w| w == b"@Grants TABL"));
+
+    let refused = fencepost(&["script", "--grant", "db_owner=svc_reports"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("not a fence role"), "{}", stderr(&refused));
+}
