@@ -12,7 +12,8 @@ use crate::deploy::run::Grant;
 use crate::source::Sources;
 use crate::tsql::literal;
 
-/// A member the database has no user or role for.
+/// A member the database has no user or role for (the section throws the
+/// number written out, which the docs test finds).
 pub const GRANT_REFUSED_NO_USER: u32 = 50196;
 /// A member that is the user running the script, or a role it is in: the
 /// fence roles' DENY on schema `fence` would fail its next deploy.
@@ -39,7 +40,7 @@ IF @Refused IS NOT NULL
 BEGIN
     DECLARE @NoUser nvarchar(400) = N'no user or role ' + QUOTENAME(@Refused)
         + N' in this database: create it (CREATE USER ... FOR LOGIN ...) or leave its --grant out; no member was added';
-    THROW {GRANT_REFUSED_NO_USER}, @NoUser, 1;
+    THROW 50196, @NoUser, 1;
 END;
 SELECT TOP (1) @Refused = Member FROM @Grants
  WHERE DATABASE_PRINCIPAL_ID(Member) = DATABASE_PRINCIPAL_ID()
@@ -50,7 +51,7 @@ IF @Refused IS NOT NULL
 BEGIN
     DECLARE @Deploying nvarchar(400) = QUOTENAME(@Refused)
         + N' is the user running this script, or a role it is in: a fence role''s DENY on schema fence would fail its next deploy; no member was added';
-    THROW {GRANT_REFUSED_DEPLOYING_USER}, @Deploying, 1;
+    THROW 50197, @Deploying, 1;
 END;
 DECLARE @Position int = 1, @Role sysname, @Member sysname, @Statement nvarchar(400);
 WHILE @Position <= (SELECT MAX(Position) FROM @Grants)
