@@ -120,6 +120,40 @@ fn securable(right: &ProbedRight) -> String {
     }
 }
 
+/// Who deploys, as a check outside the state read found it.
+pub(crate) struct Who {
+    pub user: String,
+    pub login: String,
+    pub database: String,
+    pub babelfish: bool,
+}
+
+impl Who {
+    /// A right this login lacks, with the statement that gives it.
+    pub(crate) fn missing(&self, permission: &str, class: &str, securable: &str, needed_for: String) -> MissingRight {
+        let probed = ProbedRights {
+            user: self.user.clone(),
+            login: self.login.clone(),
+            database: self.database.clone(),
+            babelfish: self.babelfish,
+            lacking: Vec::new(),
+        };
+        let right = ProbedRight {
+            key: String::new(),
+            permission: permission.to_string(),
+            class: class.to_string(),
+            securable: securable.to_string(),
+            held: Some(false),
+        };
+        MissingRight {
+            permission: right.permission.clone(),
+            securable: self::securable(&right),
+            needed_for,
+            grant: grant(&probed, &right),
+        }
+    }
+}
+
 /// The statement that gives `right` to the deploying user.
 fn grant(probed: &ProbedRights, right: &ProbedRight) -> String {
     let user = quote_name(&probed.user);
@@ -217,6 +251,26 @@ mod tests {
             rights.grants(),
             vec!["USE [app]; DROP USER [deploy]]er]; ALTER AUTHORIZATION ON DATABASE::[app] TO [deploy_login];"]
         );
+    }
+
+    #[test]
+    fn a_role_right_names_the_role_and_its_grant() {
+        let who = Who {
+            user: "deployer".into(),
+            login: "deploy_login".into(),
+            database: "app".into(),
+            babelfish: false,
+        };
+        let right = who.missing(
+            "ALTER",
+            "ROLE",
+            "fence_service",
+            "adding svc to fence_service (--grant)".into(),
+        );
+        assert_eq!(right.securable, "ROLE::[fence_service]");
+        assert_eq!(right.grant, "GRANT ALTER ON ROLE::[fence_service] TO [deployer];");
+        let any = who.missing("ALTER ANY ROLE", "DATABASE", "app", String::new());
+        assert_eq!(any.grant, "GRANT ALTER ANY ROLE TO [deployer];");
     }
 
     #[test]

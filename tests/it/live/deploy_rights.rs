@@ -182,3 +182,29 @@ async fn a_deployer_that_may_alter_procedures_but_not_record_them_is_stopped_bef
     assert_eq!(before, after, "the refused deploy altered fence_api.Inspect");
     db.drop().await;
 }
+
+/// `--grant` adds members after the deploy: a login that may not add them is
+/// told before the deploy runs, not after it.
+#[tokio::test]
+async fn a_grant_the_login_may_not_make_is_named_before_the_deploy_runs() {
+    let test = "a_grant_the_login_may_not_make_is_named_before_the_deploy_runs";
+    let Some(mut db) = TestDatabase::new(test).await else {
+        return;
+    };
+    let service = support::user_of(&db.login_in_role(None).await);
+    let deployer = db.login_in_role(None).await;
+    let grant = format!("fence_service={service}");
+    let migrate = fencepost_cli(&["migrate", "--grant", &grant], &deployer).await;
+    let refused = String::from_utf8_lossy(&migrate.stderr);
+    assert_eq!(migrate.status.code(), Some(2), "{refused}");
+    // The role does not exist yet: the deploy would create it, owned by dbo.
+    assert!(
+        refused.contains(&format!(
+            "ALTER ANY ROLE on DATABASE::[{}] (adding {service} to fence_service (--grant))",
+            db.name
+        )),
+        "{refused}"
+    );
+    assert_eq!(fence_schemas(&db).await, 0, "the refused deploy created a schema");
+    db.drop().await;
+}
