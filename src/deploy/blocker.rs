@@ -5,18 +5,7 @@
 //!
 //! [`DeployError::Blocked`]: super::DeployError::Blocked
 
-use super::rights::MissingRight;
-
-/// The statements that give `rights`, each once.
-fn grants(rights: &[MissingRight]) -> String {
-    let mut statements: Vec<&str> = Vec::new();
-    for right in rights {
-        if !statements.contains(&right.grant.as_str()) {
-            statements.push(&right.grant);
-        }
-    }
-    statements.join(" ")
-}
+use super::rights::{MissingRight, grant_statements};
 
 /// A reason the plan gives for a deploy not to run. Its text is what the
 /// stopped deploy says.
@@ -81,7 +70,7 @@ pub enum Blocker {
         .rights.len(),
         .rights.iter().map(|r| format!("{} on {} ({})", r.permission, r.securable, r.needed_for))
             .collect::<Vec<_>>().join("; "),
-        grants(.rights)
+        grant_statements(.rights).join(" ")
     )]
     MissingRights {
         /// The deploying user.

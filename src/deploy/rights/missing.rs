@@ -44,14 +44,20 @@ impl DeployRights {
 
     /// The statements that give every missing right, each once, in order.
     pub fn grants(&self) -> Vec<&str> {
-        let mut grants: Vec<&str> = Vec::new();
-        for right in &self.missing {
-            if !grants.contains(&right.grant.as_str()) {
-                grants.push(&right.grant);
-            }
-        }
-        grants
+        grant_statements(&self.missing)
     }
+}
+
+/// The statements that give `rights`, each once, in order: on Babelfish
+/// every right names the same one.
+pub(crate) fn grant_statements(rights: &[MissingRight]) -> Vec<&str> {
+    let mut grants: Vec<&str> = Vec::new();
+    for right in rights {
+        if !grants.contains(&right.grant.as_str()) {
+            grants.push(&right.grant);
+        }
+    }
+    grants
 }
 
 /// What the next deploy does, as far as its rights go.

@@ -9,5 +9,5 @@ mod missing;
 mod probe;
 
 pub use missing::{DeployRights, MissingRight};
-pub(crate) use missing::{Steps, Who, needed};
+pub(crate) use missing::{Steps, Who, grant_statements, needed};
 pub(crate) use probe::{ProbedRights, parse_probe, probe_query};
