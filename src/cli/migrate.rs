@@ -4,11 +4,12 @@ use std::time::Duration;
 
 use anyhow::Result;
 use fencepost::deploy::{
-    self, Change, Grant, GrantOutcome, MigrateOptions, MigrateReport, MigrationState, ProcedureState, Progress,
+    self, Blocker, Change, Grant, GrantOutcome, MigrateOptions, MigrateReport, MigrationState, ProcedureState, Progress,
 };
 use serde::Serialize;
 
 use super::opt::{Format, MigrateArgs};
+use super::rights::render_rights;
 use super::status::procedure_word;
 use super::{EXIT_ATTENTION, EXIT_ERROR, EXIT_OK, connect, environment_grants, out, sources};
 
@@ -144,8 +145,17 @@ fn summary(where_: &str, report: &MigrateReport) -> String {
         for file in &plan.permissions {
             out += &format!("  would re-apply permissions/{file}\n");
         }
-        if let Some(reason) = &report.would_stop {
-            out += &format!("  a deploy would stop: {reason}\n");
+        out += &render_rights(&plan.rights, "  ");
+        match &report.would_stop {
+            // Named above, right by right.
+            Some(Blocker::MissingRights { user, rights }) => {
+                out += &format!(
+                    "  a deploy would stop: {user} lacks {} right(s) it needs (above)\n",
+                    rights.len()
+                );
+            }
+            Some(reason) => out += &format!("  a deploy would stop: {reason}\n"),
+            None => {}
         }
         return out;
     }
@@ -200,6 +210,7 @@ mod tests {
         MigrateReport {
             plan: Plan {
                 cannot_give_roles_to_dbo: None,
+                rights: Default::default(),
                 migrations: vec![MigrationStatus {
                     version: 1,
                     name: "V1__a".into(),

@@ -13,6 +13,7 @@ mod migrate;
 mod opt;
 pub mod out;
 mod reference;
+mod rights;
 mod script;
 mod selftest;
 mod status;

@@ -12,7 +12,7 @@ use fencepost::deploy::Grant;
 #[command(name = "fencepost", version, propagate_version = true)]
 #[command(
     after_help = "Exit status: 0 success; 1 something needs attention (status: pending or drifted \
-objects; check: findings); 2 error (bad input, unreachable server, failed deploy, or check could not verify). \
+objects, or a right the next deploy lacks; check: findings); 2 error (bad input, unreachable server, failed deploy, or check could not verify). \
 With --format json (or junit, for check) a failure prints a document on stdout too: \
 {\"error\": {\"kind\", \"message\"}}, kind one of connect, source, lock_timeout, deploy, not_deployed, bench, interrupted, usage."
 )]
@@ -40,12 +40,14 @@ pub enum Command {
     /// scripts. A procedure altered on the server by hand stops the deploy
     /// unless --overwrite-drift is given. A second run changes nothing.
     Migrate(MigrateArgs),
-    /// Show applied, pending and drifted objects, the last deployment and the
-    /// database identity, changing nothing.
+    /// Show applied, pending and drifted objects, the rights the next deploy
+    /// needs that this login lacks, the last deployment and the database
+    /// identity, changing nothing.
     ///
     /// Exits 0 when everything is current and 1 when something is pending,
-    /// changed, drifted or unknown, or the database was restored or failed
-    /// over since its identity was recorded.
+    /// changed, drifted or unknown, the login lacks a right the next deploy
+    /// needs, or the database was restored or failed over since its identity
+    /// was recorded.
     Status(StatusArgs),
     /// Write the whole deployment as one idempotent sqlcmd script, without a server.
     ///
@@ -652,6 +654,12 @@ pub struct ScriptArgs {
     /// journal), in one transaction. It refuses while a lease is held.
     #[arg(long, conflicts_with_all = ["target", "database"])]
     pub uninstall: bool,
+    /// End the script with a section that adds an existing database user to
+    /// a fence role, as `migrate --grant` does, e.g. fence_service=svc_reports
+    /// (repeatable; idempotent; every member is checked before any is added;
+    /// names quoted by the server).
+    #[arg(long = "grant", value_name = "ROLE=USER", value_parser = parse_grant, conflicts_with_all = ["uninstall", "database"])]
+    pub grants: Vec<Grant>,
     /// Write the script to this file instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,

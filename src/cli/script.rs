@@ -1,7 +1,7 @@
 //! `fencepost script`.
 
 use anyhow::{Context, Result, bail};
-use fencepost::deploy::{render_babelfish_postgres_script, render_script, render_uninstall_script};
+use fencepost::deploy::{render_babelfish_postgres_script, render_script_with_grants, render_uninstall_script};
 
 use super::opt::{ScriptArgs, ScriptTarget};
 use super::{EXIT_OK, sources};
@@ -9,7 +9,9 @@ use super::{EXIT_OK, sources};
 pub fn run(args: ScriptArgs) -> Result<u8> {
     let script = match (args.target, args.database.as_deref()) {
         _ if args.uninstall => render_uninstall_script(&sources(args.source.source_dir.as_deref())?),
-        (ScriptTarget::Sqlcmd, None) => render_script(&sources(args.source.source_dir.as_deref())?),
+        (ScriptTarget::Sqlcmd, None) => {
+            render_script_with_grants(&sources(args.source.source_dir.as_deref())?, &args.grants)
+        }
         (ScriptTarget::Sqlcmd, Some(_)) => {
             bail!(
                 "--database names the database of --target babelfish-postgres; the sqlcmd script runs in the database sqlcmd connects to"

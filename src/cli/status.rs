@@ -2,11 +2,14 @@
 
 use anyhow::Result;
 use fencepost::client::ContractVersion;
-use fencepost::deploy::{self, MigrationState, Plan, ProcedureState, SecurityDefiner, StatusOptions, StatusReport};
+use fencepost::deploy::{
+    self, Blocker, MigrationState, Plan, ProcedureState, SecurityDefiner, StatusOptions, StatusReport,
+};
 use serde::Serialize;
 
 use super::deploy_history::{render_history, render_identity};
 use super::opt::{Format, StatusArgs};
+use super::rights::render_rights;
 use super::{EXIT_ATTENTION, EXIT_OK, connect, out, sources};
 
 pub async fn run(args: StatusArgs) -> Result<u8> {
@@ -30,6 +33,7 @@ pub async fn run(args: StatusArgs) -> Result<u8> {
         Format::Text => {
             let where_ = format!("{} / {}", target.server(), target.database());
             out::print(render_text(&where_, &report.plan))?;
+            out::print(format_args!("\n{}", render_rights(&report.plan.rights, "")))?;
             for diff in report.diffs.iter().flatten() {
                 match &diff.diff {
                     Some(text) => out::print(format_args!("\n{text}"))?,
@@ -147,6 +151,13 @@ fn render_text(where_: &str, plan: &Plan) -> String {
             .count();
     if attention == 0 {
         out += "\neverything is current\n";
+    } else if let Some(Blocker::MissingRights { user, rights }) = plan.blocker() {
+        // Named right by right in the rights section below.
+        out += &format!(
+            "\n{attention} item(s) need attention: `fencepost migrate` stops until {user} is granted the {} right(s) \
+             named below\n",
+            rights.len()
+        );
     } else if let Some(blocker) = plan.blocker() {
         // A history or a procedure migrate refuses: its own words say what
         // to do, where "run migrate" would only lead to the refusal.

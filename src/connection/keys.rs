@@ -21,6 +21,10 @@ pub(crate) enum SignIn {
     /// A Microsoft Entra ID access token handed over separately
     /// (`Authentication=ActiveDirectoryAccessToken`).
     AccessToken,
+    /// The identity the process runs as (`Integrated Security=true|SSPI`,
+    /// `Trusted_Connection=yes`): Windows SSPI, or Kerberos through GSSAPI.
+    /// Whether this build can is `integrated::method`'s answer.
+    Integrated,
 }
 
 /// The lower-cased keys of a connection string and their unquoted values.
@@ -176,18 +180,35 @@ impl Keys {
         self.pairs.get("authentication").map(String::as_str)
     }
 
-    /// How the string asks to sign in, or why this build cannot do it.
+    /// The `Integrated Security` (or `Trusted_Connection`) value as written.
+    pub(crate) fn integrated_security(&self) -> Option<&str> {
+        self.first(&["integrated security", "integratedsecurity", "trusted_connection"])
+    }
+
+    /// The key [`integrated_security`](Self::integrated_security) read, as
+    /// the string's dialect spells it.
+    pub(crate) fn integrated_security_key(&self) -> &'static str {
+        let trusted = !self.pairs.contains_key("integrated security") && !self.pairs.contains_key("integratedsecurity");
+        match (self.jdbc.is_some(), trusted) {
+            (_, true) => "Trusted_Connection",
+            (true, false) => "integratedSecurity",
+            (false, false) => "Integrated Security",
+        }
+    }
+
+    /// The password, as tiberius picks it.
+    pub(crate) fn password(&self) -> Option<&str> {
+        self.first(&["password", "pwd"])
+    }
+
+    /// How the string asks to sign in, or why it cannot be read; whether
+    /// this build can sign in so is the caller's to judge.
     pub(crate) fn sign_in(&self) -> Result<SignIn, String> {
-        if let Some(v) = self.first(&["integrated security", "integratedsecurity", "trusted_connection"]) {
+        if let Some(v) = self.integrated_security() {
             let normal = v.trim().to_ascii_lowercase();
             match normal.as_str() {
                 "false" | "no" => {}
-                "true" | "yes" | "sspi" => {
-                    return Err(format!(
-                        "Integrated Security={v} (Windows or Kerberos sign-in) is not supported by this build: \
-                         use a SQL login (User ID and Password), or on Azure SQL {TOKEN_ADVICE}"
-                    ));
-                }
+                "true" | "yes" | "sspi" => return Ok(SignIn::Integrated),
                 _ => return Err(format!("Integrated Security must be true, false or SSPI, not '{v}'")),
             }
         }

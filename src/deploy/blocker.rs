@@ -5,6 +5,8 @@
 //!
 //! [`DeployError::Blocked`]: super::DeployError::Blocked
 
+use super::rights::{MissingRight, grant_statements};
+
 /// A reason the plan gives for a deploy not to run. Its text is what the
 /// stopped deploy says.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -58,6 +60,23 @@ pub enum Blocker {
     RolesNeedImpersonate {
         /// The deploying user.
         user: String,
+    },
+    /// The deploying login lacks rights the deploy's statements need: it
+    /// would fail part-way, after the changes before the first it may not
+    /// make.
+    #[error(
+        "the deploying user {user} lacks {} right(s) this deploy needs, so it would stop part-way: {}. \
+         A DBA grants them: {}",
+        .rights.len(),
+        .rights.iter().map(|r| format!("{} on {} ({})", r.permission, r.securable, r.needed_for))
+            .collect::<Vec<_>>().join("; "),
+        grant_statements(.rights).join(" ")
+    )]
+    MissingRights {
+        /// The deploying user.
+        user: String,
+        /// What it lacks, each with the statement that grants it.
+        rights: Vec<MissingRight>,
     },
     /// Shipped procedures on the server are not what fencepost deployed:
     /// someone altered them, or this login cannot read them. A deploy does

@@ -22,6 +22,7 @@ mod fixtures;
 mod inspect;
 mod plan;
 mod report;
+mod rights;
 mod run;
 mod script;
 mod sql;
@@ -37,13 +38,15 @@ pub use inspect::{
 };
 pub use plan::{MigrationState, MigrationStatus, Plan, ProcedureState, ProcedureStatus};
 pub use report::{Change, Committed, MigrateReport};
+pub use rights::{DeployRights, MissingRight};
 pub use run::{
     DEFAULT_MIGRATION_LOCK_TIMEOUT, Grant, GrantOutcome, MigrateOptions, Progress, ensure_members, migrate,
     refuse_deploying_user,
 };
 pub use script::{
-    UNINSTALL_REFUSED_HELD, render as render_script, render_babelfish_postgres as render_babelfish_postgres_script,
-    render_uninstall as render_uninstall_script,
+    GRANT_REFUSED_DEPLOYING_USER, GRANT_REFUSED_NO_USER, UNINSTALL_REFUSED_HELD, render as render_script,
+    render_babelfish_postgres as render_babelfish_postgres_script, render_uninstall as render_uninstall_script,
+    render_with_grants as render_script_with_grants,
 };
 pub use state::{AppliedMigration, ServerProcedure, ServerState};
 

@@ -4,8 +4,32 @@
 use serde::Serialize;
 
 use super::blocker::Blocker;
+use super::rights::{DeployRights, Steps, needed};
 use super::state::ServerState;
+use crate::schema::PROCEDURE_SCHEMAS;
 use crate::source::Sources;
+use crate::tsql::{TokenKind, tokenize};
+
+/// Whether a batch creates a table: `CREATE TABLE` in its code, or in the
+/// text of dynamic SQL it runs.
+fn creates_a_table(sql: &str) -> bool {
+    let tokens: Vec<_> = tokenize(sql)
+        .into_iter()
+        .filter(|t| {
+            !matches!(
+                t.kind,
+                TokenKind::Whitespace | TokenKind::LineComment | TokenKind::BlockComment
+            )
+        })
+        .collect();
+    tokens
+        .windows(2)
+        .any(|pair| pair[0].is_keyword("CREATE") && pair[1].is_keyword("TABLE"))
+        || tokens
+            .iter()
+            .filter(|t| t.kind == TokenKind::StringLiteral)
+            .any(|t| t.text.len() > 2 && creates_a_table(&t.text[1..t.text.len() - 1].replace("''", "'")))
+}
 
 /// Where one migration stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -93,6 +117,10 @@ pub struct Plan {
     /// not make dbo a role's owner.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cannot_give_roles_to_dbo: Option<String>,
+    /// Who deploys, and the rights this deploy needs that it lacks, each
+    /// with the statement that grants it: a deploy stops before its first
+    /// change while any is missing.
+    pub rights: DeployRights,
 }
 
 impl Plan {
@@ -167,12 +195,47 @@ impl Plan {
         procedures.sort_by(|a, b| a.name.cmp(&b.name));
 
         let permissions = sources.permissions().iter().map(|p| p.file().to_string()).collect();
-        Self {
+        let mut plan = Self {
             cannot_give_roles_to_dbo: state.cannot_give_roles_to_dbo.clone(),
             migrations,
             procedures,
             permissions,
-        }
+            rights: DeployRights::default(),
+        };
+        plan.rights = plan.needed_rights(sources, state);
+        plan
+    }
+
+    /// The rights the login lacks that this plan's deploy takes.
+    fn needed_rights(&self, sources: &Sources, state: &ServerState) -> DeployRights {
+        let pending: Vec<i32> = self.pending_migrations().map(|m| m.version).collect();
+        let creates_table = sources
+            .migrations()
+            .iter()
+            .filter(|m| pending.contains(&m.version()))
+            .any(|m| m.batches().iter().any(|b| creates_a_table(&b.text)));
+        let changed: Vec<&ProcedureStatus> = self.procedures_to_deploy().chain(self.procedures_to_drop()).collect();
+        let schemas: Vec<&str> = PROCEDURE_SCHEMAS
+            .into_iter()
+            .filter(|schema| {
+                changed.iter().any(|p| {
+                    p.name
+                        .split_once('.')
+                        .is_some_and(|(s, _)| s.eq_ignore_ascii_case(schema))
+                })
+            })
+            .collect();
+        let steps = Steps {
+            migrations_pending: !pending.is_empty(),
+            // The runner creates the history table before the first migration.
+            tables_created: !pending.is_empty() && (creates_table || state.migrations.is_empty()),
+            procedure_created: self.procedures.iter().any(|p| p.state == ProcedureState::Missing),
+            procedures_changed_in: &schemas,
+            procedures_deployed: self.procedures_to_deploy().next().is_some(),
+            procedures_dropped: self.procedures_to_drop().next().is_some(),
+            permissions_applied: !self.permissions.is_empty(),
+        };
+        needed(&state.rights, &steps)
     }
 
     /// Migrations a deploy would apply.
@@ -259,6 +322,12 @@ impl Plan {
                     .filter(|_| !self.permissions.is_empty())
                     .map(|user| Blocker::RolesNeedImpersonate { user })
             })
+            .or_else(|| {
+                (!self.rights.missing.is_empty()).then(|| Blocker::MissingRights {
+                    user: self.rights.user.clone(),
+                    rights: self.rights.missing.clone(),
+                })
+            })
     }
 }
 
@@ -306,6 +375,7 @@ mod tests {
             migrations: vec![applied(&s, 0), applied(&s, 1)],
             procedures: vec![deployed(&s, "H1")],
             cannot_give_roles_to_dbo: None,
+            rights: Default::default(),
         };
         let plan = Plan::new(&s, &state);
         assert!(plan.is_current(), "{plan:?}");
@@ -319,6 +389,7 @@ mod tests {
             migrations: vec![applied(&s, 0), applied(&s, 1)],
             procedures: vec![deployed(&s, "H2")],
             cannot_give_roles_to_dbo: None,
+            rights: Default::default(),
         };
         let plan = Plan::new(&s, &state);
         assert_eq!(plan.procedures[0].state, ProcedureState::Drifted);
@@ -334,6 +405,7 @@ mod tests {
             migrations: vec![applied(&s, 0), applied(&s, 1)],
             procedures: vec![unreadable],
             cannot_give_roles_to_dbo: None,
+            rights: Default::default(),
         };
         let plan = Plan::new(&s, &state);
         assert_eq!(plan.procedures[0].state, ProcedureState::Drifted);
@@ -357,6 +429,7 @@ mod tests {
             migrations: vec![],
             procedures: vec![procedure],
             cannot_give_roles_to_dbo: None,
+            rights: Default::default(),
         }
     }
 
@@ -398,6 +471,7 @@ mod tests {
             migrations: vec![applied(&s, 0), applied(&s, 1)],
             procedures: vec![p],
             cannot_give_roles_to_dbo: None,
+            rights: Default::default(),
         };
         assert_eq!(Plan::new(&s, &state).procedures[0].state, ProcedureState::Changed);
     }
@@ -413,6 +487,7 @@ mod tests {
                 migrations: vec![first],
                 procedures: vec![],
                 cannot_give_roles_to_dbo: None,
+                rights: Default::default(),
             },
         );
         assert_eq!(plan.migrations[0].state, MigrationState::Divergent);
@@ -437,6 +512,7 @@ mod tests {
             migrations: vec![applied(&s, 0), applied(&s, 1), newer],
             procedures: vec![],
             cannot_give_roles_to_dbo: None,
+            rights: Default::default(),
         };
         let plan = Plan::new(&s, &state);
         assert!(matches!(plan.blocker(), Some(Blocker::UnknownMigration { ref name }) if name == "V3__c"));
@@ -450,6 +526,7 @@ mod tests {
             migrations: vec![applied(&s, 0), newer],
             procedures: vec![],
             cannot_give_roles_to_dbo: None,
+            rights: Default::default(),
         };
         let plan = Plan::new(&s, &state);
         assert_eq!(plan.migrations[1].state, MigrationState::Pending);
@@ -469,6 +546,7 @@ mod tests {
                 migrations: vec![applied(&s, 1)],
                 procedures: vec![],
                 cannot_give_roles_to_dbo: None,
+                rights: Default::default(),
             },
         );
         let blocker = plan.blocker().expect("an out-of-order migration blocks");
@@ -488,6 +566,7 @@ mod tests {
             migrations: vec![applied(&s, 0), applied(&s, 1)],
             procedures: vec![deployed(&s, "H1"), retired],
             cannot_give_roles_to_dbo: None,
+            rights: Default::default(),
         };
         let plan = Plan::new(&s, &state);
         let dropped: Vec<&str> = plan.procedures_to_drop().map(|p| p.name.as_str()).collect();
@@ -503,6 +582,7 @@ mod tests {
             migrations: vec![applied(&s, 0), applied(&s, 1)],
             procedures: vec![deployed(&s, "H1"), unreadable("fence_admin.Backdoor")],
             cannot_give_roles_to_dbo: None,
+            rights: Default::default(),
         };
         let plan = Plan::new(&s, &state);
         assert_eq!(plan.procedures_to_drop().count(), 0);
@@ -527,6 +607,7 @@ mod tests {
             migrations: vec![],
             procedures: vec![deployed(&s, "H1"), rogue],
             cannot_give_roles_to_dbo: None,
+            rights: Default::default(),
         };
         let plan = Plan::new(&s, &state);
         assert!(

@@ -3,6 +3,8 @@
 //! [`run`](super::run) in one round trip; compared with what ships by the
 //! [`Plan`](super::Plan).
 
+use super::rights::ProbedRights;
+
 /// One row of the migration history.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AppliedMigration {
@@ -49,4 +51,6 @@ pub struct ServerState {
     /// in db_owner, and holds no IMPERSONATE on dbo); `None` otherwise, and
     /// on Babelfish, which shows no role owner.
     pub cannot_give_roles_to_dbo: Option<String>,
+    /// Who deploys, and the rights a deploy may need that the login lacks.
+    pub(crate) rights: ProbedRights,
 }

@@ -17,6 +17,7 @@ use crate::client::ContractVersion;
 use crate::connection::Connection;
 use crate::deploy::error::DeployError;
 use crate::deploy::plan::{MigrationStatus, Plan, ProcedureState, ProcedureStatus};
+use crate::deploy::rights::DeployRights;
 use crate::identity::{self, IdentityState, RecordedIdentity};
 use crate::source::Sources;
 
@@ -69,12 +70,16 @@ pub struct StatusReport {
 }
 
 impl StatusReport {
-    /// True when nothing needs an operator: the plan is current, the fence
-    /// procedures run as their owner, and the database was not restored
+    /// True when nothing needs an operator: the plan is current, the login
+    /// lacks no right the next deploy needs, the fence procedures run as
+    /// their owner, and the database was not restored
     /// since its identity was recorded. An engine that shows no identity is
     /// not a reason to act; a restore is.
     pub fn is_current(&self) -> bool {
-        self.plan.is_current() && self.security_definer.is_current() && !self.identity.is_changed()
+        self.plan.is_current()
+            && self.plan.rights.missing.is_empty()
+            && self.security_definer.is_current()
+            && !self.identity.is_changed()
     }
 }
 
@@ -133,6 +138,7 @@ impl Serialize for StatusReport {
             contract_version: self.contract_version.map(|v| format!("{}.{}", v.major, v.minor)),
             migrations: &self.plan.migrations,
             procedures: &self.plan.procedures,
+            rights: &self.plan.rights,
             deployments: Deployments {
                 recorded: self.history.recorded,
                 last: self.history.recent.first(),
@@ -165,6 +171,7 @@ struct Document<'a> {
     contract_version: Option<String>,
     migrations: &'a [MigrationStatus],
     procedures: &'a [ProcedureStatus],
+    rights: &'a DeployRights,
     deployments: Deployments<'a>,
     database_identity: Identity<'a>,
     /// By procedure name.
@@ -213,6 +220,7 @@ mod tests {
         StatusReport {
             plan: Plan {
                 cannot_give_roles_to_dbo: None,
+                rights: Default::default(),
                 migrations: vec![],
                 procedures: vec![],
                 permissions: vec![],

@@ -5,7 +5,9 @@
 use serde::Serialize;
 
 use crate::connection::Connection;
+use crate::deploy::blocker::Blocker;
 use crate::deploy::error::DeployError;
+use crate::deploy::rights::Who;
 use crate::schema::FENCE_ROLES;
 
 /// One role membership to ensure.
@@ -74,34 +76,74 @@ END;";
 /// role's rights, and on SQL Server its DENY on schema `fence`, which
 /// applies to every db_owner member but `dbo` and would fail the deploy's
 /// own reads and writes of the fence tables with error 229.
+///
+/// Then whether this login may add a member to the role (ALTER on the
+/// role, or ALTER ANY ROLE while the deploy is still to create it), as
+/// HAS_PERMS_BY_NAME judges it; `dbo` may, and Babelfish answers 0 for
+/// `dbo`, so it is not asked. Then who deploys, for the statement that
+/// gives the right.
 const IS_DEPLOYING_USER: &str = "\
-DECLARE @Member sysname = @P1;
+DECLARE @Member sysname = @P1, @Role sysname = @P2;
 SELECT CAST(CASE
     WHEN DATABASE_PRINCIPAL_ID(@Member) = DATABASE_PRINCIPAL_ID() THEN 1
     WHEN EXISTS (SELECT 1 FROM sys.database_principals WHERE name = @Member AND type = 'R')
          AND IS_ROLEMEMBER(@Member) = 1 THEN 1
-    ELSE 0 END AS int) AS IsDeployingUser;";
+    ELSE 0 END AS int) AS IsDeployingUser,
+       CAST(CASE
+    WHEN USER_NAME() = N'dbo' THEN 1
+    WHEN DATABASE_PRINCIPAL_ID(@Role) IS NULL THEN HAS_PERMS_BY_NAME(DB_NAME(), N'DATABASE', N'ALTER ANY ROLE')
+    ELSE HAS_PERMS_BY_NAME(@Role, N'ROLE', N'ALTER') END AS int) AS MayAlterRole,
+       CAST(CASE WHEN DATABASE_PRINCIPAL_ID(@Role) IS NULL THEN 1 ELSE 0 END AS int) AS RoleMissing,
+       CAST(USER_NAME() AS nvarchar(256)), CAST(SUSER_SNAME() AS nvarchar(256)), CAST(DB_NAME() AS nvarchar(256)),
+       CASE WHEN SERVERPROPERTY(N'Babelfish') IS NULL THEN 0 ELSE 1 END;";
 
 /// Refuses, before anything is deployed or granted, a grant that would put
-/// the deploying user (itself, or through a role it is in) in a fence role.
+/// the deploying user (itself, or through a role it is in) in a fence role,
+/// and grants this login may not make (no ALTER on the role), naming each
+/// right with the statement that gives it: the deploy would otherwise run
+/// and its grants fail after it.
 pub async fn refuse_deploying_user(conn: &mut Connection, grants: &[Grant]) -> Result<(), DeployError> {
+    let mut lacking = Vec::new();
+    let mut user = String::new();
     for grant in grants {
         let context = format!("checking {} for {}", grant.member, grant.role);
         let row = conn
-            .query(IS_DEPLOYING_USER, &[&grant.member.as_str()])
+            .query(IS_DEPLOYING_USER, &[&grant.member.as_str(), &grant.role.as_str()])
             .await
             .map_err(DeployError::server(context.clone()))?
             .into_row()
             .await
             .map_err(DeployError::server(context))?;
-        if row.and_then(|r| r.get::<i32, usize>(0)) == Some(1) {
+        let Some(row) = row else { continue };
+        if row.get::<i32, usize>(0) == Some(1) {
             return Err(DeployError::GrantToDeployingUser {
                 member: grant.member.clone(),
                 role: grant.role.clone(),
             });
         }
+        if row.get::<i32, usize>(1) == Some(0) {
+            let text = |i: usize| row.get::<&str, usize>(i).unwrap_or_default().to_string();
+            let who = Who {
+                user: text(3),
+                login: text(4),
+                database: text(5),
+                babelfish: row.get::<i32, usize>(6) == Some(1),
+            };
+            let needed_for = format!("adding {} to {} (--grant)", grant.member, grant.role);
+            let right = match row.get::<i32, usize>(2) == Some(1) {
+                true => who.missing("ALTER ANY ROLE", "DATABASE", &who.database, needed_for),
+                false => who.missing("ALTER", "ROLE", &grant.role, needed_for),
+            };
+            if !lacking.contains(&right) {
+                lacking.push(right);
+            }
+            user = who.user;
+        }
     }
-    Ok(())
+    match lacking.is_empty() {
+        true => Ok(()),
+        false => Err(DeployError::Blocked(Blocker::MissingRights { user, rights: lacking })),
+    }
 }
 
 /// Ensures each membership, in order, one round trip each. A user that does

@@ -352,6 +352,7 @@ mod tests {
             migrations,
             procedures,
             cannot_give_roles_to_dbo: None,
+            rights: Default::default(),
         }
     }
 

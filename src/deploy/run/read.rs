@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use super::session::Session;
 use crate::deploy::error::DeployError;
+use crate::deploy::rights::{parse_probe, probe_query};
 use crate::deploy::state::{AppliedMigration, ServerProcedure, ServerState};
 use crate::schema::HISTORY_TABLE;
 use crate::source::{ProcedureSource, Sources};
@@ -22,7 +23,8 @@ pub(crate) fn shipped_names(sources: &Sources) -> Vec<String> {
 }
 
 /// The state query: a fixed number of result sets, whatever the database
-/// holds. Missing tables (a database never deployed) give empty sets; their
+/// holds, the last of them the rights the deploying login lacks
+/// ([`probe_query`]). Missing tables (a database never deployed) give empty sets; their
 /// queries go through EXEC so the batch compiles without them. Every
 /// procedure the login can see in a fence schema is listed by name, including
 /// one whose definition it cannot read: that one exists, and must never be
@@ -32,6 +34,7 @@ pub(crate) fn shipped_names(sources: &Sources) -> Vec<String> {
 /// and other objects, however many, add no hashing.
 pub(crate) fn state_query(shipped: &[String]) -> String {
     let hash = definition_hash_sql("m.definition");
+    let rights = probe_query();
     // The ids go into a table first: an IN list of OBJECT_ID calls is
     // evaluated row by row of sys.sql_modules on some engines (Babelfish),
     // which grows with the database.
@@ -69,7 +72,9 @@ IF OBJECT_ID(N'fence.DeployedProcedure', N'U') IS NOT NULL
 ELSE
     SELECT CAST(NULL AS nvarchar(256)), CAST(NULL AS char(64)), CAST(NULL AS binary(32)) WHERE 1 = 0;
 
-{ROLE_OWNER_CHECK}"
+{ROLE_OWNER_CHECK}
+
+{rights}"
     )
 }
 
@@ -96,7 +101,7 @@ ELSE
     SELECT CAST(NULL AS nvarchar(256)) WHERE 1 = 0;";
 
 /// How many result sets [`state_query`] returns.
-pub(crate) const STATE_RESULT_SETS: usize = 5;
+pub(crate) const STATE_RESULT_SETS: usize = 6;
 
 /// Reads the history, the procedures (hashing the definitions of `shipped`)
 /// and the journal in one round trip.
@@ -112,8 +117,8 @@ const STATE_CONTEXT: &str = "reading the deployed state";
 
 /// The [`ServerState`] in the result sets of [`state_query`].
 pub(crate) fn parse_state(results: Vec<Vec<tiberius::Row>>, context: &str) -> Result<ServerState, DeployError> {
-    let [history, procedures, hashes, journal, role_owner] =
-        <[_; STATE_RESULT_SETS]>::try_from(results).map_err(|r: Vec<_>| {
+    let [history, procedures, hashes, journal, role_owner, rights] = <[_; STATE_RESULT_SETS]>::try_from(results)
+        .map_err(|r: Vec<_>| {
             DeployError::unexpected(
                 context,
                 format_args!("expected {STATE_RESULT_SETS} result sets, got {}", r.len()),
@@ -123,6 +128,7 @@ pub(crate) fn parse_state(results: Vec<Vec<tiberius::Row>>, context: &str) -> Re
     let text = |row: &tiberius::Row, i: usize| row.get::<&str, usize>(i).map(|s| s.trim().to_string());
     let mut state = ServerState {
         cannot_give_roles_to_dbo: role_owner.first().and_then(|row| text(row, 0)),
+        rights: parse_probe(&rights),
         ..ServerState::default()
     };
     for row in &history {

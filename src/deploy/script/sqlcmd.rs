@@ -8,7 +8,7 @@
 use std::fmt::Write;
 
 use super::guard;
-use crate::deploy::run::DEFAULT_MIGRATION_LOCK_TIMEOUT;
+use crate::deploy::run::{DEFAULT_MIGRATION_LOCK_TIMEOUT, Grant};
 use crate::deploy::sql::{
     SESSION_OPTIONS, begin_migration, bootstrap, commit_migration, commit_migration_alone, commit_procedure,
     in_migration_transaction, outside_any_transaction, record_deployment,
@@ -26,6 +26,12 @@ const SERVER_NOW_RFC3339: &str = "CONVERT(nvarchar(33), SYSUTCDATETIME(), 127) +
 /// the runner sets: a procedure keeps the settings of the session that
 /// created or altered it, and sqlcmd starts with QUOTED_IDENTIFIER OFF.
 pub fn render(sources: &Sources) -> String {
+    render_with_grants(sources, &[])
+}
+
+/// [`render`], ending with a section that adds each member of `grants` to
+/// its fence role, as `migrate --grant` does: for a DBA who deploys offline.
+pub fn render_with_grants(sources: &Sources, grants: &[Grant]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -74,6 +80,7 @@ GO
         render_permissions(&mut out, sources, script, &versions);
     }
     render_record(&mut out, sources, &versions);
+    out += &super::grants::render(sources, &versions, grants);
     out
 }
 

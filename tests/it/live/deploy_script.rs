@@ -5,7 +5,7 @@
 
 use crate::support;
 
-use fencepost::deploy::{Sources, render_script};
+use fencepost::deploy::{Grant, Sources, render_script, render_script_with_grants};
 use support::TestDatabase;
 use support::deploy::{definition, exists, history, run_carrying_on, shipped, shipped_versions_and};
 
@@ -143,6 +143,60 @@ async fn the_script_refuses_a_database_whose_copy_of_a_shipped_migration_changed
         db.query(deployments).await[0].get::<i32, usize>(0),
         before,
         "the refused script recorded a deployment"
+    );
+    db.drop().await;
+}
+
+/// Whether `member` is in `role` in `db`.
+async fn is_member(db: &TestDatabase, role: &str, member: &str) -> bool {
+    let rows = db
+        .query(&format!(
+            "SELECT COUNT(*) FROM sys.database_role_members
+              WHERE role_principal_id = DATABASE_PRINCIPAL_ID(N'{role}')
+                AND member_principal_id = DATABASE_PRINCIPAL_ID(N'{member}');"
+        ))
+        .await;
+    rows[0].get::<i32, usize>(0) == Some(1)
+}
+
+#[tokio::test]
+async fn the_script_adds_each_granted_user_to_its_role_and_a_second_run_changes_nothing() {
+    let test = "the_script_adds_each_granted_user_to_its_role_and_a_second_run_changes_nothing";
+    let Some(mut db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let service = support::user_of(&db.login_in_role(None).await);
+    let grants = [Grant::parse(&format!("fence_service={service}")).unwrap()];
+    let script = render_script_with_grants(&shipped(), &grants);
+    for run in ["first", "second"] {
+        let errors = run_carrying_on(&db, &script).await;
+        assert!(errors.is_empty(), "{run} run: {errors:#?}");
+        assert!(is_member(&db, "fence_service", &service).await, "{run} run");
+    }
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_script_granting_a_user_the_database_lacks_adds_no_member() {
+    let test = "a_script_granting_a_user_the_database_lacks_adds_no_member";
+    let Some(mut db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let service = support::user_of(&db.login_in_role(None).await);
+    let grants = [
+        Grant::parse(&format!("fence_service={service}")).unwrap(),
+        Grant::parse("fence_reader=no_such_user").unwrap(),
+    ];
+    let errors = run_carrying_on(&db, &render_script_with_grants(&shipped(), &grants)).await;
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("no user or role [no_such_user] in this database")),
+        "{errors:#?}"
+    );
+    assert!(
+        !is_member(&db, "fence_service", &service).await,
+        "a member was added before the refusal"
     );
     db.drop().await;
 }

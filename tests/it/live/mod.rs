@@ -45,6 +45,7 @@ mod deploy_migration_lock_timeout;
 mod deploy_no_transaction;
 mod deploy_refused_history;
 mod deploy_retired;
+mod deploy_rights;
 mod deploy_round_trips;
 mod deploy_script;
 mod deploy_session;

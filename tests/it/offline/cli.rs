@@ -193,6 +193,49 @@ fn an_unreachable_server_is_one_line_and_exit_status_2() {
     assert!(!err.contains("Secret#1"), "the password leaked: {err}");
 }
 
+/// Without a way to sign in as the running identity the string is refused
+/// before any connection, naming the builds that have one and what to use
+/// instead, as one line with exit status 2 (and a `connect` document in JSON).
+#[test]
+#[cfg(not(any(windows, all(unix, feature = "integrated-auth-gssapi"))))]
+fn integrated_security_in_a_build_without_it_names_the_build_that_has_it() {
+    for string in [
+        "Server=tcp:127.0.0.1,1;Database=app;Integrated Security=SSPI",
+        "Server=tcp:127.0.0.1,1;Database=app;Trusted_Connection=yes",
+    ] {
+        let output = fencepost(&["status", "--format", "json", "--connection", string]);
+        assert_eq!(output.status.code(), Some(2), "{string}");
+        let err = stderr(&output);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(
+            err.contains("a Windows build") && err.contains("--features integrated-auth-gssapi"),
+            "{err}"
+        );
+        assert!(err.contains("User ID and Password"), "{err}");
+        assert!(!err.contains("cannot reach"), "it tried to connect: {err}");
+        let document: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("a JSON document");
+        assert_eq!(document["error"]["kind"], "connect", "{document}");
+    }
+}
+
+/// With Kerberos built in, the string is read and the sign-in is tried: here
+/// nothing listens, so the failure is the address, not the build.
+#[test]
+#[cfg(all(unix, feature = "integrated-auth-gssapi"))]
+fn integrated_security_in_a_build_with_it_tries_to_connect() {
+    let output = fencepost(&[
+        "status",
+        "--connection",
+        "Server=tcp:127.0.0.1,1;Database=app;Integrated Security=SSPI",
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("cannot reach 127.0.0.1:1"),
+        "{}",
+        stderr(&output)
+    );
+}
+
 #[test]
 fn a_malformed_connection_string_is_refused() {
     let output = fencepost(&["migrate", "--connection", "Server=x;Connect Timeout=soon"]);
@@ -337,4 +380,21 @@ fn check_that_cannot_reach_the_server_exits_2_not_3_and_says_so_in_json() {
         document.get("exit_code").is_none(),
         "an error document, not a report: {document}"
     );
+}
+
+#[test]
+fn script_grant_ends_the_script_with_the_memberships_and_refuses_a_role_that_is_not_a_fence_role() {
+    let output = fencepost(&["script", "--grant", "fence_service=svc_reports"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let script = stdout(&output);
+    let section = script
+        .find("-- the service users added to the fence roles")
+        .expect("a grants section");
+    assert!(section > script.find("-- the record of this deployment").unwrap());
+    assert!(script[section..].contains("VALUES (N'fence_service', N'svc_reports');"));
+    assert!(!fencepost(&["script"]).stdout.windows(12).any(|w| w == b"@Grants TABL"));
+
+    let refused = fencepost(&["script", "--grant", "db_owner=svc_reports"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("not a fence role"), "{}", stderr(&refused));
 }
