@@ -86,13 +86,17 @@ pub(crate) async fn create(
             ))
         })?;
         let create = create_statement(&name, facts);
-        if let Err(e) = catalog_change(&mut conn, &create).await {
-            return Err(NotMade(format!(
+        match catalog_change(&mut conn, &create).await {
+            Ok(()) => Ok(()),
+            Err(e) if lacks_the_right(&e) => Err(NotMade(format!(
                 "this login may not create the scratch database {name}: {e} (creating one needs {})",
                 rights(facts)
-            )));
+            ))),
+            Err(e) => Err(NotMade(format!(
+                "the scratch database {name} could not be created: {e} (creating one needs {})",
+                rights(facts)
+            ))),
         }
-        Ok(())
     })
     .await;
     match made {
@@ -318,6 +322,20 @@ async fn catalog_change(conn: &mut Connection, sql: &str) -> Result<(), tiberius
             }
             other => return other,
         }
+    }
+}
+
+/// SQL Server's "CREATE DATABASE permission denied in database 'master'."
+const CREATE_DATABASE_DENIED: u32 = 262;
+
+/// A refusal for want of the right to create a database: 262 on SQL Server
+/// and Azure SQL; Babelfish passes PostgreSQL's "permission denied" through.
+fn lacks_the_right(error: &tiberius::error::Error) -> bool {
+    match error {
+        tiberius::error::Error::Server(token) => {
+            token.code() == CREATE_DATABASE_DENIED || token.message().to_lowercase().contains("permission denied")
+        }
+        _ => false,
     }
 }
 
