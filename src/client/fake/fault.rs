@@ -25,7 +25,10 @@ pub enum Fault {
     Delay(Duration),
     /// The server raises error `number` (class 16) instead of running the
     /// call: nothing changes. A contract number (50100–50199) reads as the
-    /// client reads the procedure's own refusal; 1205 is a deadlock.
+    /// client reads the procedure's own refusal; 1205 is a deadlock. At a
+    /// fenced transaction's begin or commit it reads as there: a refusal
+    /// (50110, 50111, 50114) is `Refused` or `CommitRefused`, another error
+    /// before the commit rolls it back (`TransactionAborted`).
     ServerError(u32),
     /// A fatal error (596, class 21) ends the session before the call runs:
     /// nothing changes. The client cannot tell that from one after the

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tiberius::ToSql;
 
-use super::{BeginFenced, Claim, FencedTx, batches::Engine, commit_refusal, failed_before_commit, refusal};
+use super::{BeginFenced, Claim, FencedTx, batches::Engine, failed_before_commit, refused_or};
 use crate::client::fake::{Fake, WriteEnd};
 use crate::client::{Client, Error, Lease, Procedure, input};
 use crate::model::{Answer, Call, Session};
@@ -19,6 +19,9 @@ pub(crate) struct FakeTx {
     write: usize,
     /// The key's source version before the begin's assert, for a rollback.
     restore: Option<Option<i64>>,
+    /// The source version the begin asserted, which the commit asserts
+    /// again (the server's commit batch reads it from the session).
+    source_version: Option<i64>,
     /// Set once it committed or rolled back.
     ended: bool,
 }
@@ -72,7 +75,7 @@ pub(super) async fn begin<'c>(
             let write = fake.begin_write(lease.key(), lease.generation());
             fake.end_write(write, WriteEnd::RolledBack, restore);
         }
-        return Err(error);
+        return refused_or(error.server_number(), || error);
     }
     match exchange.ran.expect("a call that did not fail ran") {
         Ok(Answer::AssertHolder(_)) => {}
@@ -83,15 +86,14 @@ pub(super) async fn begin<'c>(
             });
         }
         Err(refused) => {
-            return match refusal(refused.number) {
-                Some(refused) => Ok(refused),
-                None => Err(Error::from_server(
+            return refused_or(Some(refused.number), || {
+                Error::from_server(
                     Procedure::AssertHolder.name(),
                     refused.number,
                     16,
                     refused.message.to_string(),
-                )),
-            };
+                )
+            });
         }
     }
     let write = fake.begin_write(lease.key(), lease.generation());
@@ -100,9 +102,23 @@ pub(super) async fn begin<'c>(
         fake: fake.clone(),
         write,
         restore,
+        source_version,
         ended: false,
     }));
     Ok(BeginFenced::Holding(tx))
+}
+
+/// A scripted error the commit batch's CATCH would catch: one of class 19
+/// or less, which does not end the session (a fatal one does, and no CATCH
+/// sees it).
+fn caught_before_commit(error: &Error) -> Option<(u32, &str)> {
+    match error {
+        Error::Server {
+            number, class, message, ..
+        } if *class < 20 => Some((*number, message)),
+        Error::Rejected { number, message, .. } => Some((*number, message)),
+        _ => None,
+    }
 }
 
 impl FakeTx {
@@ -114,7 +130,7 @@ impl FakeTx {
     /// The commit: the lease asserted once more, then the record ends as
     /// committed, or rolled back with the refusal or error the client sees.
     pub(super) async fn commit(mut self: Box<Self>, timeout: Duration, lease: &Lease) -> Result<(), Error> {
-        let call = assert_holder(lease, None);
+        let call = assert_holder(lease, self.source_version);
         let exchange = self
             .fake
             .exchange(timeout, Procedure::AssertHolder, &call, Session::InTransaction)
@@ -128,8 +144,14 @@ impl FakeTx {
                 WriteEnd::RolledBack
             };
             self.fake.end_write(self.write, end, self.restore);
-            return Err(Error::CommitUnknown {
-                reason: error.to_string(),
+            // The server's batch catches an error before its COMMIT and
+            // answers it as a row; only what ends the session or loses the
+            // answer leaves the outcome in doubt.
+            return Err(match caught_before_commit(&error) {
+                Some((number, message)) => failed_before_commit(number, message),
+                None => Error::CommitUnknown {
+                    reason: error.to_string(),
+                },
             });
         }
         match exchange.ran.expect("a call that did not fail ran") {
@@ -139,10 +161,7 @@ impl FakeTx {
             }
             Err(refused) => {
                 self.fake.end_write(self.write, WriteEnd::RolledBack, self.restore);
-                Err(match commit_refusal(refused.number) {
-                    Some(reason) => Error::CommitRefused { reason },
-                    None => failed_before_commit(refused.number, refused.message),
-                })
+                Err(failed_before_commit(refused.number, refused.message))
             }
         }
     }

@@ -156,6 +156,16 @@ fn refusal(number: u32) -> Option<BeginFenced<'static>> {
     }
 }
 
+/// How a begin reads a server error of the request that asserts the lease:
+/// a refusal by its number, or else the error `otherwise` makes. The fake
+/// reads its scripted errors through it too, so both answer alike.
+fn refused_or(number: Option<u32>, otherwise: impl FnOnce() -> Error) -> Result<BeginFenced<'static>, Error> {
+    match number.and_then(refusal) {
+        Some(refused) => Ok(refused),
+        None => Err(otherwise()),
+    }
+}
+
 impl Client {
     /// Begins a transaction fenced by `lease`, for a lease that no
     /// [`LeaseGuard`](super::LeaseGuard) renews. With a guard use
@@ -273,16 +283,12 @@ async fn assert_in_transaction<'c>(
     let results = match asserted {
         Ok(results) => results,
         Err(error) => {
-            let refused = error.code().and_then(refusal);
-            let Some(refused) = refused else {
-                return Err(classify(procedure, error));
-            };
             // A refusal is a server error after a reply read to its end, and
             // XACT_ABORT rolled the transaction back. The session is closed
             // all the same (`in_call` stays set): a refusal is rare, and a
             // transaction some engine left open must never reach the next
             // call.
-            return Ok(refused);
+            return refused_or(error.code(), || classify(procedure, error));
         }
     };
     let Some(engine) = recorded_engine(&results) else {

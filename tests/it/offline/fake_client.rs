@@ -341,3 +341,98 @@ async fn the_operators_commands_answer_on_the_fake_as_the_procedures_row_them() 
         }
     ));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_server_error_at_a_fenced_begin_reads_as_the_real_begin_reads_it() {
+    let client = provisioned("report").await;
+    let fake = client.as_fake().unwrap();
+    let lease = acquired(&client, "report").await;
+    let refused = |reason| BeginFenced::Refused(reason);
+    for (number, expected) in [
+        (50110, refused(RefusalReason::Superseded)),
+        (50111, refused(RefusalReason::Expired)),
+        (50114, refused(RefusalReason::StaleSource)),
+        (50112, BeginFenced::NotProvisioned),
+    ] {
+        fake.fail_next(Procedure::AssertHolder, Fault::ServerError(number));
+        let begun = client.begin_fenced_without_guard(&lease).await;
+        assert_eq!(
+            format!("{:?}", begun.unwrap()),
+            format!("{expected:?}"),
+            "error {number}"
+        );
+    }
+    fake.fail_next(Procedure::AssertHolder, Fault::ServerError(1205));
+    let deadlock = client.begin_fenced_without_guard(&lease).await.unwrap_err();
+    assert_eq!(deadlock.server_number(), Some(1205));
+    assert!(fake.fenced_writes().is_empty(), "no transaction began");
+}
+
+async fn commit_meeting(fault: Fault) -> (Result<(), Error>, fencepost::client::fake::Fake) {
+    let client = provisioned("report").await;
+    let fake = client.as_fake().unwrap().clone();
+    let lease = acquired(&client, "report").await;
+    let BeginFenced::Holding(tx) = client.begin_fenced_versioned_without_guard(&lease, 5).await.unwrap() else {
+        panic!("the lease is held");
+    };
+    fake.fail_next(Procedure::AssertHolder, fault);
+    (tx.commit().await, fake)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_error_before_the_commit_is_refused_or_aborted_and_rolls_back() {
+    for (number, reason) in [
+        (50110, RefusalReason::Superseded),
+        (50111, RefusalReason::Expired),
+        (50114, RefusalReason::StaleSource),
+    ] {
+        let (committed, fake) = commit_meeting(Fault::ServerError(number)).await;
+        match committed {
+            Err(Error::CommitRefused { reason: got }) => assert_eq!(got, reason, "error {number}"),
+            other => panic!("error {number}: expected CommitRefused, got {other:?}"),
+        }
+        assert_eq!(fake.fenced_writes()[0].end, WriteEnd::RolledBack);
+        assert_eq!(fake.fence().resource("report").unwrap().source_version, None);
+    }
+    let (committed, fake) = commit_meeting(Fault::ServerError(1205)).await;
+    assert!(
+        matches!(committed, Err(Error::TransactionAborted { .. })),
+        "a deadlock before the COMMIT rolls back: {committed:?}"
+    );
+    assert_eq!(fake.fenced_writes()[0].end, WriteEnd::RolledBack);
+}
+
+#[tokio::test(start_paused = true)]
+async fn only_a_commit_whose_answer_is_lost_is_unknown() {
+    for fault in [Fault::ReplyLost, Fault::RequestLost, Fault::Fatal] {
+        let (committed, _) = commit_meeting(fault).await;
+        assert!(
+            matches!(committed, Err(Error::CommitUnknown { .. })),
+            "{fault:?}: {committed:?}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_commit_asserts_the_source_version_the_begin_asserted() {
+    let client = provisioned("report").await;
+    let fake = client.as_fake().unwrap();
+    let lease = acquired(&client, "report").await;
+    let BeginFenced::Holding(tx) = client.begin_fenced_versioned_without_guard(&lease, 5).await.unwrap() else {
+        panic!("the lease is held");
+    };
+    // A newer source committed meanwhile (the fake has no row lock to make
+    // the reset wait): the commit's assert refuses the older one.
+    fake.call(&fencepost::model::Call::ResetSourceVersion {
+        resource_key: Some("report".to_string()),
+        source_version: Some(9),
+        operation_id: None,
+    })
+    .unwrap();
+    assert!(matches!(
+        tx.commit().await,
+        Err(Error::CommitRefused {
+            reason: RefusalReason::StaleSource
+        })
+    ));
+}
