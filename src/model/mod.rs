@@ -92,8 +92,9 @@
 //!   the record and changes nothing, and the id used for another command,
 //!   key or version is 50130.
 //! - **`Recover`** raises every generation to the next multiple of 2^40 above
-//!   the highest and the floor, voids every lease (tenures `Superseded`), and
-//!   is idempotent per recovery id.
+//!   the highest and the floor, voids every lease (a lease still running
+//!   ends its tenure `Superseded` now, one that had run out `Expired` at its
+//!   end), and is idempotent per recovery id.
 //! - **`PruneTenure`**, **`PruneOutcomes`** (on their own only, 50128) delete
 //!   tenures and records older than their window.
 //! - **Readers** (`GetOutcome`, `ReadPublication`, `Inspect`, `ListLeases`,
