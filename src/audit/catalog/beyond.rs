@@ -22,9 +22,10 @@ pub struct TableExpression {
 }
 
 /// A certificate or asymmetric key of the database. ADD SIGNATURE needs
-/// only CONTROL on the key (and ALTER on the module): whoever owns or
-/// controls it may sign a module, which then runs with the rights of the
-/// user (and, at server level, the login) mapped to the key.
+/// only CONTROL on the key (and ALTER on the module), and the key's private
+/// key: whoever owns or controls it may sign a module, which then runs with
+/// the rights of the user (and, at server level, the login) mapped to the
+/// key.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SigningKey {
     /// `CERTIFICATE` or `ASYMMETRIC KEY`.
@@ -40,6 +41,12 @@ pub struct SigningKey {
     /// The login mapped to a key of the same thumbprint, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub login: Option<String>,
+    /// Whether the database holds its private key
+    /// (`pvt_key_encryption_type` other than `NA`): without it no one here
+    /// can sign with it, ADD SIGNATURE taking only a signature made
+    /// elsewhere. `None` when not read: then it may.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private_key: Option<bool>,
 }
 
 /// The ways out of T-SQL the catalog shows: each read is listed, and each

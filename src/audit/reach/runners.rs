@@ -11,6 +11,7 @@
 use super::super::catalog::{Object, ObjectKind, Securable};
 use super::super::module_text::{dynamic_constructs, referenced_tables};
 use super::super::rules::Context;
+use super::denies;
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
 use super::node::Node;
@@ -64,9 +65,12 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
         } else {
             "may rewrite it"
         };
-        for right in rights.iter().filter(|r| ctx.reaches(&r.permission, &target, "ALTER")) {
+        for right in rights {
+            let Some(unless) = denies::reaches(ctx, right, &target, "ALTER") else {
+                continue;
+            };
             graph.add(
-                Node::principal(&right.holder),
+                right.node(),
                 &right.holder,
                 Edge::new(
                     Node::code(&name),
@@ -74,7 +78,8 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                     format!("ALTER on {name}{}: {how}", hierarchy_note(ctx, right, "ALTER", &name)),
                     right.evidence.clone(),
                     right.cut.clone(),
-                ),
+                )
+                .unless(unless),
             );
         }
     }
@@ -155,9 +160,12 @@ fn dynamic_as(ctx: &Context, rights: &[Right], graph: &mut Graph) {
             name: m.name.clone(),
             column: None,
         };
-        for right in rights.iter().filter(|r| ctx.reaches(&r.permission, &target, "EXECUTE")) {
+        for right in rights {
+            let Some(unless) = denies::reaches(ctx, right, &target, "EXECUTE") else {
+                continue;
+            };
             graph.add(
-                Node::principal(&right.holder),
+                right.node(),
                 &right.holder,
                 Edge::new(
                     Node::code(&name),
@@ -169,7 +177,8 @@ fn dynamic_as(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                     ),
                     right.evidence.clone(),
                     right.cut.clone(),
-                ),
+                )
+                .unless(unless),
             );
         }
     }
@@ -187,13 +196,12 @@ fn callable(ctx: &Context, o: &Object) -> bool {
 /// the deploy's migrations, as a member of db_owner.
 fn ddl_trigger_rights(ctx: &Context, rights: &[Right], graph: &mut Graph) {
     let Some(admin) = ddl_runner(ctx) else { return };
-    for right in rights
-        .iter()
-        .filter(|r| r.permission.on == Securable::Database)
-        .filter(|r| ctx.implies(&r.permission, "DATABASE", "ALTER ANY DATABASE DDL TRIGGER"))
-    {
+    for right in rights.iter().filter(|r| r.permission.on == Securable::Database) {
+        let Some(unless) = denies::reaches(ctx, right, &Securable::Database, "ALTER ANY DATABASE DDL TRIGGER") else {
+            continue;
+        };
         graph.add(
-            Node::principal(&right.holder),
+            right.node(),
             &right.holder,
             Edge::new(
                 admin.clone(),
@@ -205,7 +213,8 @@ fn ddl_trigger_rights(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                 ),
                 right.evidence.clone(),
                 right.cut.clone(),
-            ),
+            )
+            .unless(unless),
         );
     }
 }

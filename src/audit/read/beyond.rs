@@ -6,7 +6,7 @@ use tiberius::Row;
 use super::super::AuditError;
 use super::super::catalog::{OutsideItem, OutsideKind, OutsideTsql, SigningKey, TableExpression, Unread};
 use super::query::{Query, Reading};
-use super::rows::{required, text};
+use super::rows::{int, required, text};
 
 /// CHECK and DEFAULT constraints and computed columns, with their text.
 const TABLE_EXPRESSIONS: &str = "SELECT CAST(N'CHECK' AS nvarchar(16)),
@@ -45,15 +45,18 @@ fn read_table_expressions(rows: Option<&[Row]>, what: &'static str, reading: &mu
     Ok(())
 }
 
-/// Certificates and asymmetric keys, their owners, the users mapped to them
-/// and the logins of the same thumbprint.
+/// Certificates and asymmetric keys, their owners, the users mapped to them,
+/// the logins of the same thumbprint, and whether the database holds their
+/// private key.
 const SIGNING_KEYS: &str = "SELECT CAST(N'CERTIFICATE' AS nvarchar(16)), CAST(c.name AS nvarchar(256)),
                 CAST(USER_NAME(c.principal_id) AS nvarchar(256)), CAST(u.name AS nvarchar(256)),
-                CAST(SUSER_SNAME(c.sid) AS nvarchar(256))
+                CAST(SUSER_SNAME(c.sid) AS nvarchar(256)),
+                CAST(CASE WHEN c.pvt_key_encryption_type = 'NA' THEN 0 ELSE 1 END AS int)
            FROM sys.certificates AS c LEFT JOIN sys.database_principals AS u ON u.sid = c.sid
          UNION ALL
          SELECT N'ASYMMETRIC KEY', CAST(k.name AS nvarchar(256)), CAST(USER_NAME(k.principal_id) AS nvarchar(256)),
-                CAST(u.name AS nvarchar(256)), CAST(SUSER_SNAME(k.sid) AS nvarchar(256))
+                CAST(u.name AS nvarchar(256)), CAST(SUSER_SNAME(k.sid) AS nvarchar(256)),
+                CAST(CASE WHEN k.pvt_key_encryption_type = 'NA' THEN 0 ELSE 1 END AS int)
            FROM sys.asymmetric_keys AS k LEFT JOIN sys.database_principals AS u ON u.sid = k.sid";
 
 pub(super) fn signing_keys() -> Query {
@@ -72,6 +75,7 @@ fn read_signing_keys(rows: Option<&[Row]>, what: &'static str, reading: &mut Rea
                         owner: text(row, 2, what)?,
                         user: text(row, 3, what)?,
                         login: text(row, 4, what)?,
+                        private_key: int(row, 5, what)?.map(|k| k == 1),
                     })
                 })
                 .collect::<Result<_, AuditError>>()?,

@@ -347,3 +347,30 @@ pub fn unverified(report: &fencepost::audit::Report) -> Vec<&'static str> {
     ids.dedup();
     ids
 }
+
+/// The server facts of a fixture catalog, to edit.
+pub fn server_facts(c: &mut Catalog) -> &mut ServerFacts {
+    c.server.as_mut().expect("the fixture shows server facts")
+}
+
+/// A server permission on one login (`GRANT ALTER ON LOGIN::etl`).
+pub fn on_login(grantee: &str, permission: &str, login: &str) -> ServerPermission {
+    ServerPermission {
+        on_login: Some(login.into()),
+        ..server_grant(grantee, permission)
+    }
+}
+
+/// The FP027 findings of `c` naming `principal` (`etl`, `login etl`).
+pub fn reaching(c: &Catalog, principal: &str) -> Vec<fencepost::audit::Finding> {
+    check(c)
+        .findings
+        .into_iter()
+        .filter(|f| f.rule == fencepost::audit::Rule::ReachesFence && f.principal.as_deref() == Some(principal))
+        .collect()
+}
+
+/// What each step of a finding's path does, in order.
+pub fn step_texts(f: &fencepost::audit::Finding) -> Vec<&str> {
+    f.path.iter().map(|s| s.step.as_str()).collect()
+}
