@@ -49,6 +49,22 @@ pub struct SigningKey {
     pub private_key: Option<bool>,
 }
 
+/// A user assembly of the database (`sys.assemblies`): whoever may alter it
+/// (its owner, CONTROL or ALTER on it, ALTER ANY ASSEMBLY) replaces the code
+/// of every CLR module it holds (ALTER ASSEMBLY ... FROM), SAFE ones
+/// included, whose code runs inside T-SQL with the rights of whoever or
+/// whatever runs the module.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Assembly {
+    /// Its name.
+    pub name: String,
+    /// The database principal that owns it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// `SAFE_ACCESS`, `EXTERNAL_ACCESS` or `UNSAFE_ACCESS`.
+    pub permission_set: String,
+}
+
 /// The ways out of T-SQL the catalog shows: each read is listed, and each
 /// part that could not be read says what reading it needs.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -11,7 +11,7 @@ mod tables;
 
 use serde::{Deserialize, Serialize};
 
-pub use beyond::{OutsideItem, OutsideKind, OutsideTsql, SigningKey, TableExpression, Unread};
+pub use beyond::{Assembly, OutsideItem, OutsideKind, OutsideTsql, SigningKey, TableExpression, Unread};
 pub use code::{Dependency, DeployedProcedure, Object, ObjectKind};
 pub use runners::{JobEditor, JobStep, LinkedLogin, LinkedServer, LinkedServers, ServiceQueue};
 pub use security::{
@@ -93,6 +93,9 @@ pub struct Catalog {
     /// `None` when unreadable.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signing_keys: Option<Vec<SigningKey>>,
+    /// The user assemblies and their owners; `None` when unreadable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assemblies: Option<Vec<Assembly>>,
     /// The ways out of T-SQL; `None` when they could not be read at all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outside_tsql: Option<OutsideTsql>,

@@ -8,14 +8,13 @@
 
 use std::collections::BTreeMap;
 
-use super::super::catalog::{Object, ObjectKind, Securable, TableExpression};
+use super::super::catalog::{Object, ObjectKind, TableExpression};
 use super::super::module_text::{contains_words, normalized, referenced_tables};
 use super::super::rules::Context;
-use super::denies;
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
+use super::module_change;
 use super::node::{Goal, Node};
-use super::principals::hierarchy_note;
 use super::right::Right;
 
 pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
@@ -27,18 +26,12 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
             continue;
         }
         for (f, chain) in called(ctx, e) {
-            let name = f.qualified_name();
-            let target = Securable::Object {
-                schema: f.schema.clone(),
-                name: f.name.clone(),
-                column: None,
-            };
             let calls = chain
                 .iter()
                 .map(|caller| format!(", which {caller} calls"))
                 .collect::<String>();
             for right in rights {
-                let Some(unless) = denies::reaches(ctx, right, &target, "ALTER") else {
+                let Some((alter, unless)) = module_change::alters(ctx, right, f) else {
                     continue;
                 };
                 graph.add(
@@ -48,13 +41,9 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                         Node::Goal(Goal::WriteFence),
                         Kind::Acts,
                         format!(
-                            "ALTER on {name}{}{calls}, which {} {} of {} calls: its rewrite runs inside every write \
-                             the shipped procedures make to {}, deciding what a DEFAULT writes or refusing the write",
-                            hierarchy_note(ctx, right, "ALTER", &name),
-                            e.kind,
-                            e.name,
-                            e.table,
-                            e.table
+                            "{alter}{calls}, which {} {} of {} calls: its rewrite runs inside every write the shipped \
+                             procedures make to {}, deciding what a DEFAULT writes or refusing the write",
+                            e.kind, e.name, e.table, e.table
                         ),
                         format!(
                             "{}; {} {} on {}: {}",

@@ -23,6 +23,7 @@ mod expressions;
 mod fixed_roles;
 mod graph;
 mod login_alter;
+mod module_change;
 mod node;
 mod orphans;
 mod principals;

@@ -102,7 +102,7 @@ fn owned(holder: &str, on: Securable, held: &str, evidence: String, cut: String)
     }
 }
 
-/// Owning a schema, an object or a role is CONTROL on it.
+/// Owning a schema, an object, an assembly or a role is CONTROL on it.
 fn owners(ctx: &Context, rights: &mut Vec<Right>) {
     for s in &ctx.catalog.schemas {
         rights.push(owned(
@@ -131,6 +131,19 @@ fn owners(ctx: &Context, rights: &mut Vec<Right>) {
                 "ALTER AUTHORIZATION ON OBJECT::{} TO SCHEMA OWNER;",
                 quote_qualified(&o.schema, &o.name)
             ),
+        ));
+    }
+    for a in ctx.catalog.assemblies.iter().flatten() {
+        let Some(owner) = a.owner.as_deref() else { continue };
+        rights.push(owned(
+            owner,
+            Securable::Other {
+                class_desc: "ASSEMBLY".into(),
+                name: Some(a.name.clone()),
+            },
+            &format!("{owner} owns ASSEMBLY::{}", a.name),
+            format!("sys.assemblies: {} is owned by {owner}", a.name),
+            format!("ALTER AUTHORIZATION ON ASSEMBLY::{} TO [dbo];", quote_name(&a.name)),
         ));
     }
     for r in &ctx.catalog.principals {

@@ -14,6 +14,7 @@ use super::super::rules::Context;
 use super::denies;
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
+use super::module_change;
 use super::node::Node;
 use super::principals::hierarchy_note;
 use super::right::Right;
@@ -55,18 +56,13 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
     }
     for c in &changed {
         let name = c.qualified_name();
-        let target = Securable::Object {
-            schema: c.schema.clone(),
-            name: c.name.clone(),
-            column: None,
-        };
         let how = if c.kind == ObjectKind::Synonym {
             "may drop it and create it again pointing at code of its own"
         } else {
             "may rewrite it"
         };
         for right in rights {
-            let Some(unless) = denies::reaches(ctx, right, &target, "ALTER") else {
+            let Some((alter, unless)) = module_change::alters(ctx, right, c) else {
                 continue;
             };
             graph.add(
@@ -75,7 +71,7 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                 Edge::new(
                     Node::code(&name),
                     Kind::Acts,
-                    format!("ALTER on {name}{}: {how}", hierarchy_note(ctx, right, "ALTER", &name)),
+                    format!("{alter}: {how}"),
                     right.evidence.clone(),
                     right.cut.clone(),
                 )

@@ -4,7 +4,7 @@
 use tiberius::Row;
 
 use super::super::AuditError;
-use super::super::catalog::{OutsideItem, OutsideKind, OutsideTsql, SigningKey, TableExpression, Unread};
+use super::super::catalog::{Assembly, OutsideItem, OutsideKind, OutsideTsql, SigningKey, TableExpression, Unread};
 use super::query::{Query, Reading};
 use super::rows::{int, required, text};
 
@@ -76,6 +76,33 @@ fn read_signing_keys(rows: Option<&[Row]>, what: &'static str, reading: &mut Rea
                         user: text(row, 3, what)?,
                         login: text(row, 4, what)?,
                         private_key: int(row, 5, what)?.map(|k| k == 1),
+                    })
+                })
+                .collect::<Result<_, AuditError>>()?,
+        ),
+    };
+    Ok(())
+}
+
+/// The user assemblies, their owners and permission sets.
+const ASSEMBLIES: &str = "SELECT CAST(a.name AS nvarchar(256)), CAST(USER_NAME(a.principal_id) AS nvarchar(256)),
+                CAST(a.permission_set_desc AS nvarchar(60))
+           FROM sys.assemblies AS a WHERE a.is_user_defined = 1";
+
+pub(super) fn assemblies() -> Query {
+    Query::optional("assemblies", ASSEMBLIES, read_assemblies)
+}
+
+fn read_assemblies(rows: Option<&[Row]>, what: &'static str, reading: &mut Reading) -> Result<(), AuditError> {
+    reading.catalog.assemblies = match rows {
+        None => None,
+        Some(rows) => Some(
+            rows.iter()
+                .map(|row| {
+                    Ok(Assembly {
+                        name: required(row, 0, what)?,
+                        owner: text(row, 1, what)?,
+                        permission_set: text(row, 2, what)?.unwrap_or_default(),
                     })
                 })
                 .collect::<Result<_, AuditError>>()?,

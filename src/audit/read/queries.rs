@@ -45,6 +45,7 @@ pub(super) fn queries() -> Vec<Query> {
         background::activated_queues(),
         beyond::table_expressions(),
         beyond::signing_keys(),
+        beyond::assemblies(),
         beyond::outside_tsql(),
     ]
 }

@@ -36,6 +36,14 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                 .into(),
         );
     }
+    if ctx.catalog.assemblies.is_none() && ctx.catalog.objects.iter().any(|o| o.assembly.is_some()) {
+        cannot(
+            Rule::ReachesFence,
+            "the owners of the assemblies that hold CLR modules' code (sys.assemblies) could not be read: an owner \
+             replaces a module's code with ALTER ASSEMBLY (the checking login needs VIEW DEFINITION on the database)"
+                .into(),
+        );
+    }
     if ctx.catalog.signing_keys.is_none() {
         cannot(
             Rule::ReachesFence,

@@ -295,6 +295,7 @@ pub fn clean() -> Catalog {
     // T-SQL.
     c.table_expressions = Some(Vec::new());
     c.signing_keys = Some(Vec::new());
+    c.assemblies = Some(Vec::new());
     c.outside_tsql = Some(fencepost::audit::OutsideTsql::default());
     // msdb is TRUSTWORTHY and owned by sa on every server; no service is
     // db_owner there.
