@@ -86,7 +86,8 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
 
 /// Whoever may write msdb's job tables rewrites any job's step, or points a
 /// job's owner at a sysadmin login, past the Agent's own checks: the Agent
-/// then runs its T-SQL as sysadmin.
+/// then runs its T-SQL as sysadmin. Whoever may change the packages the
+/// Agent runs (db_ssisadmin, dc_admin) has them run as sysadmin likewise.
 fn job_editors(ctx: &Context, graph: &mut Graph) {
     for e in ctx.catalog.job_editors.iter().flatten() {
         let Some(login) = e.login.as_deref() else { continue };
@@ -97,11 +98,20 @@ fn job_editors(ctx: &Context, graph: &mut Graph) {
             Edge::new(
                 Node::server_role("sysadmin"),
                 Kind::Acts,
-                format!(
-                    "writes msdb's job tables through {}: may point a job's owner at a sysadmin login and have the \
-                     Agent run T-SQL of its choosing as sysadmin",
-                    e.via
-                ),
+                if e.changes_packages() {
+                    format!(
+                        "member of msdb's {}: may change the Integration Services packages and collection sets \
+                         that SQL Server Agent runs as sysadmin (\"Integration Services Roles\": its members \"may \
+                         be able to elevate their privileges to sysadmin\")",
+                        e.via
+                    )
+                } else {
+                    format!(
+                        "writes msdb's job tables through {}: may point a job's owner at a sysadmin login and have \
+                         the Agent run T-SQL of its choosing as sysadmin",
+                        e.via
+                    )
+                },
                 format!("msdb: user {} ({login}) holds {} through {}", e.user, e.via, e.holder),
                 if e.via_role {
                     format!(
