@@ -96,8 +96,13 @@ pub enum OutsideKind {
     /// PowerShell, SSIS, ...), run as a proxy or the Agent's account.
     AgentStep,
     /// A login or role other than sysadmin that may run `xp_cmdshell`
-    /// (EXECUTE granted in master), while it is enabled.
+    /// (EXECUTE granted in master); its detail ends `; off now` while the
+    /// option is off, which whoever holds ALTER SETTINGS turns on.
     XpCmdshell,
+    /// A login or role other than sysadmin that may run the OLE Automation
+    /// procedures (EXECUTE on `sp_OACreate` granted in master); `; off now`
+    /// likewise while `Ole Automation Procedures` is off.
+    OleAutomation,
     /// A procedure in master that runs at every start-up (`sp_procoption`).
     StartupProcedure,
     /// A user assembly with EXTERNAL_ACCESS or UNSAFE permission set.

@@ -4,6 +4,7 @@
 
 mod beyond;
 mod code;
+mod proxies;
 mod runners;
 mod security;
 mod server;
@@ -13,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 pub use beyond::{Assembly, OutsideItem, OutsideKind, OutsideTsql, SigningKey, TableExpression, Unread};
 pub use code::{Dependency, DeployedProcedure, Object, ObjectKind};
+pub use proxies::{AgentProxy, ProxyUser, ProxyUserKind};
 pub use runners::{JobEditor, JobStep, LinkedLogin, LinkedServer, LinkedServers, ServiceQueue};
 pub use security::{
     LoginKind, Membership, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable, UserAuthentication,
@@ -81,6 +83,10 @@ pub struct Catalog {
     /// Who may rewrite any Agent job by writing msdb's job tables; `None`
     /// when msdb's principals and permissions could not be read in full.
     pub job_editors: Option<Vec<JobEditor>>,
+    /// SQL Server Agent proxies and who may use them; `None` when msdb's
+    /// proxy tables could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_proxies: Option<Vec<AgentProxy>>,
     /// Linked servers and their login mappings; `None` when unreadable.
     pub linked_servers: Option<LinkedServers>,
     /// Service Broker queues with activation on; `None` when unreadable.

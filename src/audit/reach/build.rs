@@ -9,7 +9,8 @@ use super::super::rules::Context;
 use super::graph::Graph;
 use super::node::Node;
 use super::{
-    code, expressions, fixed_roles, orphans, principals, rights, runners, server, server_rights, signing, trustworthy,
+    code, expressions, fixed_roles, orphans, principals, proxies, rights, runners, server, server_rights, signing,
+    trustworthy,
 };
 
 impl Graph {
@@ -45,6 +46,7 @@ impl Graph {
         server::edges(ctx, &mut graph);
         server_rights::edges(ctx, &mut graph);
         orphans::edges(ctx, &mut graph);
+        proxies::edges(ctx, &mut graph);
         trustworthy::edges(ctx, &mut graph);
         for node in graph.names.keys() {
             let trusted = match node {

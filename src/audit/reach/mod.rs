@@ -27,6 +27,7 @@ mod module_change;
 mod node;
 mod orphans;
 mod principals;
+mod proxies;
 mod right;
 mod rights;
 mod runner;

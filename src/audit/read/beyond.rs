@@ -144,18 +144,28 @@ read them there as a PostgreSQL superuser' AS nvarchar(4000))
                      N'VIEW ANY DEFINITION, or sysadmin');
              ELSE
              BEGIN
-                 IF EXISTS (SELECT 1 FROM sys.configurations
-                             WHERE name = N'xp_cmdshell' AND CAST(value_in_use AS int) = 1)
-                     INSERT INTO @fp_o
-                     SELECT N'xp_cmdshell', CAST(g.name AS nvarchar(256)),
-                            CAST(CASE WHEN EXISTS (SELECT 1 FROM sys.credentials
-                                                    WHERE name = N'##xp_cmdshell_proxy_account##')
-                                      THEN N'runs commands as the xp_cmdshell proxy account'
-                                      ELSE N'no proxy account is set: the call fails for it' END AS nvarchar(4000))
-                       FROM master.sys.database_permissions AS p
-                       JOIN master.sys.database_principals AS g ON g.principal_id = p.grantee_principal_id
-                      WHERE p.class = 1 AND p.major_id = OBJECT_ID(N'master.sys.xp_cmdshell')
-                        AND p.permission_name = N'EXECUTE' AND p.state IN ('G', 'W');
+                 -- Read whether the option is on or off: whoever holds ALTER
+                 -- SETTINGS turns it on.
+                 INSERT INTO @fp_o
+                 SELECT CASE WHEN p.major_id = OBJECT_ID(N'master.sys.xp_cmdshell') THEN N'xp_cmdshell'
+                             ELSE N'ole automation' END,
+                        CAST(g.name AS nvarchar(256)),
+                        CAST(CASE WHEN p.major_id <> OBJECT_ID(N'master.sys.xp_cmdshell')
+                                  THEN N'creates COM objects in the server process, as its service account'
+                                  WHEN EXISTS (SELECT 1 FROM sys.credentials
+                                                WHERE name = N'##xp_cmdshell_proxy_account##')
+                                  THEN N'runs commands as the xp_cmdshell proxy account'
+                                  ELSE N'no proxy account is set: the call fails for it' END
+                             + CASE WHEN EXISTS (SELECT 1 FROM sys.configurations
+                                                  WHERE name = CASE WHEN p.major_id = OBJECT_ID(N'master.sys.xp_cmdshell')
+                                                                    THEN N'xp_cmdshell'
+                                                                    ELSE N'Ole Automation Procedures' END
+                                                    AND CAST(value_in_use AS int) = 1)
+                                    THEN N'' ELSE N'; off now' END AS nvarchar(4000))
+                   FROM master.sys.database_permissions AS p
+                   JOIN master.sys.database_principals AS g ON g.principal_id = p.grantee_principal_id
+                  WHERE p.class = 1 AND p.permission_name = N'EXECUTE' AND p.state IN ('G', 'W')
+                    AND p.major_id IN (OBJECT_ID(N'master.sys.xp_cmdshell'), OBJECT_ID(N'master.sys.sp_OACreate'));
                  INSERT INTO @fp_o
                  SELECT N'startup', CAST(N'master.' + SCHEMA_NAME(p.schema_id) + N'.' + p.name AS nvarchar(256)), NULL
                    FROM master.sys.procedures AS p WHERE p.is_auto_executed = 1;
@@ -196,6 +206,7 @@ fn read_outside_tsql(rows: Option<&[Row]>, what: &'static str, reading: &mut Rea
             }
             "agent step" => OutsideKind::AgentStep,
             "xp_cmdshell" => OutsideKind::XpCmdshell,
+            "ole automation" => OutsideKind::OleAutomation,
             "startup" => OutsideKind::StartupProcedure,
             "assembly" => OutsideKind::Assembly,
             "data source" => OutsideKind::ExternalDataSource,

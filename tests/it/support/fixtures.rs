@@ -286,6 +286,8 @@ pub fn clean() -> Catalog {
     c.job_steps = Some(Vec::new());
     // Only sysadmins may write msdb's job tables.
     c.job_editors = Some(Vec::new());
+    // No Agent proxy.
+    c.agent_proxies = Some(Vec::new());
     c.linked_servers = Some(fencepost::audit::LinkedServers {
         this_server: vec!["SQL01".into()],
         servers: Vec::new(),
