@@ -87,7 +87,7 @@ fn read_signing_keys(rows: Option<&[Row]>, what: &'static str, reading: &mut Rea
 /// The user assemblies, their owners and permission sets.
 const ASSEMBLIES: &str = "SELECT CAST(a.name AS nvarchar(256)), CAST(USER_NAME(a.principal_id) AS nvarchar(256)),
                 CAST(a.permission_set_desc AS nvarchar(60))
-           FROM sys.assemblies AS a WHERE a.is_user_defined = 1";
+           FROM sys.assemblies AS a WHERE CAST(a.is_user_defined AS int) = 1";
 
 pub(super) fn assemblies() -> Query {
     Query::optional("assemblies", ASSEMBLIES, read_assemblies)
