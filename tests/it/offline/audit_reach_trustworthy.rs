@@ -242,3 +242,45 @@ fn impersonating_a_user_stays_in_the_database_when_it_is_not_trustworthy_or_its_
     c.principals[0].login_kind = Some(fencepost::audit::LoginKind::Windows);
     assert!(named(&c, "batch").is_empty(), "{:#?}", check(&c));
 }
+
+#[test]
+fn publics_rights_in_a_trustworthy_database_owned_by_a_privileged_login_cannot_be_followed() {
+    // Every login with a user there holds public's grants: which logins
+    // those are, the reader does not list. An unprivileged owner's database
+    // lends no one anything.
+    for (owner, unverified) in [("sa", true), ("plain_owner", false)] {
+        let mut c = clean();
+        c.trustworthy_databases.as_mut().unwrap().push(OtherDatabase {
+            name: "tools".into(),
+            owner: Some(owner.into()),
+            db_owners: Some(vec![OtherDatabaseUser {
+                user: "public".into(),
+                login: None,
+                via: "public".into(),
+                right: "CONTROL ON SCHEMA::dbo".into(),
+            }]),
+        });
+        let report = check(&c);
+        let reasons: Vec<&str> = report
+            .cannot_verify
+            .iter()
+            .filter(|u| u.rule == Rule::ReachesFence)
+            .map(|u| u.reason.as_str())
+            .collect();
+        assert_eq!(!reasons.is_empty(), unverified, "{owner}: {report:#?}");
+        if unverified {
+            assert!(
+                reasons[0].starts_with(
+                    "public holds CONTROL ON SCHEMA::dbo in TRUSTWORTHY database tools, owned by the privileged login sa"
+                ),
+                "{}",
+                reasons[0]
+            );
+            assert!(
+                reasons[0].ends_with("(USE [tools]; REVOKE CONTROL ON SCHEMA::dbo FROM [public];)"),
+                "{}",
+                reasons[0]
+            );
+        }
+    }
+}
