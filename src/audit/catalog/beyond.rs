@@ -22,9 +22,10 @@ pub struct TableExpression {
 }
 
 /// A certificate or asymmetric key of the database. ADD SIGNATURE needs
-/// only CONTROL on the key (and ALTER on the module): whoever owns or
-/// controls it may sign a module, which then runs with the rights of the
-/// user (and, at server level, the login) mapped to the key.
+/// only CONTROL on the key (and ALTER on the module), and the key's private
+/// key: whoever owns or controls it may sign a module, which then runs with
+/// the rights of the user (and, at server level, the login) mapped to the
+/// key.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SigningKey {
     /// `CERTIFICATE` or `ASYMMETRIC KEY`.
@@ -40,6 +41,28 @@ pub struct SigningKey {
     /// The login mapped to a key of the same thumbprint, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub login: Option<String>,
+    /// Whether the database holds its private key
+    /// (`pvt_key_encryption_type` other than `NA`): without it no one here
+    /// can sign with it, ADD SIGNATURE taking only a signature made
+    /// elsewhere. `None` when not read: then it may.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private_key: Option<bool>,
+}
+
+/// A user assembly of the database (`sys.assemblies`): whoever may alter it
+/// (its owner, CONTROL or ALTER on it, ALTER ANY ASSEMBLY) replaces the code
+/// of every CLR module it holds (ALTER ASSEMBLY ... FROM), SAFE ones
+/// included, whose code runs inside T-SQL with the rights of whoever or
+/// whatever runs the module.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Assembly {
+    /// Its name.
+    pub name: String,
+    /// The database principal that owns it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// `SAFE_ACCESS`, `EXTERNAL_ACCESS` or `UNSAFE_ACCESS`.
+    pub permission_set: String,
 }
 
 /// The ways out of T-SQL the catalog shows: each read is listed, and each
@@ -73,8 +96,13 @@ pub enum OutsideKind {
     /// PowerShell, SSIS, ...), run as a proxy or the Agent's account.
     AgentStep,
     /// A login or role other than sysadmin that may run `xp_cmdshell`
-    /// (EXECUTE granted in master), while it is enabled.
+    /// (EXECUTE granted in master); its detail ends `; off now` while the
+    /// option is off, which whoever holds ALTER SETTINGS turns on.
     XpCmdshell,
+    /// A login or role other than sysadmin that may run the OLE Automation
+    /// procedures (EXECUTE on `sp_OACreate` granted in master); `; off now`
+    /// likewise while `Ole Automation Procedures` is off.
+    OleAutomation,
     /// A procedure in master that runs at every start-up (`sp_procoption`).
     StartupProcedure,
     /// A user assembly with EXTERNAL_ACCESS or UNSAFE permission set.

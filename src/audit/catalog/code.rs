@@ -44,6 +44,13 @@ pub struct Object {
 }
 
 impl Object {
+    /// The name of the assembly that holds a CLR module's code.
+    pub fn assembly_name(&self) -> Option<&str> {
+        self.assembly
+            .as_deref()
+            .map(|a| a.rsplit_once(" (").map_or(a, |(name, _)| name))
+    }
+
     /// `schema.name`, or the bare name of a database DDL trigger.
     pub fn qualified_name(&self) -> String {
         if self.schema.is_empty() {

@@ -4,6 +4,7 @@
 
 mod beyond;
 mod code;
+mod proxies;
 mod runners;
 mod security;
 mod server;
@@ -11,8 +12,9 @@ mod tables;
 
 use serde::{Deserialize, Serialize};
 
-pub use beyond::{OutsideItem, OutsideKind, OutsideTsql, SigningKey, TableExpression, Unread};
+pub use beyond::{Assembly, OutsideItem, OutsideKind, OutsideTsql, SigningKey, TableExpression, Unread};
 pub use code::{Dependency, DeployedProcedure, Object, ObjectKind};
+pub use proxies::{AgentProxy, ProxyUser, ProxyUserKind};
 pub use runners::{JobEditor, JobStep, LinkedLogin, LinkedServer, LinkedServers, ServiceQueue};
 pub use security::{
     LoginKind, Membership, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable, UserAuthentication,
@@ -81,6 +83,10 @@ pub struct Catalog {
     /// Who may rewrite any Agent job by writing msdb's job tables; `None`
     /// when msdb's principals and permissions could not be read in full.
     pub job_editors: Option<Vec<JobEditor>>,
+    /// SQL Server Agent proxies and who may use them; `None` when msdb's
+    /// proxy tables could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_proxies: Option<Vec<AgentProxy>>,
     /// Linked servers and their login mappings; `None` when unreadable.
     pub linked_servers: Option<LinkedServers>,
     /// Service Broker queues with activation on; `None` when unreadable.
@@ -93,6 +99,9 @@ pub struct Catalog {
     /// `None` when unreadable.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signing_keys: Option<Vec<SigningKey>>,
+    /// The user assemblies and their owners; `None` when unreadable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assemblies: Option<Vec<Assembly>>,
     /// The ways out of T-SQL; `None` when they could not be read at all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outside_tsql: Option<OutsideTsql>,

@@ -38,7 +38,11 @@ pub struct JobStep {
 /// An msdb principal that may rewrite any job without the Agent's
 /// procedures, which let a non-sysadmin edit only its own jobs: by writing
 /// `msdb.dbo.sysjobsteps` or `sysjobs` (their commands, their owners) as a
-/// member of msdb's `db_owner` or `db_datawriter`, or with a grant there.
+/// member of msdb's `db_owner` or `db_datawriter`, or with a grant there;
+/// or that may change the Integration Services packages and data
+/// collection sets the Agent runs, as a member of msdb's `db_ssisadmin` or
+/// `dc_admin` ("Integration Services Roles": their members "may be able to
+/// elevate their privileges to sysadmin").
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobEditor {
     /// The msdb user (`public` or `guest`: every login).
@@ -55,6 +59,17 @@ pub struct JobEditor {
     /// itself, or a role it is in.
     pub holder: String,
 }
+
+impl JobEditor {
+    /// Whether it changes the packages the Agent runs (db_ssisadmin,
+    /// dc_admin) rather than the job tables.
+    pub fn changes_packages(&self) -> bool {
+        self.via_role && PACKAGE_ROLES.iter().any(|r| r.eq_ignore_ascii_case(&self.via))
+    }
+}
+
+/// msdb's roles whose members change the packages the Agent runs.
+const PACKAGE_ROLES: [&str; 2] = ["db_ssisadmin", "dc_admin"];
 
 /// The linked servers of the server and the names it answers to.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

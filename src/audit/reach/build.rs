@@ -4,10 +4,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::super::catalog::PrincipalKind;
 use super::super::rules::Context;
 use super::graph::Graph;
 use super::node::Node;
-use super::{code, expressions, fixed_roles, principals, rights, runners, server, server_rights, signing, trustworthy};
+use super::{
+    code, expressions, fixed_roles, orphans, principals, proxies, rights, runners, server, server_rights, signing,
+    trustworthy,
+};
 
 impl Graph {
     /// The graph of `ctx`'s catalog: every edge from memberships,
@@ -19,10 +23,14 @@ impl Graph {
             names: BTreeMap::new(),
             trusted: BTreeSet::new(),
             starts: Vec::new(),
+            contexts: BTreeMap::new(),
         };
         for p in &ctx.catalog.principals {
             let node = Node::principal(&p.name);
             graph.names.insert(node.clone(), p.name.clone());
+            if p.kind != PrincipalKind::Role {
+                graph.contexts.insert(node.clone(), ctx.holders(&p.name));
+            }
             // A fixed role's rights are its members'; only a trusted one is
             // named for itself.
             if !fixed_roles::is_fixed(&p.name) || ctx.policy.trusts(&p.name) {
@@ -37,6 +45,8 @@ impl Graph {
         runners::edges(ctx, &rights, &mut graph);
         server::edges(ctx, &mut graph);
         server_rights::edges(ctx, &mut graph);
+        orphans::edges(ctx, &mut graph);
+        proxies::edges(ctx, &mut graph);
         trustworthy::edges(ctx, &mut graph);
         for node in graph.names.keys() {
             let trusted = match node {

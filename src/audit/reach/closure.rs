@@ -9,8 +9,10 @@ use super::edge::Kind;
 use super::graph::Graph;
 use super::node::{Goal, Node};
 
-/// A node and whether every step to it so far only held rights.
-type State = (Node, bool);
+/// A node, whether every step to it so far only held rights, and whose
+/// security context the path acts in (the last user it became), which a
+/// DENY made to that user or one of its roles binds.
+type State = (Node, bool, Option<Node>);
 
 /// How each state was first reached: the state before and its edge's index.
 type Previous = HashMap<State, (State, usize)>;
@@ -33,11 +35,11 @@ pub(crate) fn shortest(graph: &Graph, start: &Node, avoid: &BTreeSet<Node>) -> B
     let mut seen: BTreeSet<State> = BTreeSet::new();
     let mut queue: VecDeque<State> = VecDeque::new();
     let mut found = BTreeMap::new();
-    let first: State = (start.clone(), true);
+    let first: State = (start.clone(), true, graph.identity(start));
     seen.insert(first.clone());
     queue.push_back(first.clone());
     while let Some(state) = queue.pop_front() {
-        let (node, pure) = &state;
+        let (node, pure, who) = &state;
         for (i, edge) in graph.edges(node).iter().enumerate() {
             if *node == *start && avoid.contains(&edge.to) {
                 continue;
@@ -45,7 +47,11 @@ pub(crate) fn shortest(graph: &Graph, start: &Node, avoid: &BTreeSet<Node>) -> B
             if edge.kind == Kind::Designed && *pure {
                 continue;
             }
-            let next: State = (edge.to.clone(), *pure && edge.kind == Kind::Holds);
+            if who.as_ref().is_some_and(|w| graph.denied(w, &edge.unless)) {
+                continue;
+            }
+            let who = graph.identity(&edge.to).or_else(|| who.clone());
+            let next: State = (edge.to.clone(), *pure && edge.kind == Kind::Holds, who);
             if let Node::Goal(goal) = &edge.to {
                 if !found.contains_key(goal) {
                     let (path, through) = walk(graph, &previous, &state, &first, i);

@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 
 use super::super::catalog::{Object, ObjectKind, PermissionState, Securable};
 use super::super::rules::{Context, module_text_names, wrapper_contained};
+use super::denies;
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
 use super::node::{Goal, Node};
@@ -27,15 +28,18 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
     let chained = chained_objects(ctx);
     let modules = reaching_modules(ctx);
     for right in rights {
-        let from = Node::principal(&right.holder);
+        let from = right.node();
         let p = &right.permission;
         let add = |graph: &mut Graph, edge: Edge| graph.add(from.clone(), &right.holder, edge);
         // Write a fence table.
+        // A way some DENY refuses to some contexts is kept, and the next
+        // tried, until one no DENY refuses.
         'tables: for t in &tables {
             let target = object(&fence, t);
             for w in WRITE {
-                if ctx.reaches(p, &target, w) {
+                if let Some(unless) = denies::reaches(ctx, right, &target, w) {
                     let name = format!("{fence}.{t}");
+                    let open = unless.is_empty();
                     add(
                         graph,
                         Edge::new(
@@ -49,9 +53,12 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                             right.evidence.clone(),
                             right.cut.clone(),
                         )
-                        .on(name),
+                        .on(name)
+                        .unless(unless),
                     );
-                    break 'tables;
+                    if open {
+                        break 'tables;
+                    }
                 }
             }
         }
@@ -59,9 +66,10 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
         for proc in &admin {
             let (s, n) = proc.split_once('.').unwrap_or(("", proc));
             let target = object(s, n);
-            if !ctx.reaches(p, &target, "EXECUTE") {
+            let Some(unless) = denies::reaches(ctx, right, &target, "EXECUTE") else {
                 continue;
-            }
+            };
+            let open = unless.is_empty();
             let designed = right.plain_grant
                 && ctx.contains(&target, &p.on)
                 && p.permission.eq_ignore_ascii_case("EXECUTE")
@@ -82,9 +90,10 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                     right.evidence.clone(),
                     right.cut.clone(),
                 )
-                .on(proc.clone()),
+                .on(proc.clone())
+                .unless(unless),
             );
-            if !designed {
+            if !designed && open {
                 break;
             }
         }
@@ -101,7 +110,8 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
             }));
         'code: for (target, name) in code_targets {
             for w in ["ALTER", "TAKE OWNERSHIP"] {
-                if ctx.reaches(p, &target, w) {
+                if let Some(unless) = denies::reaches(ctx, right, &target, w) {
+                    let open = unless.is_empty();
                     add(
                         graph,
                         Edge::new(
@@ -111,9 +121,12 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                             right.evidence.clone(),
                             right.cut.clone(),
                         )
-                        .on(name.clone()),
+                        .on(name.clone())
+                        .unless(unless),
                     );
-                    break 'code;
+                    if open {
+                        break 'code;
+                    }
                 }
             }
         }
@@ -121,7 +134,8 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
         for o in &chained {
             let name = o.qualified_name();
             let target = object(&o.schema, &o.name);
-            if ctx.reaches(p, &target, "ALTER") {
+            if let Some(unless) = denies::reaches(ctx, right, &target, "ALTER") {
+                let open = unless.is_empty();
                 let owner = ctx.tables_owner().unwrap_or("dbo");
                 let what = if o.kind == ObjectKind::Table {
                     "a trigger it adds there"
@@ -141,15 +155,18 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                         right.evidence.clone(),
                         right.cut.clone(),
                     )
-                    .on(name),
+                    .on(name)
+                    .unless(unless),
                 );
-                break;
+                if open {
+                    break;
+                }
             }
         }
         // EXECUTE on a module that reaches a goal as its owner.
         for (o, _) in &modules {
             let name = o.qualified_name();
-            if ctx.reaches(p, &object(&o.schema, &o.name), "EXECUTE") {
+            if let Some(unless) = denies::reaches(ctx, right, &object(&o.schema, &o.name), "EXECUTE") {
                 add(
                     graph,
                     Edge::new(
@@ -162,7 +179,8 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                         ),
                         right.evidence.clone(),
                         right.cut.clone(),
-                    ),
+                    )
+                    .unless(unless),
                 );
             }
         }

@@ -29,6 +29,9 @@ pub(crate) struct Edge {
     pub(crate) step: Step,
     /// For an edge into a goal, the object reached (`fence.Resource`).
     pub(crate) object: Option<String>,
+    /// The database principals (lower-cased) a DENY binds on this edge:
+    /// whoever acts as one of them, or as a member of one, is refused it.
+    pub(crate) unless: Vec<String>,
 }
 
 impl Edge {
@@ -48,11 +51,18 @@ impl Edge {
                 cut: cut.into(),
             },
             object: None,
+            unless: Vec::new(),
         }
     }
 
     pub(crate) fn on(mut self, object: impl Into<String>) -> Self {
         self.object = Some(object.into());
+        self
+    }
+
+    /// Refused to whoever acts as one of `denied` or a member of one.
+    pub(crate) fn unless(mut self, denied: Vec<String>) -> Self {
+        self.unless = denied;
         self
     }
 }

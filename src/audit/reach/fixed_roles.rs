@@ -105,6 +105,8 @@ pub(super) fn rights(ctx: &Context, rights: &mut Vec<Right>) {
                 evidence: format!("fixed database role {spelled}: its documented rights ({listed})"),
                 cut: format!("(a fixed role's rights cannot be revoked: take its members out of {spelled})"),
                 plain_grant: false,
+                login: false,
+                undeniable: false,
             });
         }
     }

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::edge::Edge;
+use super::edge::{Edge, Kind};
 use super::node::Node;
 
 pub(crate) struct Graph {
@@ -12,6 +12,9 @@ pub(crate) struct Graph {
     pub(super) trusted: BTreeSet<Node>,
     /// The nodes a finding may name, in order.
     pub(super) starts: Vec<Node>,
+    /// For each database principal a session can act as (a user, a group,
+    /// an application role): itself, its roles and public, lower-cased.
+    pub(super) contexts: BTreeMap<Node, BTreeSet<String>>,
 }
 
 impl Graph {
@@ -60,8 +63,36 @@ impl Graph {
         }
     }
 
+    /// The security context a path acts in once it reaches `node`: the
+    /// node itself when a session can act as it, else none new.
+    pub(crate) fn identity(&self, node: &Node) -> Option<Node> {
+        self.contexts.contains_key(node).then(|| node.clone())
+    }
+
+    /// Whether a DENY made to one of `unless` binds a session acting as
+    /// `who`: `who` is one of them, or in one of their roles.
+    pub(crate) fn denied(&self, who: &Node, unless: &[String]) -> bool {
+        !unless.is_empty()
+            && self
+                .contexts
+                .get(who)
+                .is_some_and(|c| unless.iter().any(|u| c.contains(u)))
+    }
+
     pub(crate) fn is_trusted(&self, node: &Node) -> bool {
         self.trusted.contains(node)
+    }
+
+    /// The logins that enter the database as `node`: a path from a user
+    /// does not pass through its own login, which is a start of its own.
+    pub(crate) fn logins_of(&self, node: &Node) -> BTreeSet<Node> {
+        self.edges
+            .iter()
+            .filter(|(from, edges)| {
+                matches!(from, Node::Login(_)) && edges.iter().any(|e| e.kind == Kind::Holds && e.to == *node)
+            })
+            .map(|(from, _)| from.clone())
+            .collect()
     }
 
     /// Every node a finding may name, in a stable order.

@@ -6,6 +6,7 @@
 
 use super::super::catalog::{Principal, PrincipalKind, Securable, UserAuthentication};
 use super::super::rules::Context;
+use super::denies;
 use super::edge::{Edge, Kind};
 use super::fixed_roles::is_fixed;
 use super::graph::Graph;
@@ -44,13 +45,13 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                 continue;
             }
             if let Some(edge) = on_principal(ctx, right, target) {
-                graph.add(Node::principal(&right.holder), &right.holder, edge);
+                graph.add(right.node(), &right.holder, edge);
             }
         }
         if super::fixed_roles::manages_permissions(&right.holder) && right.permission.permission == "ALTER ANY ROLE" {
             for goal in [super::Goal::WriteFence, super::Goal::RunAdmin, super::Goal::AlterCode] {
                 graph.add(
-                    Node::principal(&right.holder),
+                    right.node(),
                     &right.holder,
                     Edge::new(
                         Node::Goal(goal),
@@ -78,8 +79,14 @@ fn on_principal(ctx: &Context, right: &Right, target: &Principal) -> Option<Edge
     };
     let class = ctx.principal_class(&target.name);
     let held = |wanted: &str| hierarchy_note(ctx, right, wanted, &format!("{class}::{}", target.name));
-    let database = |wanted: &str| p.on == Securable::Database && ctx.implies(p, "DATABASE", wanted);
-    let edge = |step: String| {
+    let database = |wanted: &str| {
+        if p.on == Securable::Database && ctx.implies(p, "DATABASE", wanted) {
+            denies::allows(ctx, right, &Securable::Database, wanted)
+        } else {
+            None
+        }
+    };
+    let edge = |step: String, unless: Vec<String>| {
         Edge::new(
             Node::principal(&target.name),
             Kind::Acts,
@@ -87,17 +94,21 @@ fn on_principal(ctx: &Context, right: &Right, target: &Principal) -> Option<Edge
             right.evidence.clone(),
             right.cut.clone(),
         )
+        .unless(unless)
     };
     match target.kind {
         PrincipalKind::User | PrincipalKind::Group => {
-            if ctx.reaches(p, &on, "IMPERSONATE") {
-                return Some(edge(format!(
-                    "IMPERSONATE on USER::{}{}{} (EXECUTE AS USER = '{}')",
-                    target.name,
-                    held("IMPERSONATE"),
-                    right.grant_option(),
-                    target.name
-                )));
+            if let Some(unless) = denies::reaches(ctx, right, &on, "IMPERSONATE") {
+                return Some(edge(
+                    format!(
+                        "IMPERSONATE on USER::{}{}{} (EXECUTE AS USER = '{}')",
+                        target.name,
+                        held("IMPERSONATE"),
+                        right.grant_option(),
+                        target.name
+                    ),
+                    unless,
+                ));
             }
             // ALTER USER ... WITH PASSWORD needs ALTER ANY USER. Only a
             // contained user with a password has one (authentication_type
@@ -116,14 +127,17 @@ fn on_principal(ctx: &Context, right: &Right, target: &Principal) -> Option<Edge
                 && target.kind == PrincipalKind::User
                 && target.login.is_none()
                 && !builtin
-                && database("ALTER ANY USER")
+                && let Some(unless) = database("ALTER ANY USER")
             {
-                return Some(edge(format!(
-                    "resets the password of {} (ALTER USER {} WITH PASSWORD = '...'){}{why}",
-                    target.name,
-                    quote_name(&target.name),
-                    held("ALTER ANY USER")
-                )));
+                return Some(edge(
+                    format!(
+                        "resets the password of {} (ALTER USER {} WITH PASSWORD = '...'){}{why}",
+                        target.name,
+                        quote_name(&target.name),
+                        held("ALTER ANY USER")
+                    ),
+                    unless,
+                ));
             }
             None
         }
@@ -133,40 +147,42 @@ fn on_principal(ctx: &Context, right: &Right, target: &Principal) -> Option<Edge
             if is_fixed(&target.name) || target.name.eq_ignore_ascii_case("public") {
                 return None;
             }
-            let wanted = ["ALTER", "TAKE OWNERSHIP"]
+            let (wanted, unless) = ["ALTER", "TAKE OWNERSHIP"]
                 .into_iter()
-                .find(|w| ctx.reaches(p, &on, w))?;
+                .find_map(|w| denies::reaches(ctx, right, &on, w).map(|u| (w, u)))?;
             let how = if wanted == "ALTER" {
                 "may add itself to it"
             } else {
                 "may take ownership of it and then add itself to it"
             };
-            Some(edge(format!(
-                "{wanted} on ROLE::{}{}{}: {how} (ALTER ROLE {} ADD MEMBER)",
-                target.name,
-                held(wanted),
-                right.grant_option(),
-                quote_name(&target.name)
-            )))
+            Some(edge(
+                format!(
+                    "{wanted} on ROLE::{}{}{}: {how} (ALTER ROLE {} ADD MEMBER)",
+                    target.name,
+                    held(wanted),
+                    right.grant_option(),
+                    quote_name(&target.name)
+                ),
+                unless,
+            ))
         }
         PrincipalKind::ApplicationRole => {
             // ALTER APPLICATION ROLE ... WITH PASSWORD needs ALTER ANY
             // APPLICATION ROLE; CONTROL on the role is every right on it.
-            if database("ALTER ANY APPLICATION ROLE") || ctx.reaches(p, &on, "CONTROL") {
-                let wanted = if database("ALTER ANY APPLICATION ROLE") {
-                    "ALTER ANY APPLICATION ROLE"
-                } else {
-                    "CONTROL"
-                };
-                return Some(edge(format!(
+            let (wanted, unless) = match database("ALTER ANY APPLICATION ROLE") {
+                Some(unless) => ("ALTER ANY APPLICATION ROLE", unless),
+                None => ("CONTROL", denies::reaches(ctx, right, &on, "CONTROL")?),
+            };
+            Some(edge(
+                format!(
                     "sets the password of APPLICATION ROLE::{} and enters it (ALTER APPLICATION ROLE {} WITH \
                      PASSWORD, sp_setapprole){}",
                     target.name,
                     quote_name(&target.name),
                     held(wanted)
-                )));
-            }
-            None
+                ),
+                unless,
+            ))
         }
     }
 }

@@ -2,6 +2,7 @@
 //! it is held and the statement that removes it.
 
 use super::super::catalog::{Permission, PermissionState};
+use super::node::Node;
 
 /// A right `holder` has, as a permission row would state it.
 pub(crate) struct Right {
@@ -14,6 +15,13 @@ pub(crate) struct Right {
     pub(crate) cut: String,
     /// A plain catalog GRANT (not WITH GRANT OPTION, not implied).
     pub(crate) plain_grant: bool,
+    /// Held by a login that has no user here and enters the database
+    /// another way (CONNECT ANY DATABASE, guest): the login acts, not a
+    /// database principal.
+    pub(crate) login: bool,
+    /// Whether no DENY binds it: its holder owns the securable, or holds
+    /// CONTROL there and so may revoke any DENY in its way.
+    pub(crate) undeniable: bool,
 }
 
 impl Right {
@@ -23,6 +31,15 @@ impl Right {
             " WITH GRANT OPTION, so it can hand it on to anyone"
         } else {
             ""
+        }
+    }
+
+    /// The node that holds it: the database principal, or the login.
+    pub(crate) fn node(&self) -> Node {
+        if self.login {
+            Node::login(&self.holder)
+        } else {
+            Node::principal(&self.holder)
         }
     }
 }

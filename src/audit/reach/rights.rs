@@ -5,8 +5,8 @@
 
 use super::super::catalog::{Permission, PermissionState, PrincipalKind, Securable};
 use super::super::rules::Context;
-use super::fixed_roles;
 use super::right::Right;
+use super::{fixed_roles, server_inherited};
 use crate::tsql::{quote_name, quote_qualified};
 
 /// Every right of the catalog, in a stable order: by holder, grants before
@@ -31,10 +31,13 @@ pub(crate) fn all(ctx: &Context) -> Vec<Right> {
             ),
             cut: ctx.revoke(p),
             plain_grant: p.state == PermissionState::Grant,
+            login: false,
+            undeniable: false,
         });
     }
     owners(ctx, &mut rights);
     fixed_roles::rights(ctx, &mut rights);
+    server_inherited::rights(ctx, &mut rights);
     // dbo is the database's owner: no permission check applies to it.
     if ctx.catalog.principal("dbo").is_some() {
         rights.push(owned(
@@ -93,10 +96,13 @@ fn owned(holder: &str, on: Securable, held: &str, evidence: String, cut: String)
         evidence,
         cut,
         plain_grant: false,
+        login: false,
+        // An owner passes every permission check on what it owns.
+        undeniable: true,
     }
 }
 
-/// Owning a schema, an object or a role is CONTROL on it.
+/// Owning a schema, an object, an assembly or a role is CONTROL on it.
 fn owners(ctx: &Context, rights: &mut Vec<Right>) {
     for s in &ctx.catalog.schemas {
         rights.push(owned(
@@ -125,6 +131,19 @@ fn owners(ctx: &Context, rights: &mut Vec<Right>) {
                 "ALTER AUTHORIZATION ON OBJECT::{} TO SCHEMA OWNER;",
                 quote_qualified(&o.schema, &o.name)
             ),
+        ));
+    }
+    for a in ctx.catalog.assemblies.iter().flatten() {
+        let Some(owner) = a.owner.as_deref() else { continue };
+        rights.push(owned(
+            owner,
+            Securable::Other {
+                class_desc: "ASSEMBLY".into(),
+                name: Some(a.name.clone()),
+            },
+            &format!("{owner} owns ASSEMBLY::{}", a.name),
+            format!("sys.assemblies: {} is owned by {owner}", a.name),
+            format!("ALTER AUTHORIZATION ON ASSEMBLY::{} TO [dbo];", quote_name(&a.name)),
         ));
     }
     for r in &ctx.catalog.principals {

@@ -11,8 +11,10 @@
 use super::super::catalog::{Object, ObjectKind, Securable};
 use super::super::module_text::{dynamic_constructs, referenced_tables};
 use super::super::rules::Context;
+use super::denies;
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
+use super::module_change;
 use super::node::Node;
 use super::principals::hierarchy_note;
 use super::right::Right;
@@ -54,27 +56,26 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
     }
     for c in &changed {
         let name = c.qualified_name();
-        let target = Securable::Object {
-            schema: c.schema.clone(),
-            name: c.name.clone(),
-            column: None,
-        };
         let how = if c.kind == ObjectKind::Synonym {
             "may drop it and create it again pointing at code of its own"
         } else {
             "may rewrite it"
         };
-        for right in rights.iter().filter(|r| ctx.reaches(&r.permission, &target, "ALTER")) {
+        for right in rights {
+            let Some((alter, unless)) = module_change::alters(ctx, right, c) else {
+                continue;
+            };
             graph.add(
-                Node::principal(&right.holder),
+                right.node(),
                 &right.holder,
                 Edge::new(
                     Node::code(&name),
                     Kind::Acts,
-                    format!("ALTER on {name}{}: {how}", hierarchy_note(ctx, right, "ALTER", &name)),
+                    format!("{alter}: {how}"),
                     right.evidence.clone(),
                     right.cut.clone(),
-                ),
+                )
+                .unless(unless),
             );
         }
     }
@@ -85,7 +86,8 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
 
 /// Whoever may write msdb's job tables rewrites any job's step, or points a
 /// job's owner at a sysadmin login, past the Agent's own checks: the Agent
-/// then runs its T-SQL as sysadmin.
+/// then runs its T-SQL as sysadmin. Whoever may change the packages the
+/// Agent runs (db_ssisadmin, dc_admin) has them run as sysadmin likewise.
 fn job_editors(ctx: &Context, graph: &mut Graph) {
     for e in ctx.catalog.job_editors.iter().flatten() {
         let Some(login) = e.login.as_deref() else { continue };
@@ -96,11 +98,20 @@ fn job_editors(ctx: &Context, graph: &mut Graph) {
             Edge::new(
                 Node::server_role("sysadmin"),
                 Kind::Acts,
-                format!(
-                    "writes msdb's job tables through {}: may point a job's owner at a sysadmin login and have the \
-                     Agent run T-SQL of its choosing as sysadmin",
-                    e.via
-                ),
+                if e.changes_packages() {
+                    format!(
+                        "member of msdb's {}: may change the Integration Services packages and collection sets \
+                         that SQL Server Agent runs as sysadmin (\"Integration Services Roles\": its members \"may \
+                         be able to elevate their privileges to sysadmin\")",
+                        e.via
+                    )
+                } else {
+                    format!(
+                        "writes msdb's job tables through {}: may point a job's owner at a sysadmin login and have \
+                         the Agent run T-SQL of its choosing as sysadmin",
+                        e.via
+                    )
+                },
                 format!("msdb: user {} ({login}) holds {} through {}", e.user, e.via, e.holder),
                 if e.via_role {
                     format!(
@@ -155,9 +166,12 @@ fn dynamic_as(ctx: &Context, rights: &[Right], graph: &mut Graph) {
             name: m.name.clone(),
             column: None,
         };
-        for right in rights.iter().filter(|r| ctx.reaches(&r.permission, &target, "EXECUTE")) {
+        for right in rights {
+            let Some(unless) = denies::reaches(ctx, right, &target, "EXECUTE") else {
+                continue;
+            };
             graph.add(
-                Node::principal(&right.holder),
+                right.node(),
                 &right.holder,
                 Edge::new(
                     Node::code(&name),
@@ -169,7 +183,8 @@ fn dynamic_as(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                     ),
                     right.evidence.clone(),
                     right.cut.clone(),
-                ),
+                )
+                .unless(unless),
             );
         }
     }
@@ -187,13 +202,12 @@ fn callable(ctx: &Context, o: &Object) -> bool {
 /// the deploy's migrations, as a member of db_owner.
 fn ddl_trigger_rights(ctx: &Context, rights: &[Right], graph: &mut Graph) {
     let Some(admin) = ddl_runner(ctx) else { return };
-    for right in rights
-        .iter()
-        .filter(|r| r.permission.on == Securable::Database)
-        .filter(|r| ctx.implies(&r.permission, "DATABASE", "ALTER ANY DATABASE DDL TRIGGER"))
-    {
+    for right in rights.iter().filter(|r| r.permission.on == Securable::Database) {
+        let Some(unless) = denies::reaches(ctx, right, &Securable::Database, "ALTER ANY DATABASE DDL TRIGGER") else {
+            continue;
+        };
         graph.add(
-            Node::principal(&right.holder),
+            right.node(),
             &right.holder,
             Edge::new(
                 admin.clone(),
@@ -205,7 +219,8 @@ fn ddl_trigger_rights(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                 ),
                 right.evidence.clone(),
                 right.cut.clone(),
-            ),
+            )
+            .unless(unless),
         );
     }
 }

@@ -1,7 +1,9 @@
 //! Server-level DENYs, as "DENY Server Permissions" and "DENY Server
 //! Principal Permissions" document them: a DENY binds the login or server
 //! role it names and every member of a denied role (`public` binds every
-//! login), never a member of sysadmin; a denied permission denies what it
+//! login), never a member of sysadmin, and never one of securityadmin,
+//! which "can GRANT, DENY, and REVOKE server-level permissions" and so
+//! revokes it ("Server-level roles"); a denied permission denies what it
 //! covers (DENY CONTROL SERVER denies every server permission), and a
 //! DENY on one login or server role only that securable.
 //!
@@ -19,7 +21,12 @@ use super::super::rules::{is_server_role, server_holders};
 /// server role, for those classes).
 pub(super) fn denied(server: &ServerFacts, holder: &str, class: &str, wanted: &str, on: Option<&str>) -> bool {
     let bound = server_holders(server, holder);
-    if bound.iter().any(|h| h.eq_ignore_ascii_case("sysadmin")) {
+    // No DENY binds sysadmin; securityadmin "can GRANT, DENY, and REVOKE
+    // server-level permissions", so it revokes any DENY in its way.
+    if bound
+        .iter()
+        .any(|h| h.eq_ignore_ascii_case("sysadmin") || h.eq_ignore_ascii_case("securityadmin"))
+    {
         return false;
     }
     server

@@ -7,7 +7,7 @@
 //! role, ALTER ANY SERVER ROLE on a user-defined one, and owning one add
 //! members; ALTER ANY AVAILABILITY GROUP forces a failover with data loss.
 
-use super::super::catalog::{LoginKind, ServerFacts};
+use super::super::catalog::{LoginKind, ServerFacts, ServerPermission};
 use super::super::hierarchy::implies;
 use super::super::rules::{Context, is_server_role, server_holders};
 use super::edge::{Edge, Kind};
@@ -16,19 +16,27 @@ use super::node::{Goal, Node};
 use super::server_denies::denied;
 use crate::tsql::quote_name;
 
-/// What fixed server roles hold without a row in `sys.server_permissions`.
-const FIXED: [(&str, &[&str]); 3] = [
+/// What fixed server roles hold without a row in `sys.server_permissions`
+/// ("Server-level roles": dbcreator "can create, alter, drop, and restore
+/// any database"; ##MS_DatabaseConnector## holds CONNECT ANY DATABASE).
+const FIXED: [(&str, &[&str]); 6] = [
     ("securityadmin", &["ALTER ANY LOGIN"]),
     ("##MS_LoginManager##", &["CREATE LOGIN", "ALTER ANY LOGIN"]),
     ("##MS_DatabaseManager##", &["CREATE ANY DATABASE", "ALTER ANY DATABASE"]),
+    ("dbcreator", &["CREATE ANY DATABASE", "ALTER ANY DATABASE"]),
+    ("##MS_DatabaseConnector##", &["CONNECT ANY DATABASE"]),
+    (
+        "serveradmin",
+        &["ALTER SETTINGS", "ALTER ANY ENDPOINT", "ALTER SERVER STATE", "SHUTDOWN"],
+    ),
 ];
 
 /// A server-wide right and where it comes from.
-struct Held {
-    holder: String,
-    permission: String,
-    evidence: String,
-    cut: String,
+pub(super) struct Held {
+    pub(super) holder: String,
+    pub(super) permission: String,
+    pub(super) evidence: String,
+    pub(super) cut: String,
 }
 
 pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
@@ -132,10 +140,11 @@ pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
         }
     }
     roles(server, graph);
+    super::login_alter::edges(ctx, server, graph);
 }
 
 /// Server-wide rights: granted ones, and the fixed roles' documented ones.
-fn held(server: &ServerFacts) -> Vec<Held> {
+pub(super) fn held(server: &ServerFacts) -> Vec<Held> {
     let mut held: Vec<Held> = server
         .permissions
         .iter()
@@ -171,10 +180,27 @@ fn held(server: &ServerFacts) -> Vec<Held> {
     held
 }
 
+/// The row of a grant on one login or server role, and its REVOKE.
+pub(super) fn grant_on(p: &ServerPermission, class: &str, on: &str) -> (String, String) {
+    (
+        format!(
+            "sys.server_permissions: GRANT {} ON {class}::{on} TO {}",
+            p.permission.to_uppercase(),
+            p.grantee
+        ),
+        format!(
+            "REVOKE {} ON {class}::{} FROM {};",
+            p.permission.to_uppercase(),
+            quote_name(on),
+            quote_name(&p.grantee)
+        ),
+    )
+}
+
 /// The logins whose password ALTER ANY LOGIN resets, those behind this
 /// database's users and every other login the server facts name: SQL logins, or of a kind not read, that are not sysadmin and hold
 /// no CONTROL SERVER (those need CONTROL SERVER to reset).
-fn sql_logins(ctx: &Context, server: &ServerFacts) -> Vec<(String, Option<LoginKind>)> {
+pub(super) fn sql_logins(ctx: &Context, server: &ServerFacts) -> Vec<(String, Option<LoginKind>)> {
     let mut out: Vec<(String, Option<LoginKind>)> = Vec::new();
     for p in &ctx.catalog.principals {
         let Some(login) = p.login.as_deref() else { continue };
@@ -187,16 +213,24 @@ fn sql_logins(ctx: &Context, server: &ServerFacts) -> Vec<(String, Option<LoginK
         out.push((login.to_string(), p.login_kind));
     }
     // Every other login the server facts name (a role member, a grantee, a
-    // role owner): ALTER ANY LOGIN resets it whether or not it has a user
-    // here, and its kind is not read, so it may be a SQL login.
+    // login a permission is on, a role owner): ALTER ANY LOGIN resets it
+    // whether or not it has a user here, and its kind is not read, so it
+    // may be a SQL login. One behind a user here was judged by its kind.
     let named = server
         .role_members
         .iter()
         .map(|m| &m.member)
         .chain(server.permissions.iter().map(|p| &p.grantee))
+        .chain(server.permissions.iter().filter_map(|p| p.on_login.as_ref()))
         .chain(server.role_owners.iter().map(|o| &o.owner));
     for login in named {
-        if is_server_role(server, login)
+        let has_user = ctx
+            .catalog
+            .principals
+            .iter()
+            .any(|p| p.login.as_deref().is_some_and(|l| l.eq_ignore_ascii_case(login)));
+        if has_user
+            || is_server_role(server, login)
             || controls_server(server, login)
             || out.iter().any(|(l, _)| l.eq_ignore_ascii_case(login))
         {
@@ -256,6 +290,23 @@ fn roles(server: &ServerFacts, graph: &mut Graph) {
             ),
         );
     }
+    // RESTORE over an existing database is for sysadmin, dbcreator and its
+    // owner ("RESTORE Statements": Permissions).
+    if has_members(server, "dbcreator") {
+        graph.add(
+            Node::server_role("dbcreator"),
+            "dbcreator",
+            Edge::new(
+                Node::Goal(Goal::WriteFence),
+                Kind::Acts,
+                "may restore an older backup over this database (RESTORE DATABASE ... WITH REPLACE), which takes \
+                 the fence's generations back",
+                "fixed server role dbcreator: \"can create, alter, drop, and restore any database\"",
+                "(take the members out of dbcreator)",
+            )
+            .on("the fence's generations"),
+        );
+    }
     let node = |name: &str| {
         if is_server_role(server, name) {
             Node::server_role(name)
@@ -292,6 +343,7 @@ fn roles(server: &ServerFacts, graph: &mut Graph) {
             continue;
         };
         graph.actor(node(&p.grantee), &p.grantee);
+        let on = grant_on(p, "SERVER ROLE", role);
         graph.add(
             node(&p.grantee),
             &p.grantee,
@@ -308,17 +360,8 @@ fn roles(server: &ServerFacts, graph: &mut Graph) {
                     },
                     quote_name(role)
                 ),
-                format!(
-                    "sys.server_permissions: GRANT {} ON SERVER ROLE::{role} TO {}",
-                    p.permission.to_uppercase(),
-                    p.grantee
-                ),
-                format!(
-                    "REVOKE {} ON SERVER ROLE::{} FROM {};",
-                    p.permission.to_uppercase(),
-                    quote_name(role),
-                    quote_name(&p.grantee)
-                ),
+                on.0,
+                on.1,
             ),
         );
     }

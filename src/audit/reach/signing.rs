@@ -1,5 +1,7 @@
 //! Certificates and asymmetric keys: ADD SIGNATURE needs CONTROL on the key
-//! and ALTER on the module ("ADD SIGNATURE (Transact-SQL)"), and a signed
+//! and ALTER on the module ("ADD SIGNATURE (Transact-SQL)"), and the key's
+//! private key in the database (WITH SIGNATURE takes a signature made
+//! elsewhere, by whoever holds it), and a signed
 //! module runs with the rights of the user mapped to the key, and of the
 //! login mapped to it at server level. So the key's owner, and whoever holds
 //! CONTROL or TAKE OWNERSHIP on it, acts as that user and login through a module it signs.
@@ -13,7 +15,9 @@ use crate::tsql::quote_name;
 
 pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
     for k in ctx.catalog.signing_keys.iter().flatten() {
-        if k.user.is_none() && k.login.is_none() {
+        // Without its private key here, no one can sign with it: ADD
+        // SIGNATURE then takes only a signature made where the key is.
+        if (k.user.is_none() && k.login.is_none()) || k.private_key == Some(false) {
             continue;
         }
         for (holder, evidence, cut) in controllers(ctx, k) {

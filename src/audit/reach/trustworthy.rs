@@ -10,6 +10,9 @@
 //! one who may also create users (the owner, db_owner, CONTROL, ALTER or
 //! ALTER ANY USER there) maps a user to any login and acts as it.
 //!
+//! This database TRUSTWORTHY likewise lets a context made here, by
+//! whoever can become a user here, act as that user's login.
+//!
 //! An owner that holds IMPERSONATE ANY LOGIN without AUTHENTICATE SERVER is
 //! counted as reaching the server too: the documentation ties the trust to
 //! AUTHENTICATE SERVER, but whether a module running as such an owner may
@@ -29,6 +32,7 @@ use crate::tsql::quote_name;
 const CREATES_USERS: [&str; 4] = ["db_owner", "CONTROL", "ALTER", "ALTER ANY USER"];
 
 pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
+    this_database(ctx, graph);
     let Some(databases) = &ctx.catalog.trustworthy_databases else {
         return;
     };
@@ -206,4 +210,44 @@ fn targets(
         }
     }
     out
+}
+
+/// This database TRUSTWORTHY, its owner authenticating at server level: a
+/// context made here by EXECUTE AS USER is trusted beyond the database, as
+/// the user's login. Whoever can become a user here (impersonate it, reset
+/// its password, sign as it) holds its login's server rights. The user's
+/// own login holds them already: FP027 leaves this step out of a path that
+/// starts at the user itself.
+fn this_database(ctx: &Context, graph: &mut Graph) {
+    if !ctx.catalog.settings.is_some_and(|s| s.trustworthy) {
+        return;
+    }
+    let Some(owner) = ctx.catalog.owner_login() else { return };
+    let Some(why) = authenticates_server(ctx, owner) else {
+        return;
+    };
+    for p in &ctx.catalog.principals {
+        let Some(login) = p.login.as_deref() else { continue };
+        graph.add(
+            Node::principal(&p.name),
+            &p.name,
+            Edge::new(
+                Node::login(login),
+                Kind::Acts,
+                format!(
+                    "a context of user {} here (EXECUTE AS USER = '{}') is trusted at server level as login {login}: \
+                     this database is TRUSTWORTHY and its owner {owner} {why}",
+                    p.name, p.name
+                ),
+                format!(
+                    "sys.databases: {} is TRUSTWORTHY, owned by login {owner}; {} has the SID of login {login}",
+                    ctx.catalog.database, p.name
+                ),
+                format!(
+                    "ALTER DATABASE {} SET TRUSTWORTHY OFF;",
+                    quote_name(&ctx.catalog.database)
+                ),
+            ),
+        );
+    }
 }

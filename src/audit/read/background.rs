@@ -12,7 +12,8 @@ use super::rows::{int, required, text};
 /// the database and the user each runs as; and who may rewrite any job by
 /// writing msdb's job tables (members of its db_owner or db_datawriter,
 /// through nested roles, and holders of CONTROL, INSERT or UPDATE on msdb,
-/// on its dbo schema, or on dbo.sysjobsteps and dbo.sysjobs), with a row
+/// on its dbo schema, or on dbo.sysjobsteps and dbo.sysjobs) or change the
+/// packages the Agent runs (members of db_ssisadmin or dc_admin), with a row
 /// saying the checking login sees msdb's principals in full. An `editor` row
 /// is `(kind, user, 1 for a role, role or permission, login, NULL, holder,
 /// NULL)`. A marker row on Babelfish, which has no Agent, and another on Azure
@@ -34,7 +35,7 @@ const JOB_STEPS: &str = "IF SERVERPROPERTY('Babelfish') IS NOT NULL
          SELECT rm.member_principal_id, CAST(r.name AS nvarchar(256)), 1, rm.member_principal_id
            FROM msdb.sys.database_role_members AS rm
            JOIN msdb.sys.database_principals AS r ON r.principal_id = rm.role_principal_id
-          WHERE r.name IN (N'db_owner', N'db_datawriter')
+          WHERE r.name IN (N'db_owner', N'db_datawriter', N'db_ssisadmin', N'dc_admin')
          UNION ALL
          SELECT p.grantee_principal_id,
                 CAST(p.permission_name + CASE p.class WHEN 3 THEN N' ON SCHEMA::dbo'

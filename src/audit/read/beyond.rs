@@ -4,9 +4,9 @@
 use tiberius::Row;
 
 use super::super::AuditError;
-use super::super::catalog::{OutsideItem, OutsideKind, OutsideTsql, SigningKey, TableExpression, Unread};
+use super::super::catalog::{Assembly, OutsideItem, OutsideKind, OutsideTsql, SigningKey, TableExpression, Unread};
 use super::query::{Query, Reading};
-use super::rows::{required, text};
+use super::rows::{int, required, text};
 
 /// CHECK and DEFAULT constraints and computed columns, with their text.
 const TABLE_EXPRESSIONS: &str = "SELECT CAST(N'CHECK' AS nvarchar(16)),
@@ -45,15 +45,18 @@ fn read_table_expressions(rows: Option<&[Row]>, what: &'static str, reading: &mu
     Ok(())
 }
 
-/// Certificates and asymmetric keys, their owners, the users mapped to them
-/// and the logins of the same thumbprint.
+/// Certificates and asymmetric keys, their owners, the users mapped to them,
+/// the logins of the same thumbprint, and whether the database holds their
+/// private key.
 const SIGNING_KEYS: &str = "SELECT CAST(N'CERTIFICATE' AS nvarchar(16)), CAST(c.name AS nvarchar(256)),
                 CAST(USER_NAME(c.principal_id) AS nvarchar(256)), CAST(u.name AS nvarchar(256)),
-                CAST(SUSER_SNAME(c.sid) AS nvarchar(256))
+                CAST(SUSER_SNAME(c.sid) AS nvarchar(256)),
+                CAST(CASE WHEN c.pvt_key_encryption_type = 'NA' THEN 0 ELSE 1 END AS int)
            FROM sys.certificates AS c LEFT JOIN sys.database_principals AS u ON u.sid = c.sid
          UNION ALL
          SELECT N'ASYMMETRIC KEY', CAST(k.name AS nvarchar(256)), CAST(USER_NAME(k.principal_id) AS nvarchar(256)),
-                CAST(u.name AS nvarchar(256)), CAST(SUSER_SNAME(k.sid) AS nvarchar(256))
+                CAST(u.name AS nvarchar(256)), CAST(SUSER_SNAME(k.sid) AS nvarchar(256)),
+                CAST(CASE WHEN k.pvt_key_encryption_type = 'NA' THEN 0 ELSE 1 END AS int)
            FROM sys.asymmetric_keys AS k LEFT JOIN sys.database_principals AS u ON u.sid = k.sid";
 
 pub(super) fn signing_keys() -> Query {
@@ -72,6 +75,34 @@ fn read_signing_keys(rows: Option<&[Row]>, what: &'static str, reading: &mut Rea
                         owner: text(row, 2, what)?,
                         user: text(row, 3, what)?,
                         login: text(row, 4, what)?,
+                        private_key: int(row, 5, what)?.map(|k| k == 1),
+                    })
+                })
+                .collect::<Result<_, AuditError>>()?,
+        ),
+    };
+    Ok(())
+}
+
+/// The user assemblies, their owners and permission sets.
+const ASSEMBLIES: &str = "SELECT CAST(a.name AS nvarchar(256)), CAST(USER_NAME(a.principal_id) AS nvarchar(256)),
+                CAST(a.permission_set_desc AS nvarchar(60))
+           FROM sys.assemblies AS a WHERE CAST(a.is_user_defined AS int) = 1";
+
+pub(super) fn assemblies() -> Query {
+    Query::optional("assemblies", ASSEMBLIES, read_assemblies)
+}
+
+fn read_assemblies(rows: Option<&[Row]>, what: &'static str, reading: &mut Reading) -> Result<(), AuditError> {
+    reading.catalog.assemblies = match rows {
+        None => None,
+        Some(rows) => Some(
+            rows.iter()
+                .map(|row| {
+                    Ok(Assembly {
+                        name: required(row, 0, what)?,
+                        owner: text(row, 1, what)?,
+                        permission_set: text(row, 2, what)?.unwrap_or_default(),
                     })
                 })
                 .collect::<Result<_, AuditError>>()?,
@@ -113,18 +144,28 @@ read them there as a PostgreSQL superuser' AS nvarchar(4000))
                      N'VIEW ANY DEFINITION, or sysadmin');
              ELSE
              BEGIN
-                 IF EXISTS (SELECT 1 FROM sys.configurations
-                             WHERE name = N'xp_cmdshell' AND CAST(value_in_use AS int) = 1)
-                     INSERT INTO @fp_o
-                     SELECT N'xp_cmdshell', CAST(g.name AS nvarchar(256)),
-                            CAST(CASE WHEN EXISTS (SELECT 1 FROM sys.credentials
-                                                    WHERE name = N'##xp_cmdshell_proxy_account##')
-                                      THEN N'runs commands as the xp_cmdshell proxy account'
-                                      ELSE N'no proxy account is set: the call fails for it' END AS nvarchar(4000))
-                       FROM master.sys.database_permissions AS p
-                       JOIN master.sys.database_principals AS g ON g.principal_id = p.grantee_principal_id
-                      WHERE p.class = 1 AND p.major_id = OBJECT_ID(N'master.sys.xp_cmdshell')
-                        AND p.permission_name = N'EXECUTE' AND p.state IN ('G', 'W');
+                 -- Read whether the option is on or off: whoever holds ALTER
+                 -- SETTINGS turns it on.
+                 INSERT INTO @fp_o
+                 SELECT CASE WHEN p.major_id = OBJECT_ID(N'master.sys.xp_cmdshell') THEN N'xp_cmdshell'
+                             ELSE N'ole automation' END,
+                        CAST(g.name AS nvarchar(256)),
+                        CAST(CASE WHEN p.major_id <> OBJECT_ID(N'master.sys.xp_cmdshell')
+                                  THEN N'creates COM objects in the server process, as its service account'
+                                  WHEN EXISTS (SELECT 1 FROM sys.credentials
+                                                WHERE name = N'##xp_cmdshell_proxy_account##')
+                                  THEN N'runs commands as the xp_cmdshell proxy account'
+                                  ELSE N'no proxy account is set: the call fails for it' END
+                             + CASE WHEN EXISTS (SELECT 1 FROM sys.configurations
+                                                  WHERE name = CASE WHEN p.major_id = OBJECT_ID(N'master.sys.xp_cmdshell')
+                                                                    THEN N'xp_cmdshell'
+                                                                    ELSE N'Ole Automation Procedures' END
+                                                    AND CAST(value_in_use AS int) = 1)
+                                    THEN N'' ELSE N'; off now' END AS nvarchar(4000))
+                   FROM master.sys.database_permissions AS p
+                   JOIN master.sys.database_principals AS g ON g.principal_id = p.grantee_principal_id
+                  WHERE p.class = 1 AND p.permission_name = N'EXECUTE' AND p.state IN ('G', 'W')
+                    AND p.major_id IN (OBJECT_ID(N'master.sys.xp_cmdshell'), OBJECT_ID(N'master.sys.sp_OACreate'));
                  INSERT INTO @fp_o
                  SELECT N'startup', CAST(N'master.' + SCHEMA_NAME(p.schema_id) + N'.' + p.name AS nvarchar(256)), NULL
                    FROM master.sys.procedures AS p WHERE p.is_auto_executed = 1;
@@ -165,6 +206,7 @@ fn read_outside_tsql(rows: Option<&[Row]>, what: &'static str, reading: &mut Rea
             }
             "agent step" => OutsideKind::AgentStep,
             "xp_cmdshell" => OutsideKind::XpCmdshell,
+            "ole automation" => OutsideKind::OleAutomation,
             "startup" => OutsideKind::StartupProcedure,
             "assembly" => OutsideKind::Assembly,
             "data source" => OutsideKind::ExternalDataSource,

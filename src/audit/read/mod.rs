@@ -14,6 +14,7 @@ mod modules;
 mod objects;
 mod permissions;
 mod principals;
+mod proxies;
 mod queries;
 mod query;
 mod rows;

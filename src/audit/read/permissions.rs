@@ -63,6 +63,11 @@ fn permission(row: &Row, what: &'static str) -> Result<Option<Permission>, Audit
             // The name is filled in from the key catalog; the id until then.
             name: format!("#{}", int(row, 8, what)?.unwrap_or_default()),
         },
+        // An assembly: its name is filled in from the key catalog too.
+        Some(5) => Securable::Other {
+            class_desc: text(row, 7, what)?.unwrap_or_default(),
+            name: Some(format!("#{}", int(row, 8, what)?.unwrap_or_default())),
+        },
         // Kept, not dropped: a permission no rule weighs is still listed.
         _ => Securable::Other {
             class_desc: text(row, 7, what)?.unwrap_or_default(),
@@ -82,9 +87,9 @@ fn permission(row: &Row, what: &'static str) -> Result<Option<Permission>, Audit
     }))
 }
 
-/// Names of the keys permissions are on, by class and id: Babelfish's
-/// sys.certificates has no certificate_id, so they are read apart. Read
-/// after the permissions, whose `#id` it replaces with the name.
+/// Names of the keys and assemblies permissions are on, by class and id:
+/// Babelfish's sys.certificates has no certificate_id, so they are read
+/// apart. Read after the permissions, whose `#id` it replaces with the name.
 pub(super) fn keys() -> Query {
     Query::optional(
         "certificates and asymmetric keys",
@@ -92,6 +97,8 @@ pub(super) fn keys() -> Query {
                  SELECT 25, c.certificate_id, CAST(c.name AS nvarchar(256)) FROM sys.certificates AS c
                  UNION ALL
                  SELECT 26, k.asymmetric_key_id, CAST(k.name AS nvarchar(256)) FROM sys.asymmetric_keys AS k
+                 UNION ALL
+                 SELECT 5, a.assembly_id, CAST(a.name AS nvarchar(256)) FROM sys.assemblies AS a
              ELSE
                  SELECT CAST(NULL AS int), CAST(NULL AS int), CAST(NULL AS nvarchar(256)) WHERE 1 = 0",
         read_keys,
@@ -103,6 +110,16 @@ fn read_keys(rows: Option<&[Row]>, what: &'static str, reading: &mut Reading) ->
         let (Some(class), Some(id), Some(name)) = (int(row, 0, what)?, int(row, 1, what)?, text(row, 2, what)?) else {
             continue;
         };
+        if class == 5 {
+            for p in &mut reading.catalog.permissions {
+                if let Securable::Other { name: Some(n), .. } = &mut p.on
+                    && *n == format!("#{id}")
+                {
+                    *n = name.clone();
+                }
+            }
+            continue;
+        }
         let key = if class == 25 { "CERTIFICATE" } else { "ASYMMETRIC KEY" };
         for p in &mut reading.catalog.permissions {
             if let Securable::Key { key: k, name: n } = &mut p.on

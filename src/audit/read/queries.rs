@@ -10,7 +10,7 @@
 //! need the engine.
 
 use super::query::Query;
-use super::{background, beyond, database, modules, objects, permissions, principals, server, trustworthy};
+use super::{background, beyond, database, modules, objects, permissions, principals, proxies, server, trustworthy};
 
 pub(super) fn queries() -> Vec<Query> {
     vec![
@@ -41,10 +41,12 @@ pub(super) fn queries() -> Vec<Query> {
         objects::fence_table_features(),
         permissions::keys(),
         background::job_steps(),
+        proxies::agent_proxies(),
         server::linked_servers(),
         background::activated_queues(),
         beyond::table_expressions(),
         beyond::signing_keys(),
+        beyond::assemblies(),
         beyond::outside_tsql(),
     ]
 }

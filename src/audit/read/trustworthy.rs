@@ -10,8 +10,10 @@ use super::rows::{int, required, text};
 
 /// Every other TRUSTWORTHY database, its owner, and who holds there what
 /// lets a module run as its owner: db_owner, db_ddladmin or db_securityadmin
-/// (through nested roles), or CONTROL, ALTER, IMPERSONATE on dbo and the
-/// like, read with one dynamic query over the
+/// (through nested roles), or CONTROL, ALTER, IMPERSONATE on dbo, CONTROL or
+/// ALTER on any schema dbo owns (a procedure there WITH EXECUTE AS OWNER
+/// runs as dbo) and the like, public's grants included (a `public` row:
+/// every user there holds them), read with one dynamic query over the
 /// databases the checking login may read. Babelfish has no TRUSTWORTHY
 /// databases and no INSERT ... EXEC: it only lists them.
 const TRUSTWORTHY: &str = "IF SERVERPROPERTY('Babelfish') IS NULL
@@ -28,7 +30,8 @@ const TRUSTWORTHY: &str = "IF SERVERPROPERTY('Babelfish') IS NULL
                     UNION ALL
                     SELECT p.grantee_principal_id, p.grantee_principal_id,
                            CAST(p.permission_name + CASE WHEN p.class = 4 THEN N'' ON USER::dbo''
-                                                         WHEN p.class = 3 THEN N'' ON SCHEMA::dbo'' ELSE N'''' END
+                                WHEN p.class = 3 THEN N'' ON SCHEMA::'' + (SELECT s.name FROM ' + QUOTENAME(d.name)
+                                     + N'.sys.schemas AS s WHERE s.schema_id = p.major_id) ELSE N'''' END
                                 AS nvarchar(256))
                       FROM ' + QUOTENAME(d.name) + N'.sys.database_permissions AS p
                      WHERE p.state IN (''G'', ''W'')
@@ -36,7 +39,9 @@ const TRUSTWORTHY: &str = "IF SERVERPROPERTY('Babelfish') IS NULL
                                 N''ALTER ANY ROLE'', N''ALTER ANY USER''))
                          OR (p.class = 4 AND p.major_id = 1
                              AND p.permission_name IN (N''IMPERSONATE'', N''CONTROL'', N''ALTER''))
-                         OR (p.class = 3 AND p.major_id = 1 AND p.permission_name IN (N''CONTROL'', N''ALTER'')))
+                         OR (p.class = 3 AND p.permission_name IN (N''CONTROL'', N''ALTER'')
+                             AND EXISTS (SELECT 1 FROM ' + QUOTENAME(d.name) + N'.sys.schemas AS s
+                                          WHERE s.schema_id = p.major_id AND s.principal_id = 1)))
                     UNION ALL
                     SELECT rm.member_principal_id, o.via, o.what
                       FROM ' + QUOTENAME(d.name) + N'.sys.database_role_members AS rm
@@ -45,7 +50,7 @@ const TRUSTWORTHY: &str = "IF SERVERPROPERTY('Babelfish') IS NULL
                   FROM o
                   JOIN ' + QUOTENAME(d.name) + N'.sys.database_principals AS m ON m.principal_id = o.id
                   JOIN ' + QUOTENAME(d.name) + N'.sys.database_principals AS v ON v.principal_id = o.via
-                 WHERE m.type <> ''R'';'
+                 WHERE m.type <> ''R'' OR m.principal_id = 0;'
            FROM sys.databases AS d
           WHERE d.is_trustworthy_on = 1 AND d.database_id <> DB_ID() AND HAS_DBACCESS(d.name) = 1
             AND (IS_SRVROLEMEMBER(N'sysadmin') = 1 OR HAS_PERMS_BY_NAME(d.name, N'DATABASE', N'VIEW DEFINITION') = 1);

@@ -161,16 +161,28 @@ fn editors(ctx: &Context, privileged: &[String], report: &mut Report) {
                 who.clone()
             }),
             object: "DATABASE::msdb".into(),
-            permission: Some(format!(
-                "writes the Agent's job tables through {}{through}{here}",
-                e.via
-            )),
-            why: format!(
-                "{who} may write msdb's job tables ({}{through}), past the Agent's own check that only sysadmin \
-                 edits another's job: by rewriting a sysadmin-owned job's step, or pointing a job's owner at a \
-                 sysadmin login, it has the Agent run T-SQL of its choosing as sysadmin, in this database too{here}",
-                e.via
-            ),
+            permission: Some(if e.changes_packages() {
+                format!("changes the packages the Agent runs through {}{through}{here}", e.via)
+            } else {
+                format!("writes the Agent's job tables through {}{through}{here}", e.via)
+            }),
+            why: if e.changes_packages() {
+                format!(
+                    "{who} may change the Integration Services packages and data collection sets in msdb ({}\
+                     {through}) that SQL Server Agent runs as sysadmin: the documentation warns that members of \
+                     db_ssisadmin and dc_admin \"may be able to elevate their privileges to sysadmin\", in this \
+                     database too{here}",
+                    e.via
+                )
+            } else {
+                format!(
+                    "{who} may write msdb's job tables ({}{through}), past the Agent's own check that only sysadmin \
+                     edits another's job: by rewriting a sysadmin-owned job's step, or pointing a job's owner at a \
+                     sysadmin login, it has the Agent run T-SQL of its choosing as sysadmin, in this database too\
+                     {here}",
+                    e.via
+                )
+            },
             fix,
         });
     }

@@ -272,6 +272,16 @@ impl<'a> Context<'a> {
             }
             (Securable::Principal { name }, Securable::Principal { name: t }) => same(name, t),
             (Securable::Key { key, name }, Securable::Key { key: tk, name: tn }) => same(key, tk) && same(name, tn),
+            (
+                Securable::Other {
+                    class_desc,
+                    name: Some(name),
+                },
+                Securable::Other {
+                    class_desc: tc,
+                    name: Some(tn),
+                },
+            ) => same(class_desc, tc) && same(name, tn),
             _ => false,
         }
     }

@@ -22,7 +22,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
     let reach: BTreeMap<Node, BTreeMap<Goal, Reached>> = graph
         .starts()
         .iter()
-        .map(|s| (s.clone(), shortest(&graph, s, &BTreeSet::new())))
+        .map(|s| (s.clone(), shortest(&graph, s, &graph.logins_of(s))))
         .filter(|(_, goals)| !goals.is_empty())
         .collect();
     let trust: BTreeMap<&Node, Option<String>> = reach.keys().map(|s| (s, trusted_as(&graph, s))).collect();
@@ -33,6 +33,8 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
     // A member reaching a goal only through a role that is reported itself,
     // and the role it goes through.
     let mut folded: BTreeMap<(Node, Goal), Node> = BTreeMap::new();
+    // Every reported principal each folded member goes through.
+    let mut folded_into: BTreeMap<(Node, Goal), BTreeSet<Node>> = BTreeMap::new();
     for (start, goals) in &reach {
         if let Some(Some(why)) = trust.get(start) {
             let first = goals.values().next().map(|r| r.path.clone()).unwrap_or_default();
@@ -55,10 +57,13 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                 emitted.push((start.clone(), *goal, reached.clone()));
                 continue;
             };
-            match shortest(&graph, start, &roots).remove(goal) {
+            let mut avoid = roots.clone();
+            avoid.extend(graph.logins_of(start));
+            match shortest(&graph, start, &avoid).remove(goal) {
                 Some(own) => emitted.push((start.clone(), *goal, own)),
                 None => {
                     folded.insert((start.clone(), *goal), root);
+                    folded_into.insert((start.clone(), *goal), roots);
                 }
             }
         }
@@ -81,10 +86,14 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
         // keeps its text and gains the path.
         let mut principals = vec![graph.spelling(&start)];
         principals.extend(
-            folded
-                .keys()
-                .filter(|(member, g)| *g == goal && root_of(&folded, member, goal) == start)
-                .map(|(member, _)| graph.spelling(member)),
+            folded_into
+                .iter()
+                .filter(|((member, g), roots)| {
+                    *g == goal
+                        && (root_of(&folded, member, goal) == start
+                            || roots.iter().any(|r| *r == start || root_of(&folded, r, goal) == start))
+                })
+                .map(|((member, _), _)| graph.spelling(member)),
         );
         let modules: Vec<String> = reached
             .through

@@ -6,7 +6,7 @@
 
 use super::super::catalog::OtherDatabaseUser;
 use super::server_rights::is_privileged;
-use super::{CannotVerify, Context, Finding, Report, Rule};
+use super::{CannotVerify, Context, Finding, Report, Rule, is_one_of};
 use crate::tsql::quote_name;
 
 pub(super) fn check(ctx: &Context, report: &mut Report) {
@@ -40,6 +40,29 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             unreadable.push(db.name.clone());
             continue;
         };
+        // public's and guest's rights there are every login's that has a
+        // user there, or every login when guest may connect: which those
+        // are, the reader does not list.
+        for u in owners
+            .iter()
+            .filter(|u| u.login.is_none() && is_one_of(&u.user, &["public", "guest"]))
+        {
+            report.cannot_verify.push(CannotVerify {
+                rule: Rule::ReachesFence,
+                reason: format!(
+                    "{} holds {} in TRUSTWORTHY database {}{}: every login that enters it may act as its owner's \
+                     login at server level, and which logins those are the catalog read does not list ({})",
+                    u.user,
+                    u.right,
+                    db.name,
+                    db.owner
+                        .as_deref()
+                        .map(|o| format!(", owned by the privileged login {o}"))
+                        .unwrap_or_default(),
+                    fix(&db.name, u)
+                ),
+            });
+        }
         for (service, login) in &service_logins {
             // The owner's own login is the privileged one: FP002 and FP016
             // name it, and dbo cannot leave db_owner.

@@ -33,6 +33,7 @@ fn certificate(name: &str, owner: &str, user: Option<&str>, login: Option<&str>)
         owner: Some(owner.into()),
         user: user.map(String::from),
         login: login.map(String::from),
+        private_key: Some(true),
     }
 }
 
@@ -145,6 +146,22 @@ fn keys_owned_by_dbo_or_mapped_to_no_one_stay_clean() {
             .all(|f| f.path.iter().all(|s| !s.step.contains("may sign"))),
         "{report:#?}"
     );
+}
+
+#[test]
+fn a_key_whose_private_key_is_not_in_the_database_signs_nothing() {
+    // ADD SIGNATURE BY CERTIFICATE needs the private key; WITH SIGNATURE
+    // takes only a signature made where it is.
+    let mut c = clean();
+    certificate_user(&mut c);
+    c.principals.push(user("devlead", Some("devlead")));
+    c.signing_keys = Some(vec![certificate("Writer", "devlead", Some("cert_writer"), None)]);
+    assert!(!named(&c, "devlead").is_empty(), "{:#?}", check(&c));
+    c.signing_keys.as_mut().unwrap()[0].private_key = Some(false);
+    assert!(named(&c, "devlead").is_empty(), "{:#?}", check(&c));
+    // Not read: it may be there.
+    c.signing_keys.as_mut().unwrap()[0].private_key = None;
+    assert!(!named(&c, "devlead").is_empty(), "{:#?}", check(&c));
 }
 
 /// A function `util.NextGeneration` in a schema `dev` owns.

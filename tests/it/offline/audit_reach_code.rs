@@ -297,3 +297,49 @@ fn a_writer_of_msdbs_job_tables_keeps_fp024_with_its_path_to_sysadmin() {
     );
     assert_eq!(steps(&f[0])[1], "enters every database as dbo");
 }
+
+#[test]
+fn msdbs_package_roles_run_their_members_packages_as_sysadmin() {
+    // "Integration Services Roles": members of db_ssisadmin and dc_admin
+    // "may be able to elevate their privileges to sysadmin", as the Agent
+    // runs the packages they change as sysadmin. A sysadmin member gains
+    // nothing by it and is not named.
+    for role in ["db_ssisadmin", "dc_admin"] {
+        let mut c = clean();
+        c.job_editors = Some(vec![
+            fencepost::audit::JobEditor {
+                user: "ssis_dev".into(),
+                login: Some("ssis_dev".into()),
+                via: role.into(),
+                via_role: true,
+                holder: "ssis_dev".into(),
+            },
+            fencepost::audit::JobEditor {
+                user: "deployer".into(),
+                login: Some("deployer".into()),
+                via: role.into(),
+                via_role: true,
+                holder: "deployer".into(),
+            },
+        ]);
+        let f = only(&check(&c), Rule::AgentJob);
+        assert_eq!(f.len(), 1, "{role}: {f:#?}");
+        assert_eq!(f[0].principal.as_deref(), Some("ssis_dev"));
+        assert!(
+            f[0].permission
+                .as_deref()
+                .is_some_and(|p| p.starts_with(&format!("changes the packages the Agent runs through {role}"))),
+            "{f:#?}"
+        );
+        assert!(
+            steps(&f[0])[0].starts_with(&format!(
+                "member of msdb's {role}: may change the Integration Services packages"
+            )),
+            "{f:#?}"
+        );
+        assert_eq!(
+            f[0].fix,
+            format!("USE msdb; ALTER ROLE [{role}] DROP MEMBER [ssis_dev];")
+        );
+    }
+}

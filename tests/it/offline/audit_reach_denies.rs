@@ -135,3 +135,30 @@ fn a_deny_on_a_server_role_cuts_the_alter_granted_on_it() {
     server(&mut c).denies.push(deny("junior", "CONTROL", Some("ops")));
     assert!(named(&c, "login junior").is_empty(), "{:#?}", check(&c));
 }
+
+#[test]
+fn a_deny_binds_no_securityadmin_member_which_may_revoke_it() {
+    // securityadmin "can GRANT, DENY, and REVOKE server-level permissions":
+    // a DENY in its way, on public or on the member itself, it revokes.
+    // secadm's own ALTER ANY LOGIN stays a way of its own, beside the one
+    // through securityadmin.
+    let mut c = clean();
+    etl(&mut c);
+    server(&mut c).role_members.push(member("securityadmin", "secadm"));
+    server(&mut c)
+        .permissions
+        .push(server_grant("secadm", "ALTER ANY LOGIN"));
+    server(&mut c).denies.push(deny("public", "CONTROL SERVER", None));
+    server(&mut c).denies.push(deny("secadm", "ALTER ANY LOGIN", None));
+    let report = check(&c);
+    let secadm = named(&c, "login secadm");
+    assert!(
+        secadm.iter().any(|f| f.path[0]
+            .step
+            .starts_with("ALTER ANY LOGIN: resets the password of etl")),
+        "{report:#?}"
+    );
+    let role = named(&c, "server role securityadmin");
+    assert!(!role.is_empty(), "{report:#?}");
+    assert!(role[0].why.contains("login secadm"), "{:#?}", role[0]);
+}

@@ -190,3 +190,97 @@ fn trustworthy_databases_whose_owner_reaches_nothing_stay_clean() {
     assert!(report.findings.is_empty(), "{report:#?}");
     assert_eq!(report.exit_code(), 0, "{report:#?}");
 }
+
+/// This database TRUSTWORTHY, owned by sa; auditor's login holds CONTROL
+/// SERVER, and batch may impersonate auditor's user.
+fn trustworthy_here(c: &mut Catalog) {
+    c.settings.as_mut().unwrap().trustworthy = true;
+    c.principals.push(user("auditor", Some("auditor")));
+    server(c).permissions.push(server_grant("auditor", "CONTROL SERVER"));
+    c.principals.push(user("batch", Some("batch")));
+    c.permissions.push(grant(
+        "batch",
+        "IMPERSONATE",
+        Securable::Principal { name: "auditor".into() },
+    ));
+}
+
+#[test]
+fn this_database_trustworthy_lends_an_impersonated_users_login_its_server_rights() {
+    // The owner (sa) is sysadmin: EXECUTE AS USER = 'auditor' here is
+    // trusted at server level as login auditor, which holds CONTROL SERVER.
+    let mut c = clean();
+    trustworthy_here(&mut c);
+    let f = named(&c, "batch");
+    assert!(!f.is_empty(), "{:#?}", check(&c));
+    assert_eq!(
+        steps(&f[0])[0],
+        "IMPERSONATE on USER::auditor (EXECUTE AS USER = 'auditor')"
+    );
+    assert!(
+        steps(&f[0])[1].starts_with(
+            "a context of user auditor here (EXECUTE AS USER = 'auditor') is trusted at server level as login auditor"
+        ),
+        "{:#?}",
+        f[0]
+    );
+    assert_eq!(f[0].path[1].cut, "ALTER DATABASE [orders] SET TRUSTWORTHY OFF;");
+    // auditor's own user is not named for its own login: the login is.
+    assert!(named(&c, "auditor").is_empty(), "{:#?}", check(&c));
+}
+
+#[test]
+fn impersonating_a_user_stays_in_the_database_when_it_is_not_trustworthy_or_its_owner_authenticates_nothing() {
+    let mut c = clean();
+    trustworthy_here(&mut c);
+    c.settings.as_mut().unwrap().trustworthy = false;
+    assert!(named(&c, "batch").is_empty(), "{:#?}", check(&c));
+    // TRUSTWORTHY, but owned by a login with no server right.
+    let mut c = clean();
+    trustworthy_here(&mut c);
+    c.principals[0].login = Some("orders_owner".into());
+    c.principals[0].login_kind = Some(fencepost::audit::LoginKind::Windows);
+    assert!(named(&c, "batch").is_empty(), "{:#?}", check(&c));
+}
+
+#[test]
+fn publics_rights_in_a_trustworthy_database_owned_by_a_privileged_login_cannot_be_followed() {
+    // Every login with a user there holds public's grants: which logins
+    // those are, the reader does not list. An unprivileged owner's database
+    // lends no one anything.
+    for (owner, unverified) in [("sa", true), ("plain_owner", false)] {
+        let mut c = clean();
+        c.trustworthy_databases.as_mut().unwrap().push(OtherDatabase {
+            name: "tools".into(),
+            owner: Some(owner.into()),
+            db_owners: Some(vec![OtherDatabaseUser {
+                user: "public".into(),
+                login: None,
+                via: "public".into(),
+                right: "CONTROL ON SCHEMA::dbo".into(),
+            }]),
+        });
+        let report = check(&c);
+        let reasons: Vec<&str> = report
+            .cannot_verify
+            .iter()
+            .filter(|u| u.rule == Rule::ReachesFence)
+            .map(|u| u.reason.as_str())
+            .collect();
+        assert_eq!(!reasons.is_empty(), unverified, "{owner}: {report:#?}");
+        if unverified {
+            assert!(
+                reasons[0].starts_with(
+                    "public holds CONTROL ON SCHEMA::dbo in TRUSTWORTHY database tools, owned by the privileged login sa"
+                ),
+                "{}",
+                reasons[0]
+            );
+            assert!(
+                reasons[0].ends_with("(USE [tools]; REVOKE CONTROL ON SCHEMA::dbo FROM [public];)"),
+                "{}",
+                reasons[0]
+            );
+        }
+    }
+}

@@ -286,6 +286,8 @@ pub fn clean() -> Catalog {
     c.job_steps = Some(Vec::new());
     // Only sysadmins may write msdb's job tables.
     c.job_editors = Some(Vec::new());
+    // No Agent proxy.
+    c.agent_proxies = Some(Vec::new());
     c.linked_servers = Some(fencepost::audit::LinkedServers {
         this_server: vec!["SQL01".into()],
         servers: Vec::new(),
@@ -295,6 +297,7 @@ pub fn clean() -> Catalog {
     // T-SQL.
     c.table_expressions = Some(Vec::new());
     c.signing_keys = Some(Vec::new());
+    c.assemblies = Some(Vec::new());
     c.outside_tsql = Some(fencepost::audit::OutsideTsql::default());
     // msdb is TRUSTWORTHY and owned by sa on every server; no service is
     // db_owner there.
@@ -346,4 +349,31 @@ pub fn unverified(report: &fencepost::audit::Report) -> Vec<&'static str> {
     let mut ids: Vec<&'static str> = report.cannot_verify.iter().map(|c| c.rule.id()).collect();
     ids.dedup();
     ids
+}
+
+/// The server facts of a fixture catalog, to edit.
+pub fn server_facts(c: &mut Catalog) -> &mut ServerFacts {
+    c.server.as_mut().expect("the fixture shows server facts")
+}
+
+/// A server permission on one login (`GRANT ALTER ON LOGIN::etl`).
+pub fn on_login(grantee: &str, permission: &str, login: &str) -> ServerPermission {
+    ServerPermission {
+        on_login: Some(login.into()),
+        ..server_grant(grantee, permission)
+    }
+}
+
+/// The FP027 findings of `c` naming `principal` (`etl`, `login etl`).
+pub fn reaching(c: &Catalog, principal: &str) -> Vec<fencepost::audit::Finding> {
+    check(c)
+        .findings
+        .into_iter()
+        .filter(|f| f.rule == fencepost::audit::Rule::ReachesFence && f.principal.as_deref() == Some(principal))
+        .collect()
+}
+
+/// What each step of a finding's path does, in order.
+pub fn step_texts(f: &fencepost::audit::Finding) -> Vec<&str> {
+    f.path.iter().map(|s| s.step.as_str()).collect()
 }
