@@ -9,8 +9,8 @@ use super::super::rules::Context;
 use super::graph::Graph;
 use super::node::Node;
 use super::{
-    code, expressions, fixed_roles, orphans, principals, proxies, rights, runners, server, server_rights, signing,
-    trustworthy,
+    code, expressions, fixed_roles, login_alter, orphans, principals, proxies, rights, runners, server, server_rights,
+    signing, trustworthy,
 };
 
 impl Graph {
@@ -45,6 +45,9 @@ impl Graph {
         runners::edges(ctx, &rights, &mut graph);
         server::edges(ctx, &mut graph);
         server_rights::edges(ctx, &mut graph);
+        if let Some(server) = &ctx.catalog.server {
+            login_alter::edges(ctx, server, &mut graph);
+        }
         orphans::edges(ctx, &mut graph);
         proxies::edges(ctx, &mut graph);
         trustworthy::edges(ctx, &mut graph);

@@ -140,7 +140,6 @@ pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
         }
     }
     roles(server, graph);
-    super::login_alter::edges(ctx, server, graph);
 }
 
 /// Server-wide rights: granted ones, and the fixed roles' documented ones.
