@@ -17,8 +17,10 @@ msrv-check:
 fmt-check:
 	cargo fmt --all -- --check
 
+# Feature "fake" (the model and the fake client) is a test double a service
+# opts into: off by default, on for the lints and tests of its own code.
 clippy:
-	cargo clippy --all-targets --locked -- -D warnings
+	cargo clippy --all-targets --locked --features fake -- -D warnings
 
 # The client alone (what a service builds) linted and tested, and each
 # feature alone linted: no feature set a user may pick fails to build.
@@ -59,19 +61,19 @@ nextest:
 # "offline"), and the summary says how many: "N tests run: N passed, M skipped".
 # The doc tests run first, so the run's last line is nextest's summary.
 cargo-test: nextest
-	cargo test --locked --doc
-	cargo nextest run --locked --all-targets --no-run
+	cargo test --locked --doc --features fake
+	cargo nextest run --locked --all-targets --features fake --no-run
 	@if [ -z "$$FENCEPOST_TEST_MSSQL" ]; then \
 	  echo "FENCEPOST_TEST_MSSQL is not set: the live tests are not run, and nextest counts them skipped"; \
-	  set -x; cargo nextest run --locked --all-targets --profile offline; \
+	  set -x; cargo nextest run --locked --all-targets --features fake --profile offline; \
 	else \
-	  set -x; tests/with-prepared-databases cargo nextest run --locked --all-targets; \
+	  set -x; tests/with-prepared-databases cargo nextest run --locked --all-targets --features fake; \
 	fi
 
 # docs/cli.md, the command-line reference, written anew from the binary's
 # own help (`fencepost man --markdown`); the same test fails when they differ.
 cli-doc: nextest
-	FENCEPOST_UPDATE_CLI_DOC=1 cargo nextest run --locked -E 'test(=offline::cli_reference::docs_cli_md_is_what_the_binary_prints)'
+	FENCEPOST_UPDATE_CLI_DOC=1 cargo nextest run --locked --features fake -E 'test(=offline::cli_reference::docs_cli_md_is_what_the_binary_prints)'
 
 # The crate as `cargo publish` would upload it: its links resolve inside the
 # package, and it builds from the package alone. .ci/run runs it after `make test`.

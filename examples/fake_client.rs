@@ -5,8 +5,8 @@
 //! paused clock (a 30 s lease costs no real time).
 //!
 //! ```text
-//! cargo test --example fake_client     # the service's tests
-//! cargo run --example fake_client      # the same four stories, told
+//! cargo test --features fake --example fake_client   # the service's tests
+//! cargo run --features fake --example fake_client    # the same four stories, told
 //! ```
 //!
 //! The worker takes a `Client`, the type it would hold in production: the

@@ -84,6 +84,7 @@ mod lease_retire;
 mod lease_semantics;
 mod lease_source_version;
 mod lease_stress;
+#[cfg(feature = "fake")]
 mod model_differential;
 mod pool;
 mod selftest;

@@ -35,6 +35,19 @@ mod cli_reference;
 mod connection_offline;
 mod docs_agree;
 mod docs_inventory;
+#[cfg(feature = "fake")]
 mod fake_client;
 mod selftest_cli;
 mod stress_ledger;
+
+/// The fake's tests, the model's differential test and the fake's example
+/// need feature `fake` (`make test` turns it on): without it they are not
+/// built, and this says so rather than let the suite pass without them.
+#[cfg(not(feature = "fake"))]
+#[test]
+fn the_suite_runs_with_feature_fake() {
+    panic!(
+        "the fake's and the model's tests are left out: run the suite with `--features fake` (as `make test` does) \
+         or `--all-features`"
+    );
+}

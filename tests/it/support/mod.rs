@@ -15,6 +15,7 @@ pub mod binary;
 pub mod caller;
 pub mod case_insensitive_store;
 pub mod deploy;
+#[cfg(feature = "fake")]
 pub mod differential;
 pub mod fixtures;
 pub mod gated_store;
