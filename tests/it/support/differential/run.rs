@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use fencepost::model::{
-    Answer, Call, Ending, Fence, ForceReleased, History, Inspected, KeyOrder, Outcome, Published, Recovered, Refusal,
-    Released, Renewed, Session,
+    Acquired, Answer, Call, Ending, Fence, ForceReleased, History, Inspected, KeyOrder, Outcome, Published, Recovered,
+    Refusal, Released, Renewed, Session,
 };
 use time::{Duration, OffsetDateTime};
 
@@ -42,6 +42,8 @@ pub struct Tally {
     pub after_expiry: u64,
     /// Schedules with at least one of those.
     pub schedules_after_expiry: u64,
+    /// Acquires that took a key another owner held last, its lease run out.
+    pub takeovers: u64,
     /// How often each procedure answered each outcome or error.
     pub outcomes: BTreeMap<String, u64>,
 }
@@ -50,13 +52,45 @@ impl Tally {
     pub fn summary(&self) -> String {
         let mut text = format!(
             "{} schedules, {} calls compared ({} judged within their round trip, {} stored times read back); \
-             {} renewals or publishes of a lease that ran out with nobody after it, in {} schedules",
-            self.schedules, self.calls, self.in_window, self.read_back, self.after_expiry, self.schedules_after_expiry
+             {} renewals or publishes of a lease that ran out with nobody after it, in {} schedules; \
+             {} takeovers",
+            self.schedules,
+            self.calls,
+            self.in_window,
+            self.read_back,
+            self.after_expiry,
+            self.schedules_after_expiry,
+            self.takeovers
         );
         for (outcome, n) in &self.outcomes {
             let _ = write!(text, "\n  {outcome}: {n}");
         }
         text
+    }
+
+    /// The kinds of call the run was meant to reach and did not: a
+    /// takeover, a `Superseded` or `Expired` refusal, a replay, a call on a
+    /// lease that ran out. A run that agreed without them showed little.
+    pub fn missing(&self) -> Vec<&'static str> {
+        let answered = |ends: &[&str]| {
+            self.outcomes
+                .iter()
+                .any(|(outcome, n)| *n > 0 && ends.iter().any(|end| outcome.ends_with(end)))
+        };
+        let mut missing = Vec::new();
+        if self.takeovers == 0 {
+            missing.push("a takeover of another owner's run-out lease");
+        }
+        if !answered(&[" Superseded", " Expired", " 50110", " 50111"]) {
+            missing.push("a Superseded or Expired refusal");
+        }
+        if !answered(&[" AlreadyPublished", " AlreadyRecovered"]) {
+            missing.push("a replay answered from its record");
+        }
+        if self.after_expiry == 0 {
+            missing.push("a renewal or publish of a lease that ran out with nobody after it");
+        }
+        missing
     }
 }
 
@@ -190,6 +224,22 @@ fn ran_out_unfollowed(fence: &Fence, call: &Call, at: OffsetDateTime) -> bool {
     })
 }
 
+/// An acquire of a key whose row names another owner: answered
+/// `Acquired`, it took over that owner's run-out lease.
+fn held_by_another(fence: &Fence, call: &Call) -> bool {
+    let Call::Acquire {
+        resource_key: Some(key),
+        owner,
+        ..
+    } = call
+    else {
+        return false;
+    };
+    fence
+        .resource(key)
+        .is_some_and(|row| row.owner.is_some() && row.owner != *owner)
+}
+
 /// Sends `call` to the server on `conn` and asks the model the same; the
 /// model moves on only when they agree.
 async fn compare(
@@ -205,6 +255,9 @@ async fn compare(
     tally.calls += 1;
     if ran_out_unfollowed(fence, call, before) {
         tally.after_expiry += 1;
+    }
+    if matches!(seen, Ok(Answer::Acquire(Acquired::Acquired { .. }))) && held_by_another(fence, call) {
+        tally.takeovers += 1;
     }
     let name = match &seen {
         Ok(answer) => answer.outcome().to_string(),

@@ -15,11 +15,14 @@ use uuid::Uuid;
 /// The keys a schedule works on. `k` and `k\u{1}` differ only by a
 /// character below a space after a shared prefix: where SQL Server's
 /// padded comparison and plain code-point order sort two keys apart.
-pub const KEYS: [&str; 3] = ["k", "k\u{1}", "j"];
+/// `k%_[` holds the characters `LIKE` reads as wildcards.
+pub const KEYS: [&str; 4] = ["k", "k\u{1}", "j", "k%_["];
 /// The keys every schedule starts with provisioned.
-pub const PROVISIONED: [usize; 2] = [0, 2];
-/// The prefixes a `ListLeases` step asks for.
-pub const PREFIXES: [&str; 4] = ["", "k", "j", "x"];
+pub const PROVISIONED: [usize; 3] = [0, 2, 3];
+/// The prefixes a `ListLeases` step asks for: `k%`, `k_` and `k[` list
+/// `k%_[` alone only where the procedure matches them as characters, not as
+/// a pattern.
+pub const PREFIXES: [&str; 7] = ["", "k", "j", "x", "k%", "k_", "k["];
 /// Workers, each on a session of its own.
 pub const WORKERS: usize = 2;
 
@@ -543,7 +546,7 @@ fn worker() -> impl Strategy<Value = usize> {
 
 fn key_index() -> impl Strategy<Value = usize> {
     // The odd key less often: most steps should meet each other.
-    prop_oneof![4 => Just(0usize), 1 => Just(1usize), 3 => Just(2usize)]
+    prop_oneof![4 => Just(0usize), 1 => Just(1usize), 3 => Just(2usize), 1 => Just(3usize)]
 }
 
 fn lease_key() -> impl Strategy<Value = Key> {
