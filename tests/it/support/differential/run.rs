@@ -389,6 +389,16 @@ pub async fn run(workers: &mut [Caller], order: KeyOrder, schedule: &[Step], tal
             .map(drop)
             .map_err(|what| failed(&trace, format!("the final state: {what}")))?;
     }
+    let recorded = server::database_identity(&mut workers[0].conn).await;
+    if recorded != fence.database_identity() {
+        return Err(failed(
+            &trace,
+            format!(
+                "the final state: the fence records the database identity {recorded:?}, the model {:?}",
+                fence.database_identity()
+            ),
+        ));
+    }
     tally.schedules += 1;
     if std::env::var_os("FENCEPOST_MODEL_TRACE").is_some() {
         eprintln!("schedule agreed:\n{trace}");

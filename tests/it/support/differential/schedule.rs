@@ -17,6 +17,12 @@ use uuid::Uuid;
 /// padded comparison and plain code-point order sort two keys apart.
 /// `k%_[` holds the characters `LIKE` reads as wildcards.
 pub const KEYS: [&str; 4] = ["k", "k\u{1}", "j", "k%_["];
+/// The database identities a `Recover` step may record: a replay of a
+/// recovery id with another one must answer the first and record nothing.
+pub const IDENTITIES: [Uuid; 2] = [
+    Uuid::from_u128(0x0f3a_5c1e_0000_4000_8000_0000_0000_00a1),
+    Uuid::from_u128(0x0f3a_5c1e_0000_4000_8000_0000_0000_00b2),
+];
 /// The keys every schedule starts with provisioned.
 pub const PROVISIONED: [usize; 3] = [0, 2, 3];
 /// The prefixes a `ListLeases` step asks for: `k%`, `k_` and `k[` list
@@ -160,6 +166,8 @@ pub enum Step {
         by: usize,
         recovery: Id,
         floor: Option<i64>,
+        /// `@DatabaseIdentity`: none, or one of [`IDENTITIES`].
+        identity: Option<usize>,
     },
     PruneTenure {
         by: usize,
@@ -446,14 +454,19 @@ impl Ctx {
                 },
                 session(in_transaction),
             ),
-            Step::Recover { recovery, floor, .. } => {
+            Step::Recover {
+                recovery,
+                floor,
+                identity,
+                ..
+            } => {
                 let id = again(&self.recoveries, recovery);
                 self.recoveries.push(id);
                 (
                     Call::Recover {
                         recovery_id: Some(id),
                         floor,
-                        database_identity: None,
+                        database_identity: identity.map(|i| IDENTITIES[i]),
                     },
                     auto,
                 )
@@ -608,8 +621,8 @@ pub fn step() -> impl Strategy<Value = Step> {
         1 => (worker(), key_index(), proptest::option::of(id()), proptest::bool::weighted(0.1)).prop_map(
             |(by, key, command, in_transaction)| Step::Retire { by, key, command, in_transaction }
         ),
-        1 => (worker(), id(), proptest::option::of(0i64..(1 << 41)))
-            .prop_map(|(by, recovery, floor)| Step::Recover { by, recovery, floor }),
+        1 => (worker(), id(), proptest::option::of(0i64..(1 << 41)), proptest::option::of(0..IDENTITIES.len()))
+            .prop_map(|(by, recovery, floor, identity)| Step::Recover { by, recovery, floor, identity }),
         1 => (worker(), proptest::bool::ANY, proptest::bool::ANY).prop_map(|(by, tenure, in_transaction)| {
             if tenure {
                 Step::PruneTenure { by, in_transaction }

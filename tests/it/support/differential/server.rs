@@ -372,5 +372,17 @@ pub const RESET: &str = "DELETE FROM fence.Tenure;
 DELETE FROM fence.PublishedOperation;
 DELETE FROM fence.OperatorOperation;
 DELETE FROM fence.Recovery;
+DELETE FROM fence.DatabaseIdentity;
 DELETE FROM fence.Resource;
 UPDATE fence.Retirement SET HighestGeneration = 0, KeysRetired = 0, LastRetiredAtUtc = NULL;";
+
+/// The database identity the fence records (`fence.DatabaseIdentity`), if
+/// any: what `Recover` with `@DatabaseIdentity` leaves behind.
+pub async fn database_identity(conn: &mut Connection) -> Option<Uuid> {
+    let stream = conn
+        .simple_query("SELECT RecoveryForkGuid FROM fence.DatabaseIdentity;")
+        .await
+        .expect("read fence.DatabaseIdentity");
+    let row = stream.into_row().await.expect("read fence.DatabaseIdentity");
+    row.and_then(|row| row.get::<Uuid, _>(0))
+}
