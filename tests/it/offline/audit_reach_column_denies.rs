@@ -47,6 +47,14 @@ fn common_criteria(c: &mut Catalog, on: Option<bool>) {
     });
 }
 
+/// Whether a finding of `report` names `who` with a path to the fence.
+fn with_path(report: &Report, who: &str) -> bool {
+    report
+        .findings
+        .iter()
+        .any(|f| f.principal.as_deref() == Some(who) && !f.path.is_empty())
+}
+
 /// Every finding of `report` that names `who`, by rule id.
 fn rules_naming(report: &Report, who: &str) -> Vec<&'static str> {
     report
@@ -83,22 +91,10 @@ fn a_column_grant_beats_a_table_deny_when_the_option_cannot_be_read() {
     let mut c = column_grant_against_table_deny();
     common_criteria(&mut c, None);
     let report = check(&c);
-    assert!(
-        report
-            .findings
-            .iter()
-            .any(|f| f.principal.as_deref() == Some("etl") && !f.path.is_empty()),
-        "{report:#?}"
-    );
+    assert!(with_path(&report, "etl"), "{report:#?}");
     c.server_settings = None;
     let report = check(&c);
-    assert!(
-        report
-            .findings
-            .iter()
-            .any(|f| f.principal.as_deref() == Some("etl") && !f.path.is_empty()),
-        "{report:#?}"
-    );
+    assert!(with_path(&report, "etl"), "{report:#?}");
 }
 
 #[test]
@@ -133,13 +129,7 @@ fn a_schema_grant_alone_is_named_by_fp003_and_fp027() {
     let report = check(&schema_grant());
     let rules = rules_naming(&report, "etl");
     assert!(rules.contains(&"FP003"), "{report:#?}");
-    assert!(
-        report
-            .findings
-            .iter()
-            .any(|f| f.principal.as_deref() == Some("etl") && !f.path.is_empty()),
-        "{report:#?}"
-    );
+    assert!(with_path(&report, "etl"), "{report:#?}");
 }
 
 #[test]
