@@ -84,6 +84,13 @@ pub struct ServerSettings {
     /// `cross db ownership chaining`: every database chains ownership
     /// across databases, whatever its own DB_CHAINING says.
     pub cross_db_ownership_chaining: bool,
+    /// `common criteria compliance enabled`: a table-level DENY takes
+    /// precedence over a column-level GRANT. Off (the default), a column
+    /// GRANT overrides a table DENY, kept for backward compatibility.
+    /// `None` when it could not be read: the check then assumes it off, the
+    /// weaker of the two.
+    #[serde(default)]
+    pub common_criteria_compliance: Option<bool>,
 }
 
 /// Another TRUSTWORTHY database of the server.

@@ -9,8 +9,8 @@ use super::super::rules::Context;
 use super::graph::Graph;
 use super::node::Node;
 use super::{
-    code, expressions, fixed_roles, login_alter, orphans, principals, proxies, rights, runners, server, server_rights,
-    signing, trustworthy,
+    code, database_owner, expressions, fixed_roles, login_alter, orphans, principals, proxies, rights, runners, server,
+    server_rights, signing, trustworthy,
 };
 
 impl Graph {
@@ -40,6 +40,7 @@ impl Graph {
         let rights = rights::all(ctx);
         principals::edges(ctx, &rights, &mut graph);
         code::edges(ctx, &rights, &mut graph);
+        database_owner::edges(ctx, &rights, &mut graph);
         expressions::edges(ctx, &rights, &mut graph);
         signing::edges(ctx, &mut graph);
         runners::edges(ctx, &rights, &mut graph);

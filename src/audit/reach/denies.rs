@@ -15,7 +15,7 @@
 //! holds the right only refuses it to contexts that contain that member,
 //! which [`super::closure`] follows along each path.
 
-use super::super::catalog::{PermissionState, Securable};
+use super::super::catalog::{Permission, PermissionState, Securable};
 use super::super::rules::Context;
 use super::right::Right;
 
@@ -37,7 +37,11 @@ pub(super) fn allows(ctx: &Context, right: &Right, target: &Securable, wanted: &
         .filter(|d| d.state == PermissionState::Deny)
     {
         let column = matches!(&d.on, Securable::Object { column: Some(_), .. });
-        if column || !ctx.contains(&d.on, target) || !ctx.implies(d, &class, wanted) {
+        if column
+            || !ctx.contains(&d.on, target)
+            || !ctx.implies(d, &class, wanted)
+            || overridden_by_column(ctx, right, d)
+        {
             continue;
         }
         // CONTROL where the DENY is made revokes it, unless CONTROL is
@@ -54,6 +58,74 @@ pub(super) fn allows(ctx: &Context, right: &Right, target: &Securable, wanted: &
         }
     }
     Some(bound)
+}
+
+/// Whether `d`, a DENY, is one that `right`, a column-level GRANT on the
+/// same table, overrides: a table-level DENY yields to a column-level GRANT
+/// ("DENY Object Permissions"), kept for backward compatibility unless
+/// `common criteria compliance enabled` is on. When the option could not be
+/// read, the weaker case holds: the column GRANT wins.
+fn overridden_by_column(ctx: &Context, right: &Right, d: &Permission) -> bool {
+    let (
+        Securable::Object {
+            schema,
+            name,
+            column: Some(_),
+        },
+        Securable::Object {
+            schema: ds,
+            name: dn,
+            column: None,
+        },
+    ) = (&right.permission.on, &d.on)
+    else {
+        return false;
+    };
+    let common_criteria = ctx.catalog.server_settings.and_then(|s| s.common_criteria_compliance) == Some(true);
+    !common_criteria && schema.eq_ignore_ascii_case(ds) && name.eq_ignore_ascii_case(dn)
+}
+
+/// ` (a column-level GRANT overrides ...)` when a table-level DENY of
+/// `wanted` made to a holder of `right` yields to it, for the step that
+/// names it.
+pub(super) fn column_override_note(ctx: &Context, right: &Right, target: &Securable, wanted: &str) -> String {
+    let holders = ctx.holders(&right.holder);
+    let class = ctx.class_of(target);
+    let overridden = ctx.catalog.permissions.iter().find(|d| {
+        d.state == PermissionState::Deny
+            && holders.contains(&d.grantee.to_lowercase())
+            && ctx.contains(&d.on, target)
+            && ctx.implies(d, &class, wanted)
+            && overridden_by_column(ctx, right, d)
+    });
+    match overridden {
+        Some(d) => format!(
+            " (a column-level GRANT overrides the table-level DENY {} ON {} TO {}, as SQL Server keeps for backward \
+             compatibility unless common criteria compliance is enabled)",
+            d.permission.to_uppercase(),
+            ctx.describe(&d.on),
+            d.grantee
+        ),
+        None => String::new(),
+    }
+}
+
+/// Whether grant `p`, held as it stands, gives `wanted` on `target` past
+/// the database's DENYs for some context that holds it: what FP003 asks
+/// of a grant before naming it.
+pub(crate) fn grant_survives(ctx: &Context, p: &Permission, target: &Securable, wanted: &str) -> bool {
+    let right = Right {
+        holder: p.grantee.clone(),
+        permission: p.clone(),
+        held: None,
+        evidence: String::new(),
+        cut: String::new(),
+        plain_grant: p.state == PermissionState::Grant,
+        login: false,
+        undeniable: false,
+        taken: false,
+    };
+    reaches(ctx, &right, target, wanted).is_some()
 }
 
 /// Whether `right` gives `wanted` on `target` by the hierarchy and past the

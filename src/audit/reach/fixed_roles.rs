@@ -107,6 +107,7 @@ pub(super) fn rights(ctx: &Context, rights: &mut Vec<Right>) {
                 plain_grant: false,
                 login: false,
                 undeniable: false,
+                taken: false,
             });
         }
     }

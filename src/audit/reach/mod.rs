@@ -17,6 +17,7 @@
 mod build;
 mod closure;
 mod code;
+mod database_owner;
 mod denies;
 mod edge;
 mod expressions;
@@ -40,6 +41,7 @@ mod signing;
 mod trustworthy;
 
 pub(crate) use closure::{Reached, shortest, trusted_as};
+pub(crate) use denies::grant_survives;
 pub(crate) use edge::Kind;
 pub(crate) use graph::Graph;
 pub(crate) use node::{Goal, Node};

@@ -22,6 +22,10 @@ pub(crate) struct Right {
     /// Whether no DENY binds it: its holder owns the securable, or holds
     /// CONTROL there and so may revoke any DENY in its way.
     pub(crate) undeniable: bool,
+    /// Held by taking ownership of a schema: the schema's objects without
+    /// an owner of their own pass to the taker with it, so none of them
+    /// still runs as the owner they had.
+    pub(crate) taken: bool,
 }
 
 impl Right {

@@ -6,7 +6,7 @@
 use super::super::catalog::{Permission, PermissionState, PrincipalKind, Securable};
 use super::super::rules::Context;
 use super::right::Right;
-use super::{fixed_roles, server_inherited};
+use super::{denies, fixed_roles, server_inherited};
 use crate::tsql::{quote_name, quote_qualified};
 
 /// Every right of the catalog, in a stable order: by holder, grants before
@@ -33,9 +33,11 @@ pub(crate) fn all(ctx: &Context) -> Vec<Right> {
             plain_grant: p.state == PermissionState::Grant,
             login: false,
             undeniable: false,
+            taken: false,
         });
     }
     owners(ctx, &mut rights);
+    taken_schemas(ctx, &mut rights);
     fixed_roles::rights(ctx, &mut rights);
     server_inherited::rights(ctx, &mut rights);
     // dbo is the database's owner: no permission check applies to it.
@@ -99,6 +101,7 @@ fn owned(holder: &str, on: Securable, held: &str, evidence: String, cut: String)
         login: false,
         // An owner passes every permission check on what it owns.
         undeniable: true,
+        taken: false,
     }
 }
 
@@ -162,4 +165,59 @@ fn owners(ctx: &Context, rights: &mut Vec<Right>) {
             format!("ALTER AUTHORIZATION ON {class}::{} TO [dbo];", quote_name(&r.name)),
         ));
     }
+}
+
+/// Schemas whose owner SQL Server does not let anyone change ("ALTER
+/// AUTHORIZATION": sys, dbo and INFORMATION_SCHEMA).
+const FIXED_OWNER_SCHEMAS: [&str; 3] = ["dbo", "sys", "INFORMATION_SCHEMA"];
+
+/// TAKE OWNERSHIP on a schema is owning it once its holder runs ALTER
+/// AUTHORIZATION ON SCHEMA::s TO itself, and an owner holds CONTROL on the
+/// schema, which is every permission on every object in it. The hierarchy
+/// gives TAKE OWNERSHIP on a schema nothing on its objects; the act does.
+/// A DENY of the taking (TAKE OWNERSHIP or CONTROL on the schema or the
+/// database) refuses it; once taken, no DENY binds the new owner.
+fn taken_schemas(ctx: &Context, rights: &mut Vec<Right>) {
+    let mut taken = Vec::new();
+    for right in rights.iter() {
+        let p = &right.permission;
+        let Securable::Schema { schema } = &p.on else { continue };
+        if !ctx.implies(p, "SCHEMA", "TAKE OWNERSHIP")
+            || ctx.implies(p, "SCHEMA", "CONTROL")
+            || FIXED_OWNER_SCHEMAS.iter().any(|s| s.eq_ignore_ascii_case(schema))
+            || ctx
+                .catalog
+                .schema_owner(schema)
+                .is_some_and(|o| o.eq_ignore_ascii_case(&right.holder))
+        {
+            continue;
+        }
+        let Some(bound) = denies::allows(ctx, right, &p.on, "TAKE OWNERSHIP") else {
+            continue;
+        };
+        taken.push(Right {
+            holder: right.holder.clone(),
+            permission: Permission {
+                grantee: right.holder.clone(),
+                permission: "CONTROL".into(),
+                state: PermissionState::Grant,
+                on: p.on.clone(),
+            },
+            held: Some(format!(
+                "TAKE OWNERSHIP on SCHEMA::{schema}, so ALTER AUTHORIZATION ON SCHEMA::{} TO {} makes it the \
+                 owner, who holds CONTROL on it",
+                quote_name(schema),
+                quote_name(&right.holder)
+            )),
+            evidence: right.evidence.clone(),
+            cut: right.cut.clone(),
+            plain_grant: false,
+            login: right.login,
+            // A DENY of the taking made to some member of a holding role
+            // is not followed past the taking: the member stays named.
+            undeniable: bound.is_empty(),
+            taken: true,
+        });
+    }
+    rights.extend(taken);
 }

@@ -122,5 +122,6 @@ fn right(holder: &str, login: bool, login_name: &str, h: &Held, wanted: &str, ho
         plain_grant: false,
         login,
         undeniable: false,
+        taken: false,
     }
 }

@@ -135,7 +135,10 @@ pub(super) fn server_configuration() -> Query {
     Query::optional(
         "server configuration",
         "IF SERVERPROPERTY('Babelfish') IS NULL
-                 SELECT CAST(c.value_in_use AS int) FROM sys.configurations AS c
+                 SELECT CAST(c.value_in_use AS int),
+                        (SELECT CAST(cc.value_in_use AS int) FROM sys.configurations AS cc
+                          WHERE cc.name = N'common criteria compliance enabled')
+                   FROM sys.configurations AS c
                   WHERE c.name = N'cross db ownership chaining'
              ELSE
                  SELECT CAST(NULL AS int) WHERE 1 = 0",
@@ -151,6 +154,8 @@ fn read_server_configuration(
     reading.catalog.server_settings = match rows.and_then(|r| r.first()) {
         Some(row) => Some(ServerSettings {
             cross_db_ownership_chaining: int(row, 0, what)? == Some(1),
+            // Only Enterprise and Developer editions list the option.
+            common_criteria_compliance: int(row, 1, what)?.map(|v| v == 1),
         }),
         None => None,
     };

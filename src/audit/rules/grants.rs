@@ -2,6 +2,7 @@
 //! schema, or on the whole database, and owning them.
 
 use super::super::catalog::{ObjectKind, Securable};
+use super::super::reach::grant_survives;
 use super::{Context, Finding, Report, Rule};
 use crate::tsql::{quote_name, quote_qualified};
 
@@ -14,8 +15,16 @@ const WRITE: [&str; 5] = ["UPDATE", "INSERT", "DELETE", "ALTER", "TAKE OWNERSHIP
 pub(super) fn check(ctx: &Context, report: &mut Report) {
     let fence = &ctx.policy.fence_schema;
     for p in ctx.grants() {
-        let write = ctx.implies_any(p, "OBJECT", &WRITE);
-        let read = ctx.implies(p, "OBJECT", "SELECT");
+        // What the grant gives on some fence table past the DENYs: a grant
+        // every DENY removes (DENY CONTROL on the schema, DENY UPDATE on
+        // the database, a DENY to public) gives nothing.
+        let survives = |wanted: &str| {
+            ctx.fence_tables()
+                .iter()
+                .any(|t| grant_survives(ctx, p, &fence_table(fence, t), wanted))
+        };
+        let write = WRITE.into_iter().find(|w| ctx.implies(p, "OBJECT", w) && survives(w));
+        let read = ctx.implies(p, "OBJECT", "SELECT") && survives("SELECT");
         if write.is_none() && !read {
             continue;
         }
@@ -59,6 +68,14 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
         report.findings.push(ctx.grant_finding(rule, p, &why));
     }
     owners(ctx, report);
+}
+
+fn fence_table(fence: &str, table: &str) -> Securable {
+    Securable::Object {
+        schema: fence.into(),
+        name: table.into(),
+        column: None,
+    }
 }
 
 /// An owner needs no grant: owning the fence schema or a fence table is

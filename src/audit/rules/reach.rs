@@ -81,9 +81,6 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             .map(|(member, _)| graph.name(member))
             .collect();
         let name = graph.name(&start);
-        // Another rule names this principal already, or one of the members
-        // folded into it, or the module the path runs through: that finding
-        // keeps its text and gains the path.
         let mut principals = vec![graph.spelling(&start)];
         principals.extend(
             folded_into
@@ -101,15 +98,19 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             .filter(|n| matches!(n, Node::Code(_)))
             .map(|n| graph.spelling(n))
             .collect();
+        // Another rule names this principal already, or one of the members
+        // folded into it: that finding keeps its text and gains the path.
         let existing = report
             .findings
             .iter_mut()
             .filter(|f| !matches!(f.rule, Rule::ReadAccess | Rule::SideChannel | Rule::ReachesFence))
             .filter(|f| {
-                f.principal
-                    .as_deref()
-                    .is_some_and(|p| principals.iter().any(|x| x.eq_ignore_ascii_case(p)))
-                    || modules.iter().any(|m| m.eq_ignore_ascii_case(&f.object))
+                // A rule may name several principals in one finding.
+                f.principal.as_deref().is_some_and(|named| {
+                    named
+                        .split(", ")
+                        .any(|p| principals.iter().any(|x| x.eq_ignore_ascii_case(p)))
+                })
             })
             .min_by(|a, b| a.rule.cmp(&b.rule));
         if let Some(f) = existing {
@@ -117,6 +118,16 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                 f.path = reached.path.clone();
             }
             continue;
+        }
+        // A rule that names the module the path runs through gains the
+        // path too, but names the module, not who runs it: this principal
+        // is named here.
+        for f in report.findings.iter_mut().filter(|f| {
+            !matches!(f.rule, Rule::ReadAccess | Rule::SideChannel | Rule::ReachesFence)
+                && f.path.is_empty()
+                && modules.iter().any(|m| m.eq_ignore_ascii_case(&f.object))
+        }) {
+            f.path = reached.path.clone();
         }
         let also = if also.is_empty() {
             String::new()

@@ -409,3 +409,59 @@ async fn a_checking_login_that_cannot_see_everything_never_says_clean() {
     }
     db.drop().await;
 }
+
+#[tokio::test]
+async fn update_on_a_dbo_owned_view_over_a_fence_table_writes_it_and_names_the_grantee() {
+    // SQL Server checks an UPDATE through a view on the view only when the
+    // view and its table have one owner (ownership chaining); PostgreSQL,
+    // under Babelfish, checks the table as the view's owner. Either way the
+    // grantee writes fence.Resource, which it may not update directly.
+    let test = "update_on_a_dbo_owned_view_over_a_fence_table_writes_it_and_names_the_grantee";
+    let Some(mut db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let clean = clean_unverified(&db).await;
+    let ado = db.login_in_role(None).await;
+    let user = user_of(&ado);
+    db.exec("CREATE VIEW dbo.OpenLeases AS SELECT ResourceKey, Generation FROM fence.Resource;")
+        .await;
+    db.exec(&format!("GRANT SELECT, UPDATE ON dbo.OpenLeases TO [{user}];"))
+        .await;
+    let mut session = connect_ado(&ado).await;
+    let write = |table: &str| format!("UPDATE {table} SET Generation = Generation + 1 WHERE 1 = 0;");
+    let refused = match session.simple_query(write("fence.Resource")).await {
+        Ok(stream) => stream.into_results().await.is_err(),
+        Err(_) => true,
+    };
+    assert!(refused, "{user} updated fence.Resource directly");
+    session
+        .simple_query(write("dbo.OpenLeases"))
+        .await
+        .expect("the grantee may update through the view")
+        .into_results()
+        .await
+        .expect("the grantee may update through the view");
+    drop(session);
+    let catalog = catalog(&db).await;
+    let report = evaluate(&catalog, &Policy::default());
+    expect_named(
+        test,
+        &catalog,
+        &clean,
+        &report,
+        Rule::ReachesFence,
+        &user,
+        PERMISSION_CATALOG,
+    );
+    // Where it is named, it is named with the route through the view.
+    for f in report
+        .findings_of(Rule::ReachesFence)
+        .filter(|f| f.principal.as_deref() == Some(user.as_str()))
+    {
+        assert!(
+            f.path[0].step.to_lowercase().starts_with("update on dbo.openleases"),
+            "{f:#?}"
+        );
+    }
+    db.drop().await;
+}

@@ -229,10 +229,21 @@ fn a_wrapper_over_force_release_is_a_fence_reference() {
     ));
     c.permissions
         .push(grant("fence_service", "EXECUTE", object("dbo", "Unstick")));
-    let f = only(&check(&c), Rule::ForeignModule);
+    let report = check(&c);
+    let f: Vec<_> = report.findings_of(Rule::ForeignModule).collect();
+    assert_eq!(f.len(), 1, "{report:#?}");
     assert_eq!(f[0].object, "dbo.Unstick");
     assert!(f[0].why.contains("names fence_admin.ForceRelease"), "{}", f[0].why);
     assert_eq!(f[0].fix, "DROP PROCEDURE [dbo].[Unstick];");
+    // FP008 names the module; FP027 names who runs it, with the route.
+    let reach: Vec<_> = report.findings_of(Rule::ReachesFence).collect();
+    assert_eq!(reach.len(), 1, "{report:#?}");
+    assert_eq!(reach[0].principal.as_deref(), Some("fence_service"));
+    assert!(
+        reach[0].path[0].step.starts_with("EXECUTE on dbo.Unstick"),
+        "{:#?}",
+        reach[0]
+    );
 }
 
 #[test]

@@ -387,7 +387,13 @@ fn class7_a_wrapper_granted_with_grant_option_to_a_non_service_role_keeps_fp008_
     c.memberships.push(member("ops_leads", "reporting"));
     c.permissions
         .push(grantable("ops_leads", "EXECUTE", object("dbo", "Unstick")));
-    let f = only(&check(&c), Rule::ForeignModule);
+    let report = check(&c);
+    // FP027 names the role that runs it, with its member.
+    let reach: Vec<_> = report.findings_of(Rule::ReachesFence).collect();
+    assert_eq!(reach.len(), 1, "{report:#?}");
+    assert_eq!(reach[0].principal.as_deref(), Some("ops_leads"));
+    assert!(reach[0].why.contains("reporting"), "{:#?}", reach[0]);
+    let f: Vec<_> = report.findings_of(Rule::ForeignModule).collect();
     assert_eq!(f[0].object, "dbo.Unstick");
     assert_eq!(
         f[0].path[0].evidence,

@@ -147,9 +147,14 @@ fn fp002_without_a_server_permission_catalog_and_no_service_login_has_nothing_to
 
 #[test]
 fn fp003_update_on_the_resource_table_to_fence_service() {
+    // The deploy's DENY UPDATE on the fence schema to fence_service refuses
+    // the grant: FP003 names it only once that DENY is gone.
     let mut c = clean();
     c.permissions
         .push(grant("fence_service", "UPDATE", object("fence", "Resource")));
+    let report = check(&c);
+    assert_eq!(report.findings, vec![], "{report:#?}");
+    without_shipped_denies(&mut c);
     let f = found(&c, Rule::WriteAccess);
     assert_eq!(f[0].principal.as_deref(), Some("fence_service"));
     assert_eq!(f[0].object, "fence.Resource");
@@ -167,7 +172,8 @@ fn fp003_column_level_update_and_grantable_delete() {
         name: "Resource".into(),
         column: Some("Generation".into()),
     };
-    c.permissions.push(grant("orders_svc", "UPDATE", column));
+    // reporting is in no fence role, so no DENY of the deploy's refuses it.
+    c.permissions.push(grant("reporting", "UPDATE", column));
     let mut delete = grant("someone_else", "DELETE", object("fence", "PublishedOperation"));
     delete.state = PermissionState::GrantWithGrantOption;
     c.permissions.push(delete);
@@ -179,7 +185,7 @@ fn fp003_column_level_update_and_grantable_delete() {
     assert_eq!(
         fixes,
         [
-            "REVOKE UPDATE ON OBJECT::[fence].[Resource] ([Generation]) FROM [orders_svc];",
+            "REVOKE UPDATE ON OBJECT::[fence].[Resource] ([Generation]) FROM [reporting];",
             "REVOKE DELETE ON OBJECT::[fence].[PublishedOperation] FROM [someone_else] CASCADE;",
         ]
     );
@@ -233,8 +239,9 @@ fn fp003_a_service_owning_a_fence_table() {
 #[test]
 fn fp004_select_on_the_tables_or_db_datareader() {
     let mut c = clean();
+    // reporting is in no fence role, so no DENY of the deploy's refuses it.
     c.permissions
-        .push(grant("dashboard", "SELECT", object("fence", "Resource")));
+        .push(grant("reporting", "SELECT", object("fence", "Resource")));
     c.memberships.push(member("db_datareader", "fence_reader"));
     let report = check(&c);
     let f = only(&report, Rule::ReadAccess);

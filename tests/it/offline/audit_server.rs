@@ -123,6 +123,7 @@ fn the_server_option_for_cross_database_chaining_is_a_finding() {
     let mut c = clean();
     c.server_settings = Some(ServerSettings {
         cross_db_ownership_chaining: true,
+        common_criteria_compliance: Some(false),
     });
     let f = only(&check(&c), Rule::CrossDatabaseChaining);
     assert_eq!(

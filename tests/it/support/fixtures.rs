@@ -138,6 +138,7 @@ pub fn clean() -> Catalog {
         }),
         server_settings: Some(ServerSettings {
             cross_db_ownership_chaining: false,
+            common_criteria_compliance: Some(false),
         }),
         // Recorded by the deploy, and not restored since.
         database_identity: Some(fencepost::audit::IdentityReading {
@@ -312,6 +313,16 @@ pub fn clean() -> Catalog {
         }]),
     }]);
     c
+}
+
+/// Takes away the DENYs the deploy makes to the fence roles on the fence
+/// schema, for a layout that tests a grant those DENYs would refuse.
+pub fn without_shipped_denies(c: &mut Catalog) {
+    c.permissions.retain(|p| {
+        !(p.state == PermissionState::Deny
+            && matches!(&p.on, Securable::Schema { schema } if schema == "fence")
+            && p.grantee.starts_with("fence_"))
+    });
 }
 
 /// Shorthand for editing one object of a catalog in place.
