@@ -155,7 +155,7 @@ async fn an_assert_holder_without_its_row_lock_fails_the_row_lock_check() {
     let Some(seen) = fails(test, sources, "row_lock_held_by_caller_transaction").await else {
         return;
     };
-    assert!(seen.contains("S2 answered Acquired"), "{seen}");
+    assert!(seen.contains("S2 answered the row Acquired"), "{seen}");
 }
 
 #[tokio::test]
