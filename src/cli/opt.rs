@@ -116,19 +116,26 @@ pub enum Command {
     /// and held, FAILED or skipped (with why). `fencepost check` proves nothing
     /// can bypass the procedures; `selftest` proves the procedures hold here.
     ///
-    /// Works only on keys of its own, `<key prefix><run id>/<check>`; every
-    /// lease it takes lasts at most 30 s and is released by its check. At the
-    /// end it deletes its rows when the login may (a deploy login); otherwise
-    /// they are left in fence.Resource (unheld, a few per run) and the report
-    /// says so. Never runs Recover or PruneTenure in this database: with
-    /// --scratch-database their checks run in a database the selftest creates
-    /// and drops; otherwise they are skipped. The force-release and
+    /// Works only on keys of its own, `<key prefix><check>`, the same in
+    /// every run, so repeated runs add no fence row; two runs against one
+    /// database and prefix take turns (an application lock; the second waits
+    /// 10 s, then exits 2 saying another selftest runs). Every lease it takes
+    /// lasts at most 30 s and is released by its check. At the end it
+    /// deletes the rows of those keys when the login may (the database's
+    /// owner, dbo); otherwise they stay, unheld, for the next run, and the
+    /// report says so. Never runs Recover or PruneTenure in this database:
+    /// with --scratch-database their checks run in a database the selftest
+    /// creates and drops; otherwise they are skipped. The force-release and
     /// ListLeases checks run only when the login may execute
-    /// fence_admin.ForceRelease (fence_operator); otherwise they are skipped,
-    /// saying so.
+    /// fence_admin.ForceRelease and ListLeases (fence_operator); otherwise
+    /// they are skipped, saying so.
     ///
-    /// Exits 0 when every check that ran held, 1 when one failed, 2 when the
-    /// selftest could not run. Ctrl-C stops between checks.
+    /// Exits 0 when every check that ran held and at least one did; 1 when
+    /// one failed, when none held (every check was skipped: nothing was
+    /// proven), or when it left behind rows it meant to delete or a scratch
+    /// database it could not drop (each named on stderr); 2 when the selftest
+    /// could not run; 130 when stopped by Ctrl-C, 143 by SIGTERM. Either
+    /// signal stops after the check under way; a second one stops at once.
     Selftest(SelftestArgs),
     /// Look at leases and end a stuck one, as an operator.
     ///
@@ -808,7 +815,7 @@ pub struct SelftestArgs {
     /// List the checks, in the order a run takes them, and exit.
     #[arg(long)]
     pub list: bool,
-    /// The start of every key the selftest makes; a run id follows it.
+    /// The start of every key the selftest makes; the check's name follows it.
     #[arg(long, default_value = fencepost::selftest::DEFAULT_KEY_PREFIX, value_name = "PREFIX")]
     pub key_prefix: String,
     /// Run the checks that act on every key of a database (Recover,
@@ -817,13 +824,17 @@ pub struct SelftestArgs {
     /// id>` (the login needs CREATE DATABASE; on Azure SQL Database a login
     /// in master that is the server's admin or a member of dbmanager), given
     /// your database's settings where the engine lets it, deployed as
-    /// `migrate` does, and dropped at the end of the run, also after a
-    /// failure or Ctrl-C. Without it those checks are skipped.
+    /// `migrate` does (the T-SQL built into this binary, not what your
+    /// database runs, unless --source-dir names it), and dropped at the end
+    /// of the run, also after a failure, Ctrl-C or SIGTERM; its name is
+    /// printed before it is created. Without it those checks are skipped.
     #[arg(long)]
     pub scratch_database: bool,
     /// Deploy the T-SQL under this folder (with migrations/, procedures/ and
-    /// permissions/) to the scratch database instead of the copy built into
-    /// this binary: the folder your database was deployed from.
+    /// permissions/) to the scratch database: the folder your database was
+    /// deployed from. Without it the scratch database runs the T-SQL built
+    /// into this binary, not what your database runs, so the checks there
+    /// prove this binary's procedures.
     #[arg(long, value_name = "DIR", requires = "scratch_database")]
     pub source_dir: Option<PathBuf>,
     /// Output format (a progress line per check goes to stderr).

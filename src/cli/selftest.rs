@@ -4,13 +4,15 @@ use anyhow::{Context, Result};
 use fencepost::ConnectionString;
 use fencepost::selftest::{self, Event, SelftestOptions, Status};
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::opt::{CheckFormat, SelftestArgs};
 use super::{EXIT_ATTENTION, EXIT_OK, connection_string, sources};
 
 /// The exit of a run stopped by Ctrl-C: 128 + SIGINT, as a shell reports a
-/// process SIGINT ended, so a pipeline never takes a cut-short run for a pass.
+/// process SIGINT ended, so a pipeline never takes a cut-short run for a pass
+/// (SIGTERM: 143).
 const EXIT_INTERRUPTED: u8 = 130;
 
 pub async fn run(args: SelftestArgs) -> Result<u8> {
@@ -32,29 +34,43 @@ pub async fn run(args: SelftestArgs) -> Result<u8> {
     if args.scratch_database {
         options.scratch_database(sources(args.source_dir.as_deref())?);
     }
-    // The scratch database while it exists, for a second Ctrl-C to name.
+    // The scratch database from just before it is created until it is
+    // dropped, for a second signal to name.
     let scratch: Arc<Mutex<Option<String>>> = Arc::default();
-    // Ctrl-C stops between checks; the run still deletes its keys. Once
-    // tokio listens for SIGINT it keeps the signal from ending the process,
-    // so a second Ctrl-C is heard here and ends it at once.
+    // Ctrl-C (or SIGTERM: a service manager's stop, a cancelled CI job)
+    // stops between checks; the run still drops its scratch database and
+    // deletes its keys. Once tokio listens for a signal it keeps it from
+    // ending the process, so a second one is heard here and ends it at once.
     let interrupt = tokio_util::sync::CancellationToken::new();
     options.interrupt(interrupt.clone());
+    let exit_on_stop = Arc::new(AtomicU8::new(EXIT_INTERRUPTED));
     let left = Arc::clone(&scratch);
+    let stop_code = Arc::clone(&exit_on_stop);
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            super::progress(format_args!(
-                "selftest: stopping after the check under way (Ctrl-C again to stop now, leaving the run's rows)"
-            ));
-            interrupt.cancel();
-            if tokio::signal::ctrl_c().await.is_ok() {
-                eprintln!("fencepost: selftest: stopped at once; the run's rows stay under its key prefix");
-                if let Some(name) = left.lock().ok().and_then(|name| name.clone()) {
-                    eprintln!(
-                        "fencepost: selftest: the scratch database {name} stays: drop it yourself: DROP DATABASE [{name}];"
-                    );
-                }
-                std::process::exit(i32::from(EXIT_INTERRUPTED));
+        let mut signals = match Stops::listen() {
+            Ok(signals) => signals,
+            Err(e) => {
+                super::progress(format_args!("selftest: cannot listen for Ctrl-C or SIGTERM: {e}"));
+                return;
             }
+        };
+        let Some(code) = signals.next().await else {
+            return;
+        };
+        stop_code.store(code, Ordering::SeqCst);
+        super::progress(format_args!(
+            "selftest: stopping after the check under way (Ctrl-C again to stop now, leaving the run's rows)"
+        ));
+        interrupt.cancel();
+        if signals.next().await.is_some() {
+            eprintln!("fencepost: selftest: stopped at once; the run's rows stay under its key prefix");
+            if let Some(name) = left.lock().ok().and_then(|name| name.clone()) {
+                eprintln!(
+                    "fencepost: selftest: the scratch database {name} may remain: if it does, drop it yourself: \
+                     DROP DATABASE [{name}];"
+                );
+            }
+            std::process::exit(i32::from(code));
         }
     });
     let mut on_event = |event: Event<'_>| match event {
@@ -68,10 +84,13 @@ pub async fn run(args: SelftestArgs) -> Result<u8> {
                 _ => format!(": {}", check.seen),
             }
         )),
-        Event::ScratchCreated { name } => {
+        Event::ScratchCreating { name } => {
             if let Ok(mut left) = scratch.lock() {
                 *left = Some(name.to_string());
             }
+            super::progress(format_args!("selftest: creating the scratch database {name}"));
+        }
+        Event::ScratchCreated { name } => {
             super::progress(format_args!(
                 "selftest: created the scratch database {name} and deployed the fence there (dropped at the end)"
             ));
@@ -105,29 +124,68 @@ pub async fn run(args: SelftestArgs) -> Result<u8> {
             report.not_run.len(),
             report.not_run.join(", ")
         );
-        return Ok(EXIT_INTERRUPTED);
+        return Ok(exit_on_stop.load(Ordering::SeqCst));
     }
-    if report.all_held() && !report.proved_something() {
-        eprintln!(
-            "fencepost: selftest: no check held: nothing was proven (every check asked for was skipped; \
-             each shows why)"
-        );
-        return Ok(EXIT_ATTENTION);
-    }
-    if report.all_held() {
-        Ok(EXIT_OK)
-    } else {
-        let failed: Vec<&str> = report
-            .checks
-            .iter()
-            .filter(|c| c.status == Status::Failed)
-            .map(|c| c.name.as_str())
-            .collect();
+    let mut code = EXIT_OK;
+    let failed: Vec<&str> = report
+        .checks
+        .iter()
+        .filter(|c| c.status == Status::Failed)
+        .map(|c| c.name.as_str())
+        .collect();
+    if !failed.is_empty() {
         eprintln!(
             "fencepost: selftest: {} check(s) failed on this engine: {} (each shows what it expected and what it saw)",
             failed.len(),
             failed.join(", ")
         );
-        Ok(EXIT_ATTENTION)
+        code = EXIT_ATTENTION;
+    } else if !report.proved_something() {
+        eprintln!(
+            "fencepost: selftest: no check held: nothing was proven (every check asked for was skipped; \
+             each shows why)"
+        );
+        code = EXIT_ATTENTION;
+    }
+    // Said even with -q: something is left for the user to remove.
+    for left in report.left_behind_by_the_run() {
+        eprintln!("fencepost: selftest: left behind: {left}");
+        code = EXIT_ATTENTION;
+    }
+    Ok(code)
+}
+
+/// The signals that stop a run: Ctrl-C, and on Unix SIGTERM. Each answers
+/// the exit a shell reports for the process that signal ended: 130, 143.
+struct Stops {
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+}
+
+/// The exit of a run stopped by SIGTERM: 128 + 15.
+#[cfg(unix)]
+const EXIT_TERMINATED: u8 = 143;
+
+impl Stops {
+    fn listen() -> std::io::Result<Stops> {
+        Ok(Stops {
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?,
+        })
+    }
+
+    /// The exit code of the next stop signal; `None` when no more can come.
+    async fn next(&mut self) -> Option<u8> {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => r.ok().map(|()| EXIT_INTERRUPTED),
+                s = self.term.recv() => s.map(|()| EXIT_TERMINATED),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::signal::ctrl_c().await.ok().map(|()| EXIT_INTERRUPTED)
+        }
     }
 }

@@ -1,32 +1,78 @@
-//! The end of a run: its rows deleted from the fence tables, all or none,
-//! within a bound, and the report told what happened.
+//! The end of a run: the rows of the keys its checks touched deleted from
+//! the fence tables, all or none, within a bound, when the login may; kept
+//! for the next run (which reuses the same keys) when it may not.
 
 use std::time::Duration;
 
+use super::keys::{Keys, MAX_KEYS};
 use crate::Connection;
-use crate::bench::keys::RunKeys;
 
 /// The longest the clean-up may take. A DELETE blocked behind someone
 /// else's lock must not hang the run; when it is given up the connection
 /// is dropped, and the server rolls the transaction back.
 const CLEANUP_BOUND: Duration = Duration::from_secs(30);
 
-/// All four tables in one transaction, so a refusal or an error on one
-/// leaves none of the run's rows half-deleted.
-const DELETE: &str = "SET XACT_ABORT ON; \
-     BEGIN TRANSACTION; \
-     DELETE FROM fence.OperatorOperation WHERE ResourceKey LIKE @P1; \
-     DELETE FROM fence.PublishedOperation WHERE ResourceKey LIKE @P1; \
-     DELETE FROM fence.Tenure WHERE ResourceKey LIKE @P1; \
-     DELETE FROM fence.Resource WHERE ResourceKey LIKE @P1; \
-     COMMIT TRANSACTION;";
+/// Whether the login may delete from every fence table the run writes. A
+/// `fence_operator` that is not the database's owner is denied it on schema
+/// `fence` (SQL Server), and a service login was never granted it.
+const MAY_DELETE: &str = "SELECT CAST(CASE WHEN \
+       HAS_PERMS_BY_NAME(N'fence.OperatorOperation', N'OBJECT', N'DELETE') = 1 \
+   AND HAS_PERMS_BY_NAME(N'fence.PublishedOperation', N'OBJECT', N'DELETE') = 1 \
+   AND HAS_PERMS_BY_NAME(N'fence.Tenure', N'OBJECT', N'DELETE') = 1 \
+   AND HAS_PERMS_BY_NAME(N'fence.Resource', N'OBJECT', N'DELETE') = 1 THEN 1 ELSE 0 END AS int);";
 
-/// What a run left behind: "deleted at the end of the run", or why not.
-/// `admin` is not used after this: on a timeout it is left mid-call.
-pub(crate) async fn delete_run_rows(admin: &mut Connection, keys: &RunKeys) -> String {
-    let pattern = keys.like_pattern();
+/// What the end of a run did with its rows.
+pub(crate) struct Cleanup {
+    /// For the report's header.
+    pub(crate) said: String,
+    /// The run meant to delete rows and some are still there.
+    pub(crate) left: bool,
+}
+
+/// Deletes the rows of the keys in `keys` (each key exactly: an index seek
+/// per key, never a scan by prefix). `admin` is not used after this: on a
+/// timeout it is left mid-call.
+pub(crate) async fn delete_run_rows(admin: &mut Connection, keys: &Keys) -> Cleanup {
+    let used = keys.used();
+    if used.is_empty() {
+        return Cleanup {
+            said: "no key touched".to_string(),
+            left: false,
+        };
+    }
+    let may = match admin.simple_query(MAY_DELETE).await {
+        Ok(stream) => stream.into_row().await.ok().flatten().and_then(|r| r.get::<i32, _>(0)),
+        Err(_) => None,
+    };
+    if may == Some(0) {
+        return Cleanup {
+            said: format!(
+                "kept: the {} keys under {} stay, unheld, with their history (fence.Tenure, fence.PublishedOperation, \
+                 fence.OperatorOperation), as this login may not delete from the fence tables; the next run reuses \
+                 the same keys, so it adds no fence row (their history grows until `lease prune` and \
+                 `lease prune-outcomes` delete it by age); the database's owner (dbo) may delete them",
+                used.len(),
+                keys.prefix()
+            ),
+            left: false,
+        };
+    }
+    let (sent, over) = used.split_at(used.len().min(MAX_KEYS));
     let outcome = tokio::time::timeout(CLEANUP_BOUND, async {
-        let result = admin.execute(DELETE, &[&pattern]).await.map(drop);
+        let list = (1..=sent.len())
+            .map(|i| format!("@P{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "SET XACT_ABORT ON; BEGIN TRANSACTION; \
+             DELETE FROM fence.OperatorOperation WHERE ResourceKey IN ({list}); \
+             DELETE FROM fence.PublishedOperation WHERE ResourceKey IN ({list}); \
+             DELETE FROM fence.Tenure WHERE ResourceKey IN ({list}); \
+             DELETE FROM fence.Resource WHERE ResourceKey IN ({list}); \
+             COMMIT TRANSACTION;"
+        );
+        let args: Vec<&dyn tiberius::ToSql> = sent.iter().map(|k| k as &dyn tiberius::ToSql).collect();
+        let result = admin.execute(sql, &args).await.map(drop);
         if result.is_err() {
             // XACT_ABORT rolled back on the server; this clears an error that did not.
             let _ = admin.simple_query("IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;").await;
@@ -34,14 +80,35 @@ pub(crate) async fn delete_run_rows(admin: &mut Connection, keys: &RunKeys) -> S
         result
     })
     .await;
-    const LEFT: &str = "left in the fence tables (none deleted)";
-    const HELD: &str = "a lease a failed check still holds ends within 30 s";
+    let left = format!(
+        "LEFT BEHIND: the rows of {} keys under {} (none deleted)",
+        used.len(),
+        keys.prefix()
+    );
+    const HELD: &str = "a lease a failed check still holds ends within 30 s; the next run reuses the keys";
     match outcome {
-        Ok(Ok(())) => "deleted at the end of the run".to_string(),
-        Ok(Err(e)) => format!("{LEFT}: the delete failed: {e}; {HELD}; a deploy login may delete them"),
-        Err(_) => format!(
-            "{LEFT}: the delete did not finish within {} s (another session's lock?) and was rolled back; {HELD}",
-            CLEANUP_BOUND.as_secs()
-        ),
+        Ok(Ok(())) if over.is_empty() => Cleanup {
+            said: "deleted at the end of the run".to_string(),
+            left: false,
+        },
+        Ok(Ok(())) => Cleanup {
+            said: format!(
+                "LEFT BEHIND: the rows of {} keys past the {MAX_KEYS} a run deletes: {}",
+                over.len(),
+                over.join(", ")
+            ),
+            left: true,
+        },
+        Ok(Err(e)) => Cleanup {
+            said: format!("{left}: the delete failed: {e}; {HELD}"),
+            left: true,
+        },
+        Err(_) => Cleanup {
+            said: format!(
+                "{left}: the delete did not finish within {} s (another session's lock?) and was rolled back; {HELD}",
+                CLEANUP_BOUND.as_secs()
+            ),
+            left: true,
+        },
     }
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, bail};
 
 use super::engine::EngineFacts;
+use super::keys::Keys;
 use super::session::Session;
-use crate::bench::keys::RunKeys;
 use crate::client::{Acquire, Inspection, Lease, LeaseState, Provision};
 use crate::{Client, ClientConfig, ConnectionString};
 
@@ -25,7 +25,7 @@ pub(crate) struct Context {
     pub(crate) target: ConnectionString,
     pub(crate) service: Option<ConnectionString>,
     pub(crate) engine: EngineFacts,
-    pub(crate) keys: RunKeys,
+    pub(crate) keys: Keys,
 }
 
 impl Context {
@@ -58,11 +58,18 @@ impl Context {
         Session::open(&self.target).await
     }
 
-    /// This check's key, provisioned: `<root><name>`.
+    /// This check's key, `<prefix><name>`, provisioned and free: the key
+    /// is the same in every run, so it starts from whatever an earlier run
+    /// left. Runs never overlap (the run's application lock), so a lease
+    /// still held on it is one a run that was stopped at once left, at most
+    /// 30 s long: the check waits for its end rather than fail on it.
     pub(crate) async fn key(&self, client: &Client, name: &str) -> Result<String> {
-        let key = self.keys.key(name, None);
+        let key = self.keys.key(name);
         // Created or Exists: either way the key is there.
         let _: Provision = client.provision(&key).await.context("provisioning the check's key")?;
+        wait_until_expired(client, &key)
+            .await
+            .context("waiting for a lease an earlier run left on the check's key to end")?;
         Ok(key)
     }
 }

@@ -45,6 +45,30 @@ pub enum SelftestError {
         #[source]
         source: client::Error,
     },
+    /// Another selftest holds the run's application lock: it runs against
+    /// this database under the same key prefix.
+    #[error(
+        "another fencepost selftest is running against this database with the same key prefix (it holds the \
+         application lock {resource:?}; waited {waited_s} s, sp_getapplock answered {answered:?}): wait for it to \
+         end, or run this one with another --key-prefix"
+    )]
+    AnotherRun {
+        /// The application lock's name.
+        resource: String,
+        /// How long the run waited for it.
+        waited_s: u64,
+        /// What sp_getapplock answered (-1: timed out).
+        answered: Option<i32>,
+    },
+    /// Taking the run's application lock failed.
+    #[error("taking the selftest's application lock {resource:?} (sp_getapplock)")]
+    RunLock {
+        /// The application lock's name.
+        resource: String,
+        /// The server's error.
+        #[source]
+        source: tiberius::error::Error,
+    },
     /// Reading the engine's settings failed.
     #[error("reading the engine's settings")]
     Settings(#[source] tiberius::error::Error),

@@ -2,12 +2,15 @@
 //! each forced as a schedule across separate sessions against the user's own
 //! deployed fence, and reported as held, failed or skipped (with why).
 //!
-//! Every check works on keys of its own under a prefix and a run id
-//! (`fencepost-selftest:<run>/<check>`), so it never touches a user's key;
-//! each releases its leases before the next starts, and leases are at most
-//! 30 s, so a check that failed half-way leaves nothing held for long. At
-//! the end the run deletes its rows in one transaction when the login may
-//! (a deploy login); otherwise they stay and the report says why. Database-wide
+//! Every check works on keys of its own under a reserved prefix
+//! (`fencepost-selftest:<check>`), the same in every run, so it never
+//! touches a user's key and repeated runs add no fence row; runs against one
+//! database and prefix take turns behind an application lock. Each check
+//! releases its leases before the next starts, and leases are at most 30 s,
+//! so a check that failed half-way leaves nothing held for long. At the end
+//! the run deletes the rows of the keys its checks touched in one
+//! transaction when the login may (the database's owner); otherwise they
+//! stay for the next run and the report says so. Database-wide
 //! commands (Recover, PruneTenure) are never run on the database under test:
 //! given a scratch database ([`SelftestOptions::scratch_database`]), the run
 //! creates one of its own, deploys the fence there, runs them there, and
@@ -19,7 +22,9 @@ mod cleanup;
 mod context;
 mod engine;
 mod error;
+mod keys;
 mod report;
+mod run_lock;
 mod scratch;
 mod session;
 mod waiting;
@@ -33,12 +38,12 @@ pub use error::SelftestError;
 pub use report::{CheckReport, Report, Status};
 pub use scratch::{SCRATCH_PREFIX, ScratchDatabase};
 
-use crate::bench::keys::RunKeys;
 use crate::client;
 use crate::deploy::Sources;
 use crate::{Client, ClientConfig, ConnectionString};
 use check::Check;
 use context::Context;
+use keys::Keys;
 
 /// The longest a single check may run; one that does not finish is failed,
 /// its sessions closed (which ends any transaction it held open).
@@ -73,7 +78,7 @@ impl Default for SelftestOptions {
 }
 
 impl SelftestOptions {
-    /// The start of every key the run makes; a run id follows it.
+    /// The start of every key the run makes; the check's name follows it.
     pub fn key_prefix(&mut self, prefix: &str) -> &mut Self {
         self.key_prefix = prefix.to_string();
         self
@@ -130,6 +135,12 @@ pub enum Event<'a> {
     },
     /// A check ended.
     Finished(&'a CheckReport),
+    /// The scratch database is about to be created under this name: said
+    /// first, so a run stopped at once while it is made can name it.
+    ScratchCreating {
+        /// Its name.
+        name: &'a str,
+    },
     /// The scratch database was created and the fence deployed in it; it is
     /// dropped at the end of the run.
     ScratchCreated {
@@ -175,13 +186,15 @@ pub async fn run(
         });
     }
     let mut admin = target.connect().await?;
+    // Held by `admin`'s session until the run ends.
+    run_lock::take(&mut admin, prefix).await?;
     let engine = engine::read(&mut admin).await.map_err(SelftestError::Settings)?;
     verify_deployed(target).await?;
     let ctx = Context {
         target: target.clone(),
         service: options.service.clone(),
         engine,
-        keys: RunKeys::new(prefix),
+        keys: Keys::new(prefix),
     };
     let mut reports = Vec::with_capacity(selected.len());
     let mut not_run = Vec::new();
@@ -216,11 +229,12 @@ pub async fn run(
     if let Some(dropped) = &scratch_database {
         events(Event::ScratchDropped(dropped));
     }
-    let left_behind = cleanup::delete_run_rows(&mut admin, &ctx.keys).await;
+    let cleanup = cleanup::delete_run_rows(&mut admin, &ctx.keys).await;
     Ok(Report {
         engine: ctx.engine,
-        key_root: ctx.keys.root.clone(),
-        left_behind,
+        key_root: ctx.keys.prefix().to_string(),
+        left_behind: cleanup.said,
+        rows_left: cleanup.left,
         checks: reports,
         interrupted: options.interrupt.is_cancelled(),
         not_run,
@@ -249,7 +263,9 @@ impl<'a> ScratchState<'a> {
     /// checks that need it cannot run.
     async fn ready(&mut self, ctx: &Context, events: &mut dyn FnMut(Event<'_>)) -> Result<&Context, String> {
         if let ScratchState::ToMake(sources) = self {
-            *self = match scratch::create(&ctx.target, &ctx.engine, &ctx.keys.run, sources).await {
+            let name = scratch::name(&ctx.keys.run);
+            events(Event::ScratchCreating { name: &name });
+            *self = match scratch::create(&ctx.target, &ctx.engine, &name, sources).await {
                 Ok(made) => {
                     events(Event::ScratchCreated {
                         name: &made.report.name,

@@ -56,8 +56,12 @@ pub struct Report {
     pub engine: EngineFacts,
     /// Every key the run made starts with this.
     pub key_root: String,
-    /// What the run left in the fence tables.
+    /// What the run did with its rows in the fence tables.
     pub left_behind: String,
+    /// The run meant to delete its rows and some are still there (the
+    /// header says which and why). Rows kept because the login may not
+    /// delete are not this: the next run reuses them.
+    pub rows_left: bool,
     /// One entry per check, in the order they ran.
     pub checks: Vec<CheckReport>,
     /// The run was stopped (Ctrl-C) before every check it was asked for ran.
@@ -85,6 +89,19 @@ impl Report {
     /// none ran) proved nothing and must not pass.
     pub fn proved_something(&self) -> bool {
         self.count(Status::Passed) > 0
+    }
+
+    /// What the run meant to remove and could not: its rows (when the
+    /// login may delete them) and its scratch database; empty when nothing.
+    pub fn left_behind_by_the_run(&self) -> Vec<String> {
+        let mut left = Vec::new();
+        if self.rows_left {
+            left.push(format!("rows in the fence tables: {}", self.left_behind));
+        }
+        if let Some(scratch) = self.scratch_database.as_ref().filter(|s| !s.dropped) {
+            left.push(format!("the scratch database {}: {}", scratch.name, scratch.outcome));
+        }
+        left
     }
 
     /// The report as text: the header, then one block per check.
@@ -256,6 +273,7 @@ mod tests {
             },
             key_root: "fencepost-selftest:abc/".to_string(),
             left_behind: "deleted at the end of the run".to_string(),
+            rows_left: false,
             checks: vec![
                 entry("handover", Status::Passed, "Superseded"),
                 entry("late_release_and_renew", Status::Failed, "Released"),
@@ -311,6 +329,25 @@ mod tests {
         assert!(text.contains("why:       the engine cannot"), "{text}");
         assert!(text.contains("saw:       Released"), "{text}");
         assert!(text.ends_with("1 held, 1 failed, 1 skipped\n"), "{text}");
+    }
+
+    #[test]
+    fn rows_the_run_could_not_delete_and_a_scratch_database_not_dropped_are_named() {
+        let mut report = report();
+        assert!(report.left_behind_by_the_run().is_empty());
+        report.rows_left = true;
+        report.left_behind = "LEFT BEHIND: the rows of 20 keys".to_string();
+        report.scratch_database = Some(ScratchDatabase {
+            name: "fencepost_selftest_ab12".to_string(),
+            engine: EngineFacts::default(),
+            differs: Vec::new(),
+            dropped: false,
+            outcome: "LEFT BEHIND: drop it yourself".to_string(),
+        });
+        let left = report.left_behind_by_the_run();
+        assert_eq!(left.len(), 2, "{left:?}");
+        assert!(left[0].contains("the rows of 20 keys"), "{left:?}");
+        assert!(left[1].contains("fencepost_selftest_ab12"), "{left:?}");
     }
 
     #[test]

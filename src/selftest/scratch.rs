@@ -60,17 +60,22 @@ fn rights(facts: &EngineFacts) -> &'static str {
     }
 }
 
-/// Creates the scratch database for run `run` beside `target`'s, gives it
+/// The scratch database's name for run `run`.
+pub(crate) fn name(run: &str) -> String {
+    format!("{SCRATCH_PREFIX}{run}")
+}
+
+/// Creates the scratch database `name` beside `target`'s, gives it
 /// `facts`' settings where it can, and deploys `sources` to it. A database
 /// created but not made ready is dropped again; one that cannot be dropped
 /// is named in the reason.
 pub(crate) async fn create(
     target: &ConnectionString,
     facts: &EngineFacts,
-    run: &str,
+    name: &str,
     sources: &Sources,
 ) -> Result<Scratch, NotMade> {
-    let name = format!("{SCRATCH_PREFIX}{run}");
+    let name = name.to_string();
     // Azure SQL Database creates and drops databases only from master.
     let server = if facts.engine_edition == Some(5) {
         target.with_database("master")

@@ -166,6 +166,40 @@ impl Watcher {
         }
     }
 
+    /// Waits until some session other than the watcher's is seen waiting
+    /// directly behind `holder` (for a call whose session id the check
+    /// cannot know, as a client's pooled connection), or the bound passes;
+    /// `Answered` when `done` says the call ended first.
+    pub(crate) async fn any_behind(&mut self, holder: i32, done: impl Fn() -> bool) -> Result<Queued> {
+        let sql = if self.babelfish {
+            "SELECT CAST(COUNT(*) AS int) FROM pg_catalog.pg_stat_activity AS a \
+             WHERE a.pid <> @@SPID AND @P1 = ANY (pg_catalog.pg_blocking_pids(a.pid))"
+        } else {
+            "SELECT CAST(COUNT(*) AS int) FROM sys.dm_exec_requests \
+             WHERE blocking_session_id = @P1 AND session_id <> @@SPID"
+        };
+        let give_up = tokio::time::Instant::now() + QUEUE_BOUND;
+        loop {
+            if done() {
+                return Ok(Queued::Answered);
+            }
+            let row = self
+                .session
+                .connection()
+                .query(sql, &[&holder])
+                .await?
+                .into_row()
+                .await?;
+            if row.and_then(|r| r.get::<i32, _>(0)).unwrap_or(0) > 0 {
+                return Ok(Queued::Waiting);
+            }
+            if tokio::time::Instant::now() > give_up {
+                return Ok(Queued::NotSeen);
+            }
+            tokio::time::sleep(LOOK_EVERY).await;
+        }
+    }
+
     /// Whether `waiter` waits for `holder`, directly or behind sessions that
     /// themselves wait for it (the calls queued ahead for the same row).
     async fn waits_behind(&mut self, waiter: i32, holder: i32) -> Result<bool> {

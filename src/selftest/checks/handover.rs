@@ -22,12 +22,13 @@ async fn superseded_publish(ctx: &Context) -> Result<Verdict> {
     let old = acquired(a.acquire(&key, SHORT).await?)?;
     wait_until_expired(&b, &key).await?;
     let new = acquired(b.acquire(&key, LONG).await?)?;
-    let late = a.publish(&old, Uuid::new_v4(), "from A").await?;
-    let own = b.publish(&new, Uuid::new_v4(), "from B").await?;
+    let from_b = ctx.keys.payload("from B");
+    let late = a.publish(&old, Uuid::new_v4(), &ctx.keys.payload("from A")).await?;
+    let own = b.publish(&new, Uuid::new_v4(), &from_b).await?;
     let row = b.read_publication(&key).await?;
     let _ = b.release(&new).await;
     let stands = matches!(&row, Publication::Found { generation, payload, .. }
-        if *generation == new.generation() && payload == "from B");
+        if *generation == new.generation() && *payload == from_b);
     Ok(Verdict::judge(
         late == Publish::Refused(RefusalReason::Superseded) && own == Publish::Published && stands,
         format!(
@@ -82,4 +83,10 @@ pub(crate) fn describe(row: &Publication) -> String {
         } => format!("generation {generation} payload {payload:?}"),
         other => format!("{other:?}"),
     }
+}
+
+/// Whether `row` holds a publish of `generation`: the key is reused run
+/// after run, so what an earlier run published may stand under it.
+pub(crate) fn published_at(row: &Publication, generation: i64) -> bool {
+    matches!(row, Publication::Found { generation: g, .. } if *g == generation)
 }

@@ -10,7 +10,7 @@ use crate::selftest::context::Context;
 
 pub(crate) const CHECK: Check = Check {
     name: "list_prefix_is_literal",
-    behaviour: "keys 50％off:a, 50%off:b, 50_off:c, [ab]:d and a:e (under the run's root); ListLeases with each \
+    behaviour: "keys 50％off:a, 50%off:b, 50_off:c, [ab]:d and a:e (under the selftest's prefix); ListLeases with each \
                 of the prefixes 50％off, 50%off, 50_off and [ab]",
     document: "engines.md ListLeases row (the prefix escaped under Latin1_General_100_BIN2); B16",
     expected: "each prefix lists exactly its own key: no wildcard, and ％ never taken for % under a \
@@ -18,7 +18,7 @@ pub(crate) const CHECK: Check = Check {
     run: |ctx| Box::pin(run(ctx)),
 };
 
-/// (the prefix listed, the one key it must list), each under the run's root.
+/// (the prefix listed, the one key it must list), each under the selftest's prefix.
 const CASES: [(&str, &str); 4] = [
     ("50％off", "50％off:a"),
     ("50%off", "50%off:b"),
@@ -33,11 +33,11 @@ async fn run(ctx: &Context) -> Result<Verdict> {
         ));
     }
     let client = ctx.client().await?;
-    let root = ctx.keys.key("list/", None);
+    let root = format!("{}list/", ctx.keys.prefix());
     for (_, key) in CASES {
-        let _ = client.provision(&format!("{root}{key}")).await?;
+        let _ = client.provision(&ctx.keys.key(&format!("list/{key}"))).await?;
     }
-    let _ = client.provision(&format!("{root}a:e")).await?;
+    let _ = client.provision(&ctx.keys.key("list/a:e")).await?;
     let mut held = true;
     let mut seen = Vec::new();
     for (prefix, key) in CASES {

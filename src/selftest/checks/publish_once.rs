@@ -21,15 +21,17 @@ async fn one_per_generation(ctx: &Context) -> Result<Verdict> {
     let a = ctx.client().await?;
     let key = ctx.key(&a, "one-per-generation").await?;
     let lease = acquired(a.acquire(&key, LONG).await?)?;
-    let first = a.publish(&lease, Uuid::new_v4(), "first").await?;
+    let first_payload = ctx.keys.payload("first");
+    let first = a.publish(&lease, Uuid::new_v4(), &first_payload).await?;
     // An error is an answer here too: the contract names a refusal.
-    let second = a.publish(&lease, Uuid::new_v4(), "second").await;
+    let second = a.publish(&lease, Uuid::new_v4(), &ctx.keys.payload("second")).await;
     let row = a.read_publication(&key).await?;
     let _ = a.release(&lease).await;
     Ok(Verdict::judge(
         first == Publish::Published
             && matches!(second, Ok(Publish::Refused(RefusalReason::GenerationAlreadyPublished)))
-            && matches!(&row, Publication::Found { payload, .. } if payload == "first"),
+            && matches!(&row, Publication::Found { payload, generation, .. }
+                if *payload == first_payload && *generation == lease.generation()),
         format!(
             "first {first:?}, second {}; row: {}",
             match &second {
@@ -54,9 +56,9 @@ async fn replay(ctx: &Context) -> Result<Verdict> {
     let key = ctx.key(&a, "replay").await?;
     let lease = acquired(a.acquire(&key, LONG).await?)?;
     let operation = Uuid::new_v4();
-    let first = a.publish(&lease, operation, "payload").await?;
+    let first = a.publish(&lease, operation, &ctx.keys.payload("payload")).await?;
     let before = a.read_publication(&key).await?;
-    let again = other.publish(&lease, operation, "changed").await?;
+    let again = other.publish(&lease, operation, &ctx.keys.payload("changed")).await?;
     let after = a.read_publication(&key).await?;
     let outcome = other.outcome(operation).await?;
     let _ = a.release(&lease).await;

@@ -18,7 +18,7 @@ use tiberius::ToSql;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
-use super::handover::describe;
+use super::handover::{describe, published_at};
 use crate::client::{Lease, Publication};
 use crate::selftest::check::{Check, Verdict};
 use crate::selftest::context::{Context, LONG, acquired, state};
@@ -134,12 +134,13 @@ async fn publish_races(ctx: &Context) -> Result<Verdict> {
     // Live lease: the acquisition gets the row first and finds it held;
     // the publish then lands.
     let key = ctx.key(&a, "race-live").await?;
+    let from_holder = ctx.keys.payload("from the holder");
     let lease = acquired(a.acquire(&key, LONG).await?)?;
     let held = holder.hold(&lease).await?;
     let successor = Uuid::new_v4();
     let acquire = Sent::send(acquirer, ACQUIRE, acquire_args(&key, successor)).await?;
     let acquire_queued = watcher.queue(&acquire, holder_spid).await?;
-    let publish = Sent::send(publisher, PUBLISH, publish_args(&lease, "from the holder")).await?;
+    let publish = Sent::send(publisher, PUBLISH, publish_args(&lease, &from_holder)).await?;
     let publish_queued = watcher.queue(&publish, holder_spid).await?;
     holder.batch("ROLLBACK TRANSACTION;").await?;
     let (mut acquirer, acquire_live) = acquire.answer().await?;
@@ -152,7 +153,7 @@ async fn publish_races(ctx: &Context) -> Result<Verdict> {
         && acquire_live.outcome() == "Busy"
         && publish_live.outcome() == "Published"
         && matches!(&row_live, Publication::Found { payload, generation, .. }
-            if payload == "from the holder" && *generation == lease.generation());
+            if *payload == from_holder && *generation == lease.generation());
     let live_seen = format!(
         "live: S1 AssertHolder {held}; the acquisition {}, then the publish {}; after S1's rollback the acquisition \
          {}, the publish {}; row {}",
@@ -168,7 +169,12 @@ async fn publish_races(ctx: &Context) -> Result<Verdict> {
     let key = ctx.key(&a, "race-expired").await?;
     let lease = acquired(a.acquire(&key, ENDING).await?)?;
     let held = holder.hold(&lease).await?;
-    let publish = Sent::send(publisher, PUBLISH, publish_args(&lease, "sent while live")).await?;
+    let publish = Sent::send(
+        publisher,
+        PUBLISH,
+        publish_args(&lease, &ctx.keys.payload("sent while live")),
+    )
+    .await?;
     let publish_queued = watcher.queue(&publish, holder_spid).await?;
     let successor = Uuid::new_v4();
     let acquire = Sent::send(acquirer, ACQUIRE, acquire_args(&key, successor)).await?;
@@ -186,7 +192,7 @@ async fn publish_races(ctx: &Context) -> Result<Verdict> {
         && sent_live
         && publish_dead.outcome() == "Expired"
         && acquire_dead.big("Generation") == Some(lease.generation() + 1)
-        && row_dead == Publication::NothingPublished;
+        && !published_at(&row_dead, lease.generation());
     let dead_seen = format!(
         "ended while waiting: S1 AssertHolder {held}; the publish {}, then the acquisition {}, both {} the lease's \
          end ({} against {}); after S1's rollback the publish {}, the acquisition {}; row {}",

@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use crate::client::{Provision, Publish, Release};
 use crate::selftest::check::{Check, Verdict};
-use crate::selftest::context::{Context, LONG, acquired};
+use crate::selftest::context::{Context, LONG, acquired, wait_until_expired};
 use crate::selftest::session::{INSPECT, Session};
 use crate::{Client, ClientConfig};
 
@@ -36,7 +36,7 @@ async fn run(ctx: &Context) -> Result<Verdict> {
         Ok(()) => "verify_contract passed".to_string(),
         Err(e) => format!("verify_contract: {e}"),
     });
-    let key = ctx.keys.key("service", None);
+    let key = ctx.keys.key("service");
     let cycle = cycle(&client, &key).await;
     seen.push(match &cycle {
         Ok(steps) => steps.clone(),
@@ -114,6 +114,8 @@ async fn cycle(client: &Client, key: &str) -> Result<String> {
         matches!(provision, Provision::Created | Provision::Exists),
         "Provision {provision:?}"
     );
+    // The key is reused run after run: a lease a stopped run left on it ends first.
+    wait_until_expired(client, key).await?;
     let lease = acquired(client.acquire(key, LONG).await?)?;
     let publish = client.publish(&lease, Uuid::new_v4(), "from the service login").await?;
     let release = client.release(&lease).await?;

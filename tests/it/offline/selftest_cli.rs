@@ -77,3 +77,22 @@ fn a_source_dir_without_the_fence_is_refused_before_anything_connects() {
     let stderr = binary::stderr(&output);
     assert!(stderr.contains("reading T-SQL from"), "{stderr}");
 }
+
+#[test]
+fn help_gives_every_exit_the_binary_gives_and_which_t_sql_the_scratch_database_runs() {
+    let output = binary::run(&["selftest", "--help"]);
+    assert_eq!(output.status.code(), Some(0), "{}", binary::stderr(&output));
+    let help = binary::stdout(&output).split_whitespace().collect::<Vec<_>>().join(" ");
+    // A run in which every check was skipped proved nothing: 1, as a failure.
+    assert!(
+        help.contains("when none held (every check was skipped: nothing was proven)"),
+        "{help}"
+    );
+    assert!(help.contains("left behind"), "{help}");
+    assert!(help.contains("130 when stopped by Ctrl-C, 143 by SIGTERM"), "{help}");
+    // The scratch database runs the binary's T-SQL unless told otherwise.
+    assert!(
+        help.contains("the T-SQL built into this binary, not what your database runs"),
+        "{help}"
+    );
+}

@@ -66,7 +66,7 @@ async fn during_recovery(
             )],
         ));
     };
-    let key = ctx.keys.key("provision-during-recovery", None);
+    let key = ctx.keys.key("provision-during-recovery");
     let provision = Sent::send(ctx.session().await?, PROVISION, vec![Box::new(key.clone())]).await?;
     let queued = watcher.queue(&provision, operator_spid).await?;
     operator.batch("COMMIT TRANSACTION;").await?;
@@ -109,7 +109,7 @@ async fn beside_recovery(ctx: &Context, client: &Client, watcher: &mut Watcher) 
     let recover = Sent::send(ctx.session().await?, RECOVER, vec![Box::new(Uuid::new_v4())]).await?;
     let queued = watcher.queue(&recover, caller_spid).await?;
     seen.push(format!("S2's Recover {}", queued.word()));
-    let new_key = ctx.keys.key("provision-beside-recover", None);
+    let new_key = ctx.keys.key("provision-beside-recover");
     let provision = Sent::send(caller, PROVISION, vec![Box::new(new_key.clone())]).await?;
     // Both answer within the recovery's bound, or the check cuts them:
     // their sessions close, and the server rolls back what they began.
