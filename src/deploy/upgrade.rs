@@ -9,10 +9,6 @@
 use crate::source::MigrationSource;
 use crate::tsql::{Batch, TokenKind, tokenize};
 
-/// A schema a DBA created before the deploy, owned by someone other than
-/// dbo: the procedures would not share the tables' owner.
-pub(crate) const SCHEMA_NOT_OWNED_BY_DBO: u32 = 50198;
-
 /// Before `V2__exact_resource_keys`: V1's Publish recorded the caller's
 /// spelling of the key (`VALUES (@OperationId, @ResourceKey, ...)`), which
 /// V1's foreign key accepted under the database's case-insensitive
@@ -81,7 +77,7 @@ pub(crate) fn create_schema_unless_there(schema: &str) -> String {
         "IF SCHEMA_ID(N'{schema}') IS NULL
     EXEC (N'CREATE SCHEMA {schema} AUTHORIZATION dbo;');
 ELSE IF (SELECT principal_id FROM sys.schemas WHERE name = N'{schema}') <> USER_ID(N'dbo')
-    THROW {SCHEMA_NOT_OWNED_BY_DBO}, N'schema {schema} exists and dbo does not own it: a DBA makes dbo its owner \
+    THROW 50198, N'schema {schema} exists and dbo does not own it: a DBA makes dbo its owner \
 (ALTER AUTHORIZATION ON SCHEMA::{schema} TO dbo) or drops it, and the deploy runs again', 1;
 "
     )
@@ -90,6 +86,11 @@ ELSE IF (SELECT principal_id FROM sys.schemas WHERE name = N'{schema}') <> USER_
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A schema a DBA created before the deploy, owned by someone other than
+    /// dbo (the procedures would not share the tables' owner): the T-SQL
+    /// throws it written out, which the docs test finds.
+    const SCHEMA_NOT_OWNED_BY_DBO: u32 = 50198;
     use crate::source::Sources;
 
     #[test]
