@@ -256,8 +256,15 @@ impl ConnectionString {
         // Set here rather than left to the driver's parser, which reads
         // neither `Trusted_Connection` nor every JDBC spelling; the method is
         // the one that parser picks (integrated.rs).
-        if let Some(method) = integrated {
-            config.authentication(method);
+        // A SQL login is set here too: the driver's parser would honour an
+        // `Integrated Security` that a later `Trusted_Connection=no` turned off.
+        match integrated {
+            Some(method) => config.authentication(method),
+            None if sign_in == SignIn::SqlLogin => config.authentication(AuthMethod::sql_server(
+                keys.user().unwrap_or_default(),
+                keys.password().unwrap_or_default(),
+            )),
+            None => {}
         }
         Ok(Self {
             config,

@@ -5,6 +5,10 @@
 /// The schemas whose procedures fencepost ships and tracks.
 pub const PROCEDURE_SCHEMAS: [&str; 2] = ["fence_api", "fence_admin"];
 
+/// The schemas a deploy creates, each owned by dbo: the tables', then the
+/// procedures'.
+pub const FENCE_SCHEMAS: [&str; 3] = ["fence", "fence_api", "fence_admin"];
+
 /// The roles a deploy may add members to: the fence's own, nothing else.
 pub const FENCE_ROLES: [&str; 4] = ["fence_service", "fence_reader", "fence_operator", "fence_recovery"];
 

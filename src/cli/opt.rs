@@ -667,6 +667,11 @@ pub struct ScriptArgs {
     /// names quoted by the server).
     #[arg(long = "grant", value_name = "ROLE=USER", value_parser = parse_grant, conflicts_with_all = ["uninstall", "database"])]
     pub grants: Vec<Grant>,
+    /// Print instead the script a DBA runs before the first deploy: the fence
+    /// schemas and roles, owned by dbo (each only if missing). The deployer
+    /// then needs rights on those schemas, not on the whole database.
+    #[arg(long, conflicts_with_all = ["target", "database", "uninstall", "grants"])]
+    pub schemas: bool,
     /// Write the script to this file instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,

@@ -21,9 +21,26 @@ pub fn render_rights(rights: &DeployRights, indent: &str) -> String {
                 right.permission, right.securable, right.needed_for
             );
         }
-        out += &format!("{indent}a DBA grants them with:\n");
+        let path = match rights.after_schemas.is_empty() {
+            true => "",
+            false => {
+                " (the one-step path: the fence schemas do not exist yet, so these are database-wide rights, close to db_owner)"
+            }
+        };
+        out += &format!("{indent}a DBA grants them with{path}:\n");
         for grant in rights.grants() {
             out += &format!("{indent}  {grant}\n");
+        }
+        for note in &rights.notes {
+            out += &format!("{indent}note: {note}\n");
+        }
+        if !rights.after_schemas.is_empty() {
+            out += &format!(
+                "{indent}or, the two-step path: a DBA runs `fencepost script --schemas` first, then grants only:\n"
+            );
+            for grant in rights.grants_after_schemas() {
+                out += &format!("{indent}  {grant}\n");
+            }
         }
     }
     if !rights.unverified.is_empty() {
@@ -75,6 +92,7 @@ mod tests {
                 "SCHEMA::[fence]",
                 "GRANT CONTROL ON SCHEMA::[fence] TO [deployer];",
             )],
+            ..DeployRights::default()
         };
         assert_eq!(
             render_rights(&rights, ""),
@@ -85,6 +103,31 @@ mod tests {
              GRANT ALTER ON SCHEMA::[fence] TO [deployer];\n\
              rights: the engine did not say whether deployer holds these (not a reason to stop):\n  \
              CONTROL on SCHEMA::[fence]: creating things\n"
+        );
+    }
+
+    #[test]
+    fn on_a_fresh_database_the_message_says_which_path_it_prints_and_gives_the_other() {
+        let rights = DeployRights {
+            user: "deployer".into(),
+            missing: vec![right("INSERT", "DATABASE::[app]", "GRANT INSERT TO [deployer];")],
+            after_schemas: vec![right(
+                "INSERT",
+                "SCHEMA::[fence]",
+                "GRANT INSERT ON SCHEMA::[fence] TO [deployer];",
+            )],
+            notes: vec!["the fence schemas do not exist yet".into()],
+            ..DeployRights::default()
+        };
+        let said = render_rights(&rights, "");
+        assert!(said.contains("a DBA grants them with (the one-step path"), "{said}");
+        assert!(said.contains("note: the fence schemas do not exist yet\n"), "{said}");
+        assert!(
+            said.ends_with(
+                "or, the two-step path: a DBA runs `fencepost script --schemas` first, then grants only:\n  \
+                 GRANT INSERT ON SCHEMA::[fence] TO [deployer];\n"
+            ),
+            "{said}"
         );
     }
 

@@ -1,13 +1,22 @@
 //! `fencepost script`.
 
 use anyhow::{Context, Result, bail};
-use fencepost::deploy::{render_babelfish_postgres_script, render_script_with_grants, render_uninstall_script};
+use fencepost::deploy::{
+    refuse_for_sqlcmd, render_babelfish_postgres_script, render_schemas_script, render_script_with_grants,
+    render_uninstall_script,
+};
 
 use super::opt::{ScriptArgs, ScriptTarget};
 use super::{EXIT_OK, sources};
 
 pub fn run(args: ScriptArgs) -> Result<u8> {
+    for grant in &args.grants {
+        if let Err(refusal) = refuse_for_sqlcmd(grant) {
+            bail!("{refusal}");
+        }
+    }
     let script = match (args.target, args.database.as_deref()) {
+        _ if args.schemas => render_schemas_script(&sources(args.source.source_dir.as_deref())?),
         _ if args.uninstall => render_uninstall_script(&sources(args.source.source_dir.as_deref())?),
         (ScriptTarget::Sqlcmd, None) => {
             render_script_with_grants(&sources(args.source.source_dir.as_deref())?, &args.grants)

@@ -31,6 +31,9 @@ pub(crate) enum SignIn {
 #[derive(Clone, Debug)]
 pub(crate) struct Keys {
     pairs: HashMap<String, String>,
+    /// Where each key last appears (ADO.NET strings): among synonyms ADO.NET
+    /// treats as one key, the last written wins.
+    order: HashMap<String, usize>,
     jdbc: Option<JdbcServer>,
 }
 
@@ -85,6 +88,7 @@ impl Keys {
             })?;
             Ok(Self {
                 pairs: url.properties().clone(),
+                order: HashMap::new(),
                 jdbc: Some(JdbcServer {
                     host: url.server_name().map(str::to_string),
                     instance: url.instance_name().map(str::to_string),
@@ -92,8 +96,10 @@ impl Keys {
                 }),
             })
         } else {
+            let (pairs, order) = parse_ado(s)?;
             Ok(Self {
-                pairs: parse_ado(s)?,
+                pairs,
+                order,
                 jdbc: None,
             })
         }
@@ -180,15 +186,31 @@ impl Keys {
         self.pairs.get("authentication").map(String::as_str)
     }
 
+    /// The spellings of `Integrated Security`, which ADO.NET reads as one key.
+    const INTEGRATED: [&'static str; 3] = ["integrated security", "integratedsecurity", "trusted_connection"];
+
+    /// The key of `names` written last (ADO.NET: synonyms are one key, and
+    /// the last occurrence wins); the first present where the string keeps
+    /// no order (JDBC, which has one spelling).
+    fn last_written(&self, names: &[&'static str]) -> Option<&'static str> {
+        let present = names.iter().copied().filter(|n| self.pairs.contains_key(*n));
+        match self.order.is_empty() {
+            true => present.into_iter().next(),
+            false => present.max_by_key(|n| self.order.get(*n).copied().unwrap_or(0)),
+        }
+    }
+
     /// The `Integrated Security` (or `Trusted_Connection`) value as written.
     pub(crate) fn integrated_security(&self) -> Option<&str> {
-        self.first(&["integrated security", "integratedsecurity", "trusted_connection"])
+        self.last_written(&Self::INTEGRATED)
+            .and_then(|key| self.pairs.get(key))
+            .map(String::as_str)
     }
 
     /// The key [`integrated_security`](Self::integrated_security) read, as
     /// the string's dialect spells it.
     pub(crate) fn integrated_security_key(&self) -> &'static str {
-        let trusted = !self.pairs.contains_key("integrated security") && !self.pairs.contains_key("integratedsecurity");
+        let trusted = self.last_written(&Self::INTEGRATED) == Some("trusted_connection");
         match (self.jdbc.is_some(), trusted) {
             (_, true) => "Trusted_Connection",
             (true, false) => "integratedSecurity",
@@ -208,7 +230,7 @@ impl Keys {
             let normal = v.trim().to_ascii_lowercase();
             match normal.as_str() {
                 "false" | "no" => {}
-                "true" | "yes" | "sspi" => return Ok(SignIn::Integrated),
+                "true" | "yes" | "sspi" => return self.integrated(),
                 _ => return Err(format!("Integrated Security must be true, false or SSPI, not '{v}'")),
             }
         }
@@ -230,12 +252,43 @@ impl Keys {
     }
 }
 
+impl Keys {
+    /// An integrated sign-in, unless the string says more than one identity
+    /// or a scheme this build does not have.
+    fn integrated(&self) -> Result<SignIn, String> {
+        // JDBC: NTLM is a sign-in of its own, not the Kerberos this build does.
+        if let Some(scheme) = self.pairs.get("authenticationscheme")
+            && scheme.trim().eq_ignore_ascii_case("ntlm")
+        {
+            return Err(
+                "authenticationScheme=NTLM is not supported: fencepost signs in with integratedSecurity \
+                        through SSPI on Windows or Kerberos elsewhere (leave authenticationScheme out, or use \
+                        JavaKerberos); or use a SQL login or an access token"
+                    .into(),
+            );
+        }
+        // On Windows SSPI signs in as a User ID given beside it; Kerberos
+        // ignores it: one string, two identities.
+        if self.user().is_some() || self.has_password() {
+            return Err(
+                "Integrated Security signs in as the identity the process runs as, and the string also \
+                        gives a User ID or Password: leave User ID and Password out to sign in as the running \
+                        identity, or leave Integrated Security out to sign in as the SQL login"
+                    .into(),
+            );
+        }
+        Ok(SignIn::Integrated)
+    }
+}
+
 /// Tokenizes an ADO.NET string by tiberius's rules: `;`-separated pairs split
 /// on the first `=` (`==` in a key is a literal `=`), keys trimmed and
 /// lower-cased, values quoted with '…' or "…" (the quote doubled inside) or
 /// {…} (up to the first `}`), unquoted values trimmed, ASCII only, and the
 /// last of duplicate keys wins, as in ADO.NET.
-fn parse_ado(input: &str) -> Result<HashMap<String, String>, String> {
+type AdoPairs = (HashMap<String, String>, HashMap<String, usize>);
+
+fn parse_ado(input: &str) -> Result<AdoPairs, String> {
     if !input.is_ascii() {
         return Err("it contains non-ASCII characters".into());
     }
@@ -243,6 +296,8 @@ fn parse_ado(input: &str) -> Result<HashMap<String, String>, String> {
     let n = b.len();
     let mut i = 0;
     let mut pairs = HashMap::new();
+    let mut order = HashMap::new();
+    let mut position = 0;
     while i < n {
         while i < n && (b[i] == b';' || b[i].is_ascii_whitespace()) {
             i += 1;
@@ -323,12 +378,14 @@ fn parse_ado(input: &str) -> Result<HashMap<String, String>, String> {
             }
             input[start..i].trim_end().to_string()
         };
+        order.insert(key.clone(), position);
+        position += 1;
         pairs.insert(key, value);
         if i < n && b[i] == b';' {
             i += 1;
         }
     }
-    Ok(pairs)
+    Ok((pairs, order))
 }
 
 /// After a closing quote or brace only whitespace may come before `;`.
@@ -343,4 +400,69 @@ fn skip_to_separator(b: &[u8], i: &mut usize, key: &str) -> Result<(), String> {
         *i += 1;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ADO.NET reads `Trusted_Connection` as a synonym of `Integrated
+    /// Security`, and the last of a key's spellings in the string wins.
+    #[test]
+    fn the_last_spelling_of_integrated_security_wins_as_in_ado_net() {
+        let sign_in = |text: &str| Keys::parse(text).unwrap().sign_in();
+        assert_eq!(
+            sign_in("Server=x;Integrated Security=true;Trusted_Connection=no;User ID=u;Password=p"),
+            Ok(SignIn::SqlLogin)
+        );
+        assert_eq!(
+            sign_in("Server=x;Trusted_Connection=no;Integrated Security=SSPI"),
+            Ok(SignIn::Integrated)
+        );
+        assert_eq!(
+            sign_in("Server=x;IntegratedSecurity=no;Trusted_Connection=yes"),
+            Ok(SignIn::Integrated)
+        );
+        assert_eq!(
+            sign_in("Server=x;Trusted_Connection=yes;Integrated Security=false;User ID=u;Password=p"),
+            Ok(SignIn::SqlLogin)
+        );
+    }
+
+    /// On Windows a User ID beside Integrated Security signs in as that
+    /// Windows account; through Kerberos elsewhere it is ignored: the same
+    /// string would be two identities, so it is refused.
+    #[test]
+    fn integrated_security_beside_a_user_id_or_password_is_refused() {
+        for text in [
+            "Server=x;Integrated Security=SSPI;User ID=svc;Password=p",
+            "Server=x;Trusted_Connection=yes;uid=svc",
+            "jdbc:sqlserver://x:1433;integratedSecurity=true;user=svc;password=p",
+        ] {
+            let err = Keys::parse(text).unwrap().sign_in().unwrap_err();
+            assert!(
+                err.contains("User ID") && err.contains("Integrated Security"),
+                "{text}: {err}"
+            );
+        }
+    }
+
+    /// JDBC's `authenticationScheme=NTLM` names a sign-in this build does
+    /// not have; read as Integrated Security it would become Kerberos.
+    #[test]
+    fn jdbc_ntlm_is_refused_and_kerberos_accepted() {
+        let err = Keys::parse("jdbc:sqlserver://x:1433;integratedSecurity=true;authenticationScheme=NTLM")
+            .unwrap()
+            .sign_in()
+            .unwrap_err();
+        assert!(err.contains("NTLM") && err.contains("not supported"), "{err}");
+        for scheme in ["JavaKerberos", "NativeAuthentication"] {
+            let text = format!("jdbc:sqlserver://x:1433;integratedSecurity=true;authenticationScheme={scheme}");
+            assert_eq!(
+                Keys::parse(&text).unwrap().sign_in(),
+                Ok(SignIn::Integrated),
+                "{scheme}"
+            );
+        }
+    }
 }

@@ -44,8 +44,9 @@ pub use run::{
     refuse_deploying_user,
 };
 pub use script::{
-    GRANT_REFUSED_DEPLOYING_USER, GRANT_REFUSED_NO_USER, UNINSTALL_REFUSED_HELD, render as render_script,
-    render_babelfish_postgres as render_babelfish_postgres_script, render_uninstall as render_uninstall_script,
+    GRANT_REFUSED_DEPLOYING_USER, GRANT_REFUSED_NO_USER, UNINSTALL_REFUSED_HELD, refuse_for_sqlcmd,
+    render as render_script, render_babelfish_postgres as render_babelfish_postgres_script,
+    render_schemas as render_schemas_script, render_uninstall as render_uninstall_script,
     render_with_grants as render_script_with_grants,
 };
 pub use state::{AppliedMigration, ServerProcedure, ServerState};

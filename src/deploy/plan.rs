@@ -4,31 +4,26 @@
 use serde::Serialize;
 
 use super::blocker::Blocker;
-use super::rights::{DeployRights, Steps, needed};
+use super::rights::{DeployRights, Statement, Statements, Steps, needed};
 use super::state::ServerState;
+use super::upgrade;
 use crate::schema::PROCEDURE_SCHEMAS;
-use crate::source::Sources;
-use crate::tsql::{TokenKind, tokenize};
+use crate::source::{MigrationSource, Sources};
 
-/// Whether a batch creates a table: `CREATE TABLE` in its code, or in the
-/// text of dynamic SQL it runs.
-fn creates_a_table(sql: &str) -> bool {
-    let tokens: Vec<_> = tokenize(sql)
+/// The kinds of statement applying `migration` runs: its batches, and the
+/// runner's step before it ([`upgrade::before`]).
+pub(crate) fn migration_statements(migration: &MigrationSource) -> Statements {
+    let mut found = Statements::default();
+    let step = upgrade::before(migration).map(|sql| sql.to_string());
+    for sql in step
         .into_iter()
-        .filter(|t| {
-            !matches!(
-                t.kind,
-                TokenKind::Whitespace | TokenKind::LineComment | TokenKind::BlockComment
-            )
-        })
-        .collect();
-    tokens
-        .windows(2)
-        .any(|pair| pair[0].is_keyword("CREATE") && pair[1].is_keyword("TABLE"))
-        || tokens
-            .iter()
-            .filter(|t| t.kind == TokenKind::StringLiteral)
-            .any(|t| t.text.len() > 2 && creates_a_table(&t.text[1..t.text.len() - 1].replace("''", "'")))
+        .chain(migration.batches().iter().map(|b| b.text.clone()))
+    {
+        let batch = Statements::of(&sql);
+        found.known.extend(batch.known);
+        found.unknown.extend(batch.unknown);
+    }
+    found
 }
 
 /// Where one migration stands.
@@ -209,11 +204,16 @@ impl Plan {
     /// The rights the login lacks that this plan's deploy takes.
     fn needed_rights(&self, sources: &Sources, state: &ServerState) -> DeployRights {
         let pending: Vec<i32> = self.pending_migrations().map(|m| m.version).collect();
-        let creates_table = sources
+        let mut statements: Vec<Statement> = sources
             .migrations()
             .iter()
             .filter(|m| pending.contains(&m.version()))
-            .any(|m| m.batches().iter().any(|b| creates_a_table(&b.text)));
+            .flat_map(|m| migration_statements(m).known)
+            .collect();
+        if !pending.is_empty() && state.migrations.is_empty() {
+            // The runner creates the history table before the first migration.
+            statements.push(Statement::CreateTable);
+        }
         let changed: Vec<&ProcedureStatus> = self.procedures_to_deploy().chain(self.procedures_to_drop()).collect();
         let schemas: Vec<&str> = PROCEDURE_SCHEMAS
             .into_iter()
@@ -227,8 +227,7 @@ impl Plan {
             .collect();
         let steps = Steps {
             migrations_pending: !pending.is_empty(),
-            // The runner creates the history table before the first migration.
-            tables_created: !pending.is_empty() && (creates_table || state.migrations.is_empty()),
+            statements: &statements,
             procedure_created: self.procedures.iter().any(|p| p.state == ProcedureState::Missing),
             procedures_changed_in: &schemas,
             procedures_deployed: self.procedures_to_deploy().next().is_some(),
@@ -614,6 +613,122 @@ mod tests {
             plan.procedures
                 .iter()
                 .any(|p| p.name == "fence_api.Repair" && p.state == ProcedureState::NotShipped)
+        );
+    }
+}
+
+#[cfg(test)]
+mod migration_rights {
+    use super::super::fixtures::applied;
+    use super::super::rights::{ProbedRights, probe_query, rights_for, take_candidate};
+    use super::*;
+    use crate::deploy::rights::ProbedRight;
+
+    /// V4 and V7 insert into dbo's tables, V1 creates a foreign key: a
+    /// deployer lacking INSERT or REFERENCES on schema fence is named so
+    /// before the deploy, not failed by the migration after those before it
+    /// committed.
+    #[test]
+    fn a_pending_migration_that_inserts_or_references_names_those_rights() {
+        let shipped = Sources::embedded().unwrap();
+        let lacking = |key: &str, permission: &str| ProbedRight {
+            key: key.into(),
+            permission: permission.into(),
+            class: "SCHEMA".into(),
+            securable: "fence".into(),
+            held: Some(false),
+        };
+        let probe = probe_query();
+        for key in ["insert_fence", "references_fence"] {
+            assert!(probe.contains(&format!("N''{key}''")), "{key} is never asked: {probe}");
+        }
+        // V1 to V6 applied: V7 (which inserts fence.Retirement's row) pending.
+        let state = ServerState {
+            migrations: (0..6).map(|i| applied(&shipped, i)).collect(),
+            rights: ProbedRights {
+                user: "deployer".into(),
+                lacking: vec![
+                    lacking("insert_fence", "INSERT"),
+                    lacking("references_fence", "REFERENCES"),
+                ],
+                ..ProbedRights::default()
+            },
+            ..ServerState::default()
+        };
+        let plan = Plan::new(&shipped, &state);
+        let named: Vec<&str> = plan.rights.missing.iter().map(|r| r.grant.as_str()).collect();
+        assert!(
+            named.contains(&"GRANT INSERT ON SCHEMA::[fence] TO [deployer];"),
+            "{named:?}"
+        );
+        // V7 creates no foreign key.
+        assert!(!named.iter().any(|g| g.contains("REFERENCES")), "{named:?}");
+        // The identity is asked for while its table holds no row, not only
+        // while the table is missing.
+        assert!(
+            probe.contains("NOT EXISTS (SELECT 1 FROM fence.DatabaseIdentity)"),
+            "{probe}"
+        );
+
+        let fresh = Plan::new(
+            &shipped,
+            &ServerState {
+                migrations: vec![],
+                ..state
+            },
+        );
+        let named: Vec<&str> = fresh.rights.missing.iter().map(|r| r.grant.as_str()).collect();
+        assert!(
+            named.contains(&"GRANT REFERENCES ON SCHEMA::[fence] TO [deployer];"),
+            "{named:?}"
+        );
+    }
+
+    /// Every statement of every shipped migration is of a kind whose rights
+    /// the check asks for, and asks for when that migration is pending: a
+    /// migration that runs a statement of a new kind fails here until the
+    /// kind and its rights are added (statements.rs, candidates.rs).
+    #[test]
+    fn every_statement_of_every_migration_takes_only_rights_the_check_asks_for() {
+        let shipped = Sources::embedded().unwrap();
+        for migration in shipped.migrations() {
+            let file = migration.file();
+            let found = migration_statements(migration);
+            assert!(
+                found.unknown.is_empty(),
+                "{file} runs statements whose rights the deploy's check does not know: {:?}",
+                found.unknown
+            );
+            assert!(!found.known.is_empty(), "{file}: no statement found");
+            let kinds: Vec<Statement> = found.known.iter().copied().collect();
+            let steps = Steps {
+                migrations_pending: true,
+                statements: &kinds,
+                ..Steps::default()
+            };
+            for kind in &kinds {
+                let keys = rights_for(*kind);
+                assert!(!keys.is_empty(), "{file}: {kind:?} takes no right");
+                for key in keys {
+                    assert!(
+                        take_candidate(key, &steps),
+                        "{file}: {kind:?} takes {key}, which the check does not ask for while {file} is pending"
+                    );
+                }
+            }
+        }
+        let kinds = |name: &str| {
+            let m = shipped.migrations().iter().find(|m| m.name() == name).unwrap();
+            migration_statements(m).known
+        };
+        assert!(kinds("V4__row_lock_counter").contains(&Statement::Insert));
+        assert!(kinds("V7__lifecycle").contains(&Statement::Insert));
+        assert!(kinds("V1__lease_tables").contains(&Statement::ForeignKey));
+        // V2's foreign key is in dynamic SQL, and the runner's step before it updates.
+        let v2 = kinds("V2__exact_resource_keys");
+        assert!(
+            v2.contains(&Statement::ForeignKey) && v2.contains(&Statement::Update),
+            "{v2:?}"
         );
     }
 }

@@ -6,6 +6,8 @@
 //! UPDATE and DELETE); where an object does not exist yet the right is asked
 //! of its schema, and where the schema does not either, of the database.
 
+use super::statements::Statement;
+
 /// What a right is held on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum On {
@@ -25,9 +27,9 @@ pub(crate) enum On {
 pub(crate) enum When {
     /// A migration is pending.
     MigrationsPending,
-    /// A pending migration creates a table, or the database has none applied
-    /// (the runner creates the history table first).
-    TablesCreated,
+    /// A pending migration runs a statement whose kind takes this right
+    /// ([`rights_for`]).
+    MigrationRuns,
     /// A procedure is missing and will be created.
     ProcedureCreated,
     /// A procedure in this schema is created, altered or dropped.
@@ -69,6 +71,38 @@ const FENCE_ROLE_MISSING: &str = "DATABASE_PRINCIPAL_ID(N'fence_service') IS NUL
 OR DATABASE_PRINCIPAL_ID(N'fence_reader') IS NULL OR DATABASE_PRINCIPAL_ID(N'fence_operator') IS NULL \
 OR DATABASE_PRINCIPAL_ID(N'fence_recovery') IS NULL";
 
+/// The candidates (by key) a statement of `kind` takes, per SQL Server's
+/// documentation of the statement. The tables are dbo's, not the
+/// deployer's: every right on them is asked for, none comes with ownership.
+pub(crate) fn rights_for(kind: Statement) -> &'static [&'static str] {
+    match kind {
+        Statement::CreateSchema => &["create_schema", "impersonate_dbo"],
+        Statement::CreateTable => &["create_table", "alter_fence"],
+        Statement::SelectInto => &["create_table", "alter_fence", "select_fence"],
+        Statement::Index | Statement::AlterTable | Statement::DropTable => &["alter_fence"],
+        Statement::ForeignKey => &["references_fence"],
+        Statement::Select => &["select_fence"],
+        Statement::Insert => &["insert_fence"],
+        // An UPDATE or DELETE with a WHERE reads the rows it changes.
+        Statement::Update => &["update_fence", "select_fence"],
+        Statement::Delete => &["delete_fence", "select_fence"],
+    }
+}
+
+/// Whether fence.DatabaseIdentity is missing or holds no row: set by the
+/// probe's preamble ([`IDENTITY_UNRECORDED_SET`]).
+const IDENTITY_UNRECORDED: &str = "@IdentityUnrecorded = 1";
+
+/// Sets `@IdentityUnrecorded` in two statements, so that the table is named
+/// only once it exists (a statement naming a missing table fails when it
+/// runs, not when the batch compiles).
+pub(crate) const IDENTITY_UNRECORDED_SET: &str = "DECLARE @IdentityUnrecorded bit = 0;
+IF OBJECT_ID(N'fence.DatabaseIdentity', N'U') IS NULL
+    SET @IdentityUnrecorded = 1;
+ELSE IF NOT EXISTS (SELECT 1 FROM fence.DatabaseIdentity)
+    SET @IdentityUnrecorded = 1;
+";
+
 /// Every right a deploy may need, in the order a deploy takes them.
 pub(crate) const CANDIDATES: &[Candidate] = &[
     Candidate {
@@ -93,7 +127,7 @@ pub(crate) const CANDIDATES: &[Candidate] = &[
         key: "create_table",
         permission: "CREATE TABLE",
         on: On::Database,
-        when: When::TablesCreated,
+        when: When::MigrationRuns,
         only_if: None,
         grants: false,
         needed_for: "creating the fence tables and the migration history",
@@ -115,6 +149,42 @@ pub(crate) const CANDIDATES: &[Candidate] = &[
         only_if: None,
         grants: false,
         needed_for: "recording each migration in fence.SchemaHistory",
+    },
+    Candidate {
+        key: "insert_fence",
+        permission: "INSERT",
+        on: On::Schema("fence"),
+        when: When::MigrationRuns,
+        only_if: None,
+        grants: false,
+        needed_for: "applying migrations that insert rows into the tables in schema fence (fence.Anchor, fence.Retirement)",
+    },
+    Candidate {
+        key: "update_fence",
+        permission: "UPDATE",
+        on: On::Schema("fence"),
+        when: When::MigrationRuns,
+        only_if: None,
+        grants: false,
+        needed_for: "applying migrations that update rows in the tables in schema fence",
+    },
+    Candidate {
+        key: "delete_fence",
+        permission: "DELETE",
+        on: On::Schema("fence"),
+        when: When::MigrationRuns,
+        only_if: None,
+        grants: false,
+        needed_for: "applying migrations that delete rows from the tables in schema fence",
+    },
+    Candidate {
+        key: "references_fence",
+        permission: "REFERENCES",
+        on: On::Schema("fence"),
+        when: When::MigrationRuns,
+        only_if: None,
+        grants: false,
+        needed_for: "applying migrations that create a foreign key to a table in schema fence (fence.Resource)",
     },
     Candidate {
         key: "create_procedure",
@@ -230,8 +300,10 @@ pub(crate) const CANDIDATES: &[Candidate] = &[
         permission: "INSERT",
         on: On::Object("fence", "DatabaseIdentity"),
         when: When::EveryDeploy,
-        // Written once, by the first deploy that can read the identity.
-        only_if: Some("OBJECT_ID(N'fence.DatabaseIdentity', N'U') IS NULL"),
+        // Written once, by the first deploy that finds no row there (the
+        // table may exist without it: an engine that showed no identity,
+        // or a row removed by hand).
+        only_if: Some(IDENTITY_UNRECORDED),
         grants: false,
         needed_for: "recording the database identity in fence.DatabaseIdentity",
     },

@@ -4,8 +4,9 @@
 
 use serde::Serialize;
 
-use super::candidates::{When, candidate};
+use super::candidates::{Candidate, On, When, candidate, rights_for};
 use super::probe::{ProbedRight, ProbedRights};
+use super::statements::Statement;
 use crate::tsql::quote_name;
 
 /// A right the deploying login lacks for the next deploy.
@@ -32,8 +33,23 @@ pub struct DeployRights {
     /// The rights it lacks: a deploy stops before its first change.
     pub missing: Vec<MissingRight>,
     /// Rights the engine would not answer for (HAS_PERMS_BY_NAME gave no
-    /// answer): not a reason to stop, and not shown to be held.
+    /// answer, or on Babelfish answered 0 for a schema, which it does for
+    /// rights held): not a reason to stop, and not shown to be held.
     pub unverified: Vec<MissingRight>,
+    /// The statement that gives the login a user of its own before the
+    /// grants, when it enters through a Windows group's user (USER_NAME()
+    /// then names no database principal a GRANT could name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub create_user: Option<String>,
+    /// While the fence schemas are missing the rights above are asked of
+    /// the whole database (the one-step path, near db_owner). The two-step
+    /// path: a DBA runs `fencepost script --schemas` (the schemas and roles,
+    /// owned by dbo), after which these schema-level rights suffice.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub after_schemas: Vec<MissingRight>,
+    /// What the statements do beyond granting, for the DBA who runs them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl DeployRights {
@@ -44,7 +60,16 @@ impl DeployRights {
 
     /// The statements that give every missing right, each once, in order.
     pub fn grants(&self) -> Vec<&str> {
-        grant_statements(&self.missing)
+        let mut grants: Vec<&str> = self.create_user.iter().map(String::as_str).collect();
+        grants.extend(grant_statements(&self.missing));
+        grants
+    }
+
+    /// The statements of the two-step path's second step, each once.
+    pub fn grants_after_schemas(&self) -> Vec<&str> {
+        let mut grants: Vec<&str> = self.create_user.iter().map(String::as_str).collect();
+        grants.extend(grant_statements(&self.after_schemas));
+        grants
     }
 }
 
@@ -64,7 +89,8 @@ pub(crate) fn grant_statements(rights: &[MissingRight]) -> Vec<&str> {
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Steps<'a> {
     pub migrations_pending: bool,
-    pub tables_created: bool,
+    /// The kinds of statement the pending migrations run.
+    pub statements: &'a [Statement],
     pub procedure_created: bool,
     /// Schemas in which a procedure is created, altered or dropped.
     pub procedures_changed_in: &'a [&'a str],
@@ -74,10 +100,13 @@ pub(crate) struct Steps<'a> {
 }
 
 impl Steps<'_> {
-    fn take(&self, when: When) -> bool {
-        match when {
+    pub(crate) fn take(&self, candidate: &Candidate) -> bool {
+        match candidate.when {
             When::MigrationsPending => self.migrations_pending,
-            When::TablesCreated => self.tables_created,
+            When::MigrationRuns => self
+                .statements
+                .iter()
+                .any(|kind| rights_for(*kind).contains(&candidate.key)),
             When::ProcedureCreated => self.procedure_created,
             When::ProceduresChangedIn(schema) => self.procedures_changed_in.contains(&schema),
             When::ProceduresDeployed => self.procedures_deployed,
@@ -88,31 +117,120 @@ impl Steps<'_> {
     }
 }
 
+/// Whether `steps` take the candidate named `key` (false for a key that
+/// names none).
+#[cfg(test)]
+pub(crate) fn take_candidate(key: &str, steps: &Steps<'_>) -> bool {
+    candidate(key).is_some_and(|c| steps.take(c))
+}
+
 /// The probed rights the steps take, as rights a DBA can grant.
 pub(crate) fn needed(probed: &ProbedRights, steps: &Steps<'_>) -> DeployRights {
     let mut rights = DeployRights {
         user: probed.user.clone(),
         ..DeployRights::default()
     };
+    let mut schemas_missing = false;
     for right in &probed.lacking {
         let Some(candidate) = candidate(&right.key) else {
             continue;
         };
-        if !steps.take(candidate.when) {
+        if !steps.take(candidate) {
             continue;
         }
+        schemas_missing |= asked_of_the_database_for_want_of_a_schema(right);
         let missing = MissingRight {
             permission: right.permission.clone(),
             securable: securable(right),
             needed_for: candidate.needed_for.to_string(),
             grant: grant(probed, right),
         };
-        match right.held {
-            Some(_) => rights.missing.push(missing),
-            None => rights.unverified.push(missing),
+        // Measured on Babelfish 4.2: HAS_PERMS_BY_NAME on a schema answers 0
+        // for SELECT granted on that schema (its tables read), while on a
+        // table it answers as SQL Server does: a schema's 0 is no answer.
+        let answered = right.held.is_some() && !(probed.babelfish && right.class == "SCHEMA");
+        if answered {
+            rights.missing.push(missing);
+        } else {
+            rights.unverified.push(missing);
+        }
+        if let Some(after) = after_schemas(probed, candidate, right) {
+            rights.after_schemas.push(after);
         }
     }
+    if schemas_missing && !rights.missing.is_empty() && !probed.babelfish {
+        rights.notes.push(
+            "the fence schemas do not exist yet, so these rights are asked of the whole database (the one-step \
+             path: close to db_owner). The two-step path: a DBA runs `fencepost script --schemas` (it creates the \
+             schemas fence, fence_api and fence_admin and the four fence roles, all owned by dbo), after which \
+             `fencepost status` names rights on those schemas instead"
+                .into(),
+        );
+    } else {
+        rights.after_schemas.clear();
+    }
+    if probed.group_login && !rights.missing.is_empty() && !probed.babelfish {
+        rights.create_user = Some(format!("CREATE USER {};", quote_name(&probed.login)));
+        rights.notes.push(format!(
+            "{} signs in through a Windows group and has no database user of its own: CREATE USER gives it one, so \
+             that the GRANTs reach this login alone (or grant them to the group's user instead, for every member)",
+            probed.login
+        ));
+    }
+    if probed.babelfish && !rights.missing.is_empty() {
+        rights.notes.push(babelfish_note(probed));
+    }
     rights
+}
+
+/// A right a candidate asks of the database only because its schema is
+/// missing.
+fn asked_of_the_database_for_want_of_a_schema(right: &ProbedRight) -> bool {
+    right.class == "DATABASE" && candidate(&right.key).is_some_and(|c| matches!(c.on, On::Schema(_) | On::Object(..)))
+}
+
+/// The right as the two-step path grants it once a DBA has created the
+/// schemas and roles: on the schema or table, and none of creating the
+/// schemas or roles or making dbo their owner.
+fn after_schemas(probed: &ProbedRights, candidate: &Candidate, right: &ProbedRight) -> Option<MissingRight> {
+    let (class, securable) = match candidate.on {
+        On::Schema(schema) => ("SCHEMA", schema.to_string()),
+        On::Object(schema, table) => ("OBJECT", format!("{schema}.{table}")),
+        On::User(_) => return None,
+        On::Database if ["create_schema", "create_role"].contains(&candidate.key) => return None,
+        On::Database => ("DATABASE", right.securable.clone()),
+    };
+    let right = ProbedRight {
+        key: candidate.key.to_string(),
+        permission: candidate.permission.to_string(),
+        class: class.to_string(),
+        securable,
+        held: Some(false),
+    };
+    Some(MissingRight {
+        permission: right.permission.clone(),
+        securable: self::securable(&right),
+        needed_for: candidate.needed_for.to_string(),
+        grant: grant(probed, &right),
+    })
+}
+
+/// What the Babelfish statement does: Babelfish grants no database-level
+/// right, so the login must own the database.
+fn babelfish_note(probed: &ProbedRights) -> String {
+    let database = quote_name(&probed.database);
+    let owner = match probed.owner.as_str() {
+        "" => "its current owner".to_string(),
+        owner => quote_name(owner),
+    };
+    format!(
+        "Babelfish grants no database-level right: the statement makes {login} the owner of {database} in place of \
+         {owner} (to undo: ALTER AUTHORIZATION ON DATABASE::{database} TO {owner};). It drops the login's user \
+         {user} first (an owner may have none), which Babelfish refuses while that user holds any grant: revoke them \
+         first. It runs in one transaction, so a refusal changes nothing",
+        login = quote_name(&probed.login),
+        user = quote_name(&probed.user),
+    )
 }
 
 /// The securable as GRANT names it.
@@ -142,7 +260,7 @@ impl Who {
             login: self.login.clone(),
             database: self.database.clone(),
             babelfish: self.babelfish,
-            lacking: Vec::new(),
+            ..ProbedRights::default()
         };
         let right = ProbedRight {
             key: String::new(),
@@ -167,12 +285,22 @@ fn grant(probed: &ProbedRights, right: &ProbedRight) -> String {
         // Babelfish refuses every database-level GRANT and members in
         // db_owner; the database's owner enters as dbo and holds everything.
         // A login that owns the database may have no user in it.
+        // Measured on Babelfish 4.2: the two fail unless run in this order,
+        // and in one transaction a refusal of either leaves both undone.
         let database = quote_name(&probed.database);
+        let drop_user = match probed.user.eq_ignore_ascii_case("guest") {
+            true => String::new(),
+            false => format!("DROP USER {user}; "),
+        };
         return format!(
-            "USE {database}; DROP USER {user}; ALTER AUTHORIZATION ON DATABASE::{database} TO {};",
+            "USE {database}; SET XACT_ABORT ON; BEGIN TRANSACTION; {drop_user}ALTER AUTHORIZATION ON DATABASE::{database} TO {}; COMMIT TRANSACTION;",
             quote_name(&probed.login)
         );
     }
+    let user = match probed.group_login {
+        true => quote_name(&probed.login),
+        false => user,
+    };
     match right.class.as_str() {
         "DATABASE" => format!("GRANT {} TO {user};", right.permission),
         _ => format!("GRANT {} ON {} TO {user};", right.permission, securable(right)),
@@ -202,6 +330,7 @@ mod tests {
                 right("insert_deployment", "INSERT", "OBJECT", "fence.Deployment", Some(false)),
                 right("control_fence", "CONTROL", "SCHEMA", "fence", None),
             ],
+            ..ProbedRights::default()
         }
     }
 
@@ -245,17 +374,56 @@ mod tests {
         assert!(!rights.is_complete());
     }
 
+    /// Measured on Babelfish 4.2: DROP USER fails while the user holds any
+    /// grant, and ALTER AUTHORIZATION ON DATABASE fails while the login has
+    /// a user in the database: run one after the other, the first failure
+    /// left the second to fail too, or, with the user gone, the database's
+    /// owner replaced with nothing said. In one transaction either both
+    /// happen or neither.
     #[test]
-    fn on_babelfish_the_one_fix_is_owning_the_database() {
+    fn on_babelfish_the_owner_change_is_one_transaction_that_a_refusal_leaves_unchanged() {
         let steps = Steps {
             migrations_pending: true,
             ..Steps::default()
         };
         let rights = needed(&probed(true), &steps);
-        assert_eq!(rights.missing.len(), 2, "{rights:?}");
-        assert_eq!(
-            rights.grants(),
-            vec!["USE [app]; DROP USER [deploy]]er]; ALTER AUTHORIZATION ON DATABASE::[app] TO [deploy_login];"]
+        let grants = rights.grants();
+        assert_eq!(grants.len(), 1, "{grants:?}");
+        assert!(
+            grants[0].contains(
+                "SET XACT_ABORT ON; BEGIN TRANSACTION; DROP USER [deploy]]er]; \
+                 ALTER AUTHORIZATION ON DATABASE::[app] TO [deploy_login]; COMMIT TRANSACTION;"
+            ),
+            "{grants:?}"
+        );
+    }
+
+    /// Measured on Babelfish 4.2: HAS_PERMS_BY_NAME on a schema answers 0
+    /// for SELECT granted on that schema (the user reads its tables), while
+    /// on a table it answers as SQL Server does. A schema's 0 there is no
+    /// answer.
+    #[test]
+    fn on_babelfish_a_schema_right_answered_no_is_unverified_not_missing() {
+        let steps = Steps {
+            migrations_pending: true,
+            procedures_changed_in: &["fence_api"],
+            permissions_applied: true,
+            ..Steps::default()
+        };
+        let rights = needed(&probed(true), &steps);
+        assert!(
+            rights.missing.iter().all(|r| !r.securable.starts_with("SCHEMA::")),
+            "{rights:?}"
+        );
+        assert!(
+            rights.unverified.iter().any(|r| r.securable == "SCHEMA::[fence_api]"),
+            "{rights:?}"
+        );
+        // On SQL Server the same answer is a missing right.
+        let rights = needed(&probed(false), &steps);
+        assert!(
+            rights.missing.iter().any(|r| r.securable == "SCHEMA::[fence_api]"),
+            "{rights:?}"
         );
     }
 

@@ -7,7 +7,15 @@
 mod candidates;
 mod missing;
 mod probe;
+mod statements;
 
+#[cfg(test)]
+pub(crate) use candidates::rights_for;
+#[cfg(test)]
+pub(crate) use missing::take_candidate;
 pub use missing::{DeployRights, MissingRight};
 pub(crate) use missing::{Steps, Who, grant_statements, needed};
+#[cfg(test)]
+pub(crate) use probe::ProbedRight;
 pub(crate) use probe::{ProbedRights, parse_probe, probe_query};
+pub(crate) use statements::{Statement, Statements};

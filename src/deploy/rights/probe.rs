@@ -12,7 +12,7 @@
 //! HAS_PERMS_BY_NAME also answers 0 for rights `dbo` holds (CREATE ROLE,
 //! IMPERSONATE), so asking there would name rights that are not missing.
 
-use super::candidates::{CANDIDATES, Candidate, On};
+use super::candidates::{CANDIDATES, Candidate, IDENTITY_UNRECORDED_SET, On};
 use crate::tsql::literal;
 
 /// A right the login was found to lack, or that the engine would not answer
@@ -46,6 +46,12 @@ pub(crate) struct ProbedRights {
     pub babelfish: bool,
     /// The rights lacking or unanswered; none for `dbo`.
     pub lacking: Vec<ProbedRight>,
+    /// The database's owner (`SUSER_SNAME` of its `owner_sid`), which the
+    /// Babelfish statement replaces.
+    pub owner: String,
+    /// The login enters through a Windows group's user: `USER_NAME()`
+    /// names no database principal of its own.
+    pub group_login: bool,
 }
 
 /// The probe's result set: one row per right lacking or unanswered, each
@@ -61,7 +67,7 @@ pub(crate) fn probe_query() -> String {
 DECLARE @Rights TABLE (RightKey nvarchar(64) NOT NULL, Permission nvarchar(64) NOT NULL,
                        Class nvarchar(16) NOT NULL, Securable nvarchar(300) NOT NULL, Held int NULL);
 DECLARE @Grantor int = CASE WHEN ISNULL(IS_MEMBER(N'db_securityadmin'), 0) = 1 THEN 1 ELSE 0 END;
-{checks}SELECT r.RightKey, r.Permission, r.Class, r.Securable, r.Held, {WHO}
+{IDENTITY_UNRECORDED_SET}{checks}SELECT r.RightKey, r.Permission, r.Class, r.Securable, r.Held, {WHO}
   FROM (SELECT 1 AS One) AS me
   LEFT JOIN @Rights AS r ON r.Held IS NULL OR r.Held <> 1;"
     );
@@ -78,7 +84,9 @@ ELSE
 /// Who deploys, on every row (and on the one row that names no right).
 const WHO: &str = "CAST(USER_NAME() AS nvarchar(256)) AS UserName, CAST(SUSER_SNAME() AS nvarchar(256)) AS LoginName,
        CAST(DB_NAME() AS nvarchar(256)) AS DatabaseName,
-       CASE WHEN SERVERPROPERTY(N'Babelfish') IS NULL THEN 0 ELSE 1 END AS IsBabelfish";
+       CASE WHEN SERVERPROPERTY(N'Babelfish') IS NULL THEN 0 ELSE 1 END AS IsBabelfish,
+       CAST((SELECT SUSER_SNAME(owner_sid) FROM sys.databases WHERE name = DB_NAME()) AS nvarchar(256)) AS DatabaseOwner,
+       CASE WHEN DATABASE_PRINCIPAL_ID(USER_NAME()) IS NULL THEN 1 ELSE 0 END AS GroupLogin";
 
 /// The statements that record one candidate, asked of the widest securable
 /// that exists.
@@ -178,6 +186,8 @@ pub(crate) fn parse_probe(rows: &[tiberius::Row]) -> ProbedRights {
         login: text(first, 6),
         database: text(first, 7),
         babelfish: first.get::<i32, usize>(8) == Some(1),
+        owner: text(first, 9),
+        group_login: first.get::<i32, usize>(10) == Some(1),
         lacking: rows
             .iter()
             .filter(|row| row.get::<&str, usize>(0).is_some())

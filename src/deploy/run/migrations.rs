@@ -65,7 +65,7 @@ async fn apply_in_transaction(
         let context = format!("preparing the data for {file}");
         session.run(step).await.map_err(DeployError::server(context))?;
     }
-    for (index, batch) in shipped.batches().iter().enumerate() {
+    for (index, batch) in upgrade::batches_as_run(shipped).iter().enumerate() {
         for _ in 0..batch.repeat {
             let ran = session.run_batch(&file, index + 1, batch).await;
             ran.map_err(|e| lock_timed_out(e, lock_timeout_ms))?;
@@ -97,7 +97,7 @@ async fn apply_without_transaction(
         .await
         .map_err(DeployError::server("setting the session options"))?;
     let mut done = 0;
-    for (index, batch) in shipped.batches().iter().enumerate() {
+    for (index, batch) in upgrade::batches_as_run(shipped).iter().enumerate() {
         let step = async {
             for _ in 0..batch.repeat {
                 let ran = session.run_batch(&file, index + 1, batch).await;

@@ -19,6 +19,26 @@ pub const GRANT_REFUSED_NO_USER: u32 = 50196;
 /// fence roles' DENY on schema `fence` would fail its next deploy.
 pub const GRANT_REFUSED_DEPLOYING_USER: u32 = 50197;
 
+/// Refuses a name sqlcmd would not pass through as written: it expands
+/// `$(variable)` everywhere, inside quoted strings too, so a member named
+/// `svc$(x)` would add someone else; a control character (a line break
+/// before `GO`, say) cannot be told from the script around it.
+pub fn refuse_for_sqlcmd(grant: &Grant) -> Result<(), String> {
+    let text = format!("{}={}", grant.role, grant.member);
+    if text.contains("$(") {
+        return Err(format!(
+            "--grant {text:?}: sqlcmd would expand `$(` in the script as a variable; the script adds no such \
+             name (add the member with `fencepost migrate --grant`, which passes names as parameters)"
+        ));
+    }
+    if text.chars().any(char::is_control) {
+        return Err(format!(
+            "--grant {text:?}: the name holds a control character, which a script cannot carry as written"
+        ));
+    }
+    Ok(())
+}
+
 /// The section that adds each member to its role unless it is one already.
 pub(super) fn render(sources: &Sources, versions: &[i32], grants: &[Grant]) -> String {
     if grants.is_empty() {

@@ -7,10 +7,12 @@
 mod babelfish_postgres;
 mod grants;
 mod guard;
+mod schemas;
 mod sqlcmd;
 mod uninstall;
 
 pub use babelfish_postgres::render as render_babelfish_postgres;
-pub use grants::{GRANT_REFUSED_DEPLOYING_USER, GRANT_REFUSED_NO_USER};
+pub use grants::{GRANT_REFUSED_DEPLOYING_USER, GRANT_REFUSED_NO_USER, refuse_for_sqlcmd};
+pub use schemas::render as render_schemas;
 pub use sqlcmd::{render, render_with_grants};
 pub use uninstall::{UNINSTALL_REFUSED_HELD, render as render_uninstall};

@@ -174,7 +174,7 @@ fn render_migration(out: &mut String, sources: &Sources, migration: &MigrationSo
         let body = format!(
             "{}\n{before}{}{commit}\n",
             begin_migration(i64::try_from(lock_timeout_ms).unwrap_or(i64::MAX)),
-            execs(migration.batches(), &check)
+            execs(&upgrade::batches_as_run(migration), &check)
         );
         ("", stop_at_first_error(&body))
     } else {
@@ -182,7 +182,7 @@ fn render_migration(out: &mut String, sources: &Sources, migration: &MigrationSo
         let commit = commit_migration_alone(m.version(), m.name(), SERVER_NOW_RFC3339, m.checksum());
         let body = format!(
             "SET LOCK_TIMEOUT {lock_timeout_ms};\n{}{check}{commit}\nSET LOCK_TIMEOUT -1;\n",
-            execs(migration.batches(), &check)
+            execs(&upgrade::batches_as_run(migration), &check)
         );
         (" (runs without a transaction)", stop_at_first_error(&body))
     };

@@ -39,7 +39,8 @@ async fn status_names_each_right_a_login_lacks_and_migrate_refuses_before_any_ch
     let grant = match babelfish {
         // Babelfish grants no database-level right: the login must own the database.
         true => format!(
-            "USE [{db}]; DROP USER [{user}]; ALTER AUTHORIZATION ON DATABASE::[{db}] TO [{user}];",
+            "USE [{db}]; SET XACT_ABORT ON; BEGIN TRANSACTION; DROP USER [{user}]; \
+             ALTER AUTHORIZATION ON DATABASE::[{db}] TO [{user}]; COMMIT TRANSACTION;",
             db = db.name
         ),
         false => format!("GRANT CREATE SCHEMA TO [{user}];"),

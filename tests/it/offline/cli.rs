@@ -398,3 +398,42 @@ fn script_grant_ends_the_script_with_the_memberships_and_refuses_a_role_that_is_
     assert_eq!(refused.status.code(), Some(2));
     assert!(stderr(&refused).contains("not a fence role"), "{}", stderr(&refused));
 }
+
+/// sqlcmd expands `$(name)` even inside a quoted string, so a member named
+/// with one would run as something else; a control character cannot be
+/// told from the script around it. Both are refused before anything is
+/// printed.
+#[test]
+fn script_refuses_a_grant_name_sqlcmd_would_expand_or_that_holds_a_control_character() {
+    for member in ["svc$(DatabaseName)", "svc\u{1}x", "svc\nGO"] {
+        let grant = format!("fence_service={member}");
+        let output = fencepost(&["script", "--grant", &grant]);
+        assert_ne!(output.status.code(), Some(0), "{member:?}");
+        assert!(output.stdout.is_empty(), "{member:?}: printed {}", stdout(&output));
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            said.contains("--grant") && said.contains("fence_service"),
+            "{member:?}: {said}"
+        );
+    }
+}
+
+/// The two-step path for a strict DBA: the schemas and roles created first,
+/// owned by dbo, so that the deployer needs rights on those schemas only.
+#[test]
+fn script_prints_the_schemas_a_dba_creates_first() {
+    let output = fencepost(&["script", "--schemas"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let script = stdout(&output);
+    for schema in ["fence", "fence_api", "fence_admin"] {
+        assert!(
+            script.contains(&format!("EXEC (N'CREATE SCHEMA {schema} AUTHORIZATION dbo;')")),
+            "{schema}: {script}"
+        );
+    }
+}
