@@ -105,8 +105,17 @@ pub(crate) struct Exchange {
     /// The failure the client sees instead of the answer, if any.
     pub(crate) failed: Option<Error>,
     /// An `AssertHolder` in a transaction: the key's source version before
-    /// the call, which a rollback restores.
-    pub(crate) source_version_before: Option<Option<i64>>,
+    /// and after the call, which a rollback restores.
+    pub(crate) source_version_before: Option<RaisedVersion>,
+}
+
+/// The source version a fenced transaction's `AssertHolder` found and left:
+/// its rollback puts back `before` only while the key still holds `after`
+/// (a reset made meanwhile stands, as it would behind the server's lock).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RaisedVersion {
+    pub(crate) before: Option<i64>,
+    pub(crate) after: Option<i64>,
 }
 
 impl Client {
@@ -254,13 +263,15 @@ impl Fake {
 
     /// Ends a fenced transaction as `end`; a rollback puts back the source
     /// version its `AssertHolder` raised.
-    pub(crate) fn end_write(&self, write: usize, end: WriteEnd, restore: Option<Option<i64>>) {
+    pub(crate) fn end_write(&self, write: usize, end: WriteEnd, restore: Option<RaisedVersion>) {
         let mut state = self.state();
         if end != WriteEnd::Committed
-            && let Some(version) = restore
+            && let Some(raised) = restore
         {
             let key = state.writes[write].key.clone();
-            state.fence.restore_source_version(&key, version);
+            if state.fence.resource(&key).map(|row| row.source_version) == Some(raised.after) {
+                state.fence.restore_source_version(&key, raised.before);
+            }
         }
         state.writes[write].end = end;
     }
@@ -315,18 +326,25 @@ impl Fake {
     }
 
     /// The model's answer to `call` now, and for an `AssertHolder` in a
-    /// transaction the key's source version before it.
-    fn apply(&self, call: &Call, session: Session) -> (Result<Answer, Refusal>, Option<Option<i64>>) {
+    /// transaction the key's source version before and after it.
+    fn apply(&self, call: &Call, session: Session) -> (Result<Answer, Refusal>, Option<RaisedVersion>) {
         let now = self.now();
         let mut state = self.state();
-        let before = match call {
+        let key = match call {
             Call::AssertHolder {
                 resource_key: Some(key),
                 ..
-            } if session == Session::InTransaction => Some(state.fence.resource(key).and_then(|r| r.source_version)),
+            } if session == Session::InTransaction => Some(key),
             _ => None,
         };
-        (state.fence.call(call, session, now), before)
+        let version = |fence: &crate::model::Fence, key: &str| fence.resource(key).and_then(|r| r.source_version);
+        let before = key.map(|key| version(&state.fence, key));
+        let answer = state.fence.call(call, session, now);
+        let raised = key.zip(before).map(|(key, before)| RaisedVersion {
+            before,
+            after: version(&state.fence, key),
+        });
+        (answer, raised)
     }
 
     /// A call of `procedure` with `arguments` bound in contract order, as

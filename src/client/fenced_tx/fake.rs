@@ -8,7 +8,7 @@ use std::time::Duration;
 use tiberius::ToSql;
 
 use super::{BeginFenced, Claim, FencedTx, batches::Engine, failed_before_commit, refused_or};
-use crate::client::fake::{Fake, WriteEnd};
+use crate::client::fake::{Fake, RaisedVersion, WriteEnd};
 use crate::client::{Client, Error, Lease, Procedure, input};
 use crate::model::{Answer, Call, Session};
 
@@ -18,7 +18,7 @@ pub(crate) struct FakeTx {
     /// Its record in the fake.
     write: usize,
     /// The key's source version before the begin's assert, for a rollback.
-    restore: Option<Option<i64>>,
+    restore: Option<RaisedVersion>,
     /// The source version the begin asserted, which the commit asserts
     /// again (the server's commit batch reads it from the session).
     source_version: Option<i64>,

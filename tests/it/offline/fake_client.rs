@@ -435,4 +435,7 @@ async fn the_commit_asserts_the_source_version_the_begin_asserted() {
             reason: RefusalReason::StaleSource
         })
     ));
+    // The refused transaction rolled back, and the reset made meanwhile stands.
+    let row = fake.fence().resource("report").unwrap().clone();
+    assert_eq!(row.source_version, Some(9));
 }
