@@ -90,3 +90,14 @@ fn a_renew_that_revives_an_expired_lease_disagrees_with_the_model() {
         &["fence_api.Renew disagrees", "Renew(Renewed", "model at", "Renew(Lost)"],
     );
 }
+
+#[test]
+fn a_list_leases_that_reads_a_bracket_as_a_pattern_disagrees_with_the_model() {
+    finds_mutant(
+        "a_list_leases_that_reads_a_bracket_as_a_pattern_disagrees_with_the_model",
+        "fence_admin.ListLeases",
+        "N'[', N'\\[')",
+        "N'[', N'[')",
+        &["fence_admin.ListLeases disagrees", "k[j]"],
+    );
+}

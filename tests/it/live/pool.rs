@@ -1,6 +1,6 @@
 //! The filler of the pool of deployed databases (`support::prepared`):
 //! not a test, but the background job `make test` runs beside the tests, as
-//! `cargo test --test it -- --ignored --exact live::pool::prepare_deployed_databases`.
+//! `cargo test --features fake --test it -- --ignored --exact live::pool::prepare_deployed_databases`.
 
 use crate::support::prepared;
 

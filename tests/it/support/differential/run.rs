@@ -21,7 +21,7 @@ use fencepost::model::{
 };
 use time::{Duration, OffsetDateTime};
 
-use super::schedule::{Ctx, KEYS, PROVISIONED, Step};
+use super::schedule::{Ctx, IDENTITIES, KEYS, PREFIXES, PROVISIONED, Step};
 use super::server::{self, Seen};
 use crate::support::caller::Caller;
 
@@ -382,7 +382,22 @@ pub async fn run(workers: &mut [Caller], order: KeyOrder, schedule: &[Step], tal
     operations.sort();
     operations.dedup();
     reads.extend(operations.into_iter().map(Call::get_outcome));
-    reads.push(Call::list_leases());
+    reads.extend(PREFIXES.iter().map(|prefix| Call::ListLeases {
+        prefix: Some(prefix.to_string()),
+        held_only: Some(false),
+        max_rows: Some(1000),
+        after: None,
+    }));
+    // A recovery that records an identity, then its replay naming another:
+    // the replay answers the first and records nothing.
+    let recovery_id = uuid::Uuid::new_v4();
+    for identity in IDENTITIES {
+        reads.push(Call::Recover {
+            recovery_id: Some(recovery_id),
+            floor: None,
+            database_identity: Some(identity),
+        });
+    }
     for call in reads {
         compare(&mut workers[0], &mut fence, &call, Session::Autocommit, tally)
             .await

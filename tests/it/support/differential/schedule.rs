@@ -15,8 +15,8 @@ use uuid::Uuid;
 /// The keys a schedule works on. `k` and `k\u{1}` differ only by a
 /// character below a space after a shared prefix: where SQL Server's
 /// padded comparison and plain code-point order sort two keys apart.
-/// `k%_[` holds the characters `LIKE` reads as wildcards.
-pub const KEYS: [&str; 4] = ["k", "k\u{1}", "j", "k%_["];
+/// `k[j]%_` holds the characters `LIKE` reads as a pattern.
+pub const KEYS: [&str; 4] = ["k", "k\u{1}", "j", "k[j]%_"];
 /// The database identities a `Recover` step may record: a replay of a
 /// recovery id with another one must answer the first and record nothing.
 pub const IDENTITIES: [Uuid; 2] = [
@@ -25,10 +25,11 @@ pub const IDENTITIES: [Uuid; 2] = [
 ];
 /// The keys every schedule starts with provisioned.
 pub const PROVISIONED: [usize; 3] = [0, 2, 3];
-/// The prefixes a `ListLeases` step asks for: `k%`, `k_` and `k[` list
-/// `k%_[` alone only where the procedure matches them as characters, not as
-/// a pattern.
-pub const PREFIXES: [&str; 7] = ["", "k", "j", "x", "k%", "k_", "k["];
+/// The prefixes a `ListLeases` step (and the final state) asks for. Matched
+/// as characters, `k%` and `k_` list nothing and `k[j]` lists `k[j]%_`; read
+/// as a pattern, `k%` would list every `k` key, `k_` would list `k\u{1}` and
+/// `k[j]%_`, and `k[j]` (`kj…`) none.
+pub const PREFIXES: [&str; 7] = ["", "k", "j", "x", "k%", "k_", "k[j]"];
 /// Workers, each on a session of its own.
 pub const WORKERS: usize = 2;
 

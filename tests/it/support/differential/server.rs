@@ -365,7 +365,8 @@ fn answer(call: &Call, rows: Vec<Row>) -> Result<Answer, String> {
 }
 
 /// Empties every fence table the procedures write, so a schedule starts
-/// from a database as deployed: what the model's [`Fence::new`] is.
+/// from what the model's [`Fence::new`] is: a database as deployed, with no
+/// database identity recorded (a deploy on SQL Server records one).
 ///
 /// [`Fence::new`]: fencepost::model::Fence::new
 pub const RESET: &str = "DELETE FROM fence.Tenure;
