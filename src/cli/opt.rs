@@ -116,8 +116,9 @@ pub enum Command {
     /// and held, FAILED or skipped (with why). `fencepost check` proves nothing
     /// can bypass the procedures; `selftest` proves the procedures hold here.
     ///
-    /// Works only on keys of its own, `<key prefix><check>`, the same in
-    /// every run, so repeated runs add no fence row; two runs against one
+    /// Works only on keys of its own, `fencepost-selftest:<key
+    /// prefix><check>` (a key there that holds a publication no selftest
+    /// wrote is refused, untouched), the same in every run, so repeated runs add no fence row; two runs against one
     /// database and prefix take turns (an application lock; the second waits
     /// 10 s, then exits 2 saying another selftest runs). Every lease it takes
     /// lasts at most 30 s and is released by its check. At the end it
@@ -820,8 +821,12 @@ pub struct SelftestArgs {
     /// List the checks, in the order a run takes them, and exit.
     #[arg(long)]
     pub list: bool,
-    /// The start of every key the selftest makes; the check's name follows it.
-    #[arg(long, default_value = fencepost::selftest::DEFAULT_KEY_PREFIX, value_name = "PREFIX")]
+    /// What follows `fencepost-selftest:` in every key the selftest makes
+    /// (the check's name follows it): `--key-prefix ci:` makes keys
+    /// `fencepost-selftest:ci:<check>`. It never replaces that root, so a
+    /// selftest key is never one of yours; a key under the root holding a
+    /// publication no selftest wrote is refused and left as it is.
+    #[arg(long, default_value = "", hide_default_value = true, value_name = "PREFIX")]
     pub key_prefix: String,
     /// Run the checks that act on every key of a database (Recover,
     /// PruneTenure) in a scratch database of the selftest's own, never in

@@ -2,9 +2,11 @@
 //! each forced as a schedule across separate sessions against the user's own
 //! deployed fence, and reported as held, failed or skipped (with why).
 //!
-//! Every check works on keys of its own under a reserved prefix
-//! (`fencepost-selftest:<check>`), the same in every run, so it never
-//! touches a user's key and repeated runs add no fence row; runs against one
+//! Every check works on keys of its own under a reserved root
+//! (`fencepost-selftest:<user prefix><check>`, the user's `--key-prefix`
+//! only ever following the root), the same in every run, so repeated runs
+//! add no fence row; a key under the root that was there already and holds
+//! a publication no selftest wrote is refused, untouched and kept; runs against one
 //! database and prefix take turns behind an application lock. Each check
 //! releases its leases before the next starts, and leases are at most 30 s,
 //! so a check that failed half-way leaves nothing held for long. At the end
@@ -49,11 +51,11 @@ use keys::Keys;
 /// its sessions closed (which ends any transaction it held open).
 pub const CHECK_BOUND: Duration = Duration::from_secs(120);
 
-/// The longest `--key-prefix`, in UTF-16 code units (half of a key's 256).
+/// The longest `--key-prefix`, in UTF-16 code units (with the root and the
+/// longest check's name, well within a key's 256).
 const MAX_PREFIX_UNITS: usize = 128;
 
-/// The default start of every key a run makes.
-pub const DEFAULT_KEY_PREFIX: &str = "fencepost-selftest:";
+pub use keys::KEY_ROOT;
 
 /// What to run and how.
 #[derive(Clone, Debug)]
@@ -68,7 +70,7 @@ pub struct SelftestOptions {
 impl Default for SelftestOptions {
     fn default() -> Self {
         SelftestOptions {
-            key_prefix: DEFAULT_KEY_PREFIX.to_string(),
+            key_prefix: String::new(),
             service: None,
             only: Vec::new(),
             interrupt: CancellationToken::new(),
@@ -78,7 +80,9 @@ impl Default for SelftestOptions {
 }
 
 impl SelftestOptions {
-    /// The start of every key the run makes; the check's name follows it.
+    /// What follows [`KEY_ROOT`] in every key the run makes; the check's
+    /// name follows it. It never replaces the root: a selftest key is never
+    /// one of the user's own.
     pub fn key_prefix(&mut self, prefix: &str) -> &mut Self {
         self.key_prefix = prefix.to_string();
         self
@@ -160,12 +164,6 @@ pub async fn run(
     events: &mut dyn FnMut(Event<'_>),
 ) -> Result<Report, SelftestError> {
     let prefix = options.key_prefix.trim();
-    if prefix.is_empty() {
-        return Err(SelftestError::InvalidPrefix {
-            prefix: options.key_prefix.clone(),
-            reason: "must not be empty: the run's keys must not mix with yours",
-        });
-    }
     // A key is nvarchar(256): 256 UTF-16 code units, so a character
     // outside the Basic Multilingual Plane counts twice.
     if prefix.encode_utf16().count() > MAX_PREFIX_UNITS {
@@ -187,14 +185,15 @@ pub async fn run(
     }
     let mut admin = target.connect().await?;
     // Held by `admin`'s session until the run ends.
-    run_lock::take(&mut admin, prefix).await?;
+    let keys = Keys::new(prefix);
+    run_lock::take(&mut admin, keys.prefix()).await?;
     let engine = engine::read(&mut admin).await.map_err(SelftestError::Settings)?;
     verify_deployed(target).await?;
     let ctx = Context {
         target: target.clone(),
         service: options.service.clone(),
         engine,
-        keys: Keys::new(prefix),
+        keys,
     };
     let mut reports = Vec::with_capacity(selected.len());
     let mut not_run = Vec::new();

@@ -99,7 +99,7 @@ async fn every_check_holds_or_is_skipped_for_a_known_reason_and_a_run_leaves_not
     assert!(report.all_held());
     assert_eq!(report.engine.babelfish, babelfish);
     assert_eq!(report.engine.database, db.name);
-    assert!(report.key_root.starts_with(selftest::DEFAULT_KEY_PREFIX));
+    assert!(report.key_root.starts_with(selftest::KEY_ROOT));
     assert_eq!(report.left_behind, "deleted at the end of the run");
     assert_eq!(fence_rows(&db).await, before, "the run's rows are gone");
 
@@ -485,13 +485,13 @@ async fn a_second_run_by_a_login_that_may_not_delete_adds_no_fence_row() {
         .await
         .expect("the selftest runs");
     assert!(first.all_held(), "{}", first.to_text());
-    let after_one = rows_under(&db, selftest::DEFAULT_KEY_PREFIX).await;
+    let after_one = rows_under(&db, selftest::KEY_ROOT).await;
     assert!(after_one[0] > 0, "the run's keys stay for this login: {after_one:?}");
     let second = selftest::run(&target, &options, &mut |_| {})
         .await
         .expect("the selftest runs");
     assert!(second.all_held(), "{}", second.to_text());
-    let after_two = rows_under(&db, selftest::DEFAULT_KEY_PREFIX).await;
+    let after_two = rows_under(&db, selftest::KEY_ROOT).await;
     assert_eq!(
         after_two[0], after_one[0],
         "a second run adds no fence.Resource row: {after_one:?} → {after_two:?}"
@@ -544,5 +544,104 @@ async fn sigterm_stops_the_run_as_ctrl_c_does_and_drops_the_scratch_database() {
     assert_eq!(output.status.code(), Some(143), "{stderr}");
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON document");
     assert_eq!(json["interrupted"], serde_json::Value::Bool(true), "{json}");
+    db.drop().await;
+}
+
+/// A user's key: provisioned, acquired, published and released, as a
+/// service would; answers the lease it was published under.
+async fn users_key(db: &TestDatabase, key: &str, payload: &str) -> fencepost::client::Lease {
+    let mut config = fencepost::ClientConfig::new(db.connection_string());
+    config.max_connections(1).allow_privileged_login(true);
+    let client = fencepost::Client::connect_with(config).await.unwrap();
+    let _ = client.provision(key).await.unwrap();
+    let lease = match client.acquire(key, std::time::Duration::from_secs(30)).await.unwrap() {
+        fencepost::client::Acquire::Acquired(lease) => lease,
+        other => panic!("{other:?}"),
+    };
+    let published = client.publish(&lease, uuid::Uuid::new_v4(), payload).await.unwrap();
+    assert_eq!(published, fencepost::client::Publish::Published);
+    let _ = client.release(&lease).await.unwrap();
+    lease
+}
+
+/// The generation, published generation and payload of `key`'s row, if any.
+async fn key_row(db: &TestDatabase, key: &str) -> Option<(i64, Option<i64>, Option<String>)> {
+    let rows = db
+        .query(&format!(
+            "SELECT Generation, PublishedGeneration, Payload FROM fence.Resource WHERE ResourceKey = N'{}';",
+            key.replace('\'', "''")
+        ))
+        .await;
+    rows.first().map(|r| {
+        (
+            r.get::<i64, _>(0).unwrap(),
+            r.get::<i64, _>(1),
+            r.get::<&str, _>(2).map(str::to_string),
+        )
+    })
+}
+
+/// `--key-prefix orders:` never makes the selftest's keys the user's own
+/// `orders:<check>`: the user's key keeps its generation, its payload and
+/// its row (a deleted row would restart at generation 1 and make a fencing
+/// token already issued valid again).
+#[tokio::test]
+async fn a_key_prefix_never_reaches_a_users_own_key() {
+    const TEST: &str = "a_key_prefix_never_reaches_a_users_own_key";
+    let Some(db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let lease = users_key(&db, "orders:handover", "the user's order").await;
+    let before = key_row(&db, "orders:handover").await;
+    assert_eq!(
+        before,
+        Some((
+            lease.generation(),
+            Some(lease.generation()),
+            Some("the user's order".to_string())
+        ))
+    );
+    let mut options = SelftestOptions::default();
+    options.key_prefix("orders:").only(&["handover".to_string()]);
+    let report = selftest::run(&db.connection_string(), &options, &mut |_| {})
+        .await
+        .expect("the selftest runs");
+    assert_eq!(
+        key_row(&db, "orders:handover").await,
+        before,
+        "the user's key is untouched"
+    );
+    assert_eq!(report.checks[0].status, Status::Passed, "{}", report.to_text());
+    assert_eq!(
+        report.key_root, "fencepost-selftest:orders:",
+        "the run's keys stay under the reserved root"
+    );
+    db.drop().await;
+}
+
+/// A key under the reserved root whose publication the selftest did not
+/// write is refused, named, and left as it was, also by the clean-up.
+#[tokio::test]
+async fn a_key_under_the_selftest_root_that_holds_someone_elses_publication_is_refused_and_kept() {
+    const TEST: &str = "a_key_under_the_selftest_root_that_holds_someone_elses_publication_is_refused_and_kept";
+    let Some(db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let key = "fencepost-selftest:handover";
+    users_key(&db, key, "not the selftest's").await;
+    let before = key_row(&db, key).await;
+    let mut options = SelftestOptions::default();
+    options.only(&["handover".to_string()]);
+    let report = selftest::run(&db.connection_string(), &options, &mut |_| {})
+        .await
+        .expect("the selftest runs");
+    let check = &report.checks[0];
+    assert_eq!(check.status, Status::Failed, "{}", report.to_text());
+    assert!(
+        check.seen.contains(key) && check.seen.contains("not the selftest's"),
+        "the refusal names the key and why: {}",
+        check.seen
+    );
+    assert_eq!(key_row(&db, key).await, before, "the key is untouched, its row kept");
     db.drop().await;
 }
