@@ -135,8 +135,13 @@ pub enum Command {
     /// one failed, when none held (every check was skipped: nothing was
     /// proven), or when it left behind rows it meant to delete or a scratch
     /// database it could not drop (each named on stderr); 2 when the selftest
-    /// could not run; 130 when stopped by Ctrl-C, 143 by SIGTERM. Either
-    /// signal stops after the check under way; a second one stops at once.
+    /// could not run; 130 when stopped by Ctrl-C, 143 by SIGTERM before
+    /// every check ran (a signal after the last check ended leaves the
+    /// run's own exit). Either signal abandons the check under way (its
+    /// sessions closed, which rolls back what they held) or the making of
+    /// the scratch database, then drops that database and deletes the run's
+    /// rows within about 6 s; a second signal stops at once. The exit is
+    /// the same when the reader of its output left early.
     Selftest(SelftestArgs),
     /// Look at leases and end a stuck one, as an operator.
     ///

@@ -10,7 +10,12 @@ use crate::Connection;
 /// The longest the clean-up may take. A DELETE blocked behind someone
 /// else's lock must not hang the run; when it is given up the connection
 /// is dropped, and the server rolls the transaction back.
-const CLEANUP_BOUND: Duration = Duration::from_secs(30);
+pub(crate) const CLEANUP_BOUND: Duration = Duration::from_secs(30);
+
+/// The longest the clean-up may take once the run was stopped: together
+/// with the scratch database's drop, within the 7.5 s a cancelled CI job
+/// leaves between SIGTERM and SIGKILL.
+pub(crate) const STOPPED_CLEANUP_BOUND: Duration = Duration::from_secs(2);
 
 /// Whether the login may delete from every fence table the run writes. A
 /// `fence_operator` that is not the database's owner is denied it on schema
@@ -32,7 +37,7 @@ pub(crate) struct Cleanup {
 /// Deletes the rows of the keys in `keys` (each key exactly: an index seek
 /// per key, never a scan by prefix). `admin` is not used after this: on a
 /// timeout it is left mid-call.
-pub(crate) async fn delete_run_rows(admin: &mut Connection, keys: &Keys) -> Cleanup {
+pub(crate) async fn delete_run_rows(admin: &mut Connection, keys: &Keys, bound: Duration) -> Cleanup {
     let used = keys.used();
     if used.is_empty() {
         return Cleanup {
@@ -58,7 +63,7 @@ pub(crate) async fn delete_run_rows(admin: &mut Connection, keys: &Keys) -> Clea
         };
     }
     let (sent, over) = used.split_at(used.len().min(MAX_KEYS));
-    let outcome = tokio::time::timeout(CLEANUP_BOUND, async {
+    let outcome = tokio::time::timeout(bound, async {
         let list = (1..=sent.len())
             .map(|i| format!("@P{i}"))
             .collect::<Vec<_>>()
@@ -132,7 +137,7 @@ pub(crate) async fn delete_run_rows(admin: &mut Connection, keys: &Keys) -> Clea
         Err(_) => Cleanup {
             said: format!(
                 "{left}: the delete did not finish within {} s (another session's lock?) and was rolled back; {HELD}",
-                CLEANUP_BOUND.as_secs()
+                bound.as_secs()
             ),
             left: true,
         },
