@@ -498,7 +498,21 @@ async fn a_second_run_by_a_login_that_may_not_delete_adds_no_fence_row() {
         after_two[0], after_one[0],
         "a second run adds no fence.Resource row: {after_one:?} → {after_two:?}"
     );
-    assert!(second.left_behind.contains("reuses"), "{}", second.left_behind);
+    // Kept on purpose, not left by a failed delete: the run exits as it
+    // held, and the header says the keys stay for the next run.
+    for run in [&first, &second] {
+        assert!(!run.rows_left, "{}", run.left_behind);
+        assert!(
+            run.left_behind_by_the_run().is_empty(),
+            "{:?}",
+            run.left_behind_by_the_run()
+        );
+        assert!(
+            run.left_behind.starts_with("kept:") && run.left_behind.contains("may not delete"),
+            "{}",
+            run.left_behind
+        );
+    }
     db.drop().await;
 }
 
