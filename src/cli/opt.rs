@@ -116,8 +116,9 @@ pub enum Command {
     /// and held, FAILED or skipped (with why). `fencepost check` proves nothing
     /// can bypass the procedures; `selftest` proves the procedures hold here.
     ///
-    /// Works only on keys of its own, `<key prefix><check>`, the same in
-    /// every run, so repeated runs add no fence row; two runs against one
+    /// Works only on keys of its own, `fencepost-selftest:<key
+    /// prefix><check>` (a key there that holds a publication no selftest
+    /// wrote is refused, untouched), the same in every run, so repeated runs add no fence row; two runs against one
     /// database and prefix take turns (an application lock; the second waits
     /// 10 s, then exits 2 saying another selftest runs). Every lease it takes
     /// lasts at most 30 s and is released by its check. At the end it
@@ -134,8 +135,13 @@ pub enum Command {
     /// one failed, when none held (every check was skipped: nothing was
     /// proven), or when it left behind rows it meant to delete or a scratch
     /// database it could not drop (each named on stderr); 2 when the selftest
-    /// could not run; 130 when stopped by Ctrl-C, 143 by SIGTERM. Either
-    /// signal stops after the check under way; a second one stops at once.
+    /// could not run; 130 when stopped by Ctrl-C, 143 by SIGTERM before
+    /// every check ran (a signal after the last check ended leaves the
+    /// run's own exit). Either signal abandons the check under way (its
+    /// sessions closed, which rolls back what they held) or the making of
+    /// the scratch database, then drops that database and deletes the run's
+    /// rows within about 6 s; a second signal stops at once. The exit is
+    /// the same when the reader of its output left early.
     Selftest(SelftestArgs),
     /// Look at leases and end a stuck one, as an operator.
     ///
@@ -820,8 +826,12 @@ pub struct SelftestArgs {
     /// List the checks, in the order a run takes them, and exit.
     #[arg(long)]
     pub list: bool,
-    /// The start of every key the selftest makes; the check's name follows it.
-    #[arg(long, default_value = fencepost::selftest::DEFAULT_KEY_PREFIX, value_name = "PREFIX")]
+    /// What follows `fencepost-selftest:` in every key the selftest makes
+    /// (the check's name follows it): `--key-prefix ci:` makes keys
+    /// `fencepost-selftest:ci:<check>`. It never replaces that root, so a
+    /// selftest key is never one of yours; a key under the root holding a
+    /// publication no selftest wrote is refused and left as it is.
+    #[arg(long, default_value = "", hide_default_value = true, value_name = "PREFIX")]
     pub key_prefix: String,
     /// Run the checks that act on every key of a database (Recover,
     /// PruneTenure) in a scratch database of the selftest's own, never in

@@ -38,8 +38,10 @@ pub async fn run(args: SelftestArgs) -> Result<u8> {
     // dropped, for a second signal to name.
     let scratch: Arc<Mutex<Option<String>>> = Arc::default();
     // Ctrl-C (or SIGTERM: a service manager's stop, a cancelled CI job)
-    // stops between checks; the run still drops its scratch database and
-    // deletes its keys. Once tokio listens for a signal it keeps it from
+    // abandons the check under way (its sessions closed, which rolls back
+    // what they held) or the making of the scratch database; the run still
+    // drops its scratch database and deletes its keys, within seconds, so
+    // it is done before a cancelled CI job's SIGKILL. Once tokio listens for a signal it keeps it from
     // ending the process, so a second one is heard here and ends it at once.
     let interrupt = tokio_util::sync::CancellationToken::new();
     options.interrupt(interrupt.clone());
@@ -59,7 +61,8 @@ pub async fn run(args: SelftestArgs) -> Result<u8> {
         };
         stop_code.store(code, Ordering::SeqCst);
         super::progress(format_args!(
-            "selftest: stopping after the check under way (Ctrl-C again to stop now, leaving the run's rows)"
+            "selftest: stopping: the check under way is abandoned, then the scratch database is dropped and the \
+             run's rows deleted (Ctrl-C again to stop now, leaving them)"
         ));
         interrupt.cancel();
         if signals.next().await.is_some() {
@@ -117,15 +120,34 @@ pub async fn run(args: SelftestArgs) -> Result<u8> {
         CheckFormat::Json => report.to_json(),
         CheckFormat::Junit => report.to_junit(),
     };
-    super::out::print(&text)?;
-    if report.interrupted {
+    // The exit is the run's, worked out before the report is written: a
+    // reader that leaves early must not turn a failed or stopped run into 0.
+    let code = if report.interrupted {
         eprintln!(
             "fencepost: selftest: interrupted; {} check(s) not run: {} (the report covers only the checks that ran)",
             report.not_run.len(),
             report.not_run.join(", ")
         );
-        return Ok(exit_on_stop.load(Ordering::SeqCst));
+        // Said even with -q: something is left for the user to remove.
+        for left in report.left_behind_by_the_run() {
+            eprintln!("fencepost: selftest: left behind: {left}");
+        }
+        exit_on_stop.load(Ordering::SeqCst)
+    } else {
+        verdict(&report)
+    };
+    match super::out::print(&text) {
+        Ok(()) => Ok(code),
+        // The reader took what it wanted; the run's exit stands.
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(code),
+        Err(error) => Err(error.into()),
     }
+}
+
+/// The exit of a run that was not stopped: 0 when every check that ran held
+/// and at least one did and nothing is left behind; 1 otherwise, saying why
+/// on stderr (even with -q).
+fn verdict(report: &selftest::Report) -> u8 {
     let mut code = EXIT_OK;
     let failed: Vec<&str> = report
         .checks
@@ -152,7 +174,7 @@ pub async fn run(args: SelftestArgs) -> Result<u8> {
         eprintln!("fencepost: selftest: left behind: {left}");
         code = EXIT_ATTENTION;
     }
-    Ok(code)
+    code
 }
 
 /// The signals that stop a run: Ctrl-C, and on Unix SIGTERM. Each answers

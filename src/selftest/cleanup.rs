@@ -4,13 +4,18 @@
 
 use std::time::Duration;
 
-use super::keys::{Keys, MAX_KEYS};
+use super::keys::{Keys, MAX_KEYS, RUN_MARKER};
 use crate::Connection;
 
 /// The longest the clean-up may take. A DELETE blocked behind someone
 /// else's lock must not hang the run; when it is given up the connection
 /// is dropped, and the server rolls the transaction back.
-const CLEANUP_BOUND: Duration = Duration::from_secs(30);
+pub(crate) const CLEANUP_BOUND: Duration = Duration::from_secs(30);
+
+/// The longest the clean-up may take once the run was stopped: together
+/// with the scratch database's drop, within the 7.5 s a cancelled CI job
+/// leaves between SIGTERM and SIGKILL.
+pub(crate) const STOPPED_CLEANUP_BOUND: Duration = Duration::from_secs(2);
 
 /// Whether the login may delete from every fence table the run writes. A
 /// `fence_operator` that is not the database's owner is denied it on schema
@@ -32,7 +37,7 @@ pub(crate) struct Cleanup {
 /// Deletes the rows of the keys in `keys` (each key exactly: an index seek
 /// per key, never a scan by prefix). `admin` is not used after this: on a
 /// timeout it is left mid-call.
-pub(crate) async fn delete_run_rows(admin: &mut Connection, keys: &Keys) -> Cleanup {
+pub(crate) async fn delete_run_rows(admin: &mut Connection, keys: &Keys, bound: Duration) -> Cleanup {
     let used = keys.used();
     if used.is_empty() {
         return Cleanup {
@@ -58,21 +63,38 @@ pub(crate) async fn delete_run_rows(admin: &mut Connection, keys: &Keys) -> Clea
         };
     }
     let (sent, over) = used.split_at(used.len().min(MAX_KEYS));
-    let outcome = tokio::time::timeout(CLEANUP_BOUND, async {
+    let outcome = tokio::time::timeout(bound, async {
         let list = (1..=sent.len())
             .map(|i| format!("@P{i}"))
             .collect::<Vec<_>>()
             .join(", ");
+        // Only a key whose publication a selftest wrote, or that has none,
+        // is the run's to delete: one that holds anything else is someone
+        // else's and stays (the run never used it either).
+        let marker = sent.len() + 1;
+        let ours = format!(
+            "SELECT ResourceKey FROM fence.Resource WHERE ResourceKey IN ({list}) \
+               AND (Payload IS NULL OR CHARINDEX(@P{marker}, Payload) > 0)"
+        );
         let sql = format!(
             "SET XACT_ABORT ON; BEGIN TRANSACTION; \
-             DELETE FROM fence.OperatorOperation WHERE ResourceKey IN ({list}); \
-             DELETE FROM fence.PublishedOperation WHERE ResourceKey IN ({list}); \
-             DELETE FROM fence.Tenure WHERE ResourceKey IN ({list}); \
-             DELETE FROM fence.Resource WHERE ResourceKey IN ({list}); \
-             COMMIT TRANSACTION;"
+             DELETE FROM fence.OperatorOperation WHERE ResourceKey IN ({ours}); \
+             DELETE FROM fence.PublishedOperation WHERE ResourceKey IN ({ours}); \
+             DELETE FROM fence.Tenure WHERE ResourceKey IN ({ours}); \
+             DELETE FROM fence.Resource WHERE ResourceKey IN ({ours}); \
+             COMMIT TRANSACTION; \
+             SELECT ResourceKey FROM fence.Resource WHERE ResourceKey IN ({list});"
         );
-        let args: Vec<&dyn tiberius::ToSql> = sent.iter().map(|k| k as &dyn tiberius::ToSql).collect();
-        let result = admin.execute(sql, &args).await.map(drop);
+        let mut args: Vec<&dyn tiberius::ToSql> = sent.iter().map(|k| k as &dyn tiberius::ToSql).collect();
+        args.push(&RUN_MARKER);
+        let result = match admin.query(sql, &args).await {
+            Ok(stream) => stream.into_first_result().await.map(|rows| {
+                rows.iter()
+                    .filter_map(|r| r.get::<&str, _>(0).map(str::to_string))
+                    .collect::<Vec<_>>()
+            }),
+            Err(e) => Err(e),
+        };
         if result.is_err() {
             // XACT_ABORT rolled back on the server; this clears an error that did not.
             let _ = admin.simple_query("IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION;").await;
@@ -87,11 +109,20 @@ pub(crate) async fn delete_run_rows(admin: &mut Connection, keys: &Keys) -> Clea
     );
     const HELD: &str = "a lease a failed check still holds ends within 30 s; the next run reuses the keys";
     match outcome {
-        Ok(Ok(())) if over.is_empty() => Cleanup {
+        Ok(Ok(kept)) if !kept.is_empty() => Cleanup {
+            said: format!(
+                "deleted at the end of the run, but for {} key(s) that hold a publication no selftest wrote, kept \
+                 untouched as not the run's: {}",
+                kept.len(),
+                kept.join(", ")
+            ),
+            left: false,
+        },
+        Ok(Ok(_)) if over.is_empty() => Cleanup {
             said: "deleted at the end of the run".to_string(),
             left: false,
         },
-        Ok(Ok(())) => Cleanup {
+        Ok(Ok(_)) => Cleanup {
             said: format!(
                 "LEFT BEHIND: the rows of {} keys past the {MAX_KEYS} a run deletes: {}",
                 over.len(),
@@ -106,7 +137,7 @@ pub(crate) async fn delete_run_rows(admin: &mut Connection, keys: &Keys) -> Clea
         Err(_) => Cleanup {
             said: format!(
                 "{left}: the delete did not finish within {} s (another session's lock?) and was rolled back; {HELD}",
-                CLEANUP_BOUND.as_secs()
+                bound.as_secs()
             ),
             left: true,
         },

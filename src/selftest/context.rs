@@ -6,9 +6,9 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, bail};
 
 use super::engine::EngineFacts;
-use super::keys::Keys;
+use super::keys::{KEY_ROOT, Keys, RUN_MARKER};
 use super::session::Session;
-use crate::client::{Acquire, Inspection, Lease, LeaseState, Provision};
+use crate::client::{Acquire, Inspection, Lease, LeaseState, Provision, Publication};
 use crate::{Client, ClientConfig, ConnectionString};
 
 /// How long a check waits for a lease to expire on the server clock.
@@ -58,19 +58,39 @@ impl Context {
         Session::open(&self.target).await
     }
 
-    /// This check's key, `<prefix><name>`, provisioned and free: the key
-    /// is the same in every run, so it starts from whatever an earlier run
-    /// left. Runs never overlap (the run's application lock), so a lease
-    /// still held on it is one a run that was stopped at once left, at most
-    /// 30 s long: the check waits for its end rather than fail on it.
+    /// This check's key, `<root><user prefix><name>`, provisioned and free:
+    /// the key is the same in every run, so it starts from whatever an
+    /// earlier run left. A key that was there already and holds a
+    /// publication no selftest wrote is someone else's: refused, untouched
+    /// and not noted (so the clean-up keeps it). Runs never overlap (the
+    /// run's application lock), so a lease still held on it is one a run
+    /// that was stopped at once left, at most 30 s long: the check waits for
+    /// its end rather than fail on it.
     pub(crate) async fn key(&self, client: &Client, name: &str) -> Result<String> {
-        let key = self.keys.key(name);
-        // Created or Exists: either way the key is there.
-        let _: Provision = client.provision(&key).await.context("provisioning the check's key")?;
+        let key = self.keys.name(name);
+        let provisioned = client.provision(&key).await.context("provisioning the check's key")?;
+        if provisioned == Provision::Exists {
+            refuse_if_not_the_selftests(client, &key).await?;
+        }
+        self.keys.note(&key);
         wait_until_expired(client, &key)
             .await
             .context("waiting for a lease an earlier run left on the check's key to end")?;
         Ok(key)
+    }
+}
+
+/// Fails, touching nothing, when the publication of `key` is not one a
+/// selftest wrote.
+async fn refuse_if_not_the_selftests(client: &Client, key: &str) -> Result<()> {
+    match client.read_publication(key).await.context("reading the check's key")? {
+        Publication::Found { payload, .. } if !Keys::is_selftests(&payload) => bail!(
+            "refused to use the key {key}: it is not the selftest's (its publication {:?} lacks the selftest's \
+             run marker {RUN_MARKER:?}), so it was left untouched, its row kept; keys under {KEY_ROOT} are the \
+             selftest's: move that key elsewhere",
+            payload.chars().take(80).collect::<String>()
+        ),
+        _ => Ok(()),
     }
 }
 

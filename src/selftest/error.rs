@@ -46,7 +46,8 @@ pub enum SelftestError {
         source: client::Error,
     },
     /// Another selftest holds the run's application lock: it runs against
-    /// this database under the same key prefix.
+    /// this database under the same key prefix (sp_getapplock answered -1,
+    /// timed out).
     #[error(
         "another fencepost selftest is running against this database with the same key prefix (it holds the \
          application lock {resource:?}; waited {waited_s} s, sp_getapplock answered {answered:?}): wait for it to \
@@ -58,6 +59,20 @@ pub enum SelftestError {
         /// How long the run waited for it.
         waited_s: u64,
         /// What sp_getapplock answered (-1: timed out).
+        answered: Option<i32>,
+    },
+    /// sp_getapplock refused the run's application lock for another reason
+    /// than a run holding it: -2 cancelled, -3 chosen as a deadlock victim,
+    /// -999 a parameter or call error (or no answer at all).
+    #[error(
+        "the selftest's application lock {resource:?} was not granted: sp_getapplock answered {answered:?} ({}); \
+         nothing was run: try again, and if it persists check the login may call sp_getapplock in this database",
+        applock_answer(.answered)
+    )]
+    RunLockRefused {
+        /// The application lock's name.
+        resource: String,
+        /// What sp_getapplock answered.
         answered: Option<i32>,
     },
     /// Taking the run's application lock failed.
@@ -72,4 +87,15 @@ pub enum SelftestError {
     /// Reading the engine's settings failed.
     #[error("reading the engine's settings")]
     Settings(#[source] tiberius::error::Error),
+}
+
+/// What an sp_getapplock answer other than a grant or a timeout means.
+fn applock_answer(answered: &Option<i32>) -> &'static str {
+    match answered {
+        Some(-2) => "the request was cancelled",
+        Some(-3) => "chosen as a deadlock victim",
+        Some(-999) => "a parameter or call error",
+        Some(_) => "an answer sp_getapplock is not documented to give",
+        None => "no answer",
+    }
 }

@@ -2,9 +2,11 @@
 //! each forced as a schedule across separate sessions against the user's own
 //! deployed fence, and reported as held, failed or skipped (with why).
 //!
-//! Every check works on keys of its own under a reserved prefix
-//! (`fencepost-selftest:<check>`), the same in every run, so it never
-//! touches a user's key and repeated runs add no fence row; runs against one
+//! Every check works on keys of its own under a reserved root
+//! (`fencepost-selftest:<user prefix><check>`, the user's `--key-prefix`
+//! only ever following the root), the same in every run, so repeated runs
+//! add no fence row; a key under the root that was there already and holds
+//! a publication no selftest wrote is refused, untouched and kept; runs against one
 //! database and prefix take turns behind an application lock. Each check
 //! releases its leases before the next starts, and leases are at most 30 s,
 //! so a check that failed half-way leaves nothing held for long. At the end
@@ -49,11 +51,11 @@ use keys::Keys;
 /// its sessions closed (which ends any transaction it held open).
 pub const CHECK_BOUND: Duration = Duration::from_secs(120);
 
-/// The longest `--key-prefix`, in UTF-16 code units (half of a key's 256).
+/// The longest `--key-prefix`, in UTF-16 code units (with the root and the
+/// longest check's name, well within a key's 256).
 const MAX_PREFIX_UNITS: usize = 128;
 
-/// The default start of every key a run makes.
-pub const DEFAULT_KEY_PREFIX: &str = "fencepost-selftest:";
+pub use keys::KEY_ROOT;
 
 /// What to run and how.
 #[derive(Clone, Debug)]
@@ -68,7 +70,7 @@ pub struct SelftestOptions {
 impl Default for SelftestOptions {
     fn default() -> Self {
         SelftestOptions {
-            key_prefix: DEFAULT_KEY_PREFIX.to_string(),
+            key_prefix: String::new(),
             service: None,
             only: Vec::new(),
             interrupt: CancellationToken::new(),
@@ -78,7 +80,9 @@ impl Default for SelftestOptions {
 }
 
 impl SelftestOptions {
-    /// The start of every key the run makes; the check's name follows it.
+    /// What follows [`KEY_ROOT`] in every key the run makes; the check's
+    /// name follows it. It never replaces the root: a selftest key is never
+    /// one of the user's own.
     pub fn key_prefix(&mut self, prefix: &str) -> &mut Self {
         self.key_prefix = prefix.to_string();
         self
@@ -97,7 +101,10 @@ impl SelftestOptions {
         self
     }
 
-    /// Stops the run between checks when cancelled; the run still cleans up.
+    /// Stops the run when cancelled: the check under way is abandoned (its
+    /// sessions closed, which rolls back what they held open) and so is the
+    /// making of the scratch database; then the run drops the scratch
+    /// database and deletes its rows, within a few seconds.
     pub fn interrupt(&mut self, token: CancellationToken) -> &mut Self {
         self.interrupt = token;
         self
@@ -160,12 +167,6 @@ pub async fn run(
     events: &mut dyn FnMut(Event<'_>),
 ) -> Result<Report, SelftestError> {
     let prefix = options.key_prefix.trim();
-    if prefix.is_empty() {
-        return Err(SelftestError::InvalidPrefix {
-            prefix: options.key_prefix.clone(),
-            reason: "must not be empty: the run's keys must not mix with yours",
-        });
-    }
     // A key is nvarchar(256): 256 UTF-16 code units, so a character
     // outside the Basic Multilingual Plane counts twice.
     if prefix.encode_utf16().count() > MAX_PREFIX_UNITS {
@@ -187,56 +188,79 @@ pub async fn run(
     }
     let mut admin = target.connect().await?;
     // Held by `admin`'s session until the run ends.
-    run_lock::take(&mut admin, prefix).await?;
+    let keys = Keys::new(prefix);
+    run_lock::take(&mut admin, keys.prefix()).await?;
     let engine = engine::read(&mut admin).await.map_err(SelftestError::Settings)?;
     verify_deployed(target).await?;
     let ctx = Context {
         target: target.clone(),
         service: options.service.clone(),
         engine,
-        keys: Keys::new(prefix),
+        keys,
     };
     let mut reports = Vec::with_capacity(selected.len());
     let mut not_run = Vec::new();
     let mut scratch = ScratchState::new(options.scratch.as_ref());
+    let stop = &options.interrupt;
     for (i, check) in selected.iter().enumerate() {
-        if options.interrupt.is_cancelled() {
-            not_run = selected[i..].iter().map(|c| c.name.to_string()).collect();
+        let not_from_here = || selected[i..].iter().map(|c| c.name.to_string()).collect();
+        if stop.is_cancelled() {
+            not_run = not_from_here();
             break;
         }
         // The scratch database is made before the first check that needs
         // it, so its making is no check's time, and a run that needs none
         // makes none.
         let scratch_ctx = if checks::is_database_wide(check) {
-            Some(scratch.ready(&ctx, events).await)
+            Some(scratch.ready(&ctx, events, stop).await)
         } else {
             None
         };
+        // A stop while the scratch database was made starts no check.
+        if stop.is_cancelled() {
+            not_run = not_from_here();
+            break;
+        }
         events(Event::Started {
             name: check.name,
             index: i + 1,
             of: selected.len(),
         });
         let report = match scratch_ctx {
-            None => run_one(&ctx, check).await,
-            Some(Ok(scratch_ctx)) => run_one(scratch_ctx, check).await,
-            Some(Err(why)) => not_made(check, why),
+            None => run_one(&ctx, check, stop).await,
+            Some(Ok(scratch_ctx)) => run_one(scratch_ctx, check, stop).await,
+            Some(Err(why)) => Some(not_made(check, why)),
+        };
+        let Some(report) = report else {
+            // Stopped while it ran: abandoned, its sessions closed.
+            not_run = not_from_here();
+            break;
         };
         events(Event::Finished(&report));
         reports.push(report);
     }
-    let scratch_database = scratch.remove(&ctx.engine).await;
+    // Once stopped, what is left to do is bounded to end well before a
+    // second signal (a cancelled CI job's SIGKILL) comes.
+    let stopped = stop.is_cancelled();
+    let (drop_bound, cleanup_bound) = if stopped {
+        (scratch::STOPPED_DROP_BOUND, cleanup::STOPPED_CLEANUP_BOUND)
+    } else {
+        (scratch::DROP_BOUND, cleanup::CLEANUP_BOUND)
+    };
+    let scratch_database = scratch.remove(&ctx.engine, drop_bound).await;
     if let Some(dropped) = &scratch_database {
         events(Event::ScratchDropped(dropped));
     }
-    let cleanup = cleanup::delete_run_rows(&mut admin, &ctx.keys).await;
+    let cleanup = cleanup::delete_run_rows(&mut admin, &ctx.keys, cleanup_bound).await;
     Ok(Report {
         engine: ctx.engine,
         key_root: ctx.keys.prefix().to_string(),
         left_behind: cleanup.said,
         rows_left: cleanup.left,
         checks: reports,
-        interrupted: options.interrupt.is_cancelled(),
+        // Stopped before a check the run was asked for had run; a stop
+        // after the last check ended changes nothing of the run's result.
+        interrupted: !not_run.is_empty(),
         not_run,
         scratch_database,
     })
@@ -249,6 +273,8 @@ enum ScratchState<'a> {
     ToMake(&'a Sources),
     Made(Box<scratch::Scratch>, Box<Context>),
     NotMade(String),
+    /// Stopped while it was made, and dropped again (or not: it says).
+    Stopped(ScratchDatabase),
 }
 
 impl<'a> ScratchState<'a> {
@@ -261,12 +287,17 @@ impl<'a> ScratchState<'a> {
 
     /// The scratch database's context, made at the first call; or why the
     /// checks that need it cannot run.
-    async fn ready(&mut self, ctx: &Context, events: &mut dyn FnMut(Event<'_>)) -> Result<&Context, String> {
+    async fn ready(
+        &mut self,
+        ctx: &Context,
+        events: &mut dyn FnMut(Event<'_>),
+        stop: &CancellationToken,
+    ) -> Result<&Context, String> {
         if let ScratchState::ToMake(sources) = self {
             let name = scratch::name(&ctx.keys.run);
             events(Event::ScratchCreating { name: &name });
-            *self = match scratch::create(&ctx.target, &ctx.engine, &name, sources).await {
-                Ok(made) => {
+            *self = match scratch::create_unless_stopped(&ctx.target, &ctx.engine, &name, sources, stop).await {
+                scratch::Created::Made(made) => {
                     events(Event::ScratchCreated {
                         name: &made.report.name,
                     });
@@ -276,27 +307,30 @@ impl<'a> ScratchState<'a> {
                         engine: made.report.engine.clone(),
                         keys: ctx.keys.clone(),
                     };
-                    ScratchState::Made(Box::new(made), Box::new(scratch_ctx))
+                    ScratchState::Made(made, Box::new(scratch_ctx))
                 }
-                Err(scratch::NotMade(why)) => ScratchState::NotMade(why),
+                scratch::Created::NotMade(scratch::NotMade(why)) => ScratchState::NotMade(why),
+                scratch::Created::Stopped(left) => ScratchState::Stopped(left),
             };
         }
         match self {
             ScratchState::Made(_, scratch_ctx) => Ok(scratch_ctx),
             ScratchState::NotMade(why) => Err(why.clone()),
+            ScratchState::Stopped(left) => Err(left.outcome.clone()),
             ScratchState::NotAsked | ScratchState::ToMake(_) => Err(checks::NOT_ASKED.to_string()),
         }
     }
 
-    /// Drops the scratch database, if the run made one.
-    async fn remove(self, facts: &EngineFacts) -> Option<ScratchDatabase> {
+    /// Drops the scratch database, if the run made one, within `bound`.
+    async fn remove(self, facts: &EngineFacts, bound: Duration) -> Option<ScratchDatabase> {
         match self {
             ScratchState::Made(made, scratch_ctx) => {
                 // Its sessions and clients are the checks', all closed by
                 // now; the context holds none.
                 drop(scratch_ctx);
-                Some(made.remove(facts).await)
+                Some(made.remove(facts, bound).await)
             }
+            ScratchState::Stopped(left) => Some(left),
             _ => None,
         }
     }
@@ -315,7 +349,10 @@ fn not_made(check: &'static Check, why: String) -> CheckReport {
     }
 }
 
-async fn run_one(ctx: &Context, check: &'static Check) -> CheckReport {
+/// Runs `check`, or abandons it when `stop` is cancelled while it runs
+/// (`None`): its task is aborted, which closes its sessions, and the server
+/// rolls back whatever they held open.
+async fn run_one(ctx: &Context, check: &'static Check, stop: &CancellationToken) -> Option<CheckReport> {
     let started = Instant::now();
     // A task of its own, so a check that panics is a failed check and the
     // run still drops its scratch database and deletes its rows.
@@ -323,7 +360,16 @@ async fn run_one(ctx: &Context, check: &'static Check) -> CheckReport {
     let schedule = check.run;
     let task = tokio::spawn(async move { schedule(&owned).await });
     let abort = task.abort_handle();
-    let verdict = match tokio::time::timeout(CHECK_BOUND, task).await {
+    let ran = tokio::select! {
+        biased;
+        () = stop.cancelled() => None,
+        ran = tokio::time::timeout(CHECK_BOUND, task) => Some(ran),
+    };
+    let Some(ran) = ran else {
+        abort.abort();
+        return None;
+    };
+    let verdict = match ran {
         Ok(Ok(Ok(verdict))) => verdict,
         Ok(Ok(Err(error))) => check::Verdict::judge(false, format!("the schedule could not finish: {error:#}")),
         Ok(Err(error)) => check::Verdict::judge(false, format!("the schedule ended abnormally: {error}")),
@@ -333,7 +379,7 @@ async fn run_one(ctx: &Context, check: &'static Check) -> CheckReport {
             check::Verdict::judge(false, format!("did not finish within {} s", CHECK_BOUND.as_secs()))
         }
     };
-    CheckReport {
+    Some(CheckReport {
         name: check.name.to_string(),
         behaviour: check.behaviour.to_string(),
         document: check.document.to_string(),
@@ -341,7 +387,7 @@ async fn run_one(ctx: &Context, check: &'static Check) -> CheckReport {
         seen: verdict.seen,
         status: verdict.status,
         elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-    }
+    })
 }
 
 /// The procedures the checks call are there, with the parameters they pass.

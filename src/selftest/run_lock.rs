@@ -42,9 +42,14 @@ pub(crate) async fn take(conn: &mut Connection, prefix: &str) -> Result<(), Self
     match answer.as_ref().and_then(|row| row.get::<i32, _>(0)) {
         // Granted at once, or once the other run ended.
         Some(0 | 1) => Ok(()),
-        answered => Err(SelftestError::AnotherRun {
+        // Timed out: another run holds it.
+        Some(-1) => Err(SelftestError::AnotherRun {
             resource: named.unwrap_or(resource),
             waited_s: WAIT.as_secs(),
+            answered: Some(-1),
+        }),
+        answered => Err(SelftestError::RunLockRefused {
+            resource: named.unwrap_or(resource),
             answered,
         }),
     }

@@ -21,7 +21,12 @@ const CREATE_BOUND: Duration = Duration::from_secs(300);
 
 /// The longest the drop may take: sessions of the run's own that are still
 /// closing are waited for, in steps, and then the drop is given up.
-const DROP_BOUND: Duration = Duration::from_secs(30);
+pub(crate) const DROP_BOUND: Duration = Duration::from_secs(30);
+
+/// The longest the drop may take once the run was stopped: a cancelled CI
+/// job sends SIGKILL 7.5 s (at the least) after SIGTERM, and the run still
+/// has its rows to delete after the drop.
+pub(crate) const STOPPED_DROP_BOUND: Duration = Duration::from_secs(4);
 
 /// The scratch database of a run, as the report shows it.
 #[derive(Clone, Debug, Serialize)]
@@ -50,6 +55,61 @@ pub(crate) struct Scratch {
 /// Why the scratch database is not there: said by each check that needed it.
 pub(crate) struct NotMade(pub(crate) String);
 
+/// How creating the scratch database ended.
+pub(crate) enum Created {
+    /// It is there, the fence deployed in it.
+    Made(Box<Scratch>),
+    /// It could not be made (and whatever was made was dropped, or the
+    /// reason names it).
+    NotMade(NotMade),
+    /// The run was stopped while it was made: the making was abandoned (its
+    /// session closed, which ends a CREATE or a deploy under way) and the
+    /// database dropped, within [`STOPPED_DROP_BOUND`].
+    Stopped(ScratchDatabase),
+}
+
+/// [`create`], abandoned when `interrupt` is cancelled: the database, if
+/// the engine made it before the session closed, is dropped again.
+pub(crate) async fn create_unless_stopped(
+    target: &ConnectionString,
+    facts: &EngineFacts,
+    name: &str,
+    sources: &Sources,
+    interrupt: &tokio_util::sync::CancellationToken,
+) -> Created {
+    tokio::select! {
+        biased;
+        () = interrupt.cancelled() => {}
+        made = create(target, facts, name, sources) => return match made {
+            Ok(made) => Created::Made(Box::new(made)),
+            Err(not_made) => Created::NotMade(not_made),
+        },
+    }
+    let server = server_of(target, facts);
+    let (dropped, outcome) = drop_database(&server, name, facts, STOPPED_DROP_BOUND).await;
+    Created::Stopped(ScratchDatabase {
+        name: name.to_string(),
+        engine: facts.clone(),
+        differs: Vec::new(),
+        dropped,
+        outcome: if dropped {
+            "stopped while it was made; dropped".to_string()
+        } else {
+            format!("stopped while it was made; {outcome}")
+        },
+    })
+}
+
+/// Where CREATE and DROP DATABASE run: Azure SQL Database creates and
+/// drops databases only from master.
+fn server_of(target: &ConnectionString, facts: &EngineFacts) -> ConnectionString {
+    if facts.engine_edition == Some(5) {
+        target.with_database("master")
+    } else {
+        target.clone()
+    }
+}
+
 /// The rights a login needs to create a database, as each engine names them.
 fn rights(facts: &EngineFacts) -> &'static str {
     if facts.engine_edition == Some(5) {
@@ -76,12 +136,7 @@ pub(crate) async fn create(
     sources: &Sources,
 ) -> Result<Scratch, NotMade> {
     let name = name.to_string();
-    // Azure SQL Database creates and drops databases only from master.
-    let server = if facts.engine_edition == Some(5) {
-        target.with_database("master")
-    } else {
-        target.clone()
-    };
+    let server = server_of(target, facts);
     let scratch_target = target.with_database(&name);
     let made = tokio::time::timeout(CREATE_BOUND, async {
         let mut conn = server.connect().await.map_err(|e| {
@@ -108,7 +163,7 @@ pub(crate) async fn create(
         Ok(Ok(())) => {}
         Ok(Err(not_made)) => return Err(not_made),
         Err(_) => {
-            let dropped = drop_database(&server, &name, facts).await;
+            let dropped = drop_database(&server, &name, facts, DROP_BOUND).await;
             return Err(NotMade(format!(
                 "creating the scratch database {name} did not finish within {} s; {}",
                 CREATE_BOUND.as_secs(),
@@ -134,17 +189,17 @@ pub(crate) async fn create(
         Ok(Err(why)) => why,
         Err(_) => format!("did not finish within {} s", CREATE_BOUND.as_secs()),
     };
-    let (_, dropped) = drop_database(&server, &name, facts).await;
+    let (_, dropped) = drop_database(&server, &name, facts, DROP_BOUND).await;
     Err(NotMade(format!(
         "the fence could not be deployed to the scratch database {name}: {failure}; {dropped}"
     )))
 }
 
 impl Scratch {
-    /// Drops the database, within a bound; the report says whether it is
+    /// Drops the database, within `bound`; the report says whether it is
     /// gone, and if not, its name and how to drop it.
-    pub(crate) async fn remove(mut self, facts: &EngineFacts) -> ScratchDatabase {
-        let (dropped, outcome) = drop_database(&self.server, &self.report.name, facts).await;
+    pub(crate) async fn remove(mut self, facts: &EngineFacts, bound: Duration) -> ScratchDatabase {
+        let (dropped, outcome) = drop_database(&self.server, &self.report.name, facts, bound).await;
         self.report.dropped = dropped;
         self.report.outcome = outcome;
         self.report
@@ -271,9 +326,9 @@ fn differences(facts: &EngineFacts, scratch: &EngineFacts) -> Vec<String> {
 /// Drops database `name` on `server`: whether it is gone, and what to tell
 /// the user. Sessions of the run that are still closing keep it in use for
 /// a moment, so an "in use" refusal is tried again until the bound.
-async fn drop_database(server: &ConnectionString, name: &str, facts: &EngineFacts) -> (bool, String) {
+async fn drop_database(server: &ConnectionString, name: &str, facts: &EngineFacts, bound: Duration) -> (bool, String) {
     let by_hand = format!("drop it yourself: DROP DATABASE [{name}];");
-    let outcome = tokio::time::timeout(DROP_BOUND, async {
+    let outcome = tokio::time::timeout(bound, async {
         let mut conn = server.connect().await.map_err(|e| format!("connecting: {e}"))?;
         // SQL Server ends the run's own sessions still in it; neither
         // Azure SQL Database nor Babelfish has SINGLE_USER, and there the
@@ -299,7 +354,7 @@ async fn drop_database(server: &ConnectionString, name: &str, facts: &EngineFact
             false,
             format!(
                 "LEFT BEHIND: the drop did not finish within {} s; {by_hand}",
-                DROP_BOUND.as_secs()
+                bound.as_secs()
             ),
         ),
     }

@@ -89,7 +89,9 @@ async fn snapshot(ctx: &Context) -> Result<Verdict> {
         seen.push(format!("BEGIN refused: {e}"));
     } else {
         seen.push(caller.call(ASSERT_HOLDER, &holder).await?.outcome());
-        let published = b.publish(&other, Uuid::new_v4(), "beside a snapshot").await?;
+        let published = b
+            .publish(&other, Uuid::new_v4(), &ctx.keys.payload("beside a snapshot"))
+            .await?;
         seen.push(caller.call(ASSERT_HOLDER, &holder).await?.outcome());
         seen.push(caller.call(INSPECT, &[&key.as_str()]).await?.outcome());
         match caller.batch("COMMIT TRANSACTION;").await {

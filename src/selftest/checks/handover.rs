@@ -58,7 +58,7 @@ async fn late_calls(ctx: &Context) -> Result<Verdict> {
     let release = a.release(&old).await?;
     let renew = a.renew(&mut old).await?;
     let after = state(&b, &key).await?;
-    let own = b.publish(&new, Uuid::new_v4(), "from B").await?;
+    let own = b.publish(&new, Uuid::new_v4(), &ctx.keys.payload("from B")).await?;
     let _ = b.release(&new).await;
     let unchanged =
         (before.generation, before.is_held, before.lease_until) == (after.generation, after.is_held, after.lease_until);

@@ -29,7 +29,9 @@ async fn force_release(ctx: &Context) -> Result<Verdict> {
     let mut lease = acquired(holder.acquire(&key, LONG).await?)?;
     let operation = Uuid::new_v4();
     let fenced = operator.admin().force_release_as(&key, operation).await?;
-    let publish = holder.publish(&lease, Uuid::new_v4(), "after the operator").await?;
+    let publish = holder
+        .publish(&lease, Uuid::new_v4(), &ctx.keys.payload("after the operator"))
+        .await?;
     let renew = holder.renew(&mut lease).await?;
     let release = holder.release(&lease).await?;
     // A retry of the same command after the key moved on must answer what

@@ -4,9 +4,9 @@
 use anyhow::Result;
 use uuid::Uuid;
 
-use crate::client::{Provision, Publish, Release};
+use crate::client::{Publish, Release};
 use crate::selftest::check::{Check, Verdict};
-use crate::selftest::context::{Context, LONG, acquired, wait_until_expired};
+use crate::selftest::context::{Context, LONG, acquired};
 use crate::selftest::session::{INSPECT, Session};
 use crate::{Client, ClientConfig};
 
@@ -36,8 +36,8 @@ async fn run(ctx: &Context) -> Result<Verdict> {
         Ok(()) => "verify_contract passed".to_string(),
         Err(e) => format!("verify_contract: {e}"),
     });
-    let key = ctx.keys.key("service");
-    let cycle = cycle(&client, &key).await;
+    let key = ctx.keys.name("service");
+    let cycle = cycle(ctx, &client).await;
     seen.push(match &cycle {
         Ok(steps) => steps.clone(),
         Err(e) => format!("cycle failed: {e:#}"),
@@ -108,22 +108,20 @@ async fn run(ctx: &Context) -> Result<Verdict> {
     })
 }
 
-async fn cycle(client: &Client, key: &str) -> Result<String> {
-    let provision = client.provision(key).await?;
-    anyhow::ensure!(
-        matches!(provision, Provision::Created | Provision::Exists),
-        "Provision {provision:?}"
-    );
-    // The key is reused run after run: a lease a stopped run left on it ends first.
-    wait_until_expired(client, key).await?;
-    let lease = acquired(client.acquire(key, LONG).await?)?;
-    let publish = client.publish(&lease, Uuid::new_v4(), "from the service login").await?;
+async fn cycle(ctx: &Context, client: &Client) -> Result<String> {
+    // Provisioned, refused when not the selftest's, and free of a lease a
+    // stopped run left on it.
+    let key = ctx.key(client, "service").await?;
+    let lease = acquired(client.acquire(&key, LONG).await?)?;
+    let publish = client
+        .publish(&lease, Uuid::new_v4(), &ctx.keys.payload("from the service login"))
+        .await?;
     let release = client.release(&lease).await?;
     anyhow::ensure!(
         publish == Publish::Published && release == Release::Released,
         "publish {publish:?}, release {release:?}"
     );
-    Ok(format!("{provision:?}, Acquired, {publish:?}, {release:?}"))
+    Ok(format!("Provisioned, Acquired, {publish:?}, {release:?}"))
 }
 
 /// A refusal for want of permission: 229 (object) or 230 (column) on SQL

@@ -99,7 +99,7 @@ async fn every_check_holds_or_is_skipped_for_a_known_reason_and_a_run_leaves_not
     assert!(report.all_held());
     assert_eq!(report.engine.babelfish, babelfish);
     assert_eq!(report.engine.database, db.name);
-    assert!(report.key_root.starts_with(selftest::DEFAULT_KEY_PREFIX));
+    assert!(report.key_root.starts_with(selftest::KEY_ROOT));
     assert_eq!(report.left_behind, "deleted at the end of the run");
     assert_eq!(fence_rows(&db).await, before, "the run's rows are gone");
 
@@ -215,7 +215,7 @@ async fn an_interrupted_run_exits_130_and_its_report_names_the_checks_not_run() 
         .expect("run fencepost");
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let mut stderr = String::new();
-    // The first check is under way: Ctrl-C now stops the run after it.
+    // The first check is under way: Ctrl-C now abandons it and stops the run.
     while let Some(line) = lines.next_line().await.unwrap() {
         stderr.push_str(&line);
         stderr.push('\n');
@@ -238,10 +238,12 @@ async fn an_interrupted_run_exits_130_and_its_report_names_the_checks_not_run() 
     assert!(stderr.contains("selftest: interrupted;"), "{stderr}");
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON document");
     assert_eq!(json["interrupted"], serde_json::Value::Bool(true), "{json}");
-    let ran = json["checks"].as_array().unwrap().len();
-    let not_run = json["not_run"].as_array().unwrap().len();
-    assert!(ran >= 1 && not_run >= 1, "{json}");
-    assert_eq!(ran + not_run, selftest::check_names().len(), "{json}");
+    assert_eq!(
+        json["checks"],
+        serde_json::json!([]),
+        "the check under way is abandoned: {json}"
+    );
+    assert_eq!(json["not_run"], serde_json::json!(selftest::check_names()), "{json}");
     db.drop().await;
 }
 
@@ -414,8 +416,8 @@ async fn stopped_in_the_scratch_database(db: &TestDatabase, signal: &str) -> (st
     (output, name, stderr)
 }
 
-/// Ctrl-C while a check runs in the scratch database: the check ends, the
-/// next is not run, and the database is dropped before the process exits.
+/// Ctrl-C once the scratch database is made: the first check is not
+/// started (or is abandoned), the next is not run, and the database is dropped before the process exits.
 #[cfg(unix)]
 #[tokio::test]
 async fn an_interrupted_run_still_drops_its_scratch_database() {
@@ -428,8 +430,8 @@ async fn an_interrupted_run_still_drops_its_scratch_database() {
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON document");
     assert_eq!(
         json["not_run"],
-        serde_json::json!(["prune_below_lock_escalation"]),
-        "{json}"
+        serde_json::json!(["provision_beside_recover", "prune_below_lock_escalation"]),
+        "the check about to start, or under way, and the next are not run: {json}"
     );
     let scratch = &json["scratch_database"];
     assert_eq!(scratch["name"], name.as_str(), "{scratch}");
@@ -485,18 +487,32 @@ async fn a_second_run_by_a_login_that_may_not_delete_adds_no_fence_row() {
         .await
         .expect("the selftest runs");
     assert!(first.all_held(), "{}", first.to_text());
-    let after_one = rows_under(&db, selftest::DEFAULT_KEY_PREFIX).await;
+    let after_one = rows_under(&db, selftest::KEY_ROOT).await;
     assert!(after_one[0] > 0, "the run's keys stay for this login: {after_one:?}");
     let second = selftest::run(&target, &options, &mut |_| {})
         .await
         .expect("the selftest runs");
     assert!(second.all_held(), "{}", second.to_text());
-    let after_two = rows_under(&db, selftest::DEFAULT_KEY_PREFIX).await;
+    let after_two = rows_under(&db, selftest::KEY_ROOT).await;
     assert_eq!(
         after_two[0], after_one[0],
         "a second run adds no fence.Resource row: {after_one:?} → {after_two:?}"
     );
-    assert!(second.left_behind.contains("reuses"), "{}", second.left_behind);
+    // Kept on purpose, not left by a failed delete: the run exits as it
+    // held, and the header says the keys stay for the next run.
+    for run in [&first, &second] {
+        assert!(!run.rows_left, "{}", run.left_behind);
+        assert!(
+            run.left_behind_by_the_run().is_empty(),
+            "{:?}",
+            run.left_behind_by_the_run()
+        );
+        assert!(
+            run.left_behind.starts_with("kept:") && run.left_behind.contains("may not delete"),
+            "{}",
+            run.left_behind
+        );
+    }
     db.drop().await;
 }
 
@@ -544,5 +560,235 @@ async fn sigterm_stops_the_run_as_ctrl_c_does_and_drops_the_scratch_database() {
     assert_eq!(output.status.code(), Some(143), "{stderr}");
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON document");
     assert_eq!(json["interrupted"], serde_json::Value::Bool(true), "{json}");
+    db.drop().await;
+}
+
+/// A user's key: provisioned, acquired, published and released, as a
+/// service would; answers the lease it was published under.
+async fn users_key(db: &TestDatabase, key: &str, payload: &str) -> fencepost::client::Lease {
+    let mut config = fencepost::ClientConfig::new(db.connection_string());
+    config.max_connections(1).allow_privileged_login(true);
+    let client = fencepost::Client::connect_with(config).await.unwrap();
+    let _ = client.provision(key).await.unwrap();
+    let lease = match client.acquire(key, std::time::Duration::from_secs(30)).await.unwrap() {
+        fencepost::client::Acquire::Acquired(lease) => lease,
+        other => panic!("{other:?}"),
+    };
+    let published = client.publish(&lease, uuid::Uuid::new_v4(), payload).await.unwrap();
+    assert_eq!(published, fencepost::client::Publish::Published);
+    let _ = client.release(&lease).await.unwrap();
+    lease
+}
+
+/// The generation, published generation and payload of `key`'s row, if any.
+async fn key_row(db: &TestDatabase, key: &str) -> Option<(i64, Option<i64>, Option<String>)> {
+    let rows = db
+        .query(&format!(
+            "SELECT Generation, PublishedGeneration, Payload FROM fence.Resource WHERE ResourceKey = N'{}';",
+            key.replace('\'', "''")
+        ))
+        .await;
+    rows.first().map(|r| {
+        (
+            r.get::<i64, _>(0).unwrap(),
+            r.get::<i64, _>(1),
+            r.get::<&str, _>(2).map(str::to_string),
+        )
+    })
+}
+
+/// `--key-prefix orders:` never makes the selftest's keys the user's own
+/// `orders:<check>`: the user's key keeps its generation, its payload and
+/// its row (a deleted row would restart at generation 1 and make a fencing
+/// token already issued valid again).
+#[tokio::test]
+async fn a_key_prefix_never_reaches_a_users_own_key() {
+    const TEST: &str = "a_key_prefix_never_reaches_a_users_own_key";
+    let Some(db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let lease = users_key(&db, "orders:handover", "the user's order").await;
+    let before = key_row(&db, "orders:handover").await;
+    assert_eq!(
+        before,
+        Some((
+            lease.generation(),
+            Some(lease.generation()),
+            Some("the user's order".to_string())
+        ))
+    );
+    let mut options = SelftestOptions::default();
+    options.key_prefix("orders:").only(&["handover".to_string()]);
+    let report = selftest::run(&db.connection_string(), &options, &mut |_| {})
+        .await
+        .expect("the selftest runs");
+    assert_eq!(
+        key_row(&db, "orders:handover").await,
+        before,
+        "the user's key is untouched"
+    );
+    assert_eq!(report.checks[0].status, Status::Passed, "{}", report.to_text());
+    assert_eq!(
+        report.key_root, "fencepost-selftest:orders:",
+        "the run's keys stay under the reserved root"
+    );
+    db.drop().await;
+}
+
+/// A key under the reserved root whose publication the selftest did not
+/// write is refused, named, and left as it was, also by the clean-up.
+#[tokio::test]
+async fn a_key_under_the_selftest_root_that_holds_someone_elses_publication_is_refused_and_kept() {
+    const TEST: &str = "a_key_under_the_selftest_root_that_holds_someone_elses_publication_is_refused_and_kept";
+    let Some(db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let key = "fencepost-selftest:handover";
+    users_key(&db, key, "not the selftest's").await;
+    let before = key_row(&db, key).await;
+    let mut options = SelftestOptions::default();
+    options.only(&["handover".to_string()]);
+    let report = selftest::run(&db.connection_string(), &options, &mut |_| {})
+        .await
+        .expect("the selftest runs");
+    let check = &report.checks[0];
+    assert_eq!(check.status, Status::Failed, "{}", report.to_text());
+    assert!(
+        check.seen.contains(key) && check.seen.contains("not the selftest's"),
+        "the refusal names the key and why: {}",
+        check.seen
+    );
+    assert_eq!(key_row(&db, key).await, before, "the key is untouched, its row kept");
+    db.drop().await;
+}
+
+/// Starts `fencepost selftest` with `args`, reads stderr until a line holds
+/// `until`, sends `signal`, and answers the output, stderr, the line seen
+/// and how long the process took to end after the signal.
+#[cfg(unix)]
+async fn signalled_at(
+    db: &TestDatabase,
+    args: &[&str],
+    until: &str,
+    signal: &str,
+) -> (std::process::Output, String, String, std::time::Duration) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut child = binary::tokio(binary::fencepost_on(&db.ado(), args.iter().copied()))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run fencepost");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut stderr = String::new();
+    let mut seen = String::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        stderr.push_str(&line);
+        stderr.push('\n');
+        if line.contains(until) {
+            seen = line;
+            break;
+        }
+    }
+    assert!(!seen.is_empty(), "never saw {until:?}: {stderr}");
+    let pid = child.id().expect("running").to_string();
+    let sent = std::process::Command::new("kill")
+        .args([format!("-{signal}").as_str(), &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let signalled = std::time::Instant::now();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        stderr.push_str(&line);
+        stderr.push('\n');
+    }
+    let output = child.wait_with_output().await.unwrap();
+    (output, stderr, seen, signalled.elapsed())
+}
+
+/// SIGTERM while a check waits (here for a 30 s lease a stopped run would
+/// leave on its key, held by the test): the check is abandoned, not waited
+/// out, and the run ends well within the 7.5 s a cancelled CI job leaves
+/// before SIGKILL, its rows deleted.
+#[cfg(unix)]
+#[tokio::test]
+async fn sigterm_abandons_the_check_under_way_and_the_run_ends_within_seconds() {
+    const TEST: &str = "sigterm_abandons_the_check_under_way_and_the_run_ends_within_seconds";
+    let Some(db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let key = "fencepost-selftest:handover";
+    let mut config = fencepost::ClientConfig::new(db.connection_string());
+    config.max_connections(1).allow_privileged_login(true);
+    let holder = fencepost::Client::connect_with(config).await.unwrap();
+    let _ = holder.provision(key).await.unwrap();
+    let held = holder.acquire(key, std::time::Duration::from_secs(30)).await.unwrap();
+    assert!(matches!(held, fencepost::client::Acquire::Acquired(_)), "{held:?}");
+    let (output, stderr, _, took) = signalled_at(
+        &db,
+        &["selftest", "--format", "json", "--check", "handover"],
+        "selftest: [1/1] handover",
+        "TERM",
+    )
+    .await;
+    assert_eq!(output.status.code(), Some(143), "{stderr}");
+    assert!(
+        took < std::time::Duration::from_secs(7),
+        "took {took:?} after SIGTERM: {stderr}"
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON document");
+    assert_eq!(json["not_run"], serde_json::json!(["handover"]), "{json}");
+    assert_eq!(json["rows_left"], serde_json::Value::Bool(false), "{json}");
+    db.drop().await;
+}
+
+/// Ctrl-C while the scratch database is made: no check starts, the making
+/// is abandoned and the database is gone when the process ends, within
+/// seconds.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_stop_while_the_scratch_database_is_made_starts_no_check_and_leaves_no_database() {
+    const TEST: &str = "a_stop_while_the_scratch_database_is_made_starts_no_check_and_leaves_no_database";
+    let Some(db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let (output, stderr, seen, took) = signalled_at(
+        &db,
+        &[
+            "selftest",
+            "--scratch-database",
+            "--format",
+            "json",
+            "--check",
+            "provision_beside_recover,prune_below_lock_escalation",
+        ],
+        "creating the scratch database ",
+        "INT",
+    )
+    .await;
+    let name = seen
+        .split("creating the scratch database ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_default()
+        .to_string();
+    let left = databases_named(&db, &name).await;
+    if left > 0 {
+        // Not the test's to leave: dropped before the test fails on it.
+        db.exec(&format!("DROP DATABASE [{name}];")).await;
+    }
+    assert_eq!(left, 0, "{name} was left behind: {stderr}");
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(!stderr.contains("selftest: [1/"), "no check starts: {stderr}");
+    assert!(
+        took < std::time::Duration::from_secs(7),
+        "took {took:?} after Ctrl-C: {stderr}"
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON document");
+    assert_eq!(json["checks"], serde_json::json!([]), "{json}");
+    assert_eq!(
+        json["not_run"],
+        serde_json::json!(["provision_beside_recover", "prune_below_lock_escalation"]),
+        "{json}"
+    );
     db.drop().await;
 }

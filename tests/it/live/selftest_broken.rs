@@ -261,7 +261,7 @@ async fn a_publish_that_reads_the_clock_before_locking_the_row_fails_publish_rac
     assert!(seen.contains("queued before the lease's end"), "{seen}");
     assert!(seen.contains("after S1's rollback the publish Published"), "{seen}");
     assert!(
-        seen.contains(r#"row generation 1 payload "sent while live (run "#),
+        seen.contains(r#"row generation 1 payload "sent while live (fencepost selftest run "#),
         "{seen}"
     );
 }
@@ -307,7 +307,7 @@ async fn a_publish_that_ignores_an_earlier_publish_of_its_generation_fails_one_p
         return;
     };
     assert!(seen.contains("second error:") && seen.contains("50107"), "{seen}");
-    assert!(seen.contains(r#"payload "first (run "#), "{seen}");
+    assert!(seen.contains(r#"payload "first (fencepost selftest run "#), "{seen}");
 }
 
 /// Publish that never looks its operation id up: a replay is judged as a
