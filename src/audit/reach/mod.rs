@@ -14,6 +14,7 @@
 //! principal's reach to whoever may change what it calls.
 //! [`closure`] answers, for one principal, the shortest path to each goal.
 
+mod bound;
 mod build;
 mod closure;
 mod code;
@@ -23,6 +24,8 @@ mod edge;
 mod expressions;
 mod fixed_roles;
 mod graph;
+mod held;
+mod leaving;
 mod login_alter;
 mod module_change;
 mod node;

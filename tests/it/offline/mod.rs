@@ -21,6 +21,7 @@ mod audit_reach_database_denies;
 mod audit_reach_denies;
 mod audit_reach_expressions;
 mod audit_reach_inherited;
+mod audit_reach_leaving_roles;
 mod audit_reach_logins;
 mod audit_reach_ownership;
 mod audit_reach_paths;
