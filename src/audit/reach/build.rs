@@ -10,7 +10,7 @@ use super::graph::Graph;
 use super::node::Node;
 use super::{
     code, database_owner, denies, expressions, fixed_roles, leaving, login_alter, orphans, principals, proxies, rights,
-    runners, server, server_rights, signing, trustworthy,
+    runners, server, server_rights, signing, trustworthy, writers,
 };
 
 impl Graph {
@@ -46,6 +46,7 @@ impl Graph {
         let rights = rights::all(ctx);
         principals::edges(ctx, &rights, &mut graph);
         code::edges(ctx, &rights, &mut graph);
+        writers::edges(ctx, &rights, &mut graph);
         database_owner::edges(ctx, &rights, &mut graph);
         expressions::edges(ctx, &rights, &mut graph);
         signing::edges(ctx, &mut graph);

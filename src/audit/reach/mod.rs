@@ -42,6 +42,8 @@ mod server_inherited;
 mod server_rights;
 mod signing;
 mod trustworthy;
+mod updatable;
+mod writers;
 
 pub(crate) use closure::{Reached, shortest, trusted_as};
 pub(crate) use denies::grant_survives;
