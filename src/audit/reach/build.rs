@@ -9,8 +9,8 @@ use super::super::rules::Context;
 use super::graph::Graph;
 use super::node::Node;
 use super::{
-    code, database_owner, expressions, fixed_roles, login_alter, orphans, principals, proxies, rights, runners, server,
-    server_rights, signing, trustworthy,
+    code, database_owner, denies, expressions, fixed_roles, leaving, login_alter, orphans, principals, proxies, rights,
+    runners, server, server_rights, signing, trustworthy, writers,
 };
 
 impl Graph {
@@ -24,12 +24,18 @@ impl Graph {
             trusted: BTreeSet::new(),
             starts: Vec::new(),
             contexts: BTreeMap::new(),
+            leavings: BTreeMap::new(),
         };
         for p in &ctx.catalog.principals {
             let node = Node::principal(&p.name);
             graph.names.insert(node.clone(), p.name.clone());
             if p.kind != PrincipalKind::Role {
                 graph.contexts.insert(node.clone(), ctx.holders(&p.name));
+                let leavings = leaving::options(ctx, &p.name, denies::plain)
+                    .iter()
+                    .map(|(c, _)| c.clone())
+                    .collect();
+                graph.leavings.insert(node.clone(), leavings);
             }
             // A fixed role's rights are its members'; only a trusted one is
             // named for itself.
@@ -40,6 +46,7 @@ impl Graph {
         let rights = rights::all(ctx);
         principals::edges(ctx, &rights, &mut graph);
         code::edges(ctx, &rights, &mut graph);
+        writers::edges(ctx, &rights, &mut graph);
         database_owner::edges(ctx, &rights, &mut graph);
         expressions::edges(ctx, &rights, &mut graph);
         signing::edges(ctx, &mut graph);

@@ -3,7 +3,8 @@
 //! permission hierarchy; ALTER on code or tables the fence tables' owner
 //! owns (a trigger or a rewrite runs as that owner, and ownership chaining
 //! skips the check on the fence tables); EXECUTE on a module that calls a
-//! fence_admin procedure or writes a fence table as their owner.
+//! fence_admin procedure or writes a fence table as their owner. Writes
+//! through views, triggers and chains of objects are [`super::writers`]'.
 
 use std::collections::BTreeSet;
 
@@ -27,7 +28,6 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
     let admin = admin_procedures(ctx);
     let chained = chained_objects(ctx);
     let modules = reaching_modules(ctx);
-    let views = writable_views(ctx);
     for right in rights {
         let from = right.node();
         let p = &right.permission;
@@ -168,31 +168,6 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                 }
             }
         }
-        // INSERT, UPDATE or DELETE on a view over a fence table.
-        for (o, _) in views.iter().filter(|(o, _)| !(right.taken && o.owner.is_none())) {
-            let name = o.qualified_name();
-            let target = object(&o.schema, &o.name);
-            if let Some((w, unless)) = ["UPDATE", "INSERT", "DELETE"]
-                .into_iter()
-                .find_map(|w| denies::reaches(ctx, right, &target, w).map(|u| (w, u)))
-            {
-                add(
-                    graph,
-                    Edge::new(
-                        Node::code(&name),
-                        Kind::Acts,
-                        format!(
-                            "{w} on {name}{}{}",
-                            hierarchy_note(ctx, right, w, &name),
-                            right.grant_option()
-                        ),
-                        right.evidence.clone(),
-                        right.cut.clone(),
-                    )
-                    .unless(unless),
-                );
-            }
-        }
         // EXECUTE on a module that reaches a goal as its owner.
         for (o, _) in modules.iter().filter(|(o, _)| !(right.taken && o.owner.is_none())) {
             let name = o.qualified_name();
@@ -214,26 +189,6 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                 );
             }
         }
-    }
-    for (o, table) in views {
-        let name = o.qualified_name();
-        graph.name_node(Node::code(&name), &name);
-        let owner = ctx.catalog.owner_of(o).unwrap_or("its owner").to_string();
-        graph.add(
-            Node::code(&name),
-            &name,
-            Edge::new(
-                Node::Goal(Goal::WriteFence),
-                Kind::Acts,
-                format!(
-                    "{name} selects from {table} and is owned by {owner}, as {table} is: an INSERT, UPDATE or DELETE \
-                     through it writes {table}, and ownership chaining skips the permission check there"
-                ),
-                format!("sys.sql_modules: {name} names {table}; its owner is {owner}"),
-                format!("DROP {} {};", drop_kind(o.kind), quote_qualified(&o.schema, &o.name)),
-            )
-            .on(table),
-        );
     }
     for (o, reaches) in modules {
         let name = o.qualified_name();
@@ -396,58 +351,6 @@ fn reaching_modules<'a>(ctx: &Context<'a>) -> Vec<(&'a Object, Vec<(Goal, String
     }
     out.sort_by_key(|(o, _)| o.qualified_name().to_lowercase());
     out
-}
-
-/// Views and inline table-valued functions other than the shipped code
-/// that select from a fence table and are owned by its owner: a data right
-/// on one is checked there only ("Ownership Chains"), so it writes the
-/// table. A function counts when its text returns a table by one SELECT
-/// (`RETURNS TABLE`), or its text is hidden: no other function takes an
-/// INSERT, UPDATE or DELETE. A view counts on an engine that does not chain
-/// ownership too: PostgreSQL, under Babelfish, checks a view's tables as
-/// the view's owner.
-fn writable_views<'a>(ctx: &Context<'a>) -> Vec<(&'a Object, String)> {
-    let chains = ctx.catalog.engine.chains_ownership;
-    let fence = &ctx.policy.fence_schema;
-    let mut out = Vec::new();
-    for o in &ctx.catalog.objects {
-        let inline = chains && o.definition.as_deref().is_none_or(returns_table);
-        if !(o.kind == ObjectKind::View || o.kind == ObjectKind::Function && inline) || ctx.is_shipped(o) {
-            continue;
-        }
-        let Some(owner) = ctx.catalog.owner_of(o) else { continue };
-        let depends = |target: &str| {
-            ctx.catalog.dependencies.iter().flatten().any(|d| {
-                d.referencing.eq_ignore_ascii_case(&o.qualified_name()) && d.referenced.eq_ignore_ascii_case(target)
-            })
-        };
-        let same_owner = |target: &str| {
-            ctx.catalog
-                .object(target)
-                .and_then(|t| ctx.catalog.owner_of(t))
-                .is_some_and(|t| t.eq_ignore_ascii_case(owner))
-        };
-        if let Some(t) = ctx
-            .fence_tables()
-            .iter()
-            .find(|t| module_text_names(o, fence, t) || depends(&format!("{fence}.{t}")))
-            .map(|t| format!("{fence}.{t}"))
-            .filter(|t| same_owner(t))
-        {
-            out.push((o, t));
-        }
-    }
-    out.sort_by_key(|(o, _)| o.qualified_name().to_lowercase());
-    out
-}
-
-/// Whether a function's text returns a table by a single statement.
-fn returns_table(definition: &str) -> bool {
-    let code = crate::tsql::code_only(definition).to_uppercase();
-    code.split_whitespace()
-        .collect::<Vec<_>>()
-        .windows(2)
-        .any(|w| w == ["RETURNS", "TABLE"])
 }
 
 fn drop_kind(kind: ObjectKind) -> &'static str {

@@ -11,30 +11,76 @@
 //! a table's rows writable.
 //!
 //! A DENY made to the holder of a right, to a role it is in, or to public
-//! removes the edge the right gives; one made to some member of a role that
-//! holds the right only refuses it to contexts that contain that member,
-//! which [`super::closure`] follows along each path.
+//! removes the edge the right gives, unless the holder may leave that role;
+//! one made to some member of a role that holds the right only refuses it
+//! to contexts that contain that member and cannot leave it, which
+//! [`super::closure`] follows along each path. db_denydatawriter and
+//! db_denydatareader refuse their members as DENYs on the database do.
+
+use std::collections::BTreeSet;
 
 use super::super::catalog::{Permission, PermissionState, Securable};
 use super::super::rules::Context;
+use super::bound::Bound;
 use super::right::Right;
+use super::{fixed_roles, leaving};
 
 /// Whether `right` gives `wanted` on `target` past the database's DENYs:
-/// `None` when every context that holds it is refused, else the principals
-/// (lower-cased) whose contexts are.
-pub(super) fn allows(ctx: &Context, right: &Right, target: &Securable, wanted: &str) -> Option<Vec<String>> {
+/// `None` when every context that holds it is refused, else whom the DENYs
+/// still bind. A DENY made to a role the holder may leave binds it only
+/// until it does ("ALTER ROLE ... DROP MEMBER"), so it is no cut: the
+/// memberships it drops first are named with the edge.
+pub(super) fn allows(ctx: &Context, right: &Right, target: &Securable, wanted: &str) -> Option<Bound> {
+    let keep = right.holder.to_lowercase();
     if right.undeniable || right.login {
-        return Some(Vec::new());
+        return Some(Bound {
+            keep,
+            ..Bound::default()
+        });
     }
+    let holders = ctx.holders(&right.holder);
+    let (cutting, denied) = applicable(ctx, right, target, wanted, &holders);
+    let mut left = Vec::new();
+    if !cutting.is_empty() {
+        let options = leaving::options(ctx, &right.holder, plain);
+        let (_, dropped) = options
+            .iter()
+            .find(|(session, _)| !cutting.iter().any(|d| session.contains(d)))?;
+        left = dropped.clone();
+    }
+    Some(Bound { denied, keep, left })
+}
+
+/// Whether no DENY made to the holder of `right`, one of its roles or
+/// public refuses it `wanted` on `target`, its roles as they stand.
+pub(super) fn plain(ctx: &Context, right: &Right, target: &Securable, wanted: &str) -> bool {
+    applicable(ctx, right, target, wanted, &ctx.holders(&right.holder))
+        .0
+        .is_empty()
+}
+
+/// The principals (lower-cased) of the DENYs that refuse `right` `wanted`
+/// on `target`: those among `holders`, which refuse it to every context
+/// that holds it, and the others, which refuse it to the contexts that
+/// contain them.
+fn applicable(
+    ctx: &Context,
+    right: &Right,
+    target: &Securable,
+    wanted: &str,
+    holders: &BTreeSet<String>,
+) -> (Vec<String>, Vec<String>) {
     let class = ctx.class_of(target);
     let control = right.permission.permission.eq_ignore_ascii_case("CONTROL");
-    let holders = ctx.holders(&right.holder);
+    let fixed = fixed_roles::denies();
+    let mut cutting = Vec::new();
     let mut bound = Vec::new();
     for d in ctx
         .catalog
         .permissions
         .iter()
         .filter(|d| d.state == PermissionState::Deny)
+        .chain(fixed.iter())
     {
         let column = matches!(&d.on, Securable::Object { column: Some(_), .. });
         if column
@@ -50,14 +96,16 @@ pub(super) fn allows(ctx: &Context, right: &Right, target: &Securable, wanted: &
             continue;
         }
         let grantee = d.grantee.to_lowercase();
-        if holders.contains(&grantee) {
-            return None;
-        }
-        if !bound.contains(&grantee) {
-            bound.push(grantee);
+        let into = if holders.contains(&grantee) {
+            &mut cutting
+        } else {
+            &mut bound
+        };
+        if !into.contains(&grantee) {
+            into.push(grantee);
         }
     }
-    Some(bound)
+    (cutting, bound)
 }
 
 /// Whether `d`, a DENY, is one that `right`, a column-level GRANT on the
@@ -130,7 +178,7 @@ pub(crate) fn grant_survives(ctx: &Context, p: &Permission, target: &Securable, 
 
 /// Whether `right` gives `wanted` on `target` by the hierarchy and past the
 /// DENYs, as [`allows`] answers.
-pub(super) fn reaches(ctx: &Context, right: &Right, target: &Securable, wanted: &str) -> Option<Vec<String>> {
+pub(super) fn reaches(ctx: &Context, right: &Right, target: &Securable, wanted: &str) -> Option<Bound> {
     if ctx.reaches(&right.permission, target, wanted) {
         allows(ctx, right, target, wanted)
     } else {

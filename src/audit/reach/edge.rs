@@ -1,6 +1,7 @@
 //! The edges of the reachability graph.
 
 use super::super::finding::Step;
+use super::bound::Bound;
 use super::node::Node;
 
 /// How an edge passes rights on.
@@ -30,8 +31,9 @@ pub(crate) struct Edge {
     /// For an edge into a goal, the object reached (`fence.Resource`).
     pub(crate) object: Option<String>,
     /// The database principals (lower-cased) a DENY binds on this edge:
-    /// whoever acts as one of them, or as a member of one, is refused it.
-    pub(crate) unless: Vec<String>,
+    /// whoever acts as one of them, or as a member of one, is refused it
+    /// unless it may leave them and keep the right's holder.
+    pub(crate) unless: Bound,
 }
 
 impl Edge {
@@ -51,7 +53,7 @@ impl Edge {
                 cut: cut.into(),
             },
             object: None,
-            unless: Vec::new(),
+            unless: Bound::default(),
         }
     }
 
@@ -60,9 +62,11 @@ impl Edge {
         self
     }
 
-    /// Refused to whoever acts as one of `denied` or a member of one.
-    pub(crate) fn unless(mut self, denied: Vec<String>) -> Self {
-        self.unless = denied;
+    /// Refused to whoever acts as one of `bound.denied` or a member of one;
+    /// the step names the memberships its holder drops first.
+    pub(crate) fn unless(mut self, bound: Bound) -> Self {
+        self.step.step.push_str(&bound.note());
+        self.unless = bound;
         self
     }
 }

@@ -112,3 +112,21 @@ pub(super) fn rights(ctx: &Context, rights: &mut Vec<Right>) {
         }
     }
 }
+
+/// The database-level DENYs the deny roles stand for ("db_denydatawriter:
+/// cannot add, modify, or delete any data in the user tables";
+/// db_denydatareader: cannot read them), as rows the DENY check weighs.
+pub(super) fn denies() -> Vec<Permission> {
+    let deny = |role: &str, permission: &str| Permission {
+        grantee: role.into(),
+        permission: permission.into(),
+        state: PermissionState::Deny,
+        on: Securable::Database,
+    };
+    vec![
+        deny("db_denydatawriter", "INSERT"),
+        deny("db_denydatawriter", "UPDATE"),
+        deny("db_denydatawriter", "DELETE"),
+        deny("db_denydatareader", "SELECT"),
+    ]
+}

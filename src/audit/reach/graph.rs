@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::bound::Bound;
 use super::edge::{Edge, Kind};
 use super::node::Node;
 
@@ -15,6 +16,9 @@ pub(crate) struct Graph {
     /// For each database principal a session can act as (a user, a group,
     /// an application role): itself, its roles and public, lower-cased.
     pub(super) contexts: BTreeMap<Node, BTreeSet<String>>,
+    /// For each of them, the contexts it may make of itself by leaving
+    /// roles it may drop itself from.
+    pub(super) leavings: BTreeMap<Node, Vec<BTreeSet<String>>>,
 }
 
 impl Graph {
@@ -69,14 +73,24 @@ impl Graph {
         self.contexts.contains_key(node).then(|| node.clone())
     }
 
-    /// Whether a DENY made to one of `unless` binds a session acting as
-    /// `who`: `who` is one of them, or in one of their roles.
-    pub(crate) fn denied(&self, who: &Node, unless: &[String]) -> bool {
-        !unless.is_empty()
-            && self
-                .contexts
-                .get(who)
-                .is_some_and(|c| unless.iter().any(|u| c.contains(u)))
+    /// Whether a DENY made to one of `unless.denied` binds a session acting
+    /// as `who`: `who` is one of them, or in one of their roles, and cannot
+    /// leave those roles while keeping the role that holds the right.
+    pub(crate) fn denied(&self, who: &Node, unless: &Bound) -> bool {
+        let Some(context) = self.contexts.get(who) else {
+            return false;
+        };
+        let bound = |c: &BTreeSet<String>| unless.denied.iter().any(|u| c.contains(u));
+        if !bound(context) {
+            return false;
+        }
+        let keeps = |c: &BTreeSet<String>| c.contains(&unless.keep);
+        !self
+            .leavings
+            .get(who)
+            .into_iter()
+            .flatten()
+            .any(|c| keeps(c) && !bound(c))
     }
 
     pub(crate) fn is_trusted(&self, node: &Node) -> bool {

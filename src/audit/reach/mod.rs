@@ -14,6 +14,7 @@
 //! principal's reach to whoever may change what it calls.
 //! [`closure`] answers, for one principal, the shortest path to each goal.
 
+mod bound;
 mod build;
 mod closure;
 mod code;
@@ -23,6 +24,8 @@ mod edge;
 mod expressions;
 mod fixed_roles;
 mod graph;
+mod held;
+mod leaving;
 mod login_alter;
 mod module_change;
 mod node;
@@ -39,6 +42,8 @@ mod server_inherited;
 mod server_rights;
 mod signing;
 mod trustworthy;
+mod updatable;
+mod writers;
 
 pub(crate) use closure::{Reached, shortest, trusted_as};
 pub(crate) use denies::grant_survives;

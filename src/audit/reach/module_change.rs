@@ -5,13 +5,14 @@
 
 use super::super::catalog::{Object, Securable};
 use super::super::rules::Context;
+use super::bound::Bound;
 use super::denies;
 use super::principals::hierarchy_note;
 use super::right::Right;
 
 /// How `right` changes `o` (`ALTER on app.F (by the hierarchy: ...)`), and
 /// the principals a DENY refuses it to; `None` when it does not.
-pub(super) fn alters(ctx: &Context, right: &Right, o: &Object) -> Option<(String, Vec<String>)> {
+pub(super) fn alters(ctx: &Context, right: &Right, o: &Object) -> Option<(String, Bound)> {
     let name = o.qualified_name();
     let target = Securable::Object {
         schema: o.schema.clone(),

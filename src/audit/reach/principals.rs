@@ -6,6 +6,7 @@
 
 use super::super::catalog::{Principal, PrincipalKind, Securable, UserAuthentication};
 use super::super::rules::Context;
+use super::bound::Bound;
 use super::denies;
 use super::edge::{Edge, Kind};
 use super::fixed_roles::is_fixed;
@@ -86,7 +87,7 @@ fn on_principal(ctx: &Context, right: &Right, target: &Principal) -> Option<Edge
             None
         }
     };
-    let edge = |step: String, unless: Vec<String>| {
+    let edge = |step: String, unless: Bound| {
         Edge::new(
             Node::principal(&target.name),
             Kind::Acts,

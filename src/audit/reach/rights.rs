@@ -3,53 +3,24 @@
 //! dbo. Each says how it is held and what removes it, so an edge built on it
 //! can.
 
-use super::super::catalog::{Permission, PermissionState, PrincipalKind, Securable};
+use super::super::catalog::{Permission, PermissionState, Securable};
 use super::super::rules::Context;
 use super::right::Right;
-use super::{denies, fixed_roles, server_inherited};
-use crate::tsql::{quote_name, quote_qualified};
+use super::{denies, held};
+use crate::tsql::quote_name;
 
 /// Every right of the catalog, in a stable order: by holder, grants before
 /// ownership before fixed roles' rights, then by permission.
 pub(crate) fn all(ctx: &Context) -> Vec<Right> {
-    let mut rights = Vec::new();
-    for p in ctx.grants() {
-        let option = if p.state == PermissionState::GrantWithGrantOption {
-            " WITH GRANT OPTION"
-        } else {
-            ""
-        };
-        rights.push(Right {
-            holder: p.grantee.clone(),
-            permission: p.clone(),
-            held: None,
-            evidence: format!(
-                "sys.database_permissions: GRANT {} ON {} TO {}{option}",
-                p.permission.to_uppercase(),
-                ctx.describe(&p.on),
-                p.grantee
-            ),
-            cut: ctx.revoke(p),
-            plain_grant: p.state == PermissionState::Grant,
-            login: false,
-            undeniable: false,
-            taken: false,
-        });
-    }
-    owners(ctx, &mut rights);
+    let mut rights = held::held(ctx);
     taken_schemas(ctx, &mut rights);
-    fixed_roles::rights(ctx, &mut rights);
-    server_inherited::rights(ctx, &mut rights);
-    // dbo is the database's owner: no permission check applies to it.
-    if ctx.catalog.principal("dbo").is_some() {
-        rights.push(owned(
-            "dbo",
-            Securable::Database,
-            "dbo is the database owner, whom no permission check applies to",
-            "sys.databases.owner_sid: dbo is the database owner".into(),
-            "ALTER AUTHORIZATION ON DATABASE::<db> TO <a login trusted to own it>;".into(),
-        ));
-    }
+    sort(&mut rights);
+    rights
+}
+
+/// By holder, grants before ownership before fixed roles' rights, then by
+/// permission.
+fn sort(rights: &mut [Right]) {
     let rank = |r: &Right| -> (String, u8, usize, String) {
         let source = if r.plain_grant || r.permission.state == PermissionState::GrantWithGrantOption && r.held.is_none()
         {
@@ -70,7 +41,6 @@ pub(crate) fn all(ctx: &Context) -> Vec<Right> {
         )
     };
     rights.sort_by_key(rank);
-    rights
 }
 
 /// The order a path names rights in when several reach the same goal.
@@ -84,88 +54,6 @@ const PREFERENCE: [&str; 8] = [
     "IMPERSONATE",
     "EXECUTE",
 ];
-
-fn owned(holder: &str, on: Securable, held: &str, evidence: String, cut: String) -> Right {
-    Right {
-        holder: holder.to_string(),
-        permission: Permission {
-            grantee: holder.to_string(),
-            permission: "CONTROL".into(),
-            state: PermissionState::Grant,
-            on,
-        },
-        held: Some(held.to_string()),
-        evidence,
-        cut,
-        plain_grant: false,
-        login: false,
-        // An owner passes every permission check on what it owns.
-        undeniable: true,
-        taken: false,
-    }
-}
-
-/// Owning a schema, an object, an assembly or a role is CONTROL on it.
-fn owners(ctx: &Context, rights: &mut Vec<Right>) {
-    for s in &ctx.catalog.schemas {
-        rights.push(owned(
-            &s.owner,
-            Securable::Schema { schema: s.name.clone() },
-            &format!("{} owns SCHEMA::{}", s.owner, s.name),
-            format!("sys.schemas: {} is owned by {}", s.name, s.owner),
-            format!("ALTER AUTHORIZATION ON SCHEMA::{} TO [dbo];", quote_name(&s.name)),
-        ));
-    }
-    for o in &ctx.catalog.objects {
-        let Some(owner) = o.owner.as_deref() else { continue };
-        if o.schema.is_empty() {
-            continue;
-        }
-        rights.push(owned(
-            owner,
-            Securable::Object {
-                schema: o.schema.clone(),
-                name: o.name.clone(),
-                column: None,
-            },
-            &format!("{owner} owns {}", o.qualified_name()),
-            format!("sys.objects: {} has principal_id {owner}", o.qualified_name()),
-            format!(
-                "ALTER AUTHORIZATION ON OBJECT::{} TO SCHEMA OWNER;",
-                quote_qualified(&o.schema, &o.name)
-            ),
-        ));
-    }
-    for a in ctx.catalog.assemblies.iter().flatten() {
-        let Some(owner) = a.owner.as_deref() else { continue };
-        rights.push(owned(
-            owner,
-            Securable::Other {
-                class_desc: "ASSEMBLY".into(),
-                name: Some(a.name.clone()),
-            },
-            &format!("{owner} owns ASSEMBLY::{}", a.name),
-            format!("sys.assemblies: {} is owned by {owner}", a.name),
-            format!("ALTER AUTHORIZATION ON ASSEMBLY::{} TO [dbo];", quote_name(&a.name)),
-        ));
-    }
-    for r in &ctx.catalog.principals {
-        let Some(owner) = r.owner.as_deref() else { continue };
-        if !matches!(r.kind, PrincipalKind::Role | PrincipalKind::ApplicationRole)
-            || owner.eq_ignore_ascii_case(&r.name)
-        {
-            continue;
-        }
-        let class = ctx.principal_class(&r.name);
-        rights.push(owned(
-            owner,
-            Securable::Principal { name: r.name.clone() },
-            &format!("{owner} owns {class}::{}", r.name),
-            format!("sys.database_principals: {} has owning_principal_id {owner}", r.name),
-            format!("ALTER AUTHORIZATION ON {class}::{} TO [dbo];", quote_name(&r.name)),
-        ));
-    }
-}
 
 /// Schemas whose owner SQL Server does not let anyone change ("ALTER
 /// AUTHORIZATION": sys, dbo and INFORMATION_SCHEMA).

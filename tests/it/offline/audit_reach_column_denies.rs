@@ -56,7 +56,7 @@ fn with_path(report: &Report, who: &str) -> bool {
 }
 
 /// Every finding of `report` that names `who`, by rule id.
-fn rules_naming(report: &Report, who: &str) -> Vec<&'static str> {
+pub(super) fn rules_naming(report: &Report, who: &str) -> Vec<&'static str> {
     report
         .findings
         .iter()
