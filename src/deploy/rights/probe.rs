@@ -52,6 +52,9 @@ pub(crate) struct ProbedRights {
     /// The login enters through a Windows group's user: `USER_NAME()`
     /// names no database principal of its own.
     pub group_login: bool,
+    /// The first fence schema that exists owned by someone other than dbo,
+    /// and its owner: the deploy refuses it (50198).
+    pub schema_not_owned_by_dbo: Option<(String, String)>,
 }
 
 /// The probe's result set: one row per right lacking or unanswered, each
@@ -69,12 +72,15 @@ DECLARE @Rights TABLE (RightKey nvarchar(64) NOT NULL, Permission nvarchar(64) N
 DECLARE @Grantor int = CASE WHEN ISNULL(IS_MEMBER(N'db_securityadmin'), 0) = 1 THEN 1 ELSE 0 END;
 {IDENTITY_UNRECORDED_SET}{checks}SELECT r.RightKey, r.Permission, r.Class, r.Securable, r.Held, {WHO}
   FROM (SELECT 1 AS One) AS me
-  LEFT JOIN @Rights AS r ON r.Held IS NULL OR r.Held <> 1;"
+  LEFT JOIN @Rights AS r ON r.Held IS NULL OR r.Held <> 1
+  {FOREIGN_SCHEMA};"
     );
     format!(
         "IF USER_NAME() = N'dbo'
     SELECT CAST(NULL AS nvarchar(64)), CAST(NULL AS nvarchar(64)), CAST(NULL AS nvarchar(16)),
-           CAST(NULL AS nvarchar(300)), CAST(NULL AS int), {WHO};
+           CAST(NULL AS nvarchar(300)), CAST(NULL AS int), {WHO}
+      FROM (SELECT 1 AS One) AS me
+      {FOREIGN_SCHEMA};
 ELSE
     EXEC ({});",
         literal(&inner)
@@ -86,7 +92,14 @@ const WHO: &str = "CAST(USER_NAME() AS nvarchar(256)) AS UserName, CAST(SUSER_SN
        CAST(DB_NAME() AS nvarchar(256)) AS DatabaseName,
        CASE WHEN SERVERPROPERTY(N'Babelfish') IS NULL THEN 0 ELSE 1 END AS IsBabelfish,
        CAST((SELECT SUSER_SNAME(owner_sid) FROM sys.databases WHERE name = DB_NAME()) AS nvarchar(256)) AS DatabaseOwner,
-       CASE WHEN DATABASE_PRINCIPAL_ID(USER_NAME()) IS NULL THEN 1 ELSE 0 END AS GroupLogin";
+       CASE WHEN DATABASE_PRINCIPAL_ID(USER_NAME()) IS NULL THEN 1 ELSE 0 END AS GroupLogin,
+       CAST(f.name AS nvarchar(128)) AS SchemaNotOwnedByDbo, CAST(USER_NAME(f.principal_id) AS nvarchar(256)) AS SchemaOwner";
+
+/// The first fence schema another principal owns, joined to the probe's
+/// rows (none: NULLs).
+const FOREIGN_SCHEMA: &str = "OUTER APPLY (SELECT TOP (1) s.name, s.principal_id FROM sys.schemas AS s
+                   WHERE s.name IN (N'fence', N'fence_api', N'fence_admin') AND s.principal_id <> USER_ID(N'dbo')
+                   ORDER BY s.name) AS f";
 
 /// The statements that record one candidate, asked of the widest securable
 /// that exists.
@@ -177,7 +190,8 @@ fn indent(text: &str) -> String {
 
 /// The [`ProbedRights`] in the probe's result set.
 pub(crate) fn parse_probe(rows: &[tiberius::Row]) -> ProbedRights {
-    let text = |row: &tiberius::Row, i: usize| row.get::<&str, usize>(i).unwrap_or_default().trim().to_string();
+    let row_text = |row: &tiberius::Row, i: usize| row.get::<&str, usize>(i).map(|s| s.trim().to_string());
+    let text = |row: &tiberius::Row, i: usize| row_text(row, i).unwrap_or_default();
     let Some(first) = rows.first() else {
         return ProbedRights::default();
     };
@@ -188,6 +202,7 @@ pub(crate) fn parse_probe(rows: &[tiberius::Row]) -> ProbedRights {
         babelfish: first.get::<i32, usize>(8) == Some(1),
         owner: text(first, 9),
         group_login: first.get::<i32, usize>(10) == Some(1),
+        schema_not_owned_by_dbo: row_text(first, 11).zip(row_text(first, 12)),
         lacking: rows
             .iter()
             .filter(|row| row.get::<&str, usize>(0).is_some())
