@@ -190,12 +190,14 @@ fn asked_of_the_database_for_want_of_a_schema(right: &ProbedRight) -> bool {
 }
 
 /// The right as the two-step path grants it once a DBA has created the
-/// schemas and roles: on the schema or table, and none of creating the
-/// schemas or roles or making dbo their owner.
+/// schemas and roles: on the schema, and none of creating the schemas or
+/// roles or making dbo their owner. A right on a table is granted on its
+/// schema: `script --schemas` creates no table, so a GRANT naming one fails
+/// when the DBA runs it, and the schema's right covers the table once a
+/// migration creates it.
 fn after_schemas(probed: &ProbedRights, candidate: &Candidate, right: &ProbedRight) -> Option<MissingRight> {
     let (class, securable) = match candidate.on {
-        On::Schema(schema) => ("SCHEMA", schema.to_string()),
-        On::Object(schema, table) => ("OBJECT", format!("{schema}.{table}")),
+        On::Schema(schema) | On::Object(schema, _) => ("SCHEMA", schema.to_string()),
         On::User(_) => return None,
         On::Database if ["create_schema", "create_role"].contains(&candidate.key) => return None,
         On::Database => ("DATABASE", right.securable.clone()),
@@ -372,6 +374,51 @@ mod tests {
             ]
         );
         assert!(!rights.is_complete());
+    }
+
+    /// After `script --schemas` the fence tables do not exist yet: a GRANT
+    /// on one of them fails when the DBA runs it. The schema-level right
+    /// (and CONTROL on schema fence) covers them once they do.
+    #[test]
+    fn the_two_step_grants_name_no_table_the_schemas_step_does_not_create() {
+        let mut fresh = probed(false);
+        fresh.lacking = [
+            ("create_schema", "CREATE SCHEMA"),
+            ("insert_history", "INSERT"),
+            ("insert_journal", "INSERT"),
+            ("update_journal", "UPDATE"),
+            ("insert_deployment", "INSERT"),
+            ("insert_identity", "INSERT"),
+            ("insert_fence", "INSERT"),
+        ]
+        .into_iter()
+        .map(|(key, permission)| ProbedRight {
+            key: key.into(),
+            permission: permission.into(),
+            class: "DATABASE".into(),
+            securable: "app".into(),
+            held: Some(false),
+        })
+        .collect();
+        let steps = Steps {
+            migrations_pending: true,
+            statements: &[Statement::Insert],
+            procedures_deployed: true,
+            procedure_created: true,
+            ..Steps::default()
+        };
+        let rights = needed(&fresh, &steps);
+        let grants = rights.grants_after_schemas();
+        assert!(!grants.is_empty(), "{rights:?}");
+        assert!(grants.iter().all(|g| !g.contains("OBJECT::")), "{grants:?}");
+        assert!(
+            grants.contains(&"GRANT INSERT ON SCHEMA::[fence] TO [deploy]]er];"),
+            "{grants:?}"
+        );
+        assert!(
+            grants.contains(&"GRANT UPDATE ON SCHEMA::[fence] TO [deploy]]er];"),
+            "{grants:?}"
+        );
     }
 
     /// Measured on Babelfish 4.2: DROP USER fails while the user holds any
