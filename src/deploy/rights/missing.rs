@@ -225,13 +225,27 @@ fn babelfish_note(probed: &ProbedRights) -> String {
         "" => "its current owner".to_string(),
         owner => quote_name(owner),
     };
+    let login = quote_name(&probed.login);
+    let user = quote_name(&probed.user);
+    // The user is dropped with its memberships: the undo gives both back.
+    let mut undo =
+        format!("ALTER AUTHORIZATION ON DATABASE::{database} TO {owner}; CREATE USER {user} FOR LOGIN {login};");
+    for role in &probed.roles {
+        undo += &format!(" ALTER ROLE {} ADD MEMBER {user};", quote_name(role));
+    }
+    let memberships = match probed.roles.as_slice() {
+        [] => String::new(),
+        roles => format!(
+            " Dropping the user also drops its membership in {} (as the owner it enters as dbo and needs none); the \
+             undo adds it back.",
+            roles.iter().map(|r| quote_name(r)).collect::<Vec<_>>().join(", ")
+        ),
+    };
     format!(
         "Babelfish grants no database-level right: the statement makes {login} the owner of {database} in place of \
-         {owner} (to undo: ALTER AUTHORIZATION ON DATABASE::{database} TO {owner};). It drops the login's user \
-         {user} first (an owner may have none), which Babelfish refuses while that user holds any grant: revoke them \
-         first. It runs in one transaction, so a refusal changes nothing",
-        login = quote_name(&probed.login),
-        user = quote_name(&probed.user),
+         {owner} (to undo: {undo}). It drops the login's user {user} first (an owner may have none), which Babelfish \
+         refuses while that user holds any grant: revoke them first.{memberships} It runs in one transaction, so a \
+         refusal changes nothing"
     )
 }
 
@@ -443,6 +457,32 @@ mod tests {
             ),
             "{grants:?}"
         );
+    }
+
+    /// The owner change drops the user and its role memberships: the note
+    /// names them, and its undo gives the user and each membership back.
+    #[test]
+    fn on_babelfish_the_note_names_the_memberships_the_owner_change_drops_and_undoes_it() {
+        let mut probed = probed(true);
+        probed.owner = "admin".into();
+        probed.roles = vec!["app_readers".into(), "fence_reader".into()];
+        let rights = needed(
+            &probed,
+            &Steps {
+                migrations_pending: true,
+                ..Steps::default()
+            },
+        );
+        let note = rights.notes.last().expect("a note");
+        assert!(
+            note.contains(
+                "to undo: ALTER AUTHORIZATION ON DATABASE::[app] TO [admin]; CREATE USER [deploy]]er] FOR LOGIN \
+                 [deploy_login]; ALTER ROLE [app_readers] ADD MEMBER [deploy]]er]; ALTER ROLE [fence_reader] ADD \
+                 MEMBER [deploy]]er];)"
+            ),
+            "{note}"
+        );
+        assert!(note.contains("membership in [app_readers], [fence_reader]"), "{note}");
     }
 
     /// Measured on Babelfish 4.2: HAS_PERMS_BY_NAME on a schema answers 0

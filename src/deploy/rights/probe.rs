@@ -55,6 +55,9 @@ pub(crate) struct ProbedRights {
     /// The first fence schema that exists owned by someone other than dbo,
     /// and its owner: the deploy refuses it (50198).
     pub schema_not_owned_by_dbo: Option<(String, String)>,
+    /// The roles the deploying user is a member of: Babelfish's owner
+    /// change drops the user, and these memberships with it.
+    pub roles: Vec<String>,
 }
 
 /// The probe's result set: one row per right lacking or unanswered, each
@@ -70,7 +73,8 @@ pub(crate) fn probe_query() -> String {
 DECLARE @Rights TABLE (RightKey nvarchar(64) NOT NULL, Permission nvarchar(64) NOT NULL,
                        Class nvarchar(16) NOT NULL, Securable nvarchar(300) NOT NULL, Held int NULL);
 DECLARE @Grantor int = CASE WHEN ISNULL(IS_MEMBER(N'db_securityadmin'), 0) = 1 THEN 1 ELSE 0 END;
-{IDENTITY_UNRECORDED_SET}{checks}SELECT r.RightKey, r.Permission, r.Class, r.Securable, r.Held, {WHO}
+{IDENTITY_UNRECORDED_SET}{checks}{ROLES}SELECT r.RightKey, r.Permission, r.Class, r.Securable, r.Held, {WHO},
+       @Roles AS Roles
   FROM (SELECT 1 AS One) AS me
   LEFT JOIN @Rights AS r ON r.Held IS NULL OR r.Held <> 1
   {FOREIGN_SCHEMA};"
@@ -78,7 +82,8 @@ DECLARE @Grantor int = CASE WHEN ISNULL(IS_MEMBER(N'db_securityadmin'), 0) = 1 T
     format!(
         "IF USER_NAME() = N'dbo'
     SELECT CAST(NULL AS nvarchar(64)), CAST(NULL AS nvarchar(64)), CAST(NULL AS nvarchar(16)),
-           CAST(NULL AS nvarchar(300)), CAST(NULL AS int), {WHO}
+           CAST(NULL AS nvarchar(300)), CAST(NULL AS int), {WHO},
+           CAST(NULL AS nvarchar(4000))
       FROM (SELECT 1 AS One) AS me
       {FOREIGN_SCHEMA};
 ELSE
@@ -94,6 +99,19 @@ const WHO: &str = "CAST(USER_NAME() AS nvarchar(256)) AS UserName, CAST(SUSER_SN
        CAST((SELECT SUSER_SNAME(owner_sid) FROM sys.databases WHERE name = DB_NAME()) AS nvarchar(256)) AS DatabaseOwner,
        CASE WHEN DATABASE_PRINCIPAL_ID(USER_NAME()) IS NULL THEN 1 ELSE 0 END AS GroupLogin,
        CAST(f.name AS nvarchar(128)) AS SchemaNotOwnedByDbo, CAST(USER_NAME(f.principal_id) AS nvarchar(256)) AS SchemaOwner";
+
+/// The roles the deploying user is a member of, one a line, in `@Roles`:
+/// read one by one rather than with STRING_AGG, which SQL Server 2016 lacks.
+const ROLES: &str = "DECLARE @Roles nvarchar(4000) = N'', @Role sysname = N'';
+WHILE 1 = 1
+BEGIN
+    SET @Role = (SELECT MIN(r.name) FROM sys.database_role_members AS m
+                   JOIN sys.database_principals AS r ON r.principal_id = m.role_principal_id
+                  WHERE m.member_principal_id = DATABASE_PRINCIPAL_ID(USER_NAME()) AND r.name > @Role);
+    IF @Role IS NULL BREAK;
+    SET @Roles = @Roles + CASE WHEN @Roles = N'' THEN N'' ELSE NCHAR(10) END + @Role;
+END;
+";
 
 /// The first fence schema another principal owns, joined to the probe's
 /// rows (none: NULLs).
@@ -203,6 +221,9 @@ pub(crate) fn parse_probe(rows: &[tiberius::Row]) -> ProbedRights {
         owner: text(first, 9),
         group_login: first.get::<i32, usize>(10) == Some(1),
         schema_not_owned_by_dbo: row_text(first, 11).zip(row_text(first, 12)),
+        roles: row_text(first, 13)
+            .map(|roles| roles.lines().map(str::to_string).filter(|r| !r.is_empty()).collect())
+            .unwrap_or_default(),
         lacking: rows
             .iter()
             .filter(|row| row.get::<&str, usize>(0).is_some())

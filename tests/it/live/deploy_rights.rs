@@ -279,3 +279,54 @@ async fn a_fence_schema_another_principal_owns_is_named_by_status_and_refused_by
     }
     db.drop().await;
 }
+
+/// Babelfish's owner change drops the login's user, and with it the user's
+/// role memberships: the note names them, and its undo gives the login its
+/// user and those memberships back.
+#[tokio::test]
+async fn babelfish_s_owner_change_names_the_roles_it_drops_and_its_undo_restores_them() {
+    let test = "babelfish_s_owner_change_names_the_roles_it_drops_and_its_undo_restores_them";
+    let Some(mut db) = TestDatabase::new(test).await else {
+        return;
+    };
+    if !db.is_babelfish().await {
+        support::skip(
+            test,
+            "the engine is not Babelfish (SQL Server grants the rights instead)",
+        );
+        db.drop().await;
+        return;
+    }
+    db.exec("CREATE ROLE app_readers;").await;
+    let deployer = db.login_in_role(Some("app_readers")).await;
+    let user = support::user_of(&deployer);
+    let status = fencepost_cli(&["status", "--format", "json"], &deployer).await;
+    let document: serde_json::Value = serde_json::from_slice(&status.stdout).expect("a JSON document");
+    let notes = document["rights"]["notes"].to_string();
+    assert!(
+        notes.contains("app_readers"),
+        "the note does not name the role: {notes}"
+    );
+    let undo_start = notes.find("to undo: ").expect("an undo") + "to undo: ".len();
+    let undo_end = notes[undo_start..].find(')').expect("the undo ends") + undo_start;
+    let undo = notes[undo_start..undo_end].replace("\\\"", "\"");
+    assert!(undo.contains("ADD MEMBER"), "{undo}");
+
+    let grant = document["rights"]["missing"][0]["grant"].as_str().unwrap().to_string();
+    db.exec(&grant).await;
+    let member = || async {
+        db.query(&format!(
+            "SELECT COUNT(*) FROM sys.database_role_members AS m
+               JOIN sys.database_principals AS r ON r.principal_id = m.role_principal_id
+               JOIN sys.database_principals AS u ON u.principal_id = m.member_principal_id
+              WHERE r.name = N'app_readers' AND u.name = N'{user}';"
+        ))
+        .await[0]
+            .get::<i32, usize>(0)
+            .unwrap_or_default()
+    };
+    assert_eq!(member().await, 0, "the owner change kept the membership");
+    db.exec(&undo).await;
+    assert_eq!(member().await, 1, "the undo did not restore the membership: {undo}");
+    db.drop().await;
+}
