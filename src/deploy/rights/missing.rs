@@ -186,7 +186,8 @@ pub(crate) fn needed(probed: &ProbedRights, steps: &Steps<'_>) -> DeployRights {
 /// A right a candidate asks of the database only because its schema is
 /// missing.
 fn asked_of_the_database_for_want_of_a_schema(right: &ProbedRight) -> bool {
-    right.class == "DATABASE" && candidate(&right.key).is_some_and(|c| matches!(c.on, On::Schema(_) | On::Object(..)))
+    right.class == "DATABASE"
+        && candidate(&right.key).is_some_and(|c| matches!(c.on, On::Schema(_) | On::Object(..) | On::Role(_)))
 }
 
 /// The right as the two-step path grants it once a DBA has created the
@@ -198,6 +199,7 @@ fn asked_of_the_database_for_want_of_a_schema(right: &ProbedRight) -> bool {
 fn after_schemas(probed: &ProbedRights, candidate: &Candidate, right: &ProbedRight) -> Option<MissingRight> {
     let (class, securable) = match candidate.on {
         On::Schema(schema) | On::Object(schema, _) => ("SCHEMA", schema.to_string()),
+        On::Role(role) => ("ROLE", role.to_string()),
         On::User(_) => return None,
         On::Database if ["create_schema", "create_role"].contains(&candidate.key) => return None,
         On::Database => ("DATABASE", right.securable.clone()),
@@ -404,6 +406,7 @@ mod tests {
             ("insert_deployment", "INSERT"),
             ("insert_identity", "INSERT"),
             ("insert_fence", "INSERT"),
+            ("view_fence_service", "VIEW DEFINITION"),
         ]
         .into_iter()
         .map(|(key, permission)| ProbedRight {
@@ -419,10 +422,21 @@ mod tests {
             statements: &[Statement::Insert],
             procedures_deployed: true,
             procedure_created: true,
+            permissions_applied: true,
             ..Steps::default()
         };
         let rights = needed(&fresh, &steps);
         let grants = rights.grants_after_schemas();
+        // The roles exist after the schemas step, dbo's: the deployer must
+        // see each to grant to it.
+        assert!(
+            grants.contains(&"GRANT VIEW DEFINITION ON ROLE::[fence_service] TO [deploy]]er];"),
+            "{grants:?}"
+        );
+        assert!(
+            rights.grants().contains(&"GRANT VIEW DEFINITION TO [deploy]]er];"),
+            "{rights:?}"
+        );
         assert!(!grants.is_empty(), "{rights:?}");
         assert!(grants.iter().all(|g| !g.contains("OBJECT::")), "{grants:?}");
         assert!(

@@ -178,6 +178,16 @@ fn check(candidate: &Candidate) -> String {
                 indent(&on_schema(schema))
             )
         }
+        On::Role(role) => {
+            let name = literal(role);
+            let database_wide = || format!("HAS_PERMS_BY_NAME(DB_NAME(), N'DATABASE', {})", literal(permission));
+            format!(
+                "IF DATABASE_PRINCIPAL_ID({name}) IS NOT NULL\n    {}ELSE IF SCHEMA_ID(N'fence') IS NOT NULL\n    {}ELSE\n    {}",
+                insert(permission, "ROLE", &name, "1".into()),
+                insert(permission, "ROLE", &name, database_wide()),
+                insert(permission, "DATABASE", "DB_NAME()", database_wide()),
+            )
+        }
         On::User(user) => {
             let name = literal(user);
             insert(
@@ -267,6 +277,24 @@ mod tests {
         assert!(object < schema && schema < database, "{sql}");
         let alter = CANDIDATES.iter().find(|c| c.key == "alter_fence").unwrap();
         assert!(check(alter).contains("N'ALTER ANY SCHEMA'"), "{}", check(alter));
+    }
+
+    /// A fence role the deployer can see needs nothing more; one it cannot
+    /// is asked of the role once the schemas step has run (the role exists,
+    /// dbo's), and of the database before.
+    #[test]
+    fn a_fence_role_is_held_when_visible_and_asked_of_the_role_or_the_database() {
+        let view = CANDIDATES.iter().find(|c| c.key == "view_fence_service").unwrap();
+        let sql = check(view);
+        let visible = sql
+            .find("IF DATABASE_PRINCIPAL_ID(N'fence_service') IS NOT NULL")
+            .unwrap();
+        let role = sql
+            .find("N'VIEW DEFINITION', N'ROLE', N'fence_service', HAS_PERMS_BY_NAME(DB_NAME(), N'DATABASE'")
+            .unwrap();
+        let database = sql.find("N'VIEW DEFINITION', N'DATABASE', DB_NAME()").unwrap();
+        assert!(visible < role && role < database, "{sql}");
+        assert!(sql.contains("N'ROLE', N'fence_service', 1);"), "{sql}");
     }
 
     #[test]

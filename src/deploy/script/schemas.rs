@@ -22,7 +22,8 @@ pub fn render(sources: &Sources) -> String {
         "-- fencepost: the fence schemas and roles, owned by dbo, created by a DBA before the first deploy.
 -- Run it as a member of db_owner. Idempotent: each is created only if missing; a schema another
 -- principal owns stops it (error 50198). Then `fencepost status` as the deployer names the rights to
--- grant on them. Not the path on Babelfish, which grants no database-level right (CREATE TABLE,
+-- grant on them, VIEW DEFINITION on each role among them (a role dbo owns is invisible to a deployer
+-- that holds no right on it, which could then neither find it nor grant to it). Not the path on Babelfish, which grants no database-level right (CREATE TABLE,
 -- CREATE PROCEDURE) to a user: there the deployer's login is made the database's owner instead, by
 -- the statement `fencepost status` prints.
 -- Run with sqlcmd (e.g. sqlcmd -S server -d database -i this-file), or in SSMS with SQLCMD mode on.
