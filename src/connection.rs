@@ -235,22 +235,24 @@ impl ConnectionString {
         // Decided before the driver reads the string: it would read a string
         // it cannot honour as a SQL login with an empty user.
         let integrated = match sign_in {
-            SignIn::Integrated => Some(integrated::method(keys.user(), keys.password()).ok_or_else(|| {
-                ConnectError::IntegratedSignInNotBuilt {
+            SignIn::Integrated => Some(integrated::method(keys.given_user(), keys.given_password()).ok_or_else(
+                || ConnectError::IntegratedSignInNotBuilt {
                     key: keys.integrated_security_key(),
                     value: keys.integrated_security().unwrap_or_default().to_string(),
-                }
-            })?),
+                },
+            )?),
             _ => None,
         };
         let connect_timeout = keys
             .connect_timeout(MAX_CONNECT_TIMEOUT)
             .map_err(invalid)?
             .unwrap_or(DEFAULT_CONNECT_TIMEOUT);
-        let mut config = if keys::is_jdbc(text) {
-            Config::from_jdbc_string(text.trim())
-        } else {
-            Config::from_ado_string(text)
+        // The driver takes the first of a key's synonyms (`uid` before
+        // `User ID`, `Server` before `Data Source`), ADO.NET the last: it
+        // reads the string without the spellings a later one overrides.
+        let mut config = match keys.driver_string() {
+            None => Config::from_jdbc_string(text.trim()),
+            Some(ado) => Config::from_ado_string(&ado),
         }
         .map_err(|e| invalid(driver_reason(&e)))?;
         // Set here rather than left to the driver's parser, which reads
@@ -616,12 +618,27 @@ mod tests {
     /// (string, server, user, database).
     const TABLE: &[(&str, &str, &str, &str)] = &[
         ("Server=db;User ID=u;Password=p;Database=app", "db:1433", "u", "app"),
+        // ADO.NET reads each group of synonyms as one key: the last written wins.
         (
             "Server=tcp:db,1444;uid=first;User ID=second;Password=p",
             "db:1444",
-            "first",
+            "second",
             "master",
         ),
+        ("Server=db;User ID=a;user=b;Password=p", "db:1433", "b", "master"),
+        (
+            "Server=db;User ID=u;Database=db1;Initial Catalog=cat",
+            "db:1433",
+            "u",
+            "cat",
+        ),
+        (
+            "Server=db;User ID=u;Initial Catalog=cat;DatabaseName=dn",
+            "db:1433",
+            "u",
+            "dn",
+        ),
+        ("Data Source=other;Server=db,1500;User ID=u", "db:1500", "u", "master"),
         (
             "Server=db;User ID=second;uid=first;Password=p",
             "db:1433",
@@ -661,7 +678,13 @@ mod tests {
         ("Data Source=(local),1500;User ID=u", "localhost:1500", "u", "master"),
         ("Server=db\\INST;User ID=u", "db\\INST", "u", "master"),
         ("Server=db\\INST,1600;User ID=u", "db:1600", "u", "master"),
-        ("Server=db;Data Source=other;User ID=u", "db:1433", "u", "master"),
+        ("Server=db;Data Source=other;User ID=u", "other:1433", "u", "master"),
+        (
+            "Server=db\\INST;Data Source=other,1600;User ID=u",
+            "other:1600",
+            "u",
+            "master",
+        ),
         (
             "jdbc:sqlserver://jhost:1555;databaseName=jdb;user=ju;password=p;encrypt=true;trustServerCertificate=true",
             "jhost:1555",

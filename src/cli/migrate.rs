@@ -210,6 +210,7 @@ mod tests {
         MigrateReport {
             plan: Plan {
                 cannot_give_roles_to_dbo: None,
+                schema_not_owned_by_dbo: None,
                 rights: Default::default(),
                 migrations: vec![MigrationStatus {
                     version: 1,

@@ -1,9 +1,11 @@
 //! A connection string's keys, read as tiberius reads them: the same
 //! tokenizer (ADO.NET: tiberius's rules; JDBC: the `connection-string` crate
-//! tiberius uses), the same "last duplicate wins", and the same order among
-//! synonyms (`uid` before `User ID`, `Database` before `Initial Catalog`).
-//! What fencepost reports or applies itself (user, database, server, timeout,
-//! how to sign in) comes from here, so it means what the driver makes of it.
+//! tiberius uses) and the same "last duplicate wins"; among synonyms
+//! (`uid` and `User ID`, `Database` and `Initial Catalog`, `Server` and
+//! `Data Source`) the last written wins, as in ADO.NET, where tiberius takes
+//! the first. What fencepost reports or applies itself (user, database,
+//! server, timeout, how to sign in) comes from here, and the connection sets
+//! each on the driver's configuration, so the driver's order never decides.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -105,15 +107,65 @@ impl Keys {
         }
     }
 
-    /// The value of the first of `names` present (tiberius's order among
-    /// synonyms; within one key the last duplicate has already won).
-    fn first(&self, names: &[&str]) -> Option<&str> {
-        names.iter().find_map(|n| self.pairs.get(*n)).map(String::as_str)
+    /// The value of the synonym of `names` written last: ADO.NET reads a
+    /// group of synonyms as one key, and the last occurrence wins (within
+    /// one spelling the last duplicate has already won). A JDBC URL keeps no
+    /// order: the first of `names` present.
+    fn first(&self, names: &[&'static str]) -> Option<&str> {
+        self.last_written(names)
+            .and_then(|key| self.pairs.get(key))
+            .map(String::as_str)
     }
 
-    /// The login name, as tiberius picks it.
+    /// The groups of spellings ADO.NET (or tiberius) reads as one key.
+    const SYNONYMS: [&'static [&'static str]; 9] = [
+        &["uid", "username", "user", "user id"],
+        &["password", "pwd"],
+        &Self::INTEGRATED,
+        &["database", "initial catalog", "databasename"],
+        &["server", "data source"],
+        &["connect timeout", "connection timeout", "timeout", "logintimeout"],
+        &["application name", "applicationname"],
+        &["hostnameincertificate", "hostname in certificate"],
+        &["workstationid", "workstation id"],
+    ];
+
+    /// The ADO.NET string as the driver is to read it: every key, less the
+    /// spellings of a synonym group that a later one overrides (the driver
+    /// would take the first), each value quoted as the driver unquotes it.
+    /// `None` for a JDBC URL, which has one spelling per key.
+    pub(crate) fn driver_string(&self) -> Option<String> {
+        if self.jdbc.is_some() {
+            return None;
+        }
+        let overridden = |key: &str| {
+            Self::SYNONYMS
+                .iter()
+                .find(|group| group.contains(&key))
+                .is_some_and(|group| self.last_written(group) != Some(key))
+        };
+        let mut keys: Vec<&String> = self.pairs.keys().filter(|key| !overridden(key)).collect();
+        keys.sort_by_key(|key| self.order.get(*key).copied().unwrap_or(0));
+        Some(
+            keys.iter()
+                .map(|key| format!("{}='{}';", key.replace('=', "=="), self.pairs[*key].replace('\'', "''")))
+                .collect(),
+        )
+    }
+
+    /// The login name: the last of its spellings.
     pub(crate) fn user(&self) -> Option<&str> {
         self.first(&["uid", "username", "user", "user id"])
+    }
+
+    /// The login name, unless empty.
+    pub(crate) fn given_user(&self) -> Option<&str> {
+        self.user().filter(|u| !u.is_empty())
+    }
+
+    /// The password, unless empty.
+    pub(crate) fn given_password(&self) -> Option<&str> {
+        self.password().filter(|p| !p.is_empty())
     }
 
     /// Whether a password is given.
@@ -121,7 +173,7 @@ impl Keys {
         self.first(&["password", "pwd"]).is_some()
     }
 
-    /// The database, as tiberius picks it.
+    /// The database: the last of its spellings.
     pub(crate) fn database(&self) -> Option<&str> {
         self.first(&["database", "initial catalog", "databasename"])
     }
@@ -218,7 +270,7 @@ impl Keys {
         }
     }
 
-    /// The password, as tiberius picks it.
+    /// The password: the last of its spellings.
     pub(crate) fn password(&self) -> Option<&str> {
         self.first(&["password", "pwd"])
     }
@@ -267,9 +319,19 @@ impl Keys {
                     .into(),
             );
         }
+        // ADO.NET refuses any Authentication beside Integrated Security but
+        // NotSpecified: the string would ask for two ways of signing in.
+        if let Some(v) = self.authentication()
+            && !v.trim().eq_ignore_ascii_case("notspecified")
+        {
+            return Err(format!(
+                "Authentication={v} and Integrated Security both say how to sign in: leave Authentication out to \
+                 sign in as the running identity, or leave Integrated Security out"
+            ));
+        }
         // On Windows SSPI signs in as a User ID given beside it; Kerberos
-        // ignores it: one string, two identities.
-        if self.user().is_some() || self.has_password() {
+        // ignores it: one string, two identities. Empty, they name none.
+        if self.given_user().is_some() || self.given_password().is_some() {
             return Err(
                 "Integrated Security signs in as the identity the process runs as, and the string also \
                         gives a User ID or Password: leave User ID and Password out to sign in as the running \
@@ -442,6 +504,43 @@ mod tests {
             let err = Keys::parse(text).unwrap().sign_in().unwrap_err();
             assert!(
                 err.contains("User ID") && err.contains("Integrated Security"),
+                "{text}: {err}"
+            );
+        }
+    }
+
+    /// The password's spellings are one key too, and so is Connect Timeout's.
+    #[test]
+    fn the_last_spelling_of_every_synonym_group_wins() {
+        let keys = Keys::parse("Server=x;pwd=first;Password=second;Connect Timeout=5;Timeout=9").unwrap();
+        assert_eq!(keys.password(), Some("second"));
+        assert_eq!(
+            keys.connect_timeout(Duration::from_secs(60)),
+            Ok(Some(Duration::from_secs(9)))
+        );
+        let keys = Keys::parse("Server=x;Password=second;pwd=first").unwrap();
+        assert_eq!(keys.password(), Some("first"));
+    }
+
+    /// ADO.NET accepts an empty User ID and Password beside Integrated
+    /// Security (they name no identity), and refuses any Authentication
+    /// but NotSpecified beside it.
+    #[test]
+    fn integrated_security_takes_empty_credentials_and_refuses_an_authentication() {
+        let sign_in = |text: &str| Keys::parse(text).unwrap().sign_in();
+        assert_eq!(
+            sign_in("Server=x;Integrated Security=SSPI;User ID=;Password="),
+            Ok(SignIn::Integrated)
+        );
+        assert_eq!(
+            sign_in("Server=x;Integrated Security=SSPI;Authentication=NotSpecified"),
+            Ok(SignIn::Integrated)
+        );
+        for authentication in ["SqlPassword", "ActiveDirectoryAccessToken", "Active Directory Password"] {
+            let text = format!("Server=x;Integrated Security=SSPI;Authentication={authentication}");
+            let err = sign_in(&text).unwrap_err();
+            assert!(
+                err.contains("Authentication") && err.contains("Integrated Security"),
                 "{text}: {err}"
             );
         }

@@ -38,6 +38,21 @@ pub enum Blocker {
         /// The latest applied migration.
         latest: String,
     },
+    /// A fence schema exists owned by someone other than dbo: its owner
+    /// could change the fence tables, and on SQL Server the procedures
+    /// (dbo's) would not reach them by ownership chaining.
+    #[error(
+        "schema {schema} exists and is owned by {owner}, not dbo, so {owner} could change what is in it and, on \
+         SQL Server, the fence procedures would not reach its tables by ownership chaining; `fencepost migrate` \
+         stops with error 50198 until a DBA makes dbo its owner (ALTER AUTHORIZATION ON SCHEMA::{schema} TO dbo; \
+         on Babelfish, which has no such statement, DROP SCHEMA {schema} while it is empty)"
+    )]
+    SchemaNotOwnedByDbo {
+        /// `fence`, `fence_api` or `fence_admin`.
+        schema: String,
+        /// Its owner.
+        owner: String,
+    },
     /// A procedure in a fence schema that fencepost never deployed.
     #[error(
         "procedure {name} is in a fence schema but was not deployed by fencepost; a procedure there can \

@@ -112,6 +112,10 @@ pub struct Plan {
     /// not make dbo a role's owner.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cannot_give_roles_to_dbo: Option<String>,
+    /// A fence schema that exists owned by another principal than dbo, and
+    /// its owner: a deploy refuses it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema_not_owned_by_dbo: Option<(String, String)>,
     /// Who deploys, and the rights this deploy needs that it lacks, each
     /// with the statement that grants it: a deploy stops before its first
     /// change while any is missing.
@@ -192,6 +196,7 @@ impl Plan {
         let permissions = sources.permissions().iter().map(|p| p.file().to_string()).collect();
         let mut plan = Self {
             cannot_give_roles_to_dbo: state.cannot_give_roles_to_dbo.clone(),
+            schema_not_owned_by_dbo: state.rights.schema_not_owned_by_dbo.clone(),
             migrations,
             procedures,
             permissions,
@@ -310,6 +315,11 @@ impl Plan {
                     })
             })
             .or_else(|| {
+                self.schema_not_owned_by_dbo
+                    .clone()
+                    .map(|(schema, owner)| Blocker::SchemaNotOwnedByDbo { schema, owner })
+            })
+            .or_else(|| {
                 self.procedures
                     .iter()
                     .find(|p| p.state == ProcedureState::NotShipped)
@@ -335,6 +345,26 @@ mod tests {
     use super::super::fixtures::{applied, deployed, sources};
     use super::super::state::{AppliedMigration, ServerProcedure};
     use super::*;
+
+    #[test]
+    fn a_fence_schema_another_principal_owns_stops_the_deploy_naming_its_owner() {
+        let mut state = ServerState::default();
+        state.rights.schema_not_owned_by_dbo = Some(("fence".into(), "mallory".into()));
+        let stop = Plan::new(&sources(), &state)
+            .would_stop(true)
+            .expect("a deploy would stop");
+        assert_eq!(
+            stop,
+            Blocker::SchemaNotOwnedByDbo {
+                schema: "fence".into(),
+                owner: "mallory".into()
+            }
+        );
+        assert!(
+            stop.to_string().contains("ALTER AUTHORIZATION ON SCHEMA::fence TO dbo"),
+            "{stop}"
+        );
+    }
 
     #[test]
     fn a_deployer_that_may_not_give_the_roles_to_dbo_is_stopped_before_anything_runs() {

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use super::upgrade::create_schema_unless_there;
 use crate::identity::CURRENT_IDENTITY_SQL;
 use crate::schema::{DEPLOY_LOCK, HISTORY_TABLE};
 use crate::source::ProcedureSource;
@@ -26,19 +27,21 @@ CONCAT_NULL_YIELDS_NULL, QUOTED_IDENTIFIER ON;
 SET NUMERIC_ROUNDABORT, IMPLICIT_TRANSACTIONS OFF;
 SET XACT_ABORT ON;";
 
-/// Creates schema `fence` and the migration history when missing. Both go
-/// through EXEC because CREATE SCHEMA must start a batch and the table's
-/// schema may not exist when the batch compiles.
+/// Creates schema `fence` and the migration history when missing, and
+/// refuses (50198) a `fence` another principal owns: its owner could write
+/// the tables, and on SQL Server the procedures (owned by dbo) would no
+/// longer reach them by ownership chaining. Both go through EXEC because
+/// CREATE SCHEMA must start a batch and the table's schema may not exist
+/// when the batch compiles.
 pub(super) fn bootstrap() -> String {
     format!(
-        "IF SCHEMA_ID(N'fence') IS NULL
-    EXEC (N'CREATE SCHEMA fence AUTHORIZATION dbo;');
-IF OBJECT_ID(N'{HISTORY_TABLE}', N'U') IS NULL
+        "{}IF OBJECT_ID(N'{HISTORY_TABLE}', N'U') IS NULL
     EXEC (N'CREATE TABLE {HISTORY_TABLE} (
         version    int           NOT NULL CONSTRAINT PK_SchemaHistory PRIMARY KEY,
         name       nvarchar(255) NOT NULL,
         applied_on nvarchar(255) NOT NULL,
-        checksum   nvarchar(255) NOT NULL);');"
+        checksum   nvarchar(255) NOT NULL);');",
+        create_schema_unless_there("fence")
     )
 }
 
@@ -326,6 +329,18 @@ mod tests {
     #[test]
     fn literals_double_their_quotes() {
         assert_eq!(literal("it's"), "N'it''s'");
+    }
+
+    #[test]
+    fn the_bootstrap_refuses_a_fence_schema_another_principal_owns() {
+        let sql = bootstrap();
+        let owner_check =
+            "ELSE IF (SELECT principal_id FROM sys.schemas WHERE name = N'fence') <> USER_ID(N'dbo')\n    THROW 50198";
+        assert!(sql.contains(owner_check), "{sql}");
+        assert!(
+            sql.find(owner_check).unwrap() < sql.find("CREATE TABLE").unwrap(),
+            "{sql}"
+        );
     }
 
     #[test]

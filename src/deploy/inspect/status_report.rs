@@ -218,6 +218,7 @@ mod tests {
         StatusReport {
             plan: Plan {
                 cannot_give_roles_to_dbo: None,
+                schema_not_owned_by_dbo: None,
                 rights: Default::default(),
                 migrations: vec![],
                 procedures: vec![],

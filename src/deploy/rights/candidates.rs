@@ -19,6 +19,9 @@ pub(crate) enum On {
     Object(&'static str, &'static str),
     /// A database user (IMPERSONATE).
     User(&'static str),
+    /// A fence role: asked of the database while it is not visible to the
+    /// deployer and the fence schemas are missing (the one-step path).
+    Role(&'static str),
 }
 
 /// Which steps of the next deploy need a right; the plan says whether it
@@ -102,6 +105,17 @@ IF OBJECT_ID(N'fence.DatabaseIdentity', N'U') IS NULL
 ELSE IF NOT EXISTS (SELECT 1 FROM fence.DatabaseIdentity)
     SET @IdentityUnrecorded = 1;
 ";
+
+/// Why a deployer must see each fence role. [Metadata visibility] "The
+/// visibility of metadata is limited to securables that a user either owns or
+/// on which the user has been granted some permission": a role dbo owns is
+/// invisible to a deployer that is not its member and holds no right on it,
+/// so `DATABASE_PRINCIPAL_ID` answers NULL, the permission script would
+/// create the role again, and its GRANTs to the role would not find it.
+/// VIEW DEFINITION on the role is the least that shows it (ownership would
+/// let the deployer add members, which the roles' owner, dbo, is there to
+/// prevent).
+const VIEW_ROLE: &str = "seeing the fence role, to create it only while missing and grant to it";
 
 /// Every right a deploy may need, in the order a deploy takes them.
 pub(crate) const CANDIDATES: &[Candidate] = &[
@@ -285,6 +299,42 @@ pub(crate) const CANDIDATES: &[Candidate] = &[
         only_if: Some("SERVERPROPERTY(N'Babelfish') IS NULL"),
         grants: true,
         needed_for: "denying the fence roles every right on schema fence",
+    },
+    Candidate {
+        key: "view_fence_service",
+        permission: "VIEW DEFINITION",
+        on: On::Role("fence_service"),
+        when: When::PermissionsApplied,
+        only_if: Some("SERVERPROPERTY(N'Babelfish') IS NULL"),
+        grants: false,
+        needed_for: VIEW_ROLE,
+    },
+    Candidate {
+        key: "view_fence_reader",
+        permission: "VIEW DEFINITION",
+        on: On::Role("fence_reader"),
+        when: When::PermissionsApplied,
+        only_if: Some("SERVERPROPERTY(N'Babelfish') IS NULL"),
+        grants: false,
+        needed_for: VIEW_ROLE,
+    },
+    Candidate {
+        key: "view_fence_operator",
+        permission: "VIEW DEFINITION",
+        on: On::Role("fence_operator"),
+        when: When::PermissionsApplied,
+        only_if: Some("SERVERPROPERTY(N'Babelfish') IS NULL"),
+        grants: false,
+        needed_for: VIEW_ROLE,
+    },
+    Candidate {
+        key: "view_fence_recovery",
+        permission: "VIEW DEFINITION",
+        on: On::Role("fence_recovery"),
+        when: When::PermissionsApplied,
+        only_if: Some("SERVERPROPERTY(N'Babelfish') IS NULL"),
+        grants: false,
+        needed_for: VIEW_ROLE,
     },
     Candidate {
         key: "insert_deployment",

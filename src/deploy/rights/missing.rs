@@ -186,16 +186,20 @@ pub(crate) fn needed(probed: &ProbedRights, steps: &Steps<'_>) -> DeployRights {
 /// A right a candidate asks of the database only because its schema is
 /// missing.
 fn asked_of_the_database_for_want_of_a_schema(right: &ProbedRight) -> bool {
-    right.class == "DATABASE" && candidate(&right.key).is_some_and(|c| matches!(c.on, On::Schema(_) | On::Object(..)))
+    right.class == "DATABASE"
+        && candidate(&right.key).is_some_and(|c| matches!(c.on, On::Schema(_) | On::Object(..) | On::Role(_)))
 }
 
 /// The right as the two-step path grants it once a DBA has created the
-/// schemas and roles: on the schema or table, and none of creating the
-/// schemas or roles or making dbo their owner.
+/// schemas and roles: on the schema, and none of creating the schemas or
+/// roles or making dbo their owner. A right on a table is granted on its
+/// schema: `script --schemas` creates no table, so a GRANT naming one fails
+/// when the DBA runs it, and the schema's right covers the table once a
+/// migration creates it.
 fn after_schemas(probed: &ProbedRights, candidate: &Candidate, right: &ProbedRight) -> Option<MissingRight> {
     let (class, securable) = match candidate.on {
-        On::Schema(schema) => ("SCHEMA", schema.to_string()),
-        On::Object(schema, table) => ("OBJECT", format!("{schema}.{table}")),
+        On::Schema(schema) | On::Object(schema, _) => ("SCHEMA", schema.to_string()),
+        On::Role(role) => ("ROLE", role.to_string()),
         On::User(_) => return None,
         On::Database if ["create_schema", "create_role"].contains(&candidate.key) => return None,
         On::Database => ("DATABASE", right.securable.clone()),
@@ -223,13 +227,27 @@ fn babelfish_note(probed: &ProbedRights) -> String {
         "" => "its current owner".to_string(),
         owner => quote_name(owner),
     };
+    let login = quote_name(&probed.login);
+    let user = quote_name(&probed.user);
+    // The user is dropped with its memberships: the undo gives both back.
+    let mut undo =
+        format!("ALTER AUTHORIZATION ON DATABASE::{database} TO {owner}; CREATE USER {user} FOR LOGIN {login};");
+    for role in &probed.roles {
+        undo += &format!(" ALTER ROLE {} ADD MEMBER {user};", quote_name(role));
+    }
+    let memberships = match probed.roles.as_slice() {
+        [] => String::new(),
+        roles => format!(
+            " Dropping the user also drops its membership in {} (as the owner it enters as dbo and needs none); the \
+             undo adds it back.",
+            roles.iter().map(|r| quote_name(r)).collect::<Vec<_>>().join(", ")
+        ),
+    };
     format!(
         "Babelfish grants no database-level right: the statement makes {login} the owner of {database} in place of \
-         {owner} (to undo: ALTER AUTHORIZATION ON DATABASE::{database} TO {owner};). It drops the login's user \
-         {user} first (an owner may have none), which Babelfish refuses while that user holds any grant: revoke them \
-         first. It runs in one transaction, so a refusal changes nothing",
-        login = quote_name(&probed.login),
-        user = quote_name(&probed.user),
+         {owner} (to undo: {undo}). It drops the login's user {user} first (an owner may have none), which Babelfish \
+         refuses while that user holds any grant: revoke them first.{memberships} It runs in one transaction, so a \
+         refusal changes nothing"
     )
 }
 
@@ -374,6 +392,63 @@ mod tests {
         assert!(!rights.is_complete());
     }
 
+    /// After `script --schemas` the fence tables do not exist yet: a GRANT
+    /// on one of them fails when the DBA runs it. The schema-level right
+    /// (and CONTROL on schema fence) covers them once they do.
+    #[test]
+    fn the_two_step_grants_name_no_table_the_schemas_step_does_not_create() {
+        let mut fresh = probed(false);
+        fresh.lacking = [
+            ("create_schema", "CREATE SCHEMA"),
+            ("insert_history", "INSERT"),
+            ("insert_journal", "INSERT"),
+            ("update_journal", "UPDATE"),
+            ("insert_deployment", "INSERT"),
+            ("insert_identity", "INSERT"),
+            ("insert_fence", "INSERT"),
+            ("view_fence_service", "VIEW DEFINITION"),
+        ]
+        .into_iter()
+        .map(|(key, permission)| ProbedRight {
+            key: key.into(),
+            permission: permission.into(),
+            class: "DATABASE".into(),
+            securable: "app".into(),
+            held: Some(false),
+        })
+        .collect();
+        let steps = Steps {
+            migrations_pending: true,
+            statements: &[Statement::Insert],
+            procedures_deployed: true,
+            procedure_created: true,
+            permissions_applied: true,
+            ..Steps::default()
+        };
+        let rights = needed(&fresh, &steps);
+        let grants = rights.grants_after_schemas();
+        // The roles exist after the schemas step, dbo's: the deployer must
+        // see each to grant to it.
+        assert!(
+            grants.contains(&"GRANT VIEW DEFINITION ON ROLE::[fence_service] TO [deploy]]er];"),
+            "{grants:?}"
+        );
+        assert!(
+            rights.grants().contains(&"GRANT VIEW DEFINITION TO [deploy]]er];"),
+            "{rights:?}"
+        );
+        assert!(!grants.is_empty(), "{rights:?}");
+        assert!(grants.iter().all(|g| !g.contains("OBJECT::")), "{grants:?}");
+        assert!(
+            grants.contains(&"GRANT INSERT ON SCHEMA::[fence] TO [deploy]]er];"),
+            "{grants:?}"
+        );
+        assert!(
+            grants.contains(&"GRANT UPDATE ON SCHEMA::[fence] TO [deploy]]er];"),
+            "{grants:?}"
+        );
+    }
+
     /// Measured on Babelfish 4.2: DROP USER fails while the user holds any
     /// grant, and ALTER AUTHORIZATION ON DATABASE fails while the login has
     /// a user in the database: run one after the other, the first failure
@@ -396,6 +471,32 @@ mod tests {
             ),
             "{grants:?}"
         );
+    }
+
+    /// The owner change drops the user and its role memberships: the note
+    /// names them, and its undo gives the user and each membership back.
+    #[test]
+    fn on_babelfish_the_note_names_the_memberships_the_owner_change_drops_and_undoes_it() {
+        let mut probed = probed(true);
+        probed.owner = "admin".into();
+        probed.roles = vec!["app_readers".into(), "fence_reader".into()];
+        let rights = needed(
+            &probed,
+            &Steps {
+                migrations_pending: true,
+                ..Steps::default()
+            },
+        );
+        let note = rights.notes.last().expect("a note");
+        assert!(
+            note.contains(
+                "to undo: ALTER AUTHORIZATION ON DATABASE::[app] TO [admin]; CREATE USER [deploy]]er] FOR LOGIN \
+                 [deploy_login]; ALTER ROLE [app_readers] ADD MEMBER [deploy]]er]; ALTER ROLE [fence_reader] ADD \
+                 MEMBER [deploy]]er];)"
+            ),
+            "{note}"
+        );
+        assert!(note.contains("membership in [app_readers], [fence_reader]"), "{note}");
     }
 
     /// Measured on Babelfish 4.2: HAS_PERMS_BY_NAME on a schema answers 0

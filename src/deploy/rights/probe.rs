@@ -52,6 +52,12 @@ pub(crate) struct ProbedRights {
     /// The login enters through a Windows group's user: `USER_NAME()`
     /// names no database principal of its own.
     pub group_login: bool,
+    /// The first fence schema that exists owned by someone other than dbo,
+    /// and its owner: the deploy refuses it (50198).
+    pub schema_not_owned_by_dbo: Option<(String, String)>,
+    /// The roles the deploying user is a member of: Babelfish's owner
+    /// change drops the user, and these memberships with it.
+    pub roles: Vec<String>,
 }
 
 /// The probe's result set: one row per right lacking or unanswered, each
@@ -67,14 +73,19 @@ pub(crate) fn probe_query() -> String {
 DECLARE @Rights TABLE (RightKey nvarchar(64) NOT NULL, Permission nvarchar(64) NOT NULL,
                        Class nvarchar(16) NOT NULL, Securable nvarchar(300) NOT NULL, Held int NULL);
 DECLARE @Grantor int = CASE WHEN ISNULL(IS_MEMBER(N'db_securityadmin'), 0) = 1 THEN 1 ELSE 0 END;
-{IDENTITY_UNRECORDED_SET}{checks}SELECT r.RightKey, r.Permission, r.Class, r.Securable, r.Held, {WHO}
+{IDENTITY_UNRECORDED_SET}{checks}{ROLES}SELECT r.RightKey, r.Permission, r.Class, r.Securable, r.Held, {WHO},
+       @Roles AS Roles
   FROM (SELECT 1 AS One) AS me
-  LEFT JOIN @Rights AS r ON r.Held IS NULL OR r.Held <> 1;"
+  LEFT JOIN @Rights AS r ON r.Held IS NULL OR r.Held <> 1
+  {FOREIGN_SCHEMA};"
     );
     format!(
         "IF USER_NAME() = N'dbo'
     SELECT CAST(NULL AS nvarchar(64)), CAST(NULL AS nvarchar(64)), CAST(NULL AS nvarchar(16)),
-           CAST(NULL AS nvarchar(300)), CAST(NULL AS int), {WHO};
+           CAST(NULL AS nvarchar(300)), CAST(NULL AS int), {WHO},
+           CAST(NULL AS nvarchar(4000))
+      FROM (SELECT 1 AS One) AS me
+      {FOREIGN_SCHEMA};
 ELSE
     EXEC ({});",
         literal(&inner)
@@ -86,7 +97,27 @@ const WHO: &str = "CAST(USER_NAME() AS nvarchar(256)) AS UserName, CAST(SUSER_SN
        CAST(DB_NAME() AS nvarchar(256)) AS DatabaseName,
        CASE WHEN SERVERPROPERTY(N'Babelfish') IS NULL THEN 0 ELSE 1 END AS IsBabelfish,
        CAST((SELECT SUSER_SNAME(owner_sid) FROM sys.databases WHERE name = DB_NAME()) AS nvarchar(256)) AS DatabaseOwner,
-       CASE WHEN DATABASE_PRINCIPAL_ID(USER_NAME()) IS NULL THEN 1 ELSE 0 END AS GroupLogin";
+       CASE WHEN DATABASE_PRINCIPAL_ID(USER_NAME()) IS NULL THEN 1 ELSE 0 END AS GroupLogin,
+       CAST(f.name AS nvarchar(128)) AS SchemaNotOwnedByDbo, CAST(USER_NAME(f.principal_id) AS nvarchar(256)) AS SchemaOwner";
+
+/// The roles the deploying user is a member of, one a line, in `@Roles`:
+/// read one by one rather than with STRING_AGG, which SQL Server 2016 lacks.
+const ROLES: &str = "DECLARE @Roles nvarchar(4000) = N'', @Role sysname = N'';
+WHILE 1 = 1
+BEGIN
+    SET @Role = (SELECT MIN(r.name) FROM sys.database_role_members AS m
+                   JOIN sys.database_principals AS r ON r.principal_id = m.role_principal_id
+                  WHERE m.member_principal_id = DATABASE_PRINCIPAL_ID(USER_NAME()) AND r.name > @Role);
+    IF @Role IS NULL BREAK;
+    SET @Roles = @Roles + CASE WHEN @Roles = N'' THEN N'' ELSE NCHAR(10) END + @Role;
+END;
+";
+
+/// The first fence schema another principal owns, joined to the probe's
+/// rows (none: NULLs).
+const FOREIGN_SCHEMA: &str = "OUTER APPLY (SELECT TOP (1) s.name, s.principal_id FROM sys.schemas AS s
+                   WHERE s.name IN (N'fence', N'fence_api', N'fence_admin') AND s.principal_id <> USER_ID(N'dbo')
+                   ORDER BY s.name) AS f";
 
 /// The statements that record one candidate, asked of the widest securable
 /// that exists.
@@ -147,6 +178,16 @@ fn check(candidate: &Candidate) -> String {
                 indent(&on_schema(schema))
             )
         }
+        On::Role(role) => {
+            let name = literal(role);
+            let database_wide = || format!("HAS_PERMS_BY_NAME(DB_NAME(), N'DATABASE', {})", literal(permission));
+            format!(
+                "IF DATABASE_PRINCIPAL_ID({name}) IS NOT NULL\n    {}ELSE IF SCHEMA_ID(N'fence') IS NOT NULL\n    {}ELSE\n    {}",
+                insert(permission, "ROLE", &name, "1".into()),
+                insert(permission, "ROLE", &name, database_wide()),
+                insert(permission, "DATABASE", "DB_NAME()", database_wide()),
+            )
+        }
         On::User(user) => {
             let name = literal(user);
             insert(
@@ -177,7 +218,8 @@ fn indent(text: &str) -> String {
 
 /// The [`ProbedRights`] in the probe's result set.
 pub(crate) fn parse_probe(rows: &[tiberius::Row]) -> ProbedRights {
-    let text = |row: &tiberius::Row, i: usize| row.get::<&str, usize>(i).unwrap_or_default().trim().to_string();
+    let row_text = |row: &tiberius::Row, i: usize| row.get::<&str, usize>(i).map(|s| s.trim().to_string());
+    let text = |row: &tiberius::Row, i: usize| row_text(row, i).unwrap_or_default();
     let Some(first) = rows.first() else {
         return ProbedRights::default();
     };
@@ -188,6 +230,10 @@ pub(crate) fn parse_probe(rows: &[tiberius::Row]) -> ProbedRights {
         babelfish: first.get::<i32, usize>(8) == Some(1),
         owner: text(first, 9),
         group_login: first.get::<i32, usize>(10) == Some(1),
+        schema_not_owned_by_dbo: row_text(first, 11).zip(row_text(first, 12)),
+        roles: row_text(first, 13)
+            .map(|roles| roles.lines().map(str::to_string).filter(|r| !r.is_empty()).collect())
+            .unwrap_or_default(),
         lacking: rows
             .iter()
             .filter(|row| row.get::<&str, usize>(0).is_some())
@@ -231,6 +277,24 @@ mod tests {
         assert!(object < schema && schema < database, "{sql}");
         let alter = CANDIDATES.iter().find(|c| c.key == "alter_fence").unwrap();
         assert!(check(alter).contains("N'ALTER ANY SCHEMA'"), "{}", check(alter));
+    }
+
+    /// A fence role the deployer can see needs nothing more; one it cannot
+    /// is asked of the role once the schemas step has run (the role exists,
+    /// dbo's), and of the database before.
+    #[test]
+    fn a_fence_role_is_held_when_visible_and_asked_of_the_role_or_the_database() {
+        let view = CANDIDATES.iter().find(|c| c.key == "view_fence_service").unwrap();
+        let sql = check(view);
+        let visible = sql
+            .find("IF DATABASE_PRINCIPAL_ID(N'fence_service') IS NOT NULL")
+            .unwrap();
+        let role = sql
+            .find("N'VIEW DEFINITION', N'ROLE', N'fence_service', HAS_PERMS_BY_NAME(DB_NAME(), N'DATABASE'")
+            .unwrap();
+        let database = sql.find("N'VIEW DEFINITION', N'DATABASE', DB_NAME()").unwrap();
+        assert!(visible < role && role < database, "{sql}");
+        assert!(sql.contains("N'ROLE', N'fence_service', 1);"), "{sql}");
     }
 
     #[test]

@@ -119,13 +119,17 @@ impl Statements {
                     self.unknown.push(verb);
                 }
                 "SET" if word(i + 1, "IDENTITY_INSERT") => self.unknown.push("SET IDENTITY_INSERT".into()),
+                "DISABLE" | "ENABLE" if word(i + 1, "TRIGGER") => self.unknown.push(format!("{verb} TRIGGER")),
                 _ => {}
             }
         }
     }
 
-    /// `EXEC (N'...')` runs the text, read for its own statements; EXEC of a
-    /// procedure is a statement of a kind not known here.
+    /// `EXEC (N'...')` runs the text, read for its own statements (literals
+    /// joined with `+` as one text); EXEC of a procedure is a statement of a
+    /// kind not known here, and so is text built at run time (a variable, a
+    /// function): what it runs cannot be read, so it is named by what it is
+    /// built from, and its literal parts are read all the same.
     fn read_exec(&mut self, tokens: &[Token<'_>], at: usize) {
         let Some(next) = tokens.get(at + 1) else {
             return;
@@ -134,11 +138,35 @@ impl Statements {
             self.unknown.push(format!("EXEC {}", next.text));
             return;
         }
-        for token in tokens[at + 2..].iter().take_while(|t| t.text != ")") {
-            if token.kind == TokenKind::StringLiteral && token.text.len() >= 2 {
-                self.read(&token.text[1..token.text.len() - 1].replace("''", "'"));
-            }
+        // Up to the ')' that closes this EXEC's '(', past those of a CAST.
+        let mut depth = 0usize;
+        let inside: Vec<&Token<'_>> = tokens[at + 2..]
+            .iter()
+            .take_while(|t| match t.text {
+                "(" => {
+                    depth += 1;
+                    true
+                }
+                ")" if depth == 0 => false,
+                ")" => {
+                    depth -= 1;
+                    true
+                }
+                _ => true,
+            })
+            .collect();
+        let literal = |t: &Token<'_>| t.kind == TokenKind::StringLiteral && t.text.len() >= 2;
+        let mut text = String::new();
+        for token in inside.iter().filter(|t| literal(t)) {
+            text += &token.text[1..token.text.len() - 1].replace("''", "'");
         }
+        // `N` before a quote is the literal's prefix (a separate token here).
+        let written_out = |t: &Token<'_>| literal(t) || t.text == "+" || t.text.eq_ignore_ascii_case("N");
+        if let Some(built_from) = inside.iter().find(|t| !written_out(t)) {
+            self.unknown
+                .push(format!("EXEC of SQL built at run time ({})", built_from.text));
+        }
+        self.read(&text);
     }
 }
 
@@ -171,6 +199,34 @@ THROW 50000, N'cannot DELETE or MERGE', 1;",
             ])
         );
         assert!(found.unknown.is_empty(), "{:?}", found.unknown);
+    }
+
+    /// Dynamic SQL built at run time cannot be read for its statements: it
+    /// is named as unknown, so a migration that runs it fails the guard.
+    #[test]
+    fn dynamic_sql_not_written_out_and_disable_trigger_are_named() {
+        let found = Statements::of(
+            "DECLARE @sql nvarchar(max) = N'DELETE FROM fence.A';
+EXEC (@sql);
+EXECUTE (N'UPDATE fence.A SET K = ' + CAST(@x AS nvarchar(10)) + N' WHERE 1 = 0');
+DISABLE TRIGGER fence.T ON fence.A;
+ENABLE TRIGGER fence.T ON fence.A;",
+        );
+        assert_eq!(
+            found.unknown,
+            [
+                "EXEC of SQL built at run time (@sql)",
+                "EXEC of SQL built at run time (CAST)",
+                "DISABLE TRIGGER",
+                "ENABLE TRIGGER"
+            ]
+        );
+        // The literal parts are read all the same, past the ')' of CAST.
+        assert!(found.known.contains(&Update), "{found:?}");
+        // Literals joined with + are written out: read, and not unknown.
+        let found = Statements::of("EXEC (N'INSERT INTO fence.A (K) ' + N'VALUES (1)');");
+        assert!(found.unknown.is_empty(), "{found:?}");
+        assert!(found.known.contains(&Insert), "{found:?}");
     }
 
     #[test]

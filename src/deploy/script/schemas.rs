@@ -21,7 +21,13 @@ pub fn render(sources: &Sources) -> String {
     let mut out = String::from(
         "-- fencepost: the fence schemas and roles, owned by dbo, created by a DBA before the first deploy.
 -- Run it as a member of db_owner. Idempotent: each is created only if missing; a schema another
--- principal owns stops it. Then `fencepost status` as the deployer names the rights to grant on them.
+-- principal owns stops it (error 50198). Then `fencepost status` as the deployer names the rights to
+-- grant on them, VIEW DEFINITION on each role among them (a role dbo owns is invisible to a deployer
+-- that holds no right on it, which could then neither find it nor grant to it). Not the path on Babelfish, which grants no database-level right (CREATE TABLE,
+-- CREATE PROCEDURE) to a user: there the deployer's login is made the database's owner instead, by
+-- the statement `fencepost status` prints.
+-- Run with sqlcmd (e.g. sqlcmd -S server -d database -i this-file), or in SSMS with SQLCMD mode on.
+:on error exit
 SET XACT_ABORT ON;
 GO
 ",
@@ -41,6 +47,16 @@ GO
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Under sqlcmd's defaults a THROW (50198: a schema another principal
+    /// owns) ends only its batch, and the roles would be created after it.
+    #[test]
+    fn the_script_stops_at_its_first_error_and_names_babelfish_s_path() {
+        let script = render(&Sources::embedded().unwrap());
+        let stop = script.find("\n:on error exit\n").expect(":on error exit");
+        assert!(stop < script.find("CREATE SCHEMA").unwrap(), "{script}");
+        assert!(script.contains("Babelfish"), "{script}");
+    }
 
     #[test]
     fn the_schemas_and_the_roles_each_only_if_missing() {

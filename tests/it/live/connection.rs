@@ -194,3 +194,39 @@ async fn status_exits_1_on_a_pending_database_and_connection_flag_beats_the_envi
     unreachable(&status_in(dir.path(), None, &[("FENCEPOST_CONNECTION", UNREACHABLE)]).await);
     db.drop().await;
 }
+
+/// ADO.NET reads each group of synonyms as one key and the last written
+/// wins: the server, database and login written last are the ones the
+/// connection signs in to, whatever spelling came first.
+#[tokio::test]
+async fn the_last_spelling_of_server_database_and_user_is_the_one_signed_in_with() {
+    let test = "the_last_spelling_of_server_database_and_user_is_the_one_signed_in_with";
+    let Some(mut db) = TestDatabase::new(test).await else {
+        return;
+    };
+    let login_ado = db.login_in_role(None).await;
+    let login = support::user_of(&login_ado);
+    let later = login_ado
+        .replacen("Server=", "Data Source=", 1)
+        .replacen("Database=", "Initial Catalog=", 1)
+        .replacen("User ID=", "uid=", 1)
+        .replacen("Password=", "pwd=", 1);
+    let earlier = "Server=tcp:nowhere.invalid,1;Database=master;User ID=nobody;Password=wrong";
+    let ado = format!("{earlier};{later}");
+    let mut conn = support::connect_ado(&ado).await;
+    let row = conn
+        .simple_query("SELECT CAST(SUSER_SNAME() AS nvarchar(256)), CAST(DB_NAME() AS nvarchar(256));")
+        .await
+        .unwrap()
+        .into_row()
+        .await
+        .unwrap()
+        .expect("a row");
+    assert!(row.get::<&str, usize>(0).unwrap().eq_ignore_ascii_case(&login), "{ado}");
+    assert!(
+        row.get::<&str, usize>(1).unwrap().eq_ignore_ascii_case(&db.name),
+        "{ado}"
+    );
+    drop(conn);
+    db.drop().await;
+}

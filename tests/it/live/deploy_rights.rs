@@ -209,3 +209,124 @@ async fn a_grant_the_login_may_not_make_is_named_before_the_deploy_runs() {
     assert_eq!(fence_schemas(&db).await, 0, "the refused deploy created a schema");
     db.drop().await;
 }
+
+/// Schema `fence` made by a DBA for another principal before the first
+/// deploy: its owner could write the tables, and on SQL Server the
+/// procedures (dbo's) would not reach them by ownership chaining. `status`
+/// names it, and `migrate` refuses (50198) before any change.
+#[tokio::test]
+async fn a_fence_schema_another_principal_owns_is_named_by_status_and_refused_by_migrate() {
+    let test = "a_fence_schema_another_principal_owns_is_named_by_status_and_refused_by_migrate";
+    let Some(mut db) = TestDatabase::new(test).await else {
+        return;
+    };
+    let other = support::user_of(&db.login_in_role(None).await);
+    db.exec(&format!("CREATE SCHEMA fence AUTHORIZATION [{other}];")).await;
+    let owner_of_fence = || async {
+        let rows = db
+            .query("SELECT CAST(USER_NAME(principal_id) AS nvarchar(256)) FROM sys.schemas WHERE name = N'fence';")
+            .await;
+        rows[0].get::<&str, usize>(0).unwrap_or_default().to_string()
+    };
+    let history = || async {
+        db.query("SELECT CASE WHEN OBJECT_ID(N'fence.SchemaHistory', N'U') IS NULL THEN 0 ELSE 1 END;")
+            .await[0]
+            .get::<i32, usize>(0)
+            .unwrap_or_default()
+    };
+
+    let status = fencepost_cli(&["status"], &db.ado()).await;
+    let said = String::from_utf8_lossy(&status.stdout);
+    assert_ne!(status.status.code(), Some(0), "{said}");
+    assert!(
+        said.contains("schema fence") && said.to_lowercase().contains(&other.to_lowercase()),
+        "status does not name the schema's owner: {said}"
+    );
+    assert!(said.contains("ALTER AUTHORIZATION ON SCHEMA::fence TO dbo"), "{said}");
+
+    let migrate = fencepost_cli(&["migrate"], &db.ado()).await;
+    let refused = String::from_utf8_lossy(&migrate.stderr);
+    assert_eq!(migrate.status.code(), Some(2), "{refused}");
+    assert!(refused.contains("schema fence"), "{refused}");
+    assert!(owner_of_fence().await.eq_ignore_ascii_case(&other));
+    assert_eq!(history().await, 0, "the refused deploy created the history");
+
+    // The statement the refusal names makes dbo the owner, and the deploy runs.
+    // Babelfish has no ALTER AUTHORIZATION on a schema: the DBA drops it.
+    let fix = match db.is_babelfish().await {
+        true => "DROP SCHEMA fence;",
+        false => "ALTER AUTHORIZATION ON SCHEMA::fence TO dbo;",
+    };
+    db.exec(fix).await;
+    let migrate = fencepost_cli(&["migrate"], &db.ado()).await;
+    assert_eq!(
+        migrate.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&migrate.stderr)
+    );
+    assert!(owner_of_fence().await.eq_ignore_ascii_case("dbo"));
+
+    // The bootstrap runs only when migrations are pending: on a deployed
+    // database the plan itself refuses a fence schema another owns.
+    if !db.is_babelfish().await {
+        db.exec(&format!("ALTER AUTHORIZATION ON SCHEMA::fence TO [{other}];"))
+            .await;
+        let migrate = fencepost_cli(&["migrate"], &db.ado()).await;
+        let refused = String::from_utf8_lossy(&migrate.stderr);
+        assert_eq!(migrate.status.code(), Some(2), "{refused}");
+        assert!(refused.contains("schema fence"), "{refused}");
+    }
+    db.drop().await;
+}
+
+/// Babelfish's owner change drops the login's user, and with it the user's
+/// role memberships: the note names them, and its undo gives the login its
+/// user and those memberships back.
+#[tokio::test]
+async fn babelfish_s_owner_change_names_the_roles_it_drops_and_its_undo_restores_them() {
+    let test = "babelfish_s_owner_change_names_the_roles_it_drops_and_its_undo_restores_them";
+    let Some(mut db) = TestDatabase::new(test).await else {
+        return;
+    };
+    if !db.is_babelfish().await {
+        support::skip(
+            test,
+            "the engine is not Babelfish (SQL Server grants the rights instead)",
+        );
+        db.drop().await;
+        return;
+    }
+    db.exec("CREATE ROLE app_readers;").await;
+    let deployer = db.login_in_role(Some("app_readers")).await;
+    let user = support::user_of(&deployer);
+    let status = fencepost_cli(&["status", "--format", "json"], &deployer).await;
+    let document: serde_json::Value = serde_json::from_slice(&status.stdout).expect("a JSON document");
+    let notes = document["rights"]["notes"].to_string();
+    assert!(
+        notes.contains("app_readers"),
+        "the note does not name the role: {notes}"
+    );
+    let undo_start = notes.find("to undo: ").expect("an undo") + "to undo: ".len();
+    let undo_end = notes[undo_start..].find(')').expect("the undo ends") + undo_start;
+    let undo = notes[undo_start..undo_end].replace("\\\"", "\"");
+    assert!(undo.contains("ADD MEMBER"), "{undo}");
+
+    let grant = document["rights"]["missing"][0]["grant"].as_str().unwrap().to_string();
+    db.exec(&grant).await;
+    let member = || async {
+        db.query(&format!(
+            "SELECT COUNT(*) FROM sys.database_role_members AS m
+               JOIN sys.database_principals AS r ON r.principal_id = m.role_principal_id
+               JOIN sys.database_principals AS u ON u.principal_id = m.member_principal_id
+              WHERE r.name = N'app_readers' AND u.name = N'{user}';"
+        ))
+        .await[0]
+            .get::<i32, usize>(0)
+            .unwrap_or_default()
+    };
+    assert_eq!(member().await, 0, "the owner change kept the membership");
+    db.exec(&undo).await;
+    assert_eq!(member().await, 1, "the undo did not restore the membership: {undo}");
+    db.drop().await;
+}
