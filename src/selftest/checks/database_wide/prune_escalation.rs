@@ -67,10 +67,7 @@ const UNPROVEN: &str = "with optimized locking on and READ_COMMITTED_SNAPSHOT of
 
 async fn run(ctx: &Context) -> Result<Verdict> {
     let babelfish = ctx.engine.babelfish;
-    if !babelfish
-        && ctx.engine.optimized_locking == Some(true)
-        && ctx.engine.read_committed_snapshot != Some(true)
-    {
+    if !babelfish && ctx.engine.optimized_locking == Some(true) && ctx.engine.read_committed_snapshot != Some(true) {
         return Ok(Verdict::skipped(UNPROVEN));
     }
     let Some((mut holder, holder_spid, mut watcher)) = holder_watched(ctx).await? else {
