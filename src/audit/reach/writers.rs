@@ -194,22 +194,22 @@ fn link<'a>(ctx: &Context<'a>, o: &'a Object, targets: &[(String, String, bool)]
             evidence: format!("sys.triggers: {} is on {name}", trigger.qualified_name()),
         });
     }
-    let ((t, target_owner, goal), synonym) = targets
+    // Every target it names is tried, not the first: a view that names one
+    // fence table only in a filter may still write another it selects from.
+    let ((t, _, goal), synonym) = targets
         .iter()
-        .find_map(|target| names(ctx, o, &target.0).map(|s| (target, s)))?;
+        .filter_map(|target| names(ctx, o, &target.0).map(|s| (target, s)))
+        .find(|((t, target_owner, _), _)| {
+            target_owner.eq_ignore_ascii_case(own)
+                && !(o.kind == ObjectKind::View
+                    && o.definition
+                        .as_deref()
+                        .is_some_and(|text| !writes_through_any(ctx, text, t)))
+        })?;
     let by = synonym
         .as_deref()
         .map(|s| format!(" (by the synonym {s})"))
         .unwrap_or_default();
-    if !target_owner.eq_ignore_ascii_case(own) {
-        return None;
-    }
-    if o.kind == ObjectKind::View
-        && let Some(text) = o.definition.as_deref()
-        && !writes_through_any(ctx, text, t)
-    {
-        return None;
-    }
     let (starts, what) = if view {
         (
             DATA.to_vec(),

@@ -110,3 +110,18 @@ fn a_view_over_a_table_of_the_application_writes_nothing() {
     let report = check(&c);
     assert!(writes(&c, "etl").is_empty(), "{report:#?}");
 }
+
+#[test]
+fn a_view_that_names_another_fence_table_first_in_a_filter_still_writes_the_one_it_selects_from() {
+    // fence.Recovery sorts before fence.Resource: the view writes the latter.
+    let view = "CREATE VIEW dbo.RecoveredLeases AS SELECT r.ResourceId, r.Owner FROM fence.Resource AS r \
+                WHERE EXISTS (SELECT 1 FROM fence.Recovery AS x WHERE x.GenerationFloor <= r.Generation);";
+    let c = layout(ObjectKind::View, view, "RecoveredLeases", "UPDATE");
+    let f = writes(&c, "etl");
+    assert_eq!(f.len(), 1, "{:#?}", check(&c));
+    assert!(
+        step_texts(&f[0]).last().unwrap().contains("fence.Resource"),
+        "{:#?}",
+        f[0]
+    );
+}
