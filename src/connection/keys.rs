@@ -367,13 +367,15 @@ fn parse_ado(input: &str) -> Result<AdoPairs, String> {
         if i >= n {
             break;
         }
-        let start = i;
         let mut key = String::new();
         loop {
             if i >= n || b[i] == b';' {
-                let pair = input[start..i].trim();
+                // Said by its place, never its text: it may be the rest of
+                // a password that holds an unquoted ';'.
                 return Err(format!(
-                    "'{pair}' has no '=' (expected key=value pairs separated by ';')"
+                    "its part {} (counting from 1) has no '=': expected key=value pairs separated by ';', \
+                     and a value that holds ';' quoted ('…' or \"…\")",
+                    position + 1
                 ));
             }
             if b[i] == b'=' {
@@ -467,6 +469,15 @@ fn skip_to_separator(b: &[u8], i: &mut usize, key: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A password holding an unquoted ';' splits into a part with no '=':
+    /// the error says where, and never prints that part.
+    #[test]
+    fn a_part_without_equals_is_named_by_its_place_not_its_text() {
+        let error = Keys::parse("Password=ab;cd-secret;Server=db").unwrap_err();
+        assert!(!error.contains("cd-secret"), "{error}");
+        assert!(error.contains("part 2"), "{error}");
+    }
 
     /// ADO.NET reads `Trusted_Connection` as a synonym of `Integrated
     /// Security`, and the last of a key's spellings in the string wins.
