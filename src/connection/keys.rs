@@ -117,17 +117,38 @@ impl Keys {
             .map(String::as_str)
     }
 
+    /// The spellings of the server's address: ADO.NET reads all five.
+    const SERVER: [&'static str; 5] = ["server", "data source", "addr", "address", "network address"];
+
     /// The groups of spellings ADO.NET (or tiberius) reads as one key.
-    const SYNONYMS: [&'static [&'static str]; 9] = [
+    const SYNONYMS: [&'static [&'static str]; 10] = [
         &["uid", "username", "user", "user id"],
         &["password", "pwd"],
         &Self::INTEGRATED,
         &["database", "initial catalog", "databasename"],
-        &["server", "data source"],
+        &Self::SERVER,
         &["connect timeout", "connection timeout", "timeout", "logintimeout"],
         &["application name", "applicationname"],
-        &["hostnameincertificate", "hostname in certificate"],
+        &[
+            "hostnameincertificate",
+            "hostname in certificate",
+            "host name in certificate",
+        ],
         &["workstationid", "workstation id"],
+        &["trustservercertificate", "trust server certificate"],
+    ];
+
+    /// Spellings ADO.NET reads that the driver does not, and the driver's
+    /// spelling of the same key: the driver string names the key so, or the
+    /// driver would not see it (a `Trust Server Certificate=false` written
+    /// after `TrustServerCertificate=true` would leave the certificate
+    /// unchecked).
+    const DRIVER_SPELLING: [(&'static str, &'static str); 5] = [
+        ("addr", "server"),
+        ("address", "server"),
+        ("network address", "server"),
+        ("host name in certificate", "hostnameincertificate"),
+        ("trust server certificate", "trustservercertificate"),
     ];
 
     /// The ADO.NET string as the driver is to read it: every key, less the
@@ -148,7 +169,17 @@ impl Keys {
         keys.sort_by_key(|key| self.order.get(*key).copied().unwrap_or(0));
         Some(
             keys.iter()
-                .map(|key| format!("{}='{}';", key.replace('=', "=="), self.pairs[*key].replace('\'', "''")))
+                .map(|key| {
+                    let name = Self::DRIVER_SPELLING
+                        .iter()
+                        .find(|(ado, _)| *ado == key.as_str())
+                        .map_or(key.as_str(), |(_, driver)| *driver);
+                    format!(
+                        "{}='{}';",
+                        name.replace('=', "=="),
+                        self.pairs[*key].replace('\'', "''")
+                    )
+                })
                 .collect(),
         )
     }
@@ -188,7 +219,7 @@ impl Keys {
                 port: jdbc.port,
             });
         }
-        let Some(value) = self.first(&["server", "data source"]) else {
+        let Some(value) = self.first(&Self::SERVER) else {
             return Ok(ServerName {
                 host: "localhost".into(),
                 instance: None,
@@ -469,6 +500,32 @@ fn skip_to_separator(b: &[u8], i: &mut usize, key: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// ADO.NET reads `Addr`, `Address` and `Network Address` as the
+    /// server and `Trust Server Certificate` as `TrustServerCertificate`:
+    /// the driver is handed each under its own spelling, the last written
+    /// winning.
+    #[test]
+    fn spellings_only_ado_net_reads_reach_the_driver_under_its_own() {
+        for text in [
+            "Network Address=sql-prod,1533;User ID=u;Password=p",
+            "Data Source=sql-old;Address=sql-prod,1533;User ID=u;Password=p",
+            "Addr=sql-prod,1533;User ID=u;Password=p",
+        ] {
+            let keys = Keys::parse(text).unwrap();
+            let server = keys.server().unwrap();
+            assert_eq!((server.host.as_str(), server.port), ("sql-prod", Some(1533)), "{text}");
+            let driver = keys.driver_string().unwrap();
+            assert!(driver.contains("server='sql-prod,1533';"), "{text}: {driver}");
+            assert!(!driver.contains("sql-old"), "{text}: {driver}");
+        }
+        let keys = Keys::parse("Server=x;TrustServerCertificate=true;Trust Server Certificate=false").unwrap();
+        let driver = keys.driver_string().unwrap();
+        assert!(driver.contains("trustservercertificate='false';"), "{driver}");
+        assert!(!driver.contains("'true'"), "{driver}");
+        let config = tiberius::Config::from_ado_string(&driver).unwrap();
+        assert!(format!("{config:?}").contains("bypass: false"), "{config:?}");
+    }
 
     /// A password holding an unquoted ';' splits into a part with no '=':
     /// the error says where, and never prints that part.
