@@ -10,7 +10,7 @@ use uuid::Uuid;
 use crate::client::Acquire;
 use crate::selftest::check::{Check, Verdict};
 use crate::selftest::context::{Context, LONG, SHORT, acquire_name, acquired};
-use crate::selftest::session::{ACQUIRE, Answer, RELEASE};
+use crate::selftest::session::{ACQUIRE, Answer, RELEASE, Session};
 
 /// The procedures' lock bound (`SET LOCK_TIMEOUT 5000`), and the slack a
 /// busy engine gets on either side of it.
@@ -38,27 +38,9 @@ async fn held_by_caller(ctx: &Context) -> Result<Verdict> {
     let mut holder = ctx.session().await?;
     let held = holder.hold(&lease).await?;
     holder.wait_past(lease.until()).await?;
-    // A raw call, not the client's: the client answers Busy for the lock
-    // time-out errors too, and this check must tell the procedure's own
-    // Busy row from an error.
     let mut waiter = ctx.session().await?;
     let owner = Uuid::new_v4();
-    let args: [&dyn tiberius::ToSql; 3] = [&key.as_str(), &owner, &30i32];
-    let started = Instant::now();
-    let (waiting, let_go) = {
-        let call = waiter.call(ACQUIRE, &args);
-        tokio::pin!(call);
-        // A call that waits past any bound is let go by S1's rollback, so
-        // the check ends in time and says so.
-        tokio::select! {
-            answer = &mut call => (answer?, false),
-            () = tokio::time::sleep(LATEST) => {
-                holder.rollback().await;
-                (call.await?, true)
-            }
-        }
-    };
-    let waited = started.elapsed();
+    let (waiting, let_go, waited) = acquire_let_go_by_rollback(&mut waiter, &mut holder, &key, owner).await?;
     if !let_go {
         holder.batch("COMMIT TRANSACTION;").await?;
     }
@@ -156,23 +138,8 @@ async fn wait_in_caller_transaction(ctx: &Context) -> Result<Verdict> {
     let mut waiter = ctx.session().await?;
     let held = holder.hold(&lease).await?;
     waiter.batch("BEGIN TRANSACTION;").await?;
-    let started = Instant::now();
     let owner = Uuid::new_v4();
-    let args: [&dyn tiberius::ToSql; 3] = [&key.as_str(), &owner, &30i32];
-    let (answer, let_go) = {
-        let call = waiter.call(ACQUIRE, &args);
-        tokio::pin!(call);
-        // A call that waits past any bound is let go by S1's rollback, so
-        // the check ends in time and says so.
-        tokio::select! {
-            answer = &mut call => (answer?, false),
-            () = tokio::time::sleep(LATEST) => {
-                holder.rollback().await;
-                (call.await?, true)
-            }
-        }
-    };
-    let waited = started.elapsed();
+    let (answer, let_go, waited) = acquire_let_go_by_rollback(&mut waiter, &mut holder, &key, owner).await?;
     let trancount = waiter.int("SELECT @@TRANCOUNT").await?;
     let lock_timeout = waiter.int("SELECT CAST(@@LOCK_TIMEOUT AS int)").await?;
     waiter.rollback().await;
@@ -211,4 +178,29 @@ async fn wait_in_caller_transaction(ctx: &Context) -> Result<Verdict> {
 
 fn show(value: Option<i32>) -> String {
     value.map_or("NULL".to_string(), |v| v.to_string())
+}
+
+/// A raw Acquire of `key` for `owner` on `waiter`, with how long it waited
+/// and whether it was still waiting at `LATEST`, when `holder`'s rollback
+/// let it go so that the check ends in time and says so. Raw, not the
+/// client's: the client answers Busy for the lock time-out errors too, and
+/// these checks must tell the procedure's own Busy row from an error.
+async fn acquire_let_go_by_rollback(
+    waiter: &mut Session,
+    holder: &mut Session,
+    key: &str,
+    owner: Uuid,
+) -> Result<(Answer, bool, Duration)> {
+    let args: [&dyn tiberius::ToSql; 3] = [&key, &owner, &30i32];
+    let started = Instant::now();
+    let call = waiter.call(ACQUIRE, &args);
+    tokio::pin!(call);
+    let (answer, let_go) = tokio::select! {
+        answer = &mut call => (answer?, false),
+        () = tokio::time::sleep(LATEST) => {
+            holder.rollback().await;
+            (call.await?, true)
+        }
+    };
+    Ok((answer, let_go, started.elapsed()))
 }
