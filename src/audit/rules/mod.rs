@@ -32,7 +32,7 @@ mod trustworthy;
 mod visibility;
 mod wrappers;
 
-pub(crate) use context::{Context, Leaving};
+pub(crate) use context::Context;
 pub(crate) use server_rights::{holders as server_holders, is_server_role};
 pub(crate) use wrappers::contained as wrapper_contained;
 

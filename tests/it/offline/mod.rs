@@ -13,6 +13,7 @@ mod audit_implied;
 mod audit_offline;
 mod audit_outside;
 mod audit_reach;
+mod audit_reach_acting_leaves;
 mod audit_reach_agent;
 mod audit_reach_assemblies;
 mod audit_reach_code;
