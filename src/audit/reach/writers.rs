@@ -324,14 +324,17 @@ fn names(ctx: &Context, o: &Object, target: &str) -> Option<Option<String>> {
         .map(|s| Some(s.qualified_name()))
 }
 
-/// The synonyms whose base object is `target`.
+/// The synonyms whose base object is `target`, by two parts or by three
+/// naming this database.
 fn synonyms_for<'a>(ctx: &Context<'a>, target: &str) -> impl Iterator<Item = &'a Object> {
     let target = normalized(target);
+    let here = format!("{}.{target}", normalized(&ctx.catalog.database));
     ctx.catalog.objects.iter().filter(move |s| {
         s.kind == ObjectKind::Synonym
-            && s.definition
-                .as_deref()
-                .is_some_and(|d| normalized(&code_only(d)) == target)
+            && s.definition.as_deref().is_some_and(|d| {
+                let base = normalized(&code_only(d));
+                base == target || base == here
+            })
     })
 }
 

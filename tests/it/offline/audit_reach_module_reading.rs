@@ -219,3 +219,31 @@ fn a_one_part_name_in_a_module_of_another_schema_is_not_the_fence_table() {
     let c = one_part_procedure("dbo", "UPDATE Resource SET Generation = 0");
     assert!(writes(&c).is_empty(), "{:#?}", writes(&c));
 }
+
+/// `etl` granted EXECUTE on dbo.ResetLease, which updates the synonym
+/// dbo.Leases whose base object is `base` ("CREATE SYNONYM": a three-part
+/// name may name the current database).
+fn synonym_with_base(base: &str) -> Catalog {
+    let mut c = with_etl();
+    c.objects.push(module("dbo", "Leases", ObjectKind::Synonym, base));
+    c.objects.push(module(
+        "dbo",
+        "ResetLease",
+        ObjectKind::Procedure,
+        "CREATE PROCEDURE dbo.ResetLease @Id bigint AS UPDATE dbo.Leases SET Generation = 0 WHERE ResourceId = @Id;",
+    ));
+    c.permissions.push(grant("etl", "EXECUTE", object("dbo", "ResetLease")));
+    c
+}
+
+#[test]
+fn a_three_part_synonym_base_naming_this_database_is_the_fence_table() {
+    let c = synonym_with_base("[orders].[fence].[Resource]");
+    assert_eq!(c.database, "orders");
+    assert_eq!(writes(&c).len(), 1, "{:#?}", check(&c));
+}
+
+#[test]
+fn a_three_part_synonym_base_naming_another_database_is_not_the_fence_table() {
+    assert!(writes(&synonym_with_base("[archive].[fence].[Resource]")).is_empty());
+}
