@@ -349,7 +349,10 @@ fn triggers_on<'a>(
         .objects
         .iter()
         .filter(|t| {
+            // A disabled trigger fires for no one: whoever may enable it
+            // holds ALTER on its table, which [`super::code`] follows.
             t.kind == ObjectKind::Trigger
+                && !t.disabled
                 && t.parent.as_deref().is_some_and(|p| o.is(p))
                 && targets.iter().any(|(x, _, _)| t.is(x))
         })
@@ -366,7 +369,7 @@ fn instead_of_events(ctx: &Context, o: &Object) -> Vec<&'static str> {
     ctx.catalog
         .objects
         .iter()
-        .filter(|t| t.kind == ObjectKind::Trigger && t.parent.as_deref().is_some_and(|p| o.is(p)))
+        .filter(|t| t.kind == ObjectKind::Trigger && !t.disabled && t.parent.as_deref().is_some_and(|p| o.is(p)))
         .filter_map(|t| t.definition.as_deref().map(header))
         .filter(|(instead, _)| *instead)
         .flat_map(|(_, events)| events)

@@ -247,3 +247,40 @@ fn a_three_part_synonym_base_naming_this_database_is_the_fence_table() {
 fn a_three_part_synonym_base_naming_another_database_is_not_the_fence_table() {
     assert!(writes(&synonym_with_base("[archive].[fence].[Resource]")).is_empty());
 }
+
+/// dbo.Orders with an AFTER DELETE trigger that deletes from
+/// fence.Resource, disabled when `disabled` (sys.triggers.is_disabled):
+/// a disabled trigger does not fire ("DISABLE TRIGGER"), but whoever holds
+/// ALTER on the table may ENABLE it.
+fn orders_with_trigger(disabled: bool, right: &str) -> Catalog {
+    let mut c = triggered_table(
+        right,
+        &[(
+            "Orders_Delete",
+            "CREATE TRIGGER dbo.Orders_Delete ON dbo.Orders AFTER DELETE AS DELETE FROM fence.Resource;",
+        )],
+    );
+    c.objects
+        .iter_mut()
+        .find(|o| o.name == "Orders_Delete")
+        .unwrap()
+        .disabled = disabled;
+    c
+}
+
+#[test]
+fn a_disabled_trigger_does_not_fire_for_a_data_right() {
+    assert!(writes(&orders_with_trigger(true, "DELETE")).is_empty());
+    // Control: enabled, it fires.
+    assert_eq!(writes(&orders_with_trigger(false, "DELETE")).len(), 1);
+}
+
+#[test]
+fn whoever_may_enable_a_disabled_trigger_still_reaches_the_fence() {
+    let report = check(&orders_with_trigger(true, "ALTER"));
+    assert!(
+        report.findings.iter().any(|f| f.principal.as_deref() == Some("etl")
+            && step_texts(f).iter().any(|s| s.contains("ALTER on dbo.Orders"))),
+        "{report:#?}"
+    );
+}
