@@ -60,8 +60,10 @@ pub(crate) fn referenced_tables<'t>(
 /// Whether a module's text names `name` by one part (not after or before a
 /// dot): inside a module SQL Server resolves such a name against the
 /// module's own schema first, so a module of the same schema means it.
+/// Strings do not count: SQL built at run time resolves a one-part name
+/// against the caller's default schema, not the module's.
 pub(crate) fn names_unqualified(definition: &str, name: &str) -> bool {
-    let text = normalized(&without_comments(definition));
+    let text = normalized(&code_only(definition));
     let needle = normalized(name);
     text.match_indices(&needle).any(|(at, _)| {
         let before = text[..at].chars().next_back();

@@ -12,19 +12,9 @@
 use crate::support;
 
 use super::audit_reach_column_denies::rules_naming;
-use fencepost::audit::{Catalog, Permission, PermissionState, Report, Securable};
+use super::audit_reach_leaving_roles::{deny, on_role};
+use fencepost::audit::{Catalog, Report, Securable};
 use support::fixtures::*;
-
-fn deny(grantee: &str, permission: &str, on: Securable) -> Permission {
-    Permission {
-        state: PermissionState::Deny,
-        ..grant(grantee, permission, on)
-    }
-}
-
-fn on_role(name: &str) -> Securable {
-    Securable::Principal { name: name.into() }
-}
 
 /// A user of its own login, with CONNECT.
 fn add_user(c: &mut Catalog, name: &str) {
