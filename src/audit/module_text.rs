@@ -57,6 +57,22 @@ pub(crate) fn referenced_tables<'t>(
         .collect()
 }
 
+/// Whether a module's text names `name` by one part (not after or before a
+/// dot): inside a module SQL Server resolves such a name against the
+/// module's own schema first, so a module of the same schema means it.
+/// Strings do not count: SQL built at run time resolves a one-part name
+/// against the caller's default schema, not the module's.
+pub(crate) fn names_unqualified(definition: &str, name: &str) -> bool {
+    let text = normalized(&code_only(definition));
+    let needle = normalized(name);
+    text.match_indices(&needle).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + needle.len()..].chars().next();
+        let edge = |c: Option<char>| !c.is_some_and(|c| is_ident_char(c) || c == '.');
+        edge(before) && edge(after)
+    })
+}
+
 /// The constructs in a module's text that run SQL built at run time or run as
 /// someone else: both step outside what the catalog can show about it.
 pub(crate) fn dynamic_constructs(definition: &str) -> Vec<&'static str> {

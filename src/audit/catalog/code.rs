@@ -41,6 +41,10 @@ pub struct Object {
     /// that assembly's permission set: `name (UNSAFE)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assembly: Option<String>,
+    /// For a trigger, whether it is disabled (`sys.triggers.is_disabled`):
+    /// it does not fire until someone with ALTER on its table enables it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disabled: bool,
 }
 
 impl Object {

@@ -14,33 +14,47 @@ pub(crate) struct Bound {
     /// The holder of the right (lower-cased): a session that leaves roles to
     /// get past a DENY must stay in it.
     pub(crate) keep: String,
-    /// `(member, role)` memberships dropped first.
+    /// The principals (lower-cased) of the DENYs made to the holder itself,
+    /// one of its roles or public: they bind every session that holds the
+    /// right, unless it drops its way out from under them.
+    pub(crate) cutting: Vec<String>,
+    /// Whether the holder alone cannot drop its way out from under
+    /// `cutting`: only a session that can (a member that may drop a link
+    /// higher up, or one helped by whom it acted as first) gets past.
+    pub(crate) refused: bool,
+    /// `(member, role)` memberships the holder drops first.
     pub(crate) left: Vec<(String, String)>,
 }
 
 impl Bound {
     /// Whether no DENY binds anyone on the edge.
     pub(crate) fn is_empty(&self) -> bool {
-        self.denied.is_empty()
+        self.denied.is_empty() && self.cutting.is_empty()
     }
 
-    /// `; first ALTER ROLE [r] DROP MEMBER [m], after which the DENY made
-    /// to r no longer applies` when memberships are dropped first.
-    pub(crate) fn note(&self) -> String {
-        if self.left.is_empty() {
-            return String::new();
-        }
-        let drops: Vec<String> = self
-            .left
-            .iter()
-            .map(|(m, r)| format!("ALTER ROLE {} DROP MEMBER {};", quote_name(r), quote_name(m)))
-            .collect();
-        let roles: Vec<&str> = self.left.iter().map(|(_, r)| r.as_str()).collect();
-        format!(
-            ", after first leaving the role a DENY is made to ({}), which its rights over {} allow: the DENY binds \
-             only the roles of the session",
-            drops.join(" "),
-            roles.join(", ")
-        )
+    /// Every principal a DENY on the edge is made to.
+    pub(crate) fn all_denied(&self) -> Vec<String> {
+        let mut all = self.cutting.clone();
+        all.extend(self.denied.iter().cloned());
+        all
     }
+}
+
+/// `, after first leaving the role a DENY is made to (ALTER ROLE [r] DROP
+/// MEMBER [m];)...` when memberships `left` are dropped first.
+pub(crate) fn note(left: &[(String, String)]) -> String {
+    if left.is_empty() {
+        return String::new();
+    }
+    let drops: Vec<String> = left
+        .iter()
+        .map(|(m, r)| format!("ALTER ROLE {} DROP MEMBER {};", quote_name(r), quote_name(m)))
+        .collect();
+    let roles: Vec<&str> = left.iter().map(|(_, r)| r.as_str()).collect();
+    format!(
+        ", after first leaving the role a DENY is made to ({}), which rights over {} held in the session, or by \
+             whom it acted as first, allow: the DENY binds only the roles of the session",
+        drops.join(" "),
+        roles.join(", ")
+    )
 }

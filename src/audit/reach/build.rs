@@ -9,7 +9,7 @@ use super::super::rules::Context;
 use super::graph::Graph;
 use super::node::Node;
 use super::{
-    code, database_owner, denies, expressions, fixed_roles, leaving, login_alter, orphans, principals, proxies, rights,
+    code, database_owner, expressions, fixed_roles, leaving, login_alter, orphans, principals, proxies, rights,
     runners, server, server_rights, signing, trustworthy, writers,
 };
 
@@ -24,18 +24,14 @@ impl Graph {
             trusted: BTreeSet::new(),
             starts: Vec::new(),
             contexts: BTreeMap::new(),
-            leavings: BTreeMap::new(),
+            drops: leaving::drops(ctx),
+            answers: Default::default(),
         };
         for p in &ctx.catalog.principals {
             let node = Node::principal(&p.name);
             graph.names.insert(node.clone(), p.name.clone());
             if p.kind != PrincipalKind::Role {
                 graph.contexts.insert(node.clone(), ctx.holders(&p.name));
-                let leavings = leaving::options(ctx, &p.name, denies::plain)
-                    .iter()
-                    .map(|(c, _)| c.clone())
-                    .collect();
-                graph.leavings.insert(node.clone(), leavings);
             }
             // A fixed role's rights are its members'; only a trusted one is
             // named for itself.

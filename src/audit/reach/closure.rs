@@ -5,17 +5,20 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use super::super::finding::Step;
+use super::bound::note;
 use super::edge::Kind;
-use super::graph::Graph;
+use super::graph::{Dropped, Graph};
 use super::node::{Goal, Node};
 
-/// A node, whether every step to it so far only held rights, and whose
+/// A node, whether every step to it so far only held rights, whose
 /// security context the path acts in (the last user it became), which a
-/// DENY made to that user or one of its roles binds.
-type State = (Node, bool, Option<Node>);
+/// DENY made to that user or one of its roles binds, and whom it acted as
+/// first, who may drop memberships for the later ones.
+type State = (Node, bool, Option<Node>, Option<Node>);
 
-/// How each state was first reached: the state before and its edge's index.
-type Previous = HashMap<State, (State, usize)>;
+/// How each state was first reached: the state before, its edge's index,
+/// and the memberships dropped to get past the edge's DENYs.
+type Previous = HashMap<State, (State, usize, Dropped)>;
 
 /// A goal reached, with the path and the object at its end.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,11 +38,11 @@ pub(crate) fn shortest(graph: &Graph, start: &Node, avoid: &BTreeSet<Node>) -> B
     let mut seen: BTreeSet<State> = BTreeSet::new();
     let mut queue: VecDeque<State> = VecDeque::new();
     let mut found = BTreeMap::new();
-    let first: State = (start.clone(), true, graph.identity(start));
+    let first: State = (start.clone(), true, graph.identity(start), graph.identity(start));
     seen.insert(first.clone());
     queue.push_back(first.clone());
     while let Some(state) = queue.pop_front() {
-        let (node, pure, who) = &state;
+        let (node, pure, who, actor) = &state;
         for (i, edge) in graph.edges(node).iter().enumerate() {
             if *node == *start && avoid.contains(&edge.to) {
                 continue;
@@ -47,14 +50,15 @@ pub(crate) fn shortest(graph: &Graph, start: &Node, avoid: &BTreeSet<Node>) -> B
             if edge.kind == Kind::Designed && *pure {
                 continue;
             }
-            if who.as_ref().is_some_and(|w| graph.denied(w, &edge.unless)) {
+            let Some(dropped) = graph.get_past(who.as_ref(), actor.as_ref(), &edge.unless) else {
                 continue;
-            }
+            };
             let who = graph.identity(&edge.to).or_else(|| who.clone());
-            let next: State = (edge.to.clone(), *pure && edge.kind == Kind::Holds, who);
+            let actor = actor.clone().or_else(|| who.clone());
+            let next: State = (edge.to.clone(), *pure && edge.kind == Kind::Holds, who, actor);
             if let Node::Goal(goal) = &edge.to {
                 if !found.contains_key(goal) {
-                    let (path, through) = walk(graph, &previous, &state, &first, i);
+                    let (path, through) = walk(graph, &previous, &state, &first, (i, &dropped));
                     found.insert(
                         *goal,
                         Reached {
@@ -70,21 +74,32 @@ pub(crate) fn shortest(graph: &Graph, start: &Node, avoid: &BTreeSet<Node>) -> B
             if edge.to == *start || !seen.insert(next.clone()) {
                 continue;
             }
-            previous.insert(next.clone(), (state.clone(), i));
+            previous.insert(next.clone(), (state.clone(), i, dropped));
             queue.push_back(next);
         }
     }
     found
 }
 
-fn walk(graph: &Graph, previous: &Previous, last: &State, first: &State, last_edge: usize) -> (Vec<Step>, Vec<Node>) {
-    let mut steps = vec![graph.edges(&last.0)[last_edge].step.clone()];
+fn walk(
+    graph: &Graph,
+    previous: &Previous,
+    last: &State,
+    first: &State,
+    (last_edge, dropped): (usize, &Dropped),
+) -> (Vec<Step>, Vec<Node>) {
+    let step = |state: &State, i: usize, dropped: &Dropped| {
+        let mut step = graph.edges(&state.0)[i].step.clone();
+        step.step.push_str(&note(dropped));
+        step
+    };
+    let mut steps = vec![step(last, last_edge, dropped)];
     let mut through = Vec::new();
     let mut at = last.clone();
     while at != *first {
         through.push(at.0.clone());
-        let (prev, i) = previous.get(&at).expect("every reached state has a previous one");
-        steps.push(graph.edges(&prev.0)[*i].step.clone());
+        let (prev, i, dropped) = previous.get(&at).expect("every reached state has a previous one");
+        steps.push(step(prev, *i, dropped));
         at = prev.clone();
     }
     steps.reverse();

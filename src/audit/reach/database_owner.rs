@@ -28,7 +28,8 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
         {
             continue;
         }
-        let Some(unless) = denies::allows(ctx, right, &Securable::Database, "TAKE OWNERSHIP") else {
+        let Some(unless) = denies::allows(ctx, right, &Securable::Database, "TAKE OWNERSHIP").filter(|b| !b.refused)
+        else {
             continue;
         };
         for (node, name, through) in actors(ctx, right) {

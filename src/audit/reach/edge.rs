@@ -62,10 +62,10 @@ impl Edge {
         self
     }
 
-    /// Refused to whoever acts as one of `bound.denied` or a member of one;
-    /// the step names the memberships its holder drops first.
+    /// Refused to whoever acts as one of `bound`'s denied principals or a
+    /// member of one, unless it drops its way out; the path's step names
+    /// the memberships dropped first.
     pub(crate) fn unless(mut self, bound: Bound) -> Self {
-        self.step.step.push_str(&bound.note());
         self.unless = bound;
         self
     }

@@ -1,9 +1,12 @@
 //! The graph itself: nodes with their spelling, edges in a stable order, and
 //! who the policy trusts.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
 
 use super::bound::Bound;
+use super::drops::Drops;
 use super::edge::{Edge, Kind};
 use super::node::Node;
 
@@ -16,10 +19,18 @@ pub(crate) struct Graph {
     /// For each database principal a session can act as (a user, a group,
     /// an application role): itself, its roles and public, lower-cased.
     pub(super) contexts: BTreeMap<Node, BTreeSet<String>>,
-    /// For each of them, the contexts it may make of itself by leaving
-    /// roles it may drop itself from.
-    pub(super) leavings: BTreeMap<Node, Vec<BTreeSet<String>>>,
+    /// The memberships and who may drop them.
+    pub(super) drops: Rc<Drops>,
+    /// What [`Graph::get_past`] answered, by its question.
+    pub(super) answers: RefCell<HashMap<Question, Option<Dropped>>>,
 }
+
+/// The memberships (as spelled) a session drops to get past an edge's DENYs.
+pub(crate) type Dropped = Vec<(String, String)>;
+
+/// The session's roots, the holder kept, the DENYs' principals, and the
+/// helper's principals.
+type Question = (Vec<String>, String, Vec<String>, Vec<String>);
 
 impl Graph {
     /// Adds `edge` from `from`, naming `from` `name` if it has no name yet.
@@ -73,24 +84,46 @@ impl Graph {
         self.contexts.contains_key(node).then(|| node.clone())
     }
 
-    /// Whether a DENY made to one of `unless.denied` binds a session acting
-    /// as `who`: `who` is one of them, or in one of their roles, and cannot
-    /// leave those roles while keeping the role that holds the right.
-    pub(crate) fn denied(&self, who: &Node, unless: &Bound) -> bool {
-        let Some(context) = self.contexts.get(who) else {
-            return false;
-        };
-        let bound = |c: &BTreeSet<String>| unless.denied.iter().any(|u| c.contains(u));
-        if !bound(context) {
-            return false;
+    /// The memberships a session acting as `who` drops to get past the
+    /// DENYs of an edge (none when none binds it), or `None` when they
+    /// refuse it. A session that acts as no one new (a role's own reach)
+    /// is refused only when the holder cannot drop its own way out. Else the
+    /// session is `who` with its roles, and the holder when it joined it on
+    /// the way; `first`, whom the path acted as first, may drop links for
+    /// it before acting as it (ALTER ROLE, then EXECUTE AS).
+    pub(crate) fn get_past(&self, who: Option<&Node>, first: Option<&Node>, unless: &Bound) -> Option<Dropped> {
+        if unless.is_empty() {
+            return Some(Vec::new());
         }
-        let keeps = |c: &BTreeSet<String>| c.contains(&unless.keep);
-        !self
-            .leavings
-            .get(who)
-            .into_iter()
-            .flatten()
-            .any(|c| keeps(c) && !bound(c))
+        let Some(context) = who.and_then(|w| self.contexts.get(w)) else {
+            return (!unless.refused).then(|| unless.left.clone());
+        };
+        let Some(Node::Principal(w)) = who else {
+            return None;
+        };
+        let mut roots = vec![w.clone()];
+        if !context.contains(&unless.keep) {
+            roots.push(unless.keep.clone());
+        }
+        let denied = unless.all_denied();
+        let helper: Vec<String> = first
+            .filter(|f| Some(*f) != who)
+            .and_then(|f| self.contexts.get(f))
+            .map(|c| c.iter().cloned().collect())
+            .unwrap_or_default();
+        let question: Question = (roots, unless.keep.clone(), denied, helper);
+        if let Some(known) = self.answers.borrow().get(&question) {
+            return known.clone();
+        }
+        let (roots, keep, denied, helper) = &question;
+        let helpers: Vec<BTreeSet<String>> = if helper.is_empty() {
+            Vec::new()
+        } else {
+            vec![helper.iter().cloned().collect()]
+        };
+        let answer = self.drops.get_past(roots, keep, denied, &helpers);
+        self.answers.borrow_mut().insert(question.clone(), answer.clone());
+        answer
     }
 
     pub(crate) fn is_trusted(&self, node: &Node) -> bool {

@@ -1,87 +1,101 @@
-//! Which roles a principal may leave ("ALTER ROLE": dropping a member of a
+//! Which roles a session may leave ("ALTER ROLE": dropping a member of a
 //! user-defined role needs ALTER on it, ALTER ANY ROLE, membership in
 //! db_securityadmin, or owning it, as the owner or a member of the owning
 //! role). A DENY made to a role binds a session only while it is in the
-//! role, so a member that may take itself out is not bound by it. Fixed
-//! roles take and lose members by db_owner's members only, whom no DENY
-//! binds, and no one leaves public.
+//! role, so a session that may take the link out is not bound by it: the
+//! link may be any on the way up from the session's user (a role holding a
+//! grant nested in a denied role), and whoever acts may drop it, not only
+//! the holder of the right. Fixed roles take and lose members by
+//! db_owner's members only, whom no DENY binds, and no one leaves public.
 
 use std::collections::BTreeSet;
+use std::rc::Rc;
 
-use super::super::catalog::{PrincipalKind, Securable};
-use super::super::rules::{Context, Leaving};
-use super::fixed_roles::is_fixed;
-use super::held;
-use super::right::Right;
+use super::super::catalog::{PermissionState, PrincipalKind, Securable};
+use super::super::rules::Context;
+use super::drops::{AlterRight, Drops};
+use super::fixed_roles::{self, is_fixed};
+use super::{deny_rows, held};
 
-/// The sessions `principal` may make of itself by dropping memberships it
-/// may drop: each with its principals (itself, its roles, public) and the
-/// memberships dropped: one each, then all of them, so that a caller may
-/// keep a role that holds the right it needs. `allowed` judges whether a
-/// right to alter a role survives the DENYs as the roles stand.
-pub(super) fn options(ctx: &Context, principal: &str, allowed: Judge) -> std::rc::Rc<Vec<Leaving>> {
-    ctx.leavings(principal, || compute(ctx, principal, allowed))
+/// The catalog's memberships and rights to drop members, worked out once.
+pub(super) fn drops(ctx: &Context) -> Rc<Drops> {
+    ctx.drops(|| compute(ctx))
 }
 
-/// Whether a right gives a permission on a securable past the DENYs.
-pub(super) type Judge = fn(&Context, &Right, &Securable, &str) -> bool;
-
-fn compute(ctx: &Context, principal: &str, allowed: Judge) -> Vec<Leaving> {
-    let holders = ctx.holders(principal);
-    let held = held::held(ctx);
-    let droppable: Vec<(String, String)> = ctx
-        .catalog
+fn compute(ctx: &Context) -> Drops {
+    let catalog = ctx.catalog;
+    let is_role = |name: &str| catalog.principal(name).is_none_or(|p| p.kind == PrincipalKind::Role);
+    let droppable = |role: &str| !is_fixed(role) && !role.eq_ignore_ascii_case("public") && is_role(role);
+    let links = catalog
         .memberships
         .iter()
-        .filter(|m| holders.contains(&m.member.to_lowercase()))
-        .filter(|m| !is_fixed(&m.role) && !m.role.eq_ignore_ascii_case("public"))
-        .filter(|m| {
-            ctx.catalog
-                .principal(&m.role)
-                .is_none_or(|p| p.kind == PrincipalKind::Role)
-        })
-        .filter(|m| {
-            let on = Securable::Principal { name: m.role.clone() };
-            held.iter()
-                .filter(|r| holders.contains(&r.holder.to_lowercase()) && !r.login)
-                .any(|r| {
-                    ["ALTER", "TAKE OWNERSHIP"]
-                        .into_iter()
-                        .any(|w| ctx.reaches(&r.permission, &on, w) && (r.undeniable || allowed(ctx, r, &on, w)))
-                })
-        })
+        .map(|m| (m.member.to_lowercase(), m.role.to_lowercase()))
+        .collect();
+    let spelled = catalog
+        .memberships
+        .iter()
         .map(|m| (m.member.clone(), m.role.clone()))
         .collect();
-    if droppable.is_empty() {
-        return Vec::new();
-    }
-    // One membership at a time first, so a finding names only what it
-    // drops; then all of them.
-    let mut out: Vec<Leaving> = droppable
+    let flags = catalog.memberships.iter().map(|m| droppable(&m.role)).collect();
+    let roles: BTreeSet<String> = catalog
+        .memberships
         .iter()
-        .map(|d| session(ctx, principal, std::slice::from_ref(d)))
+        .filter(|m| droppable(&m.role))
+        .map(|m| m.role.clone())
         .collect();
-    if droppable.len() > 1 {
-        out.push(session(ctx, principal, &droppable));
-    }
-    out
-}
-
-/// The principals of a session of `principal` once `dropped` are gone.
-fn session(ctx: &Context, principal: &str, dropped: &[(String, String)]) -> Leaving {
-    let gone = |member: &str, role: &str| {
-        dropped
-            .iter()
-            .any(|(m, r)| m.eq_ignore_ascii_case(member) && r.eq_ignore_ascii_case(role))
-    };
-    let mut seen = BTreeSet::from([principal.to_lowercase(), "public".to_string()]);
-    let mut queue = vec![principal.to_lowercase()];
-    while let Some(p) = queue.pop() {
-        for m in &ctx.catalog.memberships {
-            if m.member.eq_ignore_ascii_case(&p) && !gone(&m.member, &m.role) && seen.insert(m.role.to_lowercase()) {
-                queue.push(m.role.to_lowercase());
+    let mut alters = Vec::new();
+    for right in held::held(ctx).iter().filter(|r| !r.login) {
+        for role in &roles {
+            let on = Securable::Principal { name: role.clone() };
+            for wanted in ["ALTER", "TAKE OWNERSHIP"] {
+                if !ctx.reaches(&right.permission, &on, wanted) {
+                    continue;
+                }
+                let denied_by = if right.undeniable {
+                    Vec::new()
+                } else {
+                    deny_rows::refused_by(ctx, right, &on, wanted)
+                };
+                alters.push(AlterRight {
+                    holder: right.holder.to_lowercase(),
+                    role: role.to_lowercase(),
+                    denied_by,
+                });
             }
         }
     }
-    (seen, dropped.to_vec())
+    let deny_grantees = catalog
+        .permissions
+        .iter()
+        .filter(|p| p.state == PermissionState::Deny)
+        .chain(fixed_roles::denies().iter())
+        .map(|p| p.grantee.to_lowercase())
+        .collect();
+    Drops {
+        links,
+        spelled,
+        droppable: flags,
+        alters,
+        deny_grantees,
+    }
+}
+
+/// The memberships a session of `holder` alone drops so that none of
+/// `denied` binds it while it keeps `holder`: `None` when it cannot.
+pub(super) fn holder_gets_past(ctx: &Context, holder: &str, denied: &[String]) -> Option<Vec<(String, String)>> {
+    let holder = holder.to_lowercase();
+    drops(ctx).get_past(std::slice::from_ref(&holder), &holder, denied, &[])
+}
+
+/// Whether some user, group or application role in `holder` (or holding
+/// it) may drop its way out from under every one of `denied` and keep
+/// `holder`: then a right `holder` is refused as it stands still reaches.
+pub(super) fn some_member_gets_past(ctx: &Context, holder: &str, denied: &[String]) -> bool {
+    let holder = holder.to_lowercase();
+    let drops = drops(ctx);
+    ctx.catalog
+        .principals
+        .iter()
+        .filter(|p| p.kind != PrincipalKind::Role && ctx.holders(&p.name).contains(&holder))
+        .any(|p| drops.get_past(&[p.name.to_lowercase()], &holder, denied, &[]).is_some())
 }

@@ -20,6 +20,8 @@ mod closure;
 mod code;
 mod database_owner;
 mod denies;
+mod deny_rows;
+mod drops;
 mod edge;
 mod expressions;
 mod fixed_roles;
@@ -47,6 +49,7 @@ mod writers;
 
 pub(crate) use closure::{Reached, shortest, trusted_as};
 pub(crate) use denies::grant_survives;
+pub(crate) use drops::Drops;
 pub(crate) use edge::Kind;
 pub(crate) use graph::Graph;
 pub(crate) use node::{Goal, Node};

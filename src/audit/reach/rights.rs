@@ -80,7 +80,9 @@ fn taken_schemas(ctx: &Context, rights: &mut Vec<Right>) {
         {
             continue;
         }
-        let Some(bound) = denies::allows(ctx, right, &p.on, "TAKE OWNERSHIP") else {
+        // A DENY of the taking the holder cannot drop its way out of is
+        // not followed past the taking.
+        let Some(bound) = denies::allows(ctx, right, &p.on, "TAKE OWNERSHIP").filter(|b| !b.refused) else {
             continue;
         };
         taken.push(Right {
@@ -103,7 +105,7 @@ fn taken_schemas(ctx: &Context, rights: &mut Vec<Right>) {
             login: right.login,
             // A DENY of the taking made to some member of a holding role
             // is not followed past the taking: the member stays named.
-            undeniable: bound.is_empty(),
+            undeniable: bound.denied.is_empty(),
             taken: true,
         });
     }

@@ -4,7 +4,8 @@
 //! GROUP BY, HAVING or DISTINCT, no UNION and the like). A table named only
 //! inside a subquery (EXISTS, IN, a scalar subquery) filters the rows and is
 //! never changed; one in a derived table or a common table expression may
-//! be, so it counts.
+//! be, so it counts. A delimited identifier (`[Group]`, `"Union"`) is a
+//! name, never a keyword ("Database Identifiers").
 
 use super::super::module_text::{contains_words, normalized};
 use crate::tsql::code_only;
@@ -21,8 +22,9 @@ const READ_ONLY: [&str; 8] = [
     "unpivot",
 ];
 
-/// Aggregate functions, which no modification through a view may change.
-const AGGREGATES: [&str; 12] = [
+/// Aggregate functions ("Aggregate Functions (Transact-SQL)"), which no
+/// modification through a view may change.
+const AGGREGATES: [&str; 17] = [
     "count",
     "count_big",
     "sum",
@@ -35,14 +37,22 @@ const AGGREGATES: [&str; 12] = [
     "varp",
     "string_agg",
     "checksum_agg",
+    "approx_count_distinct",
+    "approx_percentile_cont",
+    "approx_percentile_disc",
+    "grouping",
+    "grouping_id",
 ];
 
 /// Whether a modification through the view `definition` may change
 /// `table` (`schema.name`), by its text.
 pub(super) fn writes_through(definition: &str, table: &str) -> bool {
-    let text = normalized(&code_only(definition));
+    let code = code_only(definition);
+    let text = normalized(&code);
     let (top, open) = levels(&text);
-    let words = words_with_calls(&top);
+    // Keywords are looked for where no delimited identifier stands.
+    let (bare, _) = levels(&normalized(&without_delimited(&code)));
+    let words = words_with_calls(&bare);
     let read_only = words
         .iter()
         .any(|(w, call)| READ_ONLY.contains(&w.as_str()) || *call && AGGREGATES.contains(&w.as_str()));
@@ -53,9 +63,40 @@ pub(super) fn writes_through(definition: &str, table: &str) -> bool {
     contains_words(&top, &needle) || open.iter().any(|inner| contains_words(inner, &needle))
 }
 
+/// `code` with each delimited identifier (`[...]`, `"..."`) replaced by a
+/// plain placeholder name, so that what it spells is never read as a
+/// keyword.
+fn without_delimited(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut chars = code.chars().peekable();
+    while let Some(c) = chars.next() {
+        let close = match c {
+            '[' => ']',
+            '"' => '"',
+            _ => {
+                out.push(c);
+                continue;
+            }
+        };
+        // `]]` and `""` stand for the closing character itself.
+        while let Some(n) = chars.next() {
+            if n == close {
+                if chars.peek() == Some(&close) {
+                    chars.next();
+                    continue;
+                }
+                break;
+            }
+        }
+        out.push_str("delimited_name");
+    }
+    out
+}
+
 /// The text outside every parenthesis (each group left as `()`), and the
 /// text of each outermost group opened where a table source stands (after
-/// FROM, JOIN, APPLY, a comma, or AS in a common table expression).
+/// FROM, JOIN, APPLY, AS in a common table expression, or a comma in a FROM
+/// list: after a comma in the select list it is a scalar subquery).
 fn levels(text: &str) -> (String, Vec<String>) {
     let mut top = String::new();
     let mut open = Vec::new();
@@ -71,7 +112,8 @@ fn levels(text: &str) -> (String, Vec<String>) {
                         .rsplit(|c: char| !c.is_alphanumeric() && c != '_')
                         .next()
                         .unwrap_or("");
-                    source = before.ends_with(',') || ["from", "join", "apply", "as"].contains(&last);
+                    source = before.ends_with(',') && in_from_list(before)
+                        || ["from", "join", "apply", "as"].contains(&last);
                     top.push('(');
                     group.clear();
                 } else {
@@ -95,6 +137,17 @@ fn levels(text: &str) -> (String, Vec<String>) {
         }
     }
     (top, open)
+}
+
+/// Whether the last clause `top` is in is a FROM list: its last clause
+/// keyword is FROM, JOIN or APPLY, not SELECT, WHERE and the like.
+fn in_from_list(top: &str) -> bool {
+    const CLAUSES: [&str; 12] = [
+        "select", "from", "join", "apply", "where", "group", "having", "order", "on", "set", "values", "union",
+    ];
+    top.rsplit(|c: char| !c.is_alphanumeric() && c != '_')
+        .find(|w| CLAUSES.contains(w))
+        .is_some_and(|w| ["from", "join", "apply", "on"].contains(&w))
 }
 
 /// Each word of `top`, and whether a `(` follows it (a call).

@@ -9,7 +9,7 @@
 //! triggered object, EXECUTE on a module) is named with the route.
 
 use super::super::catalog::{Object, ObjectKind, Securable};
-use super::super::module_text::{contains_words, normalized};
+use super::super::module_text::{normalized, words};
 use super::super::rules::{Context, module_text_names};
 use super::denies;
 use super::edge::{Edge, Kind};
@@ -30,6 +30,9 @@ struct Link<'a> {
     starts: Vec<&'static str>,
     /// The synonym it names `next` by, if any.
     synonym: Option<String>,
+    /// Whether `next` is a trigger on `object` that `starts` fire: a right
+    /// to them leads to that trigger, not to every trigger on the object.
+    fires: bool,
     step: String,
     evidence: String,
 }
@@ -57,21 +60,25 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
             else {
                 continue;
             };
+            let step = format!(
+                "{w} on {name}{}{}",
+                hierarchy_note(ctx, right, w, &name),
+                right.grant_option()
+            );
+            // A right that fires one trigger leads to it alone.
+            let (to, step, evidence) = if link.fires {
+                (
+                    Node::code(&link.next),
+                    format!("{step}; {}", link.step),
+                    format!("{}; {}", right.evidence, link.evidence),
+                )
+            } else {
+                (Node::code(&name), step, right.evidence.clone())
+            };
             graph.add(
                 from.clone(),
                 &right.holder,
-                Edge::new(
-                    Node::code(&name),
-                    Kind::Acts,
-                    format!(
-                        "{w} on {name}{}{}",
-                        hierarchy_note(ctx, right, w, &name),
-                        right.grant_option()
-                    ),
-                    right.evidence.clone(),
-                    right.cut.clone(),
-                )
-                .unless(unless),
+                Edge::new(to, Kind::Acts, step, evidence, right.cut.clone()).unless(unless),
             );
         }
     }
@@ -120,17 +127,23 @@ fn links<'a>(ctx: &Context<'a>) -> Vec<Link<'a>> {
         for o in &ctx.catalog.objects {
             if ctx.is_shipped(o)
                 || o.schema.is_empty()
-                || out.iter().any(|l| std::ptr::eq(l.object, o))
-                || targets.iter().any(|(t, _, _)| o.is(t))
+                || ctx.fence_tables().iter().any(|t| o.is(&format!("{fence}.{t}")))
             {
                 continue;
             }
-            if let Some(link) = link(ctx, o, &targets, chains) {
+            let new: Vec<Link> = links_of(ctx, o, &targets, chains)
+                .into_iter()
+                .filter(|l| !out.iter().any(|k| std::ptr::eq(k.object, o) && k.next == l.next))
+                .collect();
+            if new.is_empty() {
+                continue;
+            }
+            if !targets.iter().any(|(t, _, _)| o.is(t)) {
                 let owner = owner(ctx, o).unwrap_or_default().to_string();
                 targets.push((o.qualified_name(), owner, false));
-                out.push(link);
-                added = true;
             }
+            out.extend(new);
+            added = true;
         }
         if !added {
             break;
@@ -142,7 +155,7 @@ fn links<'a>(ctx: &Context<'a>) -> Vec<Link<'a>> {
     out.retain(|l| {
         !(l.goal && l.synonym.is_none() && (l.object.kind == ObjectKind::Procedure || is_module(ctx, l.object)))
     });
-    out.sort_by_key(|l| l.object.qualified_name().to_lowercase());
+    out.sort_by_key(|l| (l.object.qualified_name().to_lowercase(), l.next.to_lowercase()));
     out
 }
 
@@ -169,31 +182,57 @@ fn owner<'a>(ctx: &Context<'a>, o: &'a Object) -> Option<&'a str> {
     ctx.catalog.owner_of(o)
 }
 
-/// The link `o` makes to the first of `targets` it reaches, if any.
-fn link<'a>(ctx: &Context<'a>, o: &'a Object, targets: &[(String, String, bool)], chains: bool) -> Option<Link<'a>> {
-    let own = owner(ctx, o)?;
+/// The links `o` makes: one through each trigger on it that is a target
+/// already, and one to the first of `targets` its own text reaches, if any.
+fn links_of<'a>(ctx: &Context<'a>, o: &'a Object, targets: &[(String, String, bool)], chains: bool) -> Vec<Link<'a>> {
+    let Some(own) = owner(ctx, o) else {
+        return Vec::new();
+    };
     let name = o.qualified_name();
     let view = o.kind == ObjectKind::View || inline(ctx, o);
     let module = matches!(o.kind, ObjectKind::Procedure | ObjectKind::Function) && !view;
     if !(view || module && chains || o.kind == ObjectKind::Trigger && chains || o.kind == ObjectKind::Table && chains) {
-        return None;
+        return Vec::new();
     }
-    if o.kind == ObjectKind::Table || o.kind == ObjectKind::View && chains && has_trigger_link(ctx, o, targets) {
-        // A write to it fires a trigger that writes on.
-        let (trigger, events) = triggers_on(ctx, o, targets)?;
-        return Some(Link {
-            object: o,
-            next: trigger.qualified_name(),
-            goal: false,
-            starts: events,
-            synonym: None,
-            step: format!(
-                "a write to {name} fires its trigger {}, which runs in the chain of {name}'s owner {own}",
-                trigger.qualified_name()
-            ),
-            evidence: format!("sys.triggers: {} is on {name}", trigger.qualified_name()),
-        });
+    let mut out = Vec::new();
+    if matches!(o.kind, ObjectKind::Table | ObjectKind::View) && chains {
+        // A write to it fires each trigger on it for its events, and every
+        // one that writes on is a link.
+        for (trigger, events) in triggers_on(ctx, o, targets) {
+            out.push(Link {
+                object: o,
+                next: trigger.qualified_name(),
+                goal: false,
+                starts: events,
+                synonym: None,
+                fires: true,
+                step: format!(
+                    "a write to {name} fires its trigger {}, which runs in the chain of {name}'s owner {own}",
+                    trigger.qualified_name()
+                ),
+                evidence: format!("sys.triggers: {} is on {name}", trigger.qualified_name()),
+            });
+        }
     }
+    if o.kind != ObjectKind::Table
+        && let Some(link) = text_link(ctx, o, targets, own, view)
+    {
+        out.push(link);
+    }
+    out
+}
+
+/// The link `o`'s own text makes to the first of `targets` it reaches: a
+/// view selecting from it (for the events no INSTEAD OF trigger takes in
+/// its place), a module or trigger writing it.
+fn text_link<'a>(
+    ctx: &Context<'a>,
+    o: &'a Object,
+    targets: &[(String, String, bool)],
+    own: &str,
+    view: bool,
+) -> Option<Link<'a>> {
+    let name = o.qualified_name();
     // Every target it names is tried, not the first: a view that names one
     // fence table only in a filter may still write another it selects from.
     let ((t, _, goal), synonym) = targets
@@ -211,8 +250,13 @@ fn link<'a>(ctx: &Context<'a>, o: &'a Object, targets: &[(String, String, bool)]
         .map(|s| format!(" (by the synonym {s})"))
         .unwrap_or_default();
     let (starts, what) = if view {
+        let replaced = instead_of_events(ctx, o);
+        let starts: Vec<&'static str> = DATA.into_iter().filter(|e| !replaced.contains(e)).collect();
+        if starts.is_empty() {
+            return None;
+        }
         (
-            DATA.to_vec(),
+            starts,
             format!(
                 "{name} selects from {t}{by} and is owned by {own}, as {t} is: an INSERT, UPDATE or DELETE through it \
                  writes {t}, and ownership chaining skips the permission check there"
@@ -238,6 +282,7 @@ fn link<'a>(ctx: &Context<'a>, o: &'a Object, targets: &[(String, String, bool)]
         starts,
         step: what,
         synonym,
+        fires: false,
         evidence: format!("sys.sql_modules: {name} names {t}; its owner is {own}"),
     })
 }
@@ -251,6 +296,19 @@ fn writes_through_any(ctx: &Context, text: &str, t: &str) -> bool {
 /// Whether `o` names `target`, in its text or its recorded dependencies:
 /// `Some(None)` itself, `Some(Some(synonym))` by a synonym for it.
 fn names(ctx: &Context, o: &Object, target: &str) -> Option<Option<String>> {
+    // A trigger's header names what it is on: only its body writes.
+    let body;
+    let o = if o.kind == ObjectKind::Trigger
+        && let Some(text) = o.definition.as_deref()
+    {
+        body = Object {
+            definition: Some(trigger_body(text).to_string()),
+            ..o.clone()
+        };
+        &body
+    } else {
+        o
+    };
     let direct = |t: &str| {
         let (s, n) = t.split_once('.').unwrap_or(("", t));
         module_text_names(o, s, n)
@@ -266,44 +324,107 @@ fn names(ctx: &Context, o: &Object, target: &str) -> Option<Option<String>> {
         .map(|s| Some(s.qualified_name()))
 }
 
-/// The synonyms whose base object is `target`.
+/// The synonyms whose base object is `target`, by two parts or by three
+/// naming this database.
 fn synonyms_for<'a>(ctx: &Context<'a>, target: &str) -> impl Iterator<Item = &'a Object> {
     let target = normalized(target);
+    let here = format!("{}.{target}", normalized(&ctx.catalog.database));
     ctx.catalog.objects.iter().filter(move |s| {
         s.kind == ObjectKind::Synonym
-            && s.definition
-                .as_deref()
-                .is_some_and(|d| normalized(&code_only(d)) == target)
+            && s.definition.as_deref().is_some_and(|d| {
+                let base = normalized(&code_only(d));
+                base == target || base == here
+            })
     })
 }
 
-fn has_trigger_link(ctx: &Context, o: &Object, targets: &[(String, String, bool)]) -> bool {
-    triggers_on(ctx, o, targets).is_some()
-}
-
-/// The first trigger on `o` that is a target already, and the data rights
+/// Each trigger on `o` that is a target already, with the data rights
 /// whose statements fire it (all three when its text is hidden).
 fn triggers_on<'a>(
     ctx: &Context<'a>,
     o: &Object,
     targets: &[(String, String, bool)],
-) -> Option<(&'a Object, Vec<&'static str>)> {
-    let trigger = ctx.catalog.objects.iter().find(|t| {
-        t.kind == ObjectKind::Trigger
-            && t.parent.as_deref().is_some_and(|p| o.is(p))
-            && targets.iter().any(|(x, _, _)| t.is(x))
-    })?;
-    let events = match trigger.definition.as_deref() {
-        None => DATA.to_vec(),
-        Some(text) => {
-            let code = normalized(&code_only(text));
-            let head = code.split(" as ").next().unwrap_or(&code).to_string();
-            DATA.into_iter()
-                .filter(|e| contains_words(&head, &e.to_lowercase()))
-                .collect()
-        }
+) -> Vec<(&'a Object, Vec<&'static str>)> {
+    ctx.catalog
+        .objects
+        .iter()
+        .filter(|t| {
+            // A disabled trigger fires for no one: whoever may enable it
+            // holds ALTER on its table, which [`super::code`] follows.
+            t.kind == ObjectKind::Trigger
+                && !t.disabled
+                && t.parent.as_deref().is_some_and(|p| o.is(p))
+                && targets.iter().any(|(x, _, _)| t.is(x))
+        })
+        .map(|t| (t, t.definition.as_deref().map_or(DATA.to_vec(), |d| header(d).1)))
+        .filter(|(_, events)| !events.is_empty())
+        .collect()
+}
+
+/// The events INSTEAD OF triggers on `o` take in place of the statement:
+/// a write through the view for those runs the trigger, never the view's
+/// own update of its base table. A trigger whose text is hidden may take
+/// any of them, but is then followed as a link of its own.
+fn instead_of_events(ctx: &Context, o: &Object) -> Vec<&'static str> {
+    ctx.catalog
+        .objects
+        .iter()
+        .filter(|t| t.kind == ObjectKind::Trigger && !t.disabled && t.parent.as_deref().is_some_and(|p| o.is(p)))
+        .filter_map(|t| t.definition.as_deref().map(header))
+        .filter(|(instead, _)| *instead)
+        .flat_map(|(_, events)| events)
+        .collect()
+}
+
+/// The text of a trigger after its header: after the AS that follows its
+/// events (or the first AS past its ON clause when they cannot be read).
+fn trigger_body(definition: &str) -> &str {
+    let lower = definition.to_lowercase();
+    let word_at = |at: usize, len: usize| {
+        let before = lower[..at].chars().next_back();
+        let after = lower[at + len..].chars().next();
+        let edge =
+            |c: Option<char>| !c.is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '@' | '#' | '$' | '.'));
+        edge(before) && edge(after)
     };
-    (!events.is_empty()).then_some((trigger, events))
+    let find = |word: &str, from: usize| {
+        lower[from..]
+            .match_indices(word)
+            .map(|(i, _)| from + i)
+            .find(|&i| word_at(i, word.len()))
+    };
+    let events = ["for", "after", "instead"]
+        .iter()
+        .filter_map(|w| find(w, 0))
+        .min()
+        .unwrap_or(0);
+    match find("as", events) {
+        Some(at) if lower.len() == definition.len() => &definition[at + 2..],
+        _ => definition,
+    }
+}
+
+/// Whether a DML trigger's header says INSTEAD OF, and its events: the
+/// words after FOR, AFTER or INSTEAD OF ("CREATE TRIGGER": `ON t [WITH
+/// EXECUTE AS ...] {FOR | AFTER | INSTEAD OF} {INSERT, UPDATE, DELETE}`),
+/// wherever the lines break.
+fn header(definition: &str) -> (bool, Vec<&'static str>) {
+    let words = words(&code_only(definition));
+    let Some(at) = words
+        .iter()
+        .enumerate()
+        .position(|(i, w)| w == "for" || w == "after" || w == "instead" && words.get(i + 1).is_some_and(|n| n == "of"))
+    else {
+        return (false, Vec::new());
+    };
+    let instead = words[at] == "instead";
+    let from = if instead { at + 2 } else { at + 1 };
+    let events = words[from..]
+        .iter()
+        .take_while(|w| *w == "," || DATA.iter().any(|d| d.eq_ignore_ascii_case(w)))
+        .filter_map(|w| DATA.into_iter().find(|d| d.eq_ignore_ascii_case(w)))
+        .collect();
+    (instead, events)
 }
 
 /// Whether a function's text returns a table by a single statement.
@@ -322,5 +443,18 @@ fn drop_kind(kind: ObjectKind) -> &'static str {
         ObjectKind::Trigger => "TRIGGER",
         ObjectKind::Synonym => "SYNONYM",
         _ => "PROCEDURE",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::header;
+
+    #[test]
+    fn reads_trigger_headers() {
+        assert_eq!(
+            header("CREATE TRIGGER dbo.T ON dbo.V INSTEAD OF UPDATE AS UPDATE dbo.Orders SET Id = Id;"),
+            (true, vec!["UPDATE"])
+        );
     }
 }

@@ -96,6 +96,24 @@ fn read_database_ddl_triggers(
     Ok(())
 }
 
+/// Disabled DML triggers: they do not fire until enabled.
+pub(super) fn disabled_triggers() -> Query {
+    Query::optional(
+        "disabled triggers",
+        "SELECT t.object_id FROM sys.triggers AS t WHERE t.parent_class = 1 AND t.is_disabled = 1",
+        read_disabled_triggers,
+    )
+}
+
+fn read_disabled_triggers(rows: Option<&[Row]>, what: &'static str, reading: &mut Reading) -> Result<(), AuditError> {
+    for row in rows.unwrap_or_default() {
+        if let Some(at) = int(row, 0, what)?.and_then(|id| reading.object_at.get(&id).copied()) {
+            reading.catalog.objects[at].disabled = true;
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn synonyms() -> Query {
     Query::optional(
         "synonyms",
@@ -193,5 +211,6 @@ pub(super) fn object(schema: String, name: String, kind: ObjectKind) -> Object {
         execute_as: None,
         signed_by: Vec::new(),
         assembly: None,
+        disabled: false,
     }
 }

@@ -25,6 +25,7 @@ pub(super) fn queries() -> Vec<Query> {
         objects::schemas(),
         objects::objects(),
         objects::database_ddl_triggers(),
+        objects::disabled_triggers(),
         modules::module_definitions(),
         modules::clr_modules(),
         modules::signatures(),

@@ -1,19 +1,15 @@
 //! A catalog with the questions every rule asks answered once: who is a
 //! service, who reaches whom through roles, which tables are the fence.
 
-use std::cell::RefCell;
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 
 use super::super::catalog::{Catalog, Object, ObjectKind, Permission, PermissionState, PrincipalKind, Securable};
 use super::super::hierarchy;
+use super::super::reach::Drops;
 use super::{Finding, Policy, Rule};
 use crate::tsql::{quote_name, quote_qualified};
-
-/// A session a principal may make of itself by leaving roles: its
-/// principals (itself, its roles, public, lower-cased) and the `(member,
-/// role)` memberships it drops.
-pub(crate) type Leaving = (BTreeSet<String>, Vec<(String, String)>);
 
 pub(crate) struct Context<'a> {
     pub(crate) catalog: &'a Catalog,
@@ -28,9 +24,9 @@ pub(crate) struct Context<'a> {
     /// Why the permission catalog cannot be trusted to be complete, if so;
     /// then who is a service is known only from roles and `--principal`.
     pub(crate) permissions_hidden: Option<String>,
-    /// The sessions each principal may make of itself by leaving roles,
-    /// worked out once each: every DENY judged asks.
-    leavings: RefCell<HashMap<String, Rc<Vec<Leaving>>>>,
+    /// The memberships and the rights to drop them, worked out once: every
+    /// DENY judged asks.
+    drops: OnceCell<Rc<Drops>>,
 }
 
 impl<'a> Context<'a> {
@@ -58,7 +54,7 @@ impl<'a> Context<'a> {
             fence_tables,
             unresolved: Vec::new(),
             permissions_hidden: None,
-            leavings: RefCell::new(HashMap::new()),
+            drops: OnceCell::new(),
         };
         let mut roots: Vec<String> = policy.service_roles.clone();
         for name in &policy.principals {
@@ -202,16 +198,10 @@ impl<'a> Context<'a> {
         seen
     }
 
-    /// The sessions `principal` may make of itself by leaving roles, from
-    /// `compute` the first time it is asked.
-    pub(crate) fn leavings(&self, principal: &str, compute: impl FnOnce() -> Vec<Leaving>) -> Rc<Vec<Leaving>> {
-        let key = principal.to_lowercase();
-        if let Some(known) = self.leavings.borrow().get(&key) {
-            return Rc::clone(known);
-        }
-        let computed = Rc::new(compute());
-        self.leavings.borrow_mut().insert(key, Rc::clone(&computed));
-        computed
+    /// The memberships and the rights to drop them, from `compute` the
+    /// first time it is asked.
+    pub(crate) fn drops(&self, compute: impl FnOnce() -> Drops) -> Rc<Drops> {
+        Rc::clone(self.drops.get_or_init(|| Rc::new(compute())))
     }
 
     /// `principal` and every role it is in, lower-cased: whoever's grants it

@@ -32,7 +32,7 @@ mod trustworthy;
 mod visibility;
 mod wrappers;
 
-pub(crate) use context::{Context, Leaving};
+pub(crate) use context::Context;
 pub(crate) use server_rights::{holders as server_holders, is_server_role};
 pub(crate) use wrappers::contained as wrapper_contained;
 
@@ -110,10 +110,10 @@ const PERMISSION_RULES: [Rule; 10] = [
 
 /// Whether `module`'s text names `schema.name`.
 pub(crate) fn module_text_names(module: &super::catalog::Object, schema: &str, name: &str) -> bool {
-    module
-        .definition
-        .as_deref()
-        .is_some_and(|d| !super::module_text::referenced_tables(d, schema, [&name.to_string()]).is_empty())
+    module.definition.as_deref().is_some_and(|d| {
+        !super::module_text::referenced_tables(d, schema, [&name.to_string()]).is_empty()
+            || module.schema.eq_ignore_ascii_case(schema) && super::module_text::names_unqualified(d, name)
+    })
 }
 
 /// Compares catalog permission names, which are upper case on SQL Server.

@@ -14,14 +14,14 @@ use super::audit_reach_column_denies::rules_naming;
 use fencepost::audit::{Catalog, Permission, PermissionState, Rule, Securable};
 use support::fixtures::*;
 
-fn deny(grantee: &str, permission: &str, on: Securable) -> Permission {
+pub(super) fn deny(grantee: &str, permission: &str, on: Securable) -> Permission {
     Permission {
         state: PermissionState::Deny,
         ..grant(grantee, permission, on)
     }
 }
 
-fn on_role(name: &str) -> Securable {
+pub(super) fn on_role(name: &str) -> Securable {
     Securable::Principal { name: name.into() }
 }
 

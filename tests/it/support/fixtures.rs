@@ -107,6 +107,7 @@ pub fn module(schema: &str, name: &str, kind: ObjectKind, definition: &str) -> O
         execute_as: None,
         signed_by: Vec::new(),
         assembly: None,
+        disabled: false,
     }
 }
 

@@ -1,0 +1,301 @@
+//! DENYs a session gets out from under by dropping memberships, judged for
+//! the principal that acts rather than for the holder of the right. Written
+//! from "ALTER ROLE" (dropping a member needs ALTER on the role, ALTER ANY
+//! ROLE, db_securityadmin, or owning it, as its owner or a member of the
+//! owning role), "DENY Object Permissions" (a DENY binds the principals of
+//! the session's security context: the user, its roles, the roles those are
+//! in, public) and "EXECUTE AS" (the context changes to the impersonated
+//! user; what the caller did before, ALTER ROLE included, stays done).
+//!
+//! Each layout has a control of the same shape that stays clean.
+
+use crate::support;
+
+use super::audit_reach_column_denies::rules_naming;
+use super::audit_reach_leaving_roles::{deny, on_role};
+use fencepost::audit::{Catalog, Report, Securable};
+use support::fixtures::*;
+
+/// A user of its own login, with CONNECT.
+fn add_user(c: &mut Catalog, name: &str) {
+    c.principals.push(user(name, Some(name)));
+    c.permissions.push(grant(name, "CONNECT", Securable::Database));
+}
+
+/// The steps of `who`'s path to writing a fence table, if it has one: in
+/// FP027's finding, or in the finding of the rule that names it first.
+fn write_path(report: &Report, who: &str) -> Option<String> {
+    report
+        .findings
+        .iter()
+        .filter(|f| f.principal.as_deref() == Some(who))
+        .map(|f| step_texts(f).join(" | "))
+        .find(|steps| steps.contains("on fence."))
+}
+
+fn assert_writes(c: &Catalog, who: &str, steps_contain: &[&str]) {
+    let report = check(c);
+    let steps = write_path(&report, who).unwrap_or_else(|| panic!("{who} does not reach the fence: {report:#?}"));
+    for s in steps_contain {
+        assert!(steps.contains(s), "{s:?} missing from {steps}");
+    }
+}
+
+fn assert_does_not_write(c: &Catalog, who: &str) {
+    let report = check(c);
+    assert!(write_path(&report, who).is_none(), "{report:#?}");
+}
+
+/// `u` is in `r_grant`, which holds UPDATE on fence.Resource and is itself
+/// a member of `r_deny`, which is denied UPDATE on the fence schema: every
+/// session of `u` holds both, so the DENY wins as the roles stand.
+fn grant_role_nested_in_denied_role() -> Catalog {
+    let mut c = clean();
+    add_user(&mut c, "u");
+    c.principals.push(role("r_grant"));
+    c.principals.push(role("r_deny"));
+    c.permissions
+        .push(grant("r_grant", "UPDATE", object("fence", "Resource")));
+    c.permissions.push(deny("r_deny", "UPDATE", schema("fence")));
+    c.memberships.push(member("r_deny", "r_grant"));
+    c.memberships.push(member("r_grant", "u"));
+    c
+}
+
+#[test]
+fn a_member_that_may_alter_the_denied_role_drops_the_granting_role_from_it() {
+    let mut c = grant_role_nested_in_denied_role();
+    c.permissions.push(grant("u", "ALTER", on_role("r_deny")));
+    assert_writes(
+        &c,
+        "u",
+        &[
+            "member of r_grant",
+            "UPDATE on fence.Resource",
+            "ALTER ROLE [r_deny] DROP MEMBER [r_grant]",
+        ],
+    );
+}
+
+#[test]
+fn a_member_that_owns_the_denied_role_drops_the_granting_role_from_it() {
+    let mut c = grant_role_nested_in_denied_role();
+    c.principals.iter_mut().find(|p| p.name == "r_deny").unwrap().owner = Some("u".into());
+    assert_writes(&c, "u", &["DROP MEMBER [r_grant]"]);
+}
+
+#[test]
+fn a_member_of_the_role_owning_the_denied_role_drops_the_granting_role_from_it() {
+    let mut c = grant_role_nested_in_denied_role();
+    c.principals.push(role("r_admins"));
+    c.memberships.push(member("r_admins", "u"));
+    c.principals.iter_mut().find(|p| p.name == "r_deny").unwrap().owner = Some("r_admins".into());
+    assert_writes(&c, "u", &["DROP MEMBER [r_grant]"]);
+}
+
+/// The DENY comes through `r_mid`, between `r_grant` and `r_deny`: the
+/// link `u` may drop is `r_grant` in `r_mid`.
+#[test]
+fn a_member_drops_a_link_higher_in_the_nesting() {
+    let mut c = grant_role_nested_in_denied_role();
+    c.memberships.retain(|m| m.role != "r_deny");
+    c.principals.push(role("r_mid"));
+    c.memberships.push(member("r_mid", "r_grant"));
+    c.memberships.push(member("r_deny", "r_mid"));
+    c.permissions.push(grant("u", "ALTER", on_role("r_mid")));
+    assert_writes(&c, "u", &["ALTER ROLE [r_mid] DROP MEMBER [r_grant]"]);
+}
+
+/// Control: `u` may alter no role in the way.
+#[test]
+fn a_member_that_may_alter_neither_role_stays_refused() {
+    let mut c = grant_role_nested_in_denied_role();
+    c.principals.push(role("elsewhere"));
+    c.permissions.push(grant("u", "ALTER", on_role("elsewhere")));
+    let report = check(&c);
+    assert!(rules_naming(&report, "u").is_empty(), "{report:#?}");
+    assert!(rules_naming(&report, "r_grant").is_empty(), "{report:#?}");
+}
+
+/// `u` may add itself to `r_grant` (ALTER on it) and is in `r_deny`, which
+/// it may leave: both in one path.
+fn joins_the_grant_and_is_denied(may_leave: bool) -> Catalog {
+    let mut c = clean();
+    add_user(&mut c, "u");
+    c.principals.push(role("r_grant"));
+    c.principals.push(role("r_deny"));
+    c.permissions
+        .push(grant("r_grant", "UPDATE", object("fence", "Resource")));
+    c.permissions.push(deny("r_deny", "UPDATE", schema("fence")));
+    c.memberships.push(member("r_deny", "u"));
+    c.permissions.push(grant("u", "ALTER", on_role("r_grant")));
+    if may_leave {
+        c.permissions.push(grant("u", "ALTER", on_role("r_deny")));
+    }
+    c
+}
+
+#[test]
+fn a_principal_joins_the_granting_role_and_leaves_the_denied_one() {
+    assert_writes(
+        &joins_the_grant_and_is_denied(true),
+        "u",
+        &["ALTER on ROLE::r_grant", "ALTER ROLE [r_deny] DROP MEMBER [u]"],
+    );
+}
+
+#[test]
+fn a_principal_that_joins_the_granting_role_but_cannot_leave_the_denied_one_stays_refused() {
+    assert_does_not_write(&joins_the_grant_and_is_denied(false), "u");
+}
+
+/// `u` is in `r_grant`, which holds UPDATE on fence.Resource and is in
+/// `r_d1` and `r_d2`, each denied it; `u` may alter all three roles, or
+/// `r_grant` and `r_d1` only. Dropping every link it may drop would take
+/// `u` out of `r_grant` too.
+fn two_denied_roles(alter_both: bool) -> Catalog {
+    let mut c = clean();
+    add_user(&mut c, "u");
+    for r in ["r_grant", "r_d1", "r_d2"] {
+        c.principals.push(role(r));
+    }
+    c.memberships.push(member("r_grant", "u"));
+    c.memberships.push(member("r_d1", "r_grant"));
+    c.memberships.push(member("r_d2", "r_grant"));
+    c.permissions
+        .push(grant("r_grant", "UPDATE", object("fence", "Resource")));
+    c.permissions.push(deny("r_d1", "UPDATE", schema("fence")));
+    c.permissions.push(deny("r_d2", "UPDATE", object("fence", "Resource")));
+    c.permissions.push(grant("u", "ALTER", on_role("r_grant")));
+    c.permissions.push(grant("u", "ALTER", on_role("r_d1")));
+    if alter_both {
+        c.permissions.push(grant("u", "ALTER", on_role("r_d2")));
+    }
+    c
+}
+
+#[test]
+fn a_principal_drops_both_denied_roles_and_keeps_the_granting_one() {
+    let c = two_denied_roles(true);
+    assert_writes(
+        &c,
+        "u",
+        &[
+            "ALTER ROLE [r_d1] DROP MEMBER [r_grant];",
+            "ALTER ROLE [r_d2] DROP MEMBER [r_grant];",
+            "UPDATE on fence.Resource",
+        ],
+    );
+    let steps = write_path(&check(&c), "u").unwrap();
+    assert!(!steps.contains("ALTER ROLE [r_grant] DROP MEMBER"), "{steps}");
+}
+
+#[test]
+fn a_principal_that_may_drop_only_one_of_two_denied_roles_stays_refused() {
+    assert_does_not_write(&two_denied_roles(false), "u");
+}
+
+/// `u` is in `a` and `b`; `b` is denied UPDATE on the fence, and `a` is
+/// denied ALTER on `b`; `u` holds ALTER on both and UPDATE on
+/// fence.Resource. Leaving `a` lifts the DENY on altering `b`.
+fn leaving_in_sequence(deny_to_user: bool) -> Catalog {
+    let mut c = clean();
+    add_user(&mut c, "u");
+    for r in ["a", "b"] {
+        c.principals.push(role(r));
+        c.memberships.push(member(r, "u"));
+        c.permissions.push(grant("u", "ALTER", on_role(r)));
+    }
+    c.permissions.push(grant("u", "UPDATE", object("fence", "Resource")));
+    c.permissions.push(deny("b", "UPDATE", schema("fence")));
+    let denied = if deny_to_user { "u" } else { "a" };
+    c.permissions.push(deny(denied, "ALTER", on_role("b")));
+    c
+}
+
+#[test]
+fn leaving_one_role_lifts_a_deny_of_altering_the_next() {
+    assert_writes(
+        &leaving_in_sequence(false),
+        "u",
+        &["ALTER ROLE [a] DROP MEMBER [u]; ALTER ROLE [b] DROP MEMBER [u];"],
+    );
+}
+
+#[test]
+fn a_deny_of_altering_the_role_made_to_the_user_itself_stays_a_cut() {
+    assert_does_not_write(&leaving_in_sequence(true), "u");
+}
+
+/// `u` may act as `v` (IMPERSONATE); `v` holds UPDATE on fence.Resource and
+/// is in `r_deny`, which is denied it; `v` may not leave `r_deny`, `u` may
+/// alter it when `u_alters`.
+fn impersonated_user_denied(u_alters: bool) -> Catalog {
+    let mut c = clean();
+    add_user(&mut c, "u");
+    c.principals.push(user("v", None));
+    c.principals.push(role("r_deny"));
+    c.memberships.push(member("r_deny", "v"));
+    c.permissions.push(grant("v", "UPDATE", object("fence", "Resource")));
+    c.permissions.push(deny("r_deny", "UPDATE", schema("fence")));
+    c.permissions.push(grant("u", "IMPERSONATE", on_role("v")));
+    if u_alters {
+        c.permissions.push(grant("u", "ALTER", on_role("r_deny")));
+    }
+    c
+}
+
+#[test]
+fn a_caller_drops_the_impersonated_user_from_its_denied_role_first() {
+    let c = impersonated_user_denied(true);
+    assert_writes(
+        &c,
+        "u",
+        &[
+            "IMPERSONATE on USER::v",
+            "UPDATE on fence.Resource",
+            "ALTER ROLE [r_deny] DROP MEMBER [v]",
+        ],
+    );
+    // `v` itself may not leave.
+    assert_does_not_write(&c, "v");
+}
+
+#[test]
+fn a_caller_that_may_not_alter_the_impersonated_users_denied_role_stays_refused() {
+    assert_does_not_write(&impersonated_user_denied(false), "u");
+}
+
+/// `etl` holds UPDATE on fence.Resource and is in `etl_role`, which is
+/// denied it; `etl` is also in `alter_role`, which holds ALTER on
+/// `etl_role`; DENY ALTER ON ROLE::etl_role TO etl when `denied`.
+fn alter_held_through_another_role(denied: bool) -> Catalog {
+    let mut c = clean();
+    add_user(&mut c, "etl");
+    c.principals.push(role("etl_role"));
+    c.principals.push(role("alter_role"));
+    c.memberships.push(member("etl_role", "etl"));
+    c.memberships.push(member("alter_role", "etl"));
+    c.permissions.push(grant("etl", "UPDATE", object("fence", "Resource")));
+    c.permissions.push(deny("etl_role", "UPDATE", schema("fence")));
+    c.permissions.push(grant("alter_role", "ALTER", on_role("etl_role")));
+    if denied {
+        c.permissions.push(deny("etl", "ALTER", on_role("etl_role")));
+    }
+    c
+}
+
+#[test]
+fn a_deny_of_altering_the_role_to_the_user_beats_another_roles_grant_of_it() {
+    let report = check(&alter_held_through_another_role(true));
+    assert!(rules_naming(&report, "etl").is_empty(), "{report:#?}");
+}
+
+#[test]
+fn altering_the_denied_role_through_another_role_leaves_it() {
+    assert_writes(
+        &alter_held_through_another_role(false),
+        "etl",
+        &["ALTER ROLE [etl_role] DROP MEMBER [etl]"],
+    );
+}
