@@ -5,8 +5,9 @@
 //! whoever holds ALTER on the role past the DENYs of its own session. Every
 //! link the session may drop that brings a DENY into it is dropped, one at a
 //! time, as long as the session keeps the principal holding the right it is
-//! after and no role it may alter drops out of its reach; each drop may lift
-//! a DENY of ALTER on another role (leaving A first lets it leave B).
+//! after; a drop that keeps every role it may alter within its reach is
+//! taken before one that does not, and each drop may lift a DENY of ALTER on
+//! another role (leaving A first lets it leave B).
 //!
 //! Pure data, worked out once per catalog by [`super::leaving::drops`].
 
@@ -100,28 +101,35 @@ impl Drops {
                 return Some(order.iter().map(|&i| self.spelled[i].clone()).collect());
             }
             let alterable = self.alterable(&session, helpers);
-            let next = (0..self.links.len()).find(|&i| {
-                let (m, r) = &self.links[i];
-                if dropped.contains(&i)
-                    || !self.droppable[i]
-                    || !session.contains(m)
-                    || !alterable.contains(r)
-                    || !self.carries_deny(r, &dropped)
-                {
-                    return false;
-                }
+            let candidates: Vec<usize> = (0..self.links.len())
+                .filter(|&i| {
+                    let (m, r) = &self.links[i];
+                    !dropped.contains(&i)
+                        && self.droppable[i]
+                        && session.contains(m)
+                        && alterable.contains(r)
+                        && self.carries_deny(r, &dropped)
+                })
+                .collect();
+            let left_after = |i: usize| {
                 let mut after = dropped.clone();
                 after.insert(i);
-                let left = self.session(roots, &after);
-                // Keep the right's holder, and every role it may still
-                // alter that it stays in.
+                self.session(roots, &after)
+            };
+            // A drop that keeps every role the session may alter and stays
+            // in comes first, so no later drop loses the right it needs; when
+            // there is none, a drop that costs such a right is still a drop
+            // the session may make now (the right was used, not kept).
+            let keeps_rights = candidates.iter().copied().find(|&i| {
+                let left = left_after(i);
                 let still = self.alterable(&left, helpers);
                 left.contains(keep)
                     && alterable
                         .iter()
                         .filter(|a| left.contains(*a))
                         .all(|a| still.contains(a))
-            })?;
+            });
+            let next = keeps_rights.or_else(|| candidates.iter().copied().find(|&i| left_after(i).contains(keep)))?;
             dropped.insert(next);
             order.push(next);
         }

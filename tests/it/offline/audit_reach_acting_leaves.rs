@@ -299,3 +299,22 @@ fn altering_the_denied_role_through_another_role_leaves_it() {
         &["ALTER ROLE [etl_role] DROP MEMBER [etl]"],
     );
 }
+
+/// `u` holds UPDATE on fence.Resource and ALTER on `d`, which is denied
+/// UPDATE on the fence schema; `d` holds ALTER on `r`, another role `u` is
+/// in. Leaving `d` costs `u` its right on `r`, which it no longer needs:
+/// the DROP MEMBER is the one statement between it and the write.
+#[test]
+fn leaving_the_denied_role_at_the_cost_of_a_right_no_longer_needed_still_leaves_it() {
+    let mut c = clean();
+    add_user(&mut c, "u");
+    c.principals.push(role("d"));
+    c.principals.push(role("r"));
+    c.memberships.push(member("d", "u"));
+    c.memberships.push(member("r", "u"));
+    c.permissions.push(grant("u", "UPDATE", object("fence", "Resource")));
+    c.permissions.push(deny("d", "UPDATE", schema("fence")));
+    c.permissions.push(grant("u", "ALTER", on_role("d")));
+    c.permissions.push(grant("d", "ALTER", on_role("r")));
+    assert_writes(&c, "u", &["DROP MEMBER [u]"]);
+}
