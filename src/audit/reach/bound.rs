@@ -1,6 +1,7 @@
 //! What a DENY leaves of an edge: whom it still binds, and the memberships
 //! the right's holder drops first to get past those it can leave.
 
+use super::drops::Leaving;
 use crate::tsql::quote_name;
 
 /// The principals (lower-cased) a DENY binds on an edge, the holder of the
@@ -22,8 +23,8 @@ pub(crate) struct Bound {
     /// `cutting`: only a session that can (a member that may drop a link
     /// higher up, or one helped by whom it acted as first) gets past.
     pub(crate) refused: bool,
-    /// `(member, role)` memberships the holder drops first.
-    pub(crate) left: Vec<(String, String)>,
+    /// The memberships the holder adds and drops first.
+    pub(crate) left: Leaving,
 }
 
 impl Bound {
@@ -41,20 +42,27 @@ impl Bound {
 }
 
 /// `, after first leaving the role a DENY is made to (ALTER ROLE [r] DROP
-/// MEMBER [m];)...` when memberships `left` are dropped first.
-pub(crate) fn note(left: &[(String, String)]) -> String {
-    if left.is_empty() {
+/// MEMBER [m];)...` when memberships are dropped first, each join named
+/// before the drops.
+pub(crate) fn note(left: &Leaving) -> String {
+    if left.dropped.is_empty() {
         return String::new();
     }
-    let drops: Vec<String> = left
+    let statements: Vec<String> = left
+        .joined
         .iter()
-        .map(|(m, r)| format!("ALTER ROLE {} DROP MEMBER {};", quote_name(r), quote_name(m)))
+        .map(|(m, r)| format!("ALTER ROLE {} ADD MEMBER {};", quote_name(r), quote_name(m)))
+        .chain(
+            left.dropped
+                .iter()
+                .map(|(m, r)| format!("ALTER ROLE {} DROP MEMBER {};", quote_name(r), quote_name(m))),
+        )
         .collect();
-    let roles: Vec<&str> = left.iter().map(|(_, r)| r.as_str()).collect();
+    let roles: Vec<&str> = left.dropped.iter().map(|(_, r)| r.as_str()).collect();
     format!(
         ", after first leaving the role a DENY is made to ({}), which rights over {} held in the session, or by \
              whom it acted as first, allow: the DENY binds only the roles of the session",
-        drops.join(" "),
+        statements.join(" "),
         roles.join(", ")
     )
 }

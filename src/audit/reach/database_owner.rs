@@ -28,8 +28,10 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
         {
             continue;
         }
-        let Some(unless) = denies::allows(ctx, right, &Securable::Database, "TAKE OWNERSHIP").filter(|b| !b.refused)
-        else {
+        // A DENY the holder cannot drop its way out of rides on the edge:
+        // the closure judges it for each session that acts, which may be a
+        // member that can.
+        let Some(unless) = denies::allows(ctx, right, &Securable::Database, "TAKE OWNERSHIP") else {
             continue;
         };
         for (node, name, through) in actors(ctx, right) {

@@ -11,7 +11,7 @@
 //!
 //! Pure data, worked out once per catalog by [`super::leaving::drops`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 /// A right to drop members from a role: ALTER or TAKE OWNERSHIP on it by
 /// the hierarchy, owning it, or being in the role that owns it.
@@ -26,23 +26,70 @@ pub(crate) struct AlterRight {
     pub(crate) denied_by: Vec<String>,
 }
 
+/// The memberships (as spelled, in order) a session adds and drops to get
+/// out from under a DENY: it joins roles first, for their rights over
+/// other roles, then leaves the denied ones.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Leaving {
+    /// `(member, role)` memberships added ("ALTER ROLE ... ADD MEMBER").
+    pub(crate) joined: Vec<(String, String)>,
+    /// `(member, role)` memberships dropped, in the order dropped.
+    pub(crate) dropped: Vec<(String, String)>,
+}
+
 /// The memberships of a catalog, who may drop members from which role, and
 /// which principals any DENY is made to.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Drops {
     /// Every membership, `(member, role)` lower-cased.
-    pub(crate) links: Vec<(String, String)>,
+    links: Vec<(String, String)>,
     /// The same, as the catalog spells them, for the statements named.
-    pub(crate) spelled: Vec<(String, String)>,
+    spelled: Vec<(String, String)>,
     /// Whether each membership may be dropped at all: not from a fixed
     /// role (only db_owner's members change those) nor from public.
-    pub(crate) droppable: Vec<bool>,
-    pub(crate) alters: Vec<AlterRight>,
+    droppable: Vec<bool>,
+    alters: Vec<AlterRight>,
     /// Every principal a DENY is made to, lower-cased.
-    pub(crate) deny_grantees: BTreeSet<String>,
+    deny_grantees: BTreeSet<String>,
+    /// The memberships out of each member, by index into `links`, so a
+    /// session is walked in time linear in its links.
+    by_member: HashMap<String, Vec<usize>>,
+    /// Each principal's name as the catalog spells it, by its lower-cased
+    /// name, for the memberships a session adds.
+    spellings: HashMap<String, String>,
 }
 
 impl Drops {
+    /// The memberships `(member, role)` as spelled, whether each may be
+    /// dropped, the rights to drop members, the principals DENYs are made
+    /// to, and every principal's spelling.
+    pub(crate) fn new(
+        spelled: Vec<(String, String)>,
+        droppable: Vec<bool>,
+        alters: Vec<AlterRight>,
+        deny_grantees: BTreeSet<String>,
+        names: &[String],
+    ) -> Drops {
+        let links: Vec<(String, String)> = spelled
+            .iter()
+            .map(|(m, r)| (m.to_lowercase(), r.to_lowercase()))
+            .collect();
+        let mut by_member: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, (m, _)) in links.iter().enumerate() {
+            by_member.entry(m.clone()).or_default().push(i);
+        }
+        let spellings = names.iter().map(|n| (n.to_lowercase(), n.clone())).collect();
+        Drops {
+            links,
+            spelled,
+            droppable,
+            alters,
+            deny_grantees,
+            by_member,
+            spellings,
+        }
+    }
+
     /// The principals of a session from `roots` through the memberships not
     /// in `dropped`, with public.
     pub(crate) fn session(&self, roots: &[String], dropped: &BTreeSet<usize>) -> BTreeSet<String> {
@@ -50,8 +97,9 @@ impl Drops {
         seen.insert("public".into());
         let mut queue: Vec<String> = roots.to_vec();
         while let Some(p) = queue.pop() {
-            for (i, (m, r)) in self.links.iter().enumerate() {
-                if *m == p && !dropped.contains(&i) && seen.insert(r.clone()) {
+            for &i in self.by_member.get(&p).map_or(&[][..], Vec::as_slice) {
+                let r = &self.links[i].1;
+                if !dropped.contains(&i) && seen.insert(r.clone()) {
                     queue.push(r.clone());
                 }
             }
@@ -80,41 +128,54 @@ impl Drops {
             .any(|p| p != "public" && self.deny_grantees.contains(p))
     }
 
-    /// The memberships (as spelled, in the order dropped) a session from
-    /// `roots` drops so that none of `denied` is among its principals while
-    /// `keep` still is; `None` when it cannot.
+    fn spelling(&self, name: &str) -> String {
+        self.spellings.get(name).cloned().unwrap_or_else(|| name.to_string())
+    }
+
+    /// The memberships (as spelled) a session from `roots` adds and drops
+    /// so that none of `denied` is among its principals while `keep` still
+    /// is; `None` when it cannot. A role the session may add members to
+    /// and that brings no DENY with it is joined when no drop is left to
+    /// make: its rights may let the session leave a denied role, and
+    /// staying in it costs nothing.
     pub(crate) fn get_past(
         &self,
         roots: &[String],
         keep: &str,
         denied: &[String],
         helpers: &[BTreeSet<String>],
-    ) -> Option<Vec<(String, String)>> {
+    ) -> Option<Leaving> {
+        let mut roots = roots.to_vec();
+        let joiner = roots.first()?.clone();
+        let mut joined: Vec<(String, String)> = Vec::new();
         let mut dropped: BTreeSet<usize> = BTreeSet::new();
         let mut order: Vec<usize> = Vec::new();
         loop {
-            let session = self.session(roots, &dropped);
+            let session = self.session(&roots, &dropped);
             if !session.contains(keep) {
                 return None;
             }
             if !denied.iter().any(|d| session.contains(d)) {
-                return Some(order.iter().map(|&i| self.spelled[i].clone()).collect());
+                return Some(Leaving {
+                    joined,
+                    dropped: order.iter().map(|&i| self.spelled[i].clone()).collect(),
+                });
             }
             let alterable = self.alterable(&session, helpers);
-            let candidates: Vec<usize> = (0..self.links.len())
-                .filter(|&i| {
-                    let (m, r) = &self.links[i];
-                    !dropped.contains(&i)
-                        && self.droppable[i]
-                        && session.contains(m)
-                        && alterable.contains(r)
-                        && self.carries_deny(r, &dropped)
-                })
-                .collect();
+            let mut carries: HashMap<&str, bool> = HashMap::new();
+            let mut candidates: Vec<usize> = Vec::new();
+            for (i, (m, r)) in self.links.iter().enumerate() {
+                if dropped.contains(&i) || !self.droppable[i] || !session.contains(m) || !alterable.contains(r) {
+                    continue;
+                }
+                if *carries.entry(r).or_insert_with(|| self.carries_deny(r, &dropped)) {
+                    candidates.push(i);
+                }
+            }
             let left_after = |i: usize| {
                 let mut after = dropped.clone();
                 after.insert(i);
-                self.session(roots, &after)
+                self.session(&roots, &after)
             };
             // A drop that keeps every role the session may alter and stays
             // in comes first, so no later drop loses the right it needs; when
@@ -129,9 +190,24 @@ impl Drops {
                         .filter(|a| left.contains(*a))
                         .all(|a| still.contains(a))
             });
-            let next = keeps_rights.or_else(|| candidates.iter().copied().find(|&i| left_after(i).contains(keep)))?;
-            dropped.insert(next);
-            order.push(next);
+            let next = keeps_rights.or_else(|| candidates.iter().copied().find(|&i| left_after(i).contains(keep)));
+            if let Some(next) = next {
+                dropped.insert(next);
+                order.push(next);
+                continue;
+            }
+            let joins: Vec<String> = alterable
+                .iter()
+                .filter(|r| !session.contains(*r) && !self.carries_deny(r, &dropped))
+                .cloned()
+                .collect();
+            if joins.is_empty() {
+                return None;
+            }
+            for role in joins {
+                joined.push((self.spelling(&joiner), self.spelling(&role)));
+                roots.push(role);
+            }
         }
     }
 }

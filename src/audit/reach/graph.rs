@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 
 use super::bound::Bound;
-use super::drops::Drops;
+use super::drops::{Drops, Leaving};
 use super::edge::{Edge, Kind};
 use super::node::Node;
 
@@ -26,7 +26,7 @@ pub(crate) struct Graph {
 }
 
 /// The memberships (as spelled) a session drops to get past an edge's DENYs.
-pub(crate) type Dropped = Vec<(String, String)>;
+pub(crate) type Dropped = Leaving;
 
 /// The session's roots, the holder kept, the DENYs' principals, and the
 /// helper's principals.
@@ -93,7 +93,7 @@ impl Graph {
     /// it before acting as it (ALTER ROLE, then EXECUTE AS).
     pub(crate) fn get_past(&self, who: Option<&Node>, first: Option<&Node>, unless: &Bound) -> Option<Dropped> {
         if unless.is_empty() {
-            return Some(Vec::new());
+            return Some(Leaving::default());
         }
         let Some(context) = who.and_then(|w| self.contexts.get(w)) else {
             return (!unless.refused).then(|| unless.left.clone());

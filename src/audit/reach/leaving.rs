@@ -13,7 +13,7 @@ use std::rc::Rc;
 
 use super::super::catalog::{PermissionState, PrincipalKind, Securable};
 use super::super::rules::Context;
-use super::drops::{AlterRight, Drops};
+use super::drops::{AlterRight, Drops, Leaving};
 use super::fixed_roles::{self, is_fixed};
 use super::{deny_rows, held};
 
@@ -26,11 +26,6 @@ fn compute(ctx: &Context) -> Drops {
     let catalog = ctx.catalog;
     let is_role = |name: &str| catalog.principal(name).is_none_or(|p| p.kind == PrincipalKind::Role);
     let droppable = |role: &str| !is_fixed(role) && !role.eq_ignore_ascii_case("public") && is_role(role);
-    let links = catalog
-        .memberships
-        .iter()
-        .map(|m| (m.member.to_lowercase(), m.role.to_lowercase()))
-        .collect();
     let spelled = catalog
         .memberships
         .iter()
@@ -42,6 +37,14 @@ fn compute(ctx: &Context) -> Drops {
         .iter()
         .filter(|m| droppable(&m.role))
         .map(|m| m.role.clone())
+        // A role with no members yet may still be joined for its rights.
+        .chain(
+            catalog
+                .principals
+                .iter()
+                .filter(|p| p.kind == PrincipalKind::Role && droppable(&p.name))
+                .map(|p| p.name.clone()),
+        )
         .collect();
     let mut alters = Vec::new();
     for right in held::held(ctx).iter().filter(|r| !r.login) {
@@ -71,31 +74,39 @@ fn compute(ctx: &Context) -> Drops {
         .chain(fixed_roles::denies().iter())
         .map(|p| p.grantee.to_lowercase())
         .collect();
-    Drops {
-        links,
-        spelled,
-        droppable: flags,
-        alters,
-        deny_grantees,
-    }
+    let names: Vec<String> = catalog.principals.iter().map(|p| p.name.clone()).collect();
+    Drops::new(spelled, flags, alters, deny_grantees, &names)
 }
 
 /// The memberships a session of `holder` alone drops so that none of
 /// `denied` binds it while it keeps `holder`: `None` when it cannot.
-pub(super) fn holder_gets_past(ctx: &Context, holder: &str, denied: &[String]) -> Option<Vec<(String, String)>> {
+pub(super) fn holder_gets_past(ctx: &Context, holder: &str, denied: &[String]) -> Option<Leaving> {
     let holder = holder.to_lowercase();
     drops(ctx).get_past(std::slice::from_ref(&holder), &holder, denied, &[])
 }
 
-/// Whether some user, group or application role in `holder` (or holding
-/// it) may drop its way out from under every one of `denied` and keep
-/// `holder`: then a right `holder` is refused as it stands still reaches.
-pub(super) fn some_member_gets_past(ctx: &Context, holder: &str, denied: &[String]) -> bool {
+/// The users, groups and application roles in `holder` (or holding it)
+/// that may drop their way out from under every one of `denied` and keep
+/// `holder`, each with the memberships it adds and drops: for each, a
+/// right `holder` is refused as it stands still reaches.
+pub(super) fn members_getting_past(ctx: &Context, holder: &str, denied: &[String]) -> Vec<(String, Leaving)> {
     let holder = holder.to_lowercase();
     let drops = drops(ctx);
     ctx.catalog
         .principals
         .iter()
         .filter(|p| p.kind != PrincipalKind::Role && ctx.holders(&p.name).contains(&holder))
-        .any(|p| drops.get_past(&[p.name.to_lowercase()], &holder, denied, &[]).is_some())
+        .filter_map(|p| {
+            drops
+                .get_past(&[p.name.to_lowercase()], &holder, denied, &[])
+                .map(|left| (p.name.clone(), left))
+        })
+        .collect()
+}
+
+/// Whether some user, group or application role in `holder` (or holding
+/// it) may drop its way out from under every one of `denied` and keep
+/// `holder`: then a right `holder` is refused as it stands still reaches.
+pub(super) fn some_member_gets_past(ctx: &Context, holder: &str, denied: &[String]) -> bool {
+    !members_getting_past(ctx, holder, denied).is_empty()
 }

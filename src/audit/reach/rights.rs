@@ -5,8 +5,9 @@
 
 use super::super::catalog::{Permission, PermissionState, Securable};
 use super::super::rules::Context;
+use super::bound::note;
 use super::right::Right;
-use super::{denies, held};
+use super::{denies, held, leaving};
 use crate::tsql::quote_name;
 
 /// Every right of the catalog, in a stable order: by holder, grants before
@@ -80,34 +81,45 @@ fn taken_schemas(ctx: &Context, rights: &mut Vec<Right>) {
         {
             continue;
         }
-        // A DENY of the taking the holder cannot drop its way out of is
-        // not followed past the taking.
-        let Some(bound) = denies::allows(ctx, right, &p.on, "TAKE OWNERSHIP").filter(|b| !b.refused) else {
+        let Some(bound) = denies::allows(ctx, right, &p.on, "TAKE OWNERSHIP") else {
             continue;
         };
-        taken.push(Right {
-            holder: right.holder.clone(),
-            permission: Permission {
-                grantee: right.holder.clone(),
-                permission: "CONTROL".into(),
-                state: PermissionState::Grant,
-                on: p.on.clone(),
-            },
-            held: Some(format!(
-                "TAKE OWNERSHIP on SCHEMA::{schema}, so ALTER AUTHORIZATION ON SCHEMA::{} TO {} makes it the \
-                 owner, who holds CONTROL on it",
-                quote_name(schema),
-                quote_name(&right.holder)
-            )),
-            evidence: right.evidence.clone(),
-            cut: right.cut.clone(),
-            plain_grant: false,
-            login: right.login,
-            // A DENY of the taking made to some member of a holding role
-            // is not followed past the taking: the member stays named.
-            undeniable: bound.denied.is_empty(),
-            taken: true,
-        });
+        // A DENY of the taking the holder cannot drop its way out of binds
+        // every session of the holder but one of a member that can: that
+        // member takes the schema itself.
+        let takers: Vec<(String, String)> = if bound.refused {
+            leaving::members_getting_past(ctx, &right.holder, &bound.cutting)
+                .into_iter()
+                .map(|(member, left)| (member, note(&left)))
+                .collect()
+        } else {
+            vec![(right.holder.clone(), String::new())]
+        };
+        for (taker, left) in takers {
+            taken.push(Right {
+                holder: taker.clone(),
+                permission: Permission {
+                    grantee: taker.clone(),
+                    permission: "CONTROL".into(),
+                    state: PermissionState::Grant,
+                    on: p.on.clone(),
+                },
+                held: Some(format!(
+                    "TAKE OWNERSHIP on SCHEMA::{schema}{left}, so ALTER AUTHORIZATION ON SCHEMA::{} TO {} makes \
+                     it the owner, who holds CONTROL on it",
+                    quote_name(schema),
+                    quote_name(&taker)
+                )),
+                evidence: right.evidence.clone(),
+                cut: right.cut.clone(),
+                plain_grant: false,
+                login: right.login,
+                // A DENY of the taking made to some member of a holding role
+                // is not followed past the taking: the member stays named.
+                undeniable: bound.denied.is_empty(),
+                taken: true,
+            });
+        }
     }
     rights.extend(taken);
 }

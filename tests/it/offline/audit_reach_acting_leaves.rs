@@ -318,3 +318,104 @@ fn leaving_the_denied_role_at_the_cost_of_a_right_no_longer_needed_still_leaves_
     c.permissions.push(grant("d", "ALTER", on_role("r")));
     assert_writes(&c, "u", &["DROP MEMBER [u]"]);
 }
+
+/// `u` holds UPDATE on fence.Resource and is in `d`, denied UPDATE on the
+/// fence schema; `r` holds ALTER on `d`; `u` may add members to `r` when
+/// `may_join`: `ALTER ROLE r ADD MEMBER u`, a new session, then `ALTER ROLE
+/// d DROP MEMBER u`.
+fn joins_a_role_that_may_alter_the_denied_one(may_join: bool) -> Catalog {
+    let mut c = clean();
+    add_user(&mut c, "u");
+    c.principals.push(role("r"));
+    c.principals.push(role("d"));
+    c.memberships.push(member("d", "u"));
+    c.permissions.push(grant("u", "UPDATE", object("fence", "Resource")));
+    c.permissions.push(deny("d", "UPDATE", schema("fence")));
+    c.permissions.push(grant("r", "ALTER", on_role("d")));
+    if may_join {
+        c.permissions.push(grant("u", "ALTER", on_role("r")));
+    }
+    c
+}
+
+#[test]
+fn a_principal_joins_a_role_that_may_alter_the_denied_one_and_leaves_it() {
+    assert_writes(
+        &joins_a_role_that_may_alter_the_denied_one(true),
+        "u",
+        &["ALTER ROLE [r] ADD MEMBER [u];", "ALTER ROLE [d] DROP MEMBER [u];"],
+    );
+}
+
+#[test]
+fn a_principal_that_may_not_join_the_role_that_may_alter_the_denied_one_stays_refused() {
+    assert_does_not_write(&joins_a_role_that_may_alter_the_denied_one(false), "u");
+}
+
+/// `u` is in `g`, which holds TAKE OWNERSHIP on the fence schema and is in
+/// `d`, denied it; `u` may alter `d` when `may_alter`: it drops `g` from
+/// `d`, takes the schema, and owns every table in it.
+fn takes_the_schema_past_a_deny_a_member_drops(may_alter: bool) -> Catalog {
+    let mut c = clean();
+    add_user(&mut c, "u");
+    c.principals.push(role("g"));
+    c.principals.push(role("d"));
+    c.memberships.push(member("g", "u"));
+    c.memberships.push(member("d", "g"));
+    c.permissions.push(grant("g", "TAKE OWNERSHIP", schema("fence")));
+    c.permissions.push(deny("d", "TAKE OWNERSHIP", schema("fence")));
+    if may_alter {
+        c.permissions.push(grant("u", "ALTER", on_role("d")));
+    }
+    c
+}
+
+#[test]
+fn a_member_that_may_drop_the_deny_of_taking_the_schema_takes_it() {
+    let report = check(&takes_the_schema_past_a_deny_a_member_drops(true));
+    assert!(
+        report.findings.iter().any(|f| f.principal.as_deref() == Some("u")),
+        "{report:#?}"
+    );
+}
+
+#[test]
+fn a_member_that_may_not_drop_the_deny_of_taking_the_schema_stays_refused() {
+    let report = check(&takes_the_schema_past_a_deny_a_member_drops(false));
+    assert!(
+        !report.findings.iter().any(|f| f.principal.as_deref() == Some("u")),
+        "{report:#?}"
+    );
+}
+
+/// `u` holds UPDATE on fence.Resource and is in each of `roles` roles, all
+/// denied UPDATE on the fence schema; `u` may alter the first, and each may
+/// alter the next: `u` leaves them from the last to the first.
+fn chain_of_denied_roles(roles: usize) -> Catalog {
+    let mut c = clean();
+    add_user(&mut c, "u");
+    c.permissions.push(grant("u", "UPDATE", object("fence", "Resource")));
+    for i in 0..roles {
+        let r = format!("r{i}");
+        c.principals.push(role(&r));
+        c.permissions.push(deny(&r, "UPDATE", schema("fence")));
+        c.memberships.push(member(&r, "u"));
+        if i + 1 < roles {
+            c.permissions.push(grant(&r, "ALTER", on_role(&format!("r{}", i + 1))));
+        }
+    }
+    c.permissions.push(grant("u", "ALTER", on_role("r0")));
+    c
+}
+
+#[test]
+fn a_long_chain_of_denied_roles_is_left_from_the_last_to_the_first() {
+    assert_writes(
+        &chain_of_denied_roles(200),
+        "u",
+        &[
+            "ALTER ROLE [r199] DROP MEMBER [u]; ALTER ROLE [r198] DROP MEMBER [u];",
+            "ALTER ROLE [r0] DROP MEMBER [u];",
+        ],
+    );
+}
