@@ -11,6 +11,7 @@
 //!
 //! Pure data, worked out once per catalog by [`super::leaving::drops`].
 
+use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 
 /// A right to drop members from a role: ALTER or TAKE OWNERSHIP on it by
@@ -57,7 +58,14 @@ pub(crate) struct Drops {
     /// Each principal's name as the catalog spells it, by its lower-cased
     /// name, for the memberships a session adds.
     spellings: HashMap<String, String>,
+    /// What [`Drops::get_past`] answered, by its question: the same holder
+    /// and DENYs are asked about for every edge its right is on.
+    answers: RefCell<HashMap<Question, Option<Leaving>>>,
 }
+
+/// The session's roots, the principal kept, the DENYs' principals and the
+/// helpers' sessions.
+type Question = (Vec<String>, String, Vec<String>, Vec<BTreeSet<String>>);
 
 impl Drops {
     /// The memberships `(member, role)` as spelled, whether each may be
@@ -87,6 +95,7 @@ impl Drops {
             deny_grantees,
             by_member,
             spellings,
+            answers: RefCell::default(),
         }
     }
 
@@ -120,8 +129,8 @@ impl Drops {
             .collect()
     }
 
-    /// Whether the session from `roots` minus `dropped` reaches a principal
-    /// some DENY is made to through `role`.
+    /// Whether a role reaches a principal some DENY is made to through the
+    /// memberships not in `dropped`.
     fn carries_deny(&self, role: &str, dropped: &BTreeSet<usize>) -> bool {
         self.session(&[role.to_string()], dropped)
             .iter()
@@ -145,6 +154,22 @@ impl Drops {
         denied: &[String],
         helpers: &[BTreeSet<String>],
     ) -> Option<Leaving> {
+        let question: Question = (roots.to_vec(), keep.to_string(), denied.to_vec(), helpers.to_vec());
+        if let Some(known) = self.answers.borrow().get(&question) {
+            return known.clone();
+        }
+        let answer = self.work_out(roots, keep, denied, helpers);
+        self.answers.borrow_mut().insert(question, answer.clone());
+        answer
+    }
+
+    fn work_out(
+        &self,
+        roots: &[String],
+        keep: &str,
+        denied: &[String],
+        helpers: &[BTreeSet<String>],
+    ) -> Option<Leaving> {
         let mut roots = roots.to_vec();
         let joiner = roots.first()?.clone();
         let mut joined: Vec<(String, String)> = Vec::new();
@@ -162,15 +187,48 @@ impl Drops {
                 });
             }
             let alterable = self.alterable(&session, helpers);
-            let mut carries: HashMap<&str, bool> = HashMap::new();
+            // Each role's own principals, walked once a round.
+            let mut reach: HashMap<&str, BTreeSet<String>> = HashMap::new();
             let mut candidates: Vec<usize> = Vec::new();
             for (i, (m, r)) in self.links.iter().enumerate() {
                 if dropped.contains(&i) || !self.droppable[i] || !session.contains(m) || !alterable.contains(r) {
                     continue;
                 }
-                if *carries.entry(r).or_insert_with(|| self.carries_deny(r, &dropped)) {
+                let principals = reach
+                    .entry(r)
+                    .or_insert_with(|| self.session(std::slice::from_ref(r), &dropped));
+                if principals
+                    .iter()
+                    .any(|p| p != "public" && self.deny_grantees.contains(p))
+                {
                     candidates.push(i);
                 }
+            }
+            // A drop whose role brings in neither the principal kept nor a
+            // holder of a right over a role the session is in, or may join,
+            // costs nothing:
+            // every such drop is made at once, so a long chain of roles is
+            // left in a round each rather than a search each.
+            let needed: BTreeSet<&str> = self
+                .alters
+                .iter()
+                .filter(|a| session.contains(&a.role) || !self.carries_deny(&a.role, &dropped))
+                .map(|a| a.holder.as_str())
+                .chain([keep])
+                .collect();
+            let free: Vec<usize> = candidates
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    reach[self.links[i].1.as_str()]
+                        .iter()
+                        .all(|p| p == "public" || !needed.contains(p.as_str()))
+                })
+                .collect();
+            if !free.is_empty() {
+                dropped.extend(free.iter().copied());
+                order.extend(free);
+                continue;
             }
             let left_after = |i: usize| {
                 let mut after = dropped.clone();
