@@ -379,7 +379,7 @@ fn instead_of_events(ctx: &Context, o: &Object) -> Vec<&'static str> {
 /// The text of a trigger after its header: after the AS that follows its
 /// events (or the first AS past its ON clause when they cannot be read).
 fn trigger_body(definition: &str) -> &str {
-    let lower = definition.to_lowercase();
+    let lower = identifiers_blanked(&definition.to_lowercase());
     let word_at = |at: usize, len: usize| {
         let before = lower[..at].chars().next_back();
         let after = lower[at + len..].chars().next();
@@ -409,7 +409,7 @@ fn trigger_body(definition: &str) -> &str {
 /// EXECUTE AS ...] {FOR | AFTER | INSTEAD OF} {INSERT, UPDATE, DELETE}`),
 /// wherever the lines break.
 fn header(definition: &str) -> (bool, Vec<&'static str>) {
-    let words = words(&code_only(definition));
+    let words = words(&identifiers_blanked(&code_only(definition)));
     let Some(at) = words
         .iter()
         .enumerate()
@@ -425,6 +425,39 @@ fn header(definition: &str) -> (bool, Vec<&'static str>) {
         .filter_map(|w| DATA.into_iter().find(|d| d.eq_ignore_ascii_case(w)))
         .collect();
     (instead, events)
+}
+
+/// `code` with the text of each bracketed or double-quoted identifier
+/// replaced by as many `x` as it has bytes, so a trigger or table named
+/// `[for]` or `"After"` reads as no header word, and every byte stays where
+/// it was.
+fn identifiers_blanked(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut close: Option<char> = None;
+    let mut chars = code.chars().peekable();
+    while let Some(c) = chars.next() {
+        match close {
+            // A doubled closing character is one inside the name.
+            Some(end) if c == end && chars.peek() == Some(&end) => {
+                chars.next();
+                out.push_str("xx");
+            }
+            Some(end) if c == end => {
+                close = None;
+                out.push(c);
+            }
+            Some(_) => out.extend(std::iter::repeat_n('x', c.len_utf8())),
+            None => {
+                close = match c {
+                    '[' => Some(']'),
+                    '"' => Some('"'),
+                    _ => None,
+                };
+                out.push(c);
+            }
+        }
+    }
+    out
 }
 
 /// Whether a function's text returns a table by a single statement.

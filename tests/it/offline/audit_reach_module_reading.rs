@@ -284,3 +284,28 @@ fn whoever_may_enable_a_disabled_trigger_still_reaches_the_fence() {
         "{report:#?}"
     );
 }
+
+/// A trigger named like a header word, bracketed and one part (its schema
+/// is its table's), on UPDATE of dbo.Orders: its name is no FOR or AFTER.
+fn trigger_named(name: &str) -> Catalog {
+    triggered_table(
+        "UPDATE",
+        &[(
+            name.trim_matches(['[', ']', '"']),
+            &format!("CREATE TRIGGER {name} ON dbo.Orders AFTER UPDATE AS UPDATE fence.Resource SET Generation = 0;"),
+        )],
+    )
+}
+
+#[test]
+fn a_trigger_named_like_a_header_word_still_names_its_events() {
+    for name in ["[for]", "[After]", "\"for\""] {
+        let c = trigger_named(name);
+        assert_eq!(writes(&c).len(), 1, "{name}: {:#?}", check(&c));
+    }
+}
+
+#[test]
+fn a_trigger_with_an_ordinary_name_names_its_events() {
+    assert_eq!(writes(&trigger_named("[Orders_Update]")).len(), 1);
+}
