@@ -32,8 +32,8 @@ pub const HANDOVER_WAIT: &str = "fencepost.handover.wait";
 pub const GUARDS_HELD: &str = "fencepost.guards.held";
 /// The pool's connections, by state (`idle`, `in_use`), sampled at each call.
 pub const POOL_CONNECTIONS: &str = "fencepost.pool.connections";
-/// The handover signal sessions, by state (`idle`, `in_use`), sampled as a
-/// guard or a waiter takes one.
+/// The sessions waiting acquires block on the handover signal on, by state
+/// (`idle`, `in_use`), sampled as a waiter takes one.
 pub const SIGNAL_SESSIONS: &str = "fencepost.signal.sessions";
 
 /// The bucket boundaries, in seconds, the conventions recommend for

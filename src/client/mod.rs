@@ -34,6 +34,7 @@ mod pool;
 mod privilege;
 mod run_fenced;
 mod settle;
+mod signal_holder;
 mod span;
 mod token;
 mod verify;
@@ -128,11 +129,13 @@ pub struct Client {
     /// slow one takes it, so one guard whose renewals hang holds two
     /// renewal connections at most.
     renewal_spare: Arc<Semaphore>,
-    /// The sessions of the handover signal: each held guard keeps an
-    /// application lock on one, and a waiting acquire blocks on one (see
-    /// `handover`). Apart from `pool`, so neither ever holds a connection
-    /// the service's own calls wait for. Opened as needed.
+    /// The sessions a waiting acquire blocks on the handover signal on, one
+    /// each (see `handover`). Apart from `pool`, so a waiter never holds a
+    /// connection the service's own calls wait for. Opened as needed.
     signals: bb8::Pool<Manager>,
+    /// The few sessions every guard's handover signal is held on (see
+    /// `signal_holder`), however many guards.
+    signal_holders: Arc<signal_holder::SignalHolders>,
     /// Set once every signal session was seen in use, so that is logged once.
     signals_ran_out: Arc<std::sync::atomic::AtomicBool>,
     config: Arc<ClientConfig>,
@@ -190,12 +193,17 @@ impl Client {
             hedged_renew::MAX_RENEWAL_CONNECTIONS,
             Manager::new(&config, last_connect_error.clone(), idle_check.clone()),
         );
+        let signal_holders = signal_holder::SignalHolders::new(
+            &config,
+            Manager::new(&config, last_connect_error.clone(), idle_check.clone()),
+        );
         let signals = handover::pool(&config, Manager::new(&config, last_connect_error.clone(), idle_check));
         Client {
             pool,
             renewals,
             renewal_spare: Arc::new(hedged_renew::spare()),
             signals,
+            signal_holders: Arc::new(signal_holders),
             signals_ran_out: Arc::default(),
             config: Arc::new(config),
             last_connect_error,
