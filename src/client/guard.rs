@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use uuid::Uuid;
 
-use super::hedged_renew::{self, Renewal};
+use super::hedged_renew::Renewal;
 use super::signal_holder::SignalHandle;
 use super::{
     BeginFenced, Client, Error, FencedOutcome, FencedTx, Lease, Publish, Release, fenced_transaction, fenced_tx,
@@ -570,7 +570,11 @@ async fn keep_renewed(client: &Client, state: &watch::Sender<Held>, row: &Mutex<
     let ahead = loss_margin(length);
     loop {
         let give_up = lease.local_deadline() - ahead;
-        let next = lease.local_deadline() - length + period;
+        // On the client's grid of ticks, so the guards due together renew
+        // in one call (see `renewal_batch`).
+        let next = client
+            .renewal_batches
+            .tick_of(lease.local_deadline() - length + period, period);
         tokio::time::sleep_until(next.min(give_up)).await;
         // A fenced transaction of this guard holds the row: wait for its
         // commit rather than queue a renewal behind its lock.
@@ -580,7 +584,7 @@ async fn keep_renewed(client: &Client, state: &watch::Sender<Held>, row: &Mutex<
         if Instant::now() >= give_up {
             return unconfirmed(None);
         }
-        match hedged_renew::renew_hedged(client, &lease, give_up, retry_pause).await {
+        match client.renew_together(&lease, give_up, retry_pause).await {
             Renewal::Renewed(renewed) => {
                 lease = renewed;
                 state.send_modify(|held| held.lease = lease.clone());

@@ -32,6 +32,8 @@ mod outcome;
 mod parameter;
 mod pool;
 mod privilege;
+mod renew_many;
+mod renewal_batch;
 mod run_fenced;
 mod settle;
 mod signal_holder;
@@ -62,6 +64,7 @@ pub use outcome::{
     Acquire, Inspection, LeaseState, OperationOutcome, Provision, Publication, Publish, RefusalReason, Release, Renew,
 };
 pub use parameter::Parameter;
+pub use renew_many::MAX_RENEW_MANY;
 pub use run_fenced::Fenced;
 #[cfg(feature = "artifacts")]
 pub(crate) use settle::Unresolved;
@@ -129,6 +132,9 @@ pub struct Client {
     /// slow one takes it, so one guard whose renewals hang holds two
     /// renewal connections at most.
     renewal_spare: Arc<Semaphore>,
+    /// The guards' renewals due together, sent in one call (see
+    /// `renewal_batch`).
+    renewal_batches: Arc<renewal_batch::RenewalBatches>,
     /// The sessions a waiting acquire blocks on the handover signal on, one
     /// each (see `handover`). Apart from `pool`, so a waiter never holds a
     /// connection the service's own calls wait for. Opened as needed.
@@ -202,6 +208,7 @@ impl Client {
             pool,
             renewals,
             renewal_spare: Arc::new(hedged_renew::spare()),
+            renewal_batches: Arc::new(renewal_batch::RenewalBatches::new()),
             signals,
             signal_holders: Arc::new(signal_holders),
             signals_ran_out: Arc::default(),
@@ -227,7 +234,7 @@ impl Client {
     /// have their own, every other call shares the ordinary one.
     pub(crate) fn pool_for(&self, procedure: Procedure) -> &bb8::Pool<Manager> {
         match procedure {
-            Procedure::Renew => &self.renewals,
+            Procedure::Renew | Procedure::RenewMany => &self.renewals,
             _ => &self.pool,
         }
     }

@@ -168,7 +168,7 @@ impl SignalHandle {
     /// gives its guards, whose waiters poll.
     #[cfg(feature = "fake")]
     pub(crate) fn inert() -> SignalHandle {
-        let (sender, _) = tokio::sync::mpsc::unbounded_channel();
+        let (sender, _) = unbounded_channel();
         SignalHandle {
             inner: Arc::new(HandleInner { id: 0, sender }),
         }

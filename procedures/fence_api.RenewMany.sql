@@ -1,0 +1,227 @@
+-- Extends many live leases in one call (contract v1.7): a client holding
+-- thousands of leases renews those due together instead of one call each.
+-- Each lease is judged as Renew judges one: its row is locked before the
+-- clock is read, a lease that has expired is never revived, even when nobody
+-- took over, and each answers Renewed or Lost on its own.
+--
+-- @Leases is a JSON array of objects, one per lease:
+--   [{"ResourceKey": "report:daily", "Owner": "6F9619FF-8B86-D011-B42D-00C04FC964FF",
+--     "Generation": 7, "LeaseSeconds": 30}, ...]
+-- T-SQL passes no table to a procedure from most drivers, and JSON is read
+-- set-wise on every engine (OPENJSON, SQL Server 2016 on, compatibility level
+-- 130 on).
+CREATE PROCEDURE fence_api.RenewMany
+    @Leases nvarchar(max)
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET XACT_ABORT ON;
+    -- Decide under READ COMMITTED whatever isolation level the caller chose (a
+    -- SET inside a procedure reverts when it returns). Babelfish refuses this SET
+    -- in any call whose level differs, and its READ UNCOMMITTED reads only
+    -- committed rows anyway. Inside a caller's transaction (explicit, or one
+    -- implicit-transaction mode opens), first touch data at the caller's level,
+    -- so that a SNAPSHOT transaction starts as SNAPSHOT: "A transaction starts
+    -- the first time it accesses data" (see fence.Anchor, migration V4).
+    DECLARE @Anchor int;
+    IF SERVERPROPERTY(N'Babelfish') IS NULL AND (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
+        SELECT @Anchor = COUNT(*) FROM fence.Anchor;
+    IF SERVERPROPERTY(N'Babelfish') IS NULL
+        SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+
+    -- The leases, each key compared binary as the fence row's key is. Each
+    -- value is read as text and checked before it is converted: a value of
+    -- the wrong type must be refused with this contract's error on every
+    -- engine, and Babelfish raises a conversion error inside OPENJSON past
+    -- any CATCH.
+    DECLARE @Lease TABLE
+    (
+        ResourceKey      nvarchar(4000) COLLATE Latin1_General_100_BIN2 NULL,
+        OwnerText        nvarchar(100) NULL,
+        GenerationText   nvarchar(100) NULL,
+        LeaseSecondsText nvarchar(100) NULL,
+        Owner            uniqueidentifier NULL,
+        Generation       bigint NULL,
+        LeaseSeconds     int NULL,
+        KeyUnits         int NULL,
+        Outcome          nvarchar(32) NULL,
+        LeaseUntil       datetime2(7) NULL
+    );
+
+    IF @Leases IS NULL OR ISJSON(@Leases) = 0 OR LEFT(LTRIM(@Leases), 1) <> N'['
+        THROW 50133, N'@Leases must be a JSON array of 1 to 1000 objects {"ResourceKey", "Owner", "Generation", "LeaseSeconds"}.', 1;
+    INSERT INTO @Lease (ResourceKey, OwnerText, GenerationText, LeaseSecondsText)
+    SELECT ResourceKey, Owner, Generation, LeaseSeconds
+      FROM OPENJSON(@Leases)
+           WITH (ResourceKey  nvarchar(4000) '$.ResourceKey',
+                 Owner        nvarchar(100)  '$.Owner',
+                 Generation   nvarchar(100)  '$.Generation',
+                 LeaseSeconds nvarchar(100)  '$.LeaseSeconds');
+
+    -- Babelfish 4.2 reads a JSON string with its escapes still in it
+    -- ("a\"b" as a\"b), where SQL Server reads it as JSON says: a key holding
+    -- a quotation mark, a backslash or a control character, escaped as JSON
+    -- must, is then decoded here, by hand, from the escapes PostgreSQL writes
+    -- (\" \\ \b \f \n \r \t and \u00XX). An engine that reads JSON right
+    -- is left alone, so a key's own backslashes are never touched there.
+    IF JSON_VALUE(N'{"k":"\\"}', N'$.k') <> N'\'
+       AND EXISTS (SELECT 1 FROM @Lease WHERE CHARINDEX(N'\', ResourceKey) > 0)
+    BEGIN
+        DECLARE @Escaped TABLE (ResourceKey nvarchar(4000) COLLATE Latin1_General_100_BIN2 NOT NULL);
+        INSERT INTO @Escaped (ResourceKey)
+        SELECT DISTINCT ResourceKey FROM @Lease WHERE CHARINDEX(N'\', ResourceKey) > 0;
+        DECLARE @Raw nvarchar(4000), @Decoded nvarchar(4000), @At int, @Escape nchar(1), @Code int;
+        WHILE EXISTS (SELECT 1 FROM @Escaped)
+        BEGIN
+            SELECT TOP (1) @Raw = ResourceKey FROM @Escaped;
+            SELECT @Decoded = N'', @At = 1;
+            WHILE @At <= LEN(@Raw + N'.') - 1
+            BEGIN
+                IF SUBSTRING(@Raw, @At, 1) <> N'\'
+                BEGIN
+                    SET @Decoded += SUBSTRING(@Raw, @At, 1);
+                    SET @At += 1;
+                    CONTINUE;
+                END;
+                SET @Escape = SUBSTRING(@Raw, @At + 1, 1);
+                -- \u00XX: PostgreSQL writes only control characters so.
+                SET @Code = 16 * (CHARINDEX(SUBSTRING(@Raw, @At + 4, 1), N'0123456789abcdef') - 1)
+                            + CHARINDEX(SUBSTRING(@Raw, @At + 5, 1), N'0123456789abcdef') - 1;
+                SET @Decoded += CASE @Escape
+                                    WHEN N'b' THEN NCHAR(8)
+                                    WHEN N'f' THEN NCHAR(12)
+                                    WHEN N'n' THEN NCHAR(10)
+                                    WHEN N'r' THEN NCHAR(13)
+                                    WHEN N't' THEN NCHAR(9)
+                                    WHEN N'u' THEN NCHAR(@Code)
+                                    ELSE @Escape
+                                END;
+                SET @At += CASE @Escape WHEN N'u' THEN 6 ELSE 2 END;
+            END;
+            UPDATE @Lease SET ResourceKey = @Decoded WHERE ResourceKey = @Raw;
+            DELETE FROM @Escaped WHERE ResourceKey = @Raw;
+        END;
+    END;
+
+    -- Keys are exact identifiers: 1 to 256 UTF-16 code units (what nvarchar(256)
+    -- stores; DATALENGTH counts two bytes each), compared binary, and never
+    -- ending in a space, which comparisons ignore. Babelfish stores UTF-8, so
+    -- there a character outside the BMP is counted twice by hand, for the keys
+    -- long enough for it to matter.
+    UPDATE @Lease
+       SET KeyUnits = CASE WHEN SERVERPROPERTY(N'Babelfish') IS NULL THEN DATALENGTH(ResourceKey) / 2
+                           ELSE LEN(ResourceKey + N'.') - 1 END;
+    IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
+       AND EXISTS (SELECT 1 FROM @Lease WHERE KeyUnits BETWEEN 129 AND 256)
+    BEGIN
+        DECLARE @Long TABLE (ResourceKey nvarchar(4000) COLLATE Latin1_General_100_BIN2 NOT NULL);
+        INSERT INTO @Long (ResourceKey) SELECT DISTINCT ResourceKey FROM @Lease WHERE KeyUnits BETWEEN 129 AND 256;
+        DECLARE @Key nvarchar(4000), @KeyAt int, @KeyUnits int;
+        WHILE EXISTS (SELECT 1 FROM @Long)
+        BEGIN
+            SELECT TOP (1) @Key = ResourceKey FROM @Long;
+            SELECT @KeyAt = 0, @KeyUnits = LEN(@Key + N'.') - 1;
+            WHILE @KeyAt < LEN(@Key + N'.') - 1
+            BEGIN
+                SET @KeyAt += 1;
+                IF UNICODE(SUBSTRING(@Key, @KeyAt, 1)) > 65535
+                    SET @KeyUnits += 1;
+            END;
+            UPDATE @Lease SET KeyUnits = @KeyUnits WHERE ResourceKey = @Key;
+            DELETE FROM @Long WHERE ResourceKey = @Key;
+        END;
+    END;
+
+    DECLARE @Count int = (SELECT COUNT(*) FROM @Lease);
+    IF @Count NOT BETWEEN 1 AND 1000
+        THROW 50133, N'@Leases must be a JSON array of 1 to 1000 objects {"ResourceKey", "Owner", "Generation", "LeaseSeconds"}.', 1;
+    IF EXISTS (SELECT 1 FROM @Lease WHERE ResourceKey IS NULL OR KeyUnits NOT BETWEEN 1 AND 256)
+        THROW 50133, N'@Leases: each ResourceKey must be 1 to 256 UTF-16 code units long.', 1;
+    IF EXISTS (SELECT 1 FROM @Lease WHERE UNICODE(RIGHT(ResourceKey, 1)) = 32)
+        THROW 50133, N'@Leases: a ResourceKey must not end with a space: keys are exact identifiers.', 1;
+    IF EXISTS (SELECT 1 FROM @Lease GROUP BY ResourceKey HAVING COUNT(*) > 1)
+        THROW 50133, N'@Leases: each ResourceKey may appear once.', 1;
+    DECLARE @Hex nvarchar(20) = N'[0-9A-Fa-f]';
+    DECLARE @Uuid nvarchar(400) = REPLICATE(@Hex, 8) + N'-' + REPLICATE(@Hex, 4) + N'-' + REPLICATE(@Hex, 4) + N'-'
+                                  + REPLICATE(@Hex, 4) + N'-' + REPLICATE(@Hex, 12);
+    IF EXISTS (SELECT 1 FROM @Lease WHERE OwnerText IS NULL OR OwnerText NOT LIKE @Uuid
+                                       OR OwnerText = N'00000000-0000-0000-0000-000000000000')
+        THROW 50133, N'@Leases: each Owner must be a non-nil uniqueidentifier (36 characters), fresh for each acquisition.', 1;
+    IF EXISTS (SELECT 1 FROM @Lease WHERE GenerationText IS NULL OR GenerationText LIKE N'%[^0-9]%'
+                                       OR LEN(GenerationText) NOT BETWEEN 1 AND 18 OR GenerationText NOT LIKE N'%[1-9]%')
+        THROW 50133, N'@Leases: each Generation must be a generation returned by Acquire (1 or more).', 1;
+    IF EXISTS (SELECT 1 FROM @Lease WHERE LeaseSecondsText IS NULL OR LeaseSecondsText LIKE N'%[^0-9]%'
+                                       OR LEN(LeaseSecondsText) NOT BETWEEN 1 AND 5)
+        THROW 50133, N'@Leases: each LeaseSeconds must be between 1 and 86400.', 1;
+    -- Converted only once every value is known to be digits: nothing
+    -- promises the checks above are evaluated before a conversion beside them.
+    UPDATE @Lease
+       SET Owner = CAST(OwnerText AS uniqueidentifier),
+           Generation = CAST(GenerationText AS bigint),
+           LeaseSeconds = CAST(LeaseSecondsText AS int);
+    IF EXISTS (SELECT 1 FROM @Lease WHERE LeaseSeconds NOT BETWEEN 1 AND 86400)
+        THROW 50133, N'@Leases: each LeaseSeconds must be between 1 and 86400.', 1;
+
+    DECLARE @Now datetime2(7);
+
+    BEGIN TRANSACTION;
+
+    -- Lock every listed row before reading the clock, as Renew does: a call
+    -- that waited for another session's lock is judged at the moment it held
+    -- every row, not when it was sent. The lock is an update that really
+    -- changes the row (LockCount, migration V4), so it lasts until the
+    -- transaction ends on every engine (see Renew).
+    --
+    -- The wait is bounded: one row that another session's transaction holds
+    -- must not hold up the renewal of every other lease of the call. Behind
+    -- it the call renews nothing and raises an error (SQL Server: 50129;
+    -- Babelfish: its uncatchable "canceling statement due to lock timeout"),
+    -- and the caller renews those leases in smaller calls or one by one.
+    SET LOCK_TIMEOUT 1000;
+    IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
+        UPDATE r
+           SET LockCount = r.LockCount + 1
+          FROM fence.Resource AS r
+          JOIN @Lease AS l ON l.ResourceKey = r.ResourceKey;
+    ELSE
+    BEGIN TRY
+        UPDATE r
+           SET LockCount = r.LockCount + 1
+          FROM fence.Resource AS r
+          JOIN @Lease AS l ON l.ResourceKey = r.ResourceKey;
+    END TRY
+    BEGIN CATCH
+        IF ERROR_NUMBER() <> 1222
+            THROW;
+        THROW 50129, N'Waited 1 second for a fence row or its table: an open transaction, a deploy or a recovery holds it.', 1;
+    END CATCH;
+    SET @Now = SYSUTCDATETIME();
+
+    UPDATE r
+       SET LeaseUntilUtc = DATEADD(SECOND, l.LeaseSeconds, @Now)
+      FROM fence.Resource AS r
+      JOIN @Lease AS l ON l.ResourceKey = r.ResourceKey
+     WHERE r.Owner = l.Owner
+       AND r.Generation = l.Generation
+       AND r.LeaseUntilUtc > @Now;
+
+    -- Read back under the same locks: a renewed row ends exactly its length
+    -- after @Now, which a lease that was not renewed (it ended at or before
+    -- @Now) cannot.
+    UPDATE l
+       SET Outcome    = N'Renewed',
+           LeaseUntil = r.LeaseUntilUtc
+      FROM @Lease AS l
+      JOIN fence.Resource AS r ON r.ResourceKey = l.ResourceKey
+     WHERE r.Owner = l.Owner
+       AND r.Generation = l.Generation
+       AND r.LeaseUntilUtc = DATEADD(SECOND, l.LeaseSeconds, @Now);
+
+    COMMIT TRANSACTION;
+
+    SELECT CAST(COALESCE(Outcome, N'Lost') AS nvarchar(32)) AS Outcome,
+           CAST(ResourceKey AS nvarchar(256)) AS ResourceKey,
+           LeaseUntil AS LeaseUntilUtc
+      FROM @Lease
+     ORDER BY ResourceKey;
+END;
