@@ -204,6 +204,13 @@ impl Client {
         self.signal_holders.raise(resource(key))
     }
 
+    /// Requests sent on the sessions this client's guards hold their
+    /// signals on: what holding leases costs beside the renewals.
+    #[cfg(feature = "bench")]
+    pub(crate) fn signal_requests_sent(&self) -> u64 {
+        self.signal_holders.requests_sent()
+    }
+
     /// One waiting attempt as `owner`: waits up to `wait` for the signal of
     /// `key` to be free, then asks `Acquire`, in one request on a signal
     /// session. Answers the acquire, the local instant its `Acquire` may

@@ -117,6 +117,14 @@ impl RenewalBatches {
 }
 
 impl Client {
+    /// From now on, every guard of this client renews by itself, one
+    /// `Renew` each, as guards did before they renewed together: the
+    /// baseline `fencepost bench` sets beside renewing together.
+    #[cfg(feature = "bench")]
+    pub(crate) fn renew_each_lease_alone(&self) {
+        self.renewal_batches.one_by_one.store(true, Ordering::Relaxed);
+    }
+
     /// Renews `lease` with the other renewals of this client's guards due at
     /// the same time, by `give_up` or not at all.
     pub(crate) async fn renew_together(&self, lease: &Lease, give_up: Instant, retry_pause: Duration) -> Renewal {

@@ -89,6 +89,9 @@ pub(crate) struct SignalHolders {
     /// when the runtime it ran on has ended.
     tasks: [Mutex<Option<UnboundedSender<Command>>>; HOLDER_SESSIONS],
     next_id: AtomicU64,
+    /// Requests sent on the holder sessions: what holding signals costs the
+    /// server (`fencepost bench`).
+    requests: Arc<AtomicU64>,
 }
 
 impl SignalHolders {
@@ -98,7 +101,14 @@ impl SignalHolders {
             checkout_timeout: config.checkout_timeout,
             tasks: std::array::from_fn(|_| Mutex::new(None)),
             next_id: AtomicU64::new(0),
+            requests: Arc::default(),
         }
+    }
+
+    /// Requests sent on the holder sessions so far.
+    #[cfg(feature = "bench")]
+    pub(crate) fn requests_sent(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
     }
 
     /// Raises the signal named `resource` [`RAISE_AFTER`] from now, until the
@@ -134,6 +144,7 @@ impl SignalHolders {
         let holder = Holder {
             pool: self.pool.clone(),
             checkout_timeout: self.checkout_timeout,
+            requests: self.requests.clone(),
         };
         tokio::spawn(holder.run(commands));
         *task = Some(sender.clone());
@@ -197,6 +208,7 @@ impl Drop for HandleInner {
 struct Holder {
     pool: bb8::Pool<Manager>,
     checkout_timeout: Duration,
+    requests: Arc<AtomicU64>,
 }
 
 impl Holder {
@@ -250,6 +262,7 @@ impl Holder {
                 }
             }
             let Some(open) = session.as_mut() else { continue };
+            self.requests.fetch_add(1, Ordering::Relaxed);
             match exchange(open, &work).await {
                 Ok(statuses) => {
                     signals.applied(&work, &statuses, Instant::now());
