@@ -217,6 +217,13 @@ fn renew_group(mut dues: Vec<Due>) -> futures_util::future::BoxFuture<'static, (
                     own_free |= slot == Slot::Own;
                     match answer {
                         Ok((answers, sent_at)) => return answer_each(dues, &answers, sent_at),
+                        // The other attempt of this call, still running on
+                        // the server, holds these very rows until it
+                        // commits: wait for it rather than split.
+                        Err(error) if error.gave_up_waiting_for_the_row() && !in_flight.is_empty() => {
+                            tracing::debug!(leases = dues.len(), %error, "a renewal of many waited on its other attempt's rows");
+                            last_error = Some(error.to_string());
+                        }
                         Err(error) if error.gave_up_waiting_for_the_row() => {
                             tracing::debug!(leases = dues.len(), %error, "a renewal of many waited too long for a row; renewing them apart");
                             drop(in_flight);
