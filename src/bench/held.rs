@@ -119,6 +119,7 @@ pub(crate) async fn run(
                     name: &name,
                     babelfish,
                 },
+                events,
             )
             .await?;
             rows.push(row);
@@ -157,25 +158,18 @@ async fn hold(
     workers: usize,
     window: Duration,
     engine: Engine<'_>,
+    events: &mut dyn FnMut(Event<'_>),
 ) -> Result<Held, BenchError> {
     let before = usage::resident_kib();
-    let acquired: Vec<_> = stream::iter(keys)
-        .map(|key| client.acquire(key, LEASE))
-        .buffer_unordered(workers.max(1))
-        .collect()
-        .await;
-    let mut guards: Vec<LeaseGuard> = Vec::with_capacity(keys.len());
-    for answer in acquired {
-        match answer.map_err(BenchError::client("held: acquiring"))? {
-            Acquire::Acquired(lease) => guards.push(client.guard(lease)),
-            other => {
-                return Err(BenchError::unexpected("held", format!("an acquire answered {other:?}")));
-            }
-        }
-    }
+    let guards = acquire_guards(client, keys, LEASE, workers).await?;
     let Engine { admin, name, babelfish } = engine;
     let (calls, signals) = (client.requests_sent(), client.signal_requests_sent());
     let cpu = server_cpu_ms(admin, name, babelfish).await?;
+    events(Event::Note(format!(
+        "held: {} guards acquired, holding them for {} s",
+        guards.len(),
+        window.as_secs()
+    )));
     let started = Instant::now();
     let mut sessions = None;
     while started.elapsed() < window {
@@ -216,6 +210,30 @@ async fn hold(
             .map(|(before, after)| round(after.saturating_sub(before) as f64 * 1024.0 / size, 0)),
         lost: lost as u32,
     })
+}
+
+/// A guard on each of `keys`, each made as soon as its lease is acquired:
+/// acquiring thousands of keys can take longer than a lease, and a lease
+/// left without its guard until the last one is acquired would end
+/// unrenewed.
+async fn acquire_guards(
+    client: &Client,
+    keys: &[String],
+    lease: Duration,
+    workers: usize,
+) -> Result<Vec<LeaseGuard>, BenchError> {
+    let acquired: Vec<_> = stream::iter(keys)
+        .map(|key| async move {
+            match client.acquire(key, lease).await {
+                Ok(Acquire::Acquired(lease)) => Ok(client.guard(lease)),
+                Ok(other) => Err(BenchError::unexpected("held", format!("an acquire answered {other:?}"))),
+                Err(error) => Err(BenchError::client("held: acquiring")(error)),
+            }
+        })
+        .buffer_unordered(workers.max(1))
+        .collect()
+        .await;
+    acquired.into_iter().collect()
 }
 
 async fn is_babelfish(admin: &mut Connection) -> Result<bool, BenchError> {
@@ -270,4 +288,43 @@ async fn server_cpu_ms(admin: &mut Connection, name: &str, babelfish: bool) -> R
     Ok(row
         .and_then(|row| row.get::<i64, _>(0))
         .and_then(|ms| u64::try_from(ms).ok()))
+}
+
+#[cfg(all(test, feature = "fake"))]
+mod tests {
+    use super::*;
+    use crate::client::Procedure;
+    use crate::client::fake::Fault;
+
+    /// Ten keys acquired one at a time, each acquisition a second long, take
+    /// longer than their 6 s lease: every lease is guarded from its own
+    /// acquisition on, so none has ended when the last is acquired, nor a
+    /// renewal period later.
+    #[tokio::test(start_paused = true)]
+    async fn every_lease_is_guarded_from_its_acquisition_however_long_acquiring_them_all_takes() {
+        let client = Client::fake();
+        let keys: Vec<String> = (0..10).map(|i| format!("held-{i}")).collect();
+        for key in &keys {
+            client.provision(key).await.unwrap();
+        }
+        client
+            .as_fake()
+            .unwrap()
+            .fail_every(Procedure::Acquire, Fault::Delay(Duration::from_secs(1)));
+        let lease = Duration::from_secs(6);
+        let started = Instant::now();
+        let guards = acquire_guards(&client, &keys, lease, 1).await.unwrap();
+        assert!(started.elapsed() > lease, "acquiring took {:?}", started.elapsed());
+        tokio::time::sleep(lease / 3).await;
+        let lost: Vec<_> = guards.iter().filter_map(LeaseGuard::lost_reason).collect();
+        assert!(
+            lost.is_empty(),
+            "{} of {} guards lost their lease: {lost:?}",
+            lost.len(),
+            guards.len()
+        );
+        for guard in guards {
+            assert_eq!(guard.release().await.unwrap(), Release::Released);
+        }
+    }
 }
