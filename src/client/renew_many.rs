@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write;
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -14,6 +15,10 @@ use super::{Client, Lease, Renew, input};
 
 /// The most leases one call renews: what the procedure takes.
 pub const MAX_RENEW_MANY: usize = 1000;
+
+/// How long the procedure waits for a row another transaction holds before
+/// it renews nothing and fails (its `SET LOCK_TIMEOUT 1000`).
+pub(crate) const ROW_WAIT_BOUND: Duration = Duration::from_secs(1);
 
 impl Client {
     /// Renews every lease of `leases` in one call, each as
@@ -27,23 +32,11 @@ impl Client {
     /// session's transaction holds; then it renews nothing and fails
     /// (a server error, 50129 on SQL Server): renew those leases one by one,
     /// or in smaller calls. [`LeaseGuard`](super::LeaseGuard)s renew
-    /// together through it, and do that by themselves.
+    /// together through it, and do that by themselves. On any error every
+    /// lease of `leases` is left as it was.
     pub async fn renew_many(&self, leases: &mut [Lease]) -> Result<Vec<Renew>, Error> {
         let (answers, sent_at) = self.renew_many_timed(leases).await?;
-        leases
-            .iter_mut()
-            .map(|lease| match answers.get(lease.key()) {
-                Some(Renew::Renewed { until }) => {
-                    lease.renewed(*until, sent_at);
-                    Ok(Renew::Renewed { until: *until })
-                }
-                Some(Renew::Lost) => Ok(Renew::Lost),
-                None => Err(Error::UnexpectedReply {
-                    procedure: Procedure::RenewMany.name(),
-                    detail: format!("no row for the key {:?}", lease.key()),
-                }),
-            })
-            .collect()
+        apply_answers(leases, &answers, sent_at)
     }
 
     /// One call of `RenewMany` for `leases`: each key's answer, and the
@@ -71,6 +64,32 @@ impl Client {
         }
         Ok((answers, sent_at))
     }
+}
+
+/// Each lease's answer in `answers`, the renewed ones moved forward as of
+/// `sent_at`.
+fn apply_answers(
+    leases: &mut [Lease],
+    answers: &HashMap<String, Renew>,
+    sent_at: Instant,
+) -> Result<Vec<Renew>, Error> {
+    // Every answer is read before any lease is changed: on an error each
+    // lease stays as it was.
+    let renews = leases
+        .iter()
+        .map(|lease| {
+            answers.get(lease.key()).copied().ok_or_else(|| Error::UnexpectedReply {
+                procedure: Procedure::RenewMany.name(),
+                detail: format!("no row for the key {:?}", lease.key()),
+            })
+        })
+        .collect::<Result<Vec<Renew>, Error>>()?;
+    for (lease, renew) in leases.iter_mut().zip(&renews) {
+        if let Renew::Renewed { until } = renew {
+            lease.renewed(*until, sent_at);
+        }
+    }
+    Ok(renews)
 }
 
 /// `@Leases` for `leases`, checked as the procedure checks it, so a bad
@@ -134,7 +153,29 @@ fn push_json_string(json: &mut String, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reply_missing_a_key_leaves_every_lease_as_it_was() {
+        let mut leases = [
+            Lease::for_test_key("a", Duration::from_secs(30)),
+            Lease::for_test_key("b", Duration::from_secs(30)),
+        ];
+        let before = leases.clone();
+        tokio::time::advance(Duration::from_secs(10)).await;
+        let until = leases[0].until() + time::Duration::seconds(10);
+        let answers = HashMap::from([("a".to_string(), Renew::Renewed { until })]);
+        let error = apply_answers(&mut leases, &answers, Instant::now()).unwrap_err();
+        assert!(error.to_string().contains("\"b\""), "{error}");
+        for (lease, was) in leases.iter().zip(&before) {
+            assert_eq!(
+                lease.until(),
+                was.until(),
+                "{} was renewed by a call that failed",
+                lease.key()
+            );
+            assert_eq!(lease.local_deadline(), was.local_deadline(), "{}", lease.key());
+        }
+    }
 
     #[test]
     fn a_key_is_escaped_as_json_requires_and_nothing_more() {
