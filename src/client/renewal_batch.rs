@@ -16,13 +16,18 @@
 //! time runs out meanwhile is given up alone; the others are asked for
 //! again. The calls take their connections from the renewals' own pool.
 //!
-//! One row held by another session's transaction must not hold up every
-//! other renewal: `RenewMany` waits at most a second for its rows, then
-//! renews nothing and fails. The leases of such a call are then renewed in
-//! calls of [`SPLIT`], and the leases of a small call that fails so are
-//! renewed one by one with `Renew`, which waits for its row as it always
-//! did. A database that cannot run `RenewMany` at all (an older contract, a
-//! grant missing) has every lease renewed one by one from then on.
+//! One row held by another session's transaction must not hold up the
+//! renewal of any other lease: `RenewMany` waits at most
+//! [`ROW_WAIT_BOUND`] for its rows, then renews nothing and fails. Every
+//! lease of such a call is then renewed by itself with `Renew` at once, so
+//! a lease whose row is free is renewed a second late at most, and only the
+//! lease whose row is held waits for it, as it would alone. A call's second
+//! attempt never starts within that bound: it would queue behind the rows
+//! its first attempt holds while the first waits, and fail a second after
+//! it, too late for a short lease. A database that has no `RenewMany` (a
+//! contract older than 1.7) has every lease renewed one by one from then
+//! on; any other failure of a call has its leases renewed one by one for
+//! that tick only.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
@@ -36,7 +41,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::hedged_renew::{self, MAX_IN_FLIGHT, Renewal, Slot, hedge_delay};
-use super::renew_many::MAX_RENEW_MANY;
+use super::renew_many::{MAX_RENEW_MANY, ROW_WAIT_BOUND};
 use super::{Client, Lease, Renew};
 
 /// The grid a guard's renewal is rounded down to, for a lease long enough.
@@ -46,12 +51,13 @@ pub(crate) const TICK: Duration = Duration::from_secs(1);
 /// sent: their timers fire within a millisecond of each other.
 const GATHER: Duration = Duration::from_millis(5);
 
-/// The leases of a call that gave up waiting for a row are renewed in calls
-/// of this many, and those of such a call that gives up too one by one.
-pub(crate) const SPLIT: usize = 32;
+/// Single renewals of one call's leases sent at once, when the call could
+/// not renew them together.
+const ALONE_CONCURRENCY: usize = 8;
 
-/// Calls (or single renewals) of one split call sent at once.
-const SPLIT_CONCURRENCY: usize = 4;
+/// How long after the lock bound a call's first attempt may still answer
+/// before a second one joins it: the time an answer takes to come back.
+const ANSWER_MARGIN: Duration = Duration::from_millis(250);
 
 /// One guard's renewal, due now.
 struct Due {
@@ -73,7 +79,7 @@ pub(crate) struct RenewalBatches {
     /// The gathering task's inbox, started on the first renewal and again
     /// when the runtime it ran on has ended.
     inbox: Mutex<Option<UnboundedSender<Due>>>,
-    /// Set once `RenewMany` failed for a reason retrying will not fix: every
+    /// Set once the database answered that it has no `RenewMany`: every
     /// lease is renewed one by one from then on.
     one_by_one: AtomicBool,
 }
@@ -193,8 +199,8 @@ async fn renew_batch(batch: Vec<Due>) {
     futures_util::future::join_all(calls).await;
 }
 
-/// Renews `dues` in one hedged call, or, when it waited too long for a row,
-/// in smaller ones (see the module). A group of one is a plain renewal.
+/// Renews `dues` in one hedged call, or, when it failed, each by itself
+/// (see the module). A group of one is a plain renewal.
 fn renew_group(mut dues: Vec<Due>) -> futures_util::future::BoxFuture<'static, ()> {
     async move {
         if dues.len() == 1 {
@@ -208,7 +214,7 @@ fn renew_group(mut dues: Vec<Due>) -> futures_util::future::BoxFuture<'static, (
         in_flight.push(attempt(&client, leases(&dues), Slot::Own));
         let mut own_free = false;
         let mut last_error: Option<String> = None;
-        let mut next_start = started + hedge_delay(started, first_give_up(&dues));
+        let mut next_start = started + second_attempt_delay(started, first_give_up(&dues));
         loop {
             let give_up = first_give_up(&dues);
             tokio::select! {
@@ -217,17 +223,20 @@ fn renew_group(mut dues: Vec<Due>) -> futures_util::future::BoxFuture<'static, (
                     own_free |= slot == Slot::Own;
                     match answer {
                         Ok((answers, sent_at)) => return answer_each(dues, &answers, sent_at),
-                        // The other attempt of this call, still running on
-                        // the server, holds these very rows until it
-                        // commits: wait for it rather than split.
-                        Err(error) if error.gave_up_waiting_for_the_row() && !in_flight.is_empty() => {
-                            tracing::debug!(leases = dues.len(), %error, "a renewal of many waited on its other attempt's rows");
-                            last_error = Some(error.to_string());
-                        }
+                        // Some row of the call is held: whichever attempt
+                        // says so, every lease is renewed by itself now,
+                        // the free ones at once, the held one when its
+                        // row is free (see the module).
                         Err(error) if error.gave_up_waiting_for_the_row() => {
-                            tracing::debug!(leases = dues.len(), %error, "a renewal of many waited too long for a row; renewing them apart");
+                            tracing::debug!(leases = dues.len(), %error, "a renewal of many waited too long for a row; renewing each by itself");
                             drop(in_flight);
-                            return split(dues).await;
+                            return one_by_one(dues).await;
+                        }
+                        Err(error) if error.procedure_is_missing() => {
+                            tracing::warn!(%error, "the database has no fence_api.RenewMany (contract older than 1.7); this client renews each lease by itself from now on");
+                            client.renewal_batches.one_by_one.store(true, Ordering::Relaxed);
+                            drop(in_flight);
+                            return one_by_one(dues).await;
                         }
                         Err(error) if error.is_transient() => {
                             tracing::debug!(leases = dues.len(), %error, "a renewal of many failed; retrying");
@@ -236,9 +245,11 @@ fn renew_group(mut dues: Vec<Due>) -> futures_util::future::BoxFuture<'static, (
                                 next_start = next_start.min(Instant::now() + retry_pause);
                             }
                         }
+                        // Not worth retrying together, and nothing says it
+                        // will fail next time: this tick's leases renew
+                        // one by one, the next tick's together again.
                         Err(error) => {
-                            tracing::warn!(%error, "renewing many leases in one call failed; this client renews each lease by itself from now on");
-                            client.renewal_batches.one_by_one.store(true, Ordering::Relaxed);
+                            tracing::warn!(leases = dues.len(), %error, "renewing many leases in one call failed; renewing each by itself this time");
                             drop(in_flight);
                             return one_by_one(dues).await;
                         }
@@ -267,12 +278,20 @@ fn renew_group(mut dues: Vec<Due>) -> futures_util::future::BoxFuture<'static, (
                     }
                     let slot = if std::mem::take(&mut own_free) { Slot::Own } else { Slot::Spare };
                     in_flight.push(attempt(&client, leases(&dues), slot));
-                    next_start = now + hedge_delay(now, first_give_up(&dues));
+                    next_start = now + second_attempt_delay(now, first_give_up(&dues));
                 }
             }
         }
     }
     .boxed()
+}
+
+/// How long a call's attempt started now waits alone before a second one
+/// joins it: as a single renewal's (see `hedged_renew`), but never within
+/// the lock bound of the call it doubles, which would only queue behind
+/// the rows the first attempt holds while it waits (see the module).
+fn second_attempt_delay(now: Instant, give_up: Instant) -> Duration {
+    hedge_delay(now, give_up).max(ROW_WAIT_BOUND + ANSWER_MARGIN)
 }
 
 /// What one call answered, the leases as it renewed them, and which of the
@@ -314,26 +333,10 @@ fn answer_each(dues: Vec<Due>, answers: &std::collections::HashMap<String, Renew
     }
 }
 
-/// The leases of a call that waited too long for a row: in calls of
-/// [`SPLIT`], or one by one if it held no more.
-async fn split(dues: Vec<Due>) {
-    if dues.len() <= SPLIT {
-        return one_by_one(dues).await;
-    }
-    let mut groups = Vec::new();
-    let mut dues = dues.into_iter().peekable();
-    while dues.peek().is_some() {
-        groups.push(dues.by_ref().take(SPLIT).collect::<Vec<_>>());
-    }
-    stream::iter(groups)
-        .for_each_concurrent(SPLIT_CONCURRENCY, renew_group)
-        .await;
-}
-
 /// Each lease renewed by itself, a few at a time.
 async fn one_by_one(dues: Vec<Due>) {
     stream::iter(dues)
-        .for_each_concurrent(SPLIT_CONCURRENCY, renew_alone)
+        .for_each_concurrent(ALONE_CONCURRENCY, renew_alone)
         .await;
 }
 
@@ -389,7 +392,7 @@ mod tests {
         // nor fails while the test looks.
         let client = Client::unreachable(Duration::from_secs(60));
         let give_up = Instant::now() + Duration::from_secs(8);
-        let hedge = hedge_delay(Instant::now(), give_up);
+        let hedge = second_attempt_delay(Instant::now(), give_up);
         let (group, _answers) = dues(&client, give_up, &["a", "b", "c"]);
         let before = client.requests_sent();
         let renewal = tokio::spawn(renew_group(group));
@@ -403,6 +406,39 @@ mod tests {
         );
         renewal.abort();
         let _ = renewal.await;
+    }
+
+    /// Renews three leases on a server that answers every call with error
+    /// `number`, and says whether the client renews one by one from then on.
+    async fn one_by_one_after(number: u32, message: &'static str) -> bool {
+        use crate::ClientConfig;
+        use crate::connection::ConnectionString;
+        use crate::connection::stand_in::{Answer, StandIn};
+        let stand_in = StandIn::start(Answer::FailEachRequest { number, message }).await;
+        let config =
+            ClientConfig::new(ConnectionString::parse(&stand_in.ado("User ID=u;Password=p;Database=app")).unwrap());
+        let client = Client::connect_with(config).await.unwrap();
+        let (group, answers) = dues(&client, Instant::now() + Duration::from_secs(20), &["a", "b", "c"]);
+        renew_group(group).await;
+        for answered in answers {
+            assert!(
+                matches!(answered.await.unwrap(), Renewal::Failed(_)),
+                "each lease renewed by itself, and failed as alone"
+            );
+        }
+        client.renewal_batches.one_by_one.load(Ordering::Relaxed)
+    }
+
+    #[tokio::test]
+    async fn only_a_database_without_renew_many_turns_renewing_together_off_for_good() {
+        assert!(
+            one_by_one_after(2812, "Could not find stored procedure 'fence_api.RenewMany'.").await,
+            "a database older than contract 1.7"
+        );
+        assert!(
+            !one_by_one_after(8114, "Error converting data type nvarchar to bigint.").await,
+            "an error of one call turned renewing together off for the client's life"
+        );
     }
 
     #[tokio::test(start_paused = true)]

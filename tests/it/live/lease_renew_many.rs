@@ -316,3 +316,76 @@ async fn a_clients_guards_renew_together_in_a_few_calls_not_one_each() {
     drop(client);
     db.drop().await;
 }
+
+#[tokio::test]
+async fn one_row_another_transaction_holds_leaves_every_other_guard_of_its_call_renewed() {
+    const TEST: &str = "one_row_another_transaction_holds_leaves_every_other_guard_of_its_call_renewed";
+    const GUARDS: usize = 20;
+    // Short enough that a renewal of many that waits out the lock bound
+    // twice, or splits late, loses the lease: renewed every second, given
+    // up 100 ms before the end.
+    const LENGTH: Duration = Duration::from_secs(3);
+    let Some(db) = TestDatabase::shared(TEST).await else {
+        return;
+    };
+    let mut config = ClientConfig::new(ConnectionString::parse(&db.ado()).unwrap());
+    config.max_connections(2).allow_privileged_login(true);
+    let client = Client::connect_with(config).await.unwrap();
+    support::lease::warm_up(&client).await;
+    let mut holder = Caller::new(db.connect().await);
+    let mut keys = Vec::new();
+    for _ in 0..GUARDS {
+        keys.push(provisioned(&client, "blocked").await);
+    }
+    // The row held is taken first, so the others are all acquired while
+    // it is already locked: none has renewed alone before.
+    let mut guards = Vec::new();
+    for key in &keys {
+        match client.acquire(key, LENGTH).await.unwrap() {
+            Acquire::Acquired(lease) => guards.push(client.guard(lease)),
+            other => panic!("{other:?}"),
+        }
+        if guards.len() == 1 {
+            holder
+                .batch(&format!(
+                    "BEGIN TRANSACTION; UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = N'{key}';"
+                ))
+                .await
+                .unwrap();
+        }
+    }
+    let free = &guards[1..];
+    let first = free
+        .iter()
+        .map(|guard| guard.lease().local_deadline())
+        .collect::<Vec<_>>();
+    // Until every free guard has renewed three times while the row is
+    // held (each time in a call with the blocked key, or beside it), none
+    // of them lost.
+    let give_up = Instant::now() + Duration::from_secs(30);
+    loop {
+        let renewed = free
+            .iter()
+            .zip(&first)
+            .all(|(guard, first)| guard.lease().local_deadline() > *first + LENGTH + Duration::from_millis(200));
+        if renewed {
+            break;
+        }
+        for (guard, key) in free.iter().zip(&keys[1..]) {
+            assert_eq!(
+                guard.lost_reason(),
+                None,
+                "{key}, whose row is free, was lost behind another key's lock"
+            );
+        }
+        assert!(Instant::now() < give_up, "the free guards did not renew");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    holder.rollback().await;
+    // The blocked guard may have been given up meanwhile, as it would alone.
+    for guard in guards {
+        let _ = guard.release().await;
+    }
+    drop(client);
+    db.drop().await;
+}
