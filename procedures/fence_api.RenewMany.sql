@@ -44,12 +44,58 @@ BEGIN
         Generation       bigint NULL,
         LeaseSeconds     int NULL,
         KeyUnits         int NULL,
+        Rest             nvarchar(4000) NULL,
         Outcome          nvarchar(32) NULL,
         LeaseUntil       datetime2(7) NULL
     );
 
-    IF @Leases IS NULL OR ISJSON(@Leases) = 0 OR LEFT(LTRIM(@Leases), 1) <> N'['
+    -- JSON may begin with any of its four whitespace characters.
+    DECLARE @Blank nvarchar(10) = N'%[^ ' + NCHAR(9) + NCHAR(10) + NCHAR(13) + N']%';
+    IF @Leases IS NULL OR ISJSON(@Leases) = 0 OR SUBSTRING(@Leases, PATINDEX(@Blank, @Leases), 1) <> N'['
         THROW 50133, N'@Leases must be a JSON array of 1 to 1000 objects {"ResourceKey", "Owner", "Generation", "LeaseSeconds"}.', 1;
+
+    -- Babelfish reads JSON as PostgreSQL does, which holds no NUL character
+    -- and no half of a surrogate pair: OPENJSON fails with an error of its
+    -- own on \u0000 or a lone \ud800-\udfff, and no key holding one can
+    -- exist there. Refused first, with this contract's error. An escaped
+    -- backslash (\\) never starts an escape, so those pairs are taken out
+    -- before looking; an escaped pair of surrogates is read as one character.
+    IF SERVERPROPERTY(N'Babelfish') IS NOT NULL AND CHARINDEX(N'\u', @Leases) > 0
+    BEGIN
+        DECLARE @Escapes nvarchar(max) = REPLACE(@Leases, N'\\', N'');
+        IF CHARINDEX(N'\u0000', @Escapes) > 0
+            THROW 50133, N'@Leases: a ResourceKey must not hold the character U+0000 (\u0000) on this engine.', 1;
+        DECLARE @Pair nvarchar(100) = N'%\u[dD][89abAB][0-9a-fA-F][0-9a-fA-F]\u[dD][c-fC-F][0-9a-fA-F][0-9a-fA-F]%',
+                @PairAt bigint;
+        SET @PairAt = PATINDEX(@Pair, @Escapes);
+        WHILE @PairAt > 0
+        BEGIN
+            SET @Escapes = STUFF(@Escapes, @PairAt, 12, N'');
+            SET @PairAt = PATINDEX(@Pair, @Escapes);
+        END;
+        IF PATINDEX(N'%\u[dD][89a-fA-F][0-9a-fA-F][0-9a-fA-F]%', @Escapes) > 0
+            THROW 50133, N'@Leases: a ResourceKey must not hold half of a surrogate pair (\ud800 to \udfff alone).', 1;
+    END;
+
+    -- Babelfish reads a JSON number into its value, so 1e1 arrives as 10,
+    -- which SQL Server reads as written and refuses below. A number with an
+    -- exponent is found in the text itself: outside the strings, where the
+    -- text between two quotation marks holds only JSON's punctuation,
+    -- whitespace, and a number's characters. (\\ and \" are taken out
+    -- first, so every quotation mark left begins or ends a string.) Text
+    -- inside a string made of those characters alone, beginning with a colon
+    -- and holding such a number, cannot be told from it: such a key is
+    -- refused too.
+    IF SERVERPROPERTY(N'Babelfish') IS NOT NULL AND PATINDEX(N'%[0-9][eE][-+0-9]%', @Leases) > 0
+       AND EXISTS (SELECT 1
+                     FROM STRING_SPLIT(REPLACE(REPLACE(@Leases, N'\\', N''), N'\"', N''), N'"')
+                    WHERE value LIKE N'%:%[0-9][eE][-+0-9]%'
+                      -- PATINDEX, not NOT LIKE: Babelfish 4.2 answers this
+                      -- negated class wrongly in NOT LIKE.
+                      AND PATINDEX(N'%[^ ' + NCHAR(9) + NCHAR(10) + NCHAR(13) + N':,{}0-9.eE+-]%',
+                                   REPLACE(REPLACE(value, N'[', N''), N']', N'')) = 0)
+        THROW 50133, N'@Leases: each Generation must be a generation returned by Acquire (1 or more).', 1;
+
     INSERT INTO @Lease (ResourceKey, OwnerText, GenerationText, LeaseSecondsText)
     SELECT ResourceKey, Owner, Generation, LeaseSeconds
       FROM OPENJSON(@Leases)
@@ -61,74 +107,65 @@ BEGIN
     -- Babelfish 4.2 reads a JSON string with its escapes still in it
     -- ("a\"b" as a\"b), where SQL Server reads it as JSON says: a key holding
     -- a quotation mark, a backslash or a control character, escaped as JSON
-    -- must, is then decoded here, by hand, from the escapes PostgreSQL writes
-    -- (\" \\ \b \f \n \r \t and \u00XX). An engine that reads JSON right
-    -- is left alone, so a key's own backslashes are never touched there.
+    -- must, is then decoded here from the escapes PostgreSQL writes (\" \\
+    -- \b \f \n \r \t and \u00XX, lower case, for the other control
+    -- characters). Set-wise, with REPLACE: each escaped backslash first
+    -- becomes a backslash followed by NCHAR(1), which PostgreSQL never writes
+    -- bare, so that every backslash left before a letter or a quotation mark
+    -- begins an escape; then each escape, a fixed text, becomes its
+    -- character; then the backslash and NCHAR(1) become one backslash again.
+    -- No escape's character is a backslash, so none can form that pair with
+    -- what follows it. An engine that reads JSON right is left alone, so a
+    -- key's own backslashes are never touched there.
     IF JSON_VALUE(N'{"k":"\\"}', N'$.k') <> N'\'
        AND EXISTS (SELECT 1 FROM @Lease WHERE CHARINDEX(N'\', ResourceKey) > 0)
     BEGIN
-        DECLARE @Escaped TABLE (ResourceKey nvarchar(4000) COLLATE Latin1_General_100_BIN2 NOT NULL);
-        INSERT INTO @Escaped (ResourceKey)
-        SELECT DISTINCT ResourceKey FROM @Lease WHERE CHARINDEX(N'\', ResourceKey) > 0;
-        DECLARE @Raw nvarchar(4000), @Decoded nvarchar(4000), @At int, @Escape nchar(1), @Code int;
-        WHILE EXISTS (SELECT 1 FROM @Escaped)
+        UPDATE @Lease
+           SET ResourceKey = REPLACE(REPLACE(REPLACE(REPLACE(REPLACE(REPLACE(REPLACE(
+                                 ResourceKey, N'\\', N'\' + NCHAR(1)), N'\"', N'"'), N'\b', NCHAR(8)), N'\f', NCHAR(12)),
+                                 N'\n', NCHAR(10)), N'\r', NCHAR(13)), N'\t', NCHAR(9))
+         WHERE CHARINDEX(N'\', ResourceKey) > 0;
+        DECLARE @Code int = 1, @Escape nchar(6);
+        WHILE @Code < 32 AND EXISTS (SELECT 1 FROM @Lease WHERE CHARINDEX(N'\u00', ResourceKey) > 0)
         BEGIN
-            SELECT TOP (1) @Raw = ResourceKey FROM @Escaped;
-            SELECT @Decoded = N'', @At = 1;
-            WHILE @At <= LEN(@Raw + N'.') - 1
-            BEGIN
-                IF SUBSTRING(@Raw, @At, 1) <> N'\'
-                BEGIN
-                    SET @Decoded += SUBSTRING(@Raw, @At, 1);
-                    SET @At += 1;
-                    CONTINUE;
-                END;
-                SET @Escape = SUBSTRING(@Raw, @At + 1, 1);
-                -- \u00XX: PostgreSQL writes only control characters so.
-                SET @Code = 16 * (CHARINDEX(SUBSTRING(@Raw, @At + 4, 1), N'0123456789abcdef') - 1)
-                            + CHARINDEX(SUBSTRING(@Raw, @At + 5, 1), N'0123456789abcdef') - 1;
-                SET @Decoded += CASE @Escape
-                                    WHEN N'b' THEN NCHAR(8)
-                                    WHEN N'f' THEN NCHAR(12)
-                                    WHEN N'n' THEN NCHAR(10)
-                                    WHEN N'r' THEN NCHAR(13)
-                                    WHEN N't' THEN NCHAR(9)
-                                    WHEN N'u' THEN NCHAR(@Code)
-                                    ELSE @Escape
-                                END;
-                SET @At += CASE @Escape WHEN N'u' THEN 6 ELSE 2 END;
-            END;
-            UPDATE @Lease SET ResourceKey = @Decoded WHERE ResourceKey = @Raw;
-            DELETE FROM @Escaped WHERE ResourceKey = @Raw;
+            SET @Escape = N'\u00' + SUBSTRING(N'0123456789abcdef', @Code / 16 + 1, 1)
+                                  + SUBSTRING(N'0123456789abcdef', @Code % 16 + 1, 1);
+            UPDATE @Lease
+               SET ResourceKey = REPLACE(ResourceKey, @Escape, NCHAR(@Code))
+             WHERE CHARINDEX(@Escape, ResourceKey) > 0;
+            SET @Code += 1;
         END;
+        UPDATE @Lease
+           SET ResourceKey = REPLACE(ResourceKey, N'\' + NCHAR(1), N'\')
+         WHERE CHARINDEX(N'\' + NCHAR(1), ResourceKey) > 0;
     END;
 
     -- Keys are exact identifiers: 1 to 256 UTF-16 code units (what nvarchar(256)
     -- stores; DATALENGTH counts two bytes each), compared binary, and never
     -- ending in a space, which comparisons ignore. Babelfish stores UTF-8, so
-    -- there a character outside the BMP is counted twice by hand, for the keys
-    -- long enough for it to matter.
+    -- there a character outside the BMP is counted twice, for the keys long
+    -- enough for it to matter: found with PATINDEX and taken out of a copy
+    -- of each such key, for all keys at once, so the rounds are as many as
+    -- the most such characters any one key holds, not its length.
     UPDATE @Lease
        SET KeyUnits = CASE WHEN SERVERPROPERTY(N'Babelfish') IS NULL THEN DATALENGTH(ResourceKey) / 2
                            ELSE LEN(ResourceKey + N'.') - 1 END;
     IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
        AND EXISTS (SELECT 1 FROM @Lease WHERE KeyUnits BETWEEN 129 AND 256)
     BEGIN
-        DECLARE @Long TABLE (ResourceKey nvarchar(4000) COLLATE Latin1_General_100_BIN2 NOT NULL);
-        INSERT INTO @Long (ResourceKey) SELECT DISTINCT ResourceKey FROM @Lease WHERE KeyUnits BETWEEN 129 AND 256;
-        DECLARE @Key nvarchar(4000), @KeyAt int, @KeyUnits int;
-        WHILE EXISTS (SELECT 1 FROM @Long)
+        DECLARE @Astral nvarchar(20) = N'%[𐀀-􏿿]%';
+        UPDATE @Lease
+           SET Rest = ResourceKey
+         WHERE KeyUnits BETWEEN 129 AND 256 AND PATINDEX(@Astral, ResourceKey) > 0;
+        WHILE EXISTS (SELECT 1 FROM @Lease WHERE Rest IS NOT NULL)
         BEGIN
-            SELECT TOP (1) @Key = ResourceKey FROM @Long;
-            SELECT @KeyAt = 0, @KeyUnits = LEN(@Key + N'.') - 1;
-            WHILE @KeyAt < LEN(@Key + N'.') - 1
-            BEGIN
-                SET @KeyAt += 1;
-                IF UNICODE(SUBSTRING(@Key, @KeyAt, 1)) > 65535
-                    SET @KeyUnits += 1;
-            END;
-            UPDATE @Lease SET KeyUnits = @KeyUnits WHERE ResourceKey = @Key;
-            DELETE FROM @Long WHERE ResourceKey = @Key;
+            UPDATE @Lease
+               SET KeyUnits = KeyUnits + 1,
+                   Rest = STUFF(Rest, PATINDEX(@Astral, Rest), 1, N'')
+             WHERE Rest IS NOT NULL;
+            UPDATE @Lease
+               SET Rest = NULL
+             WHERE Rest IS NOT NULL AND (KeyUnits > 256 OR PATINDEX(@Astral, Rest) = 0);
         END;
     END;
 

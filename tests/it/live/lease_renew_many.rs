@@ -104,6 +104,11 @@ async fn keys_with_quotes_backslashes_control_characters_and_surrogate_pairs_are
         format!("q\"u\\o\\\\te:{unique}"),
         format!("tab\there\nline\u{1}:{unique}"),
         format!("\\u0041 not an escape:{unique}"),
+        format!(
+            "every control character {}:{unique}",
+            (1u8..32).map(char::from).collect::<String>()
+        ),
+        format!("backslash n \\n, t \\t, quote \\\", at the end:{unique}\\"),
         format!("emoji 😀 and é:{unique}"),
         // 256 UTF-16 code units, 32 of them in surrogate pairs.
         format!("{}{}", "😀".repeat(16), "k".repeat(256 - 32 - 32)) + &unique,
@@ -170,6 +175,14 @@ async fn bad_input_is_refused_with_50133_and_changes_nothing() {
             "N'[{good},{}]'",
             r#"{"Owner":"6F9619FF-8B86-D011-B42D-00C04FC964FF","Generation":1,"LeaseSeconds":5}"#
         ),
+        // A JSON number that is not an integer as written, though its value is.
+        format!("N'[{good},{}]'", item("other", &owner, "1e1", "60")),
+        format!("N'[{good},{}]'", item("other", &owner, "1", "6E+1")),
+        // 257 UTF-16 code units in 241 characters.
+        format!(
+            "N'[{good},{}]'",
+            item(&format!("{}{}", "😀".repeat(16), "k".repeat(225)), &owner, "1", "60")
+        ),
         format!(
             "N'[{}]'",
             (0..1001)
@@ -178,6 +191,25 @@ async fn bad_input_is_refused_with_50133_and_changes_nothing() {
                 .join(",")
         ),
     ];
+    // A NUL character or half a surrogate pair: a key no Babelfish database
+    // can hold (PostgreSQL's text has neither), which its JSON reader
+    // refuses with an error of its own. SQL Server holds such keys.
+    let unreadable = [
+        format!("N'[{good},{}]'", item("a\\u0000b", &owner, "1", "60")),
+        format!("N'[{good},{}]'", item("a\\ud800b", &owner, "1", "60")),
+        format!("N'[{good},{}]'", item("a\\udc00b", &owner, "1", "60")),
+        format!("N'[{good},{}]'", item("a\\ud800\\u0041", &owner, "1", "60")),
+    ];
+    let babelfish = db.is_babelfish().await;
+    let bad = if babelfish {
+        bad.into_iter().chain(unreadable.clone()).collect::<Vec<_>>()
+    } else {
+        for leases in &unreadable {
+            let rows = db.query(&format!("EXEC fence_api.RenewMany @Leases = {leases};")).await;
+            assert_eq!(rows.len(), 2, "{leases}");
+        }
+        bad.to_vec()
+    };
     for leases in &bad {
         let error = db
             .refusal(&format!("EXEC fence_api.RenewMany @Leases = {leases};"))
@@ -192,6 +224,16 @@ async fn bad_input_is_refused_with_50133_and_changes_nothing() {
         let open = db.query("SELECT @@TRANCOUNT;").await[0].get::<i32, usize>(0);
         assert_eq!(open, Some(0), "{leases} left a transaction open");
         assert_eq!(state(&client, &key).await, before, "{leases} changed the lease");
+    }
+    // JSON may begin with any of its whitespace.
+    for blank in ["NCHAR(10)", "NCHAR(13) + NCHAR(10)", "NCHAR(9) + N' '"] {
+        let rows = db
+            .query(&format!(
+                "DECLARE @Leases nvarchar(max) = {blank} + N'[{good}]'; EXEC fence_api.RenewMany @Leases = @Leases;"
+            ))
+            .await;
+        assert_eq!(rows.len(), 1, "{blank}");
+        assert_eq!(rows[0].get::<&str, _>("Outcome"), Some("Renewed"), "{blank}");
     }
     // The client refuses before any round trip.
     let sent = client.requests_sent();
