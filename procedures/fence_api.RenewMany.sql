@@ -214,17 +214,24 @@ BEGIN
     -- it the call renews nothing and raises an error (SQL Server: 50129;
     -- Babelfish: its uncatchable "canceling statement due to lock timeout"),
     -- and the caller renews those leases in smaller calls or one by one.
+    --
+    -- Each statement that joins the fence table seeks it by key (FORCESEEK):
+    -- for a large call SQL Server may otherwise estimate a scan cheaper, and
+    -- a scan under UPDATE takes update locks on every row it reads, so it
+    -- would wait on rows of other clients' leases no key of the call names.
+    -- Babelfish 4.2 accepts the hint and, with babelfishpg_tsql.enable_pg_hint
+    -- off (its default), ignores it; PostgreSQL's planner chooses the plan.
     SET LOCK_TIMEOUT 1000;
     IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
         UPDATE r
            SET LockCount = r.LockCount + 1
-          FROM fence.Resource AS r
+          FROM fence.Resource AS r WITH (FORCESEEK)
           JOIN @Lease AS l ON l.ResourceKey = r.ResourceKey;
     ELSE
     BEGIN TRY
         UPDATE r
            SET LockCount = r.LockCount + 1
-          FROM fence.Resource AS r
+          FROM fence.Resource AS r WITH (FORCESEEK)
           JOIN @Lease AS l ON l.ResourceKey = r.ResourceKey;
     END TRY
     BEGIN CATCH
@@ -236,7 +243,7 @@ BEGIN
 
     UPDATE r
        SET LeaseUntilUtc = DATEADD(SECOND, l.LeaseSeconds, @Now)
-      FROM fence.Resource AS r
+      FROM fence.Resource AS r WITH (FORCESEEK)
       JOIN @Lease AS l ON l.ResourceKey = r.ResourceKey
      WHERE r.Owner = l.Owner
        AND r.Generation = l.Generation
@@ -249,7 +256,7 @@ BEGIN
        SET Outcome    = N'Renewed',
            LeaseUntil = r.LeaseUntilUtc
       FROM @Lease AS l
-      JOIN fence.Resource AS r ON r.ResourceKey = l.ResourceKey
+      JOIN fence.Resource AS r WITH (FORCESEEK) ON r.ResourceKey = l.ResourceKey
      WHERE r.Owner = l.Owner
        AND r.Generation = l.Generation
        AND r.LeaseUntilUtc = DATEADD(SECOND, l.LeaseSeconds, @Now);
