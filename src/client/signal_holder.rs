@@ -64,6 +64,15 @@ const SESSION_RETRY: Duration = Duration::from_secs(1);
 /// this is how soon they are raised again on a new one.
 const WATCH_EVERY: Duration = Duration::from_secs(2);
 
+/// How long a request on a holder session may go unanswered before the
+/// session counts as lost: its requests never wait for a lock (each is
+/// asked for with `@LockTimeout = 0`), so one this slow is on a session that
+/// stopped answering (a half-open socket, a stalled path), and every signal
+/// on it would stay stale until the connection timed out. Its signals are
+/// raised again on a new session; the old one is closed, which lets go of
+/// whatever it still holds on the server.
+const ANSWER_WITHIN: Duration = Duration::from_secs(2);
+
 /// The most locks one request takes or lets go of: each is a parameter, and
 /// a request may bind a little over 2,000.
 const MAX_PER_REQUEST: usize = 500;
@@ -263,7 +272,15 @@ impl Holder {
             }
             let Some(open) = session.as_mut() else { continue };
             self.requests.fetch_add(1, Ordering::Relaxed);
-            match exchange(open, &work).await {
+            let answered = tokio::time::timeout(ANSWER_WITHIN, exchange(open, &work))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(tiberius::error::Error::Io {
+                        kind: std::io::ErrorKind::TimedOut,
+                        message: format!("no answer within {} ms", ANSWER_WITHIN.as_millis()),
+                    })
+                });
+            match answered {
                 Ok(statuses) => {
                     signals.applied(&work, &statuses, Instant::now());
                     // A session holding locks must never go back to the
@@ -672,6 +689,30 @@ mod tests {
         let work = signals.due(now);
         assert_eq!(names(&work.raise), ["a"]);
         assert!(work.lower.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_holder_session_that_stops_answering_is_replaced_within_seconds() {
+        use crate::client::pool::{LastConnectError, idle_check};
+        use crate::connection::stand_in::{Answer, StandIn};
+        let stand_in = StandIn::start(Answer::SilentAfterLogin).await;
+        let config = ClientConfig::new(
+            crate::connection::ConnectionString::parse(&stand_in.ado("User ID=u;Password=p;Database=app")).unwrap(),
+        );
+        let manager = Manager::new(&config, LastConnectError::default(), idle_check(&config));
+        let holders = SignalHolders::new(&config, manager);
+        let started = Instant::now();
+        let _signal = holders.raise("k0".to_string());
+        // The first session signs in and never answers the raise: a new one
+        // must be signed in soon after, not when the connection times out.
+        let bound = Duration::from_secs(10);
+        while stand_in.logins() < 2 {
+            assert!(
+                started.elapsed() < bound,
+                "the silent session was not replaced within {bound:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     #[test]
