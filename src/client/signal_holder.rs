@@ -13,8 +13,10 @@
 //! A session never waits for a lock: each one is asked for without waiting
 //! (`@LockTimeout = 0`), and one refused (a waiter holds it shared for an
 //! instant on its way to `Acquire`, or a predecessor has not let go yet) is
-//! asked for again a little later, for at most [`RAISE_WAIT`]; so no guard's
-//! signal, nor any lowering, queues behind another key's lock.
+//! asked for again a little later, quickly for [`RAISE_WAIT`] and then at
+//! most a second apart for as long as its guard holds the lease; so no
+//! guard's signal, nor any lowering, queues behind another key's lock, and
+//! none is given up while it is wanted.
 //!
 //! A signal only wakes waiters; the fence row alone grants. When a holder
 //! session is lost (killed, a failover, a broken request), every lock it
@@ -45,15 +47,20 @@ pub(crate) const HOLDER_SESSIONS: usize = 2;
 /// calls, and its waiters poll.
 pub(crate) const RAISE_AFTER: Duration = Duration::from_millis(10);
 
-/// How long a refused signal is asked for again before it is given up (and
-/// its waiters poll): the waiters hold it for an instant each, and a
-/// predecessor lets go of it right after its release.
+/// How long a refused signal is asked for again quickly: the waiters hold it
+/// for an instant each, and a predecessor lets go of it right after its
+/// release. Past it, it is asked for again more slowly (its waiters poll
+/// meanwhile).
 const RAISE_WAIT: Duration = Duration::from_secs(5);
 
 /// The first pause before a refused signal is asked for again, doubled at
 /// each refusal up to [`RETRY_PAUSE_MAX`].
 const RETRY_PAUSE: Duration = Duration::from_millis(2);
 const RETRY_PAUSE_MAX: Duration = Duration::from_millis(50);
+
+/// The longest pause between two asks for a signal refused for longer than
+/// [`RAISE_WAIT`].
+const RETRY_PAUSE_SLOW: Duration = Duration::from_secs(1);
 
 /// How long a task waits before it opens a session again after it could
 /// not.
@@ -395,8 +402,9 @@ struct Lock {
     /// Refusals in a row since `first_refused`.
     refusals: u32,
     first_refused: Option<Instant>,
-    /// Refused for [`RAISE_WAIT`]: not asked for again until wanted anew.
-    given_up: bool,
+    /// Refused for longer than [`RAISE_WAIT`]: asked for again at most
+    /// [`RETRY_PAUSE_SLOW`] apart.
+    slow: bool,
 }
 
 impl Lock {
@@ -407,12 +415,12 @@ impl Lock {
             next_try: now,
             refusals: 0,
             first_refused: None,
-            given_up: false,
+            slow: false,
         }
     }
 
     fn to_raise(&self, now: Instant) -> bool {
-        self.wanted > 0 && !self.held && !self.given_up && self.next_try <= now
+        self.wanted > 0 && !self.held && self.next_try <= now
     }
 }
 
@@ -499,19 +507,23 @@ impl Signals {
                 continue;
             }
             let first = *lock.first_refused.get_or_insert(now);
-            if now.saturating_duration_since(first) >= RAISE_WAIT {
+            // Asked for quickly at first (a waiter holds it for an instant),
+            // then, refused past RAISE_WAIT (a predecessor's session that
+            // has not let go yet), at most a second apart while the guard
+            // holds the lease: never given up, so its waiters are woken
+            // once it is raised.
+            let slow = now.saturating_duration_since(first) >= RAISE_WAIT;
+            if slow && lock.refusals > 0 && !lock.slow {
                 tracing::debug!(
                     resource = &**name,
-                    "the handover signal stayed held by another; its waiters will poll"
+                    "the handover signal stays held by another; asked for again every second, its waiters poll meanwhile"
                 );
-                lock.given_up = true;
-            } else {
-                let pause = RETRY_PAUSE
-                    .saturating_mul(1 << lock.refusals.min(8))
-                    .min(RETRY_PAUSE_MAX);
-                lock.refusals += 1;
-                lock.next_try = now + pause;
             }
+            lock.slow |= slow;
+            let bound = if slow { RETRY_PAUSE_SLOW } else { RETRY_PAUSE_MAX };
+            let pause = RETRY_PAUSE.saturating_mul(1 << lock.refusals.min(12)).min(bound);
+            lock.refusals += 1;
+            lock.next_try = now + pause;
         }
         self.locks.retain(|_, lock| lock.wanted > 0 || lock.held);
     }
@@ -545,7 +557,7 @@ impl Signals {
         let retry = self
             .locks
             .values()
-            .filter(|lock| lock.wanted > 0 && !lock.held && !lock.given_up)
+            .filter(|lock| lock.wanted > 0 && !lock.held)
             .map(|lock| lock.next_try)
             .min();
         let lower = self
@@ -638,38 +650,45 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_refused_signal_is_asked_for_again_until_it_is_given_up() {
+    async fn a_refused_signal_is_asked_for_again_with_backoff_for_as_long_as_it_is_wanted() {
         let mut signals = Signals::default();
         let start = Instant::now();
         raise(&mut signals, 1, "k", start);
         let mut now = start;
-        let mut tries = 0;
-        loop {
+        let mut tries = Vec::new();
+        // Refused for a minute: a predecessor's session that lets go late.
+        while now.duration_since(start) < Duration::from_secs(60) {
             let work = signals.due(now);
             if work.raise.is_empty() {
-                match signals.next_wake() {
-                    Some(at) => {
-                        assert!(at > now);
-                        now = at;
-                        continue;
-                    }
-                    None => break,
-                }
+                let at = signals.next_wake().expect("a signal still wanted is asked for again");
+                assert!(at > now);
+                now = at;
+                continue;
             }
-            tries += 1;
+            tries.push(now.duration_since(start));
             signals.applied(&work, &[-1], now);
         }
+        let late = tries.iter().filter(|at| **at >= RAISE_WAIT).count();
+        assert!(late >= 30, "asked for {late} times after the first {RAISE_WAIT:?}");
+        assert!(tries.len() < 400, "{} tries in a minute", tries.len());
+        let gaps = tries.windows(2).map(|pair| pair[1] - pair[0]);
         assert!(
-            now.duration_since(start) >= RAISE_WAIT,
-            "{:?}",
-            now.duration_since(start)
+            gaps.clone().all(|gap| gap <= RETRY_PAUSE_SLOW),
+            "a pause past its bound"
         );
-        assert!(tries > 10 && tries < 200, "{tries} tries");
-        // Lowered, the lock is forgotten; a new tenure asks afresh.
+        // Free at last: raised at the next try.
+        let at = signals.next_wake().unwrap();
+        let work = signals.due(at);
+        assert_eq!(names(&work.raise), ["k"]);
+        signals.applied(&work, &[0], at);
+        assert!(signals.holds_any());
+        // Lowered, the lock is let go of and forgotten; a new tenure asks afresh.
         signals.apply(Command::Lower { id: 1 });
-        assert!(signals.due(now).is_empty());
-        raise(&mut signals, 2, "k", now);
-        assert_eq!(names(&signals.due(now).raise), ["k"]);
+        let work = signals.due(at);
+        assert_eq!(names(&work.lower), ["k"]);
+        signals.applied(&work, &[], at);
+        raise(&mut signals, 2, "k", at);
+        assert_eq!(names(&signals.due(at).raise), ["k"]);
     }
 
     #[tokio::test(start_paused = true)]
