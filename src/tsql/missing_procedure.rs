@@ -1,8 +1,9 @@
 //! How each engine says that a procedure called does not exist: SQL Server
 //! with error 2812, Babelfish with the generic number it gives every
 //! PostgreSQL error and PostgreSQL's message, which names the procedure
-//! (lower-cased, with its schema prefixed by the database's name) and its
-//! arguments, or the schema when that is missing too. The client needs it
+//! (lower-cased, its schema prefixed by the database's name in a database
+//! of many, as is in a single-database instance) and its arguments, or the
+//! schema when that is missing too. The client needs it
 //! to tell a database older than a procedure from a call that failed.
 
 /// SQL Server's "Could not find stored procedure '%.*ls'."
@@ -27,8 +28,8 @@ pub(crate) fn is_missing_procedure(number: u32, message: &str, name: &str) -> bo
     let message = message.to_lowercase();
     number == BABELFISH
         && message.ends_with("does not exist")
-        && ((message.starts_with("procedure ") && message.contains(&format!("_{schema}.{procedure}(")))
-            || (message.starts_with("schema ") && message.contains(&format!("_{schema}\""))))
+        && ((message.starts_with("procedure ") && message.contains(&format!("{schema}.{procedure}(")))
+            || (message.starts_with("schema ") && message.contains(&format!("{schema}\""))))
 }
 
 #[cfg(test)]
