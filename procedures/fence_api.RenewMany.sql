@@ -184,8 +184,12 @@ BEGIN
     IF EXISTS (SELECT 1 FROM @Lease WHERE OwnerText IS NULL OR OwnerText NOT LIKE @Uuid
                                        OR OwnerText = N'00000000-0000-0000-0000-000000000000')
         THROW 50133, N'@Leases: each Owner must be a non-nil uniqueidentifier (36 characters), fresh for each acquisition.', 1;
+    -- Up to the largest bigint: 19 digits, the longest compared as text
+    -- (binary, digit by digit), so that no conversion can overflow.
     IF EXISTS (SELECT 1 FROM @Lease WHERE GenerationText IS NULL OR GenerationText LIKE N'%[^0-9]%'
-                                       OR LEN(GenerationText) NOT BETWEEN 1 AND 18 OR GenerationText NOT LIKE N'%[1-9]%')
+                                       OR LEN(GenerationText) NOT BETWEEN 1 AND 19 OR GenerationText NOT LIKE N'%[1-9]%'
+                                       OR (LEN(GenerationText) = 19
+                                           AND GenerationText COLLATE Latin1_General_100_BIN2 > N'9223372036854775807'))
         THROW 50133, N'@Leases: each Generation must be a generation returned by Acquire (1 or more).', 1;
     IF EXISTS (SELECT 1 FROM @Lease WHERE LeaseSecondsText IS NULL OR LeaseSecondsText LIKE N'%[^0-9]%'
                                        OR LEN(LeaseSecondsText) NOT BETWEEN 1 AND 5)

@@ -14,10 +14,6 @@ use super::state::Fence;
 /// The most leases one call may list.
 pub const MAX_RENEW_MANY: usize = 1000;
 
-/// The largest generation `@Leases` may carry: 18 decimal digits, as the
-/// procedure reads each value as text before it converts it.
-const MAX_LISTED_GENERATION: i64 = 999_999_999_999_999_999;
-
 /// One object of `@Leases`: a field missing, or a value that is not what
 /// the procedure reads it as (a non-GUID owner, a generation or length that
 /// is not digits), is `None`.
@@ -95,10 +91,7 @@ fn check_listed(leases: &[ListedLease]) -> Result<(), Refusal> {
     if leases.iter().any(|l| check::owner(l.owner).is_err()) {
         return Err(refusal::LEASES_OWNER);
     }
-    if leases
-        .iter()
-        .any(|l| !l.generation.is_some_and(|g| (1..=MAX_LISTED_GENERATION).contains(&g)))
-    {
+    if leases.iter().any(|l| l.generation.is_none_or(|g| g < 1)) {
         return Err(refusal::LEASES_GENERATION);
     }
     if leases.iter().any(|l| check::lease_seconds(l.lease_seconds).is_err()) {
@@ -175,7 +168,7 @@ mod tests {
         assert_eq!(run.refused(&with(|l| l.resource_key = Some("b ".into())), auto), 50133);
         assert_eq!(run.refused(&with(|l| l.owner = Some(Uuid::nil())), auto), 50133);
         assert_eq!(run.refused(&with(|l| l.generation = Some(0)), auto), 50133);
-        assert_eq!(run.refused(&with(|l| l.generation = Some(i64::MAX)), auto), 50133);
+        assert_eq!(run.refused(&with(|l| l.generation = Some(-1)), auto), 50133);
         assert_eq!(run.refused(&with(|l| l.lease_seconds = Some(86_401)), auto), 50133);
         assert_eq!(run.refused(&with(|l| l.lease_seconds = None), auto), 50133);
     }

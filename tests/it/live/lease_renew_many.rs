@@ -433,3 +433,51 @@ async fn one_row_another_transaction_holds_leaves_every_other_guard_of_its_call_
     drop(client);
     db.drop().await;
 }
+
+/// After a recovery raises the generation floor past 18 digits, every
+/// generation has 19: RenewMany renews them as Renew does, up to the
+/// largest bigint.
+#[tokio::test]
+async fn generations_of_19_digits_are_renewed_together_as_alone() {
+    // A database of its own: the floor raises every key's generation.
+    let Some(db) = TestDatabase::deployed("renew_many_gen19").await else {
+        return;
+    };
+    let client = worker(&db.ado()).await;
+    let key = provisioned(&client, "gen19").await;
+    let mut recovery = fencepost::client::admin::Recovery::new(Uuid::new_v4());
+    // The highest floor Recover takes: every generation after it has 19 digits.
+    recovery.floor((1 << 62) - 1);
+    client.admin().recover(&recovery).await.unwrap();
+    let lease = acquired(client.acquire(&key, LONG).await.unwrap());
+    assert!(
+        lease.generation() >= 1_000_000_000_000_000_000,
+        "{}",
+        lease.generation()
+    );
+
+    let mut alone = lease.clone();
+    assert!(matches!(client.renew(&mut alone).await.unwrap(), Renew::Renewed { .. }));
+    let mut many = [lease];
+    let answers = client.renew_many(&mut many).await;
+    assert!(
+        matches!(answers.as_deref(), Ok([Renew::Renewed { .. }])),
+        "a 19-digit generation Renew renews is refused together: {answers:?}"
+    );
+    // One past the largest bigint is refused as a generation, not converted.
+    let mut caller = Caller::new(db.connect().await);
+    let json = format!(
+        "[{{\"ResourceKey\":\"{key}\",\"Owner\":\"{}\",\"Generation\":9223372036854775808,\"LeaseSeconds\":60}}]",
+        many[0].owner()
+    );
+    match caller.call("EXEC fence_api.RenewMany @Leases = @P1", &[&json]).await {
+        support::caller::Answer::Error { number, message } => {
+            assert_eq!(number, 50133, "{message}");
+            assert!(message.contains("Generation"), "{message}");
+        }
+        support::caller::Answer::Row(_) => panic!("a generation past the largest bigint was renewed"),
+    }
+    assert_eq!(client.release(&many[0]).await.unwrap(), Release::Released);
+    drop(client);
+    db.drop().await;
+}
