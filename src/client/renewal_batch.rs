@@ -34,7 +34,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use futures_util::stream::{self, FuturesUnordered};
+use futures_util::stream::FuturesUnordered;
 use futures_util::{FutureExt, StreamExt};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::sync::oneshot;
@@ -50,10 +50,6 @@ pub(crate) const TICK: Duration = Duration::from_secs(1);
 /// How long the renewals that woke together are gathered before they are
 /// sent: their timers fire within a millisecond of each other.
 const GATHER: Duration = Duration::from_millis(5);
-
-/// Single renewals of one call's leases sent at once, when the call could
-/// not renew them together.
-const ALONE_CONCURRENCY: usize = 8;
 
 /// How long after the lock bound a call's first attempt may still answer
 /// before a second one joins it: the time an answer takes to come back.
@@ -148,11 +144,17 @@ impl Client {
         if self.renewal_batches.inbox().send(due).is_err() {
             return hedged_renew::renew_hedged(self, lease, give_up, retry_pause).await;
         }
-        match answered.await {
-            Ok(renewal) => renewal,
+        // Bounded here too by the guard's own give-up, whatever the call
+        // renewing it does: a guard never believes it holds a lease past
+        // its local deadline.
+        match tokio::time::timeout_at(give_up, answered).await {
+            Ok(Ok(renewal)) => renewal,
             // The task that renewed it ended without an answer (its runtime
             // shut down): this guard renews by itself.
-            Err(_) => hedged_renew::renew_hedged(self, lease, give_up, retry_pause).await,
+            Ok(Err(_)) => hedged_renew::renew_hedged(self, lease, give_up, retry_pause).await,
+            Err(_) => Renewal::Unanswered {
+                last_error: Some("the call renewing it with other leases did not answer by its give-up".to_string()),
+            },
         }
     }
 }
@@ -333,11 +335,12 @@ fn answer_each(dues: Vec<Due>, answers: &std::collections::HashMap<String, Renew
     }
 }
 
-/// Each lease renewed by itself, a few at a time.
+/// Each lease renewed by itself, all at once, each by its own give-up: a
+/// lease whose row another session holds waits for it alone, and never
+/// holds up one whose row is free (the renewals pool and its bound on
+/// connections are what limit the load).
 async fn one_by_one(dues: Vec<Due>) {
-    stream::iter(dues)
-        .for_each_concurrent(ALONE_CONCURRENCY, renew_alone)
-        .await;
+    futures_util::future::join_all(dues.into_iter().map(renew_alone)).await;
 }
 
 /// One lease renewed by itself with `Renew`, hedged.
@@ -471,5 +474,29 @@ mod tests {
         }
         assert_eq!(given_up, [Duration::from_secs(3), Duration::from_secs(6)]);
         group.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn leases_renewed_each_by_itself_all_start_at_once_and_none_waits_past_its_own_give_up_for_another() {
+        // Every attempt waits a minute for a connection, as a renewal
+        // behind a row another session holds waits for it.
+        let client = Client::unreachable(Duration::from_secs(60));
+        let now = Instant::now();
+        let (mut group, _blocked) = dues(
+            &client,
+            now + Duration::from_secs(10),
+            &["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"],
+        );
+        let (short, mut answered) = dues(&client, now + Duration::from_secs(2), &["short"]);
+        group.extend(short);
+        let renewals = tokio::spawn(one_by_one(group));
+        let renewal = tokio::time::timeout(Duration::from_secs(3), answered.remove(0)).await;
+        assert!(
+            matches!(renewal, Ok(Ok(Renewal::Unanswered { .. }))),
+            "a lease queued behind ten others was not given up by its own deadline"
+        );
+        assert_eq!(Instant::now() - now, Duration::from_secs(2));
+        renewals.abort();
+        let _ = renewals.await;
     }
 }
