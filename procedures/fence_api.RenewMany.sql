@@ -79,22 +79,33 @@ BEGIN
 
     -- Babelfish reads a JSON number into its value, so 1e1 arrives as 10,
     -- which SQL Server reads as written and refuses below. A number with an
-    -- exponent is found in the text itself: outside the strings, where the
-    -- text between two quotation marks holds only JSON's punctuation,
-    -- whitespace, and a number's characters. (\\ and \" are taken out
-    -- first, so every quotation mark left begins or ends a string.) Text
-    -- inside a string made of those characters alone, beginning with a colon
-    -- and holding such a number, cannot be told from it: such a key is
-    -- refused too.
+    -- exponent is found in the text itself, outside the strings only, so
+    -- that a key such as ":1e5" is never taken for one: with \\ and \"
+    -- taken out, every quotation mark left begins or ends a string, and the
+    -- text split at them alternates between outside (even pieces, counted
+    -- from 0) and inside a string. The pieces are numbered by reading them
+    -- as a JSON array of strings (this engine's STRING_SPLIT numbers
+    -- nothing): the backslashes and the whitespace that JSON's strings
+    -- cannot hold as they are taken out first. The piece before a number
+    -- is the name of its property.
     IF SERVERPROPERTY(N'Babelfish') IS NOT NULL AND PATINDEX(N'%[0-9][eE][-+0-9]%', @Leases) > 0
-       AND EXISTS (SELECT 1
-                     FROM STRING_SPLIT(REPLACE(REPLACE(@Leases, N'\\', N''), N'\"', N''), N'"')
-                    WHERE value LIKE N'%:%[0-9][eE][-+0-9]%'
-                      -- PATINDEX, not NOT LIKE: Babelfish 4.2 answers this
-                      -- negated class wrongly in NOT LIKE.
-                      AND PATINDEX(N'%[^ ' + NCHAR(9) + NCHAR(10) + NCHAR(13) + N':,{}0-9.eE+-]%',
-                                   REPLACE(REPLACE(value, N'[', N''), N']', N'')) = 0)
-        THROW 50133, N'@Leases: each Generation must be a generation returned by Acquire (1 or more).', 1;
+    BEGIN
+        DECLARE @Piece TABLE (Ordinal int PRIMARY KEY, Piece nvarchar(max) NULL);
+        INSERT INTO @Piece (Ordinal, Piece)
+        SELECT CAST([key] AS int), [value]
+          FROM OPENJSON(N'["' + REPLACE(REPLACE(REPLACE(REPLACE(REPLACE(REPLACE(REPLACE(
+                   @Leases, N'\\', N''), N'\"', N''), N'\', N''), NCHAR(9), N' '), NCHAR(10), N' '), NCHAR(13), N' '),
+                   N'"', N'","') + N'"]');
+        DECLARE @ExponentOf nvarchar(max) =
+            (SELECT TOP (1) COALESCE(Name.Piece, N'')
+               FROM @Piece AS Number
+               LEFT JOIN @Piece AS Name ON Name.Ordinal = Number.Ordinal - 1
+              WHERE Number.Ordinal % 2 = 0 AND PATINDEX(N'%[0-9][eE][-+0-9]%', Number.Piece) > 0);
+        IF @ExponentOf = N'LeaseSeconds'
+            THROW 50133, N'@Leases: each LeaseSeconds must be between 1 and 86400.', 1;
+        IF @ExponentOf IS NOT NULL
+            THROW 50133, N'@Leases: each Generation must be a generation returned by Acquire (1 or more).', 1;
+    END;
 
     INSERT INTO @Lease (ResourceKey, OwnerText, GenerationText, LeaseSecondsText)
     SELECT ResourceKey, Owner, Generation, LeaseSeconds

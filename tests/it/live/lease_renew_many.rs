@@ -523,3 +523,45 @@ async fn generations_of_19_digits_are_renewed_together_as_alone() {
     drop(client);
     db.drop().await;
 }
+
+/// Keys Acquire takes whose text looks like a JSON number with an exponent
+/// are renewed together as alone: only numbers are checked for one.
+#[tokio::test]
+async fn keys_shaped_like_numbers_with_exponents_are_renewed_together() {
+    const TEST: &str = "keys_shaped_like_numbers_with_exponents_are_renewed_together";
+    let Some(db) = TestDatabase::shared(TEST).await else {
+        return;
+    };
+    let client = worker(&db.ado()).await;
+    // Digits only, so each key is made of a number's characters alone.
+    let unique = Uuid::new_v4().as_u128();
+    let keys = [
+        format!(":1e5{unique}"),
+        format!("{unique}:2e3,4"),
+        format!("{unique}:1E+2}}"),
+        format!("plain:{unique}"),
+    ];
+    let mut leases = Vec::new();
+    for key in &keys {
+        client.provision(key).await.unwrap();
+        leases.push(acquired(client.acquire(key, LONG).await.unwrap()));
+    }
+    let answers = client.renew_many(&mut leases).await;
+    assert!(
+        matches!(
+            answers.as_deref(),
+            Ok([
+                Renew::Renewed { .. },
+                Renew::Renewed { .. },
+                Renew::Renewed { .. },
+                Renew::Renewed { .. }
+            ])
+        ),
+        "{answers:?}"
+    );
+    for lease in &leases {
+        assert_eq!(client.release(lease).await.unwrap(), Release::Released);
+    }
+    drop(client);
+    db.drop().await;
+}
