@@ -107,6 +107,11 @@ BEGIN
             THROW 50133, N'@Leases: each Generation must be a generation returned by Acquire (1 or more).', 1;
     END;
 
+    -- Each item an object (type 5): Babelfish reads $.ResourceKey through an
+    -- array that holds one ([[{...}]]), where SQL Server reads nothing.
+    IF EXISTS (SELECT 1 FROM OPENJSON(@Leases) WHERE [type] <> 5)
+        THROW 50133, N'@Leases must be a JSON array of 1 to 1000 objects {"ResourceKey", "Owner", "Generation", "LeaseSeconds"}.', 1;
+
     INSERT INTO @Lease (ResourceKey, OwnerText, GenerationText, LeaseSecondsText)
     SELECT ResourceKey, Owner, Generation, LeaseSeconds
       FROM OPENJSON(@Leases)

@@ -178,6 +178,9 @@ async fn bad_input_is_refused_with_50133_and_changes_nothing() {
         // A JSON number that is not an integer as written, though its value is.
         format!("N'[{good},{}]'", item("other", &owner, "1e1", "60")),
         format!("N'[{good},{}]'", item("other", &owner, "1", "6E+1")),
+        // An item that is not an object: an array holding one.
+        format!("N'[[{good}]]'"),
+        format!("N'[{good},[{}]]'", item("other", &owner, "1", "60")),
         // 257 UTF-16 code units in 241 characters.
         format!(
             "N'[{good},{}]'",
