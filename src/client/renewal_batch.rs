@@ -25,8 +25,9 @@
 //! attempt never starts within that bound: it would queue behind the rows
 //! its first attempt holds while the first waits, and fail a second after
 //! it, too late for a short lease. A database that has no `RenewMany` (a
-//! contract older than 1.7) has every lease renewed one by one from then
-//! on; any other failure of a call has its leases renewed one by one for
+//! contract older than 1.7) has every lease renewed one by one for the
+//! rest of the client's life, never checked again (after a failover back
+//! to a copy that has it too); any other failure of a call has its leases renewed one by one for
 //! that tick only.
 
 use std::collections::HashSet;
