@@ -4,6 +4,7 @@
 GRANT EXECUTE ON fence_api.Provision TO fence_service;
 GRANT EXECUTE ON fence_api.Acquire TO fence_service;
 GRANT EXECUTE ON fence_api.Renew TO fence_service;
+GRANT EXECUTE ON fence_api.RenewMany TO fence_service;
 GRANT EXECUTE ON fence_api.Publish TO fence_service;
 GRANT EXECUTE ON fence_api.Release TO fence_service;
 GRANT EXECUTE ON fence_api.GetOutcome TO fence_service;

@@ -76,6 +76,7 @@ impl Default for Policy {
                 api("fence_api.Provision", &[SERVICE]),
                 api("fence_api.Acquire", &[SERVICE]),
                 api("fence_api.Renew", &[SERVICE]),
+                api("fence_api.RenewMany", &[SERVICE]),
                 api("fence_api.Publish", &[SERVICE]),
                 api("fence_api.Release", &[SERVICE]),
                 api("fence_api.GetOutcome", &[SERVICE]),

@@ -4,8 +4,8 @@
 //! Every worker has a connection of its own. Baselines run first (`select1`,
 //! `raw_update`, `applock_cycle`), then the workloads (`cycle`, `contended`
 //! and `contended_guarded`, `renew`, `handover` with its own baseline
-//! `applock_handover`) through
-//! [`Client`]. Each scenario warms up, then
+//! `applock_handover`, and on request `held`, many guards in one client)
+//! through [`Client`]. Each scenario warms up, then
 //! measures for a duration or a number of operations. The bench works on keys
 //! of its own under a prefix and deletes them afterwards, with its scratch
 //! table.
@@ -14,6 +14,7 @@ mod baselines;
 mod engine;
 mod error;
 mod handover;
+mod held;
 pub(crate) mod keys;
 mod report;
 mod runner;
@@ -28,6 +29,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 pub use error::BenchError;
+pub use held::{Held, Renewals};
 pub use report::{BASELINES, Report, Scenario};
 #[cfg(feature = "metrics")]
 pub use telemetry::RecorderInstalled;
@@ -66,6 +68,12 @@ pub enum Workload {
     /// holder's guard signalling and without, beside two sessions handing
     /// over an `sp_getapplock` lock.
     Handover,
+    /// One client holding many guards at once
+    /// ([`held_guards`](BenchOptions::held_guards) of them) for a window of
+    /// at least a renewal period: its sessions on the server, its calls a
+    /// second, the server's CPU and its memory per lease, renewing together
+    /// and, beside it, one by one. Not part of the default run.
+    Held,
 }
 
 /// What to run. Setters take `&mut self` and chain, as
@@ -85,6 +93,7 @@ pub struct BenchOptions {
     key_prefix: String,
     interrupt: CancellationToken,
     telemetry: Option<Telemetry>,
+    held_guards: Vec<u32>,
 }
 
 impl Default for BenchOptions {
@@ -106,6 +115,7 @@ impl Default for BenchOptions {
             key_prefix: "fencepost-bench:".to_string(),
             interrupt: CancellationToken::new(),
             telemetry: None,
+            held_guards: vec![100, 1_000, 10_000],
         }
     }
 }
@@ -146,6 +156,13 @@ impl BenchOptions {
     /// [`BenchError::Interrupted`].
     pub fn interrupt(&mut self, token: CancellationToken) -> &mut Self {
         self.interrupt = token;
+        self
+    }
+
+    /// How many guards `held` holds at once, one row (and its baseline) per
+    /// size, in order: 100, 1,000 and 10,000 by default.
+    pub fn held_guards(&mut self, sizes: impl IntoIterator<Item = u32>) -> &mut Self {
+        self.held_guards = sizes.into_iter().collect();
         self
     }
 
@@ -215,17 +232,27 @@ pub async fn run(
     let measured = tokio::select! {
         biased;
         _ = options.interrupt.cancelled() => Err(BenchError::Interrupted),
-        measured = scenarios(target, options, &keys, scratch.as_ref(), &clients, events) => measured,
+        measured = async {
+            let scenarios = scenarios(target, options, &keys, scratch.as_ref(), &clients, events).await?;
+            let held = if options.workloads.contains(&Workload::Held) {
+                held::run(target, &keys, &options.held_guards, workers, options.stop, events).await?
+            } else {
+                Vec::new()
+            };
+            Ok((scenarios, held))
+        } => measured,
     };
     drop(clients);
     let cleaned_up = clean_up(&mut admin, &keys, scratch.as_ref(), events).await;
+    let (scenarios, held) = measured?;
     let mut report = Report {
         engine,
         workers: workers as u32,
         client_peak_memory_kib: usage::peak_memory_kib(),
         telemetry: options.telemetry.is_some(),
         telemetry_recorded: options.telemetry.as_ref().map(Telemetry::recorded),
-        scenarios: measured?,
+        scenarios,
+        held,
     };
     report.compute_ratios();
     Ok(BenchRun { report, cleaned_up })

@@ -6,6 +6,8 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use super::held::Held;
+use super::stats::round;
 use super::telemetry::TelemetryRecorded;
 
 /// The scenarios every other one is compared with, in the order they run.
@@ -31,6 +33,9 @@ pub struct Report {
     pub telemetry_recorded: Option<TelemetryRecorded>,
     /// Every scenario that ran, baselines first.
     pub scenarios: Vec<Scenario>,
+    /// What holding many leases at once cost (`--workload held`), each size
+    /// renewing together and then one by one; empty when it did not run.
+    pub held: Vec<Held>,
 }
 
 /// One measured scenario.
@@ -117,9 +122,6 @@ impl Report {
             );
             rows.push(row);
         }
-        let widths: Vec<usize> = (0..rows[0].len())
-            .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-            .collect();
         let memory = self
             .client_peak_memory_kib
             .map_or("unknown".to_string(), |kib| format!("{kib} KiB"));
@@ -138,44 +140,91 @@ impl Report {
             "engine: {}\nworkers: {}\nclient peak memory: {memory}\ntelemetry: {telemetry}\n\n",
             self.engine, self.workers
         );
-        for (i, row) in rows.iter().enumerate() {
-            let cells: Vec<String> = row
-                .iter()
-                .zip(&widths)
-                .enumerate()
-                .map(|(c, (cell, w))| {
-                    if c == 0 {
-                        format!("{cell:<w$}")
-                    } else {
-                        format!("{cell:>w$}")
-                    }
-                })
-                .collect();
-            let _ = writeln!(out, "| {} |", cells.join(" | "));
-            if i == 0 {
-                // Markdown: numbers align right, the colon against the pipe.
-                let rule: Vec<String> = widths
-                    .iter()
-                    .enumerate()
-                    .map(|(c, w)| {
-                        if c == 0 {
-                            "-".repeat(w + 2)
-                        } else {
-                            format!("{}:", "-".repeat(w + 1))
-                        }
-                    })
-                    .collect();
-                let _ = writeln!(out, "|{}|", rule.join("|"));
+        if !self.scenarios.is_empty() {
+            out.push_str(&markdown_table(&rows));
+        }
+        if !self.held.is_empty() {
+            if !self.scenarios.is_empty() {
+                out.push('\n');
             }
+            out.push_str(&markdown_table(&held_rows(&self.held)));
         }
         out
     }
 }
 
-/// `value` rounded to `places` decimals, so the JSON shows what a person reads.
-pub(crate) fn round(value: f64, places: i32) -> f64 {
-    let scale = 10f64.powi(places);
-    (value * scale).round() / scale
+/// The rows of `held`, a header first.
+fn held_rows(held: &[Held]) -> Vec<Vec<String>> {
+    let header = [
+        "held guards",
+        "renewals",
+        "window s",
+        "server sessions",
+        "calls/s",
+        "signal requests/s",
+        "server CPU us/lease/s",
+        "client bytes/lease",
+        "lost",
+    ];
+    let mut rows = vec![header.iter().map(|h| h.to_string()).collect::<Vec<_>>()];
+    let or_dash = |value: Option<String>| value.unwrap_or_else(|| "-".to_string());
+    for h in held {
+        rows.push(vec![
+            h.guards.to_string(),
+            match h.renewals {
+                super::held::Renewals::Together => "together".to_string(),
+                super::held::Renewals::OneByOne => "one by one".to_string(),
+            },
+            format!("{:.1}", h.window_s),
+            or_dash(h.server_sessions.map(|n| n.to_string())),
+            format!("{:.1}", h.calls_per_s),
+            format!("{:.1}", h.signal_requests_per_s),
+            or_dash(h.server_cpu_us_per_lease_s.map(|c| format!("{c:.2}"))),
+            or_dash(h.client_bytes_per_lease.map(|b| format!("{b:.0}"))),
+            h.lost.to_string(),
+        ]);
+    }
+    rows
+}
+
+/// `rows` (a header first) as a Markdown table: the first column aligned
+/// left, the others, numbers, right.
+fn markdown_table(rows: &[Vec<String>]) -> String {
+    let mut out = String::new();
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for (i, row) in rows.iter().enumerate() {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(c, (cell, w))| {
+                if c == 0 {
+                    format!("{cell:<w$}")
+                } else {
+                    format!("{cell:>w$}")
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+        if i == 0 {
+            // Markdown: numbers align right, the colon against the pipe.
+            let rule: Vec<String> = widths
+                .iter()
+                .enumerate()
+                .map(|(c, w)| {
+                    if c == 0 {
+                        "-".repeat(w + 2)
+                    } else {
+                        format!("{}:", "-".repeat(w + 1))
+                    }
+                })
+                .collect();
+            let _ = writeln!(out, "|{}|", rule.join("|"));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -204,6 +253,7 @@ mod tests {
             telemetry: false,
             telemetry_recorded: None,
             scenarios,
+            held: Vec::new(),
         };
         report.compute_ratios();
         report
@@ -263,6 +313,60 @@ mod tests {
         assert_eq!(json["client_peak_memory_kib"], 1024);
         assert_eq!(json["telemetry"], false);
         assert!(json["telemetry_recorded"].is_null());
+    }
+
+    fn held(guards: u32, renewals: super::super::held::Renewals, cpu: Option<f64>) -> Held {
+        Held {
+            guards,
+            renewals,
+            window_s: 11.0,
+            server_sessions: Some(5),
+            calls_per_s: 1.2,
+            signal_requests_per_s: 1.0,
+            server_cpu_us_per_lease_s: cpu,
+            client_bytes_per_lease: Some(900.0),
+            lost: 0,
+        }
+    }
+
+    #[test]
+    fn held_is_a_second_table_and_a_list_in_the_json() {
+        use super::super::held::Renewals;
+        let mut r = report(vec![scenario("select1", 1.0)]);
+        assert!(serde_json::to_value(&r).unwrap()["held"].as_array().unwrap().is_empty());
+        r.held = vec![
+            held(1000, Renewals::Together, None),
+            held(1000, Renewals::OneByOne, Some(3.25)),
+        ];
+        let text = r.to_text();
+        let tables: Vec<&str> = text.split("\n\n").filter(|t| t.starts_with('|')).collect();
+        assert_eq!(tables.len(), 2, "{text}");
+        assert!(tables[1].starts_with("| held guards |"), "{text}");
+        assert!(
+            tables[1].contains("| together |") || tables[1].contains("together |"),
+            "{text}"
+        );
+        assert!(tables[1].contains("3.25"), "{text}");
+        let json = serde_json::to_value(&r).unwrap();
+        let row = &json["held"][1];
+        let mut keys: Vec<&String> = row.as_object().unwrap().keys().collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            [
+                "calls_per_s",
+                "client_bytes_per_lease",
+                "guards",
+                "lost",
+                "renewals",
+                "server_cpu_us_per_lease_s",
+                "server_sessions",
+                "signal_requests_per_s",
+                "window_s",
+            ]
+        );
+        assert_eq!(row["renewals"], "one_by_one");
+        assert!(json["held"][0]["server_cpu_us_per_lease_s"].is_null());
     }
 
     #[test]

@@ -11,7 +11,8 @@ use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::report::{Scenario, round};
+use super::report::Scenario;
+use super::stats::round;
 use super::stats::{Latencies, Percentiles};
 use super::usage;
 use super::{BenchError, Event, Stop};

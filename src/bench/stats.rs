@@ -71,6 +71,12 @@ impl Percentiles {
     }
 }
 
+/// `value` rounded to `places` decimals, so the JSON shows what a person reads.
+pub(crate) fn round(value: f64, places: i32) -> f64 {
+    let scale = 10f64.powi(places);
+    (value * scale).round() / scale
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,21 @@ pub(crate) fn peak_memory_kib() -> Option<u64> {
     Some(if cfg!(target_os = "macos") { peak / 1024 } else { peak })
 }
 
+/// The resident set of this process now, in KiB (Linux: `/proc/self/statm`).
+#[cfg(target_os = "linux")]
+pub(crate) fn resident_kib() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf reads a constant of the system and writes nothing.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    Some(pages * u64::try_from(page).ok()? / 1024)
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn resident_kib() -> Option<u64> {
+    None
+}
+
 #[cfg(unix)]
 fn resource_usage() -> Option<libc::rusage> {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
@@ -65,5 +80,7 @@ mod tests {
             started.elapsed()
         );
         assert!(peak_memory_kib().unwrap() > 0);
+        #[cfg(target_os = "linux")]
+        assert!(resident_kib().unwrap() > 0);
     }
 }

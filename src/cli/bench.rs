@@ -91,6 +91,7 @@ fn options(args: &BenchArgs) -> BenchOptions {
             WorkloadArg::Contended => Workload::Contended,
             WorkloadArg::Renew => Workload::Renew,
             WorkloadArg::Handover => Workload::Handover,
+            WorkloadArg::Held => Workload::Held,
         })
         .collect();
     if workloads.is_empty() {
@@ -107,7 +108,8 @@ fn options(args: &BenchArgs) -> BenchOptions {
         .stop(stop)
         .warmup(args.warmup)
         .workloads(workloads)
-        .key_prefix(&args.key_prefix);
+        .key_prefix(&args.key_prefix)
+        .held_guards(args.held_guards.iter().copied());
     if args.telemetry {
         // Made by start_telemetry, unless the run began without it: then
         // the report shows that nothing was recorded.

@@ -762,6 +762,12 @@ pub enum WorkloadArg {
     /// (handover_polling), beside two sessions handing over an sp_getapplock
     /// session lock (applock_handover).
     Handover,
+    /// One client holding many guards of 30 s at once (--held-guards) for
+    /// the measured time, at least 11 s: its sessions on the server, its
+    /// calls a second, the server's CPU and its memory per lease, with the
+    /// renewals due together in one call and, beside it, one call each. Only
+    /// when asked for.
+    Held,
 }
 
 /// `fencepost bench`.
@@ -783,9 +789,14 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 2, value_name = "N")]
     pub warmup: u32,
     /// Workloads to run after the baselines (repeatable or comma-separated)
-    /// [default: all].
+    /// [default: all but held].
     #[arg(long = "workload", value_enum, value_delimiter = ',', value_name = "WORKLOAD")]
     pub workloads: Vec<WorkloadArg>,
+    /// How many guards the held workload holds at once, one row each
+    /// (comma-separated).
+    #[arg(long, value_delimiter = ',', value_name = "N", default_value = "100,1000,10000",
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub held_guards: Vec<u32>,
     /// The start of every key the bench makes; a run id follows it.
     #[arg(long, default_value = "fencepost-bench:", value_name = "PREFIX")]
     pub key_prefix: String,

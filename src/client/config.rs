@@ -75,22 +75,25 @@ impl ClientConfig {
     /// one, at most 32 (one in steady use). So a guard keeps renewing while
     /// the service's own work holds all `max`, and a guard whose renewals hang
     /// holds two at most while the others renew. Handover signal sessions:
-    /// one per held guard and one per waiting acquire while it waits, at most
+    /// two that every held guard's signal shares, however many guards, and
+    /// one per waiting acquire while it waits, at most
     /// [`signal_sessions`](Self::signal_sessions) (by default `max(max,
-    /// 4)`). A client opens at most `max + 32 + signal_sessions` sessions.
+    /// 4)`). A client opens at most `max + 32 + 2 + signal_sessions`
+    /// sessions, and one that only holds leases `max + 32 + 2`.
     pub fn max_connections(&mut self, max: u32) -> &mut Self {
         self.max_connections = max.max(1);
         self
     }
 
-    /// The most handover signal sessions the client opens (at least 1;
-    /// default `max(max_connections, 4)`). Each guard holding a lease keeps
-    /// one for its tenure, and each `acquire_waiting` one while it waits, so
-    /// a service that holds more leases at once than this raises no signal
-    /// for the rest: their waiters poll, about half a second a handover
+    /// The most sessions the client's waiting acquires block on the handover
+    /// signal on (at least 1; default `max(max_connections, 4)`): each
+    /// `acquire_waiting` takes one while it waits, so beyond this many
+    /// waiting at once the others poll, about half a second a handover
     /// instead of a few milliseconds. The client warns once when that
     /// happens, and the gauge `fencepost.signal.sessions` shows how many are
-    /// in use. Each is a session on the server.
+    /// in use. Each is a session on the server. The guards' own signals do
+    /// not count here: every guard of a client holds its signal on two
+    /// sessions they share.
     pub fn signal_sessions(&mut self, max: u32) -> &mut Self {
         self.signal_sessions = Some(max.max(1));
         self

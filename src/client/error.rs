@@ -361,6 +361,20 @@ impl Error {
         }
     }
 
+    /// Whether the server said the procedure called does not exist: a
+    /// database older than the contract version that added it.
+    pub(crate) fn procedure_is_missing(&self) -> bool {
+        match self {
+            Error::Server {
+                procedure,
+                number,
+                message,
+                ..
+            } => crate::tsql::is_missing_procedure(*number, message, procedure),
+            _ => false,
+        }
+    }
+
     /// An error the server raised in `procedure`: one of the contract's numbers
     /// becomes [`Error::Rejected`] with the parameter that number is about,
     /// whatever the message says; any other number stays a server error.

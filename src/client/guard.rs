@@ -12,7 +12,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use uuid::Uuid;
 
-use super::hedged_renew::{self, Renewal};
+use super::hedged_renew::Renewal;
+use super::signal_holder::SignalHandle;
 use super::{
     BeginFenced, Client, Error, FencedOutcome, FencedTx, Lease, Publish, Release, fenced_transaction, fenced_tx,
 };
@@ -101,13 +102,13 @@ pub(crate) enum Ending {
 /// take it at once instead of waiting for it to expire.
 ///
 /// While it holds the lease, a guard also keeps the lease's handover signal
-/// raised: an exclusive session application lock named after the key, on a
-/// session of the client's own (one more session per held guard), taken in
-/// the background 10 ms after the guard is made, so a quicker tenure costs
-/// no signal. It lets go of it right
-/// after the lease was given back (or lost), which wakes a
-/// [`acquire_waiting`](Client::acquire_waiting) blocked on it at once. The
-/// lock decides nothing: the fence row alone grants the lease.
+/// raised: an exclusive session application lock named after the key, on
+/// one of the two sessions its client keeps for every guard's signal, taken
+/// in the background 10 ms after the guard is made, so a quicker tenure
+/// costs no signal. It lets go of it right after the lease was given back
+/// (or lost), which wakes a [`acquire_waiting`](Client::acquire_waiting)
+/// blocked on it at once. The lock decides nothing: the fence row alone
+/// grants the lease.
 #[must_use = "dropping the guard releases the lease"]
 pub struct LeaseGuard {
     client: Client,
@@ -116,11 +117,12 @@ pub struct LeaseGuard {
     stop: CancellationToken,
     /// Cancelled when the lease is lost, released or dropped.
     ended: CancellationToken,
-    /// Lowers the handover signal (see `handover`): cancelled once the lease
-    /// is given back for sure, or lost, or at the latest when a dropped
+    /// The handover signal (see `handover`): abandoned (never raised, if not
+    /// yet) when the guard begins giving the lease back, and lowered once the
+    /// lease is given back for sure, or lost, or at the latest when a dropped
     /// guard's background release ended, never before: a waiter woken while
     /// the lease is still held would only find it busy.
-    lower_signal: CancellationToken,
+    signal: SignalHandle,
     /// Held by each renewal attempt and by each fenced transaction of this
     /// guard, so a renewal never waits on the row lock of its own holder.
     row: Arc<Mutex<()>>,
@@ -164,11 +166,10 @@ impl Client {
     pub fn guard(&self, lease: Lease) -> LeaseGuard {
         meter::guards_held(1.0);
         let span = span::renewals_span(&lease);
-        let lower_signal = CancellationToken::new();
         let stop = CancellationToken::new();
-        // A guard that stopped renewing is giving the lease back: a signal
-        // not raised by then is not raised.
-        self.raise_signal(lease.key(), stop.clone(), lower_signal.clone());
+        // A guard that stops renewing is giving the lease back: a signal
+        // not raised by then is not raised (see `stop`).
+        let signal = self.raise_signal(lease.key());
         let (sender, state) = watch::channel(Held { lease, lost: None });
         let ended = CancellationToken::new();
         let row = Arc::new(Mutex::new(()));
@@ -177,7 +178,7 @@ impl Client {
         let report = Report {
             state: sender,
             ended: ended.clone(),
-            lower_signal: lower_signal.clone(),
+            signal: signal.clone(),
             loss: Some(died("it panicked or was aborted")),
         };
         let renewals =
@@ -187,7 +188,7 @@ impl Client {
             state,
             stop,
             ended,
-            lower_signal,
+            signal,
             row,
             transaction_open: Arc::new(AtomicBool::new(false)),
             renewals: Some(renewals),
@@ -434,7 +435,7 @@ impl LeaseGuard {
     /// stopped). The lease stays held until released or dropped.
     pub(crate) async fn stop_renewing(&mut self) -> Option<Ending> {
         let renewals = self.renewals.take()?;
-        self.stop.cancel();
+        self.stopping();
         Some(match renewals.await {
             Ok(ending) => ending,
             // The task panicked or was aborted: nobody renews any more, so the
@@ -446,21 +447,30 @@ impl LeaseGuard {
     /// Forgets the lease without releasing it, after it was given back by an
     /// accepted publish-and-release or lost to a successor.
     pub(crate) fn forget(mut self) {
-        self.stop.cancel();
+        self.stopping();
         self.renewals = None;
         self.needs_release = false;
+    }
+}
+
+impl LeaseGuard {
+    /// Stops the renewals, and the signal if it is not raised yet: the
+    /// lease is being given back.
+    fn stopping(&self) {
+        self.stop.cancel();
+        self.signal.abandon();
     }
 }
 
 impl Drop for LeaseGuard {
     fn drop(&mut self) {
         meter::guards_held(-1.0);
-        self.stop.cancel();
+        self.stopping();
         self.ended.cancel();
         let renewals = self.renewals.take();
-        let lower_signal = self.lower_signal.clone();
+        let signal = self.signal.clone();
         if !self.needs_release || self.lost_reason() == Some(LostReason::Renewal) {
-            lower_signal.cancel();
+            signal.lower();
             return;
         }
         let lease = self.lease();
@@ -469,7 +479,7 @@ impl Drop for LeaseGuard {
                 key = lease.key(),
                 "guard dropped outside a runtime; the lease will expire"
             );
-            lower_signal.cancel();
+            signal.lower();
             return;
         };
         let client = self.client.clone();
@@ -482,7 +492,7 @@ impl Drop for LeaseGuard {
                 let _ = renewals.await;
             }
             client.release_quietly(&lease).await;
-            lower_signal.cancel();
+            signal.lower();
         });
     }
 }
@@ -524,7 +534,7 @@ async fn renew_until_stopped(
 struct Report {
     state: watch::Sender<Held>,
     ended: CancellationToken,
-    lower_signal: CancellationToken,
+    signal: SignalHandle,
     loss: Option<LostReason>,
 }
 
@@ -539,7 +549,7 @@ impl Drop for Report {
                 held.lost.get_or_insert(reason);
             });
             self.ended.cancel();
-            self.lower_signal.cancel();
+            self.signal.lower();
         }
     }
 }
@@ -560,7 +570,11 @@ async fn keep_renewed(client: &Client, state: &watch::Sender<Held>, row: &Mutex<
     let ahead = loss_margin(length);
     loop {
         let give_up = lease.local_deadline() - ahead;
-        let next = lease.local_deadline() - length + period;
+        // On the client's grid of ticks, so the guards due together renew
+        // in one call (see `renewal_batch`).
+        let next = client
+            .renewal_batches
+            .tick_of(lease.local_deadline() - length + period, period);
         tokio::time::sleep_until(next.min(give_up)).await;
         // A fenced transaction of this guard holds the row: wait for its
         // commit rather than queue a renewal behind its lock.
@@ -570,7 +584,7 @@ async fn keep_renewed(client: &Client, state: &watch::Sender<Held>, row: &Mutex<
         if Instant::now() >= give_up {
             return unconfirmed(None);
         }
-        match hedged_renew::renew_hedged(client, &lease, give_up, retry_pause).await {
+        match client.renew_together(&lease, give_up, retry_pause).await {
             Renewal::Renewed(renewed) => {
                 lease = renewed;
                 state.send_modify(|held| held.lease = lease.clone());

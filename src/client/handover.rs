@@ -2,13 +2,14 @@
 //! from the engine's lock queue, instead of at its next poll.
 //!
 //! While a [`LeaseGuard`](super::LeaseGuard) holds a lease (from its 10th
-//! millisecond: a quicker tenure costs no signal), it keeps an exclusive
-//! session application lock (`sp_getapplock`) named after the key on a
-//! session of its own, and lets go of it only after the fence row said
-//! `Released` (or the lease was lost, or the guard ended). A waiting acquire
-//! blocks on a shared request for that lock inside the same batch as its
-//! `Acquire`, so the engine wakes it the moment the holder lets go, and it
-//! asks the fence at once, in the same request.
+//! millisecond: a quicker tenure costs no signal), its client keeps an
+//! exclusive session application lock (`sp_getapplock`) named after the key,
+//! on one of the few sessions all its guards share (see `signal_holder`),
+//! and lets go of it only after the fence row said `Released` (or the lease
+//! was lost, or the guard ended). A waiting acquire blocks on a shared
+//! request for that lock inside the same batch as its `Acquire`, on a
+//! session of its own, so the engine wakes it the moment the holder lets
+//! go, and it asks the fence at once, in the same request.
 //!
 //! The lock is only a wake-up call. The fence row stays the only authority:
 //! a waiter woken by the lock still asks `Acquire`, which may answer `Busy`
@@ -24,13 +25,13 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::call::batch_on;
 use super::config::ClientConfig;
 use super::contract::Procedure;
 use super::pool::{Manager, Session};
+use super::signal_holder::SignalHandle;
 use super::span::About;
 use super::{Acquire, Client, Error, input, meter};
 use crate::connection::ConnectError;
@@ -39,14 +40,9 @@ use crate::tsql::after_applock;
 /// What every signal's lock name starts with.
 const RESOURCE_PREFIX: &str = "fencepost:lease:";
 
-/// The fewest signal sessions a client may open, whatever its pool size: a
-/// guard held and a waiter on another key need one each.
+/// The fewest sessions a client's waiting acquires may block on at once,
+/// whatever its pool size.
 const MIN_SESSIONS: u32 = 4;
-
-/// How long a guard's lock request may queue behind the waiters that hold
-/// the lock for an instant (shared, between their wake-up and their
-/// `Acquire`), or behind a predecessor still letting go.
-const RAISE_WAIT: Duration = Duration::from_secs(5);
 
 /// The application lock that signals the lease on `key`:
 /// `fencepost:lease:` and the SHA-256 of the key's UTF-8 bytes in lower-case
@@ -59,15 +55,16 @@ pub(crate) fn resource(key: &str) -> String {
     format!("{RESOURCE_PREFIX}{}", hex::encode(Sha256::digest(key.as_bytes())))
 }
 
-/// How many signal sessions `config`'s client may keep open.
+/// How many sessions `config`'s client may keep open for its waiting
+/// acquires (its guards' signals share a few of their own).
 pub(crate) fn sessions(config: &ClientConfig) -> u32 {
     config
         .signal_sessions
         .unwrap_or_else(|| config.max_connections.max(MIN_SESSIONS))
 }
 
-/// The pool of signal sessions, as `pool::build` makes the others, each
-/// session warmed up as it opens.
+/// The pool of the waiters' signal sessions, as `pool::build` makes the
+/// others, each session warmed up as it opens.
 pub(crate) fn pool(config: &ClientConfig, manager: Manager) -> bb8::Pool<Manager> {
     let warm_up = WarmUp {
         server: manager.connection_string.server(),
@@ -121,25 +118,6 @@ impl bb8::CustomizeConnection<Session, ConnectError> for WarmUp {
 
 const WARM_UP: &str = "EXEC fence_api.Acquire @ResourceKey = @P1, @Owner = @P2, @LeaseSeconds = @P3;";
 
-/// How long a guard holds its lease before it raises the signal: a tenure
-/// shorter than this (a quick `run_fenced`) costs no signal session and no
-/// request beside its own calls, and its waiters poll.
-const RAISE_AFTER: Duration = Duration::from_millis(10);
-
-/// Takes the exclusive lock, answering sp_getapplock's status (0 or 1:
-/// granted).
-const RAISE: &str = concat!(
-    "DECLARE @Status int;
-EXEC @Status = sp_getapplock @Resource = @P1, @LockMode = N'Exclusive', @LockOwner = N'Session', @LockTimeout = @P2;
-",
-    after_applock!("@Status"),
-    "
-SELECT @Status AS Status;"
-);
-
-/// Lets go of the lock [`RAISE`] took.
-const LOWER: &str = "EXEC sp_releaseapplock @Resource = @P1, @LockOwner = N'Session';";
-
 /// A waiting acquire in one request: block on the signal for at most `@P5`
 /// ms (shared, so waiters never queue behind each other), let go of it at
 /// once, then `Acquire`. Its rows: the `Acquire` row, then how the wait
@@ -156,6 +134,11 @@ IF @Signal >= 0 EXEC sp_releaseapplock @Resource = @P4, @LockOwner = N'Session';
 EXEC fence_api.Acquire @ResourceKey = @P1, @Owner = @P2, @LeaseSeconds = @P3;
 SELECT @Signal AS Signal, @Waited AS WaitedMicroseconds;"
 );
+
+/// The least time a waiting attempt gives its checkout of a signal session,
+/// whatever it may wait: enough for the check of an idle session, not for
+/// opening one (which goes on in the background for the next attempt).
+const CHECKOUT_GRACE: Duration = Duration::from_millis(50);
 
 /// Whether a granted signal was held by someone when the wait began.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -187,8 +170,8 @@ pub(crate) enum Woke {
 }
 
 impl Client {
-    /// Warns, once per client, when every signal session is in use: from then
-    /// on some held leases raise no signal and their waiters poll.
+    /// Warns, once per client, when every waiter's signal session is in
+    /// use: from then on further waiting acquires poll.
     fn warn_if_signals_ran_out(&self) {
         let state = self.signals.state();
         if state.connections < sessions(&self.config) || state.idle_connections > 0 {
@@ -197,90 +180,35 @@ impl Client {
         if !self.signals_ran_out.swap(true, std::sync::atomic::Ordering::Relaxed) {
             tracing::warn!(
                 signal_sessions = state.connections,
-                "every handover signal session is in use (one per held guard, one per waiting acquire): further \
-                 guards raise no signal and their waiters poll, about half a second a handover; raise \
-                 ClientConfig::signal_sessions"
+                "every handover signal session is in use (one per waiting acquire): further waiters poll, \
+                 about half a second a handover; raise ClientConfig::signal_sessions"
             );
         }
     }
 
-    /// Raises the signal of the lease on `key` in the background, after
-    /// [`RAISE_AFTER`], on a signal session of its own, until `lower` is
-    /// cancelled; not at all once `ending` is cancelled first (the guard
-    /// began giving the lease back: its release wakes a waiter soon, and
-    /// a tenure that ends this quickly costs no request beside its own
-    /// calls, however busy the machine). Raising costs
-    /// the caller nothing: a lease is never held up for its signal, and one
-    /// that could not be raised (no session, the lock still held by a
-    /// predecessor) leaves waiters to poll.
-    pub(crate) fn raise_signal(&self, key: &str, ending: CancellationToken, lower: CancellationToken) {
+    /// Raises the signal of the lease on `key` after
+    /// [`RAISE_AFTER`](super::signal_holder::RAISE_AFTER), on one of the
+    /// sessions every guard of this client shares (see `signal_holder`),
+    /// until the handle lowers it; not at all if the handle abandons it
+    /// first (the guard began giving the lease back: its release wakes a
+    /// waiter soon, and a tenure that ends this quickly costs no request
+    /// beside its own calls). Raising costs the caller nothing: a lease is
+    /// never held up for its signal, and one that could not be raised leaves
+    /// waiters to poll.
+    pub(crate) fn raise_signal(&self, key: &str) -> SignalHandle {
         // A fake has no sessions to hold a lock on: its waiters poll.
         #[cfg(feature = "fake")]
         if self.as_fake().is_some() {
-            return;
+            return SignalHandle::inert();
         }
-        let (client, resource) = (self.clone(), resource(key));
-        tokio::spawn(async move { client.hold_signal(&resource, ending, lower).await });
+        self.signal_holders.raise(resource(key))
     }
 
-    async fn hold_signal(&self, resource: &str, ending: CancellationToken, lower: CancellationToken) {
-        tokio::select! {
-            biased;
-            _ = lower.cancelled() => return,
-            _ = ending.cancelled() => return,
-            _ = tokio::time::sleep(RAISE_AFTER) => {}
-        }
-        let checkout = tokio::select! {
-            biased;
-            _ = lower.cancelled() => return,
-            _ = ending.cancelled() => return,
-            // Bounded as any checkout is: a new signal session signs in
-            // and compiles `Acquire` first, which on a busy engine takes
-            // longer than the lock request's own bound.
-            checkout = tokio::time::timeout(self.config.checkout_timeout, self.signals.get_owned()) => checkout,
-        };
-        meter::signal_sessions(&self.signals);
-        let Ok(Ok(mut session)) = checkout else {
-            self.warn_if_signals_ran_out();
-            tracing::debug!(resource, "no session for the handover signal; waiters will poll");
-            return;
-        };
-        // Not cancelled half way: a request dropped mid-flight would cost the
-        // session (see `Session::in_call`). A guard that ended meanwhile
-        // lowers the signal right after.
-        match raise(&mut session, resource).await {
-            // The session holds the lock until LOWER answers: if this task
-            // is dropped before (its runtime shut down while the client
-            // lives on), the pool must close the session, which lets go of
-            // the lock, never hand it to a waiter still holding it.
-            Ok(true) => session.in_call = true,
-            Ok(false) => {
-                tracing::debug!(
-                    resource,
-                    "the handover signal is still held by another; waiters will poll"
-                );
-                return;
-            }
-            Err(error) => {
-                tracing::debug!(resource, %error, "raising the handover signal failed; waiters will poll");
-                session.in_call = true;
-                return;
-            }
-        }
-        lower.cancelled().await;
-        let timeout = self.config.release_timeout;
-        match tokio::time::timeout(timeout, exchange(&mut session, LOWER, &[&resource])).await {
-            Ok(Ok(_)) => {}
-            failed => {
-                // Closing the session lets go of the lock as surely.
-                tracing::debug!(
-                    resource,
-                    ?failed,
-                    "lowering the handover signal failed; closing its session"
-                );
-                session.in_call = true;
-            }
-        }
+    /// Requests sent on the sessions this client's guards hold their
+    /// signals on: what holding leases costs beside the renewals.
+    #[cfg(feature = "bench")]
+    pub(crate) fn signal_requests_sent(&self) -> u64 {
+        self.signal_holders.requests_sent()
     }
 
     /// One waiting attempt as `owner`: waits up to `wait` for the signal of
@@ -310,7 +238,12 @@ impl Client {
             let (answer, sent_at) = self.acquire_timed(key, owner, length).await?;
             return Ok((answer, sent_at, Woke::NoSession));
         }
-        let checkout = tokio::time::timeout_at(deadline, self.signals.get()).await;
+        // Never less than a moment to check out: a session idle for a while
+        // is checked first (a round trip), and an attempt that may not wait
+        // (a poll that learns whether a signal was raised) would otherwise
+        // never get one, and never block on a signal again.
+        let checkout_by = deadline.max(sent_at + CHECKOUT_GRACE);
+        let checkout = tokio::time::timeout_at(checkout_by, self.signals.get()).await;
         meter::signal_sessions(&self.signals);
         let Ok(Ok(mut session)) = checkout else {
             self.warn_if_signals_ran_out();
@@ -318,7 +251,13 @@ impl Client {
             let (answer, sent_at) = self.acquire_timed(key, owner, length).await?;
             return Ok((answer, sent_at, Woke::NoSession));
         };
-        let millis = i32::try_from(deadline.saturating_duration_since(Instant::now()).as_millis()).unwrap_or(i32::MAX);
+        // At least a millisecond: Babelfish 4.2 answers a request that may
+        // not wait at all (`@LockTimeout = 0`) with -999 ("unavailable")
+        // rather than -1 when someone holds the lock, which would read as
+        // no signal, and a poll would never block on a signal again.
+        let millis = i32::try_from(deadline.saturating_duration_since(Instant::now()).as_millis())
+            .unwrap_or(i32::MAX)
+            .max(1);
         let resource = resource(key);
         let arguments: [&dyn tiberius::ToSql; 5] = [&key, &owner, &seconds, &resource, &millis];
         let exchange = Box::pin(batch_on(
@@ -351,14 +290,6 @@ impl Client {
         let answer = super::api::acquire_answer(reply, key, owner, length, acquire_sent)?;
         Ok((answer, acquire_sent, woke))
     }
-}
-
-/// Takes the signal's lock on `session`: whether it was granted.
-async fn raise(session: &mut Session, resource: &str) -> Result<bool, tiberius::error::Error> {
-    let millis = i32::try_from(RAISE_WAIT.as_millis()).unwrap_or(i32::MAX);
-    let rows = exchange(session, RAISE, &[&resource, &millis]).await?;
-    let status = rows.first().and_then(|row| row.get::<i32, _>(0));
-    Ok(matches!(status, Some(0 | 1)))
 }
 
 /// Runs `statement` on `session` and returns its rows, keeping the session

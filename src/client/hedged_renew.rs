@@ -24,8 +24,9 @@ use tokio::time::Instant;
 
 use super::{Client, Error, Lease, Renew};
 
-/// Attempts of one guard in flight at once: its own and the spare.
-const MAX_IN_FLIGHT: usize = 2;
+/// Attempts of one guard (or one call renewing many) in flight at once: its
+/// own and the spare.
+pub(crate) const MAX_IN_FLIGHT: usize = 2;
 
 /// Second attempts in flight at once across all the guards of a client.
 pub(crate) const SPARE_ATTEMPTS: usize = 1;
@@ -60,7 +61,7 @@ pub(crate) enum Renewal {
 /// How long an attempt started now waits alone before a second one joins
 /// it: a quarter of the time left until `give_up`, so the second attempt has
 /// three quarters of it for its login and its call.
-fn hedge_delay(now: Instant, give_up: Instant) -> Duration {
+pub(crate) fn hedge_delay(now: Instant, give_up: Instant) -> Duration {
     (give_up.saturating_duration_since(now) / 4).max(MIN_HEDGE_DELAY)
 }
 
@@ -117,7 +118,7 @@ pub(crate) async fn renew_hedged(client: &Client, lease: &Lease, give_up: Instan
 
 /// Which of the guard's two attempts an attempt is (see the module).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Slot {
+pub(crate) enum Slot {
     /// The guard's own: it waits for no other guard.
     Own,
     /// The client's spare, shared by every guard: it waits while another
@@ -128,14 +129,20 @@ enum Slot {
 /// One attempt, answering with the lease as it renewed it and the slot it
 /// took.
 async fn attempt(client: &Client, mut lease: Lease, slot: Slot) -> (Result<Renew, Error>, Lease, Slot) {
-    // Held until the attempt ends, or is dropped with the renewal; the
-    // semaphore is never closed.
-    let _spare = match slot {
-        Slot::Own => None,
-        Slot::Spare => client.renewal_spare.acquire().await.ok(),
-    };
+    let _spare = slot.take(client).await;
     let answer = client.renew(&mut lease).await;
     (answer, lease, slot)
+}
+
+impl Slot {
+    /// Waits for this slot: the spare is held until what it returns is
+    /// dropped, with the attempt; the semaphore is never closed.
+    pub(crate) async fn take(self, client: &Client) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        match self {
+            Slot::Own => None,
+            Slot::Spare => client.renewal_spare.acquire().await.ok(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -48,8 +48,14 @@ impl Lease {
     /// taken now: what the client's unit tests hold.
     #[cfg(test)]
     pub(crate) fn for_test(length: Duration) -> Self {
+        Lease::for_test_key("k", length)
+    }
+
+    /// [`for_test`](Lease::for_test) on key `key`.
+    #[cfg(test)]
+    pub(crate) fn for_test_key(key: &str, length: Duration) -> Self {
         Lease::new(
-            "k",
+            key,
             Uuid::new_v4(),
             1,
             length,

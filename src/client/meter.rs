@@ -32,8 +32,8 @@ pub const HANDOVER_WAIT: &str = "fencepost.handover.wait";
 pub const GUARDS_HELD: &str = "fencepost.guards.held";
 /// The pool's connections, by state (`idle`, `in_use`), sampled at each call.
 pub const POOL_CONNECTIONS: &str = "fencepost.pool.connections";
-/// The handover signal sessions, by state (`idle`, `in_use`), sampled as a
-/// guard or a waiter takes one.
+/// The sessions waiting acquires block on the handover signal on, by state
+/// (`idle`, `in_use`), sampled as a waiter takes one.
 pub const SIGNAL_SESSIONS: &str = "fencepost.signal.sessions";
 
 /// The bucket boundaries, in seconds, the conventions recommend for
@@ -116,6 +116,11 @@ mod on {
         }
     }
 
+    /// One lease's answer in a call that renewed many.
+    pub(crate) fn renewal_result(outcome: &'static str) {
+        counter!(RENEWALS, "result" => outcome).increment(1);
+    }
+
     pub(crate) fn lease_lost(reason: &'static str) {
         counter!(LEASES_LOST, "reason" => reason).increment(1);
     }
@@ -154,6 +159,7 @@ mod on {
 
     pub(crate) fn describe() {}
     pub(crate) fn call_ended(_: &ClientConfig, _: Procedure, _: Duration, _: Result<&str, &Error>, _: bool) {}
+    pub(crate) fn renewal_result(_: &'static str) {}
     pub(crate) fn lease_lost(_: &'static str) {}
     pub(crate) fn outcome_unknown(_: String) {}
     pub(crate) fn handover_wait(_: Duration) {}

@@ -32,8 +32,11 @@ mod outcome;
 mod parameter;
 mod pool;
 mod privilege;
+mod renew_many;
+mod renewal_batch;
 mod run_fenced;
 mod settle;
+mod signal_holder;
 mod span;
 mod token;
 mod verify;
@@ -61,6 +64,7 @@ pub use outcome::{
     Acquire, Inspection, LeaseState, OperationOutcome, Provision, Publication, Publish, RefusalReason, Release, Renew,
 };
 pub use parameter::Parameter;
+pub use renew_many::MAX_RENEW_MANY;
 pub use run_fenced::Fenced;
 #[cfg(feature = "artifacts")]
 pub(crate) use settle::Unresolved;
@@ -128,11 +132,16 @@ pub struct Client {
     /// slow one takes it, so one guard whose renewals hang holds two
     /// renewal connections at most.
     renewal_spare: Arc<Semaphore>,
-    /// The sessions of the handover signal: each held guard keeps an
-    /// application lock on one, and a waiting acquire blocks on one (see
-    /// `handover`). Apart from `pool`, so neither ever holds a connection
-    /// the service's own calls wait for. Opened as needed.
+    /// The guards' renewals due together, sent in one call (see
+    /// `renewal_batch`).
+    renewal_batches: Arc<renewal_batch::RenewalBatches>,
+    /// The sessions a waiting acquire blocks on the handover signal on, one
+    /// each (see `handover`). Apart from `pool`, so a waiter never holds a
+    /// connection the service's own calls wait for. Opened as needed.
     signals: bb8::Pool<Manager>,
+    /// The few sessions every guard's handover signal is held on (see
+    /// `signal_holder`), however many guards.
+    signal_holders: Arc<signal_holder::SignalHolders>,
     /// Set once every signal session was seen in use, so that is logged once.
     signals_ran_out: Arc<std::sync::atomic::AtomicBool>,
     config: Arc<ClientConfig>,
@@ -190,12 +199,18 @@ impl Client {
             hedged_renew::MAX_RENEWAL_CONNECTIONS,
             Manager::new(&config, last_connect_error.clone(), idle_check.clone()),
         );
+        let signal_holders = signal_holder::SignalHolders::new(
+            &config,
+            Manager::new(&config, last_connect_error.clone(), idle_check.clone()),
+        );
         let signals = handover::pool(&config, Manager::new(&config, last_connect_error.clone(), idle_check));
         Client {
             pool,
             renewals,
             renewal_spare: Arc::new(hedged_renew::spare()),
+            renewal_batches: Arc::new(renewal_batch::RenewalBatches::new()),
             signals,
+            signal_holders: Arc::new(signal_holders),
             signals_ran_out: Arc::default(),
             config: Arc::new(config),
             last_connect_error,
@@ -219,7 +234,7 @@ impl Client {
     /// have their own, every other call shares the ordinary one.
     pub(crate) fn pool_for(&self, procedure: Procedure) -> &bb8::Pool<Manager> {
         match procedure {
-            Procedure::Renew => &self.renewals,
+            Procedure::Renew | Procedure::RenewMany => &self.renewals,
             _ => &self.pool,
         }
     }

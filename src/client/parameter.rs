@@ -42,6 +42,9 @@ pub enum Parameter {
     Floor,
     /// `@DatabaseIdentity` of `fence_admin.Recover`: a non-nil id, or NULL.
     DatabaseIdentity,
+    /// `@Leases` of `fence_api.RenewMany` (contract v1.7): a JSON array of 1
+    /// to 1000 leases, each with its key, owner, generation and length.
+    Leases,
 }
 
 impl Parameter {
@@ -64,11 +67,13 @@ impl Parameter {
             Parameter::RecoveryId => "@RecoveryId",
             Parameter::Floor => "@Floor",
             Parameter::DatabaseIdentity => "@DatabaseIdentity",
+            Parameter::Leases => "@Leases",
         }
     }
 
     /// The parameter a documented contract error number is about: 50101–50109
-    /// (the services' procedures) and 50120–50126 and 50130 (the operators').
+    /// and 50133 (the services' procedures) and 50120–50126 and 50130 (the
+    /// operators').
     pub fn for_error_number(number: u32) -> Option<Parameter> {
         Some(match number {
             50101 => Parameter::ResourceKey,
@@ -87,6 +92,7 @@ impl Parameter {
             50125 => Parameter::Floor,
             50126 => Parameter::DatabaseIdentity,
             50130 => Parameter::OperationId,
+            50133 => Parameter::Leases,
             _ => return None,
         })
     }
@@ -122,6 +128,7 @@ mod tests {
             ]
         );
         assert_eq!(Parameter::for_error_number(50110), None);
+        assert_eq!(Parameter::for_error_number(50133), Some(Parameter::Leases));
     }
 
     #[test]

@@ -18,6 +18,10 @@ pub(crate) enum Answer {
     /// as a database without the called procedure answers 2812: a whole
     /// round trip, for what must hold of any call.
     FailEachRequest { number: u32, message: &'static str },
+    /// Signs the login in, then reads every request and answers none, as a
+    /// session on a server that stopped answering (a half-open socket after
+    /// a failover, a stalled network path).
+    SilentAfterLogin,
 }
 
 /// A running stand-in; it stops with the test's runtime.
@@ -87,6 +91,12 @@ async fn serve(mut stream: TcpStream, answer: Answer, logins: Arc<Mutex<Vec<Vec<
                     return;
                 }
             }
+        }
+        Answer::SilentAfterLogin => {
+            if stream.write_all(&login_ack()).await.is_err() {
+                return;
+            }
+            while read_message(&mut stream).await.is_ok() {}
         }
     }
 }

@@ -14,6 +14,8 @@ pub enum Answer {
     Acquire(Acquired),
     /// `Renew`.
     Renew(Renewed),
+    /// `RenewMany`: each listed key with its `Renew` answer, in key order.
+    RenewMany(Vec<(String, Renewed)>),
     /// `Publish`.
     Publish(Published),
     /// `Release`.
@@ -64,7 +66,9 @@ pub enum Answer {
 }
 
 impl Answer {
-    /// The `Outcome` column (`Found` for `ListLeases`, whose every row says so).
+    /// The `Outcome` column (`Found` for `ListLeases`, whose every row says
+    /// so; for `RenewMany`, `Renewed` when any of its rows says so, else
+    /// `Lost`).
     pub fn outcome(&self) -> &'static str {
         match self {
             Answer::Provision(Provisioned::Created) => "Created",
@@ -74,6 +78,8 @@ impl Answer {
             Answer::Acquire(Acquired::NotProvisioned { .. }) => "NotProvisioned",
             Answer::Renew(Renewed::Renewed { .. }) => "Renewed",
             Answer::Renew(Renewed::Lost) => "Lost",
+            Answer::RenewMany(rows) if rows.iter().any(|(_, r)| *r != Renewed::Lost) => "Renewed",
+            Answer::RenewMany(_) => "Lost",
             Answer::Publish(published) => published.outcome(),
             Answer::Release(Released::Released) => "Released",
             Answer::Release(Released::NotHolder) => "NotHolder",

@@ -2,6 +2,7 @@
 //! them: every one may be NULL (`None`), as any caller may send, so the model
 //! answers bad input with the refusal the procedure raises.
 
+use super::renew_many::ListedLease;
 use uuid::Uuid;
 
 /// Whether the call runs on its own or inside a transaction the caller
@@ -48,6 +49,12 @@ pub enum Call {
         generation: Option<i64>,
         /// `@LeaseSeconds`.
         lease_seconds: Option<i32>,
+    },
+    /// `fence_api.RenewMany` (contract 1.7): `None` is an `@Leases` that is
+    /// NULL or not a JSON array.
+    RenewMany {
+        /// `@Leases`, one object per lease.
+        leases: Option<Vec<ListedLease>>,
     },
     /// `fence_api.Publish`.
     Publish {
@@ -280,6 +287,7 @@ impl Call {
             Call::Provision { .. } => "fence_api.Provision",
             Call::Acquire { .. } => "fence_api.Acquire",
             Call::Renew { .. } => "fence_api.Renew",
+            Call::RenewMany { .. } => "fence_api.RenewMany",
             Call::Publish { .. } => "fence_api.Publish",
             Call::Release { .. } => "fence_api.Release",
             Call::GetOutcome { .. } => "fence_api.GetOutcome",

@@ -66,7 +66,9 @@
 //!   holding it gets the same generation with a lease from now; another
 //!   live owner's lease is `Busy` until its end.
 //! - **`Renew`** extends this owner's and generation's unexpired lease from
-//!   now; anything else is `Lost`.
+//!   now; anything else is `Lost`. **`RenewMany`** checks its whole list
+//!   first (any bad value refuses the call, 50133, renewing nothing), then
+//!   judges each lease as `Renew` would at the one clock the call read.
 //! - **`Publish`**: an operation id recorded for this key and generation is
 //!   `AlreadyPublished` (a replay, whatever else it says); recorded for
 //!   another is 50107. Otherwise it is accepted only for the current owner
@@ -118,6 +120,7 @@ mod publish;
 mod read;
 mod recovery;
 mod refusal;
+mod renew_many;
 mod state;
 
 use time::OffsetDateTime;
@@ -132,6 +135,7 @@ pub use key_order::KeyOrder;
 pub use read::CONTRACT_VERSION;
 pub use recovery::EPOCH;
 pub use refusal::Refusal;
+pub use renew_many::{ListedLease, MAX_RENEW_MANY};
 pub use state::{
     Command, CommandRecord, Fence, PublishRecord, RecoveryRecord, Resource, Retirement, Tenure, owner_hash,
 };
@@ -156,6 +160,7 @@ impl Fence {
                 generation,
                 lease_seconds,
             } => Answer::Renew(self.renew(resource_key, *owner, *generation, *lease_seconds, now)?),
+            Call::RenewMany { leases } => Answer::RenewMany(self.renew_many(leases, now)?),
             Call::Publish {
                 resource_key,
                 owner,

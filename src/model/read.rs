@@ -12,7 +12,7 @@ use super::refusal::{self, Refusal};
 use super::state::{Fence, Resource, owner_hash};
 
 /// The contract version the model states: `ContractVersion`'s answer.
-pub const CONTRACT_VERSION: (i32, i32) = (1, 6);
+pub const CONTRACT_VERSION: (i32, i32) = (1, 7);
 
 impl Fence {
     /// `Inspect`: the key's lease state as of now.
@@ -221,11 +221,11 @@ mod tests {
     }
 
     #[test]
-    fn the_contract_version_is_1_6() {
+    fn the_contract_version_is_1_7() {
         let mut run = Run::with(&[]);
         assert_eq!(
             run.ok(&Call::ContractVersion),
-            Answer::ContractVersion { major: 1, minor: 6 }
+            Answer::ContractVersion { major: 1, minor: 7 }
         );
     }
 

@@ -128,3 +128,26 @@ pub(super) const RETIRE_HELD: Refusal = refusal(
     50131,
     "Retire refused: the key is held by an unexpired lease. Force-release it first, or wait until its lease ends.",
 );
+
+const LEASES_SHAPE: &str =
+    "@Leases must be a JSON array of 1 to 1000 objects {\"ResourceKey\", \"Owner\", \"Generation\", \"LeaseSeconds\"}.";
+pub(super) const LEASES_ARRAY: Refusal = refusal(50133, LEASES_SHAPE);
+pub(super) const LEASES_KEY_LENGTH: Refusal = refusal(
+    50133,
+    "@Leases: each ResourceKey must be 1 to 256 UTF-16 code units long.",
+);
+pub(super) const LEASES_KEY_TRAILING_SPACE: Refusal = refusal(
+    50133,
+    "@Leases: a ResourceKey must not end with a space: keys are exact identifiers.",
+);
+pub(super) const LEASES_KEY_TWICE: Refusal = refusal(50133, "@Leases: each ResourceKey may appear once.");
+pub(super) const LEASES_OWNER: Refusal = refusal(
+    50133,
+    "@Leases: each Owner must be a non-nil uniqueidentifier (36 characters), fresh for each acquisition.",
+);
+pub(super) const LEASES_GENERATION: Refusal = refusal(
+    50133,
+    "@Leases: each Generation must be a generation returned by Acquire (1 or more).",
+);
+pub(super) const LEASES_LEASE_SECONDS: Refusal =
+    refusal(50133, "@Leases: each LeaseSeconds must be between 1 and 86400.");

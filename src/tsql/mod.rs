@@ -5,8 +5,8 @@
 //! of these would drift apart, and then a name the deploy quotes one way
 //! would be read another way by the audit.
 
-// The client needs only the lexer, the applock test and the lock-timeout
-// test; the rest serves the deploy runner and the audit (which turns on
+// The client needs only the lexer, the applock test, the lock-timeout
+// test and the missing-procedure test; the rest serves the deploy runner and the audit (which turns on
 // "deploy"), stripping only the audit, and quoting also the bench.
 mod applock;
 #[cfg(feature = "deploy")]
@@ -17,6 +17,7 @@ mod checksum;
 mod definition_hash;
 mod lexer;
 mod lock_timeout;
+mod missing_procedure;
 #[cfg(any(feature = "deploy", feature = "bench"))]
 mod quote;
 #[cfg(feature = "audit")]
@@ -39,6 +40,7 @@ pub(crate) use lexer::tokenize;
 #[cfg(feature = "deploy")]
 pub(crate) use lexer::{Token, TokenKind};
 pub(crate) use lock_timeout::is_lock_timeout;
+pub(crate) use missing_procedure::is_missing_procedure;
 #[cfg(any(feature = "deploy", feature = "bench"))]
 pub(crate) use quote::literal;
 #[cfg(feature = "deploy")]

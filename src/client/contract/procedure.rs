@@ -14,6 +14,8 @@ pub enum Procedure {
     Acquire,
     /// `fence_api.Renew`.
     Renew,
+    /// `fence_api.RenewMany`.
+    RenewMany,
     /// `fence_api.Publish`.
     Publish,
     /// `fence_api.Release`.
@@ -75,10 +77,11 @@ use Parameter as P;
 use SqlType as T;
 
 impl Procedure {
-    pub(crate) const ALL: [Procedure; 18] = [
+    pub(crate) const ALL: [Procedure; 19] = [
         Procedure::Provision,
         Procedure::Acquire,
         Procedure::Renew,
+        Procedure::RenewMany,
         Procedure::Publish,
         Procedure::Release,
         Procedure::GetOutcome,
@@ -102,6 +105,7 @@ impl Procedure {
             Procedure::Provision => "fence_api.Provision",
             Procedure::Acquire => "fence_api.Acquire",
             Procedure::Renew => "fence_api.Renew",
+            Procedure::RenewMany => "fence_api.RenewMany",
             Procedure::Publish => "fence_api.Publish",
             Procedure::Release => "fence_api.Release",
             Procedure::GetOutcome => "fence_api.GetOutcome",
@@ -140,7 +144,10 @@ impl Procedure {
     /// Whether the procedure answers any number of rows (one per lease or
     /// tenure) rather than exactly one.
     pub(crate) fn answers_rows(self) -> bool {
-        matches!(self, Procedure::ListLeases | Procedure::LeaseHistory)
+        matches!(
+            self,
+            Procedure::ListLeases | Procedure::LeaseHistory | Procedure::RenewMany
+        )
     }
 
     pub(crate) fn parameters(self) -> &'static [(Parameter, SqlType)] {
@@ -160,6 +167,7 @@ impl Procedure {
                 (P::Generation, T::BigInt),
                 (P::LeaseSeconds, T::Int),
             ],
+            Procedure::RenewMany => &[(P::Leases, T::NVarCharMax)],
             Procedure::Publish => &[
                 (P::ResourceKey, T::WideKey),
                 (P::Owner, T::UniqueIdentifier),

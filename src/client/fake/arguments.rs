@@ -6,7 +6,7 @@ use tiberius::{ColumnData, ToSql};
 use uuid::Uuid;
 
 use crate::client::{Error, Procedure};
-use crate::model::Call;
+use crate::model::{Call, ListedLease};
 
 /// One argument, or a trailing one left out (its default applies).
 struct Arguments<'a> {
@@ -91,6 +91,9 @@ pub(super) fn call(procedure: Procedure, arguments: &[&dyn ToSql]) -> Result<Cal
             generation: a.big(2)?,
             lease_seconds: a.int(3, None)?,
         },
+        Procedure::RenewMany => Call::RenewMany {
+            leases: a.text(0, None)?.as_deref().and_then(listed_leases),
+        },
         Procedure::Publish => Call::Publish {
             resource_key: a.text(0, None)?,
             owner: a.id(1)?,
@@ -154,6 +157,40 @@ pub(super) fn call(procedure: Procedure, arguments: &[&dyn ToSql]) -> Result<Cal
             older_than_days: a.int(0, None)?,
         },
     })
+}
+
+/// `@Leases` read as `RenewMany` reads it: `None` unless a JSON array; each
+/// element's values as the procedure reads them as text, a value it would
+/// refuse (or an element that is no object) as `None`.
+fn listed_leases(json: &str) -> Option<Vec<ListedLease>> {
+    let serde_json::Value::Array(elements) = serde_json::from_str(json).ok()? else {
+        return None;
+    };
+    Some(elements.iter().map(listed_lease).collect())
+}
+
+fn listed_lease(element: &serde_json::Value) -> ListedLease {
+    let field = |name: &str| match element.get(name)? {
+        serde_json::Value::String(text) => Some(text.clone()),
+        serde_json::Value::Number(number) => Some(number.to_string()),
+        _ => None,
+    };
+    // Digits only, as the procedure checks the text before converting it.
+    let digits = |text: String, most: usize| {
+        (!text.is_empty() && text.len() <= most && text.bytes().all(|b| b.is_ascii_digit())).then_some(text)
+    };
+    ListedLease {
+        resource_key: field("ResourceKey"),
+        owner: field("Owner")
+            .filter(|text| text.len() == 36)
+            .and_then(|text| Uuid::try_parse(&text).ok()),
+        generation: field("Generation")
+            .and_then(|text| digits(text, 18))
+            .and_then(|text| text.parse().ok()),
+        lease_seconds: field("LeaseSeconds")
+            .and_then(|text| digits(text, 5))
+            .and_then(|text| text.parse().ok()),
+    }
 }
 
 #[cfg(test)]

@@ -91,6 +91,21 @@ pub(super) fn replies(procedure: Procedure, answer: &Answer) -> Vec<Reply> {
             };
             one(vec![outcome(name), utc("LeaseUntilUtc", until)])
         }
+        Answer::RenewMany(rows) => rows
+            .iter()
+            .map(|(key, renewed)| {
+                let (name, until) = match renewed {
+                    Renewed::Renewed { lease_until } => ("Renewed", Some(*lease_until)),
+                    Renewed::Lost => ("Lost", None),
+                };
+                let cells = vec![
+                    outcome(name),
+                    text("ResourceKey", Some(key)),
+                    utc("LeaseUntilUtc", until),
+                ];
+                reply(procedure, cells)
+            })
+            .collect(),
         Answer::GetOutcome(found) => {
             let (key, generation, at, version) = match found {
                 Outcome::Published {

@@ -136,6 +136,60 @@ async fn a_short_run_reports_every_scenario_and_leaves_nothing_behind() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn held_reports_each_size_renewing_together_and_one_by_one_and_leaves_nothing_behind() {
+    let Some(db) = TestDatabase::deployed("bench_live").await else {
+        return;
+    };
+    let output = bench(
+        &db.ado(),
+        &[
+            "--workers",
+            "2",
+            "--duration",
+            "1s",
+            "--workload",
+            "held",
+            "--held-guards",
+            "3,40",
+            "--format",
+            "json",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON document on stdout");
+    let held = report["held"].as_array().expect("held");
+    let rows: Vec<(u64, &str)> = held
+        .iter()
+        .map(|row| (row["guards"].as_u64().unwrap(), row["renewals"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        rows,
+        [(3, "together"), (3, "one_by_one"), (40, "together"), (40, "one_by_one")],
+        "{report}"
+    );
+    for row in held {
+        // At least a renewal period of a 30 s lease, whatever --duration.
+        assert!(row["window_s"].as_f64().unwrap() >= 10.0, "{row}");
+        assert_eq!(row["lost"], 0, "{row}");
+        assert!(row["server_sessions"].as_u64().unwrap() >= 1, "{row}");
+        assert!(row["calls_per_s"].as_f64().unwrap() > 0.0, "{row}");
+        assert!(row["signal_requests_per_s"].as_f64().unwrap() > 0.0, "{row}");
+    }
+    // 40 leases renewed once in the window: 40 calls one by one, a few together.
+    let calls = |i: usize| held[i]["calls_per_s"].as_f64().unwrap() * held[i]["window_s"].as_f64().unwrap();
+    assert!(calls(3) >= 30.0, "{report}");
+    assert!(calls(2) <= 10.0, "{report}");
+    assert_eq!(bench_rows(&db, "Resource").await, 0, "the bench's keys are left behind");
+    assert_eq!(
+        bench_rows(&db, "Tenure").await,
+        0,
+        "the bench's tenure history is left behind"
+    );
+    db.drop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_empty_database_is_refused_with_the_command_that_deploys_it() {
     let Some(db) = TestDatabase::new("bench_live").await else {
         return;

@@ -18,6 +18,7 @@ use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use support::TestDatabase;
 use support::lease::{provisioned, warm_up};
 use support::proxy::{Cut, Proxy};
+use support::signal::signal_held;
 use uuid::Uuid;
 
 /// Each metric as (kind, name, sorted labels) → its value.
@@ -226,9 +227,10 @@ async fn a_cycle_a_refusal_a_lost_lease_and_an_unknown_outcome_are_counted_with_
     db.drop().await;
 }
 
-/// The handover signal sessions are as many as `signal_sessions` says, and a
-/// gauge shows them in use: a second held guard finds none free and raises
-/// no signal.
+/// The waiters' signal sessions are as many as `signal_sessions` says, and
+/// a gauge shows them in use: with one, a second waiter finds none free
+/// while the first blocks on its signal. Guards hold their signals on
+/// sessions of their own, so both of a client's guards signal.
 #[tokio::test]
 async fn signal_sessions_keep_their_own_size_and_a_gauge_shows_them_in_use() {
     const TEST: &str = "signal_sessions_keep_their_own_size_and_a_gauge_shows_them_in_use";
@@ -246,18 +248,36 @@ async fn signal_sessions_keep_their_own_size_and_a_gauge_shows_them_in_use() {
         .checkout_timeout(Duration::from_millis(500));
     let client = Client::connect_with(config).await.unwrap();
     warm_up(&client).await;
+    let holder = Client::connect(&db.ado()).await.unwrap();
+    let mut probe = db.connect().await;
     let mut guards = Vec::new();
+    let mut keys = Vec::new();
     for name in ["signal-a", "signal-b"] {
-        let key = provisioned(&client, name).await;
-        let Acquire::Acquired(lease) = client.acquire(&key, Duration::from_secs(30)).await.unwrap() else {
+        let key = provisioned(&holder, name).await;
+        let Acquire::Acquired(lease) = holder.acquire(&key, Duration::from_secs(30)).await.unwrap() else {
             panic!("not acquired")
         };
-        guards.push(client.guard(lease));
-        // The first raises its signal before the second looks for a session.
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        guards.push(holder.guard(lease));
+        keys.push(key);
     }
-    // The second guard's look for a session has given up by now.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    for key in &keys {
+        let give_up = tokio::time::Instant::now() + Duration::from_secs(20);
+        while !signal_held(&mut probe, key).await {
+            assert!(
+                tokio::time::Instant::now() < give_up,
+                "the signal of {key} was never raised"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    // Both wait (a Busy, then a wait on the signal): the one that took the
+    // session blocks on it, the other finds none free.
+    let waits = keys
+        .iter()
+        .map(|key| client.acquire_waiting(key, Duration::from_secs(30), Duration::from_secs(2)));
+    for answer in futures_util::future::join_all(waits).await {
+        assert!(matches!(answer, Ok(Acquire::Busy { .. })), "{answer:?}");
+    }
     let seen: Seen = snapshotter
         .snapshot()
         .into_vec()
@@ -282,6 +302,6 @@ async fn signal_sessions_keep_their_own_size_and_a_gauge_shows_them_in_use() {
         other => panic!("{other:?}"),
     }
     drop(guards);
-    drop(client);
+    drop((client, holder));
     db.drop().await;
 }

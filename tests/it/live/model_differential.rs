@@ -101,3 +101,14 @@ fn a_list_leases_that_reads_a_bracket_as_a_pattern_disagrees_with_the_model() {
         &["fence_admin.ListLeases disagrees", "k[j]"],
     );
 }
+
+#[test]
+fn a_renew_many_that_revives_an_expired_lease_disagrees_with_the_model() {
+    finds_mutant(
+        "a_renew_many_that_revives_an_expired_lease_disagrees_with_the_model",
+        "fence_api.RenewMany",
+        "       AND r.Generation = l.Generation\n       AND r.LeaseUntilUtc > @Now;",
+        "       AND r.Generation = l.Generation;",
+        &["fence_api.RenewMany disagrees", "RenewMany", "model at", "Lost"],
+    );
+}

@@ -439,3 +439,28 @@ async fn the_commit_asserts_the_source_version_the_begin_asserted() {
     let row = fake.fence().resource("report").unwrap().clone();
     assert_eq!(row.source_version, Some(9));
 }
+
+#[tokio::test(start_paused = true)]
+async fn renew_many_renews_each_lease_still_held_and_loses_each_taken_over_or_run_out() {
+    use fencepost::client::Renew;
+    let client = provisioned("a").await;
+    client.provision("b").await.unwrap();
+    client.provision("c").await.unwrap();
+    let other = client.as_fake().unwrap().client();
+    let ran_out = acquired(&client, "c").await;
+    let taken = acquired(&client, "b").await;
+    tokio::time::advance(LEASE).await;
+    acquired(&other, "b").await;
+    let held = acquired(&client, "a").await;
+    tokio::time::advance(LEASE / 2).await;
+    let mut leases = [taken, held.clone(), ran_out];
+    let answers = client.renew_many(&mut leases).await.unwrap();
+    assert_eq!(answers[0], Renew::Lost);
+    assert_eq!(answers[2], Renew::Lost);
+    let Renew::Renewed { until } = answers[1] else {
+        panic!("expected the held lease renewed, got {answers:?}");
+    };
+    let row = client.as_fake().unwrap().fence().resource("a").unwrap().clone();
+    assert_eq!(row.lease_until, Some(until));
+    assert!(until > held.until(), "renewed past its old end");
+}

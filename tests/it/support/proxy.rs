@@ -45,8 +45,9 @@ pub enum Cut {
     Hang,
 }
 
-/// A cut waiting for the next request, shared by every connection.
-type Armed = Arc<Mutex<Option<Cut>>>;
+/// A cut waiting for the next request, shared by every connection, and
+/// the text (UTF-16LE, as TDS sends it) that request must hold, if any.
+type Armed = Arc<Mutex<Option<(Cut, Option<Vec<u8>>)>>>;
 
 /// A running proxy; it stops when dropped with the test's runtime.
 pub struct Proxy {
@@ -109,7 +110,16 @@ impl Proxy {
 
     /// Cuts the connection that carries the next request, at `cut`.
     pub fn cut_next(&self, cut: Cut) {
-        *self.armed.lock().unwrap() = Some(cut);
+        *self.armed.lock().unwrap() = Some((cut, None));
+    }
+
+    /// Cuts the connection that carries the next request naming `text` (a
+    /// procedure's name, say) in its last packet, at `cut`; other requests
+    /// pass. For a client whose other sessions (handover signals, their
+    /// idle checks) send requests of their own meanwhile.
+    pub fn cut_next_naming(&self, cut: Cut, text: &str) {
+        let utf16: Vec<u8> = text.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        *self.armed.lock().unwrap() = Some((cut, Some(utf16)));
     }
 
     /// Whether a cut is still waiting for its request.
@@ -238,7 +248,17 @@ async fn requests(
             continue;
         }
         let taken = if last_of_request {
-            armed.lock().unwrap().take()
+            let mut armed = armed.lock().unwrap();
+            let matches = match armed.as_ref() {
+                Some((_, Some(text))) => packet.windows(text.len()).any(|window| window == text.as_slice()),
+                Some((_, None)) => true,
+                None => false,
+            };
+            if matches {
+                armed.take().map(|(cut, _)| cut)
+            } else {
+                None
+            }
         } else {
             None
         };

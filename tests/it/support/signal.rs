@@ -34,12 +34,15 @@ pub async fn signal_held(conn: &mut Connection, key: &str) -> bool {
 
 /// How many sessions of the client named `name` wait for a lock. SQL Server
 /// names the blocker of each request; Babelfish's sys.dm_exec_requests does
-/// not, and PostgreSQL's pg_blocking_pids does.
+/// not, and PostgreSQL's pg_blocking_pids does. On Babelfish the sessions
+/// are PostgreSQL's own (`pg_stat_activity`, its `application_name` the
+/// client's): Babelfish 4.2's sys.dm_exec_sessions was seen to leave out a
+/// session of the same client after another one was killed.
 pub async fn waiting_for_a_lock(db: &TestDatabase, name: &str, babelfish: bool) -> i32 {
     let sql = if babelfish {
         format!(
-            "SELECT CAST(COUNT(*) AS int) FROM sys.dm_exec_sessions AS s WHERE s.program_name = N'{name}' AND EXISTS \
-             (SELECT 1 FROM pg_catalog.unnest(pg_catalog.pg_blocking_pids(s.session_id)) AS b (pid));"
+            "SELECT CAST(COUNT(*) AS int) FROM pg_catalog.pg_stat_activity AS a WHERE a.application_name = N'{name}' AND EXISTS \
+             (SELECT 1 FROM pg_catalog.unnest(pg_catalog.pg_blocking_pids(a.pid)) AS b (pid));"
         )
     } else {
         format!(
@@ -65,4 +68,41 @@ pub async fn until_waiting_for_a_lock(db: &TestDatabase, spid: i32, bound: std::
     tokio::time::timeout(bound, waiting)
         .await
         .unwrap_or_else(|_| panic!("session {spid} never waited for a lock"));
+}
+
+/// How many sessions the client named `name` has open on the server (on
+/// Babelfish, PostgreSQL's own list: see [`waiting_for_a_lock`]).
+pub async fn sessions_of(db: &TestDatabase, name: &str, babelfish: bool) -> i32 {
+    let sql = if babelfish {
+        format!("SELECT CAST(COUNT(*) AS int) FROM pg_catalog.pg_stat_activity WHERE application_name = N'{name}';")
+    } else {
+        format!("SELECT CAST(COUNT(*) AS int) FROM sys.dm_exec_sessions WHERE program_name = N'{name}';")
+    };
+    db.query(&sql).await[0].get::<i32, usize>(0).expect("a count")
+}
+
+/// The sessions of the client named `name` that hold an exclusive session
+/// application lock: its guards' signal sessions. SQL Server lists the
+/// locks in sys.dm_tran_locks; Babelfish keeps them as PostgreSQL advisory
+/// locks, each session's id being its backend's.
+pub async fn signal_holders(db: &TestDatabase, name: &str, babelfish: bool) -> Vec<i32> {
+    let sql = if babelfish {
+        format!(
+            "SELECT DISTINCT CAST(a.pid AS int) FROM pg_catalog.pg_stat_activity AS a \
+             JOIN pg_catalog.pg_locks AS l ON l.pid = a.pid \
+             WHERE a.application_name = N'{name}' AND l.locktype = N'advisory' AND l.mode = N'ExclusiveLock' AND l.granted = 'true';"
+        )
+    } else {
+        format!(
+            "SELECT DISTINCT CAST(l.request_session_id AS int) FROM sys.dm_tran_locks AS l \
+             JOIN sys.dm_exec_sessions AS s ON s.session_id = l.request_session_id \
+             WHERE s.program_name = N'{name}' AND l.resource_type = N'APPLICATION' \
+             AND l.request_owner_type = N'SESSION' AND l.request_mode = N'X';"
+        )
+    };
+    db.query(&sql)
+        .await
+        .iter()
+        .map(|row| row.get::<i32, usize>(0).expect("a session id"))
+        .collect()
 }

@@ -127,6 +127,15 @@ fn shown_clock(call: &Call, seen: &Seen) -> Option<OffsetDateTime> {
             },
             Answer::Renew(Renewed::Renewed { lease_until }),
         ) => Some(*lease_until - Duration::seconds((*seconds).into())),
+        (Call::RenewMany { leases: Some(leases) }, Answer::RenewMany(rows)) => rows.iter().find_map(|(key, row)| {
+            let Renewed::Renewed { lease_until } = row else {
+                return None;
+            };
+            let listed = leases
+                .iter()
+                .find(|l| l.resource_key.as_deref() == Some(key.as_str()))?;
+            Some(*lease_until - Duration::seconds(listed.lease_seconds?.into()))
+        }),
         (_, Answer::Inspect(Inspected::Found(state))) => Some(state.server_utc),
         (_, Answer::Inspect(Inspected::NotProvisioned { server_utc })) => Some(*server_utc),
         (_, Answer::ListLeases(rows)) => rows.first().map(|row| row.state.server_utc),

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use fencepost::model::{Acquired, Answer, Call, Session};
+use fencepost::model::{Acquired, Answer, Call, ListedLease, Session};
 use proptest::prelude::*;
 use uuid::Uuid;
 
@@ -99,6 +99,13 @@ pub enum Step {
     Renew {
         by: usize,
         key: Key,
+        lease: Lease,
+        seconds: i32,
+    },
+    /// One `RenewMany` of several keys' leases of worker `by`.
+    RenewMany {
+        by: usize,
+        keys: Vec<usize>,
         lease: Lease,
         seconds: i32,
     },
@@ -229,6 +236,7 @@ impl Step {
             Provision { by, .. }
             | Acquire { by, .. }
             | Renew { by, .. }
+            | RenewMany { by, .. }
             | Publish { by, .. }
             | Release { by, .. }
             | AssertHolder { by, .. }
@@ -260,6 +268,12 @@ impl Step {
         | WaitOut { key, .. } = self
         {
             *key = new;
+        }
+        // A renewal of many takes the episode's key with the others it names.
+        if let (RenewMany { keys, .. }, Key::Named(index)) = (self, new)
+            && !keys.contains(&index)
+        {
+            keys.insert(0, index);
         }
     }
 
@@ -352,6 +366,21 @@ impl Ctx {
                 let k = self.key(by, key);
                 let (owner, generation) = self.lease(by, k, lease);
                 (Call::renew(KEYS[k], owner, generation, seconds), auto)
+            }
+            Step::RenewMany {
+                by,
+                ref keys,
+                lease,
+                seconds,
+            } => {
+                let leases = keys
+                    .iter()
+                    .map(|&k| {
+                        let (owner, generation) = self.lease(by, k, lease);
+                        ListedLease::new(KEYS[k], owner, generation, seconds)
+                    })
+                    .collect();
+                (Call::RenewMany { leases: Some(leases) }, auto)
             }
             Step::Publish {
                 by,
@@ -596,6 +625,8 @@ pub fn step() -> impl Strategy<Value = Step> {
             .prop_map(|(by, key, seconds, again)| Step::Acquire { by, key, seconds, again }),
         5 => (worker(), lease_key(), lease(), seconds())
             .prop_map(|(by, key, lease, seconds)| Step::Renew { by, key, lease, seconds }),
+        2 => (worker(), proptest::sample::subsequence((0..KEYS.len()).collect::<Vec<_>>(), 1..=3), lease(), seconds())
+            .prop_map(|(by, keys, lease, seconds)| Step::RenewMany { by, keys, lease, seconds }),
         5 => (worker(), lease_key(), lease(), id(), proptest::bool::ANY, version()).prop_map(
             |(by, key, lease, op, release, version)| Step::Publish { by, key, lease, op, release, version }
         ),
@@ -643,6 +674,8 @@ fn use_of_lease() -> impl Strategy<Value = Step> {
         3 => Just(Step::WaitOut { by, key }),
         1 => Just(Step::Wait { millis: 300 }),
         3 => (lease(), seconds()).prop_map(move |(lease, seconds)| Step::Renew { by, key, lease, seconds }),
+        2 => (lease(), seconds(), proptest::sample::subsequence((0..KEYS.len()).collect::<Vec<_>>(), 0..=2))
+            .prop_map(move |(lease, seconds, keys)| Step::RenewMany { by, keys, lease, seconds }),
         3 => (lease(), id(), proptest::bool::ANY, version())
             .prop_map(move |(lease, op, release, version)| Step::Publish { by, key, lease, op, release, version }),
         1 => lease().prop_map(move |lease| Step::Release { by, key, lease }),

@@ -5,8 +5,9 @@
 
 use fencepost::Connection;
 use fencepost::model::{
-    Acquired, Answer, Call, Ending, ForceReleased, History, Holding, Inspected, LeaseState, Listed, Outcome,
-    Provisioned, Publication, Published, Recovered, Recovery, Released, Renewed, Reset, Retired, Session, TenureRow,
+    Acquired, Answer, Call, Ending, ForceReleased, History, Holding, Inspected, LeaseState, Listed, ListedLease,
+    Outcome, Provisioned, Publication, Published, Recovered, Recovery, Released, Renewed, Reset, Retired, Session,
+    TenureRow,
 };
 use tiberius::{Row, ToSql};
 use time::OffsetDateTime;
@@ -22,6 +23,22 @@ enum Value {
     Int(Option<i32>),
     Big(Option<i64>),
     Bit(Option<bool>),
+}
+
+/// `@Leases` for `leases`: every value given, as the client writes it.
+fn leases_json(leases: &[ListedLease]) -> String {
+    let objects: Vec<serde_json::Value> = leases
+        .iter()
+        .map(|lease| {
+            serde_json::json!({
+                "ResourceKey": lease.resource_key,
+                "Owner": lease.owner.map(|owner| owner.to_string()),
+                "Generation": lease.generation,
+                "LeaseSeconds": lease.lease_seconds,
+            })
+        })
+        .collect();
+    serde_json::Value::Array(objects).to_string()
 }
 
 /// The procedure and its parameters in declaration order.
@@ -50,6 +67,7 @@ fn parameters(call: &Call) -> Vec<(&'static str, Value)> {
             ("@Generation", Big(*generation)),
             ("@LeaseSeconds", Int(*lease_seconds)),
         ],
+        Call::RenewMany { leases } => vec![("@Leases", Text(leases.as_deref().map(leases_json)))],
         Call::Publish {
             resource_key,
             owner,
@@ -262,6 +280,23 @@ fn answer(call: &Call, rows: Vec<Row>) -> Result<Answer, String> {
                 })
                 .collect(),
         ));
+    }
+    if let Call::RenewMany { .. } = call {
+        return rows
+            .iter()
+            .map(|row| {
+                let key = must(col::<&str>(row, "ResourceKey"), "ResourceKey").to_string();
+                let renewed = match outcome(row).as_str() {
+                    "Renewed" => Renewed::Renewed {
+                        lease_until: must(time(row, "LeaseUntilUtc"), "LeaseUntilUtc"),
+                    },
+                    "Lost" => Renewed::Lost,
+                    other => return Err(format!("unknown outcome {other}")),
+                };
+                Ok((key, renewed))
+            })
+            .collect::<Result<_, _>>()
+            .map(Answer::RenewMany);
     }
     if let Call::LeaseHistory { .. } = call
         && rows.first().is_none_or(|row| outcome(row) == "Found")
