@@ -12,11 +12,13 @@
 -- ResetSourceVersion's @OperationId, error 50130, fence.OperatorOperation).
 -- v1.6: the lifecycle (fence_admin.Retire, PruneOutcomes, fence.Retirement).
 -- v1.7: fence_api.RenewMany, many leases renewed in one call (error 50133).
+-- v1.8: lease sets (fence_api.AcquireSet, RenewSet, ReleaseSet, PublishSet,
+-- AssertHolderSet; errors 50134 and 50135).
 CREATE PROCEDURE fence_api.ContractVersion
 AS
 BEGIN
     SET NOCOUNT ON;
     SET XACT_ABORT ON;
 
-    SELECT CAST(N'Version' AS nvarchar(32)) AS Outcome, CAST(1 AS int) AS Major, CAST(7 AS int) AS Minor;
+    SELECT CAST(N'Version' AS nvarchar(32)) AS Outcome, CAST(1 AS int) AS Major, CAST(8 AS int) AS Minor;
 END;

@@ -1,0 +1,248 @@
+-- Takes several leases for one owner at once (contract v1.8), all or nothing:
+-- either every key is granted, each under its own new generation (or, for a
+-- key this owner still holds, its generation kept and its lease extended, as
+-- Acquire answers a retry), or nothing changes and each key says why. Keys
+-- are locked one at a time in binary key order, so two sets that overlap
+-- take their common keys in the same order and never deadlock each other,
+-- and a single-key call, which holds one row, never deadlocks a set.
+--
+-- @ResourceKeys is a JSON array of keys: ["report:a", "report:b"]. T-SQL
+-- passes no table to a procedure from most drivers, and JSON is read
+-- set-wise on every engine (OPENJSON, SQL Server 2016 on, compatibility
+-- level 130 on).
+CREATE PROCEDURE fence_api.AcquireSet
+    @ResourceKeys nvarchar(max),
+    @Owner        uniqueidentifier,
+    @LeaseSeconds int
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET XACT_ABORT ON;
+    -- Decide under READ COMMITTED whatever isolation level the caller chose (a
+    -- SET inside a procedure reverts when it returns). Babelfish refuses this SET
+    -- in any call whose level differs, and its READ UNCOMMITTED reads only
+    -- committed rows anyway. Inside a caller's transaction (explicit, or one
+    -- implicit-transaction mode opens), first touch data at the caller's level,
+    -- so that a SNAPSHOT transaction starts as SNAPSHOT: "A transaction starts
+    -- the first time it accesses data" (see fence.Anchor, migration V4).
+    DECLARE @Anchor int;
+    IF SERVERPROPERTY(N'Babelfish') IS NULL AND (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
+        SELECT @Anchor = COUNT(*) FROM fence.Anchor;
+    IF SERVERPROPERTY(N'Babelfish') IS NULL
+        SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+
+    -- The keys, each compared binary as the fence row's key is. A value that
+    -- is not a string is refused by its JSON type, before anything converts
+    -- it: Babelfish raises a conversion error inside OPENJSON past any CATCH.
+    DECLARE @Set TABLE
+    (
+        ResourceKey nvarchar(4000) COLLATE Latin1_General_100_BIN2 NULL,
+        JsonType    int NULL,
+        KeyUnits    int NULL,
+        LockOrder   int NULL,
+        Found       int NULL,
+        Outcome     nvarchar(32) NULL,
+        Generation  bigint NULL,
+        LeaseUntil  datetime2(7) NULL
+    );
+
+    IF @ResourceKeys IS NULL OR ISJSON(@ResourceKeys) = 0 OR LEFT(LTRIM(@ResourceKeys), 1) <> N'['
+        THROW 50134, N'@ResourceKeys must be a JSON array of 1 to 1000 keys (strings).', 1;
+    INSERT INTO @Set (ResourceKey, JsonType)
+    SELECT [value], [type] FROM OPENJSON(@ResourceKeys);
+    IF EXISTS (SELECT 1 FROM @Set WHERE JsonType <> 1)
+        THROW 50134, N'@ResourceKeys must be a JSON array of 1 to 1000 keys (strings).', 1;
+
+    -- Babelfish 4.2 reads a JSON string with its escapes still in it
+    -- ("a\"b" as a\"b), where SQL Server reads it as JSON says: a key holding
+    -- a quotation mark, a backslash or a control character, escaped as JSON
+    -- must, is then decoded here, by hand, from the escapes PostgreSQL writes
+    -- (\" \\ \b \f \n \r \t and \u00XX). An engine that reads JSON right
+    -- is left alone, so a key's own backslashes are never touched there.
+    IF JSON_VALUE(N'{"k":"\\"}', N'$.k') <> N'\'
+       AND EXISTS (SELECT 1 FROM @Set WHERE CHARINDEX(N'\', ResourceKey) > 0)
+    BEGIN
+        DECLARE @Escaped TABLE (ResourceKey nvarchar(4000) COLLATE Latin1_General_100_BIN2 NOT NULL);
+        INSERT INTO @Escaped (ResourceKey)
+        SELECT DISTINCT ResourceKey FROM @Set WHERE CHARINDEX(N'\', ResourceKey) > 0;
+        DECLARE @Raw nvarchar(4000), @Decoded nvarchar(4000), @At int, @Escape nchar(1), @Code int;
+        WHILE EXISTS (SELECT 1 FROM @Escaped)
+        BEGIN
+            SELECT TOP (1) @Raw = ResourceKey FROM @Escaped;
+            SELECT @Decoded = N'', @At = 1;
+            WHILE @At <= LEN(@Raw + N'.') - 1
+            BEGIN
+                IF SUBSTRING(@Raw, @At, 1) <> N'\'
+                BEGIN
+                    SET @Decoded += SUBSTRING(@Raw, @At, 1);
+                    SET @At += 1;
+                    CONTINUE;
+                END;
+                SET @Escape = SUBSTRING(@Raw, @At + 1, 1);
+                -- \u00XX: PostgreSQL writes only control characters so.
+                SET @Code = 16 * (CHARINDEX(SUBSTRING(@Raw, @At + 4, 1), N'0123456789abcdef') - 1)
+                            + CHARINDEX(SUBSTRING(@Raw, @At + 5, 1), N'0123456789abcdef') - 1;
+                SET @Decoded += CASE @Escape
+                                    WHEN N'b' THEN NCHAR(8)
+                                    WHEN N'f' THEN NCHAR(12)
+                                    WHEN N'n' THEN NCHAR(10)
+                                    WHEN N'r' THEN NCHAR(13)
+                                    WHEN N't' THEN NCHAR(9)
+                                    WHEN N'u' THEN NCHAR(@Code)
+                                    ELSE @Escape
+                                END;
+                SET @At += CASE @Escape WHEN N'u' THEN 6 ELSE 2 END;
+            END;
+            UPDATE @Set SET ResourceKey = @Decoded WHERE ResourceKey = @Raw;
+            DELETE FROM @Escaped WHERE ResourceKey = @Raw;
+        END;
+    END;
+
+    -- Keys are exact identifiers: 1 to 256 UTF-16 code units (what nvarchar(256)
+    -- stores; DATALENGTH counts two bytes each), compared binary, and never
+    -- ending in a space, which comparisons ignore. Babelfish stores UTF-8, so
+    -- there a character outside the BMP is counted twice by hand, for the keys
+    -- long enough for it to matter.
+    UPDATE @Set
+       SET KeyUnits = CASE WHEN SERVERPROPERTY(N'Babelfish') IS NULL THEN DATALENGTH(ResourceKey) / 2
+                           ELSE LEN(ResourceKey + N'.') - 1 END;
+    IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
+       AND EXISTS (SELECT 1 FROM @Set WHERE KeyUnits BETWEEN 129 AND 256)
+    BEGIN
+        DECLARE @Long TABLE (ResourceKey nvarchar(4000) COLLATE Latin1_General_100_BIN2 NOT NULL);
+        INSERT INTO @Long (ResourceKey) SELECT DISTINCT ResourceKey FROM @Set WHERE KeyUnits BETWEEN 129 AND 256;
+        DECLARE @LongKey nvarchar(4000), @KeyAt int, @KeyUnits int;
+        WHILE EXISTS (SELECT 1 FROM @Long)
+        BEGIN
+            SELECT TOP (1) @LongKey = ResourceKey FROM @Long;
+            SELECT @KeyAt = 0, @KeyUnits = LEN(@LongKey + N'.') - 1;
+            WHILE @KeyAt < LEN(@LongKey + N'.') - 1
+            BEGIN
+                SET @KeyAt += 1;
+                IF UNICODE(SUBSTRING(@LongKey, @KeyAt, 1)) > 65535
+                    SET @KeyUnits += 1;
+            END;
+            UPDATE @Set SET KeyUnits = @KeyUnits WHERE ResourceKey = @LongKey;
+            DELETE FROM @Long WHERE ResourceKey = @LongKey;
+        END;
+    END;
+
+    DECLARE @Count int = (SELECT COUNT(*) FROM @Set);
+    IF @Count NOT BETWEEN 1 AND 1000
+        THROW 50134, N'@ResourceKeys must be a JSON array of 1 to 1000 keys (strings).', 1;
+    IF EXISTS (SELECT 1 FROM @Set WHERE ResourceKey IS NULL OR KeyUnits NOT BETWEEN 1 AND 256)
+        THROW 50134, N'@ResourceKeys: each key must be 1 to 256 UTF-16 code units long.', 1;
+    IF EXISTS (SELECT 1 FROM @Set WHERE UNICODE(RIGHT(ResourceKey, 1)) = 32)
+        THROW 50134, N'@ResourceKeys: a key must not end with a space: keys are exact identifiers.', 1;
+    IF EXISTS (SELECT 1 FROM @Set GROUP BY ResourceKey HAVING COUNT(*) > 1)
+        THROW 50134, N'@ResourceKeys: each key may appear once.', 1;
+    IF @Owner IS NULL OR @Owner = '00000000-0000-0000-0000-000000000000'
+        THROW 50102, N'@Owner must be a non-nil uniqueidentifier, fresh for each acquisition.', 1;
+    IF @LeaseSeconds IS NULL OR @LeaseSeconds NOT BETWEEN 1 AND 86400
+        THROW 50103, N'@LeaseSeconds must be between 1 and 86400.', 1;
+
+    -- The canonical lock order: binary, as the key column compares.
+    UPDATE s
+       SET LockOrder = o.LockOrder
+      FROM @Set AS s
+      JOIN (SELECT ResourceKey, ROW_NUMBER() OVER (ORDER BY ResourceKey) AS LockOrder FROM @Set) AS o
+        ON o.ResourceKey = s.ResourceKey;
+
+    DECLARE @Now datetime2(7), @Until datetime2(7), @Key nvarchar(4000), @Locked int = 0, @Refused int;
+
+    BEGIN TRANSACTION;
+
+    -- Lock every row, one at a time in key order, before reading the clock: a
+    -- call that waited for another session's lock is judged at the moment it
+    -- held every row. One statement over all the keys would lock them in
+    -- whatever order its plan reads them, and two overlapping sets could then
+    -- deadlock. The lock is an update that really changes the row (LockCount,
+    -- migration V4), so it lasts until the transaction ends on every engine
+    -- (see Acquire). Each row's wait is bounded as Acquire's is; behind a row
+    -- another transaction holds, the call grants nothing and raises an error
+    -- (SQL Server: 50129; Babelfish: its uncatchable "canceling statement due
+    -- to lock timeout").
+    SET LOCK_TIMEOUT 5000;
+    WHILE @Locked < @Count
+    BEGIN
+        SET @Locked += 1;
+        SELECT @Key = ResourceKey FROM @Set WHERE LockOrder = @Locked;
+        IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
+            UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @Key;
+        ELSE
+        BEGIN TRY
+            UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @Key;
+        END TRY
+        BEGIN CATCH
+            IF ERROR_NUMBER() <> 1222
+                THROW;
+            THROW 50129, N'Waited 5 seconds for a fence row or its table: an open transaction, a deploy or a recovery holds it.', 1;
+        END CATCH;
+        UPDATE @Set SET Found = @@ROWCOUNT WHERE LockOrder = @Locked;
+    END;
+    SET @Now = SYSUTCDATETIME();
+    SET @Until = DATEADD(SECOND, @LeaseSeconds, @Now);
+
+    -- Judged under every lock, each key as Acquire judges it.
+    UPDATE s
+       SET Outcome = CASE
+                         WHEN s.Found = 0 THEN N'NotProvisioned'
+                         WHEN r.Owner IS NULL OR r.LeaseUntilUtc <= @Now OR r.Owner = @Owner THEN N'Acquired'
+                         ELSE N'Busy'
+                     END
+      FROM @Set AS s
+      LEFT JOIN fence.Resource AS r ON r.ResourceKey = s.ResourceKey;
+    SET @Refused = (SELECT COUNT(*) FROM @Set WHERE Outcome <> N'Acquired');
+
+    IF @Refused = 0
+    BEGIN
+        -- A lease that ran out ends its tenure here, when the next one begins.
+        INSERT INTO fence.Tenure (ResourceKey, Generation, OwnerHash, AcquiredAtUtc, EndedAtUtc, Ending, Published,
+                                  SourceVersion)
+        SELECT r.ResourceKey, r.Generation,
+               HASHBYTES('SHA2_256', CAST(UPPER(CAST(r.Owner AS char(36))) AS varchar(36))),
+               r.AcquiredAtUtc, r.LeaseUntilUtc, N'Expired',
+               CASE WHEN r.PublishedGeneration = r.Generation THEN 1 ELSE 0 END,
+               CASE WHEN r.PublishedGeneration = r.Generation THEN r.PublishedSourceVersion END
+          FROM fence.Resource AS r
+          JOIN @Set AS s ON s.ResourceKey = r.ResourceKey
+         WHERE r.Owner IS NOT NULL AND r.LeaseUntilUtc <= @Now;
+
+        -- The holder's retry: same generation, a longer lease.
+        UPDATE r
+           SET LeaseUntilUtc = @Until
+          FROM fence.Resource AS r
+          JOIN @Set AS s ON s.ResourceKey = r.ResourceKey
+         WHERE r.Owner = @Owner AND r.LeaseUntilUtc > @Now;
+
+        UPDATE r
+           SET Generation    = r.Generation + 1,
+               Owner         = @Owner,
+               LeaseUntilUtc = @Until,
+               AcquiredAtUtc = @Now
+          FROM fence.Resource AS r
+          JOIN @Set AS s ON s.ResourceKey = r.ResourceKey
+         WHERE r.Owner IS NULL OR r.LeaseUntilUtc <= @Now;
+    END;
+    ELSE
+        UPDATE @Set SET Outcome = N'Withheld' WHERE Outcome = N'Acquired';
+
+    -- Read back under the same locks: exact on every engine, unlike OUTPUT
+    -- under concurrent updates.
+    UPDATE s
+       SET Generation = CASE WHEN s.Outcome = N'Acquired' THEN r.Generation END,
+           LeaseUntil = CASE WHEN s.Outcome = N'Acquired' THEN @Until
+                             WHEN s.Outcome = N'Busy' THEN r.LeaseUntilUtc END
+      FROM @Set AS s
+      JOIN fence.Resource AS r ON r.ResourceKey = s.ResourceKey;
+
+    COMMIT TRANSACTION;
+
+    SELECT CAST(Outcome AS nvarchar(32)) AS Outcome,
+           CAST(ResourceKey AS nvarchar(256)) AS ResourceKey,
+           Generation,
+           LeaseUntil AS LeaseUntilUtc,
+           @Now AS ServerUtc
+      FROM @Set
+     ORDER BY LockOrder;
+END;

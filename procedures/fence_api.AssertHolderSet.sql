@@ -1,0 +1,222 @@
+-- Fences the caller's own tables by a whole lease set (contract v1.8):
+-- AssertHolder for every key, in the caller's transaction. Every fence row
+-- is locked, one at a time in key order (see AcquireSet), until that
+-- transaction ends, and then each lease is judged on the server clock; the
+-- first key (in key order) the owner does not hold throws 50110, 50111 or
+-- 50112 naming it, which (XACT_ABORT) rolls back everything the transaction
+-- wrote.
+--
+-- @Leases is a JSON array of objects, one per key of the set:
+--   [{"ResourceKey": "report:a", "Generation": 7}, ...]
+-- read as RenewMany reads its leases.
+CREATE PROCEDURE fence_api.AssertHolderSet
+    @Leases nvarchar(max),
+    @Owner  uniqueidentifier
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET XACT_ABORT ON;
+    -- Decide under READ COMMITTED whatever isolation level the caller chose (a
+    -- SET inside a procedure reverts when it returns). Babelfish refuses this SET
+    -- in any call whose level differs, and its READ UNCOMMITTED reads only
+    -- committed rows anyway. Inside a caller's transaction (explicit, or one
+    -- implicit-transaction mode opens), first touch data at the caller's level,
+    -- so that a SNAPSHOT transaction starts as SNAPSHOT: "A transaction starts
+    -- the first time it accesses data" (see fence.Anchor, migration V4).
+    DECLARE @Anchor int;
+    IF SERVERPROPERTY(N'Babelfish') IS NULL AND (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
+        SELECT @Anchor = COUNT(*) FROM fence.Anchor;
+    IF SERVERPROPERTY(N'Babelfish') IS NULL
+        SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+
+    -- A check without a lock held until the caller commits proves nothing
+    -- (see AssertHolder): in implicit-transaction mode the first UPDATE below
+    -- opens the transaction that holds the locks until the caller commits.
+    IF @@TRANCOUNT = 0 AND (@@OPTIONS & 2) = 0
+        THROW 50113, N'AssertHolderSet must run inside the caller''s transaction (BEGIN TRANSACTION first).', 1;
+
+    -- The leases, each key compared binary as the fence row's key is. Each
+    -- value is read as text and checked before it is converted: a value of
+    -- the wrong type must be refused with this contract's error on every
+    -- engine, and Babelfish raises a conversion error inside OPENJSON past
+    -- any CATCH.
+    DECLARE @Set TABLE
+    (
+        ResourceKey    nvarchar(4000) COLLATE Latin1_General_100_BIN2 NULL,
+        GenerationText nvarchar(100) NULL,
+        Generation     bigint NULL,
+        KeyUnits       int NULL,
+        LockOrder      int NULL,
+        Found          int NULL,
+        Outcome        nvarchar(32) NULL,
+        LeaseUntil     datetime2(7) NULL
+    );
+
+    IF @Leases IS NULL OR ISJSON(@Leases) = 0 OR LEFT(LTRIM(@Leases), 1) <> N'['
+        THROW 50135, N'@Leases must be a JSON array of 1 to 1000 objects {"ResourceKey", "Generation"}.', 1;
+    INSERT INTO @Set (ResourceKey, GenerationText)
+    SELECT ResourceKey, Generation
+      FROM OPENJSON(@Leases)
+           WITH (ResourceKey nvarchar(4000) '$.ResourceKey',
+                 Generation  nvarchar(100)  '$.Generation');
+
+    -- Babelfish 4.2 reads a JSON string with its escapes still in it
+    -- ("a\"b" as a\"b), where SQL Server reads it as JSON says: a key holding
+    -- a quotation mark, a backslash or a control character, escaped as JSON
+    -- must, is then decoded here, by hand, from the escapes PostgreSQL writes
+    -- (\" \\ \b \f \n \r \t and \u00XX). An engine that reads JSON right
+    -- is left alone, so a key's own backslashes are never touched there.
+    IF JSON_VALUE(N'{"k":"\\"}', N'$.k') <> N'\'
+       AND EXISTS (SELECT 1 FROM @Set WHERE CHARINDEX(N'\', ResourceKey) > 0)
+    BEGIN
+        DECLARE @Escaped TABLE (ResourceKey nvarchar(4000) COLLATE Latin1_General_100_BIN2 NOT NULL);
+        INSERT INTO @Escaped (ResourceKey)
+        SELECT DISTINCT ResourceKey FROM @Set WHERE CHARINDEX(N'\', ResourceKey) > 0;
+        DECLARE @Raw nvarchar(4000), @Decoded nvarchar(4000), @At int, @Escape nchar(1), @Code int;
+        WHILE EXISTS (SELECT 1 FROM @Escaped)
+        BEGIN
+            SELECT TOP (1) @Raw = ResourceKey FROM @Escaped;
+            SELECT @Decoded = N'', @At = 1;
+            WHILE @At <= LEN(@Raw + N'.') - 1
+            BEGIN
+                IF SUBSTRING(@Raw, @At, 1) <> N'\'
+                BEGIN
+                    SET @Decoded += SUBSTRING(@Raw, @At, 1);
+                    SET @At += 1;
+                    CONTINUE;
+                END;
+                SET @Escape = SUBSTRING(@Raw, @At + 1, 1);
+                -- \u00XX: PostgreSQL writes only control characters so.
+                SET @Code = 16 * (CHARINDEX(SUBSTRING(@Raw, @At + 4, 1), N'0123456789abcdef') - 1)
+                            + CHARINDEX(SUBSTRING(@Raw, @At + 5, 1), N'0123456789abcdef') - 1;
+                SET @Decoded += CASE @Escape
+                                    WHEN N'b' THEN NCHAR(8)
+                                    WHEN N'f' THEN NCHAR(12)
+                                    WHEN N'n' THEN NCHAR(10)
+                                    WHEN N'r' THEN NCHAR(13)
+                                    WHEN N't' THEN NCHAR(9)
+                                    WHEN N'u' THEN NCHAR(@Code)
+                                    ELSE @Escape
+                                END;
+                SET @At += CASE @Escape WHEN N'u' THEN 6 ELSE 2 END;
+            END;
+            UPDATE @Set SET ResourceKey = @Decoded WHERE ResourceKey = @Raw;
+            DELETE FROM @Escaped WHERE ResourceKey = @Raw;
+        END;
+    END;
+
+    -- Keys are exact identifiers: 1 to 256 UTF-16 code units (what nvarchar(256)
+    -- stores; DATALENGTH counts two bytes each), compared binary, and never
+    -- ending in a space, which comparisons ignore. Babelfish stores UTF-8, so
+    -- there a character outside the BMP is counted twice by hand, for the keys
+    -- long enough for it to matter.
+    UPDATE @Set
+       SET KeyUnits = CASE WHEN SERVERPROPERTY(N'Babelfish') IS NULL THEN DATALENGTH(ResourceKey) / 2
+                           ELSE LEN(ResourceKey + N'.') - 1 END;
+    IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
+       AND EXISTS (SELECT 1 FROM @Set WHERE KeyUnits BETWEEN 129 AND 256)
+    BEGIN
+        DECLARE @Long TABLE (ResourceKey nvarchar(4000) COLLATE Latin1_General_100_BIN2 NOT NULL);
+        INSERT INTO @Long (ResourceKey) SELECT DISTINCT ResourceKey FROM @Set WHERE KeyUnits BETWEEN 129 AND 256;
+        DECLARE @LongKey nvarchar(4000), @KeyAt int, @KeyUnits int;
+        WHILE EXISTS (SELECT 1 FROM @Long)
+        BEGIN
+            SELECT TOP (1) @LongKey = ResourceKey FROM @Long;
+            SELECT @KeyAt = 0, @KeyUnits = LEN(@LongKey + N'.') - 1;
+            WHILE @KeyAt < LEN(@LongKey + N'.') - 1
+            BEGIN
+                SET @KeyAt += 1;
+                IF UNICODE(SUBSTRING(@LongKey, @KeyAt, 1)) > 65535
+                    SET @KeyUnits += 1;
+            END;
+            UPDATE @Set SET KeyUnits = @KeyUnits WHERE ResourceKey = @LongKey;
+            DELETE FROM @Long WHERE ResourceKey = @LongKey;
+        END;
+    END;
+
+    DECLARE @Count int = (SELECT COUNT(*) FROM @Set);
+    IF @Count NOT BETWEEN 1 AND 1000
+        THROW 50135, N'@Leases must be a JSON array of 1 to 1000 objects {"ResourceKey", "Generation"}.', 1;
+    IF EXISTS (SELECT 1 FROM @Set WHERE ResourceKey IS NULL OR KeyUnits NOT BETWEEN 1 AND 256)
+        THROW 50135, N'@Leases: each ResourceKey must be 1 to 256 UTF-16 code units long.', 1;
+    IF EXISTS (SELECT 1 FROM @Set WHERE UNICODE(RIGHT(ResourceKey, 1)) = 32)
+        THROW 50135, N'@Leases: a ResourceKey must not end with a space: keys are exact identifiers.', 1;
+    IF EXISTS (SELECT 1 FROM @Set GROUP BY ResourceKey HAVING COUNT(*) > 1)
+        THROW 50135, N'@Leases: each ResourceKey may appear once.', 1;
+    IF EXISTS (SELECT 1 FROM @Set WHERE GenerationText IS NULL OR GenerationText LIKE N'%[^0-9]%'
+                                     OR LEN(GenerationText) NOT BETWEEN 1 AND 18 OR GenerationText NOT LIKE N'%[1-9]%')
+        THROW 50135, N'@Leases: each Generation must be a generation returned by Acquire (1 or more).', 1;
+    IF @Owner IS NULL OR @Owner = '00000000-0000-0000-0000-000000000000'
+        THROW 50102, N'@Owner must be a non-nil uniqueidentifier, fresh for each acquisition.', 1;
+    -- Converted only once every value is known to be digits: nothing
+    -- promises the checks above are evaluated before a conversion beside them.
+    UPDATE @Set SET Generation = CAST(GenerationText AS bigint);
+
+    -- The canonical lock order: binary, as the key column compares.
+    UPDATE s
+       SET LockOrder = o.LockOrder
+      FROM @Set AS s
+      JOIN (SELECT ResourceKey, ROW_NUMBER() OVER (ORDER BY ResourceKey) AS LockOrder FROM @Set) AS o
+        ON o.ResourceKey = s.ResourceKey;
+
+    DECLARE @Now datetime2(7), @Key nvarchar(4000), @Locked int = 0, @Refusal int, @Message nvarchar(2048);
+
+    -- Lock every row, one at a time in key order, before reading the clock: a
+    -- call that waited for another session's lock is judged at the moment it
+    -- held every row, and two set calls that overlap take their common keys
+    -- in the same order, so they never deadlock (see AcquireSet). The lock is
+    -- an update that really changes the row (LockCount, migration V4), so it
+    -- lasts until the transaction ends on every engine (see Renew).
+    WHILE @Locked < @Count
+    BEGIN
+        SET @Locked += 1;
+        SELECT @Key = ResourceKey FROM @Set WHERE LockOrder = @Locked;
+        UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @Key;
+        UPDATE @Set SET Found = @@ROWCOUNT WHERE LockOrder = @Locked;
+    END;
+    SET @Now = SYSUTCDATETIME();
+
+    UPDATE s
+       SET Outcome = CASE
+                         WHEN s.Found = 0 THEN N'NotProvisioned'
+                         WHEN r.Generation <> s.Generation OR (r.Owner IS NOT NULL AND r.Owner <> @Owner)
+                             THEN N'Superseded'
+                         WHEN r.Owner IS NULL OR r.LeaseUntilUtc <= @Now THEN N'Expired'
+                         ELSE N'Holding'
+                     END,
+           LeaseUntil = r.LeaseUntilUtc
+      FROM @Set AS s
+      LEFT JOIN fence.Resource AS r ON r.ResourceKey = s.ResourceKey;
+    UPDATE @Set SET Outcome = N'NotProvisioned' WHERE Outcome IS NULL;
+
+    SELECT TOP (1) @Key = ResourceKey,
+                   @Refusal = CASE Outcome WHEN N'NotProvisioned' THEN 50112 WHEN N'Superseded' THEN 50110
+                                           ELSE 50111 END
+      FROM @Set
+     WHERE Outcome <> N'Holding'
+     ORDER BY LockOrder;
+    IF @Refusal = 50112
+    BEGIN
+        SET @Message = CONCAT(N'@Leases: the key "', @Key, N'" is not provisioned.');
+        THROW 50112, @Message, 1;
+    END;
+    IF @Refusal = 50110
+    BEGIN
+        SET @Message = CONCAT(N'@Leases: the lease on "', @Key,
+                              N'" was superseded: another owner or a newer generation is current.');
+        THROW 50110, @Message, 1;
+    END;
+    IF @Refusal = 50111
+    BEGIN
+        SET @Message = CONCAT(N'@Leases: the lease on "', @Key,
+                              N'" expired or was released, and nobody has taken over.');
+        THROW 50111, @Message, 1;
+    END;
+
+    SELECT CAST(Outcome AS nvarchar(32)) AS Outcome,
+           CAST(ResourceKey AS nvarchar(256)) AS ResourceKey,
+           Generation,
+           LeaseUntil AS LeaseUntilUtc
+      FROM @Set
+     ORDER BY LockOrder;
+END;
