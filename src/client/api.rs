@@ -378,7 +378,7 @@ pub(crate) fn lease_state(reply: &Reply) -> Result<LeaseState, Error> {
 /// A publish that failed after it may have been sent has an unknown outcome.
 /// Errors raised before sending (bad input, no connection) and errors the
 /// server reported (it answered: the procedure did not commit) stay as they are.
-fn unknown_if_unanswered(error: Error, operation_id: Uuid) -> Error {
+pub(crate) fn unknown_if_unanswered(error: Error, operation_id: Uuid) -> Error {
     match error {
         Error::Network { reason, .. } => Error::OutcomeUnknown { operation_id, reason },
         Error::UnexpectedReply { detail, .. } => Error::OutcomeUnknown {

@@ -26,7 +26,9 @@ mod guarded;
 mod handover;
 mod hedged_renew;
 mod input;
+mod json_text;
 mod lease;
+mod lease_set;
 pub mod meter;
 mod outcome;
 mod parameter;
@@ -35,6 +37,8 @@ mod privilege;
 mod renew_many;
 mod renewal_batch;
 mod run_fenced;
+mod set_api;
+mod set_outcome;
 mod settle;
 mod signal_holder;
 mod span;
@@ -60,12 +64,14 @@ pub use guard::{LeaseGuard, LostReason};
 pub use guarded::Guarded;
 pub use input::{MAX_KEY_UTF16_UNITS, MAX_LEASE};
 pub use lease::Lease;
+pub use lease_set::{LeaseSet, MAX_SET_KEYS};
 pub use outcome::{
     Acquire, Inspection, LeaseState, OperationOutcome, Provision, Publication, Publish, RefusalReason, Release, Renew,
 };
 pub use parameter::Parameter;
 pub use renew_many::MAX_RENEW_MANY;
 pub use run_fenced::Fenced;
+pub use set_outcome::{AcquireSet, KeyPublish, KeyRefusal, PublishSet, RenewSet};
 #[cfg(feature = "artifacts")]
 pub(crate) use settle::Unresolved;
 pub use settle::Unsettled;

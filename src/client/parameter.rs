@@ -43,8 +43,13 @@ pub enum Parameter {
     /// `@DatabaseIdentity` of `fence_admin.Recover`: a non-nil id, or NULL.
     DatabaseIdentity,
     /// `@Leases` of `fence_api.RenewMany` (contract v1.7): a JSON array of 1
-    /// to 1000 leases, each with its key, owner, generation and length.
+    /// to 1000 leases, each with its key, owner, generation and length; of
+    /// the lease-set procedures (contract v1.8, error 50135), each with its
+    /// key and generation (and a publish's operation id and payload).
     Leases,
+    /// `@ResourceKeys` of `fence_api.AcquireSet` (contract v1.8): a JSON
+    /// array of 1 to 1000 keys, each once.
+    ResourceKeys,
 }
 
 impl Parameter {
@@ -68,6 +73,7 @@ impl Parameter {
             Parameter::Floor => "@Floor",
             Parameter::DatabaseIdentity => "@DatabaseIdentity",
             Parameter::Leases => "@Leases",
+            Parameter::ResourceKeys => "@ResourceKeys",
         }
     }
 
@@ -92,7 +98,8 @@ impl Parameter {
             50125 => Parameter::Floor,
             50126 => Parameter::DatabaseIdentity,
             50130 => Parameter::OperationId,
-            50133 => Parameter::Leases,
+            50133 | 50135 => Parameter::Leases,
+            50134 => Parameter::ResourceKeys,
             _ => return None,
         })
     }
@@ -129,6 +136,8 @@ mod tests {
         );
         assert_eq!(Parameter::for_error_number(50110), None);
         assert_eq!(Parameter::for_error_number(50133), Some(Parameter::Leases));
+        assert_eq!(Parameter::for_error_number(50134), Some(Parameter::ResourceKeys));
+        assert_eq!(Parameter::for_error_number(50135), Some(Parameter::Leases));
     }
 
     #[test]

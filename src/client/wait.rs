@@ -358,7 +358,7 @@ impl Drop for Unclaimed {
 /// Whether an acquire that failed with `error` is tried again as the same
 /// owner; `reached` remembers whether any attempt so far may have reached the
 /// server.
-fn retry_acquire(error: &Error, reached: &mut bool) -> bool {
+pub(crate) fn retry_acquire(error: &Error, reached: &mut bool) -> bool {
     match error {
         // Sent, perhaps granted: only the same owner can find out.
         Error::Network { .. } => {

@@ -46,6 +46,16 @@ pub enum Procedure {
     Retire,
     /// `fence_admin.PruneOutcomes`.
     PruneOutcomes,
+    /// `fence_api.AcquireSet` (contract v1.8).
+    AcquireSet,
+    /// `fence_api.RenewSet` (contract v1.8).
+    RenewSet,
+    /// `fence_api.ReleaseSet` (contract v1.8).
+    ReleaseSet,
+    /// `fence_api.PublishSet` (contract v1.8).
+    PublishSet,
+    /// `fence_api.AssertHolderSet` (contract v1.8).
+    AssertHolderSet,
 }
 
 /// The half of the contract a procedure belongs to, by its schema.
@@ -77,7 +87,7 @@ use Parameter as P;
 use SqlType as T;
 
 impl Procedure {
-    pub(crate) const ALL: [Procedure; 19] = [
+    pub(crate) const ALL: [Procedure; 24] = [
         Procedure::Provision,
         Procedure::Acquire,
         Procedure::Renew,
@@ -97,6 +107,11 @@ impl Procedure {
         Procedure::ResetSourceVersion,
         Procedure::Retire,
         Procedure::PruneOutcomes,
+        Procedure::AcquireSet,
+        Procedure::RenewSet,
+        Procedure::ReleaseSet,
+        Procedure::PublishSet,
+        Procedure::AssertHolderSet,
     ];
 
     /// The schema-qualified name, as used in messages.
@@ -121,6 +136,11 @@ impl Procedure {
             Procedure::ResetSourceVersion => "fence_admin.ResetSourceVersion",
             Procedure::Retire => "fence_admin.Retire",
             Procedure::PruneOutcomes => "fence_admin.PruneOutcomes",
+            Procedure::AcquireSet => "fence_api.AcquireSet",
+            Procedure::RenewSet => "fence_api.RenewSet",
+            Procedure::ReleaseSet => "fence_api.ReleaseSet",
+            Procedure::PublishSet => "fence_api.PublishSet",
+            Procedure::AssertHolderSet => "fence_api.AssertHolderSet",
         }
     }
 
@@ -146,7 +166,14 @@ impl Procedure {
     pub(crate) fn answers_rows(self) -> bool {
         matches!(
             self,
-            Procedure::ListLeases | Procedure::LeaseHistory | Procedure::RenewMany
+            Procedure::ListLeases
+                | Procedure::LeaseHistory
+                | Procedure::RenewMany
+                | Procedure::AcquireSet
+                | Procedure::RenewSet
+                | Procedure::ReleaseSet
+                | Procedure::PublishSet
+                | Procedure::AssertHolderSet
         )
     }
 
@@ -168,6 +195,24 @@ impl Procedure {
                 (P::LeaseSeconds, T::Int),
             ],
             Procedure::RenewMany => &[(P::Leases, T::NVarCharMax)],
+            Procedure::AcquireSet => &[
+                (P::ResourceKeys, T::NVarCharMax),
+                (P::Owner, T::UniqueIdentifier),
+                (P::LeaseSeconds, T::Int),
+            ],
+            Procedure::RenewSet => &[
+                (P::Leases, T::NVarCharMax),
+                (P::Owner, T::UniqueIdentifier),
+                (P::LeaseSeconds, T::Int),
+            ],
+            Procedure::ReleaseSet | Procedure::AssertHolderSet => {
+                &[(P::Leases, T::NVarCharMax), (P::Owner, T::UniqueIdentifier)]
+            }
+            Procedure::PublishSet => &[
+                (P::Leases, T::NVarCharMax),
+                (P::Owner, T::UniqueIdentifier),
+                (P::Release, T::Bit),
+            ],
             Procedure::Publish => &[
                 (P::ResourceKey, T::WideKey),
                 (P::Owner, T::UniqueIdentifier),

@@ -6,7 +6,8 @@
 /// one it accepts: a database answering the same major and this minor or a
 /// later one (`fence_api.ContractVersion`) holds everything it calls.
 ///
-/// It asks for v1.7, whose `fence_api.RenewMany` renews a guard's lease
+/// It asks for v1.8, whose lease-set procedures (`fence_api.AcquireSet`
+/// and the others) its lease sets call, v1.7, whose `fence_api.RenewMany` renews a guard's lease
 /// with the others due at the same time, v1.6, whose `fence_admin.Retire`
 /// and `PruneOutcomes` the operators' calls reach, v1.5's `@OperationId` on
 /// `fence_admin.ForceRelease` and `fence_admin.ResetSourceVersion` and
@@ -14,7 +15,7 @@
 /// transactions send: the client and the procedures it deploys are released
 /// together.
 /// What each version added is in `CHANGELOG.md`.
-pub const CONTRACT_VERSION: ContractVersion = ContractVersion { major: 1, minor: 7 };
+pub const CONTRACT_VERSION: ContractVersion = ContractVersion { major: 1, minor: 8 };
 
 /// A procedure contract version, as `fence_api.ContractVersion` answers it.
 /// Minors add (columns, outcomes, optional parameters, procedures); a major
