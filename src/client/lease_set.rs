@@ -147,7 +147,13 @@ mod tests {
         for keys in [&["a", "a"][..], &[][..], &["a "][..]] {
             let error = keys_json(keys).unwrap_err();
             assert!(
-                matches!(error, Error::InvalidInput { parameter: Parameter::ResourceKeys, .. }),
+                matches!(
+                    error,
+                    Error::InvalidInput {
+                        parameter: Parameter::ResourceKeys,
+                        ..
+                    }
+                ),
                 "{error:?}"
             );
         }

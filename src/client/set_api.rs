@@ -173,7 +173,10 @@ impl Client {
         let ordered = publishes_in_set_order(set, publishes)?;
         let json = leases_json(set, |i, json| {
             let publish = ordered[i];
-            json.push_str(&format!(",\"OperationId\":\"{}\",\"Payload\":", publish.operation_id.hyphenated()));
+            json.push_str(&format!(
+                ",\"OperationId\":\"{}\",\"Payload\":",
+                publish.operation_id.hyphenated()
+            ));
             super::json_text::push_json_string(json, publish.payload);
         });
         let first = ordered[0].operation_id;

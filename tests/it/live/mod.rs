@@ -79,12 +79,12 @@ mod lease_publish_release;
 mod lease_recover;
 mod lease_release_on_drop;
 mod lease_renew_many;
-mod lease_set;
 mod lease_renewal_hang;
 mod lease_renewal_reserve;
 mod lease_restore_safety;
 mod lease_retire;
 mod lease_semantics;
+mod lease_set;
 mod lease_source_version;
 mod lease_stress;
 #[cfg(feature = "fake")]
