@@ -19,6 +19,7 @@ pub(crate) mod keys;
 mod report;
 mod runner;
 mod scratch;
+mod sets;
 mod stats;
 mod telemetry;
 mod usage;
@@ -74,6 +75,9 @@ pub enum Workload {
     /// second, the server's CPU and its memory per lease, renewing together
     /// and, beside it, one by one. Not part of the default run.
     Held,
+    /// Lease sets (contract v1.8) of 2, 8 and 32 keys in one call against
+    /// as many single acquires. Not part of the default run.
+    Sets,
 }
 
 /// What to run. Setters take `&mut self` and chain, as
@@ -384,6 +388,27 @@ async fn scenarios(
     }
     if has(Workload::Handover) {
         all.extend(handovers(target, keys, clients, stop, warmup, events).await?);
+    }
+    if has(Workload::Sets) {
+        let largest = sets::SET_SIZES[sets::SET_SIZES.len() - 1];
+        let mut workers = Vec::new();
+        for (w, client) in clients.iter().enumerate() {
+            let mut own = Vec::with_capacity(largest);
+            for i in 0..largest {
+                let key = keys.key(&format!("sets{i}"), Some(w));
+                provision(client, &key).await?;
+                own.push(key);
+            }
+            workers.push(sets::Sets {
+                client: client.clone(),
+                keys: own,
+            });
+        }
+        all.extend(
+            runner::measure(&sets::SET_SCENARIOS, workers, stop, warmup, events)
+                .await?
+                .1,
+        );
     }
     Ok(all)
 }

@@ -92,6 +92,7 @@ fn options(args: &BenchArgs) -> BenchOptions {
             WorkloadArg::Renew => Workload::Renew,
             WorkloadArg::Handover => Workload::Handover,
             WorkloadArg::Held => Workload::Held,
+            WorkloadArg::Sets => Workload::Sets,
         })
         .collect();
     if workloads.is_empty() {

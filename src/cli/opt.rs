@@ -768,6 +768,10 @@ pub enum WorkloadArg {
     /// renewals due together in one call and, beside it, one call each. Only
     /// when asked for.
     Held,
+    /// Each worker's own keys taken as a lease set of 2, 8 and 32 keys in one
+    /// call (set_acquire_N) and one by one (single_acquires_N); only the
+    /// acquires are measured. Not part of the default run.
+    Sets,
 }
 
 /// `fencepost bench`.
