@@ -16,4 +16,5 @@ GRANT EXECUTE ON fence_api.RenewSet TO fence_service;
 GRANT EXECUTE ON fence_api.ReleaseSet TO fence_service;
 GRANT EXECUTE ON fence_api.PublishSet TO fence_service;
 GRANT EXECUTE ON fence_api.AssertHolderSet TO fence_service;
+GRANT EXECUTE ON fence_api.AcquireSlot TO fence_service;
 GRANT EXECUTE ON fence_api.ContractVersion TO fence_service;

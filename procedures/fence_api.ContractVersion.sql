@@ -13,7 +13,8 @@
 -- v1.6: the lifecycle (fence_admin.Retire, PruneOutcomes, fence.Retirement).
 -- v1.7: fence_api.RenewMany, many leases renewed in one call (error 50133).
 -- v1.8: lease sets (fence_api.AcquireSet, RenewSet, ReleaseSet, PublishSet,
--- AssertHolderSet; errors 50134 and 50135).
+-- AssertHolderSet; errors 50134 and 50135) and slots (fence_api.AcquireSlot,
+-- error 50136).
 CREATE PROCEDURE fence_api.ContractVersion
 AS
 BEGIN

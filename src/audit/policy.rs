@@ -88,6 +88,7 @@ impl Default for Policy {
                 api("fence_api.ReleaseSet", &[SERVICE]),
                 api("fence_api.PublishSet", &[SERVICE]),
                 api("fence_api.AssertHolderSet", &[SERVICE]),
+                api("fence_api.AcquireSlot", &[SERVICE]),
                 api("fence_api.ContractVersion", &[SERVICE, READER]),
                 api("fence_admin.ForceRelease", &[OPERATOR]),
                 api("fence_admin.ListLeases", &[OPERATOR, RECOVERY]),

@@ -41,6 +41,7 @@ mod set_api;
 mod set_outcome;
 mod settle;
 mod signal_holder;
+mod slot;
 mod span;
 mod token;
 mod verify;
@@ -75,6 +76,7 @@ pub use set_outcome::{AcquireSet, KeyPublish, KeyRefusal, PublishSet, RenewSet};
 #[cfg(feature = "artifacts")]
 pub(crate) use settle::Unresolved;
 pub use settle::Unsettled;
+pub use slot::{AcquireSlot, MAX_SLOTS, slot_key};
 
 use crate::connection::ConnectionString;
 

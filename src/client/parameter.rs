@@ -50,6 +50,8 @@ pub enum Parameter {
     /// `@ResourceKeys` of `fence_api.AcquireSet` (contract v1.8): a JSON
     /// array of 1 to 1000 keys, each once.
     ResourceKeys,
+    /// `@Slots` of `fence_api.AcquireSlot` (contract v1.8): 1 to 1000.
+    Slots,
 }
 
 impl Parameter {
@@ -74,6 +76,7 @@ impl Parameter {
             Parameter::DatabaseIdentity => "@DatabaseIdentity",
             Parameter::Leases => "@Leases",
             Parameter::ResourceKeys => "@ResourceKeys",
+            Parameter::Slots => "@Slots",
         }
     }
 
@@ -100,6 +103,7 @@ impl Parameter {
             50130 => Parameter::OperationId,
             50133 | 50135 => Parameter::Leases,
             50134 => Parameter::ResourceKeys,
+            50136 => Parameter::Slots,
             _ => return None,
         })
     }
@@ -138,6 +142,7 @@ mod tests {
         assert_eq!(Parameter::for_error_number(50133), Some(Parameter::Leases));
         assert_eq!(Parameter::for_error_number(50134), Some(Parameter::ResourceKeys));
         assert_eq!(Parameter::for_error_number(50135), Some(Parameter::Leases));
+        assert_eq!(Parameter::for_error_number(50136), Some(Parameter::Slots));
     }
 
     #[test]

@@ -56,6 +56,8 @@ pub enum Procedure {
     PublishSet,
     /// `fence_api.AssertHolderSet` (contract v1.8).
     AssertHolderSet,
+    /// `fence_api.AcquireSlot` (contract v1.8).
+    AcquireSlot,
 }
 
 /// The half of the contract a procedure belongs to, by its schema.
@@ -87,7 +89,7 @@ use Parameter as P;
 use SqlType as T;
 
 impl Procedure {
-    pub(crate) const ALL: [Procedure; 24] = [
+    pub(crate) const ALL: [Procedure; 25] = [
         Procedure::Provision,
         Procedure::Acquire,
         Procedure::Renew,
@@ -112,6 +114,7 @@ impl Procedure {
         Procedure::ReleaseSet,
         Procedure::PublishSet,
         Procedure::AssertHolderSet,
+        Procedure::AcquireSlot,
     ];
 
     /// The schema-qualified name, as used in messages.
@@ -141,6 +144,7 @@ impl Procedure {
             Procedure::ReleaseSet => "fence_api.ReleaseSet",
             Procedure::PublishSet => "fence_api.PublishSet",
             Procedure::AssertHolderSet => "fence_api.AssertHolderSet",
+            Procedure::AcquireSlot => "fence_api.AcquireSlot",
         }
     }
 
@@ -208,6 +212,12 @@ impl Procedure {
             Procedure::ReleaseSet | Procedure::AssertHolderSet => {
                 &[(P::Leases, T::NVarCharMax), (P::Owner, T::UniqueIdentifier)]
             }
+            Procedure::AcquireSlot => &[
+                (P::ResourceKey, T::WideKey),
+                (P::Slots, T::Int),
+                (P::Owner, T::UniqueIdentifier),
+                (P::LeaseSeconds, T::Int),
+            ],
             Procedure::PublishSet => &[
                 (P::Leases, T::NVarCharMax),
                 (P::Owner, T::UniqueIdentifier),

@@ -156,16 +156,17 @@ pub(super) fn call(procedure: Procedure, arguments: &[&dyn ToSql]) -> Result<Cal
         Procedure::PruneOutcomes => Call::PruneOutcomes {
             older_than_days: a.int(0, None)?,
         },
-        // The model states the single-key contract; lease sets (v1.8) are
+        // The model states the single-key contract; lease sets and slots (v1.8) are
         // not in it yet, so the fake says so rather than answer wrongly.
         Procedure::AcquireSet
         | Procedure::RenewSet
         | Procedure::ReleaseSet
         | Procedure::PublishSet
-        | Procedure::AssertHolderSet => {
+        | Procedure::AssertHolderSet
+        | Procedure::AcquireSlot => {
             return Err(Error::UnexpectedReply {
                 procedure: procedure.name(),
-                detail: "the fake does not model lease sets (contract v1.8)".to_string(),
+                detail: "the fake does not model lease sets and slots (contract v1.8)".to_string(),
             });
         }
     })

@@ -530,7 +530,7 @@ fn an_empty_permission_catalog_cannot_be_verified_never_passes() {
             .next()
             .unwrap()
             .reason
-            .contains("none of the 30 EXECUTE grants"),
+            .contains("none of the 31 EXECUTE grants"),
         "{report:#?}"
     );
     assert!(
@@ -635,7 +635,7 @@ fn the_fixture_grants_are_the_permission_scripts_grants_and_the_policy_expects_e
     from_scripts.sort();
     expected.sort();
     assert_eq!(from_scripts, expected);
-    assert_eq!(from_scripts.len(), 30);
+    assert_eq!(from_scripts.len(), 31);
     // And the clean fixture holds exactly those.
     let c = clean();
     let mut in_fixture: Vec<(String, String)> = c

@@ -234,7 +234,7 @@ fn seeing_some_of_the_deploy_grants_is_not_enough() {
     let report = check(&c);
     assert!(report.findings.is_empty(), "{report:#?}");
     let reason = &report.cannot_verify_of(Rule::WriteAccess).next().unwrap().reason;
-    assert!(reason.contains("shows 1 of the 30 EXECUTE grants"), "{reason}");
+    assert!(reason.contains("shows 1 of the 31 EXECUTE grants"), "{reason}");
     assert!(
         reason.contains("EXECUTE on fence_admin.ForceRelease to fence_operator"),
         "{reason}"

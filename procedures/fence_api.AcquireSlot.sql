@@ -1,0 +1,190 @@
+-- Takes any free slot of a resource with @Slots slots (contract v1.8), a
+-- fenced semaphore: at most @Slots holders at once. Each slot is an ordinary
+-- fence row, keyed '<resource>#<slot>' (slot 0 to @Slots - 1), with its own
+-- generation, so a holder whose slot was taken over is refused by
+-- AssertHolder and by a publish under its slot like any stale holder, and
+-- renews, publishes and releases it with the single-key procedures.
+--
+-- The resource's own row is the semaphore's lock: every AcquireSlot of the
+-- resource locks it first, then every slot row in key order (binary, so
+-- '<resource>' before '<resource>#0'), then counts the live holders of
+-- every slot row there is, whatever its number. A slot is granted only
+-- while fewer than @Slots are live, so lowering @Slots never lets more than
+-- the new number in: the holders of higher slots are counted until their
+-- leases end. A retry by an owner that holds a live slot extends that slot,
+-- its generation kept.
+CREATE PROCEDURE fence_api.AcquireSlot
+    @ResourceKey  nvarchar(4000), -- wider than a key may be, so an over-long key is refused, not truncated
+    @Slots        int,
+    @Owner        uniqueidentifier,
+    @LeaseSeconds int
+AS
+BEGIN
+    SET NOCOUNT ON;
+    SET XACT_ABORT ON;
+    -- Decide under READ COMMITTED whatever isolation level the caller chose
+    -- (see Acquire).
+    DECLARE @Anchor int;
+    IF SERVERPROPERTY(N'Babelfish') IS NULL AND (@@TRANCOUNT > 0 OR (@@OPTIONS & 2) = 2)
+        SELECT @Anchor = COUNT(*) FROM fence.Anchor;
+    IF SERVERPROPERTY(N'Babelfish') IS NULL
+        SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+
+    -- The resource's key leaves room for '#' and a slot number of up to
+    -- four digits within the 256 UTF-16 code units a key may have.
+    DECLARE @KeyUnits int = DATALENGTH(@ResourceKey) / 2, @KeyAt int = 0;
+    IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
+        SET @KeyUnits = LEN(@ResourceKey + N'.') - 1;
+    WHILE SERVERPROPERTY(N'Babelfish') IS NOT NULL AND @KeyUnits BETWEEN 124 AND 251
+          AND @KeyAt < LEN(@ResourceKey + N'.') - 1
+    BEGIN
+        SET @KeyAt += 1;
+        IF UNICODE(SUBSTRING(@ResourceKey, @KeyAt, 1)) > 65535
+            SET @KeyUnits += 1;
+    END;
+    IF @ResourceKey IS NULL OR @KeyUnits NOT BETWEEN 1 AND 251
+        THROW 50101, N'@ResourceKey must be 1 to 251 UTF-16 code units long for a resource with slots (its slot keys add "#" and the slot number).', 1;
+    IF UNICODE(RIGHT(@ResourceKey, 1)) = 32
+        THROW 50101, N'@ResourceKey must not end with a space: keys are exact identifiers.', 1;
+    IF @Slots IS NULL OR @Slots NOT BETWEEN 1 AND 1000
+        THROW 50136, N'@Slots must be between 1 and 1000.', 1;
+    IF @Owner IS NULL OR @Owner = '00000000-0000-0000-0000-000000000000'
+        THROW 50102, N'@Owner must be a non-nil uniqueidentifier, fresh for each acquisition.', 1;
+    IF @LeaseSeconds IS NULL OR @LeaseSeconds NOT BETWEEN 1 AND 86400
+        THROW 50103, N'@LeaseSeconds must be between 1 and 86400.', 1;
+
+    DECLARE @Slot TABLE
+    (
+        ResourceKey nvarchar(256) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY,
+        SlotText    nvarchar(10) NOT NULL,
+        SlotNumber  int NULL,
+        LockOrder   int NULL
+    );
+    DECLARE @Now datetime2(7), @Until datetime2(7), @Found int, @Count int, @Locked int = 0,
+            @Key nvarchar(256), @Live int, @Chosen nvarchar(256), @ChosenNumber int, @Outcome nvarchar(32),
+            @Generation bigint, @BusyUntil datetime2(7), @Prefix nvarchar(260) = @ResourceKey + N'#';
+
+    BEGIN TRANSACTION;
+
+    -- The semaphore's lock, held until the end: AcquireSlot calls of one
+    -- resource run one at a time from here. Bounded as Acquire's wait is.
+    SET LOCK_TIMEOUT 5000;
+    IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
+    BEGIN
+        UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @ResourceKey;
+        SET @Found = @@ROWCOUNT;
+    END;
+    ELSE
+    BEGIN TRY
+        UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @ResourceKey;
+        SET @Found = @@ROWCOUNT;
+    END TRY
+    BEGIN CATCH
+        IF ERROR_NUMBER() <> 1222
+            THROW;
+        THROW 50129, N'Waited 5 seconds for a fence row or its table: an open transaction, a deploy or a recovery holds it.', 1;
+    END CATCH;
+
+    IF @Found = 1
+    BEGIN
+        -- Every slot row there is: '<resource>#' and digits, found by the
+        -- key's binary range ('#' sorts just before '$').
+        INSERT INTO @Slot (ResourceKey, SlotText)
+        SELECT ResourceKey, SUBSTRING(ResourceKey, LEN(@Prefix) + 1, 10)
+          FROM fence.Resource
+         WHERE ResourceKey > @Prefix
+           AND ResourceKey < @ResourceKey + N'$'
+           AND LEN(ResourceKey) BETWEEN LEN(@Prefix) + 1 AND LEN(@Prefix) + 4
+           AND SUBSTRING(ResourceKey, LEN(@Prefix) + 1, 10) NOT LIKE N'%[^0-9]%'
+           AND LEFT(ResourceKey, LEN(@Prefix)) = @Prefix COLLATE Latin1_General_100_BIN2;
+        -- Converted only once every number is known to be digits.
+        UPDATE @Slot SET SlotNumber = CAST(SlotText AS int);
+        UPDATE s
+           SET LockOrder = o.LockOrder
+          FROM @Slot AS s
+          JOIN (SELECT ResourceKey, ROW_NUMBER() OVER (ORDER BY ResourceKey) AS LockOrder FROM @Slot) AS o
+            ON o.ResourceKey = s.ResourceKey;
+        SET @Count = (SELECT COUNT(*) FROM @Slot);
+
+        -- Each slot row locked in key order before the clock is read, so
+        -- its holder is judged as it is, not as it was read above.
+        WHILE @Locked < @Count
+        BEGIN
+            SET @Locked += 1;
+            SELECT @Key = ResourceKey FROM @Slot WHERE LockOrder = @Locked;
+            UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @Key;
+        END;
+    END;
+    SET @Now = SYSUTCDATETIME();
+    SET @Until = DATEADD(SECOND, @LeaseSeconds, @Now);
+
+    IF @Found = 0
+        SET @Outcome = N'NotProvisioned';
+    ELSE
+    BEGIN
+        -- The holder's retry: the slot it holds, its generation kept.
+        SELECT TOP (1) @Chosen = s.ResourceKey, @ChosenNumber = s.SlotNumber
+          FROM @Slot AS s
+          JOIN fence.Resource AS r ON r.ResourceKey = s.ResourceKey
+         WHERE r.Owner = @Owner AND r.LeaseUntilUtc > @Now
+         ORDER BY s.SlotNumber;
+        IF @Chosen IS NOT NULL
+        BEGIN
+            UPDATE fence.Resource SET LeaseUntilUtc = @Until WHERE ResourceKey = @Chosen;
+            SET @Outcome = N'Acquired';
+        END;
+        ELSE
+        BEGIN
+            SELECT @Live = COUNT(*), @BusyUntil = MIN(r.LeaseUntilUtc)
+              FROM @Slot AS s
+              JOIN fence.Resource AS r ON r.ResourceKey = s.ResourceKey
+             WHERE r.Owner IS NOT NULL AND r.LeaseUntilUtc > @Now;
+            IF @Live >= @Slots
+                SET @Outcome = N'Busy';
+            ELSE
+            BEGIN
+                SELECT TOP (1) @Chosen = s.ResourceKey, @ChosenNumber = s.SlotNumber
+                  FROM @Slot AS s
+                  JOIN fence.Resource AS r ON r.ResourceKey = s.ResourceKey
+                 WHERE s.SlotNumber < @Slots AND (r.Owner IS NULL OR r.LeaseUntilUtc <= @Now)
+                 ORDER BY s.SlotNumber;
+                -- Fewer holders than slots, but every free slot below
+                -- @Slots lacks its fence row: provision the slot keys.
+                IF @Chosen IS NULL
+                    SET @Outcome = N'NotProvisioned';
+                ELSE
+                BEGIN
+                    -- A lease that ran out ends its tenure here, as Acquire
+                    -- records it.
+                    INSERT INTO fence.Tenure (ResourceKey, Generation, OwnerHash, AcquiredAtUtc, EndedAtUtc, Ending,
+                                              Published, SourceVersion)
+                    SELECT ResourceKey, Generation,
+                           HASHBYTES('SHA2_256', CAST(UPPER(CAST(Owner AS char(36))) AS varchar(36))),
+                           AcquiredAtUtc, LeaseUntilUtc, N'Expired',
+                           CASE WHEN PublishedGeneration = Generation THEN 1 ELSE 0 END,
+                           CASE WHEN PublishedGeneration = Generation THEN PublishedSourceVersion END
+                      FROM fence.Resource
+                     WHERE ResourceKey = @Chosen AND Owner IS NOT NULL;
+                    UPDATE fence.Resource
+                       SET Generation    = Generation + 1,
+                           Owner         = @Owner,
+                           LeaseUntilUtc = @Until,
+                           AcquiredAtUtc = @Now
+                     WHERE ResourceKey = @Chosen;
+                    SET @Outcome = N'Acquired';
+                END;
+            END;
+        END;
+    END;
+    IF @Outcome = N'Acquired'
+        SELECT @Generation = Generation FROM fence.Resource WHERE ResourceKey = @Chosen;
+
+    COMMIT TRANSACTION;
+
+    SELECT CAST(@Outcome AS nvarchar(32)) AS Outcome,
+           CASE WHEN @Outcome = N'Acquired' THEN @ChosenNumber END AS Slot,
+           CAST(CASE WHEN @Outcome = N'Acquired' THEN @Chosen END AS nvarchar(256)) AS ResourceKey,
+           @Generation AS Generation,
+           CASE WHEN @Outcome = N'Acquired' THEN @Until WHEN @Outcome = N'Busy' THEN @BusyUntil END AS LeaseUntilUtc,
+           @Now AS ServerUtc;
+END;

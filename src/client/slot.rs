@@ -1,0 +1,188 @@
+//! Slots (contract v1.8): a fenced semaphore. A resource with N slots has at
+//! most N holders at once; each slot is an ordinary fence row keyed
+//! `<resource>#<slot>` with its own generation, renewed, published under and
+//! released as any lease is.
+
+use std::time::Duration;
+
+use time::OffsetDateTime;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use super::contract::Procedure;
+use super::error::Error;
+use super::parameter::Parameter;
+use super::span::About;
+use super::{Client, Lease, Provision, input, outcome};
+
+/// The most slots a resource may have: what `AcquireSlot` takes.
+pub const MAX_SLOTS: u32 = 1000;
+
+/// The pause before the first retry of an `AcquireSlot` whose reply was
+/// lost, doubled up to [`MAX_PAUSE`].
+const FIRST_PAUSE: Duration = Duration::from_millis(20);
+const MAX_PAUSE: Duration = Duration::from_secs(2);
+
+/// What `AcquireSlot` answered.
+#[must_use = "an acquired slot is held until it expires unless it is released"]
+#[non_exhaustive]
+#[derive(Clone, Debug)]
+pub enum AcquireSlot {
+    /// A slot is yours: its number, and its lease (on the slot's own key).
+    Acquired {
+        /// The slot's number, 0 to `slots - 1`.
+        slot: u32,
+        /// The lease on the slot's key, [`slot_key`]`(resource, slot)`.
+        lease: Lease,
+    },
+    /// As many holders as slots hold the resource (counting the holders of
+    /// higher slots a larger slot count let in, until their leases end).
+    Busy {
+        /// The earliest expiry among the holders, on the server clock.
+        until: OffsetDateTime,
+        /// How long that holder's lease had left, on the server clock alone.
+        remaining: Duration,
+    },
+    /// The resource's own key, or the key of every free slot below the slot
+    /// count, is not provisioned: [`provision_slots`](Client::provision_slots).
+    NotProvisioned,
+}
+
+/// The key of slot `slot` of `resource`: `<resource>#<slot>`.
+pub fn slot_key(resource: &str, slot: u32) -> String {
+    format!("{resource}#{slot}")
+}
+
+impl Client {
+    /// Provisions `resource` and the keys of its slots 0 to `slots - 1`
+    /// ([`slot_key`]). Never resets a generation; a key that exists is left
+    /// as it is. Provision keys outside a transaction (docs/contract.md).
+    pub async fn provision_slots(&self, resource: &str, slots: u32) -> Result<Vec<Provision>, Error> {
+        let slots = slot_count(slots)?;
+        let mut answers = vec![self.provision(resource).await?];
+        for slot in 0..slots {
+            answers.push(self.provision(&slot_key(resource, slot as u32)).await?);
+        }
+        Ok(answers)
+    }
+
+    /// Tries to take a free slot of `resource`, which has `slots` slots, for
+    /// `length`, with a fresh owner, without waiting while every slot is
+    /// held. Granted only while fewer than `slots` holders are live, so
+    /// lowering the slot count never lets more than the new count in. An
+    /// attempt whose reply was lost is sent again as the same owner, which
+    /// confirms the slot it was granted (its generation kept).
+    pub async fn acquire_slot(&self, resource: &str, slots: u32, length: Duration) -> Result<AcquireSlot, Error> {
+        let owner = Uuid::new_v4();
+        let until = self.confirm_until(Instant::now(), length);
+        let mut pause = FIRST_PAUSE;
+        let mut reached = false;
+        loop {
+            match self.acquire_slot_as(resource, slots, owner, length).await {
+                Err(error)
+                    if super::wait::retry_acquire(&error, &mut reached)
+                        && super::wait::later(Instant::now(), pause) < until =>
+                {
+                    tracing::debug!(%owner, %error, "acquire of a slot failed; retrying with the same owner");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(MAX_PAUSE);
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Tries once to take a free slot of `resource` as `owner`. Sending it
+    /// again as the same owner while it holds a slot extends that slot.
+    pub async fn acquire_slot_as(
+        &self,
+        resource: &str,
+        slots: u32,
+        owner: Uuid,
+        length: Duration,
+    ) -> Result<AcquireSlot, Error> {
+        let key = input::key(resource)?;
+        let count = slot_count(slots)?;
+        let owner = input::owner(owner)?;
+        let seconds = input::lease_seconds(length)?;
+        let sent_at = Instant::now();
+        let reply = match self
+            .call(
+                Procedure::AcquireSlot,
+                &[&key, &count, &owner, &seconds],
+                About::key(key),
+            )
+            .await
+        {
+            Ok(reply) => reply,
+            // Its transaction rolled back: nothing was granted.
+            Err(error) if error.gave_up_waiting_for_the_row() => {
+                return Ok(AcquireSlot::Busy {
+                    until: OffsetDateTime::now_utc(),
+                    remaining: Duration::ZERO,
+                });
+            }
+            Err(error) => return Err(error),
+        };
+        match reply.outcome()? {
+            "Acquired" => {
+                let slot: i32 = reply.required("Slot")?;
+                Ok(AcquireSlot::Acquired {
+                    slot: u32::try_from(slot).map_err(|_| reply.unexpected(format!("slot {slot}")))?,
+                    lease: Lease::new(
+                        reply.required::<&str>("ResourceKey")?,
+                        owner,
+                        reply.required("Generation")?,
+                        length,
+                        reply.required_utc("LeaseUntilUtc")?,
+                        sent_at,
+                    ),
+                })
+            }
+            "Busy" => {
+                let server_utc = reply.required_utc("ServerUtc")?;
+                let until = reply.utc("LeaseUntilUtc")?.unwrap_or(server_utc);
+                Ok(AcquireSlot::Busy {
+                    until,
+                    remaining: outcome::remaining(until, server_utc),
+                })
+            }
+            "NotProvisioned" => Ok(AcquireSlot::NotProvisioned),
+            _ => Err(reply.unknown_outcome()),
+        }
+    }
+}
+
+/// `slots` as `@Slots` takes it.
+fn slot_count(slots: u32) -> Result<i32, Error> {
+    if (1..=MAX_SLOTS).contains(&slots) {
+        return Ok(slots as i32);
+    }
+    Err(Error::invalid(
+        Parameter::Slots,
+        format!("must be 1 to {MAX_SLOTS}, not {slots}"),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slot_key_is_the_resource_a_hash_and_the_number() {
+        assert_eq!(slot_key("imports:tenant-7", 0), "imports:tenant-7#0");
+    }
+
+    #[test]
+    fn a_slot_count_outside_one_to_a_thousand_is_refused_before_any_call() {
+        for slots in [0, MAX_SLOTS + 1] {
+            assert!(matches!(
+                slot_count(slots),
+                Err(Error::InvalidInput {
+                    parameter: Parameter::Slots,
+                    ..
+                })
+            ));
+        }
+    }
+}
