@@ -38,6 +38,7 @@ mod renew_many;
 mod renewal_batch;
 mod run_fenced;
 mod set_api;
+mod set_attempt;
 mod set_outcome;
 mod settle;
 mod signal_holder;

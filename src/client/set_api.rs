@@ -52,11 +52,29 @@ impl Client {
     /// Sending it again with the same owner and keys confirms the grant:
     /// each key this owner still holds keeps its generation and its lease is
     /// extended, as [`acquire_as`](Client::acquire_as) answers a retry. A
-    /// wait for a fence row given up is [`AcquireSet::RowHeld`].
+    /// wait for a fence row given up is [`AcquireSet::RowHeld`]. The attempt
+    /// runs to its end on a task of its own: a caller that stops waiting
+    /// for it leaves no key held, as a set granted after it was gone is
+    /// given back.
     pub async fn acquire_set_as(&self, keys: &[&str], owner: Uuid, length: Duration) -> Result<AcquireSet, Error> {
         let (json, _) = keys_json(keys)?;
         let owner = input::owner(owner)?;
         let seconds = input::lease_seconds(length)?;
+        let client = self.clone();
+        let count = keys.len();
+        self.acquire_set_to_its_end(async move { client.acquire_set_once(json, owner, length, seconds, count).await })
+            .await
+    }
+
+    /// One `AcquireSet` of `count` keys, checked already, and its answer.
+    async fn acquire_set_once(
+        &self,
+        json: String,
+        owner: Uuid,
+        length: Duration,
+        seconds: i32,
+        count: usize,
+    ) -> Result<AcquireSet, Error> {
         let sent_at = Instant::now();
         let replies = match self
             .call_rows(Procedure::AcquireSet, &[&json, &owner, &seconds], About::default())
@@ -67,7 +85,7 @@ impl Client {
             Err(error) if error.gave_up_waiting_for_the_row() => return Ok(AcquireSet::RowHeld),
             Err(error) => return Err(error),
         };
-        expect_rows(Procedure::AcquireSet, &replies, keys.len())?;
+        expect_rows(Procedure::AcquireSet, &replies, count)?;
         if replies.iter().all(|reply| reply.outcome().ok() == Some("Acquired")) {
             let leases = replies
                 .iter()

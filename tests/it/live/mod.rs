@@ -85,6 +85,7 @@ mod lease_restore_safety;
 mod lease_retire;
 mod lease_semantics;
 mod lease_set;
+mod lease_set_dropped;
 mod lease_slot;
 mod lease_source_version;
 mod lease_stress;
