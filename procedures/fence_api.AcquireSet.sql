@@ -37,7 +37,6 @@ BEGIN
     DECLARE @Set TABLE
     (
         ResourceKey nvarchar(4000) COLLATE Latin1_General_100_BIN2 NULL,
-        JsonType    int NULL,
         KeyUnits    int NULL,
         LockOrder   int NULL,
         Found       int NULL,
@@ -48,10 +47,14 @@ BEGIN
 
     IF @ResourceKeys IS NULL OR ISJSON(@ResourceKeys) = 0 OR LEFT(LTRIM(@ResourceKeys), 1) <> N'['
         THROW 50134, N'@ResourceKeys must be a JSON array of 1 to 1000 keys (strings).', 1;
-    INSERT INTO @Set (ResourceKey, JsonType)
-    SELECT [value], [type] FROM OPENJSON(@ResourceKeys);
-    IF EXISTS (SELECT 1 FROM @Set WHERE JsonType <> 1)
+    IF EXISTS (SELECT 1 FROM OPENJSON(@ResourceKeys) WHERE [type] <> 1)
         THROW 50134, N'@ResourceKeys must be a JSON array of 1 to 1000 keys (strings).', 1;
+    -- The text of each key is read through WITH: Babelfish 4.2's OPENJSON
+    -- without WITH trims every quotation mark off the ends of a string's
+    -- text, so a key ending in an escaped one ("k\"") loses it, where WITH
+    -- keeps the text as written (its escapes decoded below).
+    INSERT INTO @Set (ResourceKey)
+    SELECT ResourceKey FROM OPENJSON(@ResourceKeys) WITH (ResourceKey nvarchar(4000) '$');
 
     -- Babelfish 4.2 reads a JSON string with its escapes still in it
     -- ("a\"b" as a\"b), where SQL Server reads it as JSON says: a key holding

@@ -86,6 +86,7 @@ mod lease_retire;
 mod lease_semantics;
 mod lease_set;
 mod lease_set_dropped;
+mod lease_set_edges;
 mod lease_slot;
 mod lease_source_version;
 mod lease_stress;
