@@ -63,46 +63,40 @@ BEGIN
     -- Babelfish 4.2 reads a JSON string with its escapes still in it
     -- ("a\"b" as a\"b), where SQL Server reads it as JSON says: a key holding
     -- a quotation mark, a backslash or a control character, escaped as JSON
-    -- must, is then decoded here, by hand, from the escapes PostgreSQL writes
-    -- (\" \\ \b \f \n \r \t and \u00XX). An engine that reads JSON right
-    -- is left alone, so a key's own backslashes are never touched there.
+    -- must, is then decoded here from the escapes PostgreSQL writes (\" \\
+    -- \b \f \n \r \t and \u00XX, lower case, for the other control
+    -- characters), as RenewMany decodes them. Each key by itself, with
+    -- REPLACE: a key decoded one at a time and then matched by its text
+    -- could meet another key's escaped text ("k\\\"" decodes to k\", the
+    -- escaped text of k") and be decoded twice. Each escaped backslash first
+    -- becomes a backslash followed by NCHAR(1), which PostgreSQL never writes
+    -- bare, so that every backslash left before a letter or a quotation mark
+    -- begins an escape; then each escape, a fixed text, becomes its
+    -- character; then the backslash and NCHAR(1) become one backslash again.
+    -- No escape's character is a backslash, so none can form that pair with
+    -- what follows it. An engine that reads JSON right is left alone, so a
+    -- key's own backslashes are never touched there.
     IF JSON_VALUE(N'{"k":"\\"}', N'$.k') <> N'\'
        AND EXISTS (SELECT 1 FROM @Set WHERE CHARINDEX(N'\', ResourceKey) > 0)
     BEGIN
-        DECLARE @Escaped TABLE (ResourceKey nvarchar(4000) COLLATE Latin1_General_100_BIN2 NOT NULL);
-        INSERT INTO @Escaped (ResourceKey)
-        SELECT DISTINCT ResourceKey FROM @Set WHERE CHARINDEX(N'\', ResourceKey) > 0;
-        DECLARE @Raw nvarchar(4000), @Decoded nvarchar(4000), @At int, @Escape nchar(1), @Code int;
-        WHILE EXISTS (SELECT 1 FROM @Escaped)
+        UPDATE @Set
+           SET ResourceKey = REPLACE(REPLACE(REPLACE(REPLACE(REPLACE(REPLACE(REPLACE(
+                                 ResourceKey, N'\\', N'\' + NCHAR(1)), N'\"', N'"'), N'\b', NCHAR(8)), N'\f', NCHAR(12)),
+                                 N'\n', NCHAR(10)), N'\r', NCHAR(13)), N'\t', NCHAR(9))
+         WHERE CHARINDEX(N'\', ResourceKey) > 0;
+        DECLARE @Code int = 1, @Escape nchar(6);
+        WHILE @Code < 32 AND EXISTS (SELECT 1 FROM @Set WHERE CHARINDEX(N'\u00', ResourceKey) > 0)
         BEGIN
-            SELECT TOP (1) @Raw = ResourceKey FROM @Escaped;
-            SELECT @Decoded = N'', @At = 1;
-            WHILE @At <= LEN(@Raw + N'.') - 1
-            BEGIN
-                IF SUBSTRING(@Raw, @At, 1) <> N'\'
-                BEGIN
-                    SET @Decoded += SUBSTRING(@Raw, @At, 1);
-                    SET @At += 1;
-                    CONTINUE;
-                END;
-                SET @Escape = SUBSTRING(@Raw, @At + 1, 1);
-                -- \u00XX: PostgreSQL writes only control characters so.
-                SET @Code = 16 * (CHARINDEX(SUBSTRING(@Raw, @At + 4, 1), N'0123456789abcdef') - 1)
-                            + CHARINDEX(SUBSTRING(@Raw, @At + 5, 1), N'0123456789abcdef') - 1;
-                SET @Decoded += CASE @Escape
-                                    WHEN N'b' THEN NCHAR(8)
-                                    WHEN N'f' THEN NCHAR(12)
-                                    WHEN N'n' THEN NCHAR(10)
-                                    WHEN N'r' THEN NCHAR(13)
-                                    WHEN N't' THEN NCHAR(9)
-                                    WHEN N'u' THEN NCHAR(@Code)
-                                    ELSE @Escape
-                                END;
-                SET @At += CASE @Escape WHEN N'u' THEN 6 ELSE 2 END;
-            END;
-            UPDATE @Set SET ResourceKey = @Decoded WHERE ResourceKey = @Raw;
-            DELETE FROM @Escaped WHERE ResourceKey = @Raw;
+            SET @Escape = N'\u00' + SUBSTRING(N'0123456789abcdef', @Code / 16 + 1, 1)
+                                  + SUBSTRING(N'0123456789abcdef', @Code % 16 + 1, 1);
+            UPDATE @Set
+               SET ResourceKey = REPLACE(ResourceKey, @Escape, NCHAR(@Code))
+             WHERE CHARINDEX(@Escape, ResourceKey) > 0;
+            SET @Code += 1;
         END;
+        UPDATE @Set
+           SET ResourceKey = REPLACE(ResourceKey, N'\' + NCHAR(1), N'\')
+         WHERE CHARINDEX(N'\' + NCHAR(1), ResourceKey) > 0;
     END;
 
     -- Keys are exact identifiers: 1 to 256 UTF-16 code units (what nvarchar(256)
