@@ -130,7 +130,9 @@ BEGIN
     IF EXISTS (SELECT 1 FROM @Set GROUP BY ResourceKey HAVING COUNT(*) > 1)
         THROW 50135, N'@Leases: each ResourceKey may appear once.', 1;
     IF EXISTS (SELECT 1 FROM @Set WHERE GenerationText IS NULL OR GenerationText LIKE N'%[^0-9]%'
-                                     OR LEN(GenerationText) NOT BETWEEN 1 AND 18 OR GenerationText NOT LIKE N'%[1-9]%')
+                                     OR LEN(GenerationText) NOT BETWEEN 1 AND 19 OR GenerationText NOT LIKE N'%[1-9]%'
+                                     -- 19 digits up to bigint's largest: Recover's floor reaches 2^62.
+                                     OR (LEN(GenerationText) = 19 AND GenerationText COLLATE Latin1_General_100_BIN2 > N'9223372036854775807'))
         THROW 50135, N'@Leases: each Generation must be a generation returned by Acquire (1 or more).', 1;
     IF @LeaseSeconds IS NULL OR @LeaseSeconds NOT BETWEEN 1 AND 86400
         THROW 50103, N'@LeaseSeconds must be between 1 and 86400.', 1;

@@ -6,9 +6,11 @@ use crate::support;
 
 use std::time::Duration;
 
-use fencepost::client::{AcquireSet, LeaseSet};
+use fencepost::client::{AcquireSet, LeaseSet, RenewSet};
 use support::TestDatabase;
+use support::caller::Caller;
 use support::lease::{provisioned, worker};
+use uuid::Uuid;
 
 const LONG: Duration = Duration::from_secs(120);
 
@@ -35,4 +37,39 @@ async fn a_key_ending_in_a_quotation_mark_is_acquired_as_a_set() {
     let set = held(answer.unwrap_or_else(|e| panic!("the set of {quoted:?} was refused: {e}")));
     let released = client.release_set(&set).await.unwrap();
     assert_eq!(released.len(), 2);
+}
+
+/// Generations reach 2^62 after a recovery (`Recover @Floor` up to
+/// 2^62 - 1); a set granted such generations must renew and release.
+#[tokio::test]
+async fn a_set_granted_generations_above_ten_to_the_eighteenth_renews_and_releases() {
+    const TEST: &str = "a_set_granted_generations_above_ten_to_the_eighteenth_renews_and_releases";
+    let Some(db) = TestDatabase::deployed(TEST).await else {
+        return;
+    };
+    let client = worker(&db.ado()).await;
+    let a = provisioned(&client, "a").await;
+    let b = provisioned(&client, "b").await;
+    let mut operator = Caller::new(db.connect().await);
+    let floor: i64 = 2_000_000_000_000_000_000;
+    let recovered = operator
+        .call(
+            "EXEC fence_admin.Recover @RecoveryId = @P1, @Floor = @P2",
+            &[&Uuid::new_v4(), &floor],
+        )
+        .await;
+    assert_eq!(recovered.outcome(), "Recovered");
+    let mut set = held(client.acquire_set(&[&a, &b], LONG).await.unwrap());
+    assert!(set.leases().iter().all(|l| l.generation() > floor));
+    let renewed = client.renew_set(&mut set).await;
+    let released = client.release_set(&set).await;
+    db.drop().await;
+    assert!(
+        matches!(renewed, Ok(RenewSet::Renewed { .. })),
+        "RenewSet of the set AcquireSet just granted: {renewed:?}"
+    );
+    assert!(
+        released.is_ok(),
+        "ReleaseSet of the set AcquireSet just granted: {released:?}"
+    );
 }
