@@ -4,7 +4,9 @@
 -- refuses all, every key's row saying why. An item whose operation id was
 -- already committed, to its key and generation, is a replay: it answers
 -- AlreadyPublished and is not judged again. With @Release = 1 an accepted
--- publish also gives every lease back, in the same transaction.
+-- publish also gives every lease back, in the same transaction: each key
+-- it published, and, when it published any, each replayed key this owner
+-- still holds.
 --
 -- @Leases is a JSON array of objects, one per key of the set:
 --   [{"ResourceKey": "report:a", "Generation": 7,
@@ -298,6 +300,33 @@ BEGIN
               FROM fence.Resource AS r
               JOIN @Set AS s ON s.ResourceKey = r.ResourceKey
              WHERE s.Outcome = N'Published';
+
+        -- A replayed key this owner still holds at its generation is given
+        -- back too, as Release gives one back, when this call published any
+        -- key: every lease of an accepted publish-and-release ends, the
+        -- replays' included. A call that is all replays changes nothing, as
+        -- Publish's replay changes nothing.
+        IF @Release = 1 AND EXISTS (SELECT 1 FROM @Set WHERE Outcome = N'Published')
+        BEGIN
+            INSERT INTO fence.Tenure (ResourceKey, Generation, OwnerHash, AcquiredAtUtc, EndedAtUtc, Ending, Published,
+                                      SourceVersion)
+            SELECT r.ResourceKey, r.Generation,
+                   HASHBYTES('SHA2_256', CAST(UPPER(CAST(@Owner AS char(36))) AS varchar(36))),
+                   r.AcquiredAtUtc,
+                   CASE WHEN r.LeaseUntilUtc > @Now THEN @Now ELSE r.LeaseUntilUtc END,
+                   CASE WHEN r.LeaseUntilUtc > @Now THEN N'Released' ELSE N'Expired' END,
+                   CASE WHEN r.PublishedGeneration = r.Generation THEN 1 ELSE 0 END,
+                   CASE WHEN r.PublishedGeneration = r.Generation THEN r.PublishedSourceVersion END
+              FROM fence.Resource AS r
+              JOIN @Set AS s ON s.ResourceKey = r.ResourceKey
+             WHERE s.Outcome = N'AlreadyPublished' AND r.Owner = @Owner AND r.Generation = s.Generation;
+            UPDATE r
+               SET Owner = NULL,
+                   LeaseUntilUtc = NULL
+              FROM fence.Resource AS r
+              JOIN @Set AS s ON s.ResourceKey = r.ResourceKey
+             WHERE s.Outcome = N'AlreadyPublished' AND r.Owner = @Owner AND r.Generation = s.Generation;
+        END;
     END;
     ELSE
         UPDATE @Set SET Outcome = N'Withheld' WHERE Outcome = N'Published';

@@ -6,10 +6,10 @@ use crate::support;
 
 use std::time::Duration;
 
-use fencepost::client::{AcquireSet, LeaseSet, RenewSet};
+use fencepost::client::{AcquireSet, KeyPublish, LeaseSet, Publish, PublishSet, RenewSet};
 use support::TestDatabase;
 use support::caller::Caller;
-use support::lease::{provisioned, worker};
+use support::lease::{provisioned, state, worker};
 use uuid::Uuid;
 
 const LONG: Duration = Duration::from_secs(120);
@@ -71,5 +71,46 @@ async fn a_set_granted_generations_above_ten_to_the_eighteenth_renews_and_releas
     assert!(
         released.is_ok(),
         "ReleaseSet of the set AcquireSet just granted: {released:?}"
+    );
+}
+
+/// `PublishSet` with `@Release = 1`: "every lease released too" when the
+/// answer is accepted, a replayed key included when the call published
+/// another.
+#[tokio::test]
+async fn a_set_published_and_released_releases_a_key_whose_publish_was_a_replay() {
+    const TEST: &str = "a_set_published_and_released_releases_a_key_whose_publish_was_a_replay";
+    let Some(db) = TestDatabase::shared(TEST).await else {
+        return;
+    };
+    let client = worker(&db.ado()).await;
+    let a = provisioned(&client, "a").await;
+    let b = provisioned(&client, "b").await;
+    let set = held(client.acquire_set(&[&a, &b], LONG).await.unwrap());
+    let first = Uuid::new_v4();
+    assert_eq!(
+        client.publish(set.lease(&a).unwrap(), first, "one").await.unwrap(),
+        Publish::Published
+    );
+    let publishes = [
+        KeyPublish {
+            key: &a,
+            operation_id: first,
+            payload: "one",
+        },
+        KeyPublish {
+            key: &b,
+            operation_id: Uuid::new_v4(),
+            payload: "two",
+        },
+    ];
+    let answer = client.publish_set_and_release(&set, &publishes).await.unwrap();
+    assert!(matches!(answer, PublishSet::Accepted(_)), "{answer:?}");
+    let (_, a_held, _, _) = state(&client, &a).await;
+    let (_, b_held, _, _) = state(&client, &b).await;
+    assert!(!b_held, "b is still held");
+    assert!(
+        !a_held,
+        "publish_set_and_release answered Accepted, yet a is still held"
     );
 }
