@@ -145,7 +145,7 @@ BEGIN
       JOIN (SELECT ResourceKey, ROW_NUMBER() OVER (ORDER BY ResourceKey) AS LockOrder FROM @Set) AS o
         ON o.ResourceKey = s.ResourceKey;
 
-    DECLARE @Now datetime2(7), @Until datetime2(7), @Key nvarchar(4000), @Locked int = 0, @Refused int;
+    DECLARE @Now datetime2(7), @Until datetime2(7), @Key nvarchar(4000), @Locked int = 0, @Found int, @Refused int;
 
     BEGIN TRANSACTION;
 
@@ -164,18 +164,24 @@ BEGIN
     BEGIN
         SET @Locked += 1;
         SELECT @Key = ResourceKey FROM @Set WHERE LockOrder = @Locked;
+        -- The row count is taken right after the update, in each branch, as
+        -- Acquire takes it: after END CATCH, @@ROWCOUNT is not the update's.
         IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
+        BEGIN
             UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @Key;
+            SET @Found = @@ROWCOUNT;
+        END;
         ELSE
         BEGIN TRY
             UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @Key;
+            SET @Found = @@ROWCOUNT;
         END TRY
         BEGIN CATCH
             IF ERROR_NUMBER() <> 1222
                 THROW;
             THROW 50129, N'Waited 5 seconds for a fence row or its table: an open transaction, a deploy or a recovery holds it.', 1;
         END CATCH;
-        UPDATE @Set SET Found = @@ROWCOUNT WHERE LockOrder = @Locked;
+        UPDATE @Set SET Found = @Found WHERE LockOrder = @Locked;
     END;
     SET @Now = SYSUTCDATETIME();
     SET @Until = DATEADD(SECOND, @LeaseSeconds, @Now);
