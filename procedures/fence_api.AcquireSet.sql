@@ -45,8 +45,35 @@ BEGIN
         LeaseUntil  datetime2(7) NULL
     );
 
-    IF @ResourceKeys IS NULL OR ISJSON(@ResourceKeys) = 0 OR LEFT(LTRIM(@ResourceKeys), 1) <> N'['
+    -- JSON may begin with any of its four whitespace characters.
+    DECLARE @Blank nvarchar(10) = N'%[^ ' + NCHAR(9) + NCHAR(10) + NCHAR(13) + N']%';
+    IF @ResourceKeys IS NULL OR ISJSON(@ResourceKeys) = 0
+       OR SUBSTRING(@ResourceKeys, PATINDEX(@Blank, @ResourceKeys), 1) <> N'['
         THROW 50134, N'@ResourceKeys must be a JSON array of 1 to 1000 keys (strings).', 1;
+
+    -- Babelfish reads JSON as PostgreSQL does, which holds no NUL character
+    -- and no half of a surrogate pair: OPENJSON fails with an error of its
+    -- own on \u0000 or a lone \ud800-\udfff, and no key holding one can
+    -- exist there. Refused first, with this contract's error (as RenewMany
+    -- refuses them). An escaped backslash (\\) never starts an escape, so
+    -- those pairs are taken out before looking; an escaped pair of
+    -- surrogates is read as one character.
+    IF SERVERPROPERTY(N'Babelfish') IS NOT NULL AND CHARINDEX(N'\u', @ResourceKeys) > 0
+    BEGIN
+        DECLARE @Escapes nvarchar(max) = REPLACE(@ResourceKeys, N'\\', N'');
+        IF CHARINDEX(N'\u0000', @Escapes) > 0
+            THROW 50134, N'@ResourceKeys: a key must not hold the character U+0000 (\u0000) on this engine.', 1;
+        DECLARE @Pair nvarchar(100) = N'%\u[dD][89abAB][0-9a-fA-F][0-9a-fA-F]\u[dD][c-fC-F][0-9a-fA-F][0-9a-fA-F]%',
+                @PairAt bigint;
+        SET @PairAt = PATINDEX(@Pair, @Escapes);
+        WHILE @PairAt > 0
+        BEGIN
+            SET @Escapes = STUFF(@Escapes, @PairAt, 12, N'');
+            SET @PairAt = PATINDEX(@Pair, @Escapes);
+        END;
+        IF PATINDEX(N'%\u[dD][89a-fA-F][0-9a-fA-F][0-9a-fA-F]%', @Escapes) > 0
+            THROW 50134, N'@ResourceKeys: a key must not hold half of a surrogate pair (\ud800 to \udfff alone).', 1;
+    END;
     IF EXISTS (SELECT 1 FROM OPENJSON(@ResourceKeys) WHERE [type] <> 1)
         THROW 50134, N'@ResourceKeys must be a JSON array of 1 to 1000 keys (strings).', 1;
     -- The text of each key is read through WITH: Babelfish 4.2's OPENJSON

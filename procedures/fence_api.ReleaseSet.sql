@@ -43,8 +43,68 @@ BEGIN
         Outcome        nvarchar(32) NULL
     );
 
-    IF @Leases IS NULL OR ISJSON(@Leases) = 0 OR LEFT(LTRIM(@Leases), 1) <> N'['
-        THROW 50135, N'@Leases must be a JSON array of 1 to 1000 objects {"ResourceKey", "Generation"}.', 1;
+    -- JSON may begin with any of its four whitespace characters.
+    DECLARE @Blank nvarchar(10) = N'%[^ ' + NCHAR(9) + NCHAR(10) + NCHAR(13) + N']%';
+    DECLARE @Shape nvarchar(200) = N'@Leases must be a JSON array of 1 to 1000 objects {"ResourceKey", "Generation"}.';
+    IF @Leases IS NULL OR ISJSON(@Leases) = 0 OR SUBSTRING(@Leases, PATINDEX(@Blank, @Leases), 1) <> N'['
+        THROW 50135, @Shape, 1;
+
+    -- Babelfish reads JSON as PostgreSQL does, which holds no NUL character
+    -- and no half of a surrogate pair: OPENJSON fails with an error of its
+    -- own on \u0000 or a lone \ud800-\udfff, and no key holding one can
+    -- exist there. Refused first, with this contract's error (as RenewMany
+    -- refuses them). An escaped backslash (\\) never starts an escape, so
+    -- those pairs are taken out before looking; an escaped pair of
+    -- surrogates is read as one character.
+    IF SERVERPROPERTY(N'Babelfish') IS NOT NULL AND CHARINDEX(N'\u', @Leases) > 0
+    BEGIN
+        DECLARE @Escapes nvarchar(max) = REPLACE(@Leases, N'\\', N'');
+        IF CHARINDEX(N'\u0000', @Escapes) > 0
+            THROW 50135, N'@Leases: a ResourceKey must not hold the character U+0000 (\u0000) on this engine.', 1;
+        DECLARE @Pair nvarchar(100) = N'%\u[dD][89abAB][0-9a-fA-F][0-9a-fA-F]\u[dD][c-fC-F][0-9a-fA-F][0-9a-fA-F]%',
+                @PairAt bigint;
+        SET @PairAt = PATINDEX(@Pair, @Escapes);
+        WHILE @PairAt > 0
+        BEGIN
+            SET @Escapes = STUFF(@Escapes, @PairAt, 12, N'');
+            SET @PairAt = PATINDEX(@Pair, @Escapes);
+        END;
+        IF PATINDEX(N'%\u[dD][89a-fA-F][0-9a-fA-F][0-9a-fA-F]%', @Escapes) > 0
+            THROW 50135, N'@Leases: a ResourceKey must not hold half of a surrogate pair (\ud800 to \udfff alone).', 1;
+    END;
+
+    -- Babelfish reads a JSON number into its value, so 1e1 arrives as 10,
+    -- which SQL Server reads as written and refuses below. A number with an
+    -- exponent is found in the text itself, as RenewMany finds it: outside
+    -- the strings, where the text between two quotation marks holds only
+    -- JSON's punctuation, whitespace, and a number's characters. (\\ and \"
+    -- are taken out first, so every quotation mark left begins or ends a
+    -- string.) Text inside a string made of those characters alone,
+    -- beginning with a colon and holding such a number, cannot be told from
+    -- it: such a key or payload is refused too.
+    IF SERVERPROPERTY(N'Babelfish') IS NOT NULL AND PATINDEX(N'%[0-9][eE][-+0-9]%', @Leases) > 0
+       AND EXISTS (SELECT 1
+                     FROM STRING_SPLIT(REPLACE(REPLACE(@Leases, N'\\', N''), N'\"', N''), N'"')
+                    WHERE value LIKE N'%:%[0-9][eE][-+0-9]%'
+                      -- PATINDEX, not NOT LIKE: Babelfish 4.2 answers this
+                      -- negated class wrongly in NOT LIKE.
+                      AND PATINDEX(N'%[^ ' + NCHAR(9) + NCHAR(10) + NCHAR(13) + N':,{}0-9.eE+-]%',
+                                   REPLACE(REPLACE(value, N'[', N''), N']', N'')) = 0)
+        THROW 50135, N'@Leases: each Generation must be a generation returned by Acquire (1 or more).', 1;
+
+    -- Each item an object, and each value of the JSON type it must be, by
+    -- OPENJSON's own type column, before anything reads a value as text:
+    -- read as text, 5, true and 12.50 would pass for strings, and Babelfish
+    -- would read an array of arrays as their items. (Each item is known to
+    -- be an object before its fields are opened.)
+    IF EXISTS (SELECT 1 FROM OPENJSON(@Leases) WHERE [type] <> 5)
+        THROW 50135, @Shape, 1;
+    IF EXISTS (SELECT 1
+                 FROM OPENJSON(@Leases) AS item
+                CROSS APPLY OPENJSON(item.[value]) AS field
+                WHERE (field.[key] IN (N'ResourceKey') AND field.[type] <> 1)
+                   OR (field.[key] = N'Generation' AND field.[type] NOT IN (1, 2)))
+        THROW 50135, N'@Leases: each ResourceKey must be a JSON string, and each Generation a JSON number or a string of digits.', 1;
     INSERT INTO @Set (ResourceKey, GenerationText)
     SELECT ResourceKey, Generation
       FROM OPENJSON(@Leases)
