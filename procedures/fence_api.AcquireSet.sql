@@ -174,6 +174,45 @@ BEGIN
 
     DECLARE @Now datetime2(7), @Until datetime2(7), @Key nvarchar(4000), @Locked int = 0, @Found int, @Refused int;
 
+    -- A set one of whose keys a live owner other than this one holds cannot
+    -- be granted: it is answered Busy from the committed rows, before any
+    -- row is locked, so that a set that cannot succeed never holds a row of
+    -- another owner's (who renews, publishes or releases it) while it waits
+    -- for a later key's row. Holding nothing, this read may wait: SQL
+    -- Server's READ COMMITTED waits for a row another transaction is
+    -- changing, bounded as the locks below are; Babelfish reads the last
+    -- committed row. A set that passes is judged again under every lock.
+    SET LOCK_TIMEOUT 5000;
+    SET @Now = SYSUTCDATETIME();
+    BEGIN TRY
+        UPDATE s
+           SET Outcome = CASE
+                             WHEN r.ResourceKey IS NULL THEN N'NotProvisioned'
+                             WHEN r.Owner <> @Owner AND r.LeaseUntilUtc > @Now THEN N'Busy'
+                             ELSE N'Withheld'
+                         END,
+               LeaseUntil = CASE WHEN r.Owner <> @Owner AND r.LeaseUntilUtc > @Now THEN r.LeaseUntilUtc END
+          FROM @Set AS s
+          LEFT JOIN fence.Resource AS r ON r.ResourceKey = s.ResourceKey;
+    END TRY
+    BEGIN CATCH
+        IF ERROR_NUMBER() <> 1222
+            THROW;
+        THROW 50129, N'Waited 5 seconds for a fence row or its table: an open transaction, a deploy or a recovery holds it.', 1;
+    END CATCH;
+    IF EXISTS (SELECT 1 FROM @Set WHERE Outcome = N'Busy')
+    BEGIN
+        SELECT CAST(Outcome AS nvarchar(32)) AS Outcome,
+               CAST(ResourceKey AS nvarchar(256)) AS ResourceKey,
+               CAST(NULL AS bigint) AS Generation,
+               LeaseUntil AS LeaseUntilUtc,
+               @Now AS ServerUtc
+          FROM @Set
+         ORDER BY LockOrder;
+        RETURN;
+    END;
+    UPDATE @Set SET Outcome = NULL, LeaseUntil = NULL;
+
     BEGIN TRANSACTION;
 
     -- Lock every row, one at a time in key order, before reading the clock: a
@@ -185,8 +224,9 @@ BEGIN
     -- (see Acquire). Each row's wait is bounded as Acquire's is; behind a row
     -- another transaction holds, the call grants nothing and raises an error
     -- (SQL Server: 50129; Babelfish: its uncatchable "canceling statement due
-    -- to lock timeout").
-    SET LOCK_TIMEOUT 5000;
+    -- to lock timeout"). While it waits, it holds the rows of the keys before
+    -- that one, none of them held by a live owner other than this one when
+    -- it read them above.
     WHILE @Locked < @Count
     BEGIN
         SET @Locked += 1;
