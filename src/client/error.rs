@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::contract::ContractVersion;
+use super::contract::{ContractVersion, Procedure};
 use super::parameter::Parameter;
 use crate::connection::ConnectError;
 
@@ -379,7 +379,12 @@ impl Error {
     /// becomes [`Error::Rejected`] with the parameter that number is about,
     /// whatever the message says; any other number stays a server error.
     pub(crate) fn from_server(procedure: &'static str, number: u32, class: u8, message: String) -> Self {
-        match Parameter::for_error_number(number) {
+        let parameter = match number {
+            // PublishSet has no @OperationId: its operation ids come in @Leases.
+            50107 if procedure == Procedure::PublishSet.name() => Some(Parameter::Leases),
+            _ => Parameter::for_error_number(number),
+        };
+        match parameter {
             Some(parameter) => Error::Rejected {
                 procedure,
                 number,
@@ -539,6 +544,16 @@ mod tests {
         assert!(matches!(refused, Error::Rejected { number: 50130, .. }), "{refused:?}");
         assert_eq!(refused.parameter(), Some(Parameter::OperationId));
         assert!(!refused.is_transient());
+    }
+
+    #[test]
+    fn an_operation_id_refused_by_publish_set_names_its_leases() {
+        let message =
+            "@Leases: the OperationId for \"a\" was already used by a publish to another resource or generation.";
+        let refused = Error::from_server(Procedure::PublishSet.name(), 50107, 16, message.into());
+        assert_eq!(refused.parameter(), Some(Parameter::Leases));
+        let single = Error::from_server(Procedure::Publish.name(), 50107, 16, "@OperationId".into());
+        assert_eq!(single.parameter(), Some(Parameter::OperationId));
     }
 
     #[test]
