@@ -43,7 +43,7 @@ fn held(answer: AcquireSet) -> LeaseSet {
 }
 
 /// The rows a set procedure answered, or the error the server raised.
-async fn rows(caller: &mut Caller, sql: &str, args: &[&dyn ToSql]) -> Result<Vec<Row>, (u32, String)> {
+pub(super) async fn rows(caller: &mut Caller, sql: &str, args: &[&dyn ToSql]) -> Result<Vec<Row>, (u32, String)> {
     let result = match caller.conn.query(sql, args).await {
         Ok(stream) => stream.into_first_result().await,
         Err(e) => Err(e),

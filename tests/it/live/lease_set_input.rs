@@ -8,10 +8,11 @@
 
 use crate::support;
 
+use super::lease_set::rows;
 use support::TestDatabase;
 use support::caller::Caller;
 use support::lease::{provisioned, state, worker};
-use tiberius::{Row, ToSql};
+use tiberius::Row;
 use uuid::Uuid;
 
 const ACQUIRE_SET: &str = "EXEC fence_api.AcquireSet @ResourceKeys = @P1, @Owner = @P2, @LeaseSeconds = @P3";
@@ -19,19 +20,6 @@ const RENEW_SET: &str = "EXEC fence_api.RenewSet @Leases = @P1, @Owner = @P2, @L
 const RELEASE_SET: &str = "EXEC fence_api.ReleaseSet @Leases = @P1, @Owner = @P2";
 const PUBLISH_SET: &str = "EXEC fence_api.PublishSet @Leases = @P1, @Owner = @P2";
 const ASSERT_SET: &str = "EXEC fence_api.AssertHolderSet @Leases = @P1, @Owner = @P2";
-
-/// The rows a set procedure answered, or the error the server raised.
-async fn rows(caller: &mut Caller, sql: &str, args: &[&dyn ToSql]) -> Result<Vec<Row>, (u32, String)> {
-    let result = match caller.conn.query(sql, args).await {
-        Ok(stream) => stream.into_first_result().await,
-        Err(e) => Err(e),
-    };
-    match result {
-        Ok(rows) => Ok(rows),
-        Err(tiberius::error::Error::Server(token)) => Err((token.code(), token.message().to_string())),
-        Err(other) => panic!("{sql}: {other}"),
-    }
-}
 
 /// Each `@Leases` procedure's answer to `leases`: AssertHolderSet inside a
 /// transaction of its own, rolled back.
