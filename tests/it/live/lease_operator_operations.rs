@@ -461,10 +461,10 @@ async fn the_database_speaks_the_contract_this_client_needs() {
     };
     assert_eq!(
         (row.get::<i32, _>("Major"), row.get::<i32, _>("Minor")),
-        (Some(1), Some(7)),
-        "v1.7 added RenewMany"
+        (Some(1), Some(8)),
+        "v1.8 added lease sets and slots"
     );
-    assert_eq!(fencepost::client::CONTRACT_VERSION.to_string(), "v1.7");
+    assert_eq!(fencepost::client::CONTRACT_VERSION.to_string(), "v1.8");
     drop(caller);
     db.drop().await;
 }
