@@ -5,10 +5,16 @@
 -- AssertHolder and by a publish under its slot like any stale holder, and
 -- renews, publishes and releases it with the single-key procedures.
 --
--- The resource's own row is the semaphore's lock: every AcquireSlot of the
--- resource locks it first, then every slot row in key order (binary, so
--- '<resource>' before '<resource>#0'), then counts the live holders of
--- every slot row there is, whatever its number. A slot is granted only
+-- The resource's own row is the semaphore's lock: every grant of a slot
+-- happens under it, so AcquireSlot calls of one resource decide one at a
+-- time. Under it the call reads every slot row there is, whatever its
+-- number, and locks (in key order) only the rows it may take: the free and
+-- expired ones and the caller's own. A row read as live is counted live
+-- without its lock: nothing but a grant, which needs the resource's lock,
+-- makes a slot live, and a lease never comes back once ended (Renew never
+-- revives), so a row read as live is live or has ended since, and counting
+-- it errs only towards Busy. A holder that fences its own transaction by
+-- its slot therefore delays no other slot's grant. A slot is granted only
 -- while fewer than @Slots are live, so lowering @Slots never lets more than
 -- the new number in: the holders of higher slots are counted until their
 -- leases end. A retry by an owner that holds a live slot extends that slot,
@@ -58,17 +64,57 @@ BEGIN
         ResourceKey nvarchar(256) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY,
         SlotText    nvarchar(10) NOT NULL,
         SlotNumber  int NULL,
+        Owner       uniqueidentifier NULL,
+        LeaseUntil  datetime2(7) NULL,
+        Takeable    bit NOT NULL DEFAULT 0,
         LockOrder   int NULL
     );
     DECLARE @Now datetime2(7), @Until datetime2(7), @Found int, @Count int, @Locked int = 0,
             @Key nvarchar(256), @Live int, @Chosen nvarchar(256), @ChosenNumber int, @Outcome nvarchar(32),
-            @Generation bigint, @BusyUntil datetime2(7), @Prefix nvarchar(260) = @ResourceKey + N'#';
+            @Generation bigint, @BusyUntil datetime2(7), @Prefix nvarchar(260) = @ResourceKey + N'#',
+            @ReadAt datetime2(7);
+
+    -- A resource whose slots its live holders fill, none of them this
+    -- owner, is answered Busy from the committed rows before any lock is
+    -- taken, so a full semaphore never queues behind a holder's open
+    -- transaction. Holding nothing, this read may wait on SQL Server
+    -- (READ COMMITTED without row versions waits for a row another
+    -- transaction changed), bounded as the locks below are; Babelfish and
+    -- READ_COMMITTED_SNAPSHOT read the last committed row.
+    SET LOCK_TIMEOUT 5000;
+    BEGIN TRY
+        SET @ReadAt = SYSUTCDATETIME();
+        SELECT @Live = COUNT(CASE WHEN Owner IS NOT NULL AND LeaseUntilUtc > @ReadAt THEN 1 END),
+               @Count = COUNT(CASE WHEN Owner = @Owner AND LeaseUntilUtc > @ReadAt THEN 1 END),
+               @BusyUntil = MIN(CASE WHEN Owner IS NOT NULL AND LeaseUntilUtc > @ReadAt THEN LeaseUntilUtc END)
+          FROM fence.Resource
+         WHERE ResourceKey > @Prefix
+           AND ResourceKey < @ResourceKey + N'$'
+           AND LEN(ResourceKey) BETWEEN LEN(@Prefix) + 1 AND LEN(@Prefix) + 4
+           AND SUBSTRING(ResourceKey, LEN(@Prefix) + 1, 10) NOT LIKE N'%[^0-9]%'
+           AND LEFT(ResourceKey, LEN(@Prefix)) = @Prefix COLLATE Latin1_General_100_BIN2;
+    END TRY
+    BEGIN CATCH
+        IF ERROR_NUMBER() <> 1222
+            THROW;
+        THROW 50129, N'Waited 5 seconds for a fence row or its table: an open transaction, a deploy or a recovery holds it.', 1;
+    END CATCH;
+    IF @Live >= @Slots AND @Count = 0
+       AND EXISTS (SELECT 1 FROM fence.Resource WHERE ResourceKey = @ResourceKey)
+    BEGIN
+        SELECT CAST(N'Busy' AS nvarchar(32)) AS Outcome,
+               CAST(NULL AS int) AS Slot,
+               CAST(NULL AS nvarchar(256)) AS ResourceKey,
+               CAST(NULL AS bigint) AS Generation,
+               @BusyUntil AS LeaseUntilUtc,
+               @ReadAt AS ServerUtc;
+        RETURN;
+    END;
 
     BEGIN TRANSACTION;
 
     -- The semaphore's lock, held until the end: AcquireSlot calls of one
     -- resource run one at a time from here. Bounded as Acquire's wait is.
-    SET LOCK_TIMEOUT 5000;
     IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
     BEGIN
         UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @ResourceKey;
@@ -87,10 +133,12 @@ BEGIN
 
     IF @Found = 1
     BEGIN
-        -- Every slot row there is: '<resource>#' and digits, found by the
-        -- key's binary range ('#' sorts just before '$').
-        INSERT INTO @Slot (ResourceKey, SlotText)
-        SELECT ResourceKey, SUBSTRING(ResourceKey, LEN(@Prefix) + 1, 10)
+        -- Every slot row there is, as committed: '<resource>#' and digits,
+        -- found by the key's binary range ('#' sorts just before '$').
+        SET @ReadAt = SYSUTCDATETIME();
+        INSERT INTO @Slot (ResourceKey, SlotText, Owner, LeaseUntil, Takeable)
+        SELECT ResourceKey, SUBSTRING(ResourceKey, LEN(@Prefix) + 1, 10), Owner, LeaseUntilUtc,
+               CASE WHEN Owner IS NULL OR LeaseUntilUtc <= @ReadAt OR Owner = @Owner THEN 1 ELSE 0 END
           FROM fence.Resource
          WHERE ResourceKey > @Prefix
            AND ResourceKey < @ResourceKey + N'$'
@@ -102,18 +150,24 @@ BEGIN
         UPDATE s
            SET LockOrder = o.LockOrder
           FROM @Slot AS s
-          JOIN (SELECT ResourceKey, ROW_NUMBER() OVER (ORDER BY ResourceKey) AS LockOrder FROM @Slot) AS o
+          JOIN (SELECT ResourceKey, ROW_NUMBER() OVER (ORDER BY ResourceKey) AS LockOrder
+                  FROM @Slot WHERE Takeable = 1) AS o
             ON o.ResourceKey = s.ResourceKey;
-        SET @Count = (SELECT COUNT(*) FROM @Slot);
+        SET @Count = (SELECT COUNT(*) FROM @Slot WHERE Takeable = 1);
 
-        -- Each slot row locked in key order before the clock is read, so
-        -- its holder is judged as it is, not as it was read above.
+        -- Each row that may be taken locked in key order before the clock
+        -- is read, then judged as it is now, not as it was read above.
         WHILE @Locked < @Count
         BEGIN
             SET @Locked += 1;
             SELECT @Key = ResourceKey FROM @Slot WHERE LockOrder = @Locked;
             UPDATE fence.Resource SET LockCount = LockCount + 1 WHERE ResourceKey = @Key;
         END;
+        UPDATE s
+           SET Owner = r.Owner, LeaseUntil = r.LeaseUntilUtc
+          FROM @Slot AS s
+          JOIN fence.Resource AS r ON r.ResourceKey = s.ResourceKey
+         WHERE s.Takeable = 1;
     END;
     SET @Now = SYSUTCDATETIME();
     SET @Until = DATEADD(SECOND, @LeaseSeconds, @Now);
@@ -123,11 +177,10 @@ BEGIN
     ELSE
     BEGIN
         -- The holder's retry: the slot it holds, its generation kept.
-        SELECT TOP (1) @Chosen = s.ResourceKey, @ChosenNumber = s.SlotNumber
-          FROM @Slot AS s
-          JOIN fence.Resource AS r ON r.ResourceKey = s.ResourceKey
-         WHERE r.Owner = @Owner AND r.LeaseUntilUtc > @Now
-         ORDER BY s.SlotNumber;
+        SELECT TOP (1) @Chosen = ResourceKey, @ChosenNumber = SlotNumber
+          FROM @Slot
+         WHERE Takeable = 1 AND Owner = @Owner AND LeaseUntil > @Now
+         ORDER BY SlotNumber;
         IF @Chosen IS NOT NULL
         BEGIN
             UPDATE fence.Resource SET LeaseUntilUtc = @Until WHERE ResourceKey = @Chosen;
@@ -135,19 +188,20 @@ BEGIN
         END;
         ELSE
         BEGIN
-            SELECT @Live = COUNT(*), @BusyUntil = MIN(r.LeaseUntilUtc)
-              FROM @Slot AS s
-              JOIN fence.Resource AS r ON r.ResourceKey = s.ResourceKey
-             WHERE r.Owner IS NOT NULL AND r.LeaseUntilUtc > @Now;
+            -- A row read as live is counted live (see above); its expiry
+            -- as read, or now if it has passed since.
+            SELECT @Live = COUNT(*),
+                   @BusyUntil = MIN(CASE WHEN LeaseUntil > @Now THEN LeaseUntil ELSE @Now END)
+              FROM @Slot
+             WHERE Takeable = 0 OR (Owner IS NOT NULL AND LeaseUntil > @Now);
             IF @Live >= @Slots
                 SET @Outcome = N'Busy';
             ELSE
             BEGIN
-                SELECT TOP (1) @Chosen = s.ResourceKey, @ChosenNumber = s.SlotNumber
-                  FROM @Slot AS s
-                  JOIN fence.Resource AS r ON r.ResourceKey = s.ResourceKey
-                 WHERE s.SlotNumber < @Slots AND (r.Owner IS NULL OR r.LeaseUntilUtc <= @Now)
-                 ORDER BY s.SlotNumber;
+                SELECT TOP (1) @Chosen = ResourceKey, @ChosenNumber = SlotNumber
+                  FROM @Slot
+                 WHERE Takeable = 1 AND SlotNumber < @Slots AND (Owner IS NULL OR LeaseUntil <= @Now)
+                 ORDER BY SlotNumber;
                 -- Fewer holders than slots, but every free slot below
                 -- @Slots lacks its fence row: provision the slot keys.
                 IF @Chosen IS NULL

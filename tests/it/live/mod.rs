@@ -90,6 +90,7 @@ mod lease_set_edges;
 mod lease_set_input;
 mod lease_set_lock_wait;
 mod lease_slot;
+mod lease_slot_lock_wait;
 mod lease_source_version;
 mod lease_stress;
 #[cfg(feature = "fake")]
