@@ -76,7 +76,8 @@ pub enum Workload {
     /// and, beside it, one by one. Not part of the default run.
     Held,
     /// Lease sets (contract v1.8) of 2, 8 and 32 keys in one call against
-    /// as many single acquires. Not part of the default run.
+    /// as many single acquires, and a slot of a resource with 4 and with 32
+    /// slots against one single acquire. Not part of the default run.
     Sets,
 }
 
@@ -399,9 +400,19 @@ async fn scenarios(
                 provision(client, &key).await?;
                 own.push(key);
             }
+            let mut slot_resources = Vec::with_capacity(sets::SLOT_COUNTS.len());
+            for slots in sets::SLOT_COUNTS {
+                let resource = keys.key(&format!("slots{slots}"), Some(w));
+                client
+                    .provision_slots(&resource, slots)
+                    .await
+                    .map_err(BenchError::client("provision_slots"))?;
+                slot_resources.push(resource);
+            }
             workers.push(sets::Sets {
                 client: client.clone(),
                 keys: own,
+                slot_resources,
             });
         }
         all.extend(
