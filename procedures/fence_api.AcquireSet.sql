@@ -56,22 +56,26 @@ BEGIN
     -- own on \u0000 or a lone \ud800-\udfff, and no key holding one can
     -- exist there. Refused first, with this contract's error (as RenewMany
     -- refuses them). An escaped backslash (\\) never starts an escape, so
-    -- those pairs are taken out before looking; an escaped pair of
+    -- those pairs are set aside before looking; an escaped pair of
     -- surrogates is read as one character.
     IF SERVERPROPERTY(N'Babelfish') IS NOT NULL AND CHARINDEX(N'\u', @ResourceKeys) > 0
     BEGIN
-        DECLARE @Escapes nvarchar(max) = REPLACE(@ResourceKeys, N'\\', N'');
+        -- Each escaped backslash set aside as NCHAR(1), the text case-folded
+        -- (JSON's hex digits come in either case), and each escaped half of a
+        -- pair marked: a high half (\ud800-\udbff) as NCHAR(2), a low half
+        -- (\udc00-\udfff) as NCHAR(3), characters no JSON text holds bare. A
+        -- pair is then a high mark, two hex digits and a low mark; a mark
+        -- without its partner three places away is half a pair. Set-wise, so
+        -- the cost follows the text's length, not the number of pairs.
+        DECLARE @Escapes nvarchar(max) =
+            N'   ' + REPLACE(REPLACE(REPLACE(REPLACE(REPLACE(REPLACE(REPLACE(REPLACE(
+                LOWER(REPLACE(@ResourceKeys, N'\\', NCHAR(1))),
+                N'\ud8', NCHAR(2)), N'\ud9', NCHAR(2)), N'\uda', NCHAR(2)), N'\udb', NCHAR(2)),
+                N'\udc', NCHAR(3)), N'\udd', NCHAR(3)), N'\ude', NCHAR(3)), N'\udf', NCHAR(3)) + N'   ';
         IF CHARINDEX(N'\u0000', @Escapes) > 0
             THROW 50134, N'@ResourceKeys: a key must not hold the character U+0000 (\u0000) on this engine.', 1;
-        DECLARE @Pair nvarchar(100) = N'%\u[dD][89abAB][0-9a-fA-F][0-9a-fA-F]\u[dD][c-fC-F][0-9a-fA-F][0-9a-fA-F]%',
-                @PairAt bigint;
-        SET @PairAt = PATINDEX(@Pair, @Escapes);
-        WHILE @PairAt > 0
-        BEGIN
-            SET @Escapes = STUFF(@Escapes, @PairAt, 12, N'');
-            SET @PairAt = PATINDEX(@Pair, @Escapes);
-        END;
-        IF PATINDEX(N'%\u[dD][89a-fA-F][0-9a-fA-F][0-9a-fA-F]%', @Escapes) > 0
+        IF PATINDEX(N'%' + NCHAR(2) + N'__[^' + NCHAR(3) + N']%', @Escapes) > 0
+           OR PATINDEX(N'%[^' + NCHAR(2) + N']__' + NCHAR(3) + N'%', @Escapes) > 0
             THROW 50134, N'@ResourceKeys: a key must not hold half of a surrogate pair (\ud800 to \udfff alone).', 1;
     END;
     IF EXISTS (SELECT 1 FROM OPENJSON(@ResourceKeys) WHERE [type] <> 1)
@@ -133,22 +137,23 @@ BEGIN
     IF SERVERPROPERTY(N'Babelfish') IS NOT NULL
        AND EXISTS (SELECT 1 FROM @Set WHERE KeyUnits BETWEEN 129 AND 256)
     BEGIN
-        DECLARE @Long TABLE (ResourceKey nvarchar(4000) COLLATE Latin1_General_100_BIN2 NOT NULL);
-        INSERT INTO @Long (ResourceKey) SELECT DISTINCT ResourceKey FROM @Set WHERE KeyUnits BETWEEN 129 AND 256;
-        DECLARE @LongKey nvarchar(4000), @KeyAt int, @KeyUnits int;
-        WHILE EXISTS (SELECT 1 FROM @Long)
-        BEGIN
-            SELECT TOP (1) @LongKey = ResourceKey FROM @Long;
-            SELECT @KeyAt = 0, @KeyUnits = LEN(@LongKey + N'.') - 1;
-            WHILE @KeyAt < LEN(@LongKey + N'.') - 1
-            BEGIN
-                SET @KeyAt += 1;
-                IF UNICODE(SUBSTRING(@LongKey, @KeyAt, 1)) > 65535
-                    SET @KeyUnits += 1;
-            END;
-            UPDATE @Set SET KeyUnits = @KeyUnits WHERE ResourceKey = @LongKey;
-            DELETE FROM @Long WHERE ResourceKey = @LongKey;
-        END;
+        -- Each such key's characters outside the BMP counted set-wise: every
+        -- position of every key at once (LEN counts characters there, at most 256
+        -- for these keys), so the cost is one query, not a round per character.
+        UPDATE k
+           SET KeyUnits = k.KeyUnits + a.Astral
+          FROM @Set AS k
+          JOIN (SELECT Long.ResourceKey, COUNT(*) AS Astral
+                  FROM (SELECT DISTINCT ResourceKey FROM @Set WHERE KeyUnits BETWEEN 129 AND 256) AS Long
+                  JOIN (SELECT Sixteens.n * 16 + Ones.n + 1 AS At
+                          FROM (VALUES (0), (1), (2), (3), (4), (5), (6), (7),
+                                       (8), (9), (10), (11), (12), (13), (14), (15)) AS Sixteens(n)
+                          CROSS JOIN (VALUES (0), (1), (2), (3), (4), (5), (6), (7),
+                                             (8), (9), (10), (11), (12), (13), (14), (15)) AS Ones(n)) AS Position
+                    ON Position.At <= LEN(Long.ResourceKey + N'.') - 1
+                 WHERE UNICODE(SUBSTRING(Long.ResourceKey, Position.At, 1)) > 65535
+                 GROUP BY Long.ResourceKey) AS a
+            ON a.ResourceKey = k.ResourceKey;
     END;
 
     DECLARE @Count int = (SELECT COUNT(*) FROM @Set);

@@ -202,6 +202,9 @@ async fn bad_input_is_refused_with_50133_and_changes_nothing() {
         format!("N'[{good},{}]'", item("a\\ud800b", &owner, "1", "60")),
         format!("N'[{good},{}]'", item("a\\udc00b", &owner, "1", "60")),
         format!("N'[{good},{}]'", item("a\\ud800\\u0041", &owner, "1", "60")),
+        // The halves in the wrong order, and apart by an escaped backslash.
+        format!("N'[{good},{}]'", item("a\\udc00\\ud800b", &owner, "1", "60")),
+        format!("N'[{good},{}]'", item("a\\ud83d\\\\\\ude00b", &owner, "1", "60")),
     ];
     let babelfish = db.is_babelfish().await;
     let bad = if babelfish {
@@ -228,6 +231,14 @@ async fn bad_input_is_refused_with_50133_and_changes_nothing() {
         assert_eq!(open, Some(0), "{leases} left a transaction open");
         assert_eq!(state(&client, &key).await, before, "{leases} changed the lease");
     }
+    // A pair escaped in capitals is one character, as in lower case.
+    let rows = db
+        .query(&format!(
+            "EXEC fence_api.RenewMany @Leases = N'[{good},{}]';",
+            item("a\\uD83D\\uDE00b", &owner, "1", "60")
+        ))
+        .await;
+    assert_eq!(rows.len(), 2, "an escaped pair in capitals was refused");
     // JSON may begin with any of its whitespace.
     for blank in ["NCHAR(10)", "NCHAR(13) + NCHAR(10)", "NCHAR(9) + N' '"] {
         let rows = db

@@ -62,7 +62,11 @@ async fn loosely_typed_input_to_the_set_procedures_is_refused_with_the_contracts
         .expect_err("an array of keys inside the array");
     assert_eq!(number, 50134, "{message}");
     // A character Babelfish cannot hold is refused with the contract's error.
-    for (key, what) in [("\\u0000", "U+0000"), ("\\ud800", "a lone surrogate")] {
+    for (key, what) in [
+        ("\\u0000", "U+0000"),
+        ("\\ud800", "a lone surrogate"),
+        ("\\ud83d\\\\\\ude00", "two halves apart by an escaped backslash"),
+    ] {
         let keys = format!("[{quoted}, \"k{key}\"]");
         match rows(&mut caller, ACQUIRE_SET, &[&keys.as_str(), &owner, &seconds]).await {
             Err((number, message)) => assert_eq!(number, 50134, "{what}: {message}"),
@@ -98,7 +102,11 @@ async fn loosely_typed_input_to_the_set_procedures_is_refused_with_the_contracts
         ),
     ];
     if babelfish {
-        for (text, what) in [("\\u0000", "U+0000"), ("\\udc00", "a lone surrogate")] {
+        for (text, what) in [
+            ("\\u0000", "U+0000"),
+            ("\\udc00", "a lone surrogate"),
+            ("\\udc00\\ud800", "two halves in the wrong order"),
+        ] {
             refused.push((format!("[{}]", lease(&format!("\"k{text}\""), "1", &id, "\"p\"")), what));
         }
     }
