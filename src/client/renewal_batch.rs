@@ -25,14 +25,15 @@
 //! attempt never starts within that bound: it would queue behind the rows
 //! its first attempt holds while the first waits, and fail a second after
 //! it, too late for a short lease. A database that has no `RenewMany` (a
-//! contract older than 1.7) has every lease renewed one by one for the
-//! rest of the client's life, never checked again (after a failover back
-//! to a copy that has it too); any other failure of a call has its leases renewed one by one for
-//! that tick only.
+//! contract older than 1.7) has every lease renewed one by one for
+//! [`RECHECK_MISSING`], then the client tries renewing together again, so
+//! a deploy of the newer contract, or a failover to a copy that has it, is
+//! taken up within a minute at the cost of one refused call a minute; any
+//! other failure of a call has its leases renewed one by one for that tick
+//! only.
 
 use std::collections::HashSet;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures_util::stream::FuturesUnordered;
@@ -51,6 +52,10 @@ pub(crate) const TICK: Duration = Duration::from_secs(1);
 /// How long the renewals that woke together are gathered before they are
 /// sent: their timers fire within a millisecond of each other.
 const GATHER: Duration = Duration::from_millis(5);
+
+/// How long a client renews each lease by itself after the database
+/// answered that it has no `RenewMany`, before it tries again.
+pub(crate) const RECHECK_MISSING: Duration = Duration::from_secs(60);
 
 /// How long after the lock bound a call's first attempt may still answer
 /// before a second one joins it: the time an answer takes to come back.
@@ -76,9 +81,20 @@ pub(crate) struct RenewalBatches {
     /// The gathering task's inbox, started on the first renewal and again
     /// when the runtime it ran on has ended.
     inbox: Mutex<Option<UnboundedSender<Due>>>,
-    /// Set once the database answered that it has no `RenewMany`: every
-    /// lease is renewed one by one from then on.
-    one_by_one: AtomicBool,
+    /// Whether every lease is renewed by itself instead.
+    one_by_one: Mutex<OneByOne>,
+}
+
+/// When a client's guards renew each lease by itself.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum OneByOne {
+    /// Never: they renew together.
+    No,
+    /// Until this instant: the database answered that it has no `RenewMany`.
+    Until(Instant),
+    /// For the client's life: the bench's baseline.
+    #[cfg(feature = "bench")]
+    Always,
 }
 
 impl RenewalBatches {
@@ -86,8 +102,29 @@ impl RenewalBatches {
         RenewalBatches {
             epoch: Instant::now(),
             inbox: Mutex::new(None),
-            one_by_one: AtomicBool::new(false),
+            one_by_one: Mutex::new(OneByOne::No),
         }
+    }
+
+    /// Whether a renewal due now goes out by itself.
+    fn one_by_one(&self) -> bool {
+        match *self.one_by_one.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) {
+            OneByOne::No => false,
+            OneByOne::Until(until) => Instant::now() < until,
+            #[cfg(feature = "bench")]
+            OneByOne::Always => true,
+        }
+    }
+
+    /// Every renewal goes out by itself for [`RECHECK_MISSING`]: the
+    /// database has no `RenewMany`.
+    fn without_renew_many(&self) {
+        let mut one_by_one = self.one_by_one.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        #[cfg(feature = "bench")]
+        if *one_by_one == OneByOne::Always {
+            return;
+        }
+        *one_by_one = OneByOne::Until(Instant::now() + RECHECK_MISSING);
     }
 
     /// The instant a renewal due at `due`, every `period`, is sent: `due`
@@ -125,13 +162,17 @@ impl Client {
     /// baseline `fencepost bench` sets beside renewing together.
     #[cfg(feature = "bench")]
     pub(crate) fn renew_each_lease_alone(&self) {
-        self.renewal_batches.one_by_one.store(true, Ordering::Relaxed);
+        *self
+            .renewal_batches
+            .one_by_one
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = OneByOne::Always;
     }
 
     /// Renews `lease` with the other renewals of this client's guards due at
     /// the same time, by `give_up` or not at all.
     pub(crate) async fn renew_together(&self, lease: &Lease, give_up: Instant, retry_pause: Duration) -> Renewal {
-        if self.renewal_batches.one_by_one.load(Ordering::Relaxed) {
+        if self.renewal_batches.one_by_one() {
             return hedged_renew::renew_hedged(self, lease, give_up, retry_pause).await;
         }
         let (answer, answered) = oneshot::channel();
@@ -236,8 +277,8 @@ fn renew_group(mut dues: Vec<Due>) -> futures_util::future::BoxFuture<'static, (
                             return one_by_one(dues).await;
                         }
                         Err(error) if error.procedure_is_missing() => {
-                            tracing::warn!(%error, "the database has no fence_api.RenewMany (contract older than 1.7); this client renews each lease by itself from now on");
-                            client.renewal_batches.one_by_one.store(true, Ordering::Relaxed);
+                            tracing::warn!(%error, "the database has no fence_api.RenewMany (contract older than 1.7); this client renews each lease by itself for the next minute");
+                            client.renewal_batches.without_renew_many();
                             drop(in_flight);
                             return one_by_one(dues).await;
                         }
@@ -430,18 +471,32 @@ mod tests {
                 "each lease renewed by itself, and failed as alone"
             );
         }
-        client.renewal_batches.one_by_one.load(Ordering::Relaxed)
+        client.renewal_batches.one_by_one()
     }
 
     #[tokio::test]
-    async fn only_a_database_without_renew_many_turns_renewing_together_off_for_good() {
+    async fn only_a_database_without_renew_many_turns_renewing_together_off() {
         assert!(
             one_by_one_after(2812, "Could not find stored procedure 'fence_api.RenewMany'.").await,
             "a database older than contract 1.7"
         );
         assert!(
             !one_by_one_after(8114, "Error converting data type nvarchar to bigint.").await,
-            "an error of one call turned renewing together off for the client's life"
+            "an error of one call turned renewing together off"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_database_without_renew_many_is_asked_again_after_a_minute() {
+        let batches = RenewalBatches::new();
+        batches.without_renew_many();
+        assert!(batches.one_by_one());
+        tokio::time::advance(RECHECK_MISSING - Duration::from_millis(1)).await;
+        assert!(batches.one_by_one(), "asked again too soon");
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert!(
+            !batches.one_by_one(),
+            "a deploy of contract 1.7 is never taken up by a client that found RenewMany missing"
         );
     }
 
