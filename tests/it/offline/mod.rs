@@ -28,6 +28,7 @@ mod audit_reach_module_reading;
 mod audit_reach_ownership;
 mod audit_reach_paths;
 mod audit_reach_server;
+mod audit_reach_trigger_events;
 mod audit_reach_trustworthy;
 mod audit_reach_view_updates;
 mod audit_reach_views;
