@@ -23,10 +23,22 @@ pub(crate) fn code_only(sql: &str) -> String {
 /// none of them is read as a word of the code, and a stray `"` or `[` in a
 /// comment opens nothing.
 pub(crate) fn keywords_in_place(sql: &str) -> String {
+    in_place(sql, true)
+}
+
+/// The text with every byte where it was, for reading names by their place:
+/// each comment becomes spaces and the inside of each string literal `x`;
+/// delimited names stay as they are.
+pub(crate) fn code_in_place(sql: &str) -> String {
+    in_place(sql, false)
+}
+
+fn in_place(sql: &str, blank_names: bool) -> String {
     tokenize(sql)
         .iter()
         .map(|t| match t.kind {
             TokenKind::LineComment | TokenKind::BlockComment => " ".repeat(t.text.len()),
+            TokenKind::QuotedIdentifier if !blank_names => t.text.to_string(),
             // Each opens and closes with one ASCII byte (an unclosed one
             // runs to the end of the text, so its last byte is no matter).
             TokenKind::StringLiteral | TokenKind::QuotedIdentifier => {
@@ -90,12 +102,14 @@ mod tests {
             "SELECT 'é",
             "SELECT [",
         ] {
-            let masked = keywords_in_place(sql);
-            assert_eq!(masked.len(), sql.len(), "{masked}");
+            for masked in [keywords_in_place(sql), code_in_place(sql)] {
+                assert_eq!(masked.len(), sql.len(), "{masked}");
+            }
         }
         assert_eq!(
             keywords_in_place("ON t /* \"x */ AFTER [for] AS 'as'"),
             format!("ON t {} AFTER [xxx] AS 'xx'", " ".repeat("/* \"x */".len()))
         );
+        assert_eq!(code_in_place("ON [t] -- x\n 'a'"), "ON [t]     \n 'x'");
     }
 }

@@ -30,6 +30,7 @@ mod audit_reach_paths;
 mod audit_reach_server;
 mod audit_reach_trigger_events;
 mod audit_reach_trustworthy;
+mod audit_reach_view_derivations;
 mod audit_reach_view_updates;
 mod audit_reach_views;
 mod audit_reach_write_chains;
