@@ -419,3 +419,48 @@ fn a_long_chain_of_denied_roles_is_left_from_the_last_to_the_first() {
         ],
     );
 }
+
+/// `u` may act as `a`, and `a` as `b` (IMPERSONATE on each); `b` holds
+/// UPDATE on fence.Resource and is in `r_deny`, which is denied it; only
+/// `a`, in the middle, may alter `r_deny` when `a_alters`. "EXECUTE AS"
+/// stacks: `EXECUTE AS USER = 'a'`, `ALTER ROLE r_deny DROP MEMBER b`,
+/// `EXECUTE AS USER = 'b'`, and the UPDATE runs as `b` with the drop done.
+fn impersonation_chain_denied(a_alters: bool) -> Catalog {
+    let mut c = clean();
+    add_user(&mut c, "u");
+    for name in ["a", "b"] {
+        c.principals.push(user(name, None));
+    }
+    c.principals.push(role("r_deny"));
+    c.memberships.push(member("r_deny", "b"));
+    c.permissions.push(grant("b", "UPDATE", object("fence", "Resource")));
+    c.permissions.push(deny("r_deny", "UPDATE", schema("fence")));
+    c.permissions.push(grant("u", "IMPERSONATE", on_role("a")));
+    c.permissions.push(grant("a", "IMPERSONATE", on_role("b")));
+    if a_alters {
+        c.permissions.push(grant("a", "ALTER", on_role("r_deny")));
+    }
+    c
+}
+
+#[test]
+fn a_middle_user_of_an_impersonation_chain_drops_the_last_ones_denied_role_first() {
+    let c = impersonation_chain_denied(true);
+    assert_writes(
+        &c,
+        "u",
+        &[
+            "IMPERSONATE on USER::a",
+            "IMPERSONATE on USER::b",
+            "UPDATE on fence.Resource",
+            "ALTER ROLE [r_deny] DROP MEMBER [b]",
+        ],
+    );
+}
+
+#[test]
+fn an_impersonation_chain_where_no_one_may_alter_the_denied_role_stays_refused() {
+    let c = impersonation_chain_denied(false);
+    assert_does_not_write(&c, "u");
+    assert_does_not_write(&c, "a");
+}
