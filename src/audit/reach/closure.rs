@@ -51,6 +51,13 @@ pub(crate) fn shortest(graph: &Graph, start: &Node, avoid: &BTreeSet<Node>) -> B
             if edge.kind == Kind::Designed && *pure {
                 continue;
             }
+            if edge
+                .after
+                .as_ref()
+                .is_some_and(|a| !visited(&previous, &state, &first, a))
+            {
+                continue;
+            }
             let passed = if edge.unless.is_empty() {
                 Vec::new()
             } else {
@@ -116,6 +123,23 @@ fn passed(previous: &Previous, state: &State, first: &State) -> Vec<Node> {
     }
     out.reverse();
     out
+}
+
+/// Whether the path to `state` passed through `node`, its own node included.
+fn visited(previous: &Previous, state: &State, first: &State, node: &Node) -> bool {
+    let mut at = state;
+    loop {
+        if at.0 == *node {
+            return true;
+        }
+        if at == first {
+            return false;
+        }
+        match previous.get(at) {
+            Some((prev, _, _)) => at = prev,
+            None => return false,
+        }
+    }
 }
 
 fn walk(

@@ -464,3 +464,51 @@ fn an_impersonation_chain_where_no_one_may_alter_the_denied_role_stays_refused()
     assert_does_not_write(&c, "u");
     assert_does_not_write(&c, "a");
 }
+
+/// `r_grant` holds UPDATE on fence.Resource; `p` is denied UPDATE on the
+/// fence schema itself (no membership to drop), may alter `r_grant` when
+/// `alters`, and may act as `v` when `impersonates`. "ALTER ROLE ... ADD
+/// MEMBER" takes any principal, not only the caller: `ALTER ROLE r_grant
+/// ADD MEMBER v`, then `EXECUTE AS USER = 'v'`, and the UPDATE runs as `v`.
+fn adds_an_impersonated_user_to_the_granting_role(alters: bool, impersonates: bool) -> Catalog {
+    let mut c = clean();
+    add_user(&mut c, "p");
+    c.principals.push(user("v", None));
+    c.principals.push(role("r_grant"));
+    c.permissions
+        .push(grant("r_grant", "UPDATE", object("fence", "Resource")));
+    c.permissions.push(deny("p", "UPDATE", schema("fence")));
+    if alters {
+        c.permissions.push(grant("p", "ALTER", on_role("r_grant")));
+    }
+    if impersonates {
+        c.permissions.push(grant("p", "IMPERSONATE", on_role("v")));
+    }
+    c
+}
+
+#[test]
+fn a_principal_adds_a_user_it_may_impersonate_to_the_granting_role() {
+    let mut c = adds_an_impersonated_user_to_the_granting_role(true, true);
+    // `q` may act as `v` too, but may add no one to `r_grant`.
+    add_user(&mut c, "q");
+    c.permissions.push(grant("q", "IMPERSONATE", on_role("v")));
+    assert_writes(
+        &c,
+        "p",
+        &[
+            "IMPERSONATE on USER::v",
+            "ALTER ROLE [r_grant] ADD MEMBER [v]",
+            "UPDATE on fence.Resource",
+        ],
+    );
+    assert_does_not_write(&c, "q");
+}
+
+#[test]
+fn a_principal_that_may_not_both_add_and_impersonate_stays_refused() {
+    for (alters, impersonates) in [(true, false), (false, true)] {
+        let c = adds_an_impersonated_user_to_the_granting_role(alters, impersonates);
+        assert_does_not_write(&c, "p");
+    }
+}
