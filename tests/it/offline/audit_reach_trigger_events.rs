@@ -8,46 +8,14 @@
 
 use crate::support;
 
-use fencepost::audit::{Catalog, Finding, ObjectKind, Securable};
+use super::audit_reach_module_reading::{trigger, view_with_instead_of, with_etl, writes};
+use fencepost::audit::{Catalog, ObjectKind};
 use support::fixtures::*;
-
-fn with_etl() -> Catalog {
-    let mut c = clean();
-    c.principals.push(user("etl", Some("etl")));
-    c.permissions.push(grant("etl", "CONNECT", Securable::Database));
-    c
-}
-
-fn trigger(name: &str, on: &str, definition: &str) -> fencepost::audit::Object {
-    let mut t = module("dbo", name, ObjectKind::Trigger, definition);
-    t.parent = Some(on.into());
-    t
-}
-
-fn writes(c: &Catalog) -> Vec<Finding> {
-    reaching(c, "etl")
-        .into_iter()
-        .filter(|f| f.permission.as_deref() == Some("write the fence tables"))
-        .collect()
-}
 
 /// `etl` granted `right` on dbo.LeaseView over fence.Resource, whose
 /// INSTEAD OF trigger for every event runs `body`.
 fn view_with_instead_of_all(right: &str, body: &str) -> Catalog {
-    let mut c = with_etl();
-    c.objects.push(module(
-        "dbo",
-        "LeaseView",
-        ObjectKind::View,
-        "CREATE VIEW dbo.LeaseView AS SELECT ResourceId, Owner FROM fence.Resource;",
-    ));
-    c.objects.push(trigger(
-        "LeaseView_Write",
-        "dbo.LeaseView",
-        &format!("CREATE TRIGGER dbo.LeaseView_Write ON dbo.LeaseView INSTEAD OF INSERT, UPDATE, DELETE AS {body}"),
-    ));
-    c.permissions.push(grant("etl", right, object("dbo", "LeaseView")));
-    c
+    view_with_instead_of("INSERT, UPDATE, DELETE", body, right)
 }
 
 #[test]

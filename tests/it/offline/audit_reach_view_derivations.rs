@@ -10,7 +10,8 @@
 
 use crate::support;
 
-use fencepost::audit::{Catalog, Finding, ObjectKind, Securable};
+use super::audit_reach_module_reading::writes;
+use fencepost::audit::{Catalog, ObjectKind, Securable};
 use support::fixtures::*;
 
 /// `etl` granted UPDATE and DELETE on the dbo view `definition`.
@@ -23,13 +24,6 @@ fn granted_view(definition: &str) -> Catalog {
         c.permissions.push(grant("etl", p, object("dbo", "LeaseView")));
     }
     c
-}
-
-fn writes(c: &Catalog) -> Vec<Finding> {
-    reaching(c, "etl")
-        .into_iter()
-        .filter(|f| f.permission.as_deref() == Some("write the fence tables"))
-        .collect()
 }
 
 #[test]
