@@ -46,4 +46,4 @@ pub(crate) use quote::literal;
 #[cfg(feature = "deploy")]
 pub(crate) use quote::{quote_name, quote_qualified};
 #[cfg(feature = "audit")]
-pub(crate) use strip::{code_only, without_comments};
+pub(crate) use strip::{code_in_place, code_only, keywords_in_place, without_comments};

@@ -17,6 +17,44 @@ pub(crate) fn code_only(sql: &str) -> String {
     tokenize(sql).iter().map(|t| kept(t, true)).collect()
 }
 
+/// The text with every byte where it was, for reading keywords by their
+/// place: each comment becomes spaces, and the inside of each string
+/// literal and of each delimited name (`[for]`, `"After"`) becomes `x`, so
+/// none of them is read as a word of the code, and a stray `"` or `[` in a
+/// comment opens nothing.
+pub(crate) fn keywords_in_place(sql: &str) -> String {
+    in_place(sql, true)
+}
+
+/// The text with every byte where it was, for reading names by their place:
+/// each comment becomes spaces and the inside of each string literal `x`;
+/// delimited names stay as they are.
+pub(crate) fn code_in_place(sql: &str) -> String {
+    in_place(sql, false)
+}
+
+fn in_place(sql: &str, blank_names: bool) -> String {
+    tokenize(sql)
+        .iter()
+        .map(|t| match t.kind {
+            TokenKind::LineComment | TokenKind::BlockComment => " ".repeat(t.text.len()),
+            TokenKind::QuotedIdentifier if !blank_names => t.text.to_string(),
+            // Each opens and closes with one ASCII byte (an unclosed one
+            // runs to the end of the text, so its last byte is no matter).
+            TokenKind::StringLiteral | TokenKind::QuotedIdentifier => {
+                let last = t.text.len().saturating_sub(1).max(1);
+                let end = if t.text.is_char_boundary(last) {
+                    &t.text[last..]
+                } else {
+                    ""
+                };
+                format!("{}{}{end}", &t.text[..1], "x".repeat(t.text.len() - 1 - end.len()))
+            }
+            _ => t.text.to_string(),
+        })
+        .collect()
+}
+
 fn kept<'a>(token: &Token<'a>, blank_strings: bool) -> &'a str {
     match token.kind {
         TokenKind::LineComment | TokenKind::BlockComment => " ",
@@ -54,5 +92,24 @@ mod tests {
         assert_eq!(code_only("SELECT 'open"), "SELECT '");
         assert_eq!(code_only("SELECT 'open''"), "SELECT '");
         assert_eq!(code_only("SELECT [a'b]"), "SELECT [a'b]");
+    }
+
+    #[test]
+    fn keywords_in_place_keeps_every_byte_where_it_was() {
+        for sql in [
+            "CREATE TRIGGER [for] ON t /* it's \"x [ */ AFTER UPDATE AS SELECT 'as' -- [\n;",
+            "SELECT [a]]b], \"c\"\"d\", N'é''s', 'open",
+            "SELECT 'é",
+            "SELECT [",
+        ] {
+            for masked in [keywords_in_place(sql), code_in_place(sql)] {
+                assert_eq!(masked.len(), sql.len(), "{masked}");
+            }
+        }
+        assert_eq!(
+            keywords_in_place("ON t /* \"x */ AFTER [for] AS 'as'"),
+            format!("ON t {} AFTER [xxx] AS 'xx'", " ".repeat("/* \"x */".len()))
+        );
+        assert_eq!(code_in_place("ON [t] -- x\n 'a'"), "ON [t]     \n 'x'");
     }
 }

@@ -9,7 +9,7 @@ use super::super::rules::Context;
 use super::graph::Graph;
 use super::node::Node;
 use super::{
-    code, database_owner, expressions, fixed_roles, leaving, login_alter, orphans, principals, proxies, rights,
+    added, code, database_owner, expressions, fixed_roles, leaving, login_alter, orphans, principals, proxies, rights,
     runners, server, server_rights, signing, trustworthy, writers,
 };
 
@@ -41,6 +41,7 @@ impl Graph {
         }
         let rights = rights::all(ctx);
         principals::edges(ctx, &rights, &mut graph);
+        added::edges(ctx, &rights, &mut graph);
         code::edges(ctx, &rights, &mut graph);
         writers::edges(ctx, &rights, &mut graph);
         database_owner::edges(ctx, &rights, &mut graph);

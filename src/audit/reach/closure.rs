@@ -13,7 +13,8 @@ use super::node::{Goal, Node};
 /// A node, whether every step to it so far only held rights, whose
 /// security context the path acts in (the last user it became), which a
 /// DENY made to that user or one of its roles binds, and whom it acted as
-/// first, who may drop memberships for the later ones.
+/// first. Every context the path acted in before the current one may drop
+/// memberships for the later ones ([`passed`]).
 type State = (Node, bool, Option<Node>, Option<Node>);
 
 /// How each state was first reached: the state before, its edge's index,
@@ -50,7 +51,19 @@ pub(crate) fn shortest(graph: &Graph, start: &Node, avoid: &BTreeSet<Node>) -> B
             if edge.kind == Kind::Designed && *pure {
                 continue;
             }
-            let Some(dropped) = graph.get_past(who.as_ref(), actor.as_ref(), &edge.unless) else {
+            if edge
+                .after
+                .as_ref()
+                .is_some_and(|a| !visited(&previous, &state, &first, a))
+            {
+                continue;
+            }
+            let passed = if edge.unless.is_empty() {
+                Vec::new()
+            } else {
+                passed(&previous, &state, &first)
+            };
+            let Some(dropped) = graph.get_past(who.as_ref(), &passed, &edge.unless) else {
                 continue;
             };
             let who = graph.identity(&edge.to).or_else(|| who.clone());
@@ -79,6 +92,54 @@ pub(crate) fn shortest(graph: &Graph, start: &Node, avoid: &BTreeSet<Node>) -> B
         }
     }
     found
+}
+
+/// The security contexts the path to `state` acted in before its current
+/// one, first to last: "EXECUTE AS" stacks, so each ran its ALTER ROLE
+/// before it changed to the next, and what it did stays done.
+fn passed(previous: &Previous, state: &State, first: &State) -> Vec<Node> {
+    let mut out: Vec<Node> = Vec::new();
+    let mut at = state;
+    loop {
+        if let Some(who) = &at.2
+            && Some(who) != state.2.as_ref()
+            && !out.contains(who)
+        {
+            out.push(who.clone());
+        }
+        if at == first {
+            break;
+        }
+        match previous.get(at) {
+            Some((prev, _, _)) => at = prev,
+            None => break,
+        }
+    }
+    if let Some(actor) = &state.3
+        && Some(actor) != state.2.as_ref()
+        && !out.contains(actor)
+    {
+        out.push(actor.clone());
+    }
+    out.reverse();
+    out
+}
+
+/// Whether the path to `state` passed through `node`, its own node included.
+fn visited(previous: &Previous, state: &State, first: &State, node: &Node) -> bool {
+    let mut at = state;
+    loop {
+        if at.0 == *node {
+            return true;
+        }
+        if at == first {
+            return false;
+        }
+        match previous.get(at) {
+            Some((prev, _, _)) => at = prev,
+            None => return false,
+        }
+    }
 }
 
 fn walk(

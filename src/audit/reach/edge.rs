@@ -34,6 +34,9 @@ pub(crate) struct Edge {
     /// whoever acts as one of them, or as a member of one, is refused it
     /// unless it may leave them and keep the right's holder.
     pub(crate) unless: Bound,
+    /// A node the path must have passed through for the edge to count: the
+    /// principal whose act (adding a member) the edge rests on.
+    pub(crate) after: Option<Node>,
 }
 
 impl Edge {
@@ -54,11 +57,18 @@ impl Edge {
             },
             object: None,
             unless: Bound::default(),
+            after: None,
         }
     }
 
     pub(crate) fn on(mut self, object: impl Into<String>) -> Self {
         self.object = Some(object.into());
+        self
+    }
+
+    /// Counts only on a path that passed through `node` first.
+    pub(crate) fn after(mut self, node: Node) -> Self {
+        self.after = Some(node);
         self
     }
 

@@ -29,8 +29,8 @@ pub(crate) struct Graph {
 pub(crate) type Dropped = Leaving;
 
 /// The session's roots, the holder kept, the DENYs' principals, and the
-/// helper's principals.
-type Question = (Vec<String>, String, Vec<String>, Vec<String>);
+/// principals of each context the path acted in before.
+type Question = (Vec<String>, String, Vec<String>, Vec<Vec<String>>);
 
 impl Graph {
     /// Adds `edge` from `from`, naming `from` `name` if it has no name yet.
@@ -89,9 +89,10 @@ impl Graph {
     /// refuse it. A session that acts as no one new (a role's own reach)
     /// is refused only when the holder cannot drop its own way out. Else the
     /// session is `who` with its roles, and the holder when it joined it on
-    /// the way; `first`, whom the path acted as first, may drop links for
-    /// it before acting as it (ALTER ROLE, then EXECUTE AS).
-    pub(crate) fn get_past(&self, who: Option<&Node>, first: Option<&Node>, unless: &Bound) -> Option<Dropped> {
+    /// the way; each of `passed`, the contexts the path acted in before, may
+    /// drop links for it before changing to the next ("EXECUTE AS" stacks:
+    /// ALTER ROLE, then EXECUTE AS, as often as the chain is long).
+    pub(crate) fn get_past(&self, who: Option<&Node>, passed: &[Node], unless: &Bound) -> Option<Dropped> {
         if unless.is_empty() {
             return Some(Leaving::default());
         }
@@ -106,21 +107,18 @@ impl Graph {
             roots.push(unless.keep.clone());
         }
         let denied = unless.all_denied();
-        let helper: Vec<String> = first
-            .filter(|f| Some(*f) != who)
-            .and_then(|f| self.contexts.get(f))
+        let helpers: Vec<Vec<String>> = passed
+            .iter()
+            .filter(|p| Some(*p) != who)
+            .filter_map(|p| self.contexts.get(p))
             .map(|c| c.iter().cloned().collect())
-            .unwrap_or_default();
-        let question: Question = (roots, unless.keep.clone(), denied, helper);
+            .collect();
+        let question: Question = (roots, unless.keep.clone(), denied, helpers);
         if let Some(known) = self.answers.borrow().get(&question) {
             return known.clone();
         }
-        let (roots, keep, denied, helper) = &question;
-        let helpers: Vec<BTreeSet<String>> = if helper.is_empty() {
-            Vec::new()
-        } else {
-            vec![helper.iter().cloned().collect()]
-        };
+        let (roots, keep, denied, helpers) = &question;
+        let helpers: Vec<BTreeSet<String>> = helpers.iter().map(|h| h.iter().cloned().collect()).collect();
         let answer = self.drops.get_past(roots, keep, denied, &helpers);
         self.answers.borrow_mut().insert(question.clone(), answer.clone());
         answer

@@ -14,6 +14,7 @@
 //! principal's reach to whoever may change what it calls.
 //! [`closure`] answers, for one principal, the shortest path to each goal.
 
+mod added;
 mod bound;
 mod build;
 mod closure;

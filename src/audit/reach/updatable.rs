@@ -1,14 +1,21 @@
 //! Whether a view's text lets a modification through it change a table it
 //! names, read as "Modify Data Through a View" states the limits: the
 //! columns changed come from one base table, taken directly (no aggregate,
-//! GROUP BY, HAVING or DISTINCT, no UNION and the like). A table named only
-//! inside a subquery (EXISTS, IN, a scalar subquery) filters the rows and is
-//! never changed; one in a derived table or a common table expression may
-//! be, so it counts. A delimited identifier (`[Group]`, `"Union"`) is a
-//! name, never a keyword ("Database Identifiers").
+//! GROUP BY, HAVING or DISTINCT, no UNION and the like), and "the previous
+//! restrictions apply to any subqueries in the FROM clause of the view". A
+//! table named only inside a subquery (EXISTS, IN, a scalar subquery)
+//! filters the rows and is never changed; one in a derived table or a
+//! common table expression may be, when that level keeps its columns plain
+//! too. A windowed aggregate (`COUNT(*) OVER ()`) derives its own column
+//! only, and a schema-qualified call (`dbo.Max(x)`) is a user function, not
+//! an aggregate: the plain columns beside either stay updatable. A
+//! delimited identifier (`[Group]`, `"Union"`) is a name, never a keyword
+//! ("Database Identifiers").
+
+use std::ops::Range;
 
 use super::super::module_text::{contains_words, normalized};
-use crate::tsql::code_only;
+use crate::tsql::{code_in_place, keywords_in_place};
 
 /// Words that make a view's top level read-only.
 const READ_ONLY: [&str; 8] = [
@@ -47,96 +54,94 @@ const AGGREGATES: [&str; 17] = [
 /// Whether a modification through the view `definition` may change
 /// `table` (`schema.name`), by its text.
 pub(super) fn writes_through(definition: &str, table: &str) -> bool {
-    let code = code_only(definition);
-    let text = normalized(&code);
-    let (top, open) = levels(&text);
-    // Keywords are looked for where no delimited identifier stands.
-    let (bare, _) = levels(&normalized(&without_delimited(&code)));
-    let words = words_with_calls(&bare);
-    let read_only = words
-        .iter()
-        .any(|(w, call)| READ_ONLY.contains(&w.as_str()) || *call && AGGREGATES.contains(&w.as_str()));
-    if read_only {
-        return false;
-    }
-    let needle = normalized(table);
-    contains_words(&top, &needle) || open.iter().any(|inner| contains_words(inner, &needle))
+    // Both views keep every byte where it is: one to read names in, one to
+    // read keywords and parentheses in (no comment, string or delimited
+    // name can open or close a level there).
+    let code = code_in_place(definition);
+    let keywords = keywords_in_place(definition).to_ascii_lowercase();
+    through_level(&code, &keywords, &normalized(table))
 }
 
-/// `code` with each delimited identifier (`[...]`, `"..."`) replaced by a
-/// plain placeholder name, so that what it spells is never read as a
-/// keyword.
-fn without_delimited(code: &str) -> String {
-    let mut out = String::with_capacity(code.len());
-    let mut chars = code.chars().peekable();
-    while let Some(c) = chars.next() {
-        let close = match c {
-            '[' => ']',
-            '"' => '"',
-            _ => {
-                out.push(c);
-                continue;
-            }
-        };
-        // `]]` and `""` stand for the closing character itself.
-        while let Some(n) = chars.next() {
-            if n == close {
-                if chars.peek() == Some(&close) {
-                    chars.next();
-                    continue;
-                }
-                break;
-            }
-        }
-        out.push_str("delimited_name");
+/// Whether one level of a query (the view, or a derived table or common
+/// table expression inside it) lets a modification change `needle`: its own
+/// select list and clauses keep the columns plain, and it names `needle`
+/// itself or through a table source that does.
+fn through_level(code: &str, keywords: &str, needle: &str) -> bool {
+    let groups = groups(keywords);
+    if read_only(&outside(keywords, &groups)) {
+        return false;
     }
+    contains_words(&normalized(&outside(code, &groups)), needle)
+        || groups
+            .iter()
+            .filter(|(_, source)| *source)
+            .any(|(inner, _)| through_level(&code[inner.clone()], &keywords[inner.clone()], needle))
+}
+
+/// Whether a level's own text (its groups left as `()`) makes its columns
+/// read-only: GROUP BY, HAVING, DISTINCT, a set operator or PIVOT, or an
+/// aggregate that is neither windowed nor a schema's function.
+fn read_only(top: &str) -> bool {
+    let words = words_with_calls(&normalized(top));
+    words.iter().enumerate().any(|(i, w)| {
+        let next = words.get(i + 1).map(|n| n.word.as_str());
+        match w.word.as_str() {
+            // GROUP is a clause only as GROUP BY (not WITHIN GROUP).
+            "group" => next == Some("by"),
+            word if READ_ONLY.contains(&word) => true,
+            word => w.call && !w.qualified && AGGREGATES.contains(&word) && next != Some("over"),
+        }
+    })
+}
+
+/// `text` without the inside of each of `groups` (each left as `()`).
+fn outside(text: &str, groups: &[(Range<usize>, bool)]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (inner, _) in groups {
+        out.push_str(&text[at..inner.start]);
+        at = inner.end;
+    }
+    out.push_str(&text[at..]);
     out
 }
 
-/// The text outside every parenthesis (each group left as `()`), and the
-/// text of each outermost group opened where a table source stands (after
-/// FROM, JOIN, APPLY, AS in a common table expression, or a comma in a FROM
-/// list: after a comma in the select list it is a scalar subquery).
-fn levels(text: &str) -> (String, Vec<String>) {
-    let mut top = String::new();
-    let mut open = Vec::new();
+/// The inside of each outermost parenthesis of `keywords` (lower-cased,
+/// names and strings blanked), and whether it is opened where a table
+/// source stands: after FROM, JOIN, APPLY, AS in a common table expression,
+/// or a comma in a FROM list (after a comma in the select list it is a
+/// scalar subquery).
+fn groups(keywords: &str) -> Vec<(Range<usize>, bool)> {
+    let mut out = Vec::new();
     let mut depth = 0usize;
-    let mut group = String::new();
+    let mut start = 0;
     let mut source = false;
-    for c in text.chars() {
+    for (at, c) in keywords.char_indices() {
         match c {
             '(' => {
                 if depth == 0 {
-                    let before = top.trim_end();
+                    let before = outside(&keywords[..at], &out);
+                    let before = before.trim_end();
                     let last = before
                         .rsplit(|c: char| !c.is_alphanumeric() && c != '_')
                         .next()
                         .unwrap_or("");
                     source = before.ends_with(',') && in_from_list(before)
                         || ["from", "join", "apply", "as"].contains(&last);
-                    top.push('(');
-                    group.clear();
-                } else {
-                    group.push(c);
+                    start = at + 1;
                 }
                 depth += 1;
             }
             ')' if depth > 0 => {
                 depth -= 1;
                 if depth == 0 {
-                    top.push(')');
-                    if source {
-                        open.push(std::mem::take(&mut group));
-                    }
-                } else {
-                    group.push(c);
+                    out.push((start..at, source));
                 }
             }
-            _ if depth == 0 => top.push(c),
-            _ => group.push(c),
+            _ => {}
         }
     }
-    (top, open)
+    out
 }
 
 /// Whether the last clause `top` is in is a FROM list: its last clause
@@ -150,16 +155,32 @@ fn in_from_list(top: &str) -> bool {
         .is_some_and(|w| ["from", "join", "apply", "on"].contains(&w))
 }
 
-/// Each word of `top`, and whether a `(` follows it (a call).
-fn words_with_calls(top: &str) -> Vec<(String, bool)> {
+/// A word of a level's text.
+struct Word {
+    word: String,
+    /// Whether a `(` follows it: a call.
+    call: bool,
+    /// Whether a `.` comes right before it: a name in a schema.
+    qualified: bool,
+}
+
+/// Each word of `top` (normalized: no spaces around dots).
+fn words_with_calls(top: &str) -> Vec<Word> {
     let mut out = Vec::new();
     let mut word = String::new();
+    let mut qualified = false;
+    let mut previous = None;
     let mut chars = top.chars().peekable();
     while let Some(c) = chars.next() {
         if c.is_alphanumeric() || c == '_' {
+            if word.is_empty() {
+                qualified = previous == Some('.');
+            }
             word.push(c);
+            previous = Some(c);
             continue;
         }
+        previous = Some(c);
         if !word.is_empty() {
             let mut call = c == '(';
             if c.is_whitespace() {
@@ -168,11 +189,19 @@ fn words_with_calls(top: &str) -> Vec<(String, bool)> {
                 }
                 call = chars.peek() == Some(&'(');
             }
-            out.push((std::mem::take(&mut word), call));
+            out.push(Word {
+                word: std::mem::take(&mut word),
+                call,
+                qualified,
+            });
         }
     }
     if !word.is_empty() {
-        out.push((word, false));
+        out.push(Word {
+            word,
+            call: false,
+            qualified,
+        });
     }
     out
 }
@@ -211,5 +240,21 @@ mod tests {
         ));
         // A column named like an aggregate is no call.
         assert!(writes_through("CREATE VIEW v AS SELECT [count] FROM fence.Resource", t));
+        // WITHIN GROUP is no GROUP BY; a windowed call derives its column only.
+        assert!(writes_through(
+            "CREATE VIEW v AS SELECT a, PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY g) OVER (PARTITION BY a) m \
+             FROM fence.Resource",
+            t
+        ));
+        // An aggregating level in FROM keeps its table read-only.
+        assert!(!writes_through(
+            "CREATE VIEW v AS SELECT d.a FROM (SELECT a, COUNT(*) n FROM fence.Resource GROUP BY a) d",
+            t
+        ));
+        // A parenthesis in a comment or a name opens no level.
+        assert!(writes_through(
+            "CREATE VIEW v AS SELECT [a(] /* ( */ FROM (SELECT [a(] FROM fence.Resource) d",
+            t
+        ));
     }
 }

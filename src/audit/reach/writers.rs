@@ -18,7 +18,7 @@ use super::node::{Goal, Node};
 use super::principals::hierarchy_note;
 use super::right::Right;
 use super::updatable::writes_through;
-use crate::tsql::{code_only, quote_qualified};
+use crate::tsql::{code_only, keywords_in_place, quote_qualified};
 
 /// What a write through an object goes to next.
 struct Link<'a> {
@@ -215,11 +215,61 @@ fn links_of<'a>(ctx: &Context<'a>, o: &'a Object, targets: &[(String, String, bo
         }
     }
     if o.kind != ObjectKind::Table
-        && let Some(link) = text_link(ctx, o, targets, own, view)
+        && let Some(mut link) = text_link(ctx, o, targets, own, view)
     {
+        if view
+            && !link.goal
+            && let Some(table) = ctx.catalog.object(&link.next).filter(|t| t.kind == ObjectKind::Table)
+        {
+            // A write through the view is that statement on its base table:
+            // it fires the table's triggers for that event alone, so a right
+            // on the view leads to those triggers, and only chains through
+            // the view itself go on to the table as a whole.
+            out.extend(base_triggers(ctx, o, table, &link, targets));
+            link.starts.clear();
+        }
         out.push(link);
     }
     out
+}
+
+/// The links a write through view `o` to its base `table` makes to each
+/// trigger on the table that is a target already, for the events both let
+/// through.
+fn base_triggers<'a>(
+    ctx: &Context<'a>,
+    o: &'a Object,
+    table: &Object,
+    through: &Link,
+    targets: &[(String, String, bool)],
+) -> Vec<Link<'a>> {
+    let (name, base) = (o.qualified_name(), table.qualified_name());
+    triggers_on(ctx, table, targets)
+        .into_iter()
+        .filter_map(|(trigger, events)| {
+            let starts: Vec<&'static str> = through.starts.iter().copied().filter(|e| events.contains(e)).collect();
+            (!starts.is_empty()).then(|| Link {
+                object: o,
+                next: trigger.qualified_name(),
+                goal: false,
+                step: format!(
+                    "{}; {} through {name} is that statement on {base}, which fires its trigger {} (for {} only)",
+                    through.step,
+                    starts.join(" or "),
+                    trigger.qualified_name(),
+                    events.join(", ")
+                ),
+                starts,
+                synonym: None,
+                fires: true,
+                evidence: format!(
+                    "{}; sys.triggers: {} is on {base}",
+                    through.evidence,
+                    trigger.qualified_name()
+                ),
+            })
+        })
+        .collect()
 }
 
 /// The link `o`'s own text makes to the first of `targets` it reaches: a
@@ -364,12 +414,18 @@ fn triggers_on<'a>(
 /// The events INSTEAD OF triggers on `o` take in place of the statement:
 /// a write through the view for those runs the trigger, never the view's
 /// own update of its base table. A trigger whose text is hidden may take
-/// any of them, but is then followed as a link of its own.
+/// any of them, but is then followed as a link of its own. One whose body
+/// names its own view takes nothing away: "CREATE TRIGGER" says a statement
+/// an INSTEAD OF trigger runs against its own view does not call it again
+/// but "processes as if the table had no INSTEAD OF trigger", so it goes
+/// through the view to its base table.
 fn instead_of_events(ctx: &Context, o: &Object) -> Vec<&'static str> {
+    let view = o.qualified_name();
     ctx.catalog
         .objects
         .iter()
         .filter(|t| t.kind == ObjectKind::Trigger && !t.disabled && t.parent.as_deref().is_some_and(|p| o.is(p)))
+        .filter(|t| names(ctx, t, &view).is_none())
         .filter_map(|t| t.definition.as_deref().map(header))
         .filter(|(instead, _)| *instead)
         .flat_map(|(_, events)| events)
@@ -378,8 +434,11 @@ fn instead_of_events(ctx: &Context, o: &Object) -> Vec<&'static str> {
 
 /// The text of a trigger after its header: after the AS that follows its
 /// events (or the first AS past its ON clause when they cannot be read).
+/// Comments, strings and delimited names are read as no words, so neither a
+/// name like `[for]` nor a stray `"` or `[` in a comment moves the header's
+/// end.
 fn trigger_body(definition: &str) -> &str {
-    let lower = identifiers_blanked(&definition.to_lowercase());
+    let lower = keywords_in_place(definition).to_ascii_lowercase();
     let word_at = |at: usize, len: usize| {
         let before = lower[..at].chars().next_back();
         let after = lower[at + len..].chars().next();
@@ -399,8 +458,8 @@ fn trigger_body(definition: &str) -> &str {
         .min()
         .unwrap_or(0);
     match find("as", events) {
-        Some(at) if lower.len() == definition.len() => &definition[at + 2..],
-        _ => definition,
+        Some(at) => &definition[at + 2..],
+        None => definition,
     }
 }
 
@@ -409,7 +468,7 @@ fn trigger_body(definition: &str) -> &str {
 /// EXECUTE AS ...] {FOR | AFTER | INSTEAD OF} {INSERT, UPDATE, DELETE}`),
 /// wherever the lines break.
 fn header(definition: &str) -> (bool, Vec<&'static str>) {
-    let words = words(&identifiers_blanked(&code_only(definition)));
+    let words = words(&keywords_in_place(definition));
     let Some(at) = words
         .iter()
         .enumerate()
@@ -425,39 +484,6 @@ fn header(definition: &str) -> (bool, Vec<&'static str>) {
         .filter_map(|w| DATA.into_iter().find(|d| d.eq_ignore_ascii_case(w)))
         .collect();
     (instead, events)
-}
-
-/// `code` with the text of each bracketed or double-quoted identifier
-/// replaced by as many `x` as it has bytes, so a trigger or table named
-/// `[for]` or `"After"` reads as no header word, and every byte stays where
-/// it was.
-fn identifiers_blanked(code: &str) -> String {
-    let mut out = String::with_capacity(code.len());
-    let mut close: Option<char> = None;
-    let mut chars = code.chars().peekable();
-    while let Some(c) = chars.next() {
-        match close {
-            // A doubled closing character is one inside the name.
-            Some(end) if c == end && chars.peek() == Some(&end) => {
-                chars.next();
-                out.push_str("xx");
-            }
-            Some(end) if c == end => {
-                close = None;
-                out.push(c);
-            }
-            Some(_) => out.extend(std::iter::repeat_n('x', c.len_utf8())),
-            None => {
-                close = match c {
-                    '[' => Some(']'),
-                    '"' => Some('"'),
-                    _ => None,
-                };
-                out.push(c);
-            }
-        }
-    }
-    out
 }
 
 /// Whether a function's text returns a table by a single statement.

@@ -68,6 +68,14 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             }
         }
     }
+    // The object at the end of each goal a start reaches, to tell which
+    // goal an existing finding names.
+    let mut ends: BTreeMap<Node, Vec<(Goal, String)>> = BTreeMap::new();
+    for (start, goal, reached) in &emitted {
+        ends.entry(start.clone())
+            .or_default()
+            .push((*goal, reached.object.clone()));
+    }
     for (start, goal, reached) in emitted {
         let also: Vec<String> = folded
             .keys()
@@ -99,11 +107,15 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             .map(|n| graph.spelling(n))
             .collect();
         // Another rule names this principal already, or one of the members
-        // folded into it: that finding keeps its text and gains the path.
+        // folded into it: that finding keeps its text and gains the path,
+        // unless it names the object at the end of another goal's path
+        // (then that path is its own, and this one is named apart).
+        let others = ends.get(&start).map_or(&[][..], Vec::as_slice);
         let existing = report
             .findings
             .iter_mut()
             .filter(|f| !matches!(f.rule, Rule::ReadAccess | Rule::SideChannel | Rule::ReachesFence))
+            .filter(|f| named_goal(f, others).is_none_or(|g| g == goal))
             .filter(|f| {
                 // A rule may name several principals in one finding.
                 f.principal.as_deref().is_some_and(|named| {
@@ -149,6 +161,19 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             fix: reached.path.first().map(|s| s.cut.clone()).unwrap_or_default(),
         });
     }
+}
+
+/// The goal whose path ends at the object `f` names, when one does: the
+/// object itself, or the schema it is in (`SCHEMA::fence_admin`).
+fn named_goal(f: &Finding, ends: &[(Goal, String)]) -> Option<Goal> {
+    let named = f.object.to_lowercase();
+    let named = named.split_once("::").map_or(named.as_str(), |(_, n)| n);
+    ends.iter()
+        .find(|(_, object)| {
+            let object = object.to_lowercase();
+            !object.is_empty() && (object == named || object.split_once('.').is_some_and(|(schema, _)| schema == named))
+        })
+        .map(|(goal, _)| *goal)
 }
 
 /// The reported principal a folded member's path goes through.

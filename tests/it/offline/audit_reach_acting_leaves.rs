@@ -419,3 +419,96 @@ fn a_long_chain_of_denied_roles_is_left_from_the_last_to_the_first() {
         ],
     );
 }
+
+/// `u` may act as `a`, and `a` as `b` (IMPERSONATE on each); `b` holds
+/// UPDATE on fence.Resource and is in `r_deny`, which is denied it; only
+/// `a`, in the middle, may alter `r_deny` when `a_alters`. "EXECUTE AS"
+/// stacks: `EXECUTE AS USER = 'a'`, `ALTER ROLE r_deny DROP MEMBER b`,
+/// `EXECUTE AS USER = 'b'`, and the UPDATE runs as `b` with the drop done.
+fn impersonation_chain_denied(a_alters: bool) -> Catalog {
+    let mut c = clean();
+    add_user(&mut c, "u");
+    for name in ["a", "b"] {
+        c.principals.push(user(name, None));
+    }
+    c.principals.push(role("r_deny"));
+    c.memberships.push(member("r_deny", "b"));
+    c.permissions.push(grant("b", "UPDATE", object("fence", "Resource")));
+    c.permissions.push(deny("r_deny", "UPDATE", schema("fence")));
+    c.permissions.push(grant("u", "IMPERSONATE", on_role("a")));
+    c.permissions.push(grant("a", "IMPERSONATE", on_role("b")));
+    if a_alters {
+        c.permissions.push(grant("a", "ALTER", on_role("r_deny")));
+    }
+    c
+}
+
+#[test]
+fn a_middle_user_of_an_impersonation_chain_drops_the_last_ones_denied_role_first() {
+    let c = impersonation_chain_denied(true);
+    assert_writes(
+        &c,
+        "u",
+        &[
+            "IMPERSONATE on USER::a",
+            "IMPERSONATE on USER::b",
+            "UPDATE on fence.Resource",
+            "ALTER ROLE [r_deny] DROP MEMBER [b]",
+        ],
+    );
+}
+
+#[test]
+fn an_impersonation_chain_where_no_one_may_alter_the_denied_role_stays_refused() {
+    let c = impersonation_chain_denied(false);
+    assert_does_not_write(&c, "u");
+    assert_does_not_write(&c, "a");
+}
+
+/// `r_grant` holds UPDATE on fence.Resource; `p` is denied UPDATE on the
+/// fence schema itself (no membership to drop), may alter `r_grant` when
+/// `alters`, and may act as `v` when `impersonates`. "ALTER ROLE ... ADD
+/// MEMBER" takes any principal, not only the caller: `ALTER ROLE r_grant
+/// ADD MEMBER v`, then `EXECUTE AS USER = 'v'`, and the UPDATE runs as `v`.
+fn adds_an_impersonated_user_to_the_granting_role(alters: bool, impersonates: bool) -> Catalog {
+    let mut c = clean();
+    add_user(&mut c, "p");
+    c.principals.push(user("v", None));
+    c.principals.push(role("r_grant"));
+    c.permissions
+        .push(grant("r_grant", "UPDATE", object("fence", "Resource")));
+    c.permissions.push(deny("p", "UPDATE", schema("fence")));
+    if alters {
+        c.permissions.push(grant("p", "ALTER", on_role("r_grant")));
+    }
+    if impersonates {
+        c.permissions.push(grant("p", "IMPERSONATE", on_role("v")));
+    }
+    c
+}
+
+#[test]
+fn a_principal_adds_a_user_it_may_impersonate_to_the_granting_role() {
+    let mut c = adds_an_impersonated_user_to_the_granting_role(true, true);
+    // `q` may act as `v` too, but may add no one to `r_grant`.
+    add_user(&mut c, "q");
+    c.permissions.push(grant("q", "IMPERSONATE", on_role("v")));
+    assert_writes(
+        &c,
+        "p",
+        &[
+            "IMPERSONATE on USER::v",
+            "ALTER ROLE [r_grant] ADD MEMBER [v]",
+            "UPDATE on fence.Resource",
+        ],
+    );
+    assert_does_not_write(&c, "q");
+}
+
+#[test]
+fn a_principal_that_may_not_both_add_and_impersonate_stays_refused() {
+    for (alters, impersonates) in [(true, false), (false, true)] {
+        let c = adds_an_impersonated_user_to_the_granting_role(alters, impersonates);
+        assert_does_not_write(&c, "p");
+    }
+}

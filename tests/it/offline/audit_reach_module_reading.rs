@@ -12,20 +12,20 @@ use crate::support;
 use fencepost::audit::{Catalog, Finding, ObjectKind, Securable};
 use support::fixtures::*;
 
-fn with_etl() -> Catalog {
+pub(super) fn with_etl() -> Catalog {
     let mut c = clean();
     c.principals.push(user("etl", Some("etl")));
     c.permissions.push(grant("etl", "CONNECT", Securable::Database));
     c
 }
 
-fn trigger(name: &str, on: &str, definition: &str) -> fencepost::audit::Object {
+pub(super) fn trigger(name: &str, on: &str, definition: &str) -> fencepost::audit::Object {
     let mut t = module("dbo", name, ObjectKind::Trigger, definition);
     t.parent = Some(on.into());
     t
 }
 
-fn writes(c: &Catalog) -> Vec<Finding> {
+pub(super) fn writes(c: &Catalog) -> Vec<Finding> {
     reaching(c, "etl")
         .into_iter()
         .filter(|f| f.permission.as_deref() == Some("write the fence tables"))
@@ -155,6 +155,12 @@ fn every_trigger_on_a_table_is_followed() {
 /// dbo.Orders instead: an UPDATE through the view never reaches the
 /// fence, a DELETE does.
 fn view_with_instead_of_update(right: &str) -> Catalog {
+    view_with_instead_of("UPDATE", "UPDATE dbo.Orders SET Id = Id;", right)
+}
+
+/// `etl` granted `right` on dbo.LeaseView over fence.Resource, whose
+/// INSTEAD OF trigger for `events` runs `body`.
+pub(super) fn view_with_instead_of(events: &str, body: &str, right: &str) -> Catalog {
     let mut c = with_etl();
     c.objects.push(module(
         "dbo",
@@ -163,9 +169,9 @@ fn view_with_instead_of_update(right: &str) -> Catalog {
         "CREATE VIEW dbo.LeaseView AS SELECT ResourceId, Owner FROM fence.Resource;",
     ));
     c.objects.push(trigger(
-        "LeaseView_Update",
+        "LeaseView_Write",
         "dbo.LeaseView",
-        "CREATE TRIGGER dbo.LeaseView_Update ON dbo.LeaseView INSTEAD OF UPDATE AS UPDATE dbo.Orders SET Id = Id;",
+        &format!("CREATE TRIGGER dbo.LeaseView_Write ON dbo.LeaseView INSTEAD OF {events} AS {body}"),
     ));
     c.permissions.push(grant("etl", right, object("dbo", "LeaseView")));
     c

@@ -396,3 +396,56 @@ fn alter_any_user_for_a_non_service_that_may_put_code_in_a_schema_redirects_a_se
         assert_eq!(f[0].fix, "REVOKE ALTER ANY USER FROM [reporting];");
     }
 }
+
+/// `reporting` holds EXECUTE on the fence_admin schema (FP007's finding)
+/// and UPDATE on a dbo view over fence.Resource: two goals, two paths.
+/// FP007's finding keeps the path that ends at the procedure it names, and
+/// the write through the view is named apart with its own path.
+#[test]
+fn an_existing_finding_gains_the_path_to_the_goal_it_names() {
+    let mut c = clean();
+    c.permissions.push(grant("reporting", "EXECUTE", schema("fence_admin")));
+    c.objects.push(module(
+        "dbo",
+        "LeaseView",
+        ObjectKind::View,
+        "CREATE VIEW dbo.LeaseView AS SELECT ResourceId, Owner FROM fence.Resource;",
+    ));
+    c.permissions
+        .push(grant("reporting", "UPDATE", object("dbo", "LeaseView")));
+    let report = check(&c);
+    let execute: Vec<_> = report.findings_of(Rule::ExecuteBeyondRole).collect();
+    assert_eq!(execute.len(), 1, "{report:#?}");
+    let path = step_texts(execute[0]);
+    assert!(
+        path.last().is_some_and(|s| s.contains("EXECUTE on fence_admin.")),
+        "{path:#?} {:#?}",
+        report
+            .findings
+            .iter()
+            .map(|f| (f.rule, &f.object, step_texts(f)))
+            .collect::<Vec<_>>()
+    );
+    let writes: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.principal.as_deref() == Some("reporting") && step_texts(f).join(" | ").contains("dbo.LeaseView"))
+        .collect();
+    assert_eq!(writes.len(), 1, "{report:#?}");
+}
+
+/// Control: with EXECUTE alone, FP007's finding is the only one, with its
+/// path.
+#[test]
+fn an_existing_finding_with_one_goal_keeps_its_path_alone() {
+    let mut c = clean();
+    c.permissions.push(grant("reporting", "EXECUTE", schema("fence_admin")));
+    let report = check(&c);
+    assert!(report.findings_of(Rule::ReachesFence).next().is_none(), "{report:#?}");
+    let execute: Vec<_> = report.findings_of(Rule::ExecuteBeyondRole).collect();
+    assert!(
+        step_texts(execute[0])
+            .last()
+            .is_some_and(|s| s.contains("EXECUTE on fence_admin."))
+    );
+}
