@@ -92,6 +92,7 @@ BEGIN
            AND ResourceKey < @ResourceKey + N'$'
            AND LEN(ResourceKey) BETWEEN LEN(@Prefix) + 1 AND LEN(@Prefix) + 4
            AND SUBSTRING(ResourceKey, LEN(@Prefix) + 1, 10) NOT LIKE N'%[^0-9]%'
+           AND (LEN(ResourceKey) = LEN(@Prefix) + 1 OR SUBSTRING(ResourceKey, LEN(@Prefix) + 1, 1) <> N'0')
            AND LEFT(ResourceKey, LEN(@Prefix)) = @Prefix COLLATE Latin1_General_100_BIN2;
     END TRY
     BEGIN CATCH
@@ -131,10 +132,15 @@ BEGIN
         THROW 50129, N'Waited 5 seconds for a fence row or its table: an open transaction, a deploy or a recovery holds it.', 1;
     END CATCH;
 
+    -- A slot row locked past the bound (an open transaction on it, read or
+    -- taken since the first read) ends the call with the contract's error on
+    -- SQL Server; Babelfish's lock timeout cannot be caught (see Acquire).
     IF @Found = 1
-    BEGIN
-        -- Every slot row there is, as committed: '<resource>#' and digits,
-        -- found by the key's binary range ('#' sorts just before '$').
+    BEGIN TRY
+        -- Every slot row there is, as committed: '<resource>#' and the slot's
+        -- number in digits, with no leading zero ('<resource>#01' is a key
+        -- like any other), found by the key's binary range ('#' sorts just
+        -- before '$').
         SET @ReadAt = SYSUTCDATETIME();
         INSERT INTO @Slot (ResourceKey, SlotText, Owner, LeaseUntil, Takeable)
         SELECT ResourceKey, SUBSTRING(ResourceKey, LEN(@Prefix) + 1, 10), Owner, LeaseUntilUtc,
@@ -144,6 +150,7 @@ BEGIN
            AND ResourceKey < @ResourceKey + N'$'
            AND LEN(ResourceKey) BETWEEN LEN(@Prefix) + 1 AND LEN(@Prefix) + 4
            AND SUBSTRING(ResourceKey, LEN(@Prefix) + 1, 10) NOT LIKE N'%[^0-9]%'
+           AND (LEN(ResourceKey) = LEN(@Prefix) + 1 OR SUBSTRING(ResourceKey, LEN(@Prefix) + 1, 1) <> N'0')
            AND LEFT(ResourceKey, LEN(@Prefix)) = @Prefix COLLATE Latin1_General_100_BIN2;
         -- Converted only once every number is known to be digits.
         UPDATE @Slot SET SlotNumber = CAST(SlotText AS int);
@@ -168,7 +175,12 @@ BEGIN
           FROM @Slot AS s
           JOIN fence.Resource AS r ON r.ResourceKey = s.ResourceKey
          WHERE s.Takeable = 1;
-    END;
+    END TRY
+    BEGIN CATCH
+        IF ERROR_NUMBER() <> 1222
+            THROW;
+        THROW 50129, N'Waited 5 seconds for a fence row or its table: an open transaction, a deploy or a recovery holds it.', 1;
+    END CATCH;
     SET @Now = SYSUTCDATETIME();
     SET @Until = DATEADD(SECOND, @LeaseSeconds, @Now);
 

@@ -3,13 +3,14 @@
 //! live engine: a free slot is granted without waiting for that row, and a
 //! full resource answers `Busy` with the holder's expiry at once. Every party
 //! has a connection of its own; the held row is forced by an open
-//! transaction.
+//! transaction. And a key spelling a slot's number with a leading zero is
+//! no slot.
 
 use crate::support;
 
 use std::time::{Duration, Instant};
 
-use fencepost::client::{AcquireSlot, Client, slot_key};
+use fencepost::client::{AcquireSlot, Client, Provision, slot_key};
 use support::TestDatabase;
 use support::caller::Caller;
 use support::lease::provisioned;
@@ -99,4 +100,41 @@ async fn a_full_resource_answers_busy_with_the_holders_expiry_without_waiting_fo
         "the Busy answer waited {took:?} for the holder's row"
     );
     fenced.commit().await.unwrap();
+}
+
+/// A key that spells a slot's number with a leading zero (`<resource>#01`) is
+/// a key like any other, never a slot: two holders are never both told they
+/// hold slot 1.
+#[tokio::test]
+async fn a_key_spelling_a_slot_number_with_a_leading_zero_is_no_slot() {
+    const TEST: &str = "a_key_spelling_a_slot_number_with_a_leading_zero_is_no_slot";
+    let Some(db) = TestDatabase::shared(TEST).await else {
+        return;
+    };
+    let [client] = support::lease::workers(&db.ado()).await;
+    let resource = provisioned(&client, "report-builds").await;
+    client.provision_slots(&resource, 3).await.unwrap();
+    let zero_one = format!("{resource}#01");
+    assert_eq!(client.provision(&zero_one).await.unwrap(), Provision::Created);
+
+    let mut keys = Vec::new();
+    for _ in 0..3 {
+        match client.acquire_slot(&resource, 3, LONG).await.unwrap() {
+            AcquireSlot::Acquired { slot, lease } => {
+                assert_eq!(
+                    lease.key(),
+                    slot_key(&resource, slot),
+                    "slot {slot} granted under another key"
+                );
+                keys.push(lease.key().to_string());
+            }
+            other => panic!("expected a slot, got {other:?}"),
+        }
+    }
+    keys.sort();
+    assert_eq!(keys, (0..3).map(|n| slot_key(&resource, n)).collect::<Vec<_>>());
+    assert!(matches!(
+        client.acquire_slot(&resource, 3, LONG).await.unwrap(),
+        AcquireSlot::Busy { .. }
+    ));
 }
