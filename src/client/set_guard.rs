@@ -352,3 +352,28 @@ impl Client {
         false
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::client::Lease;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_set_renewal_task_that_died_counts_as_lost_and_fires_the_token() {
+        let client = Client::unreachable(Duration::from_millis(100));
+        let hour = Duration::from_secs(3600);
+        let set = LeaseSet::new(vec![Lease::for_test_key("a", hour), Lease::for_test_key("b", hour)]);
+        let guard = client.guard_set(set);
+        let token = guard.token();
+        // What a panic in the task also ends in: a JoinError, not a stop.
+        guard.renewals.as_ref().expect("renewing").abort();
+        let lost = tokio::time::timeout(Duration::from_secs(60), guard.lost())
+            .await
+            .expect("lost() never resolved after the renewal task died");
+        assert_eq!(lost.key, None);
+        assert!(matches!(lost.reason, LostReason::Unconfirmed { .. }), "{lost:?}");
+        assert!(token.is_cancelled(), "the token outlived the renewals");
+    }
+}

@@ -165,3 +165,19 @@ pub(super) fn assert_set(leases_json: &str, owner: uuid::Uuid) -> String {
 
 /// Error 50115: the statement's transaction is not the fenced one.
 pub(super) const ENDED: u32 = 50115;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sets_leases_are_written_into_the_commit_as_one_literal_with_each_quote_doubled() {
+        let owner = uuid::Uuid::nil();
+        let assert = assert_set(r#"[{"ResourceKey":"o'k"}]"#, owner);
+        assert_eq!(
+            assert.trim(),
+            r#"EXEC fence_api.AssertHolderSet @Leases = N'[{"ResourceKey":"o''k"}]', @Owner = '00000000-0000-0000-0000-000000000000';"#
+        );
+        assert!(commit(Engine::Babelfish, &assert).contains(assert.trim()));
+    }
+}
