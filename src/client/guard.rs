@@ -53,7 +53,7 @@ impl std::fmt::Display for LostReason {
 /// runtime, or the server's wall clock slewed or stepped by NTP (or a resumed
 /// VM) can end the lease on the server before it. Those drifts grow with the
 /// lease, and so does the margin.
-fn loss_margin(length: Duration) -> Duration {
+pub(crate) fn loss_margin(length: Duration) -> Duration {
     const FLOOR: Duration = Duration::from_millis(100);
     (length / 100).max(FLOOR).min(length / 10)
 }

@@ -37,9 +37,13 @@ mod privilege;
 mod renew_many;
 mod renewal_batch;
 mod run_fenced;
+mod run_fenced_set;
 mod set_api;
 mod set_attempt;
+mod set_guard;
 mod set_outcome;
+mod set_renewal;
+mod set_settle;
 mod settle;
 mod signal_holder;
 mod slot;
@@ -73,7 +77,11 @@ pub use outcome::{
 pub use parameter::Parameter;
 pub use renew_many::MAX_RENEW_MANY;
 pub use run_fenced::Fenced;
+pub use run_fenced_set::FencedSet;
+pub use set_guard::LeaseSetGuard;
 pub use set_outcome::{AcquireSet, KeyPublish, KeyRefusal, PublishSet, RenewSet};
+pub use set_renewal::SetLost;
+pub use set_settle::UnsettledSet;
 #[cfg(feature = "artifacts")]
 pub(crate) use settle::Unresolved;
 pub use settle::Unsettled;
@@ -243,7 +251,7 @@ impl Client {
     /// have their own, every other call shares the ordinary one.
     pub(crate) fn pool_for(&self, procedure: Procedure) -> &bb8::Pool<Manager> {
         match procedure {
-            Procedure::Renew | Procedure::RenewMany => &self.renewals,
+            Procedure::Renew | Procedure::RenewMany | Procedure::RenewSet => &self.renewals,
             _ => &self.pool,
         }
     }

@@ -1,6 +1,7 @@
 //! Settling a publish whose reply was lost: replaying it with the same
 //! operation id, which the fence answers once and for all.
 
+use std::future::Future;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -131,16 +132,27 @@ impl Client {
         payload: &str,
         source_version: Option<i64>,
     ) -> Result<Publish, Unresolved> {
+        let attempt = || self.publish_with(lease, operation_id, payload, true, source_version);
+        self.replays(lease.length(), lease.local_deadline(), attempt).await
+    }
+
+    /// Sends `attempt` (a publish that replays by its operation ids) until
+    /// it is answered, by the rules of
+    /// [`publish_resolved`](Client::publish_resolved), for a lease of
+    /// `length` that ends locally at `deadline`.
+    pub(crate) async fn replays<T, F: Future<Output = Result<T, Error>>>(
+        &self,
+        length: Duration,
+        deadline: Instant,
+        mut attempt: impl FnMut() -> F,
+    ) -> Result<T, Unresolved> {
         let mut pause = Duration::from_millis(50);
         let mut tried_once_more = false;
         let mut maybe_sent = false;
         let mut sent = false;
-        let unsent_until = self.confirm_until(Instant::now(), lease.length());
+        let unsent_until = self.confirm_until(Instant::now(), length);
         loop {
-            let error = match self
-                .publish_with(lease, operation_id, payload, true, source_version)
-                .await
-            {
+            let error = match attempt().await {
                 Ok(answer) => return Ok(answer),
                 Err(error) => error,
             };
@@ -158,8 +170,9 @@ impl Client {
             if !sent && next >= unsent_until {
                 return Err(Unresolved::Failed(error));
             }
-            tried_once_more = next >= lease.local_deadline();
-            tracing::debug!(key = lease.key(), %operation_id, %error, "publish not confirmed; replaying");
+            tried_once_more = next >= deadline;
+            // The caller's span names the lease or the set.
+            tracing::debug!(%error, "publish not confirmed; replaying");
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(Duration::from_secs(1));
         }

@@ -29,24 +29,43 @@ pub(super) enum Engine {
 /// Opens the transaction; the lease is asserted in the next request.
 pub(super) const BEGIN: &str = "SET XACT_ABORT ON; BEGIN TRANSACTION;";
 
-/// Sent after `AssertHolder` in the request that asserts the lease (so with
-/// its parameters `@P1` to `@P4`): keeps the lease and the transaction's id
-/// in the session's context for the batches below, and answers the id and
-/// the engine. SQL Server compiles the whole batch, so the Babelfish
-/// function is named only in a string it never runs.
-pub(super) const RECORD: &str = "
+/// Keeps the transaction's id in the session's context for the batches
+/// below; sent after the assert, in the request that asserts the lease.
+/// SQL Server compiles the whole batch, so the Babelfish function is named
+/// only in a string it never runs.
+const RECORD_TRANSACTION: &str = "
 DECLARE @Transaction bigint;
 IF SERVERPROPERTY(N'Babelfish') IS NULL
     SET @Transaction = CURRENT_TRANSACTION_ID();
 ELSE
     EXEC sp_executesql N'SET @Id = pg_catalog.txid_current();', N'@Id bigint OUTPUT', @Id = @Transaction OUTPUT;
-EXEC sp_set_session_context N'fencepost.transaction', @Transaction;
+EXEC sp_set_session_context N'fencepost.transaction', @Transaction;";
+
+/// Keeps a single lease (`AssertHolder`'s parameters `@P1` to `@P4`) in the
+/// session's context, for the commit to assert it again.
+const RECORD_LEASE: &str = "
 EXEC sp_set_session_context N'fencepost.key', @P1;
 EXEC sp_set_session_context N'fencepost.owner', @P2;
 EXEC sp_set_session_context N'fencepost.generation', @P3;
-EXEC sp_set_session_context N'fencepost.source_version', @P4;
+EXEC sp_set_session_context N'fencepost.source_version', @P4;";
+
+/// Answers the transaction's id and the engine.
+const RECORD_ANSWER: &str = "
 SELECT @Transaction AS TransactionId,
        CAST(CASE WHEN SERVERPROPERTY(N'Babelfish') IS NULL THEN 0 ELSE 1 END AS int) AS Babelfish;";
+
+/// Sent after `AssertHolder` in the request that asserts the lease (so with
+/// its parameters `@P1` to `@P4`): keeps the lease and the transaction's id
+/// in the session's context, and answers the id and the engine.
+pub(super) fn record_lease() -> String {
+    format!("{RECORD_TRANSACTION}{RECORD_LEASE}{RECORD_ANSWER}")
+}
+
+/// Sent after `AssertHolderSet`: keeps the transaction's id alone, since the
+/// commit names the set in its own text (see [`assert_set`]).
+pub(super) fn record_set() -> String {
+    format!("{RECORD_TRANSACTION}{RECORD_ANSWER}")
+}
 
 /// The transaction the lease was asserted in, as a condition that is true
 /// when the session now runs another (or none): a missing record counts as
@@ -94,7 +113,7 @@ pub(super) fn still_fenced(engine: Engine) -> String {
 /// Answers `OpenBefore`: 1 is the client's own transaction, committed
 /// unless `FailedNumber` is set; more means the work's SQL left one open
 /// inside it (all is rolled back), 0 that the work's SQL ended it.
-pub(super) fn commit(engine: Engine) -> String {
+pub(super) fn commit(engine: Engine, assert: &str) -> String {
     format!(
         "SET XACT_ABORT ON;
 DECLARE @OpenBefore int = @@TRANCOUNT, @FailedNumber int, @FailedMessage nvarchar(2048);
@@ -103,12 +122,7 @@ BEGIN TRY
         THROW 50115, {SWAPPED_MESSAGE}, 1;
     IF @OpenBefore = 1
     BEGIN
-        DECLARE @Key nvarchar(4000) = CAST(SESSION_CONTEXT(N'fencepost.key') AS nvarchar(4000)),
-                @Owner uniqueidentifier = CAST(SESSION_CONTEXT(N'fencepost.owner') AS uniqueidentifier),
-                @Generation bigint = CAST(SESSION_CONTEXT(N'fencepost.generation') AS bigint),
-                @SourceVersion bigint = CAST(SESSION_CONTEXT(N'fencepost.source_version') AS bigint);
-        EXEC fence_api.AssertHolder @ResourceKey = @Key, @Owner = @Owner, @Generation = @Generation,
-                                    @SourceVersion = @SourceVersion;
+{assert}
     END
 END TRY
 BEGIN CATCH
@@ -126,5 +140,44 @@ SELECT @OpenBefore AS OpenBefore, @@TRANCOUNT AS OpenAfter, @FailedNumber AS Fai
     )
 }
 
+/// The assert of a single lease in the commit, from the session's context
+/// (see [`record_lease`]).
+pub(super) const ASSERT_LEASE: &str =
+    "        DECLARE @Key nvarchar(4000) = CAST(SESSION_CONTEXT(N'fencepost.key') AS nvarchar(4000)),
+                @Owner uniqueidentifier = CAST(SESSION_CONTEXT(N'fencepost.owner') AS uniqueidentifier),
+                @Generation bigint = CAST(SESSION_CONTEXT(N'fencepost.generation') AS bigint),
+                @SourceVersion bigint = CAST(SESSION_CONTEXT(N'fencepost.source_version') AS bigint);
+        EXEC fence_api.AssertHolder @ResourceKey = @Key, @Owner = @Owner, @Generation = @Generation,
+                                    @SourceVersion = @SourceVersion;";
+
+/// The assert of a whole set in the commit: its `@Leases` written into the
+/// batch as a literal, since a session context value holds 8000 bytes at
+/// most and a set's leases may be longer, and the commit cannot be
+/// parameterized (above). The literal is a JSON text this client wrote;
+/// doubling each quote is the whole of T-SQL's escaping in a string literal.
+pub(super) fn assert_set(leases_json: &str, owner: uuid::Uuid) -> String {
+    format!(
+        "        EXEC fence_api.AssertHolderSet @Leases = N'{}', @Owner = '{}';",
+        leases_json.replace('\'', "''"),
+        owner.hyphenated()
+    )
+}
+
 /// Error 50115: the statement's transaction is not the fenced one.
 pub(super) const ENDED: u32 = 50115;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sets_leases_are_written_into_the_commit_as_one_literal_with_each_quote_doubled() {
+        let owner = uuid::Uuid::nil();
+        let assert = assert_set(r#"[{"ResourceKey":"o'k"}]"#, owner);
+        assert_eq!(
+            assert.trim(),
+            r#"EXEC fence_api.AssertHolderSet @Leases = N'[{"ResourceKey":"o''k"}]', @Owner = '00000000-0000-0000-0000-000000000000';"#
+        );
+        assert!(commit(Engine::Babelfish, &assert).contains(assert.trim()));
+    }
+}

@@ -14,15 +14,25 @@ use super::error::Error;
 use super::meter;
 use super::pool::Manager;
 use super::span::{self, About};
-use super::{Client, Lease, RefusalReason, input};
+use super::{Client, Lease, LeaseSet, RefusalReason, input};
 
 mod batches;
 mod claim;
 #[cfg(feature = "fake")]
 mod fake;
+mod set;
 
 use batches::Engine;
 pub(crate) use claim::Claim;
+pub(crate) use set::begin_set;
+
+/// What a fenced transaction asserts, at its begin and again at its commit.
+pub(crate) enum Fence<'s> {
+    /// One lease (`AssertHolder`), built from `source_version` if any.
+    Lease { source_version: Option<i64> },
+    /// Every lease of a set (`AssertHolderSet`).
+    Set(&'s LeaseSet),
+}
 
 /// What errors of the work's statements name as their procedure.
 const STATEMENT: &str = "a statement of a fenced transaction";
@@ -98,6 +108,9 @@ pub struct FencedTx<'c> {
     ran_work: bool,
     /// The engine, which names the transaction the statements check for.
     engine: Engine,
+    /// The set a transaction over a set asserts at its commit; `None` for
+    /// one lease. Boxed, as `session` is.
+    set: Option<Box<LeaseSet>>,
     /// A guard's transaction holds its guard's claim: the guard's renewals
     /// wait for the commit instead of queueing on the fence row behind it,
     /// and the guard's other calls on the row are refused meanwhile.
@@ -204,9 +217,24 @@ pub(crate) async fn begin<'c>(
     claim: Option<Claim>,
     source_version: Option<i64>,
 ) -> Result<BeginFenced<'c>, Error> {
-    let span = span::call_span(&client.config, Procedure::AssertHolder, About::lease(lease));
+    begin_fence(client, lease, claim, Fence::Lease { source_version }).await
+}
+
+/// [`begin`] for what `fence` names; `lease` is the one lease, or the
+/// set's first, whose local deadline every lease of the set shares.
+async fn begin_fence<'c>(
+    client: &'c Client,
+    lease: &Lease,
+    claim: Option<Claim>,
+    fence: Fence<'_>,
+) -> Result<BeginFenced<'c>, Error> {
+    let procedure = match fence {
+        Fence::Lease { .. } => Procedure::AssertHolder,
+        Fence::Set(_) => Procedure::AssertHolderSet,
+    };
+    let span = span::call_span(&client.config, procedure, About::lease(lease));
     let started = Instant::now();
-    let begun = assert_in_transaction(client, lease, claim, source_version)
+    let begun = assert_in_transaction(client, lease, claim, fence)
         .instrument(span.clone())
         .await;
     let refusal;
@@ -220,7 +248,7 @@ pub(crate) async fn begin<'c>(
         Err(error) => Err(error),
     };
     span::record_end(&span, ended);
-    meter::call_ended(&client.config, Procedure::AssertHolder, started.elapsed(), ended, false);
+    meter::call_ended(&client.config, procedure, started.elapsed(), ended, false);
     begun
 }
 
@@ -228,15 +256,22 @@ async fn assert_in_transaction<'c>(
     client: &'c Client,
     lease: &Lease,
     mut claim: Option<Claim>,
-    source_version: Option<i64>,
+    fence: Fence<'_>,
 ) -> Result<BeginFenced<'c>, Error> {
     #[cfg(feature = "fake")]
     if let Some(fake) = client.as_fake() {
-        return fake::begin(client, fake, lease, claim, source_version).await;
+        return match fence {
+            Fence::Lease { source_version } => fake::begin(client, fake, lease, claim, source_version).await,
+            Fence::Set(_) => Err(Error::Unavailable {
+                reason: "the fake client runs no fenced transaction over a set; nothing was sent".to_string(),
+            }),
+        };
     }
     let key = input::key(lease.key())?;
-    let source_version = input::source_version(source_version)?;
-    let procedure = Procedure::AssertHolder;
+    let (procedure, source_version, set) = match fence {
+        Fence::Lease { source_version } => (Procedure::AssertHolder, input::source_version(source_version)?, None),
+        Fence::Set(set) => (Procedure::AssertHolderSet, None, Some(set)),
+    };
     let timeout = client.config.call_timeout;
     let mut session = checkout(&client.pool, &client.last_connect_error, &client.config).await?;
     // Left set if anything below is abandoned half way: the pool then drops
@@ -268,15 +303,27 @@ async fn assert_in_transaction<'c>(
     let connection = &mut session.connection;
     let asserted = tokio::time::timeout(timeout, async {
         connection.simple_query(batches::BEGIN).await?.into_results().await?;
-        let assert_and_record = format!("{};{}", procedure.statement(), batches::RECORD);
-        connection
-            .query(
-                assert_and_record,
-                &[&key, &lease.owner(), &lease.generation(), &source_version],
-            )
-            .await?
-            .into_results()
-            .await
+        match set {
+            None => {
+                let assert_and_record = format!("{};{}", procedure.statement(), batches::record_lease());
+                let arguments: [&dyn tiberius::ToSql; 4] = [&key, &lease.owner(), &lease.generation(), &source_version];
+                connection
+                    .query(assert_and_record, &arguments)
+                    .await?
+                    .into_results()
+                    .await
+            }
+            Some(set) => {
+                let assert_and_record = format!("{};{}", procedure.statement(), batches::record_set());
+                let leases = super::lease_set::leases_json(set, |_, _| {});
+                let arguments: [&dyn tiberius::ToSql; 2] = [&leases, &set.owner()];
+                connection
+                    .query(assert_and_record, &arguments)
+                    .await?
+                    .into_results()
+                    .await
+            }
+        }
     })
     .await
     .map_err(|_| Error::timed_out(procedure.name(), timeout))?;
@@ -297,13 +344,9 @@ async fn assert_in_transaction<'c>(
             detail: "the transaction's id and engine were not answered after AssertHolder".to_string(),
         });
     };
-    Ok(BeginFenced::Holding(FencedTx::open(
-        Some(Box::new(session)),
-        lease,
-        timeout,
-        engine,
-        claim,
-    )))
+    let mut tx = FencedTx::open(Some(Box::new(session)), lease, timeout, engine, claim);
+    tx.set = set.map(|set| Box::new(set.clone()));
+    Ok(BeginFenced::Holding(tx))
 }
 
 impl<'c> FencedTx<'c> {
@@ -325,6 +368,7 @@ impl<'c> FencedTx<'c> {
             in_flight: false,
             ran_work: false,
             engine,
+            set: None,
             _claim: claim.map(Box::new),
             #[cfg(feature = "fake")]
             fake: None,
@@ -344,9 +388,17 @@ fn recorded_engine(results: &[Vec<Row>]) -> Option<Engine> {
 }
 
 impl FencedTx<'_> {
-    /// The lease this transaction is fenced by.
+    /// The lease this transaction is fenced by; in a transaction over a
+    /// set, the set's first lease (in lock order), whose expiry every lease
+    /// of the set shares.
     pub fn lease(&self) -> &Lease {
         &self.lease
+    }
+
+    /// The set this transaction is fenced by, when it was begun over a set
+    /// ([`LeaseSetGuard::begin_fenced`](super::LeaseSetGuard::begin_fenced)).
+    pub fn lease_set(&self) -> Option<&LeaseSet> {
+        self.set.as_deref()
     }
 
     /// Runs one parameterized statement (`@P1`, `@P2`, ...) and returns the
@@ -405,7 +457,11 @@ impl FencedTx<'_> {
             return fake.commit(self.call_timeout, &self.lease).await;
         }
         let unknown = |reason: String| Error::CommitUnknown { reason };
-        let batch = batches::commit(self.engine);
+        let assert = match &self.set {
+            None => batches::ASSERT_LEASE.to_string(),
+            Some(set) => batches::assert_set(&super::lease_set::leases_json(set, |_, _| {}), set.owner()),
+        };
+        let batch = batches::commit(self.engine, &assert);
         let call_timeout = self.call_timeout;
         let connection = self.connection()?;
         let answer = tokio::time::timeout(call_timeout, async {

@@ -87,6 +87,7 @@ mod lease_semantics;
 mod lease_set;
 mod lease_set_dropped;
 mod lease_set_edges;
+mod lease_set_guard;
 mod lease_set_input;
 mod lease_set_lock_wait;
 mod lease_slot;
