@@ -12,6 +12,7 @@
 use crate::support;
 
 use super::audit_reach_column_denies::rules_naming;
+use super::audit_reach_leaving_roles::{deny, on_role};
 use fencepost::audit::{Catalog, Finding, ObjectKind, Report};
 use support::fixtures::*;
 
@@ -38,6 +39,15 @@ fn fence_writes(c: &Catalog, who: &str) -> Vec<Finding> {
         .into_iter()
         .filter(|f| f.permission.as_deref() == Some("write the fence tables"))
         .collect()
+}
+
+fn write_path(report: &Report, who: &str) -> Option<String> {
+    report
+        .findings
+        .iter()
+        .filter(|f| f.principal.as_deref() == Some(who))
+        .map(|f| step_texts(f).join(" | "))
+        .find(|steps| steps.contains("on fence."))
 }
 
 /// Every step of the findings naming `who`.
@@ -252,4 +262,39 @@ fn control_one_part_synonym_update_is_found() {
     ));
     c.permissions.push(grant("etl", "EXECUTE", object("dbo", "OrderStats")));
     assert_eq!(fence_writes(&c, "etl").len(), 1, "{:#?}", check(&c));
+}
+
+// ---------------------------------------------------------------------
+// TAKE OWNERSHIP past a DENY the holder itself drops
+// ---------------------------------------------------------------------
+
+/// `u` holds TAKE OWNERSHIP on the fence schema and is in `d`, denied TAKE
+/// OWNERSHIP on it; `u` holds ALTER on `d`. The way past is `ALTER ROLE [d]
+/// DROP MEMBER [u]`, reconnect, `ALTER AUTHORIZATION ON SCHEMA::fence TO
+/// u`: the printed path names the DROP MEMBER. Without ALTER on `d` (the
+/// control) `u` stays refused.
+fn taking_past_a_deny(may_alter_d: bool) -> Catalog {
+    let mut c = clean();
+    add_user(&mut c, "u");
+    c.principals.push(role("d"));
+    c.memberships.push(member("d", "u"));
+    c.permissions.push(grant("u", "TAKE OWNERSHIP", schema("fence")));
+    c.permissions.push(deny("d", "TAKE OWNERSHIP", schema("fence")));
+    if may_alter_d {
+        c.permissions.push(grant("u", "ALTER", on_role("d")));
+    }
+    c
+}
+
+#[test]
+fn taking_the_schema_past_a_deny_the_holder_drops_names_the_drop() {
+    let report = check(&taking_past_a_deny(true));
+    let path = write_path(&report, "u").unwrap_or_else(|| panic!("no finding for u: {report:#?}"));
+    assert!(path.contains("ALTER ROLE [d] DROP MEMBER [u]"), "{path}");
+}
+
+#[test]
+fn control_taking_the_schema_past_a_deny_the_holder_cannot_drop() {
+    let report = check(&taking_past_a_deny(false));
+    assert!(write_path(&report, "u").is_none(), "{report:#?}");
 }
