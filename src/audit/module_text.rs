@@ -59,18 +59,95 @@ pub(crate) fn referenced_tables<'t>(
 
 /// Whether a module's text names `name` by one part (not after or before a
 /// dot): inside a module SQL Server resolves such a name against the
-/// module's own schema first, so a module of the same schema means it.
-/// Strings do not count: SQL built at run time resolves a one-part name
-/// against the caller's default schema, not the module's.
+/// module's own schema first, then dbo. Strings do not count: SQL built at
+/// run time resolves a one-part name against the caller's default schema,
+/// not the module's. A word right after AS is a column or table alias
+/// ("SELECT - column_alias"), never an object, except after the AS that
+/// ends the module's header.
 pub(crate) fn names_unqualified(definition: &str, name: &str) -> bool {
     let text = normalized(&code_only(definition));
     let needle = normalized(name);
+    let header = header_as(&text);
     text.match_indices(&needle).any(|(at, _)| {
         let before = text[..at].chars().next_back();
         let after = text[at + needle.len()..].chars().next();
         let edge = |c: Option<char>| !c.is_some_and(|c| is_ident_char(c) || c == '.');
-        edge(before) && edge(after)
+        edge(before) && edge(after) && !word_before(&text, at).is_some_and(|(p, w)| w == "as" && Some(p) != header)
     })
+}
+
+/// The procedure names a module's code runs by EXECUTE with no schema
+/// (`EXEC p`, `EXEC @rc = p`, `EXEC db..p`), lower-cased. SQL Server
+/// resolves such a name when the module runs, in the default schema of the
+/// caller or of the EXECUTE AS user, then dbo ("Qualifying Names Inside
+/// Stored Procedures"), and users can change their own default schema
+/// ("ALTER USER"): the name may mean a procedure of that name in any schema.
+pub(crate) fn executed_unqualified(definition: &str) -> Vec<String> {
+    let words = words(&normalized(&code_only(definition)));
+    let mut out = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        if w != "exec" && w != "execute" {
+            continue;
+        }
+        let mut at = i + 1;
+        if words.get(at).is_some_and(|n| n.starts_with('@')) && words.get(at + 1).is_some_and(|n| n == "=") {
+            at += 2;
+        }
+        let Some(name) = words.get(at) else { continue };
+        // `db..p` leaves the schema out as a one-part name does.
+        let name = name.rsplit_once("..").map_or(name.as_str(), |(_, n)| n);
+        let starts_a_name = name.chars().next().is_some_and(|c| c.is_alphanumeric() || c == '_');
+        if starts_a_name && !name.contains('.') && name != "as" && !out.iter().any(|o| o == name) {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// The word that ends just before `at` in `text`, and where it starts.
+fn word_before(text: &str, at: usize) -> Option<(usize, &str)> {
+    let head = text[..at].trim_end();
+    let start = head
+        .char_indices()
+        .rev()
+        .take_while(|(_, c)| is_ident_char(*c))
+        .last()
+        .map(|(i, _)| i)?;
+    Some((start, &head[start..]))
+}
+
+/// Where the AS that ends a module's header (`CREATE PROCEDURE p @a AS int
+/// WITH EXECUTE AS OWNER AS ...`) starts in normalized code: the first AS
+/// outside parentheses after CREATE that neither follows EXECUTE nor types
+/// a parameter.
+fn header_as(text: &str) -> Option<usize> {
+    let create = text
+        .match_indices("create")
+        .find(|(at, _)| is_word_at(text, *at, "create".len()))?
+        .0;
+    let mut depth = 0i32;
+    let mut from = create;
+    for (at, _) in text[create..].match_indices("as").map(|(i, m)| (create + i, m)) {
+        depth += text[from..at]
+            .chars()
+            .map(|c| (c == '(') as i32 - (c == ')') as i32)
+            .sum::<i32>();
+        from = at;
+        if depth != 0 || !is_word_at(text, at, 2) {
+            continue;
+        }
+        match word_before(text, at) {
+            Some((_, w)) if w == "execute" || w == "exec" || w.starts_with('@') => continue,
+            _ => return Some(at),
+        }
+    }
+    None
+}
+
+fn is_word_at(text: &str, at: usize, len: usize) -> bool {
+    let before = text[..at].chars().next_back();
+    let after = text[at + len..].chars().next();
+    !before.is_some_and(is_ident_char) && !after.is_some_and(is_ident_char)
 }
 
 /// The constructs in a module's text that run SQL built at run time or run as
@@ -195,5 +272,36 @@ mod tests {
         assert!(dynamic_constructs("EXEC @rc = dbo.p").is_empty());
         assert!(dynamic_constructs("THROW 50000, N'do not EXECUTE AS or EXEC (x)', 1; -- EXEC (x)").is_empty());
         assert!(dynamic_constructs("EXEC dbo.p @a = 1").is_empty());
+    }
+
+    #[test]
+    fn a_word_after_as_is_an_alias_unless_the_header_ends_there() {
+        let proc =
+            "CREATE PROCEDURE dbo.p @k AS int WITH EXECUTE AS OWNER AS SELECT COUNT(*) AS Leases FROM dbo.Orders AS o";
+        assert!(!names_unqualified(proc, "Leases"));
+        assert!(!names_unqualified(proc, "o"));
+        assert!(names_unqualified(
+            "CREATE PROCEDURE dbo.p AS UPDATE Leases SET x = 1",
+            "Leases"
+        ));
+        assert!(names_unqualified(
+            "CREATE VIEW dbo.v (a) AS SELECT CAST(1 AS int) AS a FROM Leases",
+            "Leases"
+        ));
+    }
+
+    #[test]
+    fn one_part_execute_names_are_read() {
+        assert_eq!(
+            executed_unqualified(
+                "CREATE PROCEDURE dbo.p AS EXEC ForceRelease @k = 1; EXEC @rc = [Other]; EXEC orders..Third"
+            ),
+            ["forcerelease", "other", "third"]
+        );
+        assert!(
+            executed_unqualified("EXEC dbo.p; EXECUTE AS USER = 'x'; EXEC (@sql); EXEC @p; EXEC @rc = fence_admin.q")
+                .is_empty()
+        );
+        assert!(executed_unqualified("SELECT N'EXEC ForceRelease'").is_empty());
     }
 }

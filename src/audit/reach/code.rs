@@ -8,15 +8,16 @@
 
 use std::collections::BTreeSet;
 
-use super::super::catalog::{Object, ObjectKind, PermissionState, Securable};
-use super::super::rules::{Context, module_text_names, wrapper_contained};
+use super::super::catalog::{Object, ObjectKind, PermissionState, PrincipalKind, Securable};
+use super::super::rules::{Context, Naming, module_text_naming, wrapper_contained};
 use super::denies;
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
 use super::node::{Goal, Node};
 use super::principals::hierarchy_note;
 use super::right::Right;
-use crate::tsql::quote_qualified;
+use super::synonyms::synonyms_for;
+use crate::tsql::{quote_name, quote_qualified};
 
 /// What a right must imply on a fence table to write it: the rows, or the
 /// table (ALTER: TRUNCATE, triggers; TAKE OWNERSHIP: then anything).
@@ -169,7 +170,10 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
             }
         }
         // EXECUTE on a module that reaches a goal as its owner.
-        for (o, _) in modules.iter().filter(|(o, _)| !(right.taken && o.owner.is_none())) {
+        for (o, reaches) in modules
+            .iter()
+            .filter(|(o, _)| o.kind != ObjectKind::Trigger && !(right.taken && o.owner.is_none()))
+        {
             let name = o.qualified_name();
             if let Some(unless) = denies::reaches(ctx, right, &object(&o.schema, &o.name), "EXECUTE") {
                 add(
@@ -178,9 +182,10 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                         Node::code(&name),
                         Kind::Acts,
                         format!(
-                            "EXECUTE on {name}{}{}",
+                            "EXECUTE on {name}{}{}{}",
                             hierarchy_note(ctx, right, "EXECUTE", &name),
-                            right.grant_option()
+                            right.grant_option(),
+                            default_schema_step(ctx, &right.holder, reaches)
                         ),
                         right.evidence.clone(),
                         right.cut.clone(),
@@ -193,8 +198,8 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
     for (o, reaches) in modules {
         let name = o.qualified_name();
         graph.name_node(Node::code(&name), &name);
-        let owner = ctx.catalog.owner_of(o).unwrap_or("its owner").to_string();
-        for (goal, target) in reaches {
+        let owner = chain_owner(ctx, o).unwrap_or("its owner").to_string();
+        for Reach { goal, target, by, .. } in reaches {
             graph.add(
                 Node::code(&name),
                 &name,
@@ -202,7 +207,7 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                     Node::Goal(goal),
                     Kind::Acts,
                     format!(
-                        "{name} {} {target} and is owned by {owner}, as {target} is: ownership chaining skips the \
+                        "{name} {} {target}{by} and is owned by {owner}, as {target} is: ownership chaining skips the \
                          permission check",
                         if goal == Goal::RunAdmin { "calls" } else { "writes" }
                     ),
@@ -212,6 +217,36 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                 .on(target),
             );
         }
+    }
+}
+
+/// `; then ALTER USER [u] WITH DEFAULT_SCHEMA = [s];` when the module's
+/// call resolves to its target only from the caller's default schema and
+/// the holder, a user, has another one: users can change their own
+/// ("ALTER USER").
+fn default_schema_step(ctx: &Context, holder: &str, reaches: &[Reach]) -> String {
+    if reaches.iter().any(|r| r.callers_schema.is_none()) {
+        return String::new();
+    }
+    let Some(schema) = reaches.iter().find_map(|r| r.callers_schema.as_deref()) else {
+        return String::new();
+    };
+    match ctx.catalog.principal(holder) {
+        Some(p) if p.kind == PrincipalKind::User => {
+            if p.default_schema
+                .as_deref()
+                .is_some_and(|d| d.eq_ignore_ascii_case(schema))
+            {
+                format!(" ({holder}'s default schema is {schema})")
+            } else {
+                format!(
+                    "; then ALTER USER {} WITH DEFAULT_SCHEMA = {}; (users can change their own default schema)",
+                    quote_name(holder),
+                    quote_name(schema)
+                )
+            }
+        }
+        _ => String::new(),
     }
 }
 
@@ -292,31 +327,100 @@ fn chained_objects<'a>(ctx: &Context<'a>) -> Vec<&'a Object> {
     objects
 }
 
+/// What a module reaches: the goal, its target, and how the text names it.
+pub(super) struct Reach {
+    goal: Goal,
+    target: String,
+    /// ` (by the synonym s)`, or the one-part EXECUTE's resolution, or empty.
+    by: String,
+    /// The schema a caller sets as its default (ALTER USER ... WITH
+    /// DEFAULT_SCHEMA) for a one-part EXECUTE to resolve to the target.
+    callers_schema: Option<String>,
+}
+
+/// How `o`'s text or recorded dependencies name `target`, itself or by a
+/// synonym for it.
+fn naming(ctx: &Context, o: &Object, target: &str) -> Option<(String, Option<String>)> {
+    let depends =
+        |t: &str| {
+            ctx.catalog.dependencies.iter().flatten().any(|d| {
+                d.referencing.eq_ignore_ascii_case(&o.qualified_name()) && d.referenced.eq_ignore_ascii_case(t)
+            })
+        };
+    let how = |t: &str| {
+        let (s, n) = t.split_once('.').unwrap_or(("", t));
+        if depends(t) {
+            return Some(Naming::AsItIs);
+        }
+        module_text_naming(ctx.catalog, o, s, n)
+    };
+    let (by, naming) = match how(target) {
+        Some(n) => (String::new(), n),
+        None => synonyms_for(ctx, target).find_map(|syn| {
+            how(&syn.qualified_name()).map(|n| (format!(" (by the synonym {})", syn.qualified_name()), n))
+        })?,
+    };
+    match naming {
+        Naming::AsItIs => Some((by, None)),
+        Naming::CallersSchema => {
+            let (schema, _) = target.split_once('.').unwrap_or(("dbo", target));
+            Some((
+                format!(
+                    "{by} by a one-part EXECUTE, which SQL Server resolves in the default schema of whoever runs it \
+                     before dbo, a schema every user may set for itself (ALTER USER ... WITH DEFAULT_SCHEMA = {})",
+                    quote_name(schema)
+                ),
+                Some(schema.to_string()),
+            ))
+        }
+    }
+}
+
+/// The owner code runs its chain as: a trigger's is the owner of what it
+/// is on.
+fn chain_owner<'a>(ctx: &Context<'a>, o: &'a Object) -> Option<&'a str> {
+    if o.kind == ObjectKind::Trigger {
+        return o
+            .parent
+            .as_deref()
+            .and_then(|p| ctx.catalog.object(p))
+            .and_then(|p| ctx.catalog.owner_of(p));
+    }
+    ctx.catalog.owner_of(o)
+}
+
+/// Enabled triggers that call a fence_admin procedure owned as what they
+/// are on, with that owner: a write that fires one runs the procedure
+/// unchecked, which [`super::writers`] follows from the write.
+pub(super) fn admin_calling_triggers<'a>(ctx: &Context<'a>) -> Vec<(&'a Object, String)> {
+    reaching_modules(ctx)
+        .into_iter()
+        .filter(|(o, _)| o.kind == ObjectKind::Trigger)
+        .filter_map(|(o, _)| chain_owner(ctx, o).map(|owner| (o, owner.to_string())))
+        .collect()
+}
+
 /// Modules other than the shipped procedures that call a fence_admin
 /// procedure or write a fence table and are owned by its owner, so that
 /// ownership chaining lets whoever may run them do so too; a wrapper that
-/// hands no one more than their fence role has is left out.
-fn reaching_modules<'a>(ctx: &Context<'a>) -> Vec<(&'a Object, Vec<(Goal, String)>)> {
+/// hands no one more than their fence role has is left out. Triggers are
+/// here for the fence_admin procedures they call ([`super::writers`]
+/// follows those that write a fence table).
+fn reaching_modules<'a>(ctx: &Context<'a>) -> Vec<(&'a Object, Vec<Reach>)> {
     if !ctx.catalog.engine.chains_ownership {
         return Vec::new();
     }
     let fence = &ctx.policy.fence_schema;
     let admin = admin_procedures(ctx);
-    let depends = |o: &Object, target: &str| {
-        ctx.catalog.dependencies.iter().flatten().any(|d| {
-            d.referencing.eq_ignore_ascii_case(&o.qualified_name()) && d.referenced.eq_ignore_ascii_case(target)
-        })
-    };
-    let names = |o: &Object, target: &str| {
-        let (s, n) = target.split_once('.').unwrap_or(("", target));
-        module_text_names(o, s, n) || depends(o, target)
-    };
     let mut out = Vec::new();
     for o in &ctx.catalog.objects {
-        if !matches!(o.kind, ObjectKind::Procedure | ObjectKind::Function) || ctx.is_shipped(o) {
+        let trigger = o.kind == ObjectKind::Trigger;
+        if !(matches!(o.kind, ObjectKind::Procedure | ObjectKind::Function) || trigger && !o.disabled)
+            || ctx.is_shipped(o)
+        {
             continue;
         }
-        let Some(owner) = ctx.catalog.owner_of(o) else { continue };
+        let Some(owner) = chain_owner(ctx, o) else { continue };
         let same_owner = |target: &str| {
             ctx.catalog
                 .object(target)
@@ -325,25 +429,46 @@ fn reaching_modules<'a>(ctx: &Context<'a>) -> Vec<(&'a Object, Vec<(Goal, String
                 .is_some_and(|t| t.eq_ignore_ascii_case(owner))
         };
         let mut reaches = Vec::new();
-        if let Some(t) = ctx
-            .fence_tables()
-            .iter()
-            .map(|t| format!("{fence}.{t}"))
-            .find(|t| names(o, t) && same_owner(t))
+        if !trigger
+            && let Some((t, (by, callers_schema))) = ctx
+                .fence_tables()
+                .iter()
+                .map(|t| format!("{fence}.{t}"))
+                .filter(|t| same_owner(t))
+                .find_map(|t| naming(ctx, o, &t).map(|n| (t, n)))
         {
-            reaches.push((Goal::WriteFence, t));
+            reaches.push(Reach {
+                goal: Goal::WriteFence,
+                target: t,
+                by,
+                callers_schema,
+            });
         }
-        let called: BTreeSet<String> = admin.iter().filter(|p| names(o, p)).cloned().collect();
+        let called: Vec<(String, (String, Option<String>))> = admin
+            .iter()
+            .filter_map(|p| naming(ctx, o, p).map(|n| (p.clone(), n)))
+            .collect();
+        let names: BTreeSet<String> = called.iter().map(|(p, _)| p.clone()).collect();
         // A wrapper its grantees may hand on (WITH GRANT OPTION) reaches
         // whoever they choose, whatever their own roles hold.
         let target = object(&o.schema, &o.name);
         let handed_on = ctx
             .grants()
             .any(|g| g.state == PermissionState::GrantWithGrantOption && ctx.reaches(g, &target, "EXECUTE"));
-        if let Some(p) = called.iter().find(|p| same_owner(p))
-            && (handed_on || !wrapper_contained(ctx, o, &called))
+        // A name the text gives as it is comes before one the caller's
+        // default schema must resolve.
+        let mut candidates: Vec<&(String, (String, Option<String>))> =
+            called.iter().filter(|(p, _)| same_owner(p)).collect();
+        candidates.sort_by_key(|(_, (_, callers))| callers.is_some());
+        if let Some((p, (by, callers_schema))) = candidates.first()
+            && (trigger || handed_on || !wrapper_contained(ctx, o, &names))
         {
-            reaches.push((Goal::RunAdmin, p.clone()));
+            reaches.push(Reach {
+                goal: Goal::RunAdmin,
+                target: p.clone(),
+                by: by.clone(),
+                callers_schema: callers_schema.clone(),
+            });
         }
         if !reaches.is_empty() {
             out.push((o, reaches));
@@ -357,6 +482,7 @@ fn drop_kind(kind: ObjectKind) -> &'static str {
     match kind {
         ObjectKind::View => "VIEW",
         ObjectKind::Function => "FUNCTION",
+        ObjectKind::Trigger => "TRIGGER",
         _ => "PROCEDURE",
     }
 }

@@ -93,7 +93,8 @@ fn taken_schemas(ctx: &Context, rights: &mut Vec<Right>) {
                 .map(|(member, left)| (member, note(&left)))
                 .collect()
         } else {
-            vec![(right.holder.clone(), String::new())]
+            // The holder drops its own way out first: the path names it.
+            vec![(right.holder.clone(), note(&bound.left))]
         };
         for (taker, left) in takers {
             taken.push(Right {

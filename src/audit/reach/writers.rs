@@ -9,7 +9,7 @@
 //! triggered object, EXECUTE on a module) is named with the route.
 
 use super::super::catalog::{Object, ObjectKind, Securable};
-use super::super::module_text::{normalized, words};
+use super::super::module_text::words;
 use super::super::rules::{Context, module_text_names};
 use super::denies;
 use super::edge::{Edge, Kind};
@@ -17,6 +17,7 @@ use super::graph::Graph;
 use super::node::{Goal, Node};
 use super::principals::hierarchy_note;
 use super::right::Right;
+use super::synonyms::synonyms_for;
 use super::updatable::writes_through;
 use crate::tsql::{code_only, keywords_in_place, quote_qualified};
 
@@ -121,6 +122,13 @@ fn links<'a>(ctx: &Context<'a>) -> Vec<Link<'a>> {
         .iter()
         .map(|t| (format!("{fence}.{t}"), fence_owner.to_string(), true))
         .collect();
+    // A trigger that calls a fence_admin procedure is reached by the writes
+    // that fire it ([`super::code`] follows the call).
+    targets.extend(
+        super::code::admin_calling_triggers(ctx)
+            .into_iter()
+            .map(|(t, owner)| (t.qualified_name(), owner, false)),
+    );
     let mut out: Vec<Link> = Vec::new();
     loop {
         let mut added = false;
@@ -361,7 +369,7 @@ fn names(ctx: &Context, o: &Object, target: &str) -> Option<Option<String>> {
     };
     let direct = |t: &str| {
         let (s, n) = t.split_once('.').unwrap_or(("", t));
-        module_text_names(o, s, n)
+        module_text_names(ctx.catalog, o, s, n)
             || ctx.catalog.dependencies.iter().flatten().any(|d| {
                 d.referencing.eq_ignore_ascii_case(&o.qualified_name()) && d.referenced.eq_ignore_ascii_case(t)
             })
@@ -372,20 +380,6 @@ fn names(ctx: &Context, o: &Object, target: &str) -> Option<Option<String>> {
     synonyms_for(ctx, target)
         .find(|s| direct(&s.qualified_name()))
         .map(|s| Some(s.qualified_name()))
-}
-
-/// The synonyms whose base object is `target`, by two parts or by three
-/// naming this database.
-fn synonyms_for<'a>(ctx: &Context<'a>, target: &str) -> impl Iterator<Item = &'a Object> {
-    let target = normalized(target);
-    let here = format!("{}.{target}", normalized(&ctx.catalog.database));
-    ctx.catalog.objects.iter().filter(move |s| {
-        s.kind == ObjectKind::Synonym
-            && s.definition.as_deref().is_some_and(|d| {
-                let base = normalized(&code_only(d));
-                base == target || base == here
-            })
-    })
 }
 
 /// Each trigger on `o` that is a target already, with the data rights

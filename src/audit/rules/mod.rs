@@ -109,11 +109,41 @@ const PERMISSION_RULES: [Rule; 10] = [
 ];
 
 /// Whether `module`'s text names `schema.name`.
-pub(crate) fn module_text_names(module: &super::catalog::Object, schema: &str, name: &str) -> bool {
-    module.definition.as_deref().is_some_and(|d| {
-        !super::module_text::referenced_tables(d, schema, [&name.to_string()]).is_empty()
-            || module.schema.eq_ignore_ascii_case(schema) && super::module_text::names_unqualified(d, name)
-    })
+pub(crate) fn module_text_names(catalog: &Catalog, module: &super::catalog::Object, schema: &str, name: &str) -> bool {
+    module_text_naming(catalog, module, schema, name).is_some()
+}
+
+/// How a module's text names an object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Naming {
+    /// By two or three parts, or by one part where SQL Server resolves it in
+    /// the module's own schema or, when that schema has no object of the
+    /// name, in dbo.
+    AsItIs,
+    /// By a one-part EXECUTE, which resolves in the caller's default schema
+    /// first ("Qualifying Names Inside Stored Procedures"), a schema every
+    /// user may set for itself ("ALTER USER"): so in any schema.
+    CallersSchema,
+}
+
+/// How `module`'s text names `schema.name`, if it does.
+pub(crate) fn module_text_naming(
+    catalog: &Catalog,
+    module: &super::catalog::Object,
+    schema: &str,
+    name: &str,
+) -> Option<Naming> {
+    use super::module_text::{executed_unqualified, names_unqualified, referenced_tables};
+    let d = module.definition.as_deref()?;
+    let one_part_here = module.schema.eq_ignore_ascii_case(schema)
+        || schema.eq_ignore_ascii_case("dbo") && catalog.object(&format!("{}.{name}", module.schema)).is_none();
+    if !referenced_tables(d, schema, [&name.to_string()]).is_empty() || one_part_here && names_unqualified(d, name) {
+        Some(Naming::AsItIs)
+    } else if executed_unqualified(d).iter().any(|e| e.eq_ignore_ascii_case(name)) {
+        Some(Naming::CallersSchema)
+    } else {
+        None
+    }
 }
 
 /// Compares catalog permission names, which are upper case on SQL Server.

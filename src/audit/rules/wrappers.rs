@@ -32,7 +32,7 @@ pub(crate) fn contained(ctx: &Context, o: &Object, refs: &BTreeSet<String>) -> b
         .catalog
         .objects
         .iter()
-        .any(|c| c.kind.is_module() && !std::ptr::eq(c, o) && module_text_names(c, &o.schema, &o.name))
+        .any(|c| c.kind.is_module() && !std::ptr::eq(c, o) && module_text_names(ctx.catalog, c, &o.schema, &o.name))
     {
         return false;
     }
