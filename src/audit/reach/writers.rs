@@ -19,7 +19,7 @@ use super::principals::hierarchy_note;
 use super::right::Right;
 use super::synonyms::synonyms_for;
 use super::updatable::writes_through;
-use crate::tsql::{code_only, keywords_in_place, quote_qualified};
+use crate::tsql::{keywords_in_place, quote_qualified};
 
 /// What a write through an object goes to next.
 struct Link<'a> {
