@@ -44,6 +44,7 @@ mod server_denies;
 mod server_inherited;
 mod server_rights;
 mod signing;
+mod trigger_header;
 mod trustworthy;
 mod updatable;
 mod writers;

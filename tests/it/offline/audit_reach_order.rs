@@ -1,12 +1,13 @@
 //! Layouts where `check` must find the way past DENYs however the catalog
 //! lists its memberships, must not count a DENY of an unrelated permission
-//! as a reason to leave or not to join a role. Each `control_*` test is
-//! the same layout that was already judged right.
+//! as a reason to leave or not to join a role, and must read trigger
+//! headers whose names are the unreserved words AFTER and INSTEAD. Each
+//! `control_*` test is the same layout that was already judged right.
 
 use crate::support;
 
 use super::audit_reach_leaving_roles::{deny, on_role};
-use fencepost::audit::{Catalog, Report, Securable};
+use fencepost::audit::{Catalog, Finding, ObjectKind, Report, Securable};
 use support::fixtures::*;
 
 fn add_user(c: &mut Catalog, name: &str) {
@@ -182,4 +183,115 @@ fn control_unrelated_deny_role_listed_second() {
         "u",
         &["ALTER ROLE [d0] DROP MEMBER [u]"],
     );
+}
+
+// ---------------------------------------------------------------------
+// Trigger headers (trigger_header.rs)
+// ---------------------------------------------------------------------
+
+fn with_etl() -> Catalog {
+    let mut c = clean();
+    add_user(&mut c, "etl");
+    c
+}
+
+fn trigger(name: &str, on: &str, definition: &str) -> fencepost::audit::Object {
+    let mut t = module("dbo", name, ObjectKind::Trigger, definition);
+    t.parent = Some(on.into());
+    t
+}
+
+fn fence_writes(c: &Catalog, who: &str) -> Vec<Finding> {
+    reaching(c, who)
+        .into_iter()
+        .filter(|f| f.permission.as_deref() == Some("write the fence tables"))
+        .collect()
+}
+
+/// `etl` may INSERT into dbo.Orders (owned by dbo, as the fence tables
+/// are); the AFTER INSERT trigger on it writes fence.Resource. AFTER and
+/// INSTEAD are not reserved keywords ("Reserved Keywords (Transact-SQL)"),
+/// so a trigger may be named After without brackets.
+fn orders_with_trigger(table: &str, definition: &str) -> Catalog {
+    let mut c = with_etl();
+    c.objects.push(module("dbo", table, ObjectKind::Table, ""));
+    c.objects.push(trigger("After", &format!("dbo.{table}"), definition));
+    c.permissions.push(grant("etl", "INSERT", object("dbo", table)));
+    c
+}
+
+#[test]
+fn trigger_named_after_unbracketed_fires_on_insert() {
+    let c = orders_with_trigger(
+        "Orders",
+        "CREATE TRIGGER After ON dbo.Orders AFTER INSERT AS UPDATE fence.Resource SET Generation = Generation + 1;",
+    );
+    assert_eq!(fence_writes(&c, "etl").len(), 1, "{:#?}", check(&c));
+}
+
+/// The table the trigger is on is named After (one part: a trigger is in
+/// its table's schema).
+#[test]
+fn trigger_on_a_table_named_after_unbracketed_fires_on_insert() {
+    let mut c = orders_with_trigger(
+        "After",
+        "CREATE TRIGGER dbo.OrdersAudit ON After AFTER INSERT AS UPDATE fence.Resource SET Generation = Generation + 1;",
+    );
+    c.objects.last_mut().unwrap().name = "OrdersAudit".into();
+    assert_eq!(fence_writes(&c, "etl").len(), 1, "{:#?}", check(&c));
+}
+
+/// Control: the same trigger with a two-part name is found.
+#[test]
+fn control_trigger_two_part_name_is_found() {
+    let c = orders_with_trigger(
+        "Orders",
+        "CREATE TRIGGER dbo.After ON dbo.Orders AFTER INSERT AS UPDATE fence.Resource SET Generation = Generation + 1;",
+    );
+    assert_eq!(fence_writes(&c, "etl").len(), 1, "{:#?}", check(&c));
+}
+
+/// dbo.LeaseView selects from fence.Resource; its INSTEAD OF INSERT
+/// trigger, named After without brackets, writes dbo.Log only. `etl` may
+/// INSERT into the view only: the trigger runs in place of the insert
+/// ("CREATE TRIGGER": INSTEAD OF), so fence.Resource is never written.
+#[test]
+fn instead_of_trigger_named_after_keeps_the_insert_off_the_base_table() {
+    let mut c = with_etl();
+    c.objects.push(module(
+        "dbo",
+        "LeaseView",
+        ObjectKind::View,
+        "CREATE VIEW dbo.LeaseView AS SELECT ResourceId, Owner FROM fence.Resource;",
+    ));
+    c.objects.push(module("dbo", "Log", ObjectKind::Table, ""));
+    c.objects.push(trigger(
+        "After",
+        "dbo.LeaseView",
+        "CREATE TRIGGER After ON dbo.LeaseView INSTEAD OF INSERT AS INSERT INTO dbo.Log (Id) SELECT ResourceId FROM inserted;",
+    ));
+    c.permissions.push(grant("etl", "INSERT", object("dbo", "LeaseView")));
+    let w = fence_writes(&c, "etl");
+    assert!(w.is_empty(), "{w:#?}");
+}
+
+/// Control: the same trigger named dbo.Redirect keeps etl clean.
+#[test]
+fn control_instead_of_trigger_two_part_name_keeps_insert_off() {
+    let mut c = with_etl();
+    c.objects.push(module(
+        "dbo",
+        "LeaseView",
+        ObjectKind::View,
+        "CREATE VIEW dbo.LeaseView AS SELECT ResourceId, Owner FROM fence.Resource;",
+    ));
+    c.objects.push(module("dbo", "Log", ObjectKind::Table, ""));
+    c.objects.push(trigger(
+        "Redirect",
+        "dbo.LeaseView",
+        "CREATE TRIGGER dbo.Redirect ON dbo.LeaseView INSTEAD OF INSERT AS INSERT INTO dbo.Log (Id) SELECT ResourceId FROM inserted;",
+    ));
+    c.permissions.push(grant("etl", "INSERT", object("dbo", "LeaseView")));
+    let w = fence_writes(&c, "etl");
+    assert!(w.is_empty(), "{w:#?}");
 }
