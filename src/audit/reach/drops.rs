@@ -38,8 +38,7 @@ pub(crate) struct Leaving {
     pub(crate) dropped: Vec<(String, String)>,
 }
 
-/// The memberships of a catalog, who may drop members from which role, and
-/// which principals any DENY is made to.
+/// The memberships of a catalog and who may drop members from which role.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Drops {
     /// Every membership, `(member, role)` lower-cased.
@@ -50,8 +49,6 @@ pub(crate) struct Drops {
     /// role (only db_owner's members change those) nor from public.
     droppable: Vec<bool>,
     alters: Vec<AlterRight>,
-    /// Every principal a DENY is made to, lower-cased.
-    deny_grantees: BTreeSet<String>,
     /// The memberships out of each member, by index into `links`, so a
     /// session is walked in time linear in its links.
     by_member: HashMap<String, Vec<usize>>,
@@ -63,19 +60,28 @@ pub(crate) struct Drops {
     answers: RefCell<HashMap<Question, Option<Leaving>>>,
 }
 
+/// What a drop costs the session, cheapest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Cost {
+    /// Every right over a role it stays in is kept.
+    Nothing,
+    /// Only rights over roles that bring no DENY that matters are lost.
+    UnneededRights,
+    /// A right over a role it still has to leave is lost.
+    NeededRights,
+}
+
 /// The session's roots, the principal kept, the DENYs' principals and the
 /// helpers' sessions.
 type Question = (Vec<String>, String, Vec<String>, Vec<BTreeSet<String>>);
 
 impl Drops {
     /// The memberships `(member, role)` as spelled, whether each may be
-    /// dropped, the rights to drop members, the principals DENYs are made
-    /// to, and every principal's spelling.
+    /// dropped, the rights to drop members, and every principal's spelling.
     pub(crate) fn new(
         spelled: Vec<(String, String)>,
         droppable: Vec<bool>,
         alters: Vec<AlterRight>,
-        deny_grantees: BTreeSet<String>,
         names: &[String],
     ) -> Drops {
         let links: Vec<(String, String)> = spelled
@@ -92,7 +98,6 @@ impl Drops {
             spelled,
             droppable,
             alters,
-            deny_grantees,
             by_member,
             spellings,
             answers: RefCell::default(),
@@ -129,12 +134,25 @@ impl Drops {
             .collect()
     }
 
-    /// Whether a role reaches a principal some DENY is made to through the
-    /// memberships not in `dropped`.
-    fn carries_deny(&self, role: &str, dropped: &BTreeSet<usize>) -> bool {
+    /// Whether a role reaches one of `denying` (the principals a DENY that
+    /// matters here is made to) through the memberships not in `dropped`.
+    fn carries_deny(&self, role: &str, dropped: &BTreeSet<usize>, denying: &BTreeSet<String>) -> bool {
         self.session(&[role.to_string()], dropped)
             .iter()
-            .any(|p| p != "public" && self.deny_grantees.contains(p))
+            .any(|p| p != "public" && denying.contains(p))
+    }
+
+    /// The principals whose DENYs matter to a session after `denied`: those
+    /// DENYs themselves and the DENYs of a right to drop members from a
+    /// role. A DENY of anything else ("DENY Object Permissions": it refuses
+    /// the permission it names, on the securable it names) is no reason to
+    /// leave a role nor to stay out of one.
+    fn denying(&self, denied: &[String]) -> BTreeSet<String> {
+        denied
+            .iter()
+            .cloned()
+            .chain(self.alters.iter().flat_map(|a| a.denied_by.iter().cloned()))
+            .collect()
     }
 
     fn spelling(&self, name: &str) -> String {
@@ -175,6 +193,7 @@ impl Drops {
         let mut joined: Vec<(String, String)> = Vec::new();
         let mut dropped: BTreeSet<usize> = BTreeSet::new();
         let mut order: Vec<usize> = Vec::new();
+        let denying = self.denying(denied);
         loop {
             let session = self.session(&roots, &dropped);
             if !session.contains(keep) {
@@ -197,10 +216,7 @@ impl Drops {
                 let principals = reach
                     .entry(r)
                     .or_insert_with(|| self.session(std::slice::from_ref(r), &dropped));
-                if principals
-                    .iter()
-                    .any(|p| p != "public" && self.deny_grantees.contains(p))
-                {
+                if principals.iter().any(|p| p != "public" && denying.contains(p)) {
                     candidates.push(i);
                 }
             }
@@ -212,7 +228,7 @@ impl Drops {
             let needed: BTreeSet<&str> = self
                 .alters
                 .iter()
-                .filter(|a| session.contains(&a.role) || !self.carries_deny(&a.role, &dropped))
+                .filter(|a| session.contains(&a.role) || !self.carries_deny(&a.role, &dropped, &denying))
                 .map(|a| a.holder.as_str())
                 .chain([keep])
                 .collect();
@@ -236,27 +252,42 @@ impl Drops {
                 self.session(&roots, &after)
             };
             // A drop that keeps every role the session may alter and stays
-            // in comes first, so no later drop loses the right it needs; when
-            // there is none, a drop that costs such a right is still a drop
-            // the session may make now (the right was used, not kept).
-            let keeps_rights = candidates.iter().copied().find(|&i| {
+            // in comes first, so no later drop loses the right it needs; then
+            // one that loses only rights over roles bringing no DENY that
+            // matters (rights the session has no use for), whatever the
+            // order the catalog lists them in; when there is neither, a drop
+            // that costs a needed right is still a drop the session may make
+            // now (the right was used, not kept).
+            let mut cheapest: Option<(Cost, usize)> = None;
+            for &i in &candidates {
                 let left = left_after(i);
+                if !left.contains(keep) {
+                    continue;
+                }
                 let still = self.alterable(&left, helpers);
-                left.contains(keep)
-                    && alterable
-                        .iter()
-                        .filter(|a| left.contains(*a))
-                        .all(|a| still.contains(a))
-            });
-            let next = keeps_rights.or_else(|| candidates.iter().copied().find(|&i| left_after(i).contains(keep)));
-            if let Some(next) = next {
+                let mut lost = alterable.iter().filter(|a| left.contains(*a) && !still.contains(*a));
+                let cost = if lost.clone().next().is_none() {
+                    Cost::Nothing
+                } else if lost.all(|a| !self.carries_deny(a, &dropped, &denying)) {
+                    Cost::UnneededRights
+                } else {
+                    Cost::NeededRights
+                };
+                if cheapest.is_none_or(|(c, _)| cost < c) {
+                    cheapest = Some((cost, i));
+                }
+                if cost == Cost::Nothing {
+                    break;
+                }
+            }
+            if let Some((_, next)) = cheapest {
                 dropped.insert(next);
                 order.push(next);
                 continue;
             }
             let joins: Vec<String> = alterable
                 .iter()
-                .filter(|r| !session.contains(*r) && !self.carries_deny(r, &dropped))
+                .filter(|r| !session.contains(*r) && !self.carries_deny(r, &dropped, &denying))
                 .cloned()
                 .collect();
             if joins.is_empty() {

@@ -11,10 +11,10 @@
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
-use super::super::catalog::{PermissionState, PrincipalKind, Securable};
+use super::super::catalog::{PrincipalKind, Securable};
 use super::super::rules::Context;
 use super::drops::{AlterRight, Drops, Leaving};
-use super::fixed_roles::{self, is_fixed};
+use super::fixed_roles::is_fixed;
 use super::{deny_rows, held};
 
 /// The catalog's memberships and rights to drop members, worked out once.
@@ -67,15 +67,8 @@ fn compute(ctx: &Context) -> Drops {
             }
         }
     }
-    let deny_grantees = catalog
-        .permissions
-        .iter()
-        .filter(|p| p.state == PermissionState::Deny)
-        .chain(fixed_roles::denies().iter())
-        .map(|p| p.grantee.to_lowercase())
-        .collect();
     let names: Vec<String> = catalog.principals.iter().map(|p| p.name.clone()).collect();
-    Drops::new(spelled, flags, alters, deny_grantees, &names)
+    Drops::new(spelled, flags, alters, &names)
 }
 
 /// The memberships a session of `holder` alone drops so that none of

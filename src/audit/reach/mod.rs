@@ -45,6 +45,7 @@ mod server_inherited;
 mod server_rights;
 mod signing;
 mod synonyms;
+mod trigger_header;
 mod trustworthy;
 mod updatable;
 mod writers;

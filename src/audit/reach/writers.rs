@@ -9,7 +9,6 @@
 //! triggered object, EXECUTE on a module) is named with the route.
 
 use super::super::catalog::{Object, ObjectKind, Securable};
-use super::super::module_text::words;
 use super::super::rules::{Context, module_text_names};
 use super::denies;
 use super::edge::{Edge, Kind};
@@ -18,8 +17,9 @@ use super::node::{Goal, Node};
 use super::principals::hierarchy_note;
 use super::right::Right;
 use super::synonyms::synonyms_for;
+use super::trigger_header::{DATA, header, trigger_body};
 use super::updatable::writes_through;
-use crate::tsql::{keywords_in_place, quote_qualified};
+use crate::tsql::quote_qualified;
 
 /// What a write through an object goes to next.
 struct Link<'a> {
@@ -37,8 +37,6 @@ struct Link<'a> {
     step: String,
     evidence: String,
 }
-
-const DATA: [&str; 3] = ["UPDATE", "INSERT", "DELETE"];
 
 pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
     let links = links(ctx);
@@ -426,60 +424,6 @@ fn instead_of_events(ctx: &Context, o: &Object) -> Vec<&'static str> {
         .collect()
 }
 
-/// The text of a trigger after its header: after the AS that follows its
-/// events (or the first AS past its ON clause when they cannot be read).
-/// Comments, strings and delimited names are read as no words, so neither a
-/// name like `[for]` nor a stray `"` or `[` in a comment moves the header's
-/// end.
-fn trigger_body(definition: &str) -> &str {
-    let lower = keywords_in_place(definition).to_ascii_lowercase();
-    let word_at = |at: usize, len: usize| {
-        let before = lower[..at].chars().next_back();
-        let after = lower[at + len..].chars().next();
-        let edge =
-            |c: Option<char>| !c.is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '@' | '#' | '$' | '.'));
-        edge(before) && edge(after)
-    };
-    let find = |word: &str, from: usize| {
-        lower[from..]
-            .match_indices(word)
-            .map(|(i, _)| from + i)
-            .find(|&i| word_at(i, word.len()))
-    };
-    let events = ["for", "after", "instead"]
-        .iter()
-        .filter_map(|w| find(w, 0))
-        .min()
-        .unwrap_or(0);
-    match find("as", events) {
-        Some(at) => &definition[at + 2..],
-        None => definition,
-    }
-}
-
-/// Whether a DML trigger's header says INSTEAD OF, and its events: the
-/// words after FOR, AFTER or INSTEAD OF ("CREATE TRIGGER": `ON t [WITH
-/// EXECUTE AS ...] {FOR | AFTER | INSTEAD OF} {INSERT, UPDATE, DELETE}`),
-/// wherever the lines break.
-fn header(definition: &str) -> (bool, Vec<&'static str>) {
-    let words = words(&keywords_in_place(definition));
-    let Some(at) = words
-        .iter()
-        .enumerate()
-        .position(|(i, w)| w == "for" || w == "after" || w == "instead" && words.get(i + 1).is_some_and(|n| n == "of"))
-    else {
-        return (false, Vec::new());
-    };
-    let instead = words[at] == "instead";
-    let from = if instead { at + 2 } else { at + 1 };
-    let events = words[from..]
-        .iter()
-        .take_while(|w| *w == "," || DATA.iter().any(|d| d.eq_ignore_ascii_case(w)))
-        .filter_map(|w| DATA.into_iter().find(|d| d.eq_ignore_ascii_case(w)))
-        .collect();
-    (instead, events)
-}
-
 /// Whether a function's text returns a table by a single statement.
 fn returns_table(definition: &str) -> bool {
     let code = crate::tsql::code_only(definition).to_uppercase();
@@ -496,18 +440,5 @@ fn drop_kind(kind: ObjectKind) -> &'static str {
         ObjectKind::Trigger => "TRIGGER",
         ObjectKind::Synonym => "SYNONYM",
         _ => "PROCEDURE",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::header;
-
-    #[test]
-    fn reads_trigger_headers() {
-        assert_eq!(
-            header("CREATE TRIGGER dbo.T ON dbo.V INSTEAD OF UPDATE AS UPDATE dbo.Orders SET Id = Id;"),
-            (true, vec!["UPDATE"])
-        );
     }
 }
