@@ -589,7 +589,7 @@ async fn keep_renewed(client: &Client, state: &watch::Sender<Held>, row: &Mutex<
                 lease = renewed;
                 state.send_modify(|held| held.lease = lease.clone());
             }
-            Renewal::Lost => return Ending::Lost(LostReason::Renewal),
+            Renewal::Lost(()) => return Ending::Lost(LostReason::Renewal),
             Renewal::Failed(error) => return Ending::Failed(error),
             Renewal::Unanswered { last_error } => return unconfirmed(last_error),
         }

@@ -46,12 +46,13 @@ pub(crate) fn spare() -> Semaphore {
 /// below it an answer is usually only a little late, not lost.
 const MIN_HEDGE_DELAY: Duration = Duration::from_millis(250);
 
-/// How one renewal ended.
-pub(crate) enum Renewal {
-    /// Confirmed: the lease as renewed.
-    Renewed(Lease),
-    /// The server answered `Lost`.
-    Lost,
+/// How one renewal of a lease (or, with its own types, of a lease set)
+/// ended.
+pub(crate) enum Renewal<S = Lease, L = ()> {
+    /// Confirmed: the lease (or set) as renewed.
+    Renewed(S),
+    /// The server answered `Lost` (for a set, naming the keys lost).
+    Lost(L),
     /// An attempt failed for a reason retrying will not fix.
     Failed(Error),
     /// No attempt was confirmed by the deadline.
@@ -65,14 +66,47 @@ pub(crate) fn hedge_delay(now: Instant, give_up: Instant) -> Duration {
     (give_up.saturating_duration_since(now) / 4).max(MIN_HEDGE_DELAY)
 }
 
-/// Renews `lease` once, by `give_up` or not at all. Whichever attempt answers
-/// first decides; an attempt still running then is dropped, and the pool
-/// discards its connection, since it was in the middle of a call. After an
-/// error worth retrying, with no attempt left running, the next one starts
-/// `retry_pause` later.
+/// Renews `lease` once, by `give_up` or not at all, as [`hedged`] does.
 pub(crate) async fn renew_hedged(client: &Client, lease: &Lease, give_up: Instant, retry_pause: Duration) -> Renewal {
+    let renew_once = |mut lease: Lease| async move {
+        let answer = client.renew(&mut lease).await?;
+        Ok(match answer {
+            Renew::Renewed { .. } => Ok(lease),
+            Renew::Lost => Err(()),
+        })
+    };
+    hedged(client, lease, lease.key(), give_up, retry_pause, renew_once).await
+}
+
+/// Renews `held` (a lease, or a lease set) once with `renew_once`, by
+/// `give_up` or not at all: `renew_once` answers what it renewed, or what
+/// the server said was lost. Whichever attempt answers first decides; an
+/// attempt still running then is dropped, and the pool discards its
+/// connection, since it was in the middle of a call. After an error worth
+/// retrying, with no attempt left running, the next one starts
+/// `retry_pause` later. `what` names `held` in the log.
+pub(crate) async fn hedged<S, L, F, Fut>(
+    client: &Client,
+    held: &S,
+    what: &str,
+    give_up: Instant,
+    retry_pause: Duration,
+    renew_once: F,
+) -> Renewal<S, L>
+where
+    S: Clone,
+    F: Fn(S) -> Fut,
+    Fut: Future<Output = Result<Result<S, L>, Error>>,
+{
+    let attempt = |slot: Slot| {
+        let renewing = renew_once(held.clone());
+        async move {
+            let _spare = slot.take(client).await;
+            (renewing.await, slot)
+        }
+    };
     let started = Instant::now();
-    let mut in_flight: FuturesUnordered<_> = [attempt(client, lease.clone(), Slot::Own)].into_iter().collect();
+    let mut in_flight: FuturesUnordered<_> = [attempt(Slot::Own)].into_iter().collect();
     // Whether the guard's own attempt is free for the next one to take.
     let mut own_free = false;
     let mut last_error = None;
@@ -80,13 +114,13 @@ pub(crate) async fn renew_hedged(client: &Client, lease: &Lease, give_up: Instan
     loop {
         tokio::select! {
             biased;
-            Some((answer, renewed, slot)) = in_flight.next() => {
+            Some((answer, slot)) = in_flight.next() => {
                 own_free |= slot == Slot::Own;
                 match answer {
-                    Ok(Renew::Renewed { .. }) => return Renewal::Renewed(renewed),
-                    Ok(Renew::Lost) => return Renewal::Lost,
+                    Ok(Ok(renewed)) => return Renewal::Renewed(renewed),
+                    Ok(Err(lost)) => return Renewal::Lost(lost),
                     Err(error) if error.is_transient() => {
-                        tracing::debug!(key = lease.key(), %error, "renewal failed; retrying");
+                        tracing::debug!(what, %error, "renewal failed; retrying");
                         last_error = Some(error.to_string());
                         if in_flight.is_empty() {
                             next_start = next_start.min(Instant::now() + retry_pause);
@@ -106,10 +140,10 @@ pub(crate) async fn renew_hedged(client: &Client, lease: &Lease, give_up: Instan
             () = tokio::time::sleep_until(next_start), if in_flight.len() < MAX_IN_FLIGHT => {
                 let now = Instant::now();
                 if !in_flight.is_empty() {
-                    tracing::debug!(key = lease.key(), "renewal unanswered; trying another connection beside it");
+                    tracing::debug!(what, "renewal unanswered; trying another connection beside it");
                 }
                 let slot = if std::mem::take(&mut own_free) { Slot::Own } else { Slot::Spare };
-                in_flight.push(attempt(client, lease.clone(), slot));
+                in_flight.push(attempt(slot));
                 next_start = now + hedge_delay(now, give_up);
             }
         }
@@ -124,14 +158,6 @@ pub(crate) enum Slot {
     /// The client's spare, shared by every guard: it waits while another
     /// guard's second attempt holds it.
     Spare,
-}
-
-/// One attempt, answering with the lease as it renewed it and the slot it
-/// took.
-async fn attempt(client: &Client, mut lease: Lease, slot: Slot) -> (Result<Renew, Error>, Lease, Slot) {
-    let _spare = slot.take(client).await;
-    let answer = client.renew(&mut lease).await;
-    (answer, lease, slot)
 }
 
 impl Slot {

@@ -367,7 +367,7 @@ fn answer_each(dues: Vec<Due>, answers: &std::collections::HashMap<String, Renew
                 lease.renewed(*until, sent_at);
                 Renewal::Renewed(lease)
             }
-            Some(Renew::Lost) => Renewal::Lost,
+            Some(Renew::Lost) => Renewal::Lost(()),
             None => Renewal::Failed(super::Error::UnexpectedReply {
                 procedure: super::contract::Procedure::RenewMany.name(),
                 detail: format!("no row for the key {:?}", due.lease.key()),

@@ -1,6 +1,7 @@
 //! How a set guard keeps its set renewed: one `RenewSet` for the whole set
-//! about every third of its length, retried on a transient error until some
-//! margin before the set would end on the local clock.
+//! about every third of its length, hedged and retried on a transient error
+//! as a single guard's renewal is, until some margin before the set would
+//! end on the local clock.
 //!
 //! One `RenewSet` per set rather than each key through the client's renewal
 //! batching (`RenewMany`): the set's keys share one owner and one expiry,
@@ -16,6 +17,7 @@ use tokio::sync::{Mutex, watch};
 use tokio::time::Instant;
 
 use super::guard::{LostReason, loss_margin};
+use super::hedged_renew::{Renewal, hedged};
 use super::{Client, LeaseSet, RenewSet};
 
 /// Why a set was given up as lost: a set is lost as a whole when any of its
@@ -74,30 +76,32 @@ pub(crate) async fn keep_set_renewed(client: &Client, state: &watch::Sender<Held
     }
 }
 
-/// One renewal of `set`, confirmed by `give_up` or not at all.
+/// One renewal of `set`, confirmed by `give_up` or not at all: hedged as a
+/// single guard's renewal is (a second attempt on another connection when
+/// the first is slow to answer, see `hedged_renew`), so one connection gone
+/// silent does not lose the set.
 async fn renew_by(client: &Client, set: &mut LeaseSet, give_up: Instant, retry_pause: Duration) -> Result<(), SetLost> {
-    let mut last_error = None;
-    loop {
-        // A renewal cut short here leaves `set` as it was: it is changed
-        // only once an answer said `Renewed`.
-        let Ok(answer) = tokio::time::timeout_at(give_up, client.renew_set(set)).await else {
-            return Err(unconfirmed(last_error));
-        };
-        match answer {
-            Ok(RenewSet::Renewed { .. }) => return Ok(()),
-            Ok(RenewSet::Lost { lost }) => {
-                return Err(SetLost {
-                    key: lost.into_iter().next(),
-                    reason: LostReason::Renewal,
-                });
-            }
-            Err(error) if error.is_transient() => {
-                tracing::debug!(owner = %set.owner(), %error, "set renewal failed; retrying");
-                last_error = Some(error.to_string());
-                tokio::time::sleep_until((Instant::now() + retry_pause).min(give_up)).await;
-            }
-            Err(error) => return Err(unconfirmed(Some(error.to_string()))),
+    let renew_once = |mut set: LeaseSet| async move {
+        let answer = client.renew_set(&mut set).await?;
+        Ok(match answer {
+            RenewSet::Renewed { .. } => Ok(set),
+            RenewSet::Lost { lost } => Err(lost),
+        })
+    };
+    let what = format!("the lease set of owner {}", set.owner());
+    // A renewal cut short leaves `set` as it was: it is changed only once
+    // an answer said `Renewed`.
+    match hedged(client, set, &what, give_up, retry_pause, renew_once).await {
+        Renewal::Renewed(renewed) => {
+            *set = renewed;
+            Ok(())
         }
+        Renewal::Lost(lost) => Err(SetLost {
+            key: lost.into_iter().next(),
+            reason: LostReason::Renewal,
+        }),
+        Renewal::Failed(error) => Err(unconfirmed(Some(error.to_string()))),
+        Renewal::Unanswered { last_error } => Err(unconfirmed(last_error)),
     }
 }
 
