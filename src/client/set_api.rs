@@ -29,7 +29,18 @@ impl Client {
     /// grant (each key it holds keeps its generation) rather than leaving
     /// keys held by nobody. At most 1000 keys, each once.
     pub async fn acquire_set(&self, keys: &[&str], length: Duration) -> Result<AcquireSet, Error> {
-        let owner = Uuid::new_v4();
+        self.acquire_set_retrying(keys, Uuid::new_v4(), length).await
+    }
+
+    /// [`acquire_set_as`](Client::acquire_set_as), sent again as the same
+    /// owner while its reply may have been lost, for a few call timeouts
+    /// or the lease's length, whichever is shorter.
+    pub(super) async fn acquire_set_retrying(
+        &self,
+        keys: &[&str],
+        owner: Uuid,
+        length: Duration,
+    ) -> Result<AcquireSet, Error> {
         let until = self.confirm_until(Instant::now(), length);
         let mut pause = FIRST_PAUSE;
         let mut reached = false;
@@ -208,17 +219,20 @@ impl Client {
             .map_err(|error| super::api::unknown_if_unanswered(error, first))?;
         expect_rows(Procedure::PublishSet, &replies, ordered.len())
             .map_err(|error| super::api::unknown_if_unanswered(error, first))?;
+        // A row that cannot be read may belong to a publish that committed:
+        // PublishSet commits before it answers.
+        let unreadable = |error| super::api::unknown_if_unanswered(error, first);
         let mut accepted = Vec::with_capacity(replies.len());
         let mut refused = Vec::with_capacity(replies.len());
         for reply in &replies {
-            let key = key_of(reply)?;
-            match reply.outcome()? {
+            let key = key_of(reply).map_err(unreadable)?;
+            match reply.outcome().map_err(unreadable)? {
                 "Published" => accepted.push((key, Publish::Published)),
                 "AlreadyPublished" => accepted.push((key, Publish::AlreadyPublished)),
                 "Withheld" => refused.push((key, None)),
                 name => match outcome::refusal(name) {
                     Some(reason) => refused.push((key, Some(reason))),
-                    None => return Err(super::api::unknown_if_unanswered(reply.unknown_outcome(), first)),
+                    None => return Err(unreadable(reply.unknown_outcome())),
                 },
             }
         }

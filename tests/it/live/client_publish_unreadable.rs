@@ -8,7 +8,7 @@ use crate::support;
 use std::convert::Infallible;
 use std::time::Duration;
 
-use fencepost::client::{Error, Fenced, OperationOutcome};
+use fencepost::client::{AcquireSet, Error, Fenced, KeyPublish, OperationOutcome};
 use fencepost::deploy::Sources;
 use support::TestDatabase;
 use support::lease::{acquired, provisioned, unwarmed};
@@ -69,6 +69,75 @@ async fn a_committed_publish_whose_outcome_cannot_be_read_is_unknown_not_an_erro
         client.outcome(unsettled.operation_id()).await.unwrap(),
         OperationOutcome::Published { .. }
     ));
+    drop(client);
+    db.drop().await;
+}
+
+/// The shipped PublishSet, answering each row's key as NULL after its
+/// commit.
+fn publish_set_answering_no_key() -> Sources {
+    let shipped = Sources::embedded().unwrap();
+    let text = shipped
+        .procedures()
+        .iter()
+        .find(|p| p.qualified_name() == "fence_api.PublishSet")
+        .unwrap()
+        .text()
+        .to_string();
+    let answer = "CAST(ResourceKey AS nvarchar(256)) AS ResourceKey\n      FROM @Set\n     ORDER BY LockOrder;";
+    assert_eq!(text.matches(answer).count(), 1, "PublishSet answers in one place");
+    let drifted = text.replacen(
+        answer,
+        "CAST(NULL AS nvarchar(256)) AS ResourceKey\n      FROM @Set\n     ORDER BY LockOrder;",
+        1,
+    );
+    shipped.with_procedure("fence_api.PublishSet.sql", &drifted).unwrap()
+}
+
+#[tokio::test]
+async fn a_committed_set_publish_whose_rows_cannot_be_read_is_unknown_not_an_error() {
+    const TEST: &str = "a_committed_set_publish_whose_rows_cannot_be_read_is_unknown_not_an_error";
+    let Some(db) = TestDatabase::new(TEST).await else {
+        return;
+    };
+    db.migrate(&publish_set_answering_no_key())
+        .await
+        .expect("deploy with the drifted PublishSet");
+    let client = unwarmed(&db.ado()).await;
+    let keys = [
+        provisioned(&client, "unreadable-set").await,
+        provisioned(&client, "unreadable-set").await,
+    ];
+    let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let AcquireSet::Acquired(set) = client.acquire_set(&refs, Duration::from_secs(60)).await.unwrap() else {
+        panic!("the set was not acquired");
+    };
+    let publishes: Vec<KeyPublish<'_>> = refs
+        .iter()
+        .map(|key| KeyPublish {
+            key,
+            operation_id: Uuid::new_v4(),
+            payload: "committed",
+        })
+        .collect();
+    match client.publish_set(&set, &publishes).await {
+        Err(Error::OutcomeUnknown { operation_id, .. }) => {
+            assert!(
+                publishes.iter().any(|p| p.operation_id == operation_id),
+                "{operation_id}"
+            );
+        }
+        other => panic!("expected OutcomeUnknown, got {other:?}"),
+    }
+    for publish in &publishes {
+        assert!(
+            matches!(
+                client.outcome(publish.operation_id).await.unwrap(),
+                OperationOutcome::Published { .. }
+            ),
+            "the set publish did not commit, so the test shows nothing"
+        );
+    }
     drop(client);
     db.drop().await;
 }
