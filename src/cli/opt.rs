@@ -186,13 +186,20 @@ pub struct ManArgs {
 /// `fencepost lease ...`.
 #[derive(Debug, Subcommand)]
 pub enum LeaseCommand {
-    /// Show one resource's lease: generation, whether it is held and until
+    /// Show a resource's lease: generation, whether it is held and until
     /// when (server clock), the last published generation, and the source
-    /// version below which a publish is refused. Exits 1 when the key has no
-    /// fence row.
+    /// version below which a publish is refused. Give every key of a lease
+    /// set to see the set: one line per key (in --format json, an array of
+    /// one object per key). Exits 1 when a key has no fence row.
     Inspect(LeaseKeyArgs),
     /// List resources and their leases in key order.
     List(LeaseListArgs),
+    /// Show a resource's slots (a fenced semaphore): each provisioned slot
+    /// key `RESOURCE#N` with its lease, and how many are held now (server
+    /// clock), the count AcquireSlot holds against its slot count. Needs
+    /// fence_operator or fence_recovery. Exits 1 when the resource has no
+    /// slot provisioned.
+    Slots(LeaseSlotsArgs),
     /// Fence out the current holder of a key: raises its generation and
     /// clears the lease, so the holder's next renew, publish or fenced
     /// transaction is refused and the next acquirer gets the lease at once.
@@ -360,8 +367,23 @@ fn parse_days(text: &str) -> Result<i32, String> {
 /// A lease command on one key.
 #[derive(Debug, Args)]
 pub struct LeaseKeyArgs {
-    /// The resource key, exactly (keys compare binary).
-    pub key: String,
+    /// The resource key, exactly (keys compare binary); several for the keys
+    /// of a lease set.
+    #[arg(required = true, num_args = 1.., value_name = "KEY")]
+    pub keys: Vec<String>,
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t)]
+    pub format: Format,
+}
+
+/// `fencepost lease slots`.
+#[derive(Debug, Args)]
+pub struct LeaseSlotsArgs {
+    /// The resource whose slots to show (its slot keys are `RESOURCE#0`,
+    /// `RESOURCE#1`, ...).
+    pub resource: String,
     #[command(flatten)]
     pub connect: ConnectArgs,
     /// Output format.

@@ -138,7 +138,7 @@ SELECT @Signal AS Signal, @Waited AS WaitedMicroseconds;"
 /// The least time a waiting attempt gives its checkout of a signal session,
 /// whatever it may wait: enough for the check of an idle session, not for
 /// opening one (which goes on in the background for the next attempt).
-const CHECKOUT_GRACE: Duration = Duration::from_millis(50);
+pub(super) const CHECKOUT_GRACE: Duration = Duration::from_millis(50);
 
 /// Whether a granted signal was held by someone when the wait began.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,7 +153,7 @@ pub(crate) enum Waited {
 
 /// A grant later than this after the request was queued on a lock somebody
 /// held: an uncontended grant takes a fraction of it.
-const HELD_WAIT: Duration = Duration::from_millis(1);
+pub(super) const HELD_WAIT: Duration = Duration::from_millis(1);
 
 /// How a waiting attempt's wait on the signal ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,7 +172,7 @@ pub(crate) enum Woke {
 impl Client {
     /// Warns, once per client, when every waiter's signal session is in
     /// use: from then on further waiting acquires poll.
-    fn warn_if_signals_ran_out(&self) {
+    pub(super) fn warn_if_signals_ran_out(&self) {
         let state = self.signals.state();
         if state.connections < sessions(&self.config) || state.idle_connections > 0 {
             return;

@@ -44,9 +44,11 @@ mod set_guard;
 mod set_outcome;
 mod set_renewal;
 mod set_settle;
+mod set_wait;
 mod settle;
 mod signal_holder;
 mod slot;
+mod slot_wait;
 mod span;
 mod token;
 mod verify;
@@ -263,7 +265,9 @@ impl Client {
 
     /// How many procedure calls this client and its clones have made, each
     /// one request to the server: one per lease method call, one per attempt
-    /// of [`acquire_waiting`](Client::acquire_waiting). The start-up check and
+    /// of [`acquire_waiting`](Client::acquire_waiting), and one per wait of
+    /// [`acquire_set_waiting`](Client::acquire_set_waiting) on its keys'
+    /// signals. The start-up check and
     /// the statements of a fenced transaction are not counted. A call is
     /// counted when it starts, so one that found no connection
     /// ([`Error::Unavailable`]) and sent nothing is counted too.

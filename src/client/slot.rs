@@ -53,6 +53,17 @@ pub fn slot_key(resource: &str, slot: u32) -> String {
     format!("{resource}#{slot}")
 }
 
+/// The slot number `key` spells as a slot of `resource`: `<resource>#` and
+/// one to four decimal digits with no leading zero (`#0` is slot 0, `#01`
+/// no slot), the rows `AcquireSlot` counts; `None` for any other key.
+pub(crate) fn slot_number(resource: &str, key: &str) -> Option<u32> {
+    let digits = key.strip_prefix(resource)?.strip_prefix('#')?;
+    let spelled = (1..=4).contains(&digits.len())
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    spelled.then(|| digits.parse().ok()).flatten()
+}
+
 impl Client {
     /// Provisions `resource` and the keys of its slots 0 to `slots - 1`
     /// ([`slot_key`]). Never resets a generation; a key that exists is left
@@ -73,7 +84,20 @@ impl Client {
     /// attempt whose reply was lost is sent again as the same owner, which
     /// confirms the slot it was granted (its generation kept).
     pub async fn acquire_slot(&self, resource: &str, slots: u32, length: Duration) -> Result<AcquireSlot, Error> {
-        let owner = Uuid::new_v4();
+        self.acquire_slot_retrying(resource, slots, Uuid::new_v4(), length)
+            .await
+    }
+
+    /// [`acquire_slot_as`](Client::acquire_slot_as), sent again as the same
+    /// owner while its reply may have been lost, for a few call timeouts or
+    /// the lease's length, whichever is shorter.
+    pub(super) async fn acquire_slot_retrying(
+        &self,
+        resource: &str,
+        slots: u32,
+        owner: Uuid,
+        length: Duration,
+    ) -> Result<AcquireSlot, Error> {
         let until = self.confirm_until(Instant::now(), length);
         let mut pause = FIRST_PAUSE;
         let mut reached = false;
@@ -171,6 +195,26 @@ mod tests {
     #[test]
     fn a_slot_key_is_the_resource_a_hash_and_the_number() {
         assert_eq!(slot_key("imports:tenant-7", 0), "imports:tenant-7#0");
+    }
+
+    #[test]
+    fn only_digits_with_no_leading_zero_spell_a_slot_as_acquire_slot_counts_them() {
+        let r = "imports:tenant-7";
+        assert_eq!(slot_number(r, "imports:tenant-7#0"), Some(0));
+        assert_eq!(slot_number(r, "imports:tenant-7#12"), Some(12));
+        assert_eq!(slot_number(r, "imports:tenant-7#9999"), Some(9999));
+        for not_a_slot in [
+            "imports:tenant-7#01",
+            "imports:tenant-7#",
+            "imports:tenant-7#1a",
+            "imports:tenant-7#10000",
+            "imports:tenant-7#-1",
+            "imports:tenant-7#\u{0661}",
+            "imports:tenant-70#1",
+            "imports:tenant-7",
+        ] {
+            assert_eq!(slot_number(r, not_a_slot), None, "{not_a_slot}");
+        }
     }
 
     #[test]

@@ -20,11 +20,11 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// The longest pause between attempts however long the holder's lease: a
 /// lease released early is noticed within about this long, not at its
 /// expiry.
-const RECHECK: Duration = Duration::from_secs(1);
+pub(super) const RECHECK: Duration = Duration::from_secs(1);
 /// How long after a grant its guard raises the handover signal, with room
 /// to spare: a waiter that finds no signal where a new tenure began waits
 /// this long before it blocks on one (see `handover::RAISE_AFTER`).
-const SETTLE: Duration = Duration::from_millis(40);
+pub(super) const SETTLE: Duration = Duration::from_millis(40);
 /// How many attempts' worth of time (checkout plus call timeout each) an
 /// acquire may spend retrying as the same owner.
 const CONFIRM_ATTEMPTS: u32 = 3;
@@ -398,7 +398,7 @@ pub(crate) fn later(instant: Instant, duration: Duration) -> Instant {
 
 /// Chooses the pause before the next attempt.
 #[derive(Default)]
-struct Backoff {
+pub(super) struct Backoff {
     /// Attempts in a row that found the holder's expiry already past locally.
     stale: u32,
 }
@@ -407,7 +407,7 @@ impl Backoff {
     /// `remaining` is the lease's time left as the server judged it, and
     /// `since_sent` how long ago (local monotonic clock) that request left:
     /// the pause ends at `sent_at + remaining`, plus jitter.
-    fn next(&mut self, remaining: Duration, since_sent: Duration, rng: &mut impl rand::Rng) -> Duration {
+    pub(super) fn next(&mut self, remaining: Duration, since_sent: Duration, rng: &mut impl rand::Rng) -> Duration {
         let until_expiry = remaining.saturating_sub(since_sent);
         let base = if until_expiry > MIN_PAUSE {
             self.stale = 0;

@@ -36,6 +36,7 @@ impl LeaseCommand {
             LeaseCommand::Inspect(args) => args.format,
             LeaseCommand::ForceRelease(args) => args.format,
             LeaseCommand::List(args) => args.format,
+            LeaseCommand::Slots(args) => args.format,
             LeaseCommand::History(args) => args.format,
             LeaseCommand::Prune(args) => args.format,
             LeaseCommand::Recover(args) => args.format,
@@ -50,6 +51,7 @@ pub async fn run(command: LeaseCommand) -> Result<u8> {
     match command {
         LeaseCommand::Inspect(args) => state::inspect(args).await,
         LeaseCommand::List(args) => state::list(args).await,
+        LeaseCommand::Slots(args) => state::slots(args).await,
         LeaseCommand::ForceRelease(args) => force_release::force_release(args).await,
         LeaseCommand::History(args) => history::history(args).await,
         LeaseCommand::Prune(args) => history::prune(args).await,

@@ -1,4 +1,5 @@
-//! `lease inspect` and `lease list`: a resource's lease now, and many at once.
+//! `lease inspect`, `lease list` and `lease slots`: a resource's lease now
+//! (or each key of a lease set), many at once, and a resource's slots.
 
 use anyhow::Result;
 use fencepost::client::admin::{Inspected, LeaseQuery};
@@ -8,7 +9,7 @@ use serde_json::{Value, json};
 use super::{admin, utc};
 use crate::cli::EXIT_ATTENTION;
 use crate::cli::EXIT_OK;
-use crate::cli::opt::{Format, LeaseKeyArgs, LeaseListArgs};
+use crate::cli::opt::{Format, LeaseKeyArgs, LeaseListArgs, LeaseSlotsArgs};
 use crate::cli::out;
 
 /// One resource's lease as JSON: never an owner.
@@ -42,24 +43,90 @@ fn lease_text(key: &str, state: &LeaseState) -> String {
 }
 
 pub(super) async fn inspect(args: LeaseKeyArgs) -> Result<u8> {
-    let Inspected { inspection, server_utc } = admin(&args.connect).await?.inspect(&args.key).await?;
-    let state = match &inspection {
-        Inspection::Found(state) => Some(state),
+    let admin = admin(&args.connect).await?;
+    let mut inspected = Vec::with_capacity(args.keys.len());
+    for key in &args.keys {
+        inspected.push((key, admin.inspect(key).await?));
+    }
+    let state = |inspection: &Inspection| match inspection {
+        Inspection::Found(state) => Some(*state),
         Inspection::NotProvisioned => None,
     };
     match args.format {
-        Format::Json => out::line(serde_json::to_string_pretty(&json!({
-            "key": args.key,
-            "outcome": inspection.name(),
-            "lease": state.map(|state| lease_json(&args.key, state)),
-            "server_utc": utc(server_utc),
-        }))?)?,
-        Format::Text => match state {
-            Some(state) => out::line(lease_text(&args.key, state))?,
-            None => out::line(format_args!("{}: no fence row (provision it first)", args.key))?,
-        },
+        Format::Json => {
+            let objects: Vec<Value> = inspected
+                .iter()
+                .map(|(key, Inspected { inspection, server_utc })| {
+                    json!({
+                        "key": key,
+                        "outcome": inspection.name(),
+                        "lease": state(inspection).map(|state| lease_json(key, &state)),
+                        "server_utc": utc(*server_utc),
+                    })
+                })
+                .collect();
+            // One key, one object, as before lease sets; a set, an array.
+            let shown = match <[Value; 1]>::try_from(objects) {
+                Ok([object]) => object,
+                Err(objects) => Value::Array(objects),
+            };
+            out::line(serde_json::to_string_pretty(&shown)?)?;
+        }
+        Format::Text => {
+            for (key, Inspected { inspection, .. }) in &inspected {
+                match state(inspection) {
+                    Some(state) => out::line(lease_text(key, &state))?,
+                    None => out::line(format_args!("{key}: no fence row (provision it first)"))?,
+                }
+            }
+        }
     }
-    Ok(if state.is_some() { EXIT_OK } else { EXIT_ATTENTION })
+    let every_key_found = inspected
+        .iter()
+        .all(|(_, Inspected { inspection, .. })| state(inspection).is_some());
+    Ok(if every_key_found { EXIT_OK } else { EXIT_ATTENTION })
+}
+
+pub(super) async fn slots(args: LeaseSlotsArgs) -> Result<u8> {
+    let found = admin(&args.connect).await?.slots(&args.resource).await?;
+    let held = found.held();
+    match args.format {
+        Format::Json => out::line(serde_json::to_string_pretty(&json!({
+            "resource": args.resource,
+            "server_utc": found.server_utc.map(utc),
+            "held": held,
+            "slots": found
+                .slots
+                .iter()
+                .map(|slot| {
+                    let mut lease = lease_json(&slot.key, &slot.state);
+                    lease["slot"] = json!(slot.slot);
+                    lease
+                })
+                .collect::<Vec<_>>(),
+        }))?)?,
+        Format::Text => {
+            for slot in &found.slots {
+                out::line(format_args!(
+                    "slot {:>4}  {}",
+                    slot.slot,
+                    lease_text(&slot.key, &slot.state)
+                ))?;
+            }
+            match found.slots.len() {
+                0 => out::line(format_args!(
+                    "{}: no slot provisioned (provision RESOURCE#0 to RESOURCE#N-1 first)",
+                    args.resource
+                ))?,
+                provisioned => out::line(format_args!("{held} of {provisioned} provisioned slot(s) held"))?,
+            }
+        }
+    }
+    Ok(if found.slots.is_empty() {
+        EXIT_ATTENTION
+    } else {
+        EXIT_OK
+    })
 }
 
 pub(super) async fn list(args: LeaseListArgs) -> Result<u8> {

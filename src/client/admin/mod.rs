@@ -44,6 +44,7 @@ mod operation;
 mod prune_outcomes;
 mod recover;
 mod retire;
+mod slots;
 mod source_version;
 mod watched;
 
@@ -57,6 +58,7 @@ pub use leases::{Inspected, LeasePage, LeaseQuery, ListedLease};
 pub use prune_outcomes::PruneOutcomes;
 pub use recover::{Recover, Recovery, RecoveryRecord};
 pub use retire::{RETIRE_REFUSED_HELD, Retire};
+pub use slots::{Slot, Slots};
 pub use source_version::ResetSourceVersion;
 pub use watched::{ForceReleased, WhenBlocked};
 

@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use fencepost::client::{Acquire, Lease, Release};
 use fencepost::{Client, Connection};
-use sha2::{Digest, Sha256};
 use support::TestDatabase;
 use support::lease::{acquired, provisioned, workers};
+use support::signal::{signal, signal_held, until_signal_held};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -29,43 +29,6 @@ const HELD: Duration = Duration::from_secs(600);
 const PROMPT: Duration = Duration::from_millis(400);
 /// The lease of a holder that dies or freezes: short, so the test waits it out.
 const SHORT: Duration = Duration::from_secs(3);
-
-/// The name of the signal of `key`, as the client documents it.
-fn signal(key: &str) -> String {
-    format!("fencepost:lease:{}", hex::encode(Sha256::digest(key.as_bytes())))
-}
-
-/// What the client runs after a refused application lock request on
-/// Babelfish (see `client::handover`): without it, a probe refused five
-/// times on one session ends the whole server.
-const CLEAR_AFTER_REFUSAL: &str = "IF @s < 0 AND SERVERPROPERTY(N'Babelfish') IS NOT NULL \
-     BEGIN BEGIN TRY THROW 50000, N'clear', 1; END TRY BEGIN CATCH END CATCH; END;";
-
-/// Whether someone holds the signal of `key` now, asked on `conn` without
-/// waiting (a shared request that is let go of at once).
-async fn signal_held(conn: &mut Connection, key: &str) -> bool {
-    let sql = format!(
-        "DECLARE @s int; EXEC @s = sp_getapplock @Resource = N'{}', @LockMode = N'Shared', \
-         @LockOwner = N'Session', @LockTimeout = 0; \
-         IF @s >= 0 EXEC sp_releaseapplock @Resource = N'{}', @LockOwner = N'Session'; \
-         {CLEAR_AFTER_REFUSAL} SELECT @s;",
-        signal(key),
-        signal(key)
-    );
-    let row = conn.simple_query(sql).await.unwrap().into_row().await.unwrap().unwrap();
-    row.get::<i32, usize>(0).unwrap() < 0
-}
-
-/// Waits until the signal of `key` is held (a guard raises it in the
-/// background, once its signal session is open: within the client's
-/// checkout timeout, 15 s by default).
-async fn until_signal_held(conn: &mut Connection, key: &str) {
-    let give_up = Instant::now() + Duration::from_secs(20);
-    while !signal_held(conn, key).await {
-        assert!(Instant::now() < give_up, "the signal of {key} was never raised");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
 
 /// Takes the signal of `key` on `conn` as a guard would, for a holder
 /// simulated by hand.

@@ -14,10 +14,10 @@ use crate::support;
 use std::time::Duration;
 
 use fencepost::client::{Acquire, Release};
-use fencepost::{Client, ClientConfig, Connection, ConnectionString};
+use fencepost::{Client, ClientConfig, ConnectionString};
 use support::TestDatabase;
 use support::lease::{acquired, provisioned, warm_up};
-use support::signal::{sessions_of, signal, signal_held, signal_holders, waiting_for_a_lock};
+use support::signal::{sessions_of, signal, signal_holders, until_blocked, until_signal_held};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use uuid::Uuid;
@@ -49,32 +49,6 @@ async fn named(db: &TestDatabase, name: &str, connections: u32) -> Client {
 
 fn unique(what: &str) -> String {
     format!("fp-{what}-{}", Uuid::new_v4().simple())
-}
-
-/// Waits until the signal of `key` is held.
-async fn until_signal_held(conn: &mut Connection, key: &str) {
-    let give_up = Instant::now() + Duration::from_secs(20);
-    while !signal_held(conn, key).await {
-        assert!(Instant::now() < give_up, "the signal of {key} was never raised");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// Waits until `count` sessions of the client named `name` wait for a lock.
-async fn until_blocked(db: &TestDatabase, name: &str, count: i32) {
-    let babelfish = db.is_babelfish().await;
-    let give_up = Instant::now() + Duration::from_secs(20);
-    loop {
-        let blocked = waiting_for_a_lock(db, name, babelfish).await;
-        if blocked == count {
-            return;
-        }
-        assert!(
-            Instant::now() < give_up,
-            "{blocked} of {name}'s sessions wait for a lock, not {count}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// Starts `waiter` waiting for `key`; answers the acquire and when it came.

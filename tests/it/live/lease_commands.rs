@@ -309,3 +309,85 @@ async fn source_version(client: &fencepost::Client, key: &str) -> Option<i64> {
         Inspection::NotProvisioned => panic!("{key} is not provisioned"),
     }
 }
+
+/// A lease set is inspected by naming its keys, and a resource's slots are
+/// listed with how many are held, in JSON and as text, never with an owner.
+#[tokio::test]
+async fn inspect_shows_each_key_of_a_set_and_slots_lists_a_resources_slots() {
+    let Some(db) = TestDatabase::shared("inspect_shows_each_key_of_a_set_and_slots_lists_a_resources_slots").await
+    else {
+        return;
+    };
+    let client = unwarmed(&db.ado()).await;
+    let ado = db.ado();
+    let keys = [
+        provisioned(&client, "set-inspect").await,
+        provisioned(&client, "set-inspect").await,
+    ];
+    let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let fencepost::client::AcquireSet::Acquired(set) =
+        client.acquire_set(&refs, Duration::from_secs(600)).await.unwrap()
+    else {
+        panic!("the set was not acquired");
+    };
+    let missing = format!("set-inspect-missing:{}", Uuid::new_v4().simple());
+
+    let inspected = lease(&["inspect", &keys[0], &keys[1], "--format", "json"], &ado).await;
+    assert_eq!(inspected.status.code(), Some(0), "{}", stderr(&inspected));
+    let document = json(&inspected);
+    let shown = document.as_array().expect("one object per key");
+    assert_eq!(shown.len(), 2);
+    for (object, key) in shown.iter().zip(&keys) {
+        assert_eq!(object["key"], key.as_str(), "one object per key, in the order given");
+        let lease = set.lease(key).unwrap();
+        assert_eq!(object["lease"]["generation"], lease.generation());
+        assert_eq!(object["lease"]["is_held"], true);
+    }
+    assert!(
+        !document.to_string().contains(&set.owner().to_string()),
+        "an owner leaked"
+    );
+    let with_missing = text_lines(&lease(&["inspect", &keys[0], &missing], &ado).await, 1);
+    assert_eq!(with_missing.len(), 2, "{with_missing:?}");
+    assert!(with_missing[1].contains("no fence row"), "{with_missing:?}");
+
+    let resource = format!("slots-cli-{}", Uuid::new_v4().simple());
+    client.provision_slots(&resource, 3).await.unwrap();
+    client.provision(&format!("{resource}#01")).await.unwrap();
+    let fencepost::client::AcquireSlot::Acquired {
+        slot,
+        lease: slot_lease,
+    } = client
+        .acquire_slot(&resource, 3, Duration::from_secs(600))
+        .await
+        .unwrap()
+    else {
+        panic!("no slot was granted");
+    };
+    let listed = lease(&["slots", &resource, "--format", "json"], &ado).await;
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    let document = json(&listed);
+    assert_eq!(document["held"], 1);
+    let slots = document["slots"].as_array().unwrap();
+    let numbers: Vec<u64> = slots.iter().map(|s| s["slot"].as_u64().unwrap()).collect();
+    assert_eq!(numbers, [0, 1, 2], "#01 spells no slot");
+    assert_eq!(slots[slot as usize]["is_held"], true);
+    assert_eq!(slots[slot as usize]["generation"], slot_lease.generation());
+    assert!(
+        !document.to_string().contains(&slot_lease.owner().to_string()),
+        "an owner leaked"
+    );
+    let text = text_lines(&lease(&["slots", &resource], &ado).await, 0);
+    assert_eq!(
+        text.last().map(String::as_str),
+        Some("1 of 3 provisioned slot(s) held"),
+        "{text:?}"
+    );
+    let none = lease(&["slots", &format!("no-slots-{}", Uuid::new_v4().simple())], &ado).await;
+    assert_eq!(none.status.code(), Some(1), "{}", stdout(&none));
+
+    client.release_set(&set).await.unwrap();
+    client.release(&slot_lease).await.unwrap();
+    drop(client);
+    db.drop().await;
+}

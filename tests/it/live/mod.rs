@@ -90,8 +90,10 @@ mod lease_set_edges;
 mod lease_set_guard;
 mod lease_set_input;
 mod lease_set_lock_wait;
+mod lease_set_wait;
 mod lease_slot;
 mod lease_slot_lock_wait;
+mod lease_slot_wait;
 mod lease_source_version;
 mod lease_stress;
 #[cfg(feature = "fake")]

@@ -106,3 +106,34 @@ pub async fn signal_holders(db: &TestDatabase, name: &str, babelfish: bool) -> V
         .map(|row| row.get::<i32, usize>(0).expect("a session id"))
         .collect()
 }
+
+/// Waits until the signal of `key` is held (a guard raises it in the
+/// background, once its signal session is open: within the client's
+/// checkout timeout).
+pub async fn until_signal_held(conn: &mut Connection, key: &str) {
+    let give_up = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !signal_held(conn, key).await {
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "the signal of {key} was never raised"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+/// Waits until `count` sessions of the client named `name` wait for a lock.
+pub async fn until_blocked(db: &TestDatabase, name: &str, count: i32) {
+    let babelfish = db.is_babelfish().await;
+    let give_up = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let blocked = waiting_for_a_lock(db, name, babelfish).await;
+        if blocked == count {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < give_up,
+            "{blocked} of {name}'s sessions wait for a lock, not {count}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

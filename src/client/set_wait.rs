@@ -1,0 +1,267 @@
+//! Acquiring a lease set with a deadline: between attempts, wait on the
+//! handover signals of the keys that were busy, so the set is asked for
+//! again as soon as the last of them is let go.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use super::call::batch_on;
+use super::contract::Procedure;
+use super::handover::{CHECKOUT_GRACE, HELD_WAIT, resource};
+use super::wait::{Backoff, RECHECK, SETTLE, later};
+use super::{AcquireSet, Client, Error, KeyRefusal, meter};
+use crate::tsql::after_applock;
+
+/// Blocks on each signal named in `@P1` in turn (each name 80 characters,
+/// as `handover::resource` makes them), shared, so waiters never queue
+/// behind each other, and lets go of each at once; all of them within `@P2`
+/// ms. Answers how many were still held at the end, and how many were let
+/// go of while it waited (SQL Server answers 1 for a grant that waited;
+/// Babelfish answers 0, so a grant later than `@P3` µs counts too).
+const WAIT_FOR_SIGNALS: &str = concat!(
+    "DECLARE @Names nvarchar(max) = @P1, @Until datetime2(7) = DATEADD(millisecond, @P2, SYSUTCDATETIME()),
+        @At int = 1, @Name nvarchar(255), @Signal int, @Left int, @Before datetime2(7),
+        @Held int = 0, @Released int = 0;
+WHILE @At <= LEN(@Names)
+BEGIN
+    SET @Name = SUBSTRING(@Names, @At, 80);
+    SET @Left = DATEDIFF(millisecond, SYSUTCDATETIME(), @Until);
+    IF @Left < 1 SET @Left = 1;
+    SET @Before = SYSUTCDATETIME();
+    EXEC @Signal = sp_getapplock @Resource = @Name, @LockMode = N'Shared', @LockOwner = N'Session', @LockTimeout = @Left;
+    IF @Signal >= 0 EXEC sp_releaseapplock @Resource = @Name, @LockOwner = N'Session';
+    ",
+    after_applock!("@Signal"),
+    "
+    IF @Signal < 0 SET @Held = @Held + 1;
+    IF @Signal = 1 OR (@Signal = 0 AND DATEDIFF(microsecond, @Before, SYSUTCDATETIME()) >= @P3)
+        SET @Released = @Released + 1;
+    SET @At = @At + 80;
+END;
+SELECT @Held AS Held, @Released AS Released;"
+);
+
+/// How the pause before the next attempt is spent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pause {
+    /// A short sleep first, so that a new holder's guard has raised its
+    /// signal, then blocked on the signals for the rest.
+    Settle,
+    /// Blocked on the signals for the whole pause.
+    Signalled,
+    /// Asleep for the whole pause: the holders raise no signal.
+    Polled,
+}
+
+/// How a wait on the busy keys' signals ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Woke {
+    /// The pause was spent: a signal was held to its end (its guard still
+    /// holds the key), or there was no signal session to wait on.
+    Spent,
+    /// Every signal was free by the end, and one was let go of meanwhile.
+    Released,
+    /// Every signal was free from the start: no guard signals these keys.
+    Free,
+}
+
+impl Client {
+    /// Acquires every key of `keys` for `length`, all or nothing, waiting up
+    /// to `wait` while keys are busy: [`acquire_set`](Client::acquire_set)
+    /// with a deadline, as [`acquire_waiting`](Client::acquire_waiting) is
+    /// [`acquire`](Client::acquire) with one.
+    ///
+    /// Every attempt is sent as the same owner, so a retry after a lost
+    /// reply confirms the grant. After a `Refused` with busy keys, the next
+    /// attempt waits for the latest holder's expiry the server gave (counted
+    /// on the local monotonic clock from when the request was sent, plus
+    /// jitter), at most a second at a time. That pause is spent blocked on
+    /// the handover signals of the busy keys, one after another, on a signal
+    /// session of the client's: a holder's guard (a [`LeaseGuard`](super::LeaseGuard)
+    /// or a [`LeaseSetGuard`](super::LeaseSetGuard)) lets go of its key's
+    /// signal right after its release, so the set is asked for again as soon
+    /// as the last busy key is let go, about a round trip later than a
+    /// single key's waiter. Holders that raise no signal are polled at that
+    /// pace. The signals decide nothing: `AcquireSet` does. A set refused
+    /// with a key `NotProvisioned`, and any error, return at once; a wait
+    /// for a fence row given up ([`AcquireSet::RowHeld`]) is contention, and
+    /// is asked again after a pause. One last attempt is made at the
+    /// deadline; if it is refused, that answer is returned.
+    pub async fn acquire_set_waiting(
+        &self,
+        keys: &[&str],
+        length: Duration,
+        wait: Duration,
+    ) -> Result<AcquireSet, Error> {
+        let deadline = later(Instant::now(), wait);
+        let owner = Uuid::new_v4();
+        let started = Instant::now();
+        let mut backoff = Backoff::default();
+        let mut next = Pause::Settle;
+        loop {
+            let sent_at = Instant::now();
+            let answer = self.acquire_set_retrying(keys, owner, length).await?;
+            let (busy, remaining) = match &answer {
+                AcquireSet::Acquired(_) => {
+                    meter::handover_wait(started.elapsed());
+                    return Ok(answer);
+                }
+                AcquireSet::Refused(refusals) => match busy_keys(refusals) {
+                    Some(busy) => busy,
+                    None => return Ok(answer),
+                },
+                AcquireSet::RowHeld => (Vec::new(), Duration::ZERO),
+            };
+            let now = Instant::now();
+            let left = deadline.saturating_duration_since(now);
+            if left.is_zero() {
+                return Ok(answer);
+            }
+            let pause = backoff
+                .next(remaining, now.saturating_duration_since(sent_at), &mut rand::rng())
+                .min(RECHECK)
+                .min(left);
+            next = match next {
+                _ if busy.is_empty() => {
+                    tokio::time::sleep(pause).await;
+                    Pause::Settle
+                }
+                Pause::Polled => {
+                    tokio::time::sleep(pause).await;
+                    Pause::Settle
+                }
+                Pause::Settle => {
+                    let settle = SETTLE.min(pause);
+                    tokio::time::sleep(settle).await;
+                    after(self.wait_for_signals(&busy, pause - settle).await)
+                }
+                Pause::Signalled => after(self.wait_for_signals(&busy, pause).await),
+            };
+        }
+    }
+
+    /// Blocks on the signal of each key of `keys` in turn until it is free,
+    /// all within `wait`, on a signal session; without one, sleeps `wait`.
+    async fn wait_for_signals(&self, keys: &[&str], wait: Duration) -> Woke {
+        let started = Instant::now();
+        // The request must end well inside the call timeout.
+        let end = started + wait.min(self.config.call_timeout / 2);
+        // A fake raises no signal: the wait is a poll's pause.
+        #[cfg(feature = "fake")]
+        if self.as_fake().is_some() {
+            tokio::time::sleep_until(end).await;
+            return Woke::Spent;
+        }
+        let checkout = tokio::time::timeout_at(end.max(started + CHECKOUT_GRACE), self.signals.get()).await;
+        meter::signal_sessions(&self.signals);
+        let Ok(Ok(mut session)) = checkout else {
+            self.warn_if_signals_ran_out();
+            tokio::time::sleep_until(end).await;
+            return Woke::Spent;
+        };
+        // At least a millisecond: Babelfish answers a lock request that may
+        // not wait at all with "unavailable" even when someone holds it.
+        let millis = i32::try_from(end.saturating_duration_since(Instant::now()).as_millis())
+            .unwrap_or(i32::MAX)
+            .max(1);
+        let held_wait = i32::try_from(HELD_WAIT.as_micros()).unwrap_or(i32::MAX);
+        let names: String = keys.iter().map(|key| resource(key)).collect();
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let waited = batch_on(
+            &mut session,
+            &self.config,
+            Procedure::AcquireSet,
+            WAIT_FOR_SIGNALS,
+            &[&names, &millis, &held_wait],
+            Some(1),
+        )
+        .await
+        .and_then(|replies| {
+            let reply = &replies[0];
+            Ok((reply.required::<i32>("Held")?, reply.required::<i32>("Released")?))
+        });
+        match waited {
+            Ok((held, _)) if held > 0 => Woke::Spent,
+            Ok((_, released)) if released > 0 => Woke::Released,
+            Ok(_) => Woke::Free,
+            // Only a wake-up call failed: spend the pause as a poll would.
+            Err(error) => {
+                tracing::debug!(%error, "waiting on a set's handover signals failed; polling");
+                tokio::time::sleep_until(end).await;
+                Woke::Spent
+            }
+        }
+    }
+}
+
+/// How the next pause is spent after a wait that ended so.
+fn after(woke: Woke) -> Pause {
+    match woke {
+        // A guard still holds a key: block on its signal again.
+        Woke::Spent => Pause::Signalled,
+        // A holder let go, and the set was refused again: a successor's
+        // guard raises its signal a moment after its grant.
+        Woke::Released => Pause::Settle,
+        // No busy key's holder signals: poll once, then look again.
+        Woke::Free => Pause::Polled,
+    }
+}
+
+/// The busy keys of a refused set and the longest time a holder had left,
+/// or `None` when waiting cannot help (a key not provisioned).
+fn busy_keys(refusals: &[(String, KeyRefusal)]) -> Option<(Vec<&str>, Duration)> {
+    let mut busy = Vec::new();
+    let mut longest = Duration::ZERO;
+    for (key, refusal) in refusals {
+        match refusal {
+            KeyRefusal::Busy { remaining, .. } => {
+                busy.push(key.as_str());
+                longest = longest.max(*remaining);
+            }
+            KeyRefusal::Withheld => {}
+            KeyRefusal::NotProvisioned => return None,
+        }
+    }
+    (!busy.is_empty()).then_some((busy, longest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn busy(seconds: u64) -> KeyRefusal {
+        KeyRefusal::Busy {
+            until: time::OffsetDateTime::UNIX_EPOCH,
+            remaining: Duration::from_secs(seconds),
+        }
+    }
+
+    #[test]
+    fn a_set_waits_for_its_longest_held_key() {
+        let refusals = vec![
+            ("a".to_string(), busy(2)),
+            ("b".to_string(), KeyRefusal::Withheld),
+            ("c".to_string(), busy(5)),
+        ];
+        assert_eq!(busy_keys(&refusals), Some((vec!["a", "c"], Duration::from_secs(5))));
+    }
+
+    #[test]
+    fn a_key_not_provisioned_is_not_waited_for() {
+        let refusals = vec![
+            ("a".to_string(), busy(2)),
+            ("b".to_string(), KeyRefusal::NotProvisioned),
+        ];
+        assert_eq!(busy_keys(&refusals), None);
+    }
+
+    #[test]
+    fn holders_without_a_signal_are_polled_once_then_looked_at_again() {
+        assert_eq!(after(Woke::Free), Pause::Polled);
+        assert_eq!(after(Woke::Spent), Pause::Signalled);
+        assert_eq!(after(Woke::Released), Pause::Settle);
+    }
+}
