@@ -171,15 +171,16 @@ const CONTRACT_ERRORS: std::ops::RangeInclusive<u32> = 50100..=50199;
 /// Deadlock victim and lock request time-out: the server rolled back.
 const LOCK_ERRORS: [u32; 2] = [1205, 1222];
 
-/// The error of a call that failed after `rows` had arrived. A publish whose
-/// row said it committed (`Published`, `AlreadyPublished`) and whose reply
+/// The error of a call that failed after `rows` had arrived. A publish (or a
+/// set's publish, `PublishSet`) whose row said it committed (`Published`, `AlreadyPublished`) and whose reply
 /// then carried an error did commit, or may have: it is an unexpected reply,
 /// which `publish` reports as `OutcomeUnknown` with the operation id, never as
 /// a server error that would read as "nothing was written". So is a fatal
 /// error (class 20 and above), which can end the session after the
 /// procedure's COMMIT and before its row.
 fn error_after(procedure: Procedure, rows: &[Row], error: tiberius::error::Error) -> Error {
-    let committed = procedure == Procedure::Publish
+    let publishes = matches!(procedure, Procedure::Publish | Procedure::PublishSet);
+    let committed = publishes
         && rows.iter().any(|row| {
             // Case-blind, as `Reply::get`: some engines fold column names.
             let outcome = row
@@ -195,7 +196,7 @@ fn error_after(procedure: Procedure, rows: &[Row], error: tiberius::error::Error
             detail: format!("the server reported an error after the row that answered the publish: {error}"),
         };
     }
-    if procedure == Procedure::Publish
+    if publishes
         && let tiberius::error::Error::Server(token) = &error
         && token.class() >= FATAL_CLASS
     {

@@ -81,7 +81,9 @@ pub(crate) fn pool(config: &ClientConfig, manager: Manager) -> bb8::Pool<Manager
 /// provisioned (`NotProvisioned`, nothing written): Babelfish compiles a
 /// procedure on a session's first call of it, about half a second, which a
 /// waiter must not pay between its wake-up and its grant, nor add to its
-/// pause.
+/// pause. It takes and lets go of an application lock nobody holds first:
+/// a Babelfish session's first `sp_getapplock` takes 17 to 24 ms, which a
+/// waiter would read as a signal let go of while it waited.
 #[derive(Debug)]
 struct WarmUp {
     /// The server the sessions are opened on, for the error of a failed
@@ -116,7 +118,15 @@ impl bb8::CustomizeConnection<Session, ConnectError> for WarmUp {
     }
 }
 
-const WARM_UP: &str = "EXEC fence_api.Acquire @ResourceKey = @P1, @Owner = @P2, @LeaseSeconds = @P3;";
+const WARM_UP: &str = concat!(
+    "DECLARE @Warm int;
+EXEC @Warm = sp_getapplock @Resource = N'fencepost:signal-warm-up', @LockMode = N'Shared', @LockOwner = N'Session', @LockTimeout = 1000;
+IF @Warm >= 0 EXEC sp_releaseapplock @Resource = N'fencepost:signal-warm-up', @LockOwner = N'Session';
+",
+    after_applock!("@Warm"),
+    "
+EXEC fence_api.Acquire @ResourceKey = @P1, @Owner = @P2, @LeaseSeconds = @P3;"
+);
 
 /// A waiting acquire in one request: block on the signal for at most `@P5`
 /// ms (shared, so waiters never queue behind each other), let go of it at

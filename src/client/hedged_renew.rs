@@ -84,7 +84,7 @@ pub(crate) async fn renew_hedged(client: &Client, lease: &Lease, give_up: Instan
 /// attempt still running then is dropped, and the pool discards its
 /// connection, since it was in the middle of a call. After an error worth
 /// retrying, with no attempt left running, the next one starts
-/// `retry_pause` later. `what` names `held` in the log.
+/// `retry_pause` later. `what` names `held` in the log (its `key` field).
 pub(crate) async fn hedged<S, L, F, Fut>(
     client: &Client,
     held: &S,
@@ -120,7 +120,7 @@ where
                     Ok(Ok(renewed)) => return Renewal::Renewed(renewed),
                     Ok(Err(lost)) => return Renewal::Lost(lost),
                     Err(error) if error.is_transient() => {
-                        tracing::debug!(what, %error, "renewal failed; retrying");
+                        tracing::debug!(key = what, %error, "renewal failed; retrying");
                         last_error = Some(error.to_string());
                         if in_flight.is_empty() {
                             next_start = next_start.min(Instant::now() + retry_pause);
@@ -140,7 +140,7 @@ where
             () = tokio::time::sleep_until(next_start), if in_flight.len() < MAX_IN_FLIGHT => {
                 let now = Instant::now();
                 if !in_flight.is_empty() {
-                    tracing::debug!(what, "renewal unanswered; trying another connection beside it");
+                    tracing::debug!(key = what, "renewal unanswered; trying another connection beside it");
                 }
                 let slot = if std::mem::take(&mut own_free) { Slot::Own } else { Slot::Spare };
                 in_flight.push(attempt(slot));

@@ -39,7 +39,6 @@ mod renewal_batch;
 mod run_fenced;
 mod run_fenced_set;
 mod set_api;
-mod set_attempt;
 mod set_guard;
 mod set_outcome;
 mod set_renewal;
@@ -50,6 +49,7 @@ mod signal_holder;
 mod slot;
 mod slot_wait;
 mod span;
+mod to_its_end;
 mod token;
 mod verify;
 mod wait;
@@ -87,7 +87,7 @@ pub use set_settle::UnsettledSet;
 #[cfg(feature = "artifacts")]
 pub(crate) use settle::Unresolved;
 pub use settle::Unsettled;
-pub use slot::{AcquireSlot, MAX_SLOTS, slot_key};
+pub use slot::{AcquireSlot, MAX_SLOT_RESOURCE_UTF16_UNITS, MAX_SLOTS, slot_key};
 
 use crate::connection::ConnectionString;
 
@@ -267,7 +267,7 @@ impl Client {
     /// one request to the server: one per lease method call, one per attempt
     /// of [`acquire_waiting`](Client::acquire_waiting), and one per wait of
     /// [`acquire_set_waiting`](Client::acquire_set_waiting) on its keys'
-    /// signals. The start-up check and
+    /// signals that found a signal session. The start-up check and
     /// the statements of a fenced transaction are not counted. A call is
     /// counted when it starts, so one that found no connection
     /// ([`Error::Unavailable`]) and sent nothing is counted too.

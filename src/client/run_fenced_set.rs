@@ -6,11 +6,13 @@
 use std::future::Future;
 
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use super::set_renewal::SetLost;
 use super::set_settle::UnsettledSet;
 use super::settle::Unresolved;
+use super::span;
 use super::{
     AcquireSet, Client, Error, KeyPublish, KeyRefusal, LeaseSet, LostReason, PublishSet, RefusalReason, RenewSet,
 };
@@ -50,6 +52,22 @@ pub enum FencedSet<E> {
     Unknown(Box<UnsettledSet>),
 }
 
+impl<E> FencedSet<E> {
+    /// The outcome's name, as spans record it: `Published`, `Refused`,
+    /// `Lost`, `Failed`, `NotAcquired`, `RowHeld` or `Unknown`.
+    fn name(&self) -> &'static str {
+        match self {
+            FencedSet::Published { .. } => "Published",
+            FencedSet::Refused(_) => "Refused",
+            FencedSet::Lost(_) => "Lost",
+            FencedSet::Failed(_) => "Failed",
+            FencedSet::NotAcquired(_) => "NotAcquired",
+            FencedSet::RowHeld => "RowHeld",
+            FencedSet::Unknown(_) => "Unknown",
+        }
+    }
+}
+
 impl Client {
     /// Runs `work` under a lease set on `keys` and publishes its result
     /// under every key with that same set, as
@@ -81,8 +99,15 @@ impl Client {
         F: FnOnce(CancellationToken) -> Fut,
         Fut: Future<Output = Result<Vec<(String, String)>, E>>,
     {
+        let span = span::run_fenced_set_span(keys);
         // On the heap, as run_fenced's: the state machine is large.
-        Box::pin(self.run_fenced_set_in(keys, length, work)).await
+        let ran = Box::pin(self.run_fenced_set_in(keys, length, work))
+            .instrument(span.clone())
+            .await;
+        if let Ok(fenced) = &ran {
+            span.record("fencepost.outcome", fenced.name());
+        }
+        ran
     }
 
     async fn run_fenced_set_in<F, Fut, E>(

@@ -14,6 +14,7 @@ use super::outcome;
 use super::parameter::Parameter;
 use super::set_outcome::{AcquireSet, KeyPublish, KeyRefusal, PublishSet, RenewSet};
 use super::span::About;
+use super::wait::{Retries, later, retry_acquire};
 use super::{Client, Lease, LeaseSet, Publish, Release, input};
 
 /// The pause before the first retry of an `AcquireSet` whose reply was lost,
@@ -29,26 +30,31 @@ impl Client {
     /// grant (each key it holds keeps its generation) rather than leaving
     /// keys held by nobody. At most 1000 keys, each once.
     pub async fn acquire_set(&self, keys: &[&str], length: Duration) -> Result<AcquireSet, Error> {
-        self.acquire_set_retrying(keys, Uuid::new_v4(), length).await
+        let retries = Retries::until(self.confirm_until(Instant::now(), length));
+        self.acquire_set_retrying(keys, Uuid::new_v4(), length, retries).await
     }
 
     /// [`acquire_set_as`](Client::acquire_set_as), sent again as the same
-    /// owner while its reply may have been lost, for a few call timeouts
-    /// or the lease's length, whichever is shorter.
+    /// owner after a transient failure, until `retries` ends: a reply that
+    /// may have been lost is confirmed (a wait for a row given up then
+    /// included: only an answer to the same owner rules out the lost
+    /// attempt's grant).
     pub(super) async fn acquire_set_retrying(
         &self,
         keys: &[&str],
         owner: Uuid,
         length: Duration,
+        retries: Retries,
     ) -> Result<AcquireSet, Error> {
-        let until = self.confirm_until(Instant::now(), length);
         let mut pause = FIRST_PAUSE;
         let mut reached = false;
         loop {
-            match self.acquire_set_as(keys, owner, length).await {
+            match self.acquire_set_attempt(keys, owner, length).await {
+                // Its transaction rolled back: nothing was granted, unless an
+                // earlier attempt's reply was lost.
+                Err(error) if error.gave_up_waiting_for_the_row() && !reached => return Ok(AcquireSet::RowHeld),
                 Err(error)
-                    if super::wait::retry_acquire(&error, &mut reached)
-                        && super::wait::later(Instant::now(), pause) < until =>
+                    if retry_acquire(&error, &mut reached) && later(Instant::now(), pause) < retries.end(reached) =>
                 {
                     tracing::debug!(%owner, %error, "acquire of a set failed; retrying with the same owner");
                     tokio::time::sleep(pause).await;
@@ -68,13 +74,24 @@ impl Client {
     /// for it leaves no key held, as a set granted after it was gone is
     /// given back.
     pub async fn acquire_set_as(&self, keys: &[&str], owner: Uuid, length: Duration) -> Result<AcquireSet, Error> {
+        match self.acquire_set_attempt(keys, owner, length).await {
+            Err(error) if error.gave_up_waiting_for_the_row() => Ok(AcquireSet::RowHeld),
+            other => other,
+        }
+    }
+
+    /// One attempt, run to its end on a task of its own; a wait for a row
+    /// given up is the error it is.
+    async fn acquire_set_attempt(&self, keys: &[&str], owner: Uuid, length: Duration) -> Result<AcquireSet, Error> {
         let (json, _) = keys_json(keys)?;
         let owner = input::owner(owner)?;
         let seconds = input::lease_seconds(length)?;
         let client = self.clone();
         let count = keys.len();
-        self.acquire_set_to_its_end(async move { client.acquire_set_once(json, owner, length, seconds, count).await })
-            .await
+        self.to_its_end(Procedure::AcquireSet, async move {
+            client.acquire_set_once(json, owner, length, seconds, count).await
+        })
+        .await
     }
 
     /// One `AcquireSet` of `count` keys, checked already, and its answer.
@@ -87,15 +104,9 @@ impl Client {
         count: usize,
     ) -> Result<AcquireSet, Error> {
         let sent_at = Instant::now();
-        let replies = match self
+        let replies = self
             .call_rows(Procedure::AcquireSet, &[&json, &owner, &seconds], About::default())
-            .await
-        {
-            Ok(replies) => replies,
-            // Its transaction rolled back: nothing was granted.
-            Err(error) if error.gave_up_waiting_for_the_row() => return Ok(AcquireSet::RowHeld),
-            Err(error) => return Err(error),
-        };
+            .await?;
         expect_rows(Procedure::AcquireSet, &replies, count)?;
         if replies.iter().all(|reply| reply.outcome().ok() == Some("Acquired")) {
             let leases = replies

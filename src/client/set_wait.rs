@@ -11,34 +11,42 @@ use uuid::Uuid;
 use super::call::batch_on;
 use super::contract::Procedure;
 use super::handover::{CHECKOUT_GRACE, HELD_WAIT, resource};
-use super::wait::{Backoff, RECHECK, SETTLE, later};
+use super::wait::{Backoff, RECHECK, Retries, SETTLE, later};
 use super::{AcquireSet, Client, Error, KeyRefusal, meter};
 use crate::tsql::after_applock;
 
 /// Blocks on each signal named in `@P1` in turn (each name 80 characters,
 /// as `handover::resource` makes them), shared, so waiters never queue
 /// behind each other, and lets go of each at once; all of them within `@P2`
-/// ms. Answers how many were still held at the end, and how many were let
-/// go of while it waited (SQL Server answers 1 for a grant that waited;
+/// ms (once that time is up, the rest count as held, and at most one
+/// request was refused). Answers how many were still held at the end, and
+/// how many were let go of while it waited (SQL Server answers 1 for a grant that waited;
 /// Babelfish answers 0, so a grant later than `@P3` µs counts too).
 const WAIT_FOR_SIGNALS: &str = concat!(
     "DECLARE @Names nvarchar(max) = @P1, @Until datetime2(7) = DATEADD(millisecond, @P2, SYSUTCDATETIME()),
-        @At int = 1, @Name nvarchar(255), @Signal int, @Left int, @Before datetime2(7),
+        @At int = 1, @Name nvarchar(255), @Signal int, @Left int, @Before datetime2(7), @Waited int,
         @Held int = 0, @Released int = 0;
 WHILE @At <= LEN(@Names)
 BEGIN
-    SET @Name = SUBSTRING(@Names, @At, 80);
     SET @Left = DATEDIFF(millisecond, SYSUTCDATETIME(), @Until);
+    -- Time is up: the keys not looked at count as held, as the one that
+    -- used the time up does.
+    IF @Left < 1 AND @At > 1
+    BEGIN
+        SET @Held = @Held + 1;
+        BREAK;
+    END;
     IF @Left < 1 SET @Left = 1;
+    SET @Name = SUBSTRING(@Names, @At, 80);
     SET @Before = SYSUTCDATETIME();
     EXEC @Signal = sp_getapplock @Resource = @Name, @LockMode = N'Shared', @LockOwner = N'Session', @LockTimeout = @Left;
+    SET @Waited = DATEDIFF(microsecond, @Before, SYSUTCDATETIME());
     IF @Signal >= 0 EXEC sp_releaseapplock @Resource = @Name, @LockOwner = N'Session';
     ",
     after_applock!("@Signal"),
     "
     IF @Signal < 0 SET @Held = @Held + 1;
-    IF @Signal = 1 OR (@Signal = 0 AND DATEDIFF(microsecond, @Before, SYSUTCDATETIME()) >= @P3)
-        SET @Released = @Released + 1;
+    IF @Signal = 1 OR (@Signal = 0 AND @Waited >= @P3) SET @Released = @Released + 1;
     SET @At = @At + 80;
 END;
 SELECT @Held AS Held, @Released AS Released;"
@@ -52,9 +60,15 @@ enum Pause {
     Settle,
     /// Blocked on the signals for the whole pause.
     Signalled,
-    /// Asleep for the whole pause: the holders raise no signal.
-    Polled,
+    /// Asleep for the whole pause, this many pauses in a row before a look
+    /// at the signals again: the holders raise no signal.
+    Polled(u8),
 }
+
+/// How many pauses in a row a waiter sleeps after a look found no busy key
+/// signalled, before it looks again: a holder that raises no signal costs
+/// a look every few pauses, not every one.
+const POLLS_BETWEEN_LOOKS: u8 = 3;
 
 /// How a wait on the busy keys' signals ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,11 +99,16 @@ impl Client {
     /// signal right after its release, so the set is asked for again as soon
     /// as the last busy key is let go, about a round trip later than a
     /// single key's waiter. Holders that raise no signal are polled at that
-    /// pace. The signals decide nothing: `AcquireSet` does. A set refused
-    /// with a key `NotProvisioned`, and any error, return at once; a wait
-    /// for a fence row given up ([`AcquireSet::RowHeld`]) is contention, and
-    /// is asked again after a pause. One last attempt is made at the
-    /// deadline; if it is refused, that answer is returned.
+    /// pace, with a look at their signals every few pauses. The signals
+    /// decide nothing: `AcquireSet` does. A set refused with a key
+    /// `NotProvisioned` returns at once; a wait for a fence row given up
+    /// ([`AcquireSet::RowHeld`]) is contention, and is asked again after a
+    /// pause. An attempt whose reply was lost is confirmed as
+    /// [`acquire_waiting`](Client::acquire_waiting) confirms one (also past
+    /// the deadline, for a few call timeouts or the lease length); other
+    /// transient errors (a deadlock, a failover) are retried until the
+    /// deadline, and every other error returns at once. One last attempt is
+    /// made at the deadline; if it is refused, that answer is returned.
     pub async fn acquire_set_waiting(
         &self,
         keys: &[&str],
@@ -101,9 +120,17 @@ impl Client {
         let started = Instant::now();
         let mut backoff = Backoff::default();
         let mut next = Pause::Settle;
+        // Whether the pause since the last poll began with a settle: a
+        // release seen twice in a row without the set being granted (a hot
+        // key handed from holder to holder) is then polled, not chased.
+        let mut settled = false;
         loop {
             let sent_at = Instant::now();
-            let answer = self.acquire_set_retrying(keys, owner, length).await?;
+            let retries = Retries {
+                confirm_until: self.confirm_until(sent_at, length),
+                deadline,
+            };
+            let answer = self.acquire_set_retrying(keys, owner, length, retries).await?;
             let (busy, remaining) = match &answer {
                 AcquireSet::Acquired(_) => {
                     meter::handover_wait(started.elapsed());
@@ -124,31 +151,48 @@ impl Client {
                 .next(remaining, now.saturating_duration_since(sent_at), &mut rand::rng())
                 .min(RECHECK)
                 .min(left);
-            next = match next {
-                _ if busy.is_empty() => {
-                    tokio::time::sleep(pause).await;
-                    Pause::Settle
-                }
-                Pause::Polled => {
-                    tokio::time::sleep(pause).await;
-                    Pause::Settle
-                }
+            let end = now + pause;
+            let woke = match next {
+                _ if busy.is_empty() => None,
+                Pause::Polled(_) => None,
                 Pause::Settle => {
-                    let settle = SETTLE.min(pause);
-                    tokio::time::sleep(settle).await;
-                    after(self.wait_for_signals(&busy, pause - settle).await)
+                    settled = true;
+                    tokio::time::sleep(SETTLE.min(pause)).await;
+                    Some(self.wait_for_signals(&busy, end).await)
                 }
-                Pause::Signalled => after(self.wait_for_signals(&busy, pause).await),
+                Pause::Signalled => Some(self.wait_for_signals(&busy, end).await),
+            };
+            // A look at the signals is followed by an attempt at once; this
+            // is how the pause after it is spent if the set is refused again.
+            next = match woke {
+                // A guard still held a key at the pause's end: block on its
+                // signal again.
+                Some(Woke::Spent) => Pause::Signalled,
+                // A holder let go, yet the set may be refused (a waiter on
+                // that key took it first): a successor's guard raises its
+                // signal a moment after its grant. Not twice in a row.
+                Some(Woke::Released) if !settled => Pause::Settle,
+                Some(Woke::Released) => Pause::Polled(1),
+                // No busy key's holder signalled: poll, and look again later.
+                Some(Woke::Free) => Pause::Polled(POLLS_BETWEEN_LOOKS),
+                None => {
+                    tokio::time::sleep_until(end).await;
+                    settled = false;
+                    match next {
+                        Pause::Polled(more) if more > 1 && !busy.is_empty() => Pause::Polled(more - 1),
+                        _ => Pause::Settle,
+                    }
+                }
             };
         }
     }
 
     /// Blocks on the signal of each key of `keys` in turn until it is free,
-    /// all within `wait`, on a signal session; without one, sleeps `wait`.
-    async fn wait_for_signals(&self, keys: &[&str], wait: Duration) -> Woke {
+    /// all by `end`, on a signal session; without one, sleeps until `end`.
+    async fn wait_for_signals(&self, keys: &[&str], end: Instant) -> Woke {
         let started = Instant::now();
         // The request must end well inside the call timeout.
-        let end = started + wait.min(self.config.call_timeout / 2);
+        let end = end.min(started + self.config.call_timeout / 2);
         // A fake raises no signal: the wait is a poll's pause.
         #[cfg(feature = "fake")]
         if self.as_fake().is_some() {
@@ -194,19 +238,6 @@ impl Client {
                 Woke::Spent
             }
         }
-    }
-}
-
-/// How the next pause is spent after a wait that ended so.
-fn after(woke: Woke) -> Pause {
-    match woke {
-        // A guard still holds a key: block on its signal again.
-        Woke::Spent => Pause::Signalled,
-        // A holder let go, and the set was refused again: a successor's
-        // guard raises its signal a moment after its grant.
-        Woke::Released => Pause::Settle,
-        // No busy key's holder signals: poll once, then look again.
-        Woke::Free => Pause::Polled,
     }
 }
 
@@ -256,12 +287,5 @@ mod tests {
             ("b".to_string(), KeyRefusal::NotProvisioned),
         ];
         assert_eq!(busy_keys(&refusals), None);
-    }
-
-    #[test]
-    fn holders_without_a_signal_are_polled_once_then_looked_at_again() {
-        assert_eq!(after(Woke::Free), Pause::Polled);
-        assert_eq!(after(Woke::Spent), Pause::Signalled);
-        assert_eq!(after(Woke::Released), Pause::Settle);
     }
 }

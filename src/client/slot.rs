@@ -13,6 +13,7 @@ use super::contract::Procedure;
 use super::error::Error;
 use super::parameter::Parameter;
 use super::span::About;
+use super::wait::{Retries, later, retry_acquire};
 use super::{Client, Lease, Provision, input, outcome};
 
 /// The most slots a resource may have: what `AcquireSlot` takes.
@@ -53,6 +54,26 @@ pub fn slot_key(resource: &str, slot: u32) -> String {
     format!("{resource}#{slot}")
 }
 
+/// `resource` as `AcquireSlot` takes it: a key with room left for `#` and a
+/// slot number, at most [`MAX_SLOT_RESOURCE_UTF16_UNITS`] UTF-16 code units.
+pub(crate) fn slot_resource(resource: &str) -> Result<&str, Error> {
+    let key = input::key(resource)?;
+    let units = key.encode_utf16().count();
+    if units > MAX_SLOT_RESOURCE_UTF16_UNITS {
+        return Err(Error::invalid(
+            Parameter::ResourceKey,
+            format!(
+                "must be at most {MAX_SLOT_RESOURCE_UTF16_UNITS} UTF-16 code units for a resource with slots (room for '#' and a slot number), not {units}"
+            ),
+        ));
+    }
+    Ok(key)
+}
+
+/// The longest resource key `AcquireSlot` takes: a key's 256 UTF-16 code
+/// units less `#` and four digits.
+pub const MAX_SLOT_RESOURCE_UTF16_UNITS: usize = 251;
+
 /// The slot number `key` spells as a slot of `resource`: `<resource>#` and
 /// one to four decimal digits with no leading zero (`#0` is slot 0, `#01`
 /// no slot), the rows `AcquireSlot` counts; `None` for any other key.
@@ -84,28 +105,33 @@ impl Client {
     /// attempt whose reply was lost is sent again as the same owner, which
     /// confirms the slot it was granted (its generation kept).
     pub async fn acquire_slot(&self, resource: &str, slots: u32, length: Duration) -> Result<AcquireSlot, Error> {
-        self.acquire_slot_retrying(resource, slots, Uuid::new_v4(), length)
+        let retries = Retries::until(self.confirm_until(Instant::now(), length));
+        self.acquire_slot_retrying(resource, slots, Uuid::new_v4(), length, retries)
             .await
     }
 
     /// [`acquire_slot_as`](Client::acquire_slot_as), sent again as the same
-    /// owner while its reply may have been lost, for a few call timeouts or
-    /// the lease's length, whichever is shorter.
+    /// owner after a transient failure, until `retries` ends: a reply that
+    /// may have been lost is confirmed (a wait for a row given up then
+    /// included: only an answer to the same owner rules out the lost
+    /// attempt's grant).
     pub(super) async fn acquire_slot_retrying(
         &self,
         resource: &str,
         slots: u32,
         owner: Uuid,
         length: Duration,
+        retries: Retries,
     ) -> Result<AcquireSlot, Error> {
-        let until = self.confirm_until(Instant::now(), length);
         let mut pause = FIRST_PAUSE;
         let mut reached = false;
         loop {
-            match self.acquire_slot_as(resource, slots, owner, length).await {
+            match self.acquire_slot_attempt(resource, slots, owner, length).await {
+                // Its transaction rolled back: nothing was granted, unless an
+                // earlier attempt's reply was lost.
+                Err(error) if error.gave_up_waiting_for_the_row() && !reached => return Ok(AcquireSlot::row_held()),
                 Err(error)
-                    if super::wait::retry_acquire(&error, &mut reached)
-                        && super::wait::later(Instant::now(), pause) < until =>
+                    if retry_acquire(&error, &mut reached) && later(Instant::now(), pause) < retries.end(reached) =>
                 {
                     tracing::debug!(%owner, %error, "acquire of a slot failed; retrying with the same owner");
                     tokio::time::sleep(pause).await;
@@ -117,7 +143,11 @@ impl Client {
     }
 
     /// Tries once to take a free slot of `resource` as `owner`. Sending it
-    /// again as the same owner while it holds a slot extends that slot.
+    /// again as the same owner while it holds a slot extends that slot. A
+    /// wait for a fence row given up is `Busy` with no expiry known. The
+    /// attempt runs to its end on a task of its own: a caller that stops
+    /// waiting for it leaves no slot held, as a slot granted after it was
+    /// gone is given back.
     pub async fn acquire_slot_as(
         &self,
         resource: &str,
@@ -125,29 +155,49 @@ impl Client {
         owner: Uuid,
         length: Duration,
     ) -> Result<AcquireSlot, Error> {
-        let key = input::key(resource)?;
+        match self.acquire_slot_attempt(resource, slots, owner, length).await {
+            Err(error) if error.gave_up_waiting_for_the_row() => Ok(AcquireSlot::row_held()),
+            other => other,
+        }
+    }
+
+    /// One attempt, run to its end on a task of its own; a wait for a row
+    /// given up is the error it is.
+    async fn acquire_slot_attempt(
+        &self,
+        resource: &str,
+        slots: u32,
+        owner: Uuid,
+        length: Duration,
+    ) -> Result<AcquireSlot, Error> {
+        slot_resource(resource)?;
         let count = slot_count(slots)?;
         let owner = input::owner(owner)?;
         let seconds = input::lease_seconds(length)?;
+        let (client, resource) = (self.clone(), resource.to_string());
+        self.to_its_end(Procedure::AcquireSlot, async move {
+            client.acquire_slot_once(&resource, count, owner, length, seconds).await
+        })
+        .await
+    }
+
+    /// One `AcquireSlot`, its input checked already, and its answer.
+    async fn acquire_slot_once(
+        &self,
+        key: &str,
+        count: i32,
+        owner: Uuid,
+        length: Duration,
+        seconds: i32,
+    ) -> Result<AcquireSlot, Error> {
         let sent_at = Instant::now();
-        let reply = match self
+        let reply = self
             .call(
                 Procedure::AcquireSlot,
                 &[&key, &count, &owner, &seconds],
                 About::key(key),
             )
-            .await
-        {
-            Ok(reply) => reply,
-            // Its transaction rolled back: nothing was granted.
-            Err(error) if error.gave_up_waiting_for_the_row() => {
-                return Ok(AcquireSlot::Busy {
-                    until: OffsetDateTime::now_utc(),
-                    remaining: Duration::ZERO,
-                });
-            }
-            Err(error) => return Err(error),
-        };
+            .await?;
         match reply.outcome()? {
             "Acquired" => {
                 let slot: i32 = reply.required("Slot")?;
@@ -173,6 +223,17 @@ impl Client {
             }
             "NotProvisioned" => Ok(AcquireSlot::NotProvisioned),
             _ => Err(reply.unknown_outcome()),
+        }
+    }
+}
+
+impl AcquireSlot {
+    /// `Busy` with the holders' end unknown: another transaction held a row
+    /// longer than `AcquireSlot` waits for it, and nothing was granted.
+    fn row_held() -> AcquireSlot {
+        AcquireSlot::Busy {
+            until: OffsetDateTime::now_utc(),
+            remaining: Duration::ZERO,
         }
     }
 }
@@ -215,6 +276,14 @@ mod tests {
         ] {
             assert_eq!(slot_number(r, not_a_slot), None, "{not_a_slot}");
         }
+    }
+
+    #[test]
+    fn a_resource_with_slots_leaves_room_for_its_slot_numbers() {
+        assert!(slot_resource(&"r".repeat(251)).is_ok());
+        let refused = slot_resource(&"r".repeat(252)).unwrap_err();
+        assert_eq!(refused.parameter(), Some(Parameter::ResourceKey));
+        assert!(slot_resource("r ").is_err(), "a trailing space");
     }
 
     #[test]

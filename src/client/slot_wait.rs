@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use super::wait::{Backoff, RECHECK, later};
+use super::wait::{Backoff, RECHECK, Retries, later};
 use super::{AcquireSlot, Client, Error};
 
 impl Client {
@@ -23,8 +23,12 @@ impl Client {
     /// taken within about a second. (A slot has no single holder to wait
     /// on: any of them letting go frees one, and the handover signal wakes
     /// a waiter only when one particular holder lets go.) `NotProvisioned`
-    /// and errors return at once. One last attempt is made at the deadline;
-    /// if it is still busy, that `Busy` is returned.
+    /// returns at once. An attempt whose reply was lost is confirmed as
+    /// [`acquire_waiting`](Client::acquire_waiting) confirms one (also past
+    /// the deadline, for a few call timeouts or the lease length); other
+    /// transient errors (a deadlock, a failover) are retried until the
+    /// deadline, and every other error returns at once. One last attempt is
+    /// made at the deadline; if it is still busy, that `Busy` is returned.
     pub async fn acquire_slot_waiting(
         &self,
         resource: &str,
@@ -37,7 +41,13 @@ impl Client {
         let mut backoff = Backoff::default();
         loop {
             let sent_at = Instant::now();
-            let answer = self.acquire_slot_retrying(resource, slots, owner, length).await?;
+            let retries = Retries {
+                confirm_until: self.confirm_until(sent_at, length),
+                deadline,
+            };
+            let answer = self
+                .acquire_slot_retrying(resource, slots, owner, length, retries)
+                .await?;
             let AcquireSlot::Busy { remaining, .. } = answer else {
                 return Ok(answer);
             };

@@ -100,6 +100,19 @@ pub(crate) fn run_fenced_span(key: &str) -> tracing::Span {
     )
 }
 
+/// `run_fenced_set`'s span, parent of its calls and its guard's renewals:
+/// the set's keys (in the order given) and how many there are.
+pub(crate) fn run_fenced_set_span(keys: &[&str]) -> tracing::Span {
+    tracing::info_span!(
+        target: "fencepost::client",
+        "fencepost.run_fenced_set",
+        fencepost.resource_keys = keys.join(", "),
+        // An i64, as OpenTelemetry's integer attributes are.
+        fencepost.key_count = i64::try_from(keys.len()).unwrap_or(i64::MAX),
+        fencepost.outcome = Empty,
+    )
+}
+
 /// A guard's renewals, parent of each Renew call.
 pub(crate) fn renewals_span(lease: &super::Lease) -> tracing::Span {
     tracing::info_span!(

@@ -136,17 +136,17 @@ impl Client {
 
 /// Until when an acquire tries again as the same owner.
 #[derive(Clone, Copy, Debug)]
-struct Retries {
+pub(super) struct Retries {
     /// The end of the retries that confirm a grant whose reply was lost
     /// (see [`Client::confirm_until`]).
-    confirm_until: Instant,
+    pub(super) confirm_until: Instant,
     /// The end of any other retry: the caller's deadline.
-    deadline: Instant,
+    pub(super) deadline: Instant,
 }
 
 impl Retries {
     /// The same end for every retry.
-    fn until(end: Instant) -> Retries {
+    pub(super) fn until(end: Instant) -> Retries {
         Retries {
             confirm_until: end,
             deadline: end,
@@ -155,7 +155,7 @@ impl Retries {
 
     /// When retrying ends, once an attempt may have reached the server
     /// (`reached`) or not.
-    fn end(self, reached: bool) -> Instant {
+    pub(super) fn end(self, reached: bool) -> Instant {
         if reached {
             self.confirm_until
         } else {

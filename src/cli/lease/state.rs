@@ -93,7 +93,8 @@ pub(super) async fn slots(args: LeaseSlotsArgs) -> Result<u8> {
     match args.format {
         Format::Json => out::line(serde_json::to_string_pretty(&json!({
             "resource": args.resource,
-            "server_utc": found.server_utc.map(utc),
+            "resource_provisioned": found.resource_provisioned,
+            "server_utc": utc(found.server_utc),
             "held": held,
             "slots": found
                 .slots
@@ -120,13 +121,16 @@ pub(super) async fn slots(args: LeaseSlotsArgs) -> Result<u8> {
                 ))?,
                 provisioned => out::line(format_args!("{held} of {provisioned} provisioned slot(s) held"))?,
             }
+            if !found.resource_provisioned {
+                out::line(format_args!(
+                    "{}: the resource's own key has no fence row: AcquireSlot answers NotProvisioned until it is provisioned",
+                    args.resource
+                ))?;
+            }
         }
     }
-    Ok(if found.slots.is_empty() {
-        EXIT_ATTENTION
-    } else {
-        EXIT_OK
-    })
+    let usable = found.resource_provisioned && !found.slots.is_empty();
+    Ok(if usable { EXIT_OK } else { EXIT_ATTENTION })
 }
 
 pub(super) async fn list(args: LeaseListArgs) -> Result<u8> {

@@ -6,9 +6,9 @@
 use time::OffsetDateTime;
 
 use super::Admin;
-use super::leases::LeaseQuery;
+use super::leases::{Inspected, LeaseQuery};
 use crate::client::slot::slot_number;
-use crate::client::{Error, LeaseState};
+use crate::client::{Error, Inspection, LeaseState};
 
 /// Rows a page of `ListLeases` reads: a resource has at most
 /// [`MAX_SLOTS`](crate::client::MAX_SLOTS) slots a call counts.
@@ -28,11 +28,16 @@ pub struct Slot {
 /// Every provisioned slot of a resource, in slot order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Slots {
-    /// The slots, lowest number first.
+    /// Whether the resource's own key is provisioned: its row is the
+    /// semaphore's lock, and without it `AcquireSlot` answers
+    /// `NotProvisioned` whatever slots there are.
+    pub resource_provisioned: bool,
+    /// The slots, lowest number first. Read page by page, each page at its
+    /// own moment.
     pub slots: Vec<Slot>,
-    /// The server clock of the last page read; `None` when no key at all
-    /// starts with `<resource>#`.
-    pub server_utc: Option<OffsetDateTime>,
+    /// The server clock when the resource's own key was read, before the
+    /// slots.
+    pub server_utc: OffsetDateTime,
 }
 
 impl Slots {
@@ -46,18 +51,20 @@ impl Slots {
 impl Admin {
     /// Every provisioned slot of `resource` with its lease, read page by
     /// page with `ListLeases` (so the login needs `fence_operator` or
-    /// `fence_recovery`). Keys under `<resource>#` that
+    /// `fence_recovery`), after the resource's own key with `Inspect`. A
+    /// resource `AcquireSlot` would refuse (longer than 251 UTF-16 code
+    /// units, a trailing space) is refused so, naming `@ResourceKey`. Keys under `<resource>#` that
     /// spell no slot number (`<resource>#01`, `<resource>#a`) are left out,
     /// as `AcquireSlot` leaves them out.
     pub async fn slots(&self, resource: &str) -> Result<Slots, Error> {
+        crate::client::slot::slot_resource(resource)?;
+        let Inspected { inspection, server_utc } = self.inspect(resource).await?;
         let prefix = format!("{resource}#");
         let mut query = LeaseQuery::new();
         query.prefix(&prefix).max_rows(PAGE);
         let mut slots = Vec::new();
-        let mut server_utc = None;
         loop {
             let page = self.list_leases(&query).await?;
-            server_utc = page.server_utc().or(server_utc);
             slots.extend(page.leases.iter().filter_map(|listed| {
                 Some(Slot {
                     slot: slot_number(resource, &listed.key)?,
@@ -73,6 +80,10 @@ impl Admin {
             }
         }
         slots.sort_by_key(|slot| slot.slot);
-        Ok(Slots { slots, server_utc })
+        Ok(Slots {
+            resource_provisioned: inspection != Inspection::NotProvisioned,
+            slots,
+            server_utc,
+        })
     }
 }

@@ -12,7 +12,9 @@ use crate::support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use fencepost::client::{Acquire, BeginFenced, Error, Fenced, FencedOutcome, Publish, RefusalReason, Release};
+use fencepost::client::{
+    Acquire, BeginFenced, Error, Fenced, FencedOutcome, FencedSet, Publish, RefusalReason, Release,
+};
 use fencepost::{Client, ClientConfig, ConnectionString};
 use opentelemetry::Value;
 use opentelemetry::trace::{SpanKind, Status, TracerProvider as _};
@@ -261,6 +263,52 @@ async fn calls_under_run_fenced_or_a_fenced_transaction_are_its_children_in_one_
     assert_eq!(children(tx), ["EXECUTE fence_api.AssertHolder"]);
     // Two operations of the service, two traces.
     assert_ne!(run.span_context.trace_id(), tx.span_context.trace_id());
+    drop(client);
+    db.drop().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn calls_under_run_fenced_set_are_its_children_and_it_names_the_keys() {
+    const TEST: &str = "calls_under_run_fenced_set_are_its_children_and_it_names_the_keys";
+    let Some(db) = TestDatabase::shared(TEST).await else {
+        return;
+    };
+    let client = Client::connect(&db.ado()).await.unwrap();
+    let keys = [
+        provisioned(&client, "otel-set").await,
+        provisioned(&client, "otel-set").await,
+    ];
+    let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+    let (backend, _default) = Backend::installed();
+
+    let ran = client
+        .run_fenced_set(&refs, Duration::from_secs(60), |_| async {
+            Ok::<_, std::convert::Infallible>(keys.iter().map(|key| (key.clone(), "done".to_string())).collect())
+        })
+        .await
+        .unwrap();
+    assert!(matches!(ran, FencedSet::Published { .. }), "{ran:?}");
+
+    let spans = backend.spans();
+    let run = named(&spans, "fencepost.run_fenced_set");
+    assert_eq!(run.span_kind, SpanKind::Internal);
+    assert_eq!(attributes(run)["fencepost.outcome"], text("Published"));
+    assert_eq!(attributes(run)["fencepost.key_count"], Value::I64(2));
+    assert_eq!(attributes(run)["fencepost.resource_keys"], text(&refs.join(", ")));
+    let context = &run.span_context;
+    let children: Vec<&str> = spans
+        .iter()
+        .filter(|s| s.parent_span_id == context.span_id() && s.span_context.trace_id() == context.trace_id())
+        .map(|s| s.name.as_ref())
+        .collect();
+    assert_eq!(
+        children,
+        [
+            "EXECUTE fence_api.AcquireSet",
+            "fencepost.renewals",
+            "EXECUTE fence_api.PublishSet"
+        ]
+    );
     drop(client);
     db.drop().await;
 }

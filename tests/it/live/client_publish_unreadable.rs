@@ -73,9 +73,9 @@ async fn a_committed_publish_whose_outcome_cannot_be_read_is_unknown_not_an_erro
     db.drop().await;
 }
 
-/// The shipped PublishSet, answering each row's key as NULL after its
-/// commit.
-fn publish_set_answering_no_key() -> Sources {
+/// The shipped PublishSet with its answer, written once, replaced by
+/// `drifted`.
+fn publish_set_answering(drifted: &str) -> Sources {
     let shipped = Sources::embedded().unwrap();
     let text = shipped
         .procedures()
@@ -84,35 +84,31 @@ fn publish_set_answering_no_key() -> Sources {
         .unwrap()
         .text()
         .to_string();
-    let answer = "CAST(ResourceKey AS nvarchar(256)) AS ResourceKey\n      FROM @Set\n     ORDER BY LockOrder;";
-    assert_eq!(text.matches(answer).count(), 1, "PublishSet answers in one place");
-    let drifted = text.replacen(
-        answer,
-        "CAST(NULL AS nvarchar(256)) AS ResourceKey\n      FROM @Set\n     ORDER BY LockOrder;",
-        1,
-    );
+    assert_eq!(text.matches(SET_ANSWER).count(), 1, "PublishSet answers in one place");
+    let drifted = text.replacen(SET_ANSWER, drifted, 1);
     shipped.with_procedure("fence_api.PublishSet.sql", &drifted).unwrap()
 }
 
-#[tokio::test]
-async fn a_committed_set_publish_whose_rows_cannot_be_read_is_unknown_not_an_error() {
-    const TEST: &str = "a_committed_set_publish_whose_rows_cannot_be_read_is_unknown_not_an_error";
-    let Some(db) = TestDatabase::new(TEST).await else {
-        return;
-    };
-    db.migrate(&publish_set_answering_no_key())
-        .await
-        .expect("deploy with the drifted PublishSet");
-    let client = unwarmed(&db.ado()).await;
-    let keys = [
-        provisioned(&client, "unreadable-set").await,
-        provisioned(&client, "unreadable-set").await,
+/// How the shipped PublishSet answers, after its commit.
+const SET_ANSWER: &str = "CAST(ResourceKey AS nvarchar(256)) AS ResourceKey\n      FROM @Set\n     ORDER BY LockOrder;";
+
+/// A set of two provisioned keys held by `client`, and a publish for each.
+async fn held_set(client: &fencepost::Client) -> (fencepost::client::LeaseSet, Vec<String>) {
+    let keys = vec![
+        provisioned(client, "unreadable-set").await,
+        provisioned(client, "unreadable-set").await,
     ];
     let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
     let AcquireSet::Acquired(set) = client.acquire_set(&refs, Duration::from_secs(60)).await.unwrap() else {
         panic!("the set was not acquired");
     };
-    let publishes: Vec<KeyPublish<'_>> = refs
+    (set, keys)
+}
+
+/// Publishes one payload per key and expects an unknown outcome whose
+/// publishes all committed.
+async fn expect_committed_but_unknown(client: &fencepost::Client, set: &fencepost::client::LeaseSet, keys: &[String]) {
+    let publishes: Vec<KeyPublish<'_>> = keys
         .iter()
         .map(|key| KeyPublish {
             key,
@@ -120,7 +116,7 @@ async fn a_committed_set_publish_whose_rows_cannot_be_read_is_unknown_not_an_err
             payload: "committed",
         })
         .collect();
-    match client.publish_set(&set, &publishes).await {
+    match client.publish_set(set, &publishes).await {
         Err(Error::OutcomeUnknown { operation_id, .. }) => {
             assert!(
                 publishes.iter().any(|p| p.operation_id == operation_id),
@@ -138,6 +134,38 @@ async fn a_committed_set_publish_whose_rows_cannot_be_read_is_unknown_not_an_err
             "the set publish did not commit, so the test shows nothing"
         );
     }
+}
+
+#[tokio::test]
+async fn a_committed_set_publish_followed_by_an_error_is_unknown_not_an_error() {
+    const TEST: &str = "a_committed_set_publish_followed_by_an_error_is_unknown_not_an_error";
+    let Some(db) = TestDatabase::new(TEST).await else {
+        return;
+    };
+    let erring = format!("{SET_ANSWER}\n    RAISERROR('after the rows', 16, 1);");
+    db.migrate(&publish_set_answering(&erring))
+        .await
+        .expect("deploy with the drifted PublishSet");
+    let client = unwarmed(&db.ado()).await;
+    let (set, keys) = held_set(&client).await;
+    expect_committed_but_unknown(&client, &set, &keys).await;
+    drop(client);
+    db.drop().await;
+}
+
+#[tokio::test]
+async fn a_committed_set_publish_whose_rows_cannot_be_read_is_unknown_not_an_error() {
+    const TEST: &str = "a_committed_set_publish_whose_rows_cannot_be_read_is_unknown_not_an_error";
+    let Some(db) = TestDatabase::new(TEST).await else {
+        return;
+    };
+    let no_key = SET_ANSWER.replace("CAST(ResourceKey AS", "CAST(NULL AS");
+    db.migrate(&publish_set_answering(&no_key))
+        .await
+        .expect("deploy with the drifted PublishSet");
+    let client = unwarmed(&db.ado()).await;
+    let (set, keys) = held_set(&client).await;
+    expect_committed_but_unknown(&client, &set, &keys).await;
     drop(client);
     db.drop().await;
 }

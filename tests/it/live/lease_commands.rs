@@ -386,8 +386,15 @@ async fn inspect_shows_each_key_of_a_set_and_slots_lists_a_resources_slots() {
     let none = lease(&["slots", &format!("no-slots-{}", Uuid::new_v4().simple())], &ado).await;
     assert_eq!(none.status.code(), Some(1), "{}", stdout(&none));
 
-    client.release_set(&set).await.unwrap();
-    client.release(&slot_lease).await.unwrap();
+    assert!(
+        client
+            .release_set(&set)
+            .await
+            .unwrap()
+            .iter()
+            .all(|(_, r)| *r == Release::Released)
+    );
+    assert_eq!(client.release(&slot_lease).await.unwrap(), Release::Released);
     drop(client);
     db.drop().await;
 }

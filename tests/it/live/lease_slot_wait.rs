@@ -119,10 +119,15 @@ async fn an_operator_lists_a_resources_slots_with_their_leases_and_no_other_key(
     let held = listed.slots.iter().find(|s| s.state.is_held).unwrap();
     assert_eq!((held.slot, held.key.as_str()), (slot, lease.key()));
     assert_eq!(held.state.generation, lease.generation());
-    assert!(listed.server_utc.is_some());
+    assert!(listed.resource_provisioned);
 
     let none = client.admin().slots(&unique("no-slots")).await.unwrap();
-    assert!(none.slots.is_empty() && none.server_utc.is_none(), "{none:?}");
+    assert!(none.slots.is_empty() && !none.resource_provisioned, "{none:?}");
+    // Slots without the resource's own key: AcquireSlot would grant none.
+    let headless = unique("headless");
+    client.provision(&slot_key(&headless, 0)).await.unwrap();
+    let listed = client.admin().slots(&headless).await.unwrap();
+    assert_eq!((listed.slots.len(), listed.resource_provisioned), (1, false));
     assert_eq!(client.release(&lease).await.unwrap(), Release::Released);
     drop(client);
     db.drop().await;
