@@ -76,3 +76,56 @@ async fn a_set_acquire_whose_caller_stopped_waiting_leaves_no_key_held() {
         "a set acquire whose caller was gone was granted and kept: {first} is held until {until:?} by an owner nobody knows"
     );
 }
+
+/// The same for a slot: a caller that stops waiting for `acquire_slot`
+/// while it waits for the resource's row leaves no slot held, so the
+/// semaphore does not lose a slot until that lease's end.
+#[tokio::test]
+async fn a_slot_acquire_whose_caller_stopped_waiting_leaves_no_slot_held() {
+    const TEST: &str = "a_slot_acquire_whose_caller_stopped_waiting_leaves_no_slot_held";
+    let Some(db) = TestDatabase::shared(TEST).await else {
+        return;
+    };
+    let client = worker(&db.ado()).await;
+    let resource = format!("dropped-slot:{}", Uuid::new_v4().simple());
+    client.provision_slots(&resource, 1).await.unwrap();
+    let slot = fencepost::client::slot_key(&resource, 0);
+    // A service's open transaction holds the resource's own row, the
+    // semaphore's lock, which every slot acquire takes.
+    let mut service = Caller::new(db.connect().await);
+    service.begin("READ COMMITTED").await.unwrap();
+    let released = service
+        .call(
+            "EXEC fence_api.Release @ResourceKey = @P1, @Owner = @P2, @Generation = @P3",
+            &[&resource.as_str(), &Uuid::new_v4(), &1i64],
+        )
+        .await;
+    assert_eq!(released.outcome(), "NotHolder");
+    let (before, _, _, _) = state(&client, &slot).await;
+    let gave_up = tokio::time::timeout(Duration::from_millis(1500), client.acquire_slot(&resource, 1, LONG)).await;
+    assert!(
+        gave_up.is_err(),
+        "the slot acquire answered while the row was held: {gave_up:?}"
+    );
+    service.commit().await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
+    let mut granted = false;
+    while tokio::time::Instant::now() < deadline {
+        let (generation, _, _, _) = state(&client, &slot).await;
+        if generation > before {
+            granted = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        granted,
+        "the abandoned acquire was never granted, so the test shows nothing"
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (_, held, until, _) = state(&client, &slot).await;
+    assert!(
+        !held,
+        "a slot acquire whose caller was gone was granted and kept: {slot} is held until {until:?} by an owner nobody knows"
+    );
+}
