@@ -200,6 +200,27 @@ pub(crate) fn dynamic_constructs(definition: &str) -> Vec<&'static str> {
     found
 }
 
+/// Whether a module's text may change data itself: a data statement
+/// (INSERT, UPDATE, DELETE, MERGE, TRUNCATE, the text-column writes), or SQL
+/// built at run time or run as someone else. A text with none of them only
+/// reads what it names. In doubt it may: a string or an identifier that
+/// spells one of those words counts too.
+pub(crate) fn may_modify_data(definition: &str) -> bool {
+    const WRITES: [&str; 7] = [
+        "insert",
+        "update",
+        "delete",
+        "merge",
+        "truncate",
+        "writetext",
+        "updatetext",
+    ];
+    words(&code_only(definition))
+        .iter()
+        .any(|w| WRITES.contains(&w.as_str()))
+        || !dynamic_constructs(definition).is_empty()
+}
+
 /// Lower-cased words and single punctuation characters of code, brackets
 /// and quotes dropped, so `EXEC(` and `EXEC (` read alike.
 pub(crate) fn words(code: &str) -> Vec<String> {

@@ -19,6 +19,7 @@ use super::right::Right;
 use super::synonyms::synonyms_for;
 use super::trigger_header::{DATA, header, trigger_body};
 use super::updatable::writes_through;
+use crate::audit::module_text::may_modify_data;
 use crate::tsql::quote_qualified;
 
 /// What a write through an object goes to next.
@@ -289,6 +290,19 @@ fn text_link<'a>(
     view: bool,
 ) -> Option<Link<'a>> {
     let name = o.qualified_name();
+    // A procedure, function or trigger whose text changes no data itself
+    // only reads what it names: no write of its starts there, nor fires a
+    // trigger. One whose text is hidden may.
+    if !view && let Some(text) = o.definition.as_deref() {
+        let own_text = if o.kind == ObjectKind::Trigger {
+            trigger_body(text)
+        } else {
+            text
+        };
+        if !may_modify_data(own_text) {
+            return None;
+        }
+    }
     // Every target it names is tried, not the first: a view that names one
     // fence table only in a filter may still write another it selects from.
     let ((t, _, goal), synonym) = targets
