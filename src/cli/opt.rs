@@ -197,9 +197,8 @@ pub enum LeaseCommand {
     /// Show a resource's slots (a fenced semaphore): each provisioned slot
     /// key `RESOURCE#N` with its lease, and how many are held now (server
     /// clock), the count AcquireSlot holds against its slot count. Needs
-    /// fence_operator or fence_recovery, and fence_reader or fence_service
-    /// for the resource's own key. Exits 1 when the resource has no slot
-    /// provisioned, or its own key no fence row.
+    /// fence_operator or fence_recovery. Exits 1 when the resource has no
+    /// slot provisioned, or its own key no fence row.
     Slots(LeaseSlotsArgs),
     /// Fence out the current holder of a key: raises its generation and
     /// clears the lease, so the holder's next renew, publish or fenced

@@ -72,7 +72,8 @@ impl Client {
     /// wait for a fence row given up is [`AcquireSet::RowHeld`]. The attempt
     /// runs to its end on a task of its own: a caller that stops waiting
     /// for it leaves no key held, as a set granted after it was gone is
-    /// given back.
+    /// given back (a set this owner held already and the call extended
+    /// included).
     pub async fn acquire_set_as(&self, keys: &[&str], owner: Uuid, length: Duration) -> Result<AcquireSet, Error> {
         match self.acquire_set_attempt(keys, owner, length).await {
             Err(error) if error.gave_up_waiting_for_the_row() => Ok(AcquireSet::RowHeld),

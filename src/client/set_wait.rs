@@ -18,22 +18,21 @@ use crate::tsql::after_applock;
 /// Blocks on each signal named in `@P1` in turn (each name 80 characters,
 /// as `handover::resource` makes them), shared, so waiters never queue
 /// behind each other, and lets go of each at once; all of them within `@P2`
-/// ms (once that time is up, the rest count as held, and at most one
-/// request was refused). Answers how many were still held at the end, and
-/// how many were let go of while it waited (SQL Server answers 1 for a grant that waited;
+/// ms (once that time is up, the rest are left unseen, and at most one
+/// request was refused). Answers how many were still held at the end, how
+/// many were let go of while it waited, and whether any was left unseen (SQL Server answers 1 for a grant that waited;
 /// Babelfish answers 0, so a grant later than `@P3` µs counts too).
 const WAIT_FOR_SIGNALS: &str = concat!(
     "DECLARE @Names nvarchar(max) = @P1, @Until datetime2(7) = DATEADD(millisecond, @P2, SYSUTCDATETIME()),
         @At int = 1, @Name nvarchar(255), @Signal int, @Left int, @Before datetime2(7), @Waited int,
-        @Held int = 0, @Released int = 0;
+        @Held int = 0, @Released int = 0, @Unseen int = 0;
 WHILE @At <= LEN(@Names)
 BEGIN
     SET @Left = DATEDIFF(millisecond, SYSUTCDATETIME(), @Until);
-    -- Time is up: the keys not looked at count as held, as the one that
-    -- used the time up does.
+    -- Time is up: the keys not looked at are left unseen.
     IF @Left < 1 AND @At > 1
     BEGIN
-        SET @Held = @Held + 1;
+        SET @Unseen = 1;
         BREAK;
     END;
     IF @Left < 1 SET @Left = 1;
@@ -49,7 +48,7 @@ BEGIN
     IF @Signal = 1 OR (@Signal = 0 AND @Waited >= @P3) SET @Released = @Released + 1;
     SET @At = @At + 80;
 END;
-SELECT @Held AS Held, @Released AS Released;"
+SELECT @Held AS Held, @Released AS Released, @Unseen AS Unseen;"
 );
 
 /// How the pause before the next attempt is spent.
@@ -120,10 +119,10 @@ impl Client {
         let started = Instant::now();
         let mut backoff = Backoff::default();
         let mut next = Pause::Settle;
-        // Whether the pause since the last poll began with a settle: a
-        // release seen twice in a row without the set being granted (a hot
-        // key handed from holder to holder) is then polled, not chased.
-        let mut settled = false;
+        // Whether the last look's release was chased already: one seen twice
+        // in a row without the set being granted (a hot key handed from
+        // holder to holder) is then polled, not chased again.
+        let mut chasing = false;
         loop {
             let sent_at = Instant::now();
             let retries = Retries {
@@ -152,37 +151,25 @@ impl Client {
                 .min(RECHECK)
                 .min(left);
             let end = now + pause;
-            let woke = match next {
-                _ if busy.is_empty() => None,
-                Pause::Polled(_) => None,
-                Pause::Settle => {
-                    settled = true;
-                    tokio::time::sleep(SETTLE.min(pause)).await;
-                    Some(self.wait_for_signals(&busy, end).await)
-                }
-                Pause::Signalled => Some(self.wait_for_signals(&busy, end).await),
-            };
-            // A look at the signals is followed by an attempt at once; this
-            // is how the pause after it is spent if the set is refused again.
-            next = match woke {
-                // A guard still held a key at the pause's end: block on its
-                // signal again.
-                Some(Woke::Spent) => Pause::Signalled,
-                // A holder let go, yet the set may be refused (a waiter on
-                // that key took it first): a successor's guard raises its
-                // signal a moment after its grant. Not twice in a row.
-                Some(Woke::Released) if !settled => Pause::Settle,
-                Some(Woke::Released) => Pause::Polled(1),
-                // No busy key's holder signalled: poll, and look again later.
-                Some(Woke::Free) => Pause::Polled(POLLS_BETWEEN_LOOKS),
-                None => {
+            next = match next {
+                _ if busy.is_empty() => {
                     tokio::time::sleep_until(end).await;
-                    settled = false;
-                    match next {
-                        Pause::Polled(more) if more > 1 && !busy.is_empty() => Pause::Polled(more - 1),
-                        _ => Pause::Settle,
-                    }
+                    chasing = false;
+                    Pause::Settle
                 }
+                Pause::Polled(_) => {
+                    tokio::time::sleep_until(end).await;
+                    chasing = false;
+                    after_poll(next)
+                }
+                // A look at the signals is followed by an attempt at once;
+                // how it ended says how the pause after that attempt is
+                // spent, if the set is refused again.
+                Pause::Settle => {
+                    tokio::time::sleep(SETTLE.min(pause)).await;
+                    after_look(self.wait_for_signals(&busy, end).await, &mut chasing)
+                }
+                Pause::Signalled => after_look(self.wait_for_signals(&busy, end).await, &mut chasing),
             };
         }
     }
@@ -228,8 +215,14 @@ impl Client {
             Ok((reply.required::<i32>("Held")?, reply.required::<i32>("Released")?))
         });
         match waited {
-            Ok((held, _)) if held > 0 => Woke::Spent,
+            // Spent to the pause's end, also when a request was refused at
+            // once (an engine answering "unavailable").
+            Ok((held, _)) if held > 0 => {
+                tokio::time::sleep_until(end).await;
+                Woke::Spent
+            }
             Ok((_, released)) if released > 0 => Woke::Released,
+            // Nothing held: what was left unseen is polled with the rest.
             Ok(_) => Woke::Free,
             // Only a wake-up call failed: spend the pause as a poll would.
             Err(error) => {
@@ -238,6 +231,35 @@ impl Client {
                 Woke::Spent
             }
         }
+    }
+}
+
+/// How the pause after the next attempt is spent, after a look at the
+/// signals that ended `woke`; `chasing` says whether the look before it
+/// ended in a release too.
+fn after_look(woke: Woke, chasing: &mut bool) -> Pause {
+    let (next, chase) = match woke {
+        // A guard still held a key at the pause's end: block on its signal
+        // again.
+        Woke::Spent => (Pause::Signalled, false),
+        // A holder let go, yet the set may be refused (a waiter on that key
+        // took it first): a successor's guard raises its signal a moment
+        // after its grant. Not twice in a row.
+        Woke::Released if !*chasing => (Pause::Settle, true),
+        Woke::Released => (Pause::Polled(1), false),
+        // No busy key's holder signalled: poll, and look again later.
+        Woke::Free => (Pause::Polled(POLLS_BETWEEN_LOOKS), false),
+    };
+    *chasing = chase;
+    next
+}
+
+/// How the pause after a poll is spent: polled again while polls are due,
+/// then a look at the signals.
+fn after_poll(polled: Pause) -> Pause {
+    match polled {
+        Pause::Polled(more) if more > 1 => Pause::Polled(more - 1),
+        _ => Pause::Settle,
     }
 }
 
@@ -278,6 +300,33 @@ mod tests {
             ("c".to_string(), busy(5)),
         ];
         assert_eq!(busy_keys(&refusals), Some((vec!["a", "c"], Duration::from_secs(5))));
+    }
+
+    #[test]
+    fn a_release_is_chased_once_then_polled_and_a_signal_held_is_watched_again() {
+        let mut chasing = false;
+        assert_eq!(after_look(Woke::Released, &mut chasing), Pause::Settle);
+        assert_eq!(after_look(Woke::Released, &mut chasing), Pause::Polled(1));
+        assert_eq!(after_poll(Pause::Polled(1)), Pause::Settle);
+        assert_eq!(after_look(Woke::Released, &mut chasing), Pause::Settle);
+        assert_eq!(after_look(Woke::Spent, &mut chasing), Pause::Signalled);
+        assert_eq!(
+            after_look(Woke::Released, &mut chasing),
+            Pause::Settle,
+            "a watched release is chased"
+        );
+    }
+
+    #[test]
+    fn holders_without_a_signal_are_polled_a_few_pauses_between_looks() {
+        let mut chasing = false;
+        let mut next = after_look(Woke::Free, &mut chasing);
+        let mut polls = 0;
+        while let Pause::Polled(_) = next {
+            polls += 1;
+            next = after_poll(next);
+        }
+        assert_eq!((polls, next), (POLLS_BETWEEN_LOOKS, Pause::Settle));
     }
 
     #[test]

@@ -147,7 +147,8 @@ impl Client {
     /// wait for a fence row given up is `Busy` with no expiry known. The
     /// attempt runs to its end on a task of its own: a caller that stops
     /// waiting for it leaves no slot held, as a slot granted after it was
-    /// gone is given back.
+    /// gone is given back (a slot this owner held already and the call
+    /// extended included).
     pub async fn acquire_slot_as(
         &self,
         resource: &str,

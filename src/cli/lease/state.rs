@@ -94,7 +94,7 @@ pub(super) async fn slots(args: LeaseSlotsArgs) -> Result<u8> {
         Format::Json => out::line(serde_json::to_string_pretty(&json!({
             "resource": args.resource,
             "resource_provisioned": found.resource_provisioned,
-            "server_utc": utc(found.server_utc),
+            "server_utc": found.server_utc.map(utc),
             "held": held,
             "slots": found
                 .slots

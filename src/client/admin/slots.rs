@@ -6,13 +6,17 @@
 use time::OffsetDateTime;
 
 use super::Admin;
-use super::leases::{Inspected, LeaseQuery};
+use super::leases::LeaseQuery;
 use crate::client::slot::slot_number;
-use crate::client::{Error, Inspection, LeaseState};
+use crate::client::{Error, LeaseState};
 
 /// Rows a page of `ListLeases` reads: a resource has at most
 /// [`MAX_SLOTS`](crate::client::MAX_SLOTS) slots a call counts.
 const PAGE: u32 = 1000;
+
+/// Rows a page of the look for the resource's own key reads: it is the
+/// first row but where keys continue it with control characters.
+const ROW_PAGE: u32 = 16;
 
 /// One slot of a resource.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,9 +39,8 @@ pub struct Slots {
     /// The slots, lowest number first. Read page by page, each page at its
     /// own moment.
     pub slots: Vec<Slot>,
-    /// The server clock when the resource's own key was read, before the
-    /// slots.
-    pub server_utc: OffsetDateTime,
+    /// The server clock of the first row read; `None` when there was none.
+    pub server_utc: Option<OffsetDateTime>,
 }
 
 impl Slots {
@@ -49,22 +52,24 @@ impl Slots {
 }
 
 impl Admin {
-    /// Every provisioned slot of `resource` with its lease, read page by
-    /// page with `ListLeases` (so the login needs `fence_operator` or
-    /// `fence_recovery`), after the resource's own key with `Inspect`. A
-    /// resource `AcquireSlot` would refuse (longer than 251 UTF-16 code
-    /// units, a trailing space) is refused so, naming `@ResourceKey`. Keys under `<resource>#` that
-    /// spell no slot number (`<resource>#01`, `<resource>#a`) are left out,
-    /// as `AcquireSlot` leaves them out.
+    /// Every provisioned slot of `resource` with its lease, and whether the
+    /// resource's own key is provisioned, read page by page with
+    /// `ListLeases` (so the login needs `fence_operator` or
+    /// `fence_recovery`). A resource `AcquireSlot` would refuse (longer
+    /// than 251 UTF-16 code units, a trailing space) is refused so, naming
+    /// `@ResourceKey`. Keys under `<resource>#` that spell no slot number
+    /// (`<resource>#01`, `<resource>#a`) are left out, as `AcquireSlot`
+    /// leaves them out.
     pub async fn slots(&self, resource: &str) -> Result<Slots, Error> {
         crate::client::slot::slot_resource(resource)?;
-        let Inspected { inspection, server_utc } = self.inspect(resource).await?;
+        let (resource_provisioned, mut server_utc) = self.resource_row(resource).await?;
         let prefix = format!("{resource}#");
         let mut query = LeaseQuery::new();
         query.prefix(&prefix).max_rows(PAGE);
         let mut slots = Vec::new();
         loop {
             let page = self.list_leases(&query).await?;
+            server_utc = server_utc.or(page.server_utc());
             slots.extend(page.leases.iter().filter_map(|listed| {
                 Some(Slot {
                     slot: slot_number(resource, &listed.key)?,
@@ -81,9 +86,38 @@ impl Admin {
         }
         slots.sort_by_key(|slot| slot.slot);
         Ok(Slots {
-            resource_provisioned: inspection != Inspection::NotProvisioned,
+            resource_provisioned,
             slots,
             server_utc,
         })
+    }
+
+    /// Whether `resource`'s own key has a fence row, and the server clock
+    /// of the first row read, from `ListLeases` under the prefix `resource`:
+    /// the key itself sorts before every key that continues it, except, on
+    /// SQL Server (which pads the shorter key with spaces), one continuing
+    /// it with a character below U+0020, so the pages are read until the
+    /// key or a key continuing it with anything else comes.
+    async fn resource_row(&self, resource: &str) -> Result<(bool, Option<OffsetDateTime>), Error> {
+        let mut query = LeaseQuery::new();
+        query.prefix(resource).max_rows(ROW_PAGE);
+        let mut server_utc = None;
+        loop {
+            let page = self.list_leases(&query).await?;
+            server_utc = server_utc.or(page.server_utc());
+            for listed in &page.leases {
+                match listed.key.strip_prefix(resource).and_then(|rest| rest.chars().next()) {
+                    None => return Ok((true, server_utc)),
+                    Some(next) if next >= ' ' => return Ok((false, server_utc)),
+                    Some(_) => {}
+                }
+            }
+            match page.next_after() {
+                Some(after) => {
+                    query.after(after);
+                }
+                None => return Ok((false, server_utc)),
+            }
+        }
     }
 }
