@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::call::batch_on;
 use super::contract::Procedure;
 use super::handover::{CHECKOUT_GRACE, HELD_WAIT, resource};
-use super::wait::{Backoff, RECHECK, Retries, SETTLE, later};
+use super::wait::{Backoff, Retries, SETTLE, later};
 use super::{AcquireSet, Client, Error, KeyRefusal, meter};
 use crate::tsql::after_applock;
 
@@ -141,16 +141,10 @@ impl Client {
                 },
                 AcquireSet::RowHeld => (Vec::new(), Duration::ZERO),
             };
-            let now = Instant::now();
-            let left = deadline.saturating_duration_since(now);
-            if left.is_zero() {
+            let Some(pause) = backoff.pause_before(deadline, remaining, sent_at) else {
                 return Ok(answer);
-            }
-            let pause = backoff
-                .next(remaining, now.saturating_duration_since(sent_at), &mut rand::rng())
-                .min(RECHECK)
-                .min(left);
-            let end = now + pause;
+            };
+            let end = Instant::now() + pause;
             next = match next {
                 _ if busy.is_empty() => {
                     tokio::time::sleep_until(end).await;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use super::wait::{Backoff, RECHECK, Retries, later};
+use super::wait::{Backoff, Retries, later};
 use super::{AcquireSlot, Client, Error};
 
 impl Client {
@@ -51,15 +51,9 @@ impl Client {
             let AcquireSlot::Busy { remaining, .. } = answer else {
                 return Ok(answer);
             };
-            let now = Instant::now();
-            let left = deadline.saturating_duration_since(now);
-            if left.is_zero() {
+            let Some(pause) = backoff.pause_before(deadline, remaining, sent_at) else {
                 return Ok(answer);
-            }
-            let pause = backoff
-                .next(remaining, now.saturating_duration_since(sent_at), &mut rand::rng())
-                .min(RECHECK)
-                .min(left);
+            };
             tokio::time::sleep(pause).await;
         }
     }

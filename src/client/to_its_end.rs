@@ -1,7 +1,7 @@
-//! An acquire attempt run to its end on a task of its own, as a single
-//! acquire's waiting attempt is (see `wait.rs`): a caller that stops waiting
-//! for it (a timeout around the call, a `select!` at shutdown) must not leave
-//! what it was granted held by an owner nobody knows. A request the client
+//! An acquire attempt (of one key, a set or a slot) run to its end on a task
+//! of its own: a caller that stops waiting for it (a timeout around the
+//! call, a `select!` at shutdown) must not leave what it was granted held
+//! by an owner nobody knows. A request the client
 //! stopped reading goes on on the server (Babelfish reads no Attention in
 //! the middle of a request), and an acquire waiting for a row another
 //! transaction holds is granted when that row is let go. The task reads the
@@ -14,10 +14,13 @@ use std::pin::Pin;
 use tokio::sync::oneshot;
 use tracing::Instrument;
 
+use tokio::time::Instant;
+
 use super::contract::Procedure;
+use super::handover::Woke;
 use super::set_outcome::AcquireSet;
 use super::slot::AcquireSlot;
-use super::{Client, Error, LeaseSet};
+use super::{Acquire, Client, Error, LeaseSet};
 
 /// A grant given back for a caller that is gone.
 type GiveBack = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -91,6 +94,25 @@ impl Client {
                 "release of a set nobody waits for did not finish in time; its leases will expire on their own"
             ),
         }
+    }
+}
+
+impl Claimable for Result<(Acquire, Instant, Option<Woke>), Error> {
+    fn give_back(self, client: Client) -> Option<GiveBack> {
+        let Ok((Acquire::Acquired(lease), ..)) = self else {
+            return None;
+        };
+        tracing::debug!(
+            key = lease.key(),
+            "an acquire whose caller is gone was granted; releasing it"
+        );
+        Some(Box::pin(async move {
+            client.release_quietly(&lease).await;
+        }))
+    }
+
+    fn cancelled(error: Error) -> Self {
+        Err(error)
     }
 }
 

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use rand::RngExt;
 use tokio::time::Instant;
-use tracing::Instrument;
 use uuid::Uuid;
 
 use super::contract::Procedure;
@@ -20,7 +19,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// The longest pause between attempts however long the holder's lease: a
 /// lease released early is noticed within about this long, not at its
 /// expiry.
-pub(super) const RECHECK: Duration = Duration::from_secs(1);
+const RECHECK: Duration = Duration::from_secs(1);
 /// How long after a grant its guard raises the handover signal, with room
 /// to spare: a waiter that finds no signal where a new tenure began waits
 /// this long before it blocks on one (see `handover::RAISE_AFTER`).
@@ -96,13 +95,9 @@ impl Client {
                 }
                 return Ok(answer);
             };
-            let now = Instant::now();
-            let left = deadline.saturating_duration_since(now);
-            if left.is_zero() {
+            let Some(pause) = backoff.pause_before(deadline, remaining, sent_at) else {
                 return Ok(answer);
-            }
-            let pause = backoff.next(remaining, now.saturating_duration_since(sent_at), &mut rand::rng());
-            let pause = pause.min(RECHECK).min(left);
+            };
             next = match woke {
                 // A guard holds the signal: spend the pause blocked on it, so
                 // a release wakes this waiter at once, and ask the fence when
@@ -260,10 +255,9 @@ impl Client {
         length: Duration,
         attempt: Attempt,
     ) -> Result<(Acquire, Instant, Option<Woke>), Error> {
-        let (answer, answered) = tokio::sync::oneshot::channel();
         let (client, key) = (self.clone(), key.to_string());
-        let task = async move {
-            let outcome = match attempt {
+        self.to_its_end(Procedure::Acquire, async move {
+            match attempt {
                 Attempt::Plain => client
                     .acquire_timed(&key, owner, length)
                     .await
@@ -272,32 +266,9 @@ impl Client {
                     .acquire_signalled(&key, owner, length, wait)
                     .await
                     .map(|(answer, sent_at, woke)| (answer, sent_at, Some(woke))),
-            };
-            if let Err(Ok((Acquire::Acquired(lease), ..))) = answer.send(outcome) {
-                tracing::debug!(key, %owner, "an acquire whose caller is gone was granted; releasing it");
-                client.release_quietly(&lease).await;
             }
-        };
-        let running = tokio::spawn(task.instrument(tracing::Span::current()));
-        let mut answered = Unclaimed {
-            answer: Some(answered),
-            client: self.clone(),
-        };
-        match answered.take().await {
-            Ok(outcome) => outcome,
-            // The task ended without an answer: it panicked, and so does
-            // this; or its runtime is shutting down, and the attempt may
-            // have reached the server, as after a lost reply.
-            Err(_) => match running.await {
-                Err(ended) if ended.is_panic() => std::panic::resume_unwind(ended.into_panic()),
-                _ => Err(Error::Network {
-                    procedure: Procedure::Acquire.name(),
-                    reason: "the acquire's task was cancelled before it answered (its runtime is shutting down)"
-                        .to_string(),
-                    timed_out: false,
-                }),
-            },
-        }
+        })
+        .await
     }
 
     /// The end of the retries of an acquire started at `start`: a few
@@ -307,51 +278,6 @@ impl Client {
     pub(crate) fn confirm_until(&self, start: Instant, length: Duration) -> Instant {
         let attempt = self.config.checkout_timeout.saturating_add(self.config.call_timeout);
         later(start, attempt.saturating_mul(CONFIRM_ATTEMPTS).min(length))
-    }
-}
-
-/// The answer of an attempt running on its own task, until its caller takes
-/// it. A caller dropped after the task answered but before it took the
-/// answer would drop a grant with it: dropped unclaimed, it closes the
-/// channel (so a task still running releases what it is granted) and
-/// releases a grant already sent.
-struct Unclaimed {
-    answer: Option<tokio::sync::oneshot::Receiver<AttemptOutcome>>,
-    client: Client,
-}
-
-/// What one attempt answers: the acquire, when its Acquire was sent, and
-/// how a waiting attempt's wait ended.
-type AttemptOutcome = Result<(Acquire, Instant, Option<Woke>), Error>;
-
-impl Unclaimed {
-    /// Waits for the answer and claims it.
-    async fn take(&mut self) -> Result<AttemptOutcome, tokio::sync::oneshot::error::RecvError> {
-        let Some(answer) = self.answer.as_mut() else {
-            unreachable!("an attempt's answer is taken once");
-        };
-        let outcome = answer.await;
-        self.answer = None;
-        outcome
-    }
-}
-
-impl Drop for Unclaimed {
-    fn drop(&mut self) {
-        let Some(mut answer) = self.answer.take() else {
-            return;
-        };
-        answer.close();
-        if let Ok(Ok((Acquire::Acquired(lease), ..))) = answer.try_recv() {
-            let client = self.client.clone();
-            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                tracing::debug!(
-                    key = lease.key(),
-                    "an acquire whose caller is gone was granted; releasing it"
-                );
-                runtime.spawn(async move { client.release_quietly(&lease).await });
-            }
-        }
     }
 }
 
@@ -404,6 +330,25 @@ pub(super) struct Backoff {
 }
 
 impl Backoff {
+    /// The pause before the next attempt of a waiter whose last attempt,
+    /// sent at `sent_at`, found the lease busy for `remaining` more (server
+    /// clock): [`next`](Self::next), at most [`RECHECK`] and never past
+    /// `deadline`; `None` once the deadline has come.
+    pub(super) fn pause_before(
+        &mut self,
+        deadline: Instant,
+        remaining: Duration,
+        sent_at: Instant,
+    ) -> Option<Duration> {
+        let now = Instant::now();
+        let left = deadline.saturating_duration_since(now);
+        if left.is_zero() {
+            return None;
+        }
+        let pause = self.next(remaining, now.saturating_duration_since(sent_at), &mut rand::rng());
+        Some(pause.min(RECHECK).min(left))
+    }
+
     /// `remaining` is the lease's time left as the server judged it, and
     /// `since_sent` how long ago (local monotonic clock) that request left:
     /// the pause ends at `sent_at + remaining`, plus jitter.
