@@ -13,14 +13,13 @@ use crate::support;
 
 use std::time::Duration;
 
+use fencepost::Client;
 use fencepost::client::{Acquire, Release};
-use fencepost::{Client, ClientConfig, ConnectionString};
 use support::TestDatabase;
-use support::lease::{acquired, provisioned, warm_up};
-use support::signal::{sessions_of, signal, signal_holders, until_blocked, until_signal_held};
+use support::lease::{acquired, provisioned};
+use support::signal::{named, sessions_of, signal, signal_holders, unique, until_blocked, until_signal_held};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use uuid::Uuid;
 
 /// A lease no poll could take before its holder lets go: a waiter polls at
 /// most every second, so one that takes it within [`PROMPT`] was woken.
@@ -31,25 +30,6 @@ const PROMPT: Duration = Duration::from_millis(400);
 /// More guards than a client of one connection had signal sessions before
 /// they were shared (`max(max_connections, 4)`, one per guard).
 const GUARDS: usize = 12;
-
-/// A client named `name` on the server, with `connections` ordinary
-/// connections and as many waiters' signal sessions, warmed up.
-async fn named(db: &TestDatabase, name: &str, connections: u32) -> Client {
-    let ado = format!("{};Application Name={name}", db.ado());
-    let mut config = ClientConfig::new(ConnectionString::parse(&ado).unwrap());
-    config
-        .max_connections(connections)
-        .signal_sessions(connections.max(4))
-        .checkout_timeout(Duration::from_secs(2))
-        .allow_privileged_login(true);
-    let client = Client::connect_with(config).await.unwrap();
-    warm_up(&client).await;
-    client
-}
-
-fn unique(what: &str) -> String {
-    format!("fp-{what}-{}", Uuid::new_v4().simple())
-}
 
 /// Starts `waiter` waiting for `key`; answers the acquire and when it came.
 fn wait_for(waiter: &Client, key: &str) -> JoinHandle<(Acquire, Instant)> {

@@ -46,6 +46,25 @@ fn refs(keys: &[String]) -> Vec<&str> {
     keys.iter().map(String::as_str).collect()
 }
 
+/// A fenced transaction of `guard` that writes a row with `insert` and then
+/// raises `key`'s generation itself, as a successor's grant would: its
+/// commit must find the key superseded.
+async fn superseding_inside(
+    guard: &fencepost::client::LeaseSetGuard,
+    insert: &str,
+    key: &str,
+) -> FencedOutcome<(), Error> {
+    let supersede = "UPDATE fence.Resource SET Generation = Generation + 1 WHERE ResourceKey = @P1";
+    guard
+        .fenced_transaction(async |tx| {
+            tx.execute(insert, &[&"superseded"]).await?;
+            tx.execute(supersede, &[&key]).await?;
+            Ok::<_, Error>(())
+        })
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_set_guard_keeps_every_key_past_its_lease_length_and_release_gives_them_back() {
     const TEST: &str = "a_set_guard_keeps_every_key_past_its_lease_length_and_release_gives_them_back";
@@ -184,15 +203,7 @@ async fn the_commit_of_a_sets_fenced_transaction_asserts_every_key_and_rolls_bac
         .unwrap();
     assert!(matches!(kept, FencedOutcome::Committed(())), "{kept:?}");
 
-    let supersede = "UPDATE fence.Resource SET Generation = Generation + 1 WHERE ResourceKey = @P1";
-    let refused = guard
-        .fenced_transaction(async |tx| {
-            tx.execute(&insert, &[&"superseded"]).await?;
-            tx.execute(supersede, &[&last.as_str()]).await?;
-            Ok::<_, Error>(())
-        })
-        .await
-        .unwrap();
+    let refused = superseding_inside(&guard, &insert, &last).await;
     assert!(
         matches!(refused, FencedOutcome::Refused(RefusalReason::Superseded)),
         "{refused:?}"
@@ -324,15 +335,7 @@ async fn a_sets_fenced_transaction_commits_keys_of_any_spelling_and_a_thousand_k
     assert!(matches!(kept, FencedOutcome::Committed(())), "{kept:?}");
 
     let astral = awkward.iter().find(|key| key.starts_with("astral")).unwrap().clone();
-    let supersede = "UPDATE fence.Resource SET Generation = Generation + 1 WHERE ResourceKey = @P1";
-    let refused = guard
-        .fenced_transaction(async |tx| {
-            tx.execute(&insert, &[&"superseded"]).await?;
-            tx.execute(supersede, &[&astral.as_str()]).await?;
-            Ok::<_, Error>(())
-        })
-        .await
-        .unwrap();
+    let refused = superseding_inside(&guard, &insert, &astral).await;
     assert!(
         matches!(refused, FencedOutcome::Refused(RefusalReason::Superseded)),
         "the commit did not assert the key {astral:?}: {refused:?}"

@@ -11,14 +11,13 @@ use crate::support;
 
 use std::time::Duration;
 
+use fencepost::Client;
 use fencepost::client::{AcquireSet, KeyRefusal, LeaseSet, Release};
-use fencepost::{Client, ClientConfig, ConnectionString};
 use support::TestDatabase;
-use support::lease::{acquired, provisioned, warm_up};
-use support::signal::{signal_held, until_blocked, until_signal_held};
+use support::lease::{acquired, provisioned};
+use support::signal::{named, signal_held, unique, until_blocked, until_signal_held};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use uuid::Uuid;
 
 /// A holder's lease no poll could take before its holder lets go: a set
 /// waiter asks at most every second, so one that takes the set within
@@ -29,23 +28,6 @@ const HELD: Duration = Duration::from_secs(600);
 const PROMPT: Duration = Duration::from_millis(400);
 /// The lease of a holder without a guard: short, so the test waits it out.
 const SHORT: Duration = Duration::from_secs(3);
-
-/// A warmed-up client named `name` on the server, of one connection.
-async fn named(db: &TestDatabase, name: String) -> Client {
-    let ado = format!("{};Application Name={name}", db.ado());
-    let mut config = ClientConfig::new(ConnectionString::parse(&ado).unwrap());
-    config
-        .max_connections(1)
-        .checkout_timeout(Duration::from_secs(2))
-        .allow_privileged_login(true);
-    let client = Client::connect_with(config).await.unwrap();
-    warm_up(&client).await;
-    client
-}
-
-fn unique(what: &str) -> String {
-    format!("fp-{what}-{}", Uuid::new_v4().simple())
-}
 
 fn held(answer: AcquireSet) -> LeaseSet {
     match answer {
@@ -77,10 +59,11 @@ async fn a_set_waiter_is_woken_when_the_last_busy_key_is_let_go() {
         return;
     };
     let waiter_name = unique("set-waiter");
+    let (first_name, second_name) = (unique("first-holder"), unique("second-holder"));
     let (first_holder, second_holder, waiter) = tokio::join!(
-        named(&db, unique("first-holder")),
-        named(&db, unique("second-holder")),
-        named(&db, waiter_name.clone())
+        named(&db, &first_name, 1),
+        named(&db, &second_name, 1),
+        named(&db, &waiter_name, 1)
     );
     let mut probe = db.connect().await;
     let keys = [
@@ -127,7 +110,8 @@ async fn a_set_waiter_behind_holders_without_a_signal_takes_the_set_when_their_l
     let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
-    let (holder, waiter) = tokio::join!(named(&db, unique("plain-holder")), named(&db, unique("set-poller")));
+    let (holder_name, waiter_name) = (unique("plain-holder"), unique("set-poller"));
+    let (holder, waiter) = tokio::join!(named(&db, &holder_name, 1), named(&db, &waiter_name, 1));
     let keys = [
         provisioned(&holder, "set-poll").await,
         provisioned(&holder, "set-poll").await,
@@ -176,7 +160,8 @@ async fn a_set_waiter_gives_up_at_once_on_a_key_not_provisioned_and_at_its_deadl
     let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
-    let (holder, waiter) = tokio::join!(named(&db, unique("busy-holder")), named(&db, unique("set-deadline")));
+    let (holder_name, waiter_name) = (unique("busy-holder"), unique("set-deadline"));
+    let (holder, waiter) = tokio::join!(named(&db, &holder_name, 1), named(&db, &waiter_name, 1));
     let busy = provisioned(&holder, "set-deadline").await;
     let missing = unique("never-provisioned");
     let lease = acquired(holder.acquire(&busy, HELD).await.unwrap());
@@ -233,7 +218,8 @@ async fn a_set_waiter_behind_many_signalled_keys_gives_up_at_its_deadline_and_th
     let Some(db) = TestDatabase::shared(TEST).await else {
         return;
     };
-    let (holder, waiter) = tokio::join!(named(&db, unique("many-holder")), named(&db, unique("many-waiter")));
+    let (holder_name, waiter_name) = (unique("many-holder"), unique("many-waiter"));
+    let (holder, waiter) = tokio::join!(named(&db, &holder_name, 1), named(&db, &waiter_name, 1));
     let mut probe = db.connect().await;
     let mut keys = Vec::new();
     let mut guards = Vec::new();

@@ -2,9 +2,12 @@
 //! guard holds while it holds a lease (see `client::handover`), and a named
 //! client's sessions waiting on a lock.
 
-use fencepost::Connection;
+use std::time::Duration;
+
+use fencepost::{Client, ClientConfig, Connection, ConnectionString};
 
 use super::TestDatabase;
+use super::lease::warm_up;
 use sha2::{Digest, Sha256};
 
 /// The name of the signal of `key`, as the client documents it.
@@ -136,4 +139,24 @@ pub async fn until_blocked(db: &TestDatabase, name: &str, count: i32) {
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+}
+
+/// A client named `name` on the server, with `connections` ordinary
+/// connections and as many waiters' signal sessions, warmed up.
+pub async fn named(db: &TestDatabase, name: &str, connections: u32) -> Client {
+    let ado = format!("{};Application Name={name}", db.ado());
+    let mut config = ClientConfig::new(ConnectionString::parse(&ado).unwrap());
+    config
+        .max_connections(connections)
+        .signal_sessions(connections.max(4))
+        .checkout_timeout(Duration::from_secs(2))
+        .allow_privileged_login(true);
+    let client = Client::connect_with(config).await.unwrap();
+    warm_up(&client).await;
+    client
+}
+
+/// A name no other test uses: `fp-<what>-<uuid>`.
+pub fn unique(what: &str) -> String {
+    format!("fp-{what}-{}", uuid::Uuid::new_v4().simple())
 }
