@@ -15,6 +15,23 @@ use uuid::Uuid;
 
 const LONG: Duration = Duration::from_secs(120);
 
+/// Whatever the server did with an abandoned acquire is done within its own
+/// 5 s bound: asks the server until `key`'s generation rose above `before`
+/// (the abandoned call was granted), then allows a second for a client that
+/// gives such a grant back. Answers whether it was granted.
+async fn after_the_abandoned_grant(client: &fencepost::Client, key: &str, before: i64) -> bool {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
+    while tokio::time::Instant::now() < deadline {
+        let (generation, _, _, _) = state(client, key).await;
+        if generation > before {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
 /// A caller that stops waiting for `acquire_set` (a timeout around it)
 /// must not leave its keys held by an owner nobody knows, as `acquire`
 /// guarantees for one key (its attempt runs to its end on a task of its
@@ -53,23 +70,7 @@ async fn a_set_acquire_whose_caller_stopped_waiting_leaves_no_key_held() {
         "the set acquire answered while the row was held: {gave_up:?}"
     );
     service.commit().await.unwrap();
-    // Whatever the server did with the abandoned call is done within its
-    // own 5 s bound: ask the server until `first`'s generation rose (the
-    // abandoned call was granted), then allow a second for a client that
-    // gives such a grant back.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
-    let mut granted = false;
-    while tokio::time::Instant::now() < deadline {
-        let (generation, _, _, _) = state(&client, &first).await;
-        if generation > before {
-            granted = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    if granted {
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    after_the_abandoned_grant(&client, &first, before).await;
     let (_, first_held, until, _) = state(&client, &first).await;
     assert!(
         !first_held,
@@ -108,21 +109,10 @@ async fn a_slot_acquire_whose_caller_stopped_waiting_leaves_no_slot_held() {
         "the slot acquire answered while the row was held: {gave_up:?}"
     );
     service.commit().await.unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
-    let mut granted = false;
-    while tokio::time::Instant::now() < deadline {
-        let (generation, _, _, _) = state(&client, &slot).await;
-        if generation > before {
-            granted = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
     assert!(
-        granted,
+        after_the_abandoned_grant(&client, &slot, before).await,
         "the abandoned acquire was never granted, so the test shows nothing"
     );
-    tokio::time::sleep(Duration::from_secs(1)).await;
     let (_, held, until, _) = state(&client, &slot).await;
     assert!(
         !held,
