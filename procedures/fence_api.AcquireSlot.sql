@@ -69,7 +69,7 @@ BEGIN
         Takeable    bit NOT NULL DEFAULT 0,
         LockOrder   int NULL
     );
-    DECLARE @Now datetime2(7), @Until datetime2(7), @Found int, @Count int, @Locked int = 0,
+    DECLARE @Now datetime2(7), @Until datetime2(7), @Found int, @OwnLive int, @Takeable int, @Locked int = 0,
             @Key nvarchar(256), @Live int, @Chosen nvarchar(256), @ChosenNumber int, @Outcome nvarchar(32),
             @Generation bigint, @BusyUntil datetime2(7), @Prefix nvarchar(260) = @ResourceKey + N'#',
             @ReadAt datetime2(7);
@@ -85,7 +85,7 @@ BEGIN
     BEGIN TRY
         SET @ReadAt = SYSUTCDATETIME();
         SELECT @Live = COUNT(CASE WHEN Owner IS NOT NULL AND LeaseUntilUtc > @ReadAt THEN 1 END),
-               @Count = COUNT(CASE WHEN Owner = @Owner AND LeaseUntilUtc > @ReadAt THEN 1 END),
+               @OwnLive = COUNT(CASE WHEN Owner = @Owner AND LeaseUntilUtc > @ReadAt THEN 1 END),
                @BusyUntil = MIN(CASE WHEN Owner IS NOT NULL AND LeaseUntilUtc > @ReadAt THEN LeaseUntilUtc END)
           FROM fence.Resource
          WHERE ResourceKey > @Prefix
@@ -100,7 +100,7 @@ BEGIN
             THROW;
         THROW 50129, N'Waited 5 seconds for a fence row or its table: an open transaction, a deploy or a recovery holds it.', 1;
     END CATCH;
-    IF @Live >= @Slots AND @Count = 0
+    IF @Live >= @Slots AND @OwnLive = 0
        AND EXISTS (SELECT 1 FROM fence.Resource WHERE ResourceKey = @ResourceKey)
     BEGIN
         SELECT CAST(N'Busy' AS nvarchar(32)) AS Outcome,
@@ -160,11 +160,11 @@ BEGIN
           JOIN (SELECT ResourceKey, ROW_NUMBER() OVER (ORDER BY ResourceKey) AS LockOrder
                   FROM @Slot WHERE Takeable = 1) AS o
             ON o.ResourceKey = s.ResourceKey;
-        SET @Count = (SELECT COUNT(*) FROM @Slot WHERE Takeable = 1);
+        SET @Takeable = (SELECT COUNT(*) FROM @Slot WHERE Takeable = 1);
 
         -- Each row that may be taken locked in key order before the clock
         -- is read, then judged as it is now, not as it was read above.
-        WHILE @Locked < @Count
+        WHILE @Locked < @Takeable
         BEGIN
             SET @Locked += 1;
             SELECT @Key = ResourceKey FROM @Slot WHERE LockOrder = @Locked;
