@@ -77,7 +77,8 @@ enum Woke {
     Spent,
     /// Every signal was free by the end, and one was let go of meanwhile.
     Released,
-    /// Every signal was free from the start: no guard signals these keys.
+    /// Every signal looked at was free from the start (those the pause left
+    /// no time for unseen): no guard signals these keys, as far as seen.
     Free,
 }
 

@@ -96,8 +96,9 @@ impl Admin {
     /// of the first row read, from `ListLeases` under the prefix `resource`:
     /// the key itself sorts before every key that continues it, except, on
     /// SQL Server (which pads the shorter key with spaces), one continuing
-    /// it with a character below U+0020, so the pages are read until the
-    /// key or a key continuing it with anything else comes.
+    /// it with spaces and then a character below U+0020, so the pages are
+    /// read until the key, or a key that sorts after it on either engine,
+    /// comes.
     async fn resource_row(&self, resource: &str) -> Result<(bool, Option<OffsetDateTime>), Error> {
         let mut query = LeaseQuery::new();
         query.prefix(resource).max_rows(ROW_PAGE);
@@ -106,10 +107,10 @@ impl Admin {
             let page = self.list_leases(&query).await?;
             server_utc = server_utc.or(page.server_utc());
             for listed in &page.leases {
-                match listed.key.strip_prefix(resource).and_then(|rest| rest.chars().next()) {
-                    None => return Ok((true, server_utc)),
-                    Some(next) if next >= ' ' => return Ok((false, server_utc)),
-                    Some(_) => {}
+                match sorts_after_its_prefix(resource, &listed.key) {
+                    Some(false) => return Ok((true, server_utc)),
+                    Some(true) => return Ok((false, server_utc)),
+                    None => {}
                 }
             }
             match page.next_after() {
@@ -119,5 +120,38 @@ impl Admin {
                 None => return Ok((false, server_utc)),
             }
         }
+    }
+}
+
+/// For a key `ListLeases` listed under the prefix `resource`: `Some(false)`
+/// when it is `resource` itself, `Some(true)` when it sorts after
+/// `resource` on every engine (what follows the prefix, spaces skipped as
+/// SQL Server's padding compares them, starts at U+0020 or above), `None`
+/// when it may sort before it (on SQL Server) or is no such key.
+fn sorts_after_its_prefix(resource: &str, key: &str) -> Option<bool> {
+    let rest = key.strip_prefix(resource)?;
+    if rest.is_empty() {
+        return Some(false);
+    }
+    match rest.trim_start_matches(' ').chars().next() {
+        Some(next) if next > ' ' => Some(true),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_key_that_sorts_after_the_resource_on_every_engine_ends_the_look() {
+        assert_eq!(sorts_after_its_prefix("jobs", "jobs"), Some(false));
+        assert_eq!(sorts_after_its_prefix("jobs", "jobs#0"), Some(true));
+        assert_eq!(sorts_after_its_prefix("jobs", "jobs a"), Some(true));
+        // Padded with spaces, these sort before "jobs" on SQL Server.
+        assert_eq!(sorts_after_its_prefix("jobs", "jobs\u{1}"), None);
+        assert_eq!(sorts_after_its_prefix("jobs", "jobs \u{1}"), None);
+        assert_eq!(sorts_after_its_prefix("jobs", "jobs  \tx"), None);
+        assert_eq!(sorts_after_its_prefix("jobs", "other"), None);
     }
 }
