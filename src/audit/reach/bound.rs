@@ -61,8 +61,25 @@ pub(crate) fn note(left: &Leaving) -> String {
     let roles: Vec<&str> = left.dropped.iter().map(|(_, r)| r.as_str()).collect();
     format!(
         ", after first leaving the role a DENY is made to ({}), which rights over {} held in the session, or by \
-             whom it acted as first, allow: the DENY binds only the roles of the session",
+             whom it acted as first, allow: the DENY binds only the roles of the session{}",
         statements.join(" "),
-        roles.join(", ")
+        roles.join(", "),
+        detours_note(&left.detours)
     )
+}
+
+/// `, acting as v for them (IMPERSONATE on USER::v ...; REVERT)` for the
+/// detours a path's drops took, or nothing.
+fn detours_note(taken: &[(String, Vec<String>)]) -> String {
+    taken
+        .iter()
+        .map(|(user, via)| {
+            let reverts = vec!["REVERT"; via.len()].join("; ");
+            format!(
+                ", acting as {user} for them and coming back ({}; {reverts}): what a session does as the user it \
+                 impersonates stays done after REVERT",
+                via.join(", then ")
+            )
+        })
+        .collect()
 }

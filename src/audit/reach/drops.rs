@@ -36,6 +36,9 @@ pub(crate) struct Leaving {
     pub(crate) joined: Vec<(String, String)>,
     /// `(member, role)` memberships dropped, in the order dropped.
     pub(crate) dropped: Vec<(String, String)>,
+    /// The users the session acted as for some of the drops and came back
+    /// from (REVERT), each with the impersonations that lead to it.
+    pub(crate) detours: Vec<(String, Vec<String>)>,
 }
 
 /// The memberships of a catalog and who may drop members from which role.
@@ -134,6 +137,12 @@ impl Drops {
             .collect()
     }
 
+    /// Whether a session of `session`'s principals may drop members from
+    /// `role` (lower-cased) past its own DENYs.
+    pub(crate) fn may_alter(&self, session: &BTreeSet<String>, role: &str) -> bool {
+        self.alterable(session, &[]).contains(role)
+    }
+
     /// Whether a role reaches one of `denying` (the principals a DENY that
     /// matters here is made to) through the memberships not in `dropped`.
     fn carries_deny(&self, role: &str, dropped: &BTreeSet<usize>, denying: &BTreeSet<String>) -> bool {
@@ -203,6 +212,7 @@ impl Drops {
                 return Some(Leaving {
                     joined,
                     dropped: order.iter().map(|&i| self.spelled[i].clone()).collect(),
+                    detours: Vec::new(),
                 });
             }
             let alterable = self.alterable(&session, helpers);

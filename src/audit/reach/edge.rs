@@ -37,6 +37,9 @@ pub(crate) struct Edge {
     /// A node the path must have passed through for the edge to count: the
     /// principal whose act (adding a member) the edge rests on.
     pub(crate) after: Option<Node>,
+    /// Whether the session can come back from `to` by REVERT (EXECUTE AS
+    /// USER), keeping what it did there.
+    pub(crate) reverts: bool,
 }
 
 impl Edge {
@@ -58,6 +61,7 @@ impl Edge {
             object: None,
             unless: Bound::default(),
             after: None,
+            reverts: false,
         }
     }
 
@@ -69,6 +73,12 @@ impl Edge {
     /// Counts only on a path that passed through `node` first.
     pub(crate) fn after(mut self, node: Node) -> Self {
         self.after = Some(node);
+        self
+    }
+
+    /// An impersonation the session can come back from by REVERT.
+    pub(crate) fn reverts(mut self) -> Self {
+        self.reverts = true;
         self
     }
 

@@ -118,8 +118,24 @@ impl Graph {
             return known.clone();
         }
         let (roots, keep, denied, helpers) = &question;
-        let helpers: Vec<BTreeSet<String>> = helpers.iter().map(|h| h.iter().cloned().collect()).collect();
-        let answer = self.drops.get_past(roots, keep, denied, &helpers);
+        let mut helpers: Vec<BTreeSet<String>> = helpers.iter().map(|h| h.iter().cloned().collect()).collect();
+        let answer = self.drops.get_past(roots, keep, denied, &helpers).or_else(|| {
+            // Only when the path's own contexts cannot: a detour is a longer
+            // path, and the shorter one is the one to cut first.
+            let detours = self.detours(who?);
+            helpers.extend(detours.iter().map(|d| d.context.clone()));
+            let mut left = self.drops.get_past(roots, keep, denied, &helpers)?;
+            left.detours = detours
+                .into_iter()
+                .filter(|d| {
+                    left.dropped
+                        .iter()
+                        .any(|(_, role)| self.drops.may_alter(&d.context, &role.to_lowercase()))
+                })
+                .map(|d| (self.spelling(&d.user), d.via))
+                .collect();
+            Some(left)
+        });
         self.answers.borrow_mut().insert(question.clone(), answer.clone());
         answer
     }

@@ -22,6 +22,7 @@ mod code;
 mod database_owner;
 mod denies;
 mod deny_rows;
+mod detours;
 mod drops;
 mod edge;
 mod expressions;

@@ -100,16 +100,19 @@ fn on_principal(ctx: &Context, right: &Right, target: &Principal) -> Option<Edge
     match target.kind {
         PrincipalKind::User | PrincipalKind::Group => {
             if let Some(unless) = denies::reaches(ctx, right, &on, "IMPERSONATE") {
-                return Some(edge(
-                    format!(
-                        "IMPERSONATE on USER::{}{}{} (EXECUTE AS USER = '{}')",
-                        target.name,
-                        held("IMPERSONATE"),
-                        right.grant_option(),
-                        target.name
-                    ),
-                    unless,
-                ));
+                return Some(
+                    edge(
+                        format!(
+                            "IMPERSONATE on USER::{}{}{} (EXECUTE AS USER = '{}')",
+                            target.name,
+                            held("IMPERSONATE"),
+                            right.grant_option(),
+                            target.name
+                        ),
+                        unless,
+                    )
+                    .reverts(),
+                );
             }
             // ALTER USER ... WITH PASSWORD needs ALTER ANY USER. Only a
             // contained user with a password has one (authentication_type

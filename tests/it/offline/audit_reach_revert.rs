@@ -1,0 +1,132 @@
+//! Detours through an impersonated user and back. "EXECUTE AS" changes the
+//! session's context to the impersonated user, and "REVERT" returns it to
+//! the caller's; what the session did as the impersonated user (an ALTER
+//! ROLE ... DROP MEMBER included) stays done. So a caller held back by a
+//! DENY that a user it may impersonate can lift acts as that user, lifts
+//! it, reverts, and writes as itself.
+//!
+//! Each layout has a control of the same shape that stays clean.
+
+use crate::support;
+
+use super::audit_reach_column_denies::rules_naming;
+use super::audit_reach_leaving_roles::{deny, on_role};
+use fencepost::audit::{Catalog, Report};
+use support::fixtures::*;
+
+/// A user of its own login, with CONNECT.
+fn add_user(c: &mut Catalog, name: &str) {
+    c.principals.push(user(name, Some(name)));
+    c.permissions
+        .push(grant(name, "CONNECT", fencepost::audit::Securable::Database));
+}
+
+/// The steps of `who`'s path to writing a fence table, if it has one.
+fn write_path(report: &Report, who: &str) -> Option<String> {
+    report
+        .findings
+        .iter()
+        .filter(|f| f.principal.as_deref() == Some(who))
+        .map(|f| step_texts(f).join(" | "))
+        .find(|steps| steps.contains("on fence."))
+}
+
+/// `u` is in `r_grant`, which holds UPDATE on fence.Resource and is itself
+/// in `r_deny`, which is denied UPDATE on the fence schema; `u` may alter
+/// no role. `u` may act as `v` (IMPERSONATE); `v` holds ALTER on `r_deny`
+/// when `v_alters`, and nothing else.
+fn denied_caller_impersonates_a_role_admin(v_alters: bool) -> Catalog {
+    let mut c = clean();
+    add_user(&mut c, "u");
+    c.principals.push(user("v", None));
+    c.principals.push(role("r_grant"));
+    c.principals.push(role("r_deny"));
+    c.permissions
+        .push(grant("r_grant", "UPDATE", object("fence", "Resource")));
+    c.permissions.push(deny("r_deny", "UPDATE", schema("fence")));
+    c.memberships.push(member("r_deny", "r_grant"));
+    c.memberships.push(member("r_grant", "u"));
+    c.permissions.push(grant("u", "IMPERSONATE", on_role("v")));
+    if v_alters {
+        c.permissions.push(grant("v", "ALTER", on_role("r_deny")));
+    }
+    c
+}
+
+#[test]
+fn a_caller_acts_as_a_user_that_lifts_its_deny_and_reverts_to_write() {
+    let c = denied_caller_impersonates_a_role_admin(true);
+    let report = check(&c);
+    let steps = write_path(&report, "u").unwrap_or_else(|| panic!("u does not reach the fence: {report:#?}"));
+    for s in [
+        "IMPERSONATE on USER::v",
+        "ALTER ROLE [r_deny] DROP MEMBER [r_grant]",
+        "acting as v",
+        "REVERT",
+        "UPDATE on fence.Resource",
+    ] {
+        assert!(steps.contains(s), "{s:?} missing from {steps}");
+    }
+    // `v` holds no write of its own, and lifting the DENY gives it none.
+    assert!(write_path(&report, "v").is_none(), "{report:#?}");
+}
+
+#[test]
+fn a_caller_whose_impersonated_user_may_not_lift_the_deny_stays_refused() {
+    let c = denied_caller_impersonates_a_role_admin(false);
+    let report = check(&c);
+    assert!(rules_naming(&report, "u").is_empty(), "{report:#?}");
+    assert!(rules_naming(&report, "v").is_empty(), "{report:#?}");
+}
+
+/// The user that may lift the DENY is two impersonations away: `u` acts
+/// as `a`, `a` as `b`, and `b` holds ALTER on `r_deny` when `b_alters`.
+/// `REVERT` twice returns to `u`.
+fn denied_caller_impersonates_through_a_chain(b_alters: bool) -> Catalog {
+    let mut c = denied_caller_impersonates_a_role_admin(false);
+    c.permissions
+        .retain(|p| p.grantee != "u" || p.permission != "IMPERSONATE");
+    for name in ["a", "b"] {
+        c.principals.push(user(name, None));
+    }
+    c.permissions.push(grant("u", "IMPERSONATE", on_role("a")));
+    c.permissions.push(grant("a", "IMPERSONATE", on_role("b")));
+    if b_alters {
+        c.permissions.push(grant("b", "ALTER", on_role("r_deny")));
+    }
+    c
+}
+
+#[test]
+fn a_caller_reverts_through_a_chain_of_impersonations_to_write() {
+    let c = denied_caller_impersonates_through_a_chain(true);
+    let report = check(&c);
+    let steps = write_path(&report, "u").unwrap_or_else(|| panic!("u does not reach the fence: {report:#?}"));
+    for s in [
+        "IMPERSONATE on USER::a",
+        "IMPERSONATE on USER::b",
+        "ALTER ROLE [r_deny] DROP MEMBER [r_grant]",
+        "REVERT; REVERT",
+    ] {
+        assert!(steps.contains(s), "{s:?} missing from {steps}");
+    }
+}
+
+#[test]
+fn a_chain_of_impersonations_where_no_one_may_lift_the_deny_stays_refused() {
+    let c = denied_caller_impersonates_through_a_chain(false);
+    let report = check(&c);
+    for who in ["u", "a", "b"] {
+        assert!(rules_naming(&report, who).is_empty(), "{who}: {report:#?}");
+    }
+}
+
+/// The DENY is made to `u` itself: no membership carries it, so no one's
+/// ALTER ROLE lifts it, and the detour gains nothing.
+#[test]
+fn a_deny_made_to_the_caller_itself_is_not_lifted_by_a_detour() {
+    let mut c = denied_caller_impersonates_a_role_admin(true);
+    c.permissions.push(deny("u", "UPDATE", schema("fence")));
+    let report = check(&c);
+    assert!(write_path(&report, "u").is_none(), "{report:#?}");
+}
