@@ -104,6 +104,34 @@ pub(crate) fn executed_unqualified(definition: &str) -> Vec<String> {
     out
 }
 
+/// The tables a module's code names by one part as the object of a DDL
+/// statement that changes their rows or their definition (`TRUNCATE TABLE
+/// t`, `ALTER TABLE t`, `DROP TABLE t`), lower-cased. SQL Server resolves
+/// such a name when the statement runs, in the default schema of the caller
+/// or of the EXECUTE AS user, then dbo ("Qualifying Names Inside Stored
+/// Procedures"), not in the module's own schema.
+pub(crate) fn ddl_unqualified(definition: &str) -> Vec<String> {
+    let words = words(&normalized(&code_only(definition)));
+    let mut out: Vec<String> = Vec::new();
+    for (i, verb) in words.iter().enumerate() {
+        if !matches!(verb.as_str(), "truncate" | "alter" | "drop") || words.get(i + 1).is_none_or(|w| w != "table") {
+            continue;
+        }
+        // `DROP TABLE IF EXISTS t`.
+        let at = if words.get(i + 2).is_some_and(|w| w == "if") {
+            i + 4
+        } else {
+            i + 2
+        };
+        let Some(name) = words.get(at) else { continue };
+        let starts_a_name = name.chars().next().is_some_and(|c| c.is_alphanumeric() || c == '_');
+        if starts_a_name && !name.contains('.') && !out.contains(name) {
+            out.push(name.clone());
+        }
+    }
+    out
+}
+
 /// The word that ends just before `at` in `text`, and where it starts.
 fn word_before(text: &str, at: usize) -> Option<(usize, &str)> {
     let head = text[..at].trim_end();
@@ -250,6 +278,14 @@ pub(crate) fn words(code: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_ddl_statements_one_part_table_is_read_but_not_a_qualified_one() {
+        let d = "CREATE PROCEDURE p AS TRUNCATE TABLE [Resource]; ALTER TABLE fence.Tenure NOCHECK CONSTRAINT ALL;
+            DROP TABLE IF EXISTS Scratch; -- DROP TABLE Hidden
+            SELECT 'ALTER TABLE Quoted'";
+        assert_eq!(ddl_unqualified(d), ["resource", "scratch"]);
+    }
 
     #[test]
     fn comments_hide_references_but_strings_do_not() {

@@ -133,17 +133,43 @@ pub(crate) fn module_text_naming(
     schema: &str,
     name: &str,
 ) -> Option<Naming> {
-    use super::module_text::{executed_unqualified, names_unqualified, referenced_tables};
+    use super::module_text::{ddl_unqualified, executed_unqualified, names_unqualified, referenced_tables};
     let d = module.definition.as_deref()?;
     let one_part_here = module.schema.eq_ignore_ascii_case(schema)
         || schema.eq_ignore_ascii_case("dbo") && catalog.object(&format!("{}.{name}", module.schema)).is_none();
-    if !referenced_tables(d, schema, [&name.to_string()]).is_empty() || one_part_here && names_unqualified(d, name) {
+    let ddl_here = || {
+        ddl_unqualified(d).iter().any(|t| t.eq_ignore_ascii_case(name))
+            && ddl_schema(catalog, module).is_some_and(|s| {
+                s.eq_ignore_ascii_case(schema)
+                    || schema.eq_ignore_ascii_case("dbo") && catalog.object(&format!("{s}.{name}")).is_none()
+            })
+    };
+    if !referenced_tables(d, schema, [&name.to_string()]).is_empty()
+        || one_part_here && names_unqualified(d, name)
+        || ddl_here()
+    {
         Some(Naming::AsItIs)
     } else if executed_unqualified(d).iter().any(|e| e.eq_ignore_ascii_case(name)) {
         Some(Naming::CallersSchema)
     } else {
         None
     }
+}
+
+/// The schema a DDL statement's one-part name in `module` resolves in
+/// first: the default schema of the user it runs as (`WITH EXECUTE AS`),
+/// dbo when that user has none. `None` for a module that runs as its
+/// caller: DDL is checked against the caller's own rights there (ownership
+/// chaining covers no DDL), so it lends no one anything.
+fn ddl_schema(catalog: &Catalog, module: &super::catalog::Object) -> Option<String> {
+    let who = module.execute_as.as_deref()?;
+    let user = if who.eq_ignore_ascii_case("OWNER") {
+        catalog.owner_of(module).unwrap_or("dbo")
+    } else {
+        who
+    };
+    let schema = catalog.principal(user).and_then(|p| p.default_schema.clone());
+    Some(schema.unwrap_or_else(|| "dbo".into()))
 }
 
 /// Compares catalog permission names, which are upper case on SQL Server.

@@ -298,3 +298,61 @@ fn control_taking_the_schema_past_a_deny_the_holder_cannot_drop() {
     let report = check(&taking_past_a_deny(false));
     assert!(write_path(&report, "u").is_none(), "{report:#?}");
 }
+
+// ---------------------------------------------------------------------
+// One-part names in DDL inside a module resolve against the EXECUTE AS user
+// ---------------------------------------------------------------------
+
+/// dbo.Purge runs `TRUNCATE TABLE Resource` WITH EXECUTE AS 'janitor', a
+/// user holding ALTER on the fence schema (TRUNCATE TABLE needs ALTER on the
+/// table) whose default schema is `janitor_schema`. "Qualifying Names Inside
+/// Stored Procedures": a DDL statement's one-part name resolves in the
+/// default schema of the EXECUTE AS user, then dbo. `etl` may EXECUTE
+/// dbo.Purge.
+fn one_part_truncate_as(janitor_schema: &str) -> Catalog {
+    let mut c = with_etl();
+    let mut janitor = user("janitor", None);
+    janitor.default_schema = Some(janitor_schema.into());
+    c.principals.push(janitor);
+    c.permissions.push(grant("janitor", "ALTER", schema("fence")));
+    let mut purge = module(
+        "dbo",
+        "Purge",
+        ObjectKind::Procedure,
+        "CREATE PROCEDURE dbo.Purge WITH EXECUTE AS 'janitor' AS TRUNCATE TABLE Resource;",
+    );
+    purge.execute_as = Some("janitor".into());
+    c.objects.push(purge);
+    c.permissions.push(grant("etl", "EXECUTE", object("dbo", "Purge")));
+    c
+}
+
+#[test]
+fn a_one_part_truncate_resolves_in_the_execute_as_users_default_schema() {
+    let c = one_part_truncate_as("fence");
+    let report = check(&c);
+    let steps = steps_naming(&report, "etl");
+    assert!(steps.contains("dbo.Purge writes fence.Resource"), "{report:#?}");
+}
+
+/// Control: the EXECUTE AS user's default schema is dbo, which has no
+/// Resource: the TRUNCATE names no fence table.
+#[test]
+fn control_a_one_part_truncate_as_a_user_of_another_default_schema_names_no_fence_table() {
+    let c = one_part_truncate_as("dbo");
+    let report = check(&c);
+    assert!(rules_naming(&report, "etl").is_empty(), "{report:#?}");
+}
+
+/// Control: the two-part TRUNCATE is found whatever the default schema.
+#[test]
+fn control_a_two_part_truncate_as_a_user_holding_alter_is_found() {
+    let mut c = one_part_truncate_as("dbo");
+    c.objects.last_mut().unwrap().definition =
+        Some("CREATE PROCEDURE dbo.Purge WITH EXECUTE AS 'janitor' AS TRUNCATE TABLE fence.Resource;".into());
+    let report = check(&c);
+    assert!(
+        steps_naming(&report, "etl").contains("dbo.Purge writes fence.Resource"),
+        "{report:#?}"
+    );
+}
