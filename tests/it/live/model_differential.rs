@@ -5,7 +5,8 @@
 //! `FENCEPOST_MODEL_CASES` raises it, `FENCEPOST_MODEL_SEED` repeats a run.
 //!
 //! The same test finds a procedure broken on purpose: one whose publish
-//! forgot the lease's expiry, one whose renewal revives an expired lease.
+//! forgot the lease's expiry, one whose renewal revives an expired lease,
+//! and the same two faults in the lease-set procedures.
 
 use crate::support;
 
@@ -110,5 +111,27 @@ fn a_renew_many_that_revives_an_expired_lease_disagrees_with_the_model() {
         "       AND r.Generation = l.Generation\n       AND r.LeaseUntilUtc > @Now;",
         "       AND r.Generation = l.Generation;",
         &["fence_api.RenewMany disagrees", "RenewMany", "model at", "Lost"],
+    );
+}
+
+#[test]
+fn a_renew_set_that_revives_an_expired_lease_disagrees_with_the_model() {
+    finds_mutant(
+        "a_renew_set_that_revives_an_expired_lease_disagrees_with_the_model",
+        "fence_api.RenewSet",
+        " AND r.LeaseUntilUtc > @Now\n                          THEN N'Renewed'",
+        "\n                          THEN N'Renewed'",
+        &["fence_api.RenewSet disagrees", "RenewSet", "model at", "Lost"],
+    );
+}
+
+#[test]
+fn a_publish_set_without_its_expiry_predicate_disagrees_with_the_model() {
+    finds_mutant(
+        "a_publish_set_without_its_expiry_predicate_disagrees_with_the_model",
+        "fence_api.PublishSet",
+        "WHEN r.Owner IS NULL OR r.LeaseUntilUtc <= @Now THEN N'Expired'",
+        "WHEN r.Owner IS NULL THEN N'Expired'",
+        &["fence_api.PublishSet disagrees", "PublishSet", "model at", "Expired"],
     );
 }
