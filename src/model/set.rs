@@ -368,7 +368,7 @@ mod tests {
             ]))
         );
         run.ok(&Call::force_release("c"));
-        run.ok(&Call::release(&"b", owner, 1));
+        run.ok(&Call::release("b", owner, 1));
         let refused = run.in_transaction(&Call::assert_holder_set(&all, owner)).unwrap_err();
         assert_eq!(refused.number, 50111);
         assert!(refused.message.contains("\"b\""), "{refused}");
