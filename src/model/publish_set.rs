@@ -167,6 +167,32 @@ mod tests {
     }
 
     #[test]
+    fn a_publish_and_release_that_publishes_any_key_gives_back_the_replayed_keys_too() {
+        let mut run = Run::with(&["a", "b"]);
+        let owner = Uuid::new_v4();
+        run.ok(&Call::acquire_set(&["a", "b"], owner, 30));
+        let (x, y) = (Uuid::new_v4(), Uuid::new_v4());
+        run.ok(&Call::publish_set(&[("a", 1, x, "pa")], owner, false));
+        // Replays alone change nothing, with release or not.
+        let before = run.fence.clone();
+        run.ok(&Call::publish_set(&[("a", 1, x, "pa")], owner, true));
+        assert_eq!(run.fence, before);
+        run.later(5);
+        assert_eq!(
+            run.ok(&Call::publish_set(&[("a", 1, x, "pa"), ("b", 1, y, "pb")], owner, true)),
+            Answer::PublishSet(vec![
+                ("a".into(), SetPublished::AlreadyPublished),
+                ("b".into(), SetPublished::Published),
+            ])
+        );
+        for key in ["a", "b"] {
+            assert_eq!(run.fence.resource(key).unwrap().owner, None, "{key} given back");
+            let tenure = run.fence.tenures(key).next().unwrap();
+            assert_eq!((tenure.ending, tenure.ended_at), (Ending::Released, Some(run.at(5))));
+        }
+    }
+
+    #[test]
     fn a_replay_answers_already_published_and_an_id_used_elsewhere_is_50107() {
         let mut run = Run::with(&["a", "b"]);
         let owner = Uuid::new_v4();

@@ -30,6 +30,35 @@ fn the_procedures_answer_generated_schedules_as_the_model_does() {
     );
 }
 
+#[test]
+fn the_set_and_slot_procedures_refuse_each_bad_input_and_fill_slots_as_the_model_does() {
+    let test = "the_set_and_slot_procedures_refuse_each_bad_input_and_fill_slots_as_the_model_does";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let Some(db) = runtime.block_on(TestDatabase::deployed(test)) else {
+        return;
+    };
+    let result = differential::check_set_and_slot_rules(&runtime, &db);
+    runtime.block_on(db.drop());
+    let tally = result.unwrap_or_else(|disagreement| panic!("{disagreement}"));
+    let seen = |outcome: &str| tally.outcomes.get(outcome).copied().unwrap_or(0);
+    for (outcome, times) in [
+        ("fence_api.AcquireSet 50134", 5),
+        ("fence_api.RenewSet 50135", 5),
+        ("fence_api.RenewSet 50103", 1),
+        ("fence_api.PublishSet 50135", 3),
+        ("fence_api.PublishSet 50108", 1),
+        ("fence_api.AcquireSlot 50136", 1),
+        ("fence_api.AcquireSlot 50101", 1),
+        ("fence_api.AcquireSlot 50102", 1),
+        ("fence_api.AcquireSlot Acquired", 3),
+        ("fence_api.AcquireSlot NotProvisioned", 1),
+        ("fence_api.AcquireSlot Busy", 1),
+        ("fence_api.AcquireSet NotProvisioned", 1),
+    ] {
+        assert_eq!(seen(outcome), times, "{outcome}: {}", tally.summary());
+    }
+}
+
 /// How many schedules a broken procedure gets to be found in.
 const MUTANT_CASES: u32 = 64;
 

@@ -1068,6 +1068,37 @@ fn set_episode() -> impl Strategy<Value = Vec<Step>> {
     })
 }
 
+/// One fixed schedule: every input rule of the set and slot procedures
+/// broken once, then the slots of a resource with two provisioned slot keys
+/// filled by a count of three (the third slot has no key), retried by a
+/// holder, and refused to a count of one.
+pub fn set_and_slot_rules() -> Vec<Step> {
+    let mut steps: Vec<Step> = Invalid::ALL[Invalid::FIRST_SET..]
+        .iter()
+        .map(|&what| Step::Invalid { by: 0, key: 0, what })
+        .collect();
+    let slot = |by, slots, again| Step::AcquireSlot {
+        by,
+        slots,
+        seconds: 2,
+        again,
+    };
+    steps.extend([
+        slot(0, 3, false),
+        slot(1, 3, false),
+        slot(0, 3, false),
+        slot(1, 3, true),
+        slot(0, 1, false),
+        Step::AcquireSet {
+            by: 0,
+            keys: vec![2, 1, 0],
+            seconds: 2,
+            again: false,
+        },
+    ]);
+    steps
+}
+
 /// A schedule: up to `max_parts` parts, each an episode (a lease, set or
 /// slot taken and used) or one step of anything, by any worker. Shrinking
 /// drops parts and steps inside them.
