@@ -4,6 +4,8 @@
 
 use time::OffsetDateTime;
 
+use super::set_answer::{SetAcquired, SetPublished, SetRenewed, SlotAcquired};
+
 /// The row (or, for `ListLeases` and `LeaseHistory`, the rows) a call answered.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,12 +65,33 @@ pub enum Answer {
         /// `RecordedBeforeUtc`.
         recorded_before: OffsetDateTime,
     },
+    /// `AcquireSet`: each key's outcome, in key order, and the `ServerUtc`
+    /// every row carries.
+    AcquireSet {
+        /// One row per key.
+        rows: Vec<(String, SetAcquired)>,
+        /// `ServerUtc`.
+        server_utc: OffsetDateTime,
+    },
+    /// `RenewSet`: each key's outcome, in key order.
+    RenewSet(Vec<(String, SetRenewed)>),
+    /// `ReleaseSet`: each key's outcome, as `Release` answers it, in key
+    /// order.
+    ReleaseSet(Vec<(String, Released)>),
+    /// `PublishSet`: each key's outcome, in key order.
+    PublishSet(Vec<(String, SetPublished)>),
+    /// `AssertHolderSet`: every key `Holding`, in key order (any other key
+    /// is a refusal, 50110 to 50112, naming it).
+    AssertHolderSet(Vec<(String, Holding)>),
+    /// `AcquireSlot`.
+    AcquireSlot(SlotAcquired),
 }
 
 impl Answer {
     /// The `Outcome` column (`Found` for `ListLeases`, whose every row says
     /// so; for `RenewMany`, `Renewed` when any of its rows says so, else
-    /// `Lost`).
+    /// `Lost`; for a set call, the outcome of its first key, in key order,
+    /// that refused the set, else that of its first key).
     pub fn outcome(&self) -> &'static str {
         match self {
             Answer::Provision(Provisioned::Created) => "Created",
@@ -103,8 +126,25 @@ impl Answer {
             Answer::ResetSourceVersion(Reset::NotProvisioned) => "NotProvisioned",
             Answer::Retire(Retired::Retired { .. }) => "Retired",
             Answer::Retire(Retired::NotProvisioned) => "NotProvisioned",
+            Answer::AcquireSet { rows, .. } => set_outcome(rows.iter().map(|(_, row)| row.outcome())),
+            Answer::RenewSet(rows) => set_outcome(rows.iter().map(|(_, row)| row.outcome())),
+            Answer::ReleaseSet(rows) if rows.iter().any(|(_, r)| *r == Released::Released) => "Released",
+            Answer::ReleaseSet(_) => "NotHolder",
+            Answer::PublishSet(rows) => set_outcome(rows.iter().map(|(_, row)| row.outcome())),
+            Answer::AssertHolderSet(_) => "Holding",
+            Answer::AcquireSlot(acquired) => acquired.outcome(),
         }
     }
+}
+
+/// The first outcome of `rows` that refused the set (neither granted nor
+/// withheld), else the first.
+fn set_outcome(rows: impl Iterator<Item = &'static str> + Clone) -> &'static str {
+    let granted = ["Acquired", "Renewed", "Published", "AlreadyPublished", "Withheld"];
+    rows.clone()
+        .find(|outcome| !granted.contains(outcome))
+        .or_else(|| rows.clone().next())
+        .unwrap_or("None")
 }
 
 /// `Provision`'s outcomes.

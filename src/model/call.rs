@@ -170,6 +170,61 @@ pub enum Call {
         /// `@OlderThanDays`.
         older_than_days: Option<i32>,
     },
+    /// `fence_api.AcquireSet` (contract 1.8).
+    AcquireSet {
+        /// `@ResourceKeys`: the JSON text, as sent (`["a", "b"]`).
+        resource_keys: Option<String>,
+        /// `@Owner`.
+        owner: Option<Uuid>,
+        /// `@LeaseSeconds`.
+        lease_seconds: Option<i32>,
+    },
+    /// `fence_api.RenewSet` (contract 1.8).
+    RenewSet {
+        /// `@Leases`: the JSON text, as sent
+        /// (`[{"ResourceKey": "a", "Generation": 7}]`).
+        leases: Option<String>,
+        /// `@Owner`.
+        owner: Option<Uuid>,
+        /// `@LeaseSeconds`.
+        lease_seconds: Option<i32>,
+    },
+    /// `fence_api.ReleaseSet` (contract 1.8).
+    ReleaseSet {
+        /// `@Leases`: the JSON text, as sent.
+        leases: Option<String>,
+        /// `@Owner`.
+        owner: Option<Uuid>,
+    },
+    /// `fence_api.PublishSet` (contract 1.8).
+    PublishSet {
+        /// `@Leases`: the JSON text, as sent, each object also with an
+        /// `OperationId` and a `Payload`.
+        leases: Option<String>,
+        /// `@Owner`.
+        owner: Option<Uuid>,
+        /// `@Release` (its default is 0).
+        release: Option<bool>,
+    },
+    /// `fence_api.AssertHolderSet` (contract 1.8).
+    AssertHolderSet {
+        /// `@Leases`: the JSON text, as sent.
+        leases: Option<String>,
+        /// `@Owner`.
+        owner: Option<Uuid>,
+    },
+    /// `fence_api.AcquireSlot` (contract 1.8).
+    AcquireSlot {
+        /// `@ResourceKey`: the resource, whose slot keys are
+        /// `<resource>#<slot>`.
+        resource_key: Option<String>,
+        /// `@Slots`.
+        slots: Option<i32>,
+        /// `@Owner`.
+        owner: Option<Uuid>,
+        /// `@LeaseSeconds`.
+        lease_seconds: Option<i32>,
+    },
 }
 
 /// Calls with every parameter given, for the common case.
@@ -281,6 +336,67 @@ impl Call {
         }
     }
 
+    /// `AcquireSet` of `keys` (in the order given) as `owner`.
+    pub fn acquire_set(keys: &[&str], owner: Uuid, lease_seconds: i32) -> Call {
+        Call::AcquireSet {
+            resource_keys: Some(serde_json::Value::from(keys.to_vec()).to_string()),
+            owner: Some(owner),
+            lease_seconds: Some(lease_seconds),
+        }
+    }
+
+    /// `RenewSet` of the leases `owner` holds on `leases` (key and
+    /// generation).
+    pub fn renew_set(leases: &[(&str, i64)], owner: Uuid, lease_seconds: i32) -> Call {
+        Call::RenewSet {
+            leases: Some(set_json(leases, |_| serde_json::Map::new())),
+            owner: Some(owner),
+            lease_seconds: Some(lease_seconds),
+        }
+    }
+
+    /// `ReleaseSet` of the leases `owner` holds on `leases`.
+    pub fn release_set(leases: &[(&str, i64)], owner: Uuid) -> Call {
+        Call::ReleaseSet {
+            leases: Some(set_json(leases, |_| serde_json::Map::new())),
+            owner: Some(owner),
+        }
+    }
+
+    /// `AssertHolderSet` of the leases `owner` holds on `leases`.
+    pub fn assert_holder_set(leases: &[(&str, i64)], owner: Uuid) -> Call {
+        Call::AssertHolderSet {
+            leases: Some(set_json(leases, |_| serde_json::Map::new())),
+            owner: Some(owner),
+        }
+    }
+
+    /// `PublishSet` under the leases `owner` holds: per key its generation,
+    /// operation id and payload.
+    pub fn publish_set(publishes: &[(&str, i64, Uuid, &str)], owner: Uuid, release: bool) -> Call {
+        let leases: Vec<(&str, i64)> = publishes.iter().map(|(key, g, _, _)| (*key, *g)).collect();
+        Call::PublishSet {
+            leases: Some(set_json(&leases, |i| {
+                let mut extra = serde_json::Map::new();
+                extra.insert("OperationId".into(), publishes[i].2.to_string().into());
+                extra.insert("Payload".into(), publishes[i].3.into());
+                extra
+            })),
+            owner: Some(owner),
+            release: Some(release),
+        }
+    }
+
+    /// `AcquireSlot` of one of `slots` slots of `resource` as `owner`.
+    pub fn acquire_slot(resource: &str, slots: i32, owner: Uuid, lease_seconds: i32) -> Call {
+        Call::AcquireSlot {
+            resource_key: Some(resource.to_string()),
+            slots: Some(slots),
+            owner: Some(owner),
+            lease_seconds: Some(lease_seconds),
+        }
+    }
+
     /// The procedure's schema-qualified name.
     pub fn procedure(&self) -> &'static str {
         match self {
@@ -303,6 +419,29 @@ impl Call {
             Call::ResetSourceVersion { .. } => "fence_admin.ResetSourceVersion",
             Call::Retire { .. } => "fence_admin.Retire",
             Call::PruneOutcomes { .. } => "fence_admin.PruneOutcomes",
+            Call::AcquireSet { .. } => "fence_api.AcquireSet",
+            Call::RenewSet { .. } => "fence_api.RenewSet",
+            Call::ReleaseSet { .. } => "fence_api.ReleaseSet",
+            Call::PublishSet { .. } => "fence_api.PublishSet",
+            Call::AssertHolderSet { .. } => "fence_api.AssertHolderSet",
+            Call::AcquireSlot { .. } => "fence_api.AcquireSlot",
         }
     }
+}
+
+/// `@Leases` for `leases`, each object with its key, its generation (a JSON
+/// number) and what `extra` adds for its index.
+fn set_json(leases: &[(&str, i64)], extra: impl Fn(usize) -> serde_json::Map<String, serde_json::Value>) -> String {
+    let objects: Vec<serde_json::Value> = leases
+        .iter()
+        .enumerate()
+        .map(|(i, (key, generation))| {
+            let mut object = serde_json::Map::new();
+            object.insert("ResourceKey".into(), (*key).into());
+            object.insert("Generation".into(), (*generation).into());
+            object.extend(extra(i));
+            serde_json::Value::Object(object)
+        })
+        .collect();
+    serde_json::Value::Array(objects).to_string()
 }

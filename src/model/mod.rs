@@ -1,4 +1,4 @@
-//! The procedure contract (v1.6) as an executable model: a pure,
+//! The procedure contract (v1.8) as an executable model: a pure,
 //! deterministic state machine of what the procedures answer and change,
 //! with the server's clock supplied by the caller. No I/O, no locks, no
 //! waiting.
@@ -99,6 +99,24 @@
 //!   end), and is idempotent per recovery id.
 //! - **`PruneTenure`**, **`PruneOutcomes`** (on their own only, 50128) delete
 //!   tenures and records older than their window.
+//! - **Lease sets** (contract 1.8) take their keys as JSON text, read as
+//!   `OPENJSON` reads it: `AcquireSet`'s `@ResourceKeys` (50134) and the
+//!   others' `@Leases` (50135), any item at fault refusing the whole call.
+//!   Keys are judged and answered in key order, each as the single-key
+//!   procedure judges it. **`AcquireSet`** grants every key or none (a
+//!   key `Busy` or `NotProvisioned` leaves the others `Withheld`);
+//!   **`RenewSet`** renews every key or none (`Lost`, the others
+//!   `Withheld` at their old end); **`ReleaseSet`** releases each key held;
+//!   **`PublishSet`** accepts every publish or none (an operation id used
+//!   for another key or generation is 50107 naming the key; a replay is
+//!   `AlreadyPublished`; with `@Release = 1` the replays' leases end too
+//!   when any key was published); **`AssertHolderSet`** (in a transaction
+//!   only, 50113) refuses with the first key not held, naming it (50112,
+//!   50110, 50111).
+//! - **`AcquireSlot`** extends the owner's live slot, else grants the lowest
+//!   free slot below `@Slots` (keys `<resource>#<n>`, no leading zero) while
+//!   fewer slot rows of any number are live than `@Slots`; otherwise `Busy`
+//!   until the earliest live end, or `NotProvisioned`.
 //! - **Readers** (`GetOutcome`, `ReadPublication`, `Inspect`, `ListLeases`,
 //!   `LeaseHistory`, `ContractVersion`) change nothing and never show an
 //!   owner.
@@ -108,7 +126,11 @@
 //! Locks and waiting (a call behind another session's transaction, the 5 s
 //! bounds, 50127, 50129, deadlocks), the caller's transaction and isolation
 //! level (the model answers as if every call commits), the engine's own
-//! errors, and `fence.Retirement` missing its row (50132).
+//! errors, and `fence.Retirement` missing its row (50132). JSON is read as
+//! SQL Server reads it: Babelfish's refusals of `\u0000` and half a
+//! surrogate pair are left out (a Rust string cannot hold half a pair: such
+//! a text is refused as not JSON), and so are field names matched without
+//! regard to case under a case-insensitive database collation.
 
 mod answer;
 mod call;
@@ -117,10 +139,15 @@ mod key_order;
 mod lease;
 mod operator;
 mod publish;
+mod publish_set;
 mod read;
 mod recovery;
 mod refusal;
 mod renew_many;
+mod set;
+mod set_answer;
+mod set_input;
+mod slot;
 mod state;
 
 use time::OffsetDateTime;
@@ -136,6 +163,9 @@ pub use read::CONTRACT_VERSION;
 pub use recovery::EPOCH;
 pub use refusal::Refusal;
 pub use renew_many::{ListedLease, MAX_RENEW_MANY};
+pub use set_answer::{SetAcquired, SetPublished, SetRenewed, SlotAcquired};
+pub use set_input::MAX_SET_KEYS;
+pub use slot::{MAX_SLOT_RESOURCE_UNITS, MAX_SLOTS, slot_number};
 pub use state::{
     Command, CommandRecord, Fence, PublishRecord, RecoveryRecord, Resource, Retirement, Tenure, owner_hash,
 };
@@ -249,6 +279,32 @@ impl Fence {
                     recorded_before,
                 }
             }
+            Call::AcquireSet {
+                resource_keys,
+                owner,
+                lease_seconds,
+            } => Answer::AcquireSet {
+                rows: self.acquire_set(resource_keys, *owner, *lease_seconds, now)?,
+                server_utc: now,
+            },
+            Call::RenewSet {
+                leases,
+                owner,
+                lease_seconds,
+            } => Answer::RenewSet(self.renew_set(leases, *owner, *lease_seconds, now)?),
+            Call::ReleaseSet { leases, owner } => Answer::ReleaseSet(self.release_set(leases, *owner, now)?),
+            Call::PublishSet { leases, owner, release } => {
+                Answer::PublishSet(self.publish_set(leases, *owner, *release, now)?)
+            }
+            Call::AssertHolderSet { leases, owner } => {
+                Answer::AssertHolderSet(self.assert_holder_set(session, leases, *owner, now)?)
+            }
+            Call::AcquireSlot {
+                resource_key,
+                slots,
+                owner,
+                lease_seconds,
+            } => Answer::AcquireSlot(self.acquire_slot(resource_key, *slots, *owner, *lease_seconds, now)?),
         })
     }
 }

@@ -11,9 +11,7 @@ use super::check;
 use super::refusal::{self, Refusal};
 use super::state::{Fence, Resource, owner_hash};
 
-/// The contract version the model states: `ContractVersion`'s answer. The
-/// lease-set procedures of v1.8 are not stated yet: each of their keys is
-/// judged as the single-key procedures judge it, which the model states.
+/// The contract version the model states: `ContractVersion`'s answer.
 pub const CONTRACT_VERSION: (i32, i32) = (1, 8);
 
 impl Fence {

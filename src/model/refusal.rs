@@ -1,16 +1,19 @@
 //! The errors the procedures raise with `THROW`: a number from 50100 to 50199
 //! and the message the procedure sends, word for word.
 
+use std::borrow::Cow;
+
 /// A call the contract refuses with an error rather than an outcome row.
 ///
 /// Refused input changes nothing; so does every refusal the model raises (it
 /// has no caller transaction to roll back: see [`Session`](super::Session)).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Refusal {
     /// The error number, 50100 to 50199.
     pub number: u32,
-    /// The message the procedure raises with it.
-    pub message: &'static str,
+    /// The message the procedure raises with it: fixed, or (a set call's
+    /// refusal of one of its keys) naming that key.
+    pub message: Cow<'static, str>,
 }
 
 impl std::fmt::Display for Refusal {
@@ -22,7 +25,18 @@ impl std::fmt::Display for Refusal {
 impl std::error::Error for Refusal {}
 
 const fn refusal(number: u32, message: &'static str) -> Refusal {
-    Refusal { number, message }
+    Refusal {
+        number,
+        message: Cow::Borrowed(message),
+    }
+}
+
+/// A refusal whose message the procedure builds, naming a key.
+pub(super) fn naming(number: u32, message: String) -> Refusal {
+    Refusal {
+        number,
+        message: Cow::Owned(message),
+    }
 }
 
 pub(super) const KEY_LENGTH: Refusal = refusal(50101, "@ResourceKey must be 1 to 256 UTF-16 code units long.");
@@ -151,3 +165,71 @@ pub(super) const LEASES_GENERATION: Refusal = refusal(
 );
 pub(super) const LEASES_LEASE_SECONDS: Refusal =
     refusal(50133, "@Leases: each LeaseSeconds must be between 1 and 86400.");
+
+const KEYS_SHAPE: &str = "@ResourceKeys must be a JSON array of 1 to 1000 keys (strings).";
+pub(super) const KEYS_ARRAY: Refusal = refusal(50134, KEYS_SHAPE);
+pub(super) const KEYS_KEY_LENGTH: Refusal = refusal(
+    50134,
+    "@ResourceKeys: each key must be 1 to 256 UTF-16 code units long.",
+);
+pub(super) const KEYS_KEY_TRAILING_SPACE: Refusal = refusal(
+    50134,
+    "@ResourceKeys: a key must not end with a space: keys are exact identifiers.",
+);
+pub(super) const KEYS_KEY_TWICE: Refusal = refusal(50134, "@ResourceKeys: each key may appear once.");
+
+pub(super) const SET_SHAPE: Refusal = refusal(
+    50135,
+    "@Leases must be a JSON array of 1 to 1000 objects {\"ResourceKey\", \"Generation\"}.",
+);
+pub(super) const PUBLISH_SET_SHAPE: Refusal = refusal(
+    50135,
+    "@Leases must be a JSON array of 1 to 1000 objects {\"ResourceKey\", \"Generation\", \"OperationId\", \"Payload\"}.",
+);
+pub(super) const SET_TYPES: Refusal = refusal(
+    50135,
+    "@Leases: each ResourceKey must be a JSON string, and each Generation a JSON number or a string of digits.",
+);
+pub(super) const PUBLISH_SET_TYPES: Refusal = refusal(
+    50135,
+    "@Leases: each ResourceKey, OperationId and Payload must be a JSON string, and each Generation a JSON number or \
+     a string of digits.",
+);
+pub(super) const SET_KEY_LENGTH: Refusal = refusal(
+    50135,
+    "@Leases: each ResourceKey must be 1 to 256 UTF-16 code units long.",
+);
+pub(super) const SET_KEY_TRAILING_SPACE: Refusal = refusal(
+    50135,
+    "@Leases: a ResourceKey must not end with a space: keys are exact identifiers.",
+);
+pub(super) const SET_KEY_TWICE: Refusal = refusal(50135, "@Leases: each ResourceKey may appear once.");
+pub(super) const SET_GENERATION: Refusal = refusal(
+    50135,
+    "@Leases: each Generation must be a generation returned by Acquire (1 or more).",
+);
+pub(super) const SET_OPERATION_ID: Refusal = refusal(
+    50135,
+    "@Leases: each OperationId must be a non-nil uniqueidentifier (36 characters), fresh for each publish and reused \
+     only to replay it.",
+);
+pub(super) const SET_OPERATION_ID_TWICE: Refusal = refusal(50135, "@Leases: each OperationId may appear once.");
+pub(super) const SET_PAYLOAD: Refusal = refusal(
+    50135,
+    "@Leases: each Payload must be a JSON string (an empty string is allowed).",
+);
+pub(super) const SET_RELEASE: Refusal = refusal(
+    50108,
+    "@Release must be 0 (keep the leases) or 1 (release them with an accepted publish).",
+);
+pub(super) const SET_OUTSIDE_TRANSACTION: Refusal = refusal(
+    50113,
+    "AssertHolderSet must run inside the caller's transaction (BEGIN TRANSACTION first).",
+);
+
+pub(super) const SLOT_KEY_LENGTH: Refusal = refusal(
+    50101,
+    "@ResourceKey must be 1 to 251 UTF-16 code units long for a resource with slots (its slot keys add \"#\" and the \
+     slot number).",
+);
+pub(super) const SLOTS: Refusal = refusal(50136, "@Slots must be between 1 and 1000.");

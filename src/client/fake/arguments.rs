@@ -156,19 +156,37 @@ pub(super) fn call(procedure: Procedure, arguments: &[&dyn ToSql]) -> Result<Cal
         Procedure::PruneOutcomes => Call::PruneOutcomes {
             older_than_days: a.int(0, None)?,
         },
-        // The model states the single-key contract; lease sets and slots (v1.8) are
-        // not in it yet, so the fake says so rather than answer wrongly.
-        Procedure::AcquireSet
-        | Procedure::RenewSet
-        | Procedure::ReleaseSet
-        | Procedure::PublishSet
-        | Procedure::AssertHolderSet
-        | Procedure::AcquireSlot => {
-            return Err(Error::UnexpectedReply {
-                procedure: procedure.name(),
-                detail: "the fake does not model lease sets and slots (contract v1.8)".to_string(),
-            });
-        }
+        // A set's JSON goes to the model as the text sent: the model reads it
+        // as the procedure does, refusals included.
+        Procedure::AcquireSet => Call::AcquireSet {
+            resource_keys: a.text(0, None)?,
+            owner: a.id(1)?,
+            lease_seconds: a.int(2, None)?,
+        },
+        Procedure::RenewSet => Call::RenewSet {
+            leases: a.text(0, None)?,
+            owner: a.id(1)?,
+            lease_seconds: a.int(2, None)?,
+        },
+        Procedure::ReleaseSet => Call::ReleaseSet {
+            leases: a.text(0, None)?,
+            owner: a.id(1)?,
+        },
+        Procedure::PublishSet => Call::PublishSet {
+            leases: a.text(0, None)?,
+            owner: a.id(1)?,
+            release: a.bit(2, Some(false))?,
+        },
+        Procedure::AssertHolderSet => Call::AssertHolderSet {
+            leases: a.text(0, None)?,
+            owner: a.id(1)?,
+        },
+        Procedure::AcquireSlot => Call::AcquireSlot {
+            resource_key: a.text(0, None)?,
+            slots: a.int(1, None)?,
+            owner: a.id(2)?,
+            lease_seconds: a.int(3, None)?,
+        },
     })
 }
 

@@ -34,6 +34,10 @@
 //! siblings, and look at the fence with [`Fake::fence`] and at fenced
 //! transactions with [`Fake::fenced_writes`].
 //!
+//! Lease sets and slots (contract 1.8) run on the model as the other calls
+//! do; a fenced transaction over a set is refused with
+//! [`Error::Unavailable`] (nothing is sent).
+//!
 //! What it does not model: locks (a caller's transaction never makes
 //! another call wait, and nothing waits for the 5 s bounds, 50127 or
 //! 50129), isolation levels, the engine's own clock (the fake's is tokio's),

@@ -9,7 +9,7 @@ use crate::client::admin::test_rows::{Cell, big, binary, bit, int, reply, text, 
 use crate::client::call::Reply;
 use crate::model::{
     Acquired, Answer, ForceReleased, History, Inspected, LeaseState, Outcome, Publication, Recovered, Recovery,
-    Renewed, Reset, Retired, TenureRow,
+    Renewed, Reset, Retired, SetAcquired, SetRenewed, SlotAcquired, TenureRow,
 };
 
 fn outcome(name: &str) -> Cell {
@@ -224,5 +224,90 @@ pub(super) fn replies(procedure: Procedure, answer: &Answer) -> Vec<Reply> {
             int("CommandsDeleted", Some(*commands_deleted)),
             utc("RecordedBeforeUtc", Some(*recorded_before)),
         ]),
+        Answer::AcquireSet { rows, server_utc } => rows
+            .iter()
+            .map(|(key, row)| {
+                let (generation, until) = match *row {
+                    SetAcquired::Acquired {
+                        generation,
+                        lease_until,
+                    } => (Some(generation), Some(lease_until)),
+                    SetAcquired::Busy { lease_until } => (None, Some(lease_until)),
+                    _ => (None, None),
+                };
+                let cells = vec![
+                    outcome(row.outcome()),
+                    text("ResourceKey", Some(key)),
+                    big("Generation", generation),
+                    utc("LeaseUntilUtc", until),
+                    utc("ServerUtc", Some(*server_utc)),
+                ];
+                reply(procedure, cells)
+            })
+            .collect(),
+        Answer::RenewSet(rows) => rows
+            .iter()
+            .map(|(key, row)| {
+                let until = match *row {
+                    SetRenewed::Renewed { lease_until } | SetRenewed::Withheld { lease_until } => Some(lease_until),
+                    _ => None,
+                };
+                let cells = vec![
+                    outcome(row.outcome()),
+                    text("ResourceKey", Some(key)),
+                    utc("LeaseUntilUtc", until),
+                ];
+                reply(procedure, cells)
+            })
+            .collect(),
+        Answer::ReleaseSet(rows) => rows
+            .iter()
+            .map(|(key, row)| {
+                let name = Answer::Release(*row).outcome();
+                reply(procedure, vec![outcome(name), text("ResourceKey", Some(key))])
+            })
+            .collect(),
+        Answer::PublishSet(rows) => rows
+            .iter()
+            .map(|(key, row)| reply(procedure, vec![outcome(row.outcome()), text("ResourceKey", Some(key))]))
+            .collect(),
+        Answer::AssertHolderSet(rows) => rows
+            .iter()
+            .map(|(key, holding)| {
+                let cells = vec![
+                    outcome(name),
+                    text("ResourceKey", Some(key)),
+                    big("Generation", Some(holding.generation)),
+                    utc("LeaseUntilUtc", Some(holding.lease_until)),
+                ];
+                reply(procedure, cells)
+            })
+            .collect(),
+        Answer::AcquireSlot(acquired) => {
+            let (slot, key, generation, until) = match acquired {
+                SlotAcquired::Acquired {
+                    slot,
+                    resource_key,
+                    generation,
+                    lease_until,
+                    ..
+                } => (
+                    Some(*slot),
+                    Some(resource_key.as_str()),
+                    Some(*generation),
+                    Some(*lease_until),
+                ),
+                SlotAcquired::Busy { lease_until, .. } => (None, None, None, Some(*lease_until)),
+                _ => (None, None, None, None),
+            };
+            one(vec![
+                outcome(name),
+                int("Slot", slot),
+                text("ResourceKey", key),
+                big("Generation", generation),
+                utc("LeaseUntilUtc", until),
+                utc("ServerUtc", Some(acquired.server_utc())),
+            ])
+        }
     }
 }

@@ -161,7 +161,7 @@ impl FakeTx {
             }
             Err(refused) => {
                 self.fake.end_write(self.write, WriteEnd::RolledBack, self.restore);
-                Err(failed_before_commit(refused.number, refused.message))
+                Err(failed_before_commit(refused.number, &refused.message))
             }
         }
     }

@@ -5,7 +5,8 @@
 //! `FENCEPOST_MODEL_CASES` raises it, `FENCEPOST_MODEL_SEED` repeats a run.
 //!
 //! The same test finds a procedure broken on purpose: one whose publish
-//! forgot the lease's expiry, one whose renewal revives an expired lease.
+//! forgot the lease's expiry, one whose renewal revives an expired lease,
+//! and the same two faults in the lease-set procedures.
 
 use crate::support;
 
@@ -27,6 +28,35 @@ fn the_procedures_answer_generated_schedules_as_the_model_does() {
         missing.is_empty(),
         "the schedules agreed but never reached {missing:?}: a run that meets none of them shows little"
     );
+}
+
+#[test]
+fn the_set_and_slot_procedures_refuse_each_bad_input_and_fill_slots_as_the_model_does() {
+    let test = "the_set_and_slot_procedures_refuse_each_bad_input_and_fill_slots_as_the_model_does";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let Some(db) = runtime.block_on(TestDatabase::deployed(test)) else {
+        return;
+    };
+    let result = differential::check_set_and_slot_rules(&runtime, &db);
+    runtime.block_on(db.drop());
+    let tally = result.unwrap_or_else(|disagreement| panic!("{disagreement}"));
+    let seen = |outcome: &str| tally.outcomes.get(outcome).copied().unwrap_or(0);
+    for (outcome, times) in [
+        ("fence_api.AcquireSet 50134", 5),
+        ("fence_api.RenewSet 50135", 5),
+        ("fence_api.RenewSet 50103", 1),
+        ("fence_api.PublishSet 50135", 3),
+        ("fence_api.PublishSet 50108", 1),
+        ("fence_api.AcquireSlot 50136", 1),
+        ("fence_api.AcquireSlot 50101", 1),
+        ("fence_api.AcquireSlot 50102", 1),
+        ("fence_api.AcquireSlot Acquired", 3),
+        ("fence_api.AcquireSlot NotProvisioned", 1),
+        ("fence_api.AcquireSlot Busy", 1),
+        ("fence_api.AcquireSet NotProvisioned", 1),
+    ] {
+        assert_eq!(seen(outcome), times, "{outcome}: {}", tally.summary());
+    }
 }
 
 /// How many schedules a broken procedure gets to be found in.
@@ -110,5 +140,27 @@ fn a_renew_many_that_revives_an_expired_lease_disagrees_with_the_model() {
         "       AND r.Generation = l.Generation\n       AND r.LeaseUntilUtc > @Now;",
         "       AND r.Generation = l.Generation;",
         &["fence_api.RenewMany disagrees", "RenewMany", "model at", "Lost"],
+    );
+}
+
+#[test]
+fn a_renew_set_that_revives_an_expired_lease_disagrees_with_the_model() {
+    finds_mutant(
+        "a_renew_set_that_revives_an_expired_lease_disagrees_with_the_model",
+        "fence_api.RenewSet",
+        " AND r.LeaseUntilUtc > @Now\n                          THEN N'Renewed'",
+        "\n                          THEN N'Renewed'",
+        &["fence_api.RenewSet disagrees", "RenewSet", "model at", "Lost"],
+    );
+}
+
+#[test]
+fn a_publish_set_without_its_expiry_predicate_disagrees_with_the_model() {
+    finds_mutant(
+        "a_publish_set_without_its_expiry_predicate_disagrees_with_the_model",
+        "fence_api.PublishSet",
+        "WHEN r.Owner IS NULL OR r.LeaseUntilUtc <= @Now THEN N'Expired'",
+        "WHEN r.Owner IS NULL THEN N'Expired'",
+        &["fence_api.PublishSet disagrees", "PublishSet", "model at", "Expired"],
     );
 }

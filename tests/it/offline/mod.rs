@@ -51,6 +51,8 @@ mod docs_agree;
 mod docs_inventory;
 #[cfg(feature = "fake")]
 mod fake_client;
+#[cfg(feature = "fake")]
+mod fake_sets;
 mod selftest_cli;
 mod stress_ledger;
 

@@ -114,6 +114,28 @@ pub fn check(runtime: &tokio::runtime::Runtime, db: &TestDatabase, budget: Budge
     }
 }
 
+/// Runs the fixed schedule of [`schedule::set_and_slot_rules`] once on
+/// `db`'s fence and on the model: `Ok` holds what ran, `Err` how they
+/// disagreed.
+pub fn check_set_and_slot_rules(runtime: &tokio::runtime::Runtime, db: &TestDatabase) -> Result<Tally, String> {
+    runtime.block_on(async {
+        let mut workers = Vec::new();
+        for _ in 0..schedule::WORKERS {
+            workers.push(Caller::new(db.connect().await));
+        }
+        let mut admin = db.connect().await;
+        let order = if db.is_babelfish().await {
+            KeyOrder::CodePoint
+        } else {
+            KeyOrder::Padded
+        };
+        crate::support::exec(&mut admin, server::RESET).await;
+        let mut tally = Tally::default();
+        run::run(&mut workers, order, &schedule::set_and_slot_rules(), &mut tally).await?;
+        Ok(tally)
+    })
+}
+
 /// The shipped sources with `procedure`'s `find` replaced by `replace`
 /// (which must occur exactly once, so the mutation is the one described),
 /// as `live::selftest_broken` deploys a broken procedure.

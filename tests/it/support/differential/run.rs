@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 
 use fencepost::model::{
     Acquired, Answer, Call, Ending, Fence, ForceReleased, History, Inspected, KeyOrder, Outcome, Published, Recovered,
-    Refusal, Released, Renewed, Session,
+    Refusal, Released, Renewed, Session, SetPublished, SetRenewed,
 };
 use time::{Duration, OffsetDateTime};
 
@@ -53,14 +53,15 @@ impl Tally {
         let mut text = format!(
             "{} schedules, {} calls compared ({} judged within their round trip, {} stored times read back); \
              {} renewals or publishes of a lease that ran out with nobody after it, in {} schedules; \
-             {} takeovers",
+             {} takeovers; {} set and slot calls",
             self.schedules,
             self.calls,
             self.in_window,
             self.read_back,
             self.after_expiry,
             self.schedules_after_expiry,
-            self.takeovers
+            self.takeovers,
+            self.set_and_slot_calls()
         );
         for (outcome, n) in &self.outcomes {
             let _ = write!(text, "\n  {outcome}: {n}");
@@ -90,7 +91,32 @@ impl Tally {
         if self.after_expiry == 0 {
             missing.push("a renewal or publish of a lease that ran out with nobody after it");
         }
+        if !answered(&["AcquireSet Acquired"]) {
+            missing.push("a lease set granted");
+        }
+        if !answered(&["AcquireSlot Acquired"]) {
+            missing.push("a slot granted");
+        }
         missing
+    }
+}
+
+/// How many set and slot calls the runs compared.
+impl Tally {
+    pub fn set_and_slot_calls(&self) -> u64 {
+        let sets = [
+            "AcquireSet",
+            "RenewSet",
+            "ReleaseSet",
+            "PublishSet",
+            "AssertHolderSet",
+            "AcquireSlot",
+        ];
+        self.outcomes
+            .iter()
+            .filter(|(outcome, _)| sets.iter().any(|set| outcome.starts_with(&format!("fence_api.{set} "))))
+            .map(|(_, n)| n)
+            .sum()
     }
 }
 
@@ -135,6 +161,18 @@ fn shown_clock(call: &Call, seen: &Seen) -> Option<OffsetDateTime> {
                 .iter()
                 .find(|l| l.resource_key.as_deref() == Some(key.as_str()))?;
             Some(*lease_until - Duration::seconds(listed.lease_seconds?.into()))
+        }),
+        (_, Answer::AcquireSet { server_utc, .. }) => Some(*server_utc),
+        (_, Answer::AcquireSlot(acquired)) => Some(acquired.server_utc()),
+        (
+            Call::RenewSet {
+                lease_seconds: Some(seconds),
+                ..
+            },
+            Answer::RenewSet(rows),
+        ) => rows.iter().find_map(|(_, row)| match row {
+            SetRenewed::Renewed { lease_until } => Some(*lease_until - Duration::seconds((*seconds).into())),
+            _ => None,
         }),
         (_, Answer::Inspect(Inspected::Found(state))) => Some(state.server_utc),
         (_, Answer::Inspect(Inspected::NotProvisioned { server_utc })) => Some(*server_utc),
@@ -206,6 +244,41 @@ async fn stored_clock(conn: &mut Caller, call: &Call, seen: &Seen) -> Option<Off
             let history = server::call(&mut conn.conn, &Call::lease_history(key), Session::Autocommit).await;
             ended(history, generation - 1, Ending::ForceReleased)
         }
+        (
+            Call::PublishSet {
+                leases: Some(leases), ..
+            },
+            Answer::PublishSet(rows),
+        ) => {
+            let (key, _) = rows.iter().find(|(_, row)| *row == SetPublished::Published)?;
+            let id = set_item(leases, key, "OperationId")?.parse().ok()?;
+            match server::call(&mut conn.conn, &Call::get_outcome(id), Session::Autocommit).await {
+                Ok(Answer::GetOutcome(Outcome::Published { published_at, .. })) => Some(published_at),
+                _ => None,
+            }
+        }
+        (
+            Call::ReleaseSet {
+                leases: Some(leases), ..
+            },
+            Answer::ReleaseSet(rows),
+        ) => {
+            let (key, _) = rows.iter().find(|(_, row)| *row == Released::Released)?;
+            let generation = set_item(leases, key, "Generation")?.parse().ok()?;
+            let history = server::call(&mut conn.conn, &Call::lease_history(key), Session::Autocommit).await;
+            ended(history, generation, Ending::Released)
+        }
+        _ => None,
+    }
+}
+
+/// The text of `field` in the item of the set's `@Leases` for `key`.
+fn set_item(leases: &str, key: &str, field: &str) -> Option<String> {
+    let items: Vec<serde_json::Value> = serde_json::from_str(leases).ok()?;
+    let item = items.iter().find(|item| item["ResourceKey"] == key)?;
+    match &item[field] {
+        serde_json::Value::String(text) => Some(text.clone()),
+        serde_json::Value::Number(number) => Some(number.to_string()),
         _ => None,
     }
 }

@@ -8,15 +8,19 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use fencepost::model::{Acquired, Answer, Call, ListedLease, Session};
+use fencepost::model::{Acquired, Answer, Call, ListedLease, Session, SetAcquired, SlotAcquired};
 use proptest::prelude::*;
 use uuid::Uuid;
 
 /// The keys a schedule works on. `k` and `k\u{1}` differ only by a
 /// character below a space after a shared prefix: where SQL Server's
 /// padded comparison and plain code-point order sort two keys apart.
-/// `k[j]%_` holds the characters `LIKE` reads as a pattern.
-pub const KEYS: [&str; 4] = ["k", "k\u{1}", "j", "k[j]%_"];
+/// `k[j]%_` holds the characters `LIKE` reads as a pattern. `s` is a
+/// resource with slots: `s#0` and `s#1` its slot keys, `s#01` a key that is
+/// no slot (a leading zero), and no `s#2`, so a third slot is never granted.
+pub const KEYS: [&str; 8] = ["k", "k\u{1}", "j", "k[j]%_", "s", "s#0", "s#1", "s#01"];
+/// The index in [`KEYS`] of the resource with slots.
+pub const SLOT_RESOURCE: usize = 4;
 /// The database identities a `Recover` step may record: a replay of a
 /// recovery id with another one must answer the first and record nothing.
 pub const IDENTITIES: [Uuid; 2] = [
@@ -24,12 +28,12 @@ pub const IDENTITIES: [Uuid; 2] = [
     Uuid::from_u128(0x0f3a_5c1e_0000_4000_8000_0000_0000_00b2),
 ];
 /// The keys every schedule starts with provisioned.
-pub const PROVISIONED: [usize; 3] = [0, 2, 3];
+pub const PROVISIONED: [usize; 7] = [0, 2, 3, 4, 5, 6, 7];
 /// The prefixes a `ListLeases` step (and the final state) asks for. Matched
 /// as characters, `k%` and `k_` list nothing and `k[j]` lists `k[j]%_`; read
 /// as a pattern, `k%` would list every `k` key, `k_` would list `k\u{1}` and
 /// `k[j]%_`, and `k[j]` (`kj…`) none.
-pub const PREFIXES: [&str; 7] = ["", "k", "j", "x", "k%", "k_", "k[j]"];
+pub const PREFIXES: [&str; 8] = ["", "k", "j", "x", "k%", "k_", "k[j]", "s#"];
 /// Workers, each on a session of its own.
 pub const WORKERS: usize = 2;
 
@@ -81,6 +85,24 @@ pub enum Invalid {
     ListNoRows,
     NegativeFloor,
     PruneZeroDays,
+    SetKeysEmpty,
+    SetKeysNotStrings,
+    SetKeysNotArray,
+    SetKeyTwice,
+    SetKeyEndsInSpace,
+    SetLeasesNotObjects,
+    SetKeyMissing,
+    SetGenerationFraction,
+    SetGenerationNull,
+    SetGenerationZeroText,
+    SetOperationIdShort,
+    SetOperationIdTwice,
+    SetPayloadMissing,
+    SetReleaseNull,
+    SetSecondsBeforeOwner,
+    SlotsZero,
+    SlotResourceLong,
+    SlotNilOwner,
 }
 
 /// One step of one worker (`by`, its session).
@@ -201,10 +223,53 @@ pub enum Step {
         key: usize,
         what: Invalid,
     },
+    /// One `AcquireSet` of `keys`, in the order given; `again` as the owner
+    /// of the worker's last one.
+    AcquireSet {
+        by: usize,
+        keys: Vec<usize>,
+        seconds: i32,
+        again: bool,
+    },
+    /// A set call on the worker's last acquired set (presented as `lease`
+    /// says, each key's generation alike).
+    RenewSet {
+        by: usize,
+        lease: Lease,
+        seconds: i32,
+    },
+    ReleaseSet {
+        by: usize,
+        lease: Lease,
+    },
+    /// `op`: fresh ids, or `Again(0)` the ids of the worker's last
+    /// `PublishSet` (a replay), or `Again(n)` an id used before for the
+    /// first key.
+    PublishSet {
+        by: usize,
+        lease: Lease,
+        op: Id,
+        release: bool,
+    },
+    AssertHolderSet {
+        by: usize,
+        lease: Lease,
+        in_transaction: bool,
+    },
+    /// One `AcquireSlot` of the resource with slots; `again` as the owner of
+    /// the worker's last one.
+    AcquireSlot {
+        by: usize,
+        slots: i32,
+        seconds: i32,
+        again: bool,
+    },
 }
 
 impl Invalid {
-    const ALL: [Invalid; 14] = [
+    /// Where the set and slot procedures' input begins in [`Invalid::ALL`].
+    const FIRST_SET: usize = 14;
+    const ALL: [Invalid; 32] = [
         Invalid::KeyEndsInSpace,
         Invalid::EmptyKey,
         Invalid::LongKey,
@@ -219,6 +284,24 @@ impl Invalid {
         Invalid::ListNoRows,
         Invalid::NegativeFloor,
         Invalid::PruneZeroDays,
+        Invalid::SetKeysEmpty,
+        Invalid::SetKeysNotStrings,
+        Invalid::SetKeysNotArray,
+        Invalid::SetKeyTwice,
+        Invalid::SetKeyEndsInSpace,
+        Invalid::SetLeasesNotObjects,
+        Invalid::SetKeyMissing,
+        Invalid::SetGenerationFraction,
+        Invalid::SetGenerationNull,
+        Invalid::SetGenerationZeroText,
+        Invalid::SetOperationIdShort,
+        Invalid::SetOperationIdTwice,
+        Invalid::SetPayloadMissing,
+        Invalid::SetReleaseNull,
+        Invalid::SetSecondsBeforeOwner,
+        Invalid::SlotsZero,
+        Invalid::SlotResourceLong,
+        Invalid::SlotNilOwner,
     ];
 }
 
@@ -252,7 +335,13 @@ impl Step {
             | PruneTenure { by, .. }
             | PruneOutcomes { by, .. }
             | WaitOut { by, .. }
-            | Invalid { by, .. } => Some(by),
+            | Invalid { by, .. }
+            | AcquireSet { by, .. }
+            | RenewSet { by, .. }
+            | ReleaseSet { by, .. }
+            | PublishSet { by, .. }
+            | AssertHolderSet { by, .. }
+            | AcquireSlot { by, .. } => Some(by),
             Wait { .. } => None,
         }
     }
@@ -298,6 +387,19 @@ pub struct Ctx {
     pub operations: Vec<Uuid>,
     commands: Vec<Uuid>,
     recoveries: Vec<Uuid>,
+    /// Each worker's last acquired set: its owner, and each key with its
+    /// generation.
+    sets: HashMap<usize, (Uuid, Vec<(usize, i64)>)>,
+    /// The owner of each worker's last `AcquireSet` and `AcquireSlot`.
+    set_owners: HashMap<usize, Uuid>,
+    slot_owners: HashMap<usize, Uuid>,
+    /// The operation ids of each worker's last `PublishSet`.
+    set_publishes: HashMap<usize, Vec<Uuid>>,
+}
+
+/// The index in [`KEYS`] of `key`.
+fn index(key: &str) -> Option<usize> {
+    KEYS.iter().position(|k| *k == key)
 }
 
 fn again(used: &[Uuid], id: Id) -> Uuid {
@@ -327,6 +429,20 @@ impl Ctx {
             (Lease::Stale, Some((owner, generation))) => (owner, (generation - 1).max(1)),
             (Lease::Stranger, Some((_, generation))) => (Uuid::new_v4(), generation),
             (_, None) => (Uuid::new_v4(), 1),
+        }
+    }
+
+    /// The worker's last acquired set as `lease` presents it; a stranger's
+    /// set of the first key before it has one.
+    fn set(&self, by: usize, lease: Lease) -> (Uuid, Vec<(&'static str, i64)>) {
+        let Some((owner, keys)) = self.sets.get(&by) else {
+            return (Uuid::new_v4(), vec![(KEYS[0], 1)]);
+        };
+        let keys = |less: i64| keys.iter().map(|&(k, g)| (KEYS[k], (g - less).max(1))).collect();
+        match lease {
+            Lease::Own => (*owner, keys(0)),
+            Lease::Stale => (*owner, keys(1)),
+            Lease::Stranger => (Uuid::new_v4(), keys(0)),
         }
     }
 
@@ -514,6 +630,75 @@ impl Ctx {
                 session(in_transaction),
             ),
             Step::Invalid { by, key: k, what } => (self.invalid(by, k, what), auto),
+            Step::AcquireSet {
+                by,
+                ref keys,
+                seconds,
+                again,
+            } => {
+                let owner = match self.set_owners.get(&by) {
+                    Some(owner) if again => *owner,
+                    _ => Uuid::new_v4(),
+                };
+                self.set_owners.insert(by, owner);
+                let names: Vec<&str> = keys.iter().map(|&k| KEYS[k]).collect();
+                (Call::acquire_set(&names, owner, seconds), auto)
+            }
+            Step::RenewSet { by, lease, seconds } => {
+                let (owner, leases) = self.set(by, lease);
+                (Call::renew_set(&leases, owner, seconds), auto)
+            }
+            Step::ReleaseSet { by, lease } => {
+                let (owner, leases) = self.set(by, lease);
+                (Call::release_set(&leases, owner), auto)
+            }
+            Step::AssertHolderSet {
+                by,
+                lease,
+                in_transaction,
+            } => {
+                let (owner, leases) = self.set(by, lease);
+                (Call::assert_holder_set(&leases, owner), session(in_transaction))
+            }
+            Step::PublishSet { by, lease, op, release } => {
+                let (owner, leases) = self.set(by, lease);
+                let last = self.set_publishes.get(&by).filter(|ids| ids.len() == leases.len());
+                let ids: Vec<Uuid> = match (op, last) {
+                    (Id::Again(0), Some(last)) => last.clone(),
+                    (Id::Again(back), _) if back > 0 => std::iter::once(again(&self.operations, op))
+                        .chain(std::iter::repeat_with(Uuid::new_v4))
+                        .take(leases.len())
+                        .collect(),
+                    _ => leases.iter().map(|_| Uuid::new_v4()).collect(),
+                };
+                self.operations.extend(&ids);
+                self.set_publishes.insert(by, ids.clone());
+                let payloads: Vec<String> = leases
+                    .iter()
+                    .zip(&ids)
+                    .map(|((_, generation), id)| format!("w{by} g{generation} {}", id.simple()))
+                    .collect();
+                let publishes: Vec<(&str, i64, Uuid, &str)> = leases
+                    .iter()
+                    .zip(&ids)
+                    .zip(&payloads)
+                    .map(|(((key, generation), id), payload)| (*key, *generation, *id, payload.as_str()))
+                    .collect();
+                (Call::publish_set(&publishes, owner, release), auto)
+            }
+            Step::AcquireSlot {
+                by,
+                slots,
+                seconds,
+                again,
+            } => {
+                let owner = match self.slot_owners.get(&by) {
+                    Some(owner) if again => *owner,
+                    _ => Uuid::new_v4(),
+                };
+                self.slot_owners.insert(by, owner);
+                (Call::acquire_slot(KEYS[SLOT_RESOURCE], slots, owner, seconds), auto)
+            }
         })
     }
 
@@ -536,6 +721,16 @@ impl Ctx {
         };
         let fresh = Some(Uuid::new_v4());
         let text = Some(String::from("x"));
+        let keys = |json: &str| Call::AcquireSet {
+            resource_keys: Some(json.to_string()),
+            owner: Some(owner),
+            lease_seconds: Some(1),
+        };
+        let leases = |json: &str| Call::RenewSet {
+            leases: Some(json.to_string()),
+            owner: Some(owner),
+            lease_seconds: Some(1),
+        };
         match what {
             Invalid::KeyEndsInSpace => Call::inspect(&format!("{} ", KEYS[k])),
             Invalid::EmptyKey => Call::provision(""),
@@ -566,12 +761,107 @@ impl Ctx {
             Invalid::PruneZeroDays => Call::PruneTenure {
                 older_than_days: Some(0),
             },
+            Invalid::SetKeysEmpty => keys("[]"),
+            Invalid::SetKeysNotStrings => keys(r#"["k", 1]"#),
+            Invalid::SetKeysNotArray => keys(r#"{"k": 1}"#),
+            Invalid::SetKeyTwice => keys(r#"["k", "j", "k"]"#),
+            Invalid::SetKeyEndsInSpace => keys(r#"["k", "j "]"#),
+            Invalid::SetLeasesNotObjects => leases(r#"["k"]"#),
+            Invalid::SetKeyMissing => leases(r#"[{"Generation": 1}]"#),
+            Invalid::SetGenerationFraction => leases(r#"[{"ResourceKey": "k", "Generation": 1.5}]"#),
+            Invalid::SetGenerationNull => leases(r#"[{"ResourceKey": "k", "Generation": null}]"#),
+            Invalid::SetGenerationZeroText => leases(r#"[{"ResourceKey": "k", "Generation": "0"}]"#),
+            Invalid::SetOperationIdShort => Call::PublishSet {
+                leases: Some(format!(
+                    r#"[{{"ResourceKey": "k", "Generation": 1, "OperationId": "{}", "Payload": "x"}}]"#,
+                    Uuid::new_v4().simple()
+                )),
+                owner: Some(owner),
+                release: Some(false),
+            },
+            Invalid::SetOperationIdTwice => {
+                let id = Uuid::new_v4();
+                let leases = [("k", generation, id, "x"), ("j", generation, id, "y")];
+                Call::publish_set(&leases, owner, false)
+            }
+            Invalid::SetPayloadMissing => Call::PublishSet {
+                leases: Some(format!(
+                    r#"[{{"ResourceKey": "k", "Generation": 1, "OperationId": "{}"}}]"#,
+                    Uuid::new_v4()
+                )),
+                owner: Some(owner),
+                release: Some(false),
+            },
+            Invalid::SetReleaseNull => {
+                let Call::PublishSet { leases, owner, .. } =
+                    Call::publish_set(&[(KEYS[k], generation, Uuid::new_v4(), "x")], owner, false)
+                else {
+                    unreachable!()
+                };
+                Call::PublishSet {
+                    leases,
+                    owner,
+                    release: None,
+                }
+            }
+            Invalid::SetSecondsBeforeOwner => {
+                let Call::RenewSet { leases, .. } = Call::renew_set(&[(KEYS[k], generation)], owner, 1) else {
+                    unreachable!()
+                };
+                Call::RenewSet {
+                    leases,
+                    owner: Some(Uuid::nil()),
+                    lease_seconds: Some(0),
+                }
+            }
+            Invalid::SlotsZero => Call::acquire_slot(KEYS[SLOT_RESOURCE], 0, owner, 1),
+            Invalid::SlotResourceLong => Call::acquire_slot(&"s".repeat(252), 1, owner, 1),
+            Invalid::SlotNilOwner => Call::acquire_slot(KEYS[SLOT_RESOURCE], 1, Uuid::nil(), 1),
         }
     }
 
     /// Takes in what `call` answered: an acquired lease becomes the
-    /// worker's lease on the key.
+    /// worker's lease on the key; an acquired set or slot, the worker's
+    /// leases on its keys (the first its leased key).
     pub fn learn(&mut self, step: &Step, call: &Call, answer: &Result<Answer, (u32, String)>) {
+        let by = step.by().unwrap_or(0);
+        let take = |ctx: &mut Ctx, owner: Uuid, keys: &[(usize, i64)]| {
+            for &(key, generation) in keys {
+                ctx.leases.insert((by, key), (owner, generation));
+                ctx.latest.insert(key, (owner, generation));
+            }
+            if let Some(&(first, _)) = keys.first() {
+                ctx.leased.insert(by, first);
+            }
+        };
+        match (call, answer) {
+            (Call::AcquireSet { owner: Some(owner), .. }, Ok(Answer::AcquireSet { rows, .. })) => {
+                let keys: Vec<(usize, i64)> = rows
+                    .iter()
+                    .filter_map(|(key, row)| match row {
+                        SetAcquired::Acquired { generation, .. } => Some((index(key)?, *generation)),
+                        _ => None,
+                    })
+                    .collect();
+                if keys.len() == rows.len() {
+                    take(self, *owner, &keys);
+                    self.sets.insert(by, (*owner, keys));
+                }
+            }
+            (
+                Call::AcquireSlot { owner: Some(owner), .. },
+                Ok(Answer::AcquireSlot(SlotAcquired::Acquired {
+                    resource_key,
+                    generation,
+                    ..
+                })),
+            ) => {
+                if let Some(key) = index(resource_key) {
+                    take(self, *owner, &[(key, *generation)]);
+                }
+            }
+            _ => {}
+        }
         if let (Step::Acquire { by, key, .. }, Call::Acquire { owner: Some(owner), .. }) = (step, call)
             && let Ok(Answer::Acquire(Acquired::Acquired { generation, .. })) = answer
         {
@@ -663,6 +953,56 @@ pub fn step() -> impl Strategy<Value = Step> {
             }
         }),
         1 => (worker(), key_index(), invalid()).prop_map(|(by, key, what)| Step::Invalid { by, key, what }),
+        // The set and slot procedures' own input rules, as often again.
+        1 => (worker(), key_index(), proptest::sample::select(Invalid::ALL[Invalid::FIRST_SET..].to_vec()))
+            .prop_map(|(by, key, what)| Step::Invalid { by, key, what }),
+        2 => acquire_set(),
+        1 => (worker(), lease(), seconds()).prop_map(|(by, lease, seconds)| Step::RenewSet { by, lease, seconds }),
+        1 => (worker(), lease()).prop_map(|(by, lease)| Step::ReleaseSet { by, lease }),
+        1 => (worker(), lease(), id(), proptest::bool::ANY)
+            .prop_map(|(by, lease, op, release)| Step::PublishSet { by, lease, op, release }),
+        1 => (worker(), lease(), proptest::bool::weighted(0.85))
+            .prop_map(|(by, lease, in_transaction)| Step::AssertHolderSet { by, lease, in_transaction }),
+        2 => acquire_slot(),
+    ]
+}
+
+/// An `AcquireSet` of 1 to 3 keys of any kind, in any order.
+fn acquire_set() -> impl Strategy<Value = Step> {
+    let keys = proptest::sample::subsequence((0..KEYS.len()).collect::<Vec<_>>(), 1..=3).prop_shuffle();
+    (worker(), keys, seconds(), proptest::bool::weighted(0.2)).prop_map(|(by, keys, seconds, again)| Step::AcquireSet {
+        by,
+        keys,
+        seconds,
+        again,
+    })
+}
+
+/// An `AcquireSlot` of one to three slots (only two are provisioned).
+fn acquire_slot() -> impl Strategy<Value = Step> {
+    (worker(), 1i32..=3, seconds(), proptest::bool::weighted(0.2)).prop_map(|(by, slots, seconds, again)| {
+        Step::AcquireSlot {
+            by,
+            slots,
+            seconds,
+            again,
+        }
+    })
+}
+
+/// A call on the worker's last set, or on its first key, or a wait, that a
+/// set's episode makes after its acquire.
+fn use_of_set() -> impl Strategy<Value = Step> {
+    let (by, key) = (0, Key::Leased);
+    prop_oneof![
+        3 => Just(Step::WaitOut { by, key }),
+        3 => (lease(), seconds()).prop_map(move |(lease, seconds)| Step::RenewSet { by, lease, seconds }),
+        3 => (lease(), id(), proptest::bool::ANY)
+            .prop_map(move |(lease, op, release)| Step::PublishSet { by, lease, op, release }),
+        1 => lease().prop_map(move |lease| Step::ReleaseSet { by, lease }),
+        2 => (lease(), proptest::bool::weighted(0.85))
+            .prop_map(move |(lease, in_transaction)| Step::AssertHolderSet { by, lease, in_transaction }),
+        2 => use_of_lease(),
     ]
 }
 
@@ -710,10 +1050,59 @@ fn episode() -> impl Strategy<Value = Vec<Step>> {
     )
 }
 
-/// A schedule: up to `max_parts` parts, each an episode (a lease taken and
-/// used) or one step of anything, by any worker. Shrinking drops parts and
-/// steps inside them.
+/// One worker's set (or slot) acquired and then used: each later step is
+/// that worker's, on its set or the set's first key (the slot's key).
+fn set_episode() -> impl Strategy<Value = Vec<Step>> {
+    let uses = proptest::collection::vec(use_of_set(), 0..5);
+    let first = prop_oneof![2 => acquire_set(), 1 => acquire_slot()];
+    (first, uses).prop_map(|(first, uses)| {
+        let worker = first.by().expect("an acquire is a worker's");
+        let mut steps = vec![first];
+        steps.extend(uses.into_iter().map(|mut step| {
+            if let Some(by) = step.by_mut() {
+                *by = worker;
+            }
+            step
+        }));
+        steps
+    })
+}
+
+/// One fixed schedule: every input rule of the set and slot procedures
+/// broken once, then the slots of a resource with two provisioned slot keys
+/// filled by a count of three (the third slot has no key), retried by a
+/// holder, and refused to a count of one.
+pub fn set_and_slot_rules() -> Vec<Step> {
+    let mut steps: Vec<Step> = Invalid::ALL[Invalid::FIRST_SET..]
+        .iter()
+        .map(|&what| Step::Invalid { by: 0, key: 0, what })
+        .collect();
+    let slot = |by, slots, again| Step::AcquireSlot {
+        by,
+        slots,
+        seconds: 2,
+        again,
+    };
+    steps.extend([
+        slot(0, 3, false),
+        slot(1, 3, false),
+        slot(0, 3, false),
+        slot(1, 3, true),
+        slot(0, 1, false),
+        Step::AcquireSet {
+            by: 0,
+            keys: vec![2, 1, 0],
+            seconds: 2,
+            again: false,
+        },
+    ]);
+    steps
+}
+
+/// A schedule: up to `max_parts` parts, each an episode (a lease, set or
+/// slot taken and used) or one step of anything, by any worker. Shrinking
+/// drops parts and steps inside them.
 pub fn schedule(max_parts: usize) -> impl Strategy<Value = Vec<Step>> {
-    let part = prop_oneof![2 => episode(), 1 => step().prop_map(|step| vec![step])];
+    let part = prop_oneof![2 => episode(), 1 => set_episode(), 1 => step().prop_map(|step| vec![step])];
     proptest::collection::vec(part, 1..=max_parts).prop_map(|parts| parts.into_iter().flatten().collect())
 }

@@ -7,7 +7,7 @@ use fencepost::Connection;
 use fencepost::model::{
     Acquired, Answer, Call, Ending, ForceReleased, History, Holding, Inspected, LeaseState, Listed, ListedLease,
     Outcome, Provisioned, Publication, Published, Recovered, Recovery, Released, Renewed, Reset, Retired, Session,
-    TenureRow,
+    SetAcquired, SetPublished, SetRenewed, SlotAcquired, TenureRow,
 };
 use tiberius::{Row, ToSql};
 use time::OffsetDateTime;
@@ -149,6 +149,43 @@ fn parameters(call: &Call) -> Vec<(&'static str, Value)> {
             ("@SourceVersion", Big(*source_version)),
             ("@OperationId", Id(*operation_id)),
         ],
+        Call::AcquireSet {
+            resource_keys,
+            owner,
+            lease_seconds,
+        } => vec![
+            ("@ResourceKeys", Text(resource_keys.clone())),
+            ("@Owner", Id(*owner)),
+            ("@LeaseSeconds", Int(*lease_seconds)),
+        ],
+        Call::RenewSet {
+            leases,
+            owner,
+            lease_seconds,
+        } => vec![
+            ("@Leases", Text(leases.clone())),
+            ("@Owner", Id(*owner)),
+            ("@LeaseSeconds", Int(*lease_seconds)),
+        ],
+        Call::ReleaseSet { leases, owner } | Call::AssertHolderSet { leases, owner } => {
+            vec![("@Leases", Text(leases.clone())), ("@Owner", Id(*owner))]
+        }
+        Call::PublishSet { leases, owner, release } => vec![
+            ("@Leases", Text(leases.clone())),
+            ("@Owner", Id(*owner)),
+            ("@Release", Bit(*release)),
+        ],
+        Call::AcquireSlot {
+            resource_key,
+            slots,
+            owner,
+            lease_seconds,
+        } => vec![
+            key(resource_key),
+            ("@Slots", Int(*slots)),
+            ("@Owner", Id(*owner)),
+            ("@LeaseSeconds", Int(*lease_seconds)),
+        ],
         other => panic!("no parameters for {other:?}"),
     }
 }
@@ -269,8 +306,114 @@ fn recovery(row: &Row) -> Recovery {
     }
 }
 
+/// A set procedure's rows as the model's answer: one per key, in the order
+/// sent; `None` for a call of no set procedure.
+fn set_answer(call: &Call, rows: &[Row]) -> Option<Result<Answer, String>> {
+    let key = |row: &Row| must(col::<&str>(row, "ResourceKey"), "ResourceKey").to_string();
+    let until = |row: &Row| must(time(row, "LeaseUntilUtc"), "LeaseUntilUtc");
+    Some(match call {
+        Call::AcquireSet { .. } => keyed(rows, &|row, name| {
+            Some(match name {
+                "Acquired" => SetAcquired::Acquired {
+                    generation: must(col(row, "Generation"), "Generation"),
+                    lease_until: until(row),
+                },
+                "Busy" => SetAcquired::Busy {
+                    lease_until: until(row),
+                },
+                "NotProvisioned" => SetAcquired::NotProvisioned,
+                "Withheld" => SetAcquired::Withheld,
+                _ => return None,
+            })
+        })
+        .and_then(|keyed| {
+            let first = rows.first().ok_or("no rows")?;
+            Ok(Answer::AcquireSet {
+                rows: keyed,
+                server_utc: must(time(first, "ServerUtc"), "ServerUtc"),
+            })
+        }),
+        Call::RenewSet { .. } => keyed(rows, &|row, name| {
+            Some(match name {
+                "Renewed" => SetRenewed::Renewed {
+                    lease_until: until(row),
+                },
+                "Lost" => SetRenewed::Lost,
+                "Withheld" => SetRenewed::Withheld {
+                    lease_until: until(row),
+                },
+                _ => return None,
+            })
+        })
+        .map(Answer::RenewSet),
+        Call::ReleaseSet { .. } => keyed(rows, &|_, name| match name {
+            "Released" => Some(Released::Released),
+            "NotHolder" => Some(Released::NotHolder),
+            _ => None,
+        })
+        .map(Answer::ReleaseSet),
+        Call::PublishSet { .. } => keyed(rows, &|_, name| {
+            Some(match name {
+                "Published" => SetPublished::Published,
+                "AlreadyPublished" => SetPublished::AlreadyPublished,
+                "Superseded" => SetPublished::Superseded,
+                "GenerationAlreadyPublished" => SetPublished::GenerationAlreadyPublished,
+                "Expired" => SetPublished::Expired,
+                "NotProvisioned" => SetPublished::NotProvisioned,
+                "Withheld" => SetPublished::Withheld,
+                _ => return None,
+            })
+        })
+        .map(Answer::PublishSet),
+        Call::AssertHolderSet { .. } => keyed(rows, &|row, name| {
+            (name == "Holding").then(|| Holding {
+                generation: must(col(row, "Generation"), "Generation"),
+                lease_until: until(row),
+            })
+        })
+        .map(Answer::AssertHolderSet),
+        Call::AcquireSlot { .. } => {
+            let [row] = rows else {
+                return Some(Err(format!("{} rows instead of one", rows.len())));
+            };
+            let server_utc = must(time(row, "ServerUtc"), "ServerUtc");
+            Ok(Answer::AcquireSlot(match outcome(row).as_str() {
+                "Acquired" => SlotAcquired::Acquired {
+                    slot: must(col(row, "Slot"), "Slot"),
+                    resource_key: key(row),
+                    generation: must(col(row, "Generation"), "Generation"),
+                    lease_until: until(row),
+                    server_utc,
+                },
+                "Busy" => SlotAcquired::Busy {
+                    lease_until: until(row),
+                    server_utc,
+                },
+                "NotProvisioned" => SlotAcquired::NotProvisioned { server_utc },
+                other => return Some(Err(format!("unknown outcome {other}"))),
+            }))
+        }
+        _ => return None,
+    })
+}
+
+/// Each row's key and what `judge` reads of it and its outcome.
+fn keyed<T>(rows: &[Row], judge: &dyn Fn(&Row, &str) -> Option<T>) -> Result<Vec<(String, T)>, String> {
+    rows.iter()
+        .map(|row| {
+            let name = outcome(row);
+            judge(row, &name)
+                .map(|judged| (must(col::<&str>(row, "ResourceKey"), "ResourceKey").to_string(), judged))
+                .ok_or_else(|| format!("unknown outcome {name}"))
+        })
+        .collect()
+}
+
 /// The procedure's rows as the model's answer.
 fn answer(call: &Call, rows: Vec<Row>) -> Result<Answer, String> {
+    if let Some(answer) = set_answer(call, &rows) {
+        return answer;
+    }
     if let Call::ListLeases { .. } = call {
         return Ok(Answer::ListLeases(
             rows.iter()
