@@ -17,6 +17,7 @@
 mod added;
 mod bound;
 mod build;
+mod cascades;
 mod closure;
 mod code;
 mod database_owner;

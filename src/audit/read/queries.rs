@@ -10,7 +10,9 @@
 //! need the engine.
 
 use super::query::Query;
-use super::{background, beyond, database, modules, objects, permissions, principals, proxies, server, trustworthy};
+use super::{
+    background, beyond, database, foreign_keys, modules, objects, permissions, principals, proxies, server, trustworthy,
+};
 
 pub(super) fn queries() -> Vec<Query> {
     vec![
@@ -49,5 +51,6 @@ pub(super) fn queries() -> Vec<Query> {
         beyond::signing_keys(),
         beyond::assemblies(),
         beyond::outside_tsql(),
+        foreign_keys::foreign_keys(),
     ]
 }
