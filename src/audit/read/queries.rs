@@ -7,8 +7,9 @@
 //! decoder builds on what an earlier one read: the logins, module texts,
 //! signatures, numbered procedures, server triggers and key names join what
 //! was read before them, and the signatures and the SECURITY DEFINER list
-//! need the engine; and where a query names another database's catalog,
-//! which on Babelfish moves the rest of the batch there (those go last).
+//! need the engine; and the foreign keys come before the first query that
+//! names another database's catalog, which on Babelfish moves the rest of
+//! the batch into that database.
 
 use super::query::Query;
 use super::{
@@ -44,18 +45,18 @@ pub(super) fn queries() -> Vec<Query> {
         server::server_triggers(),
         objects::fence_table_features(),
         permissions::keys(),
+        // Before the first query naming another database's catalog: on
+        // Babelfish 4.2 a statement naming `msdb.sys.…` or `master.sys.…`,
+        // even in a branch it does not take, moves the rest of the batch
+        // into that database.
+        foreign_keys::foreign_keys(),
+        background::job_steps(),
+        proxies::agent_proxies(),
         server::linked_servers(),
         background::activated_queues(),
         beyond::table_expressions(),
         beyond::signing_keys(),
         beyond::assemblies(),
-        foreign_keys::foreign_keys(),
-        // Last: on Babelfish 4.2 a statement naming another database's
-        // catalog (`msdb.sys.…`, `master.sys.…`), even in a branch it does
-        // not take, moves the rest of the batch into that database, so any
-        // query after these would read msdb or master instead of this one.
         beyond::outside_tsql(),
-        background::job_steps(),
-        proxies::agent_proxies(),
     ]
 }
