@@ -10,7 +10,7 @@ use super::graph::Graph;
 use super::node::Node;
 use super::{
     added, cascades, code, database_owner, expressions, fixed_roles, leaving, login_alter, orphans, principals,
-    proxies, rights, runners, server, server_rights, signing, trustworthy, writers,
+    proxies, rights, runners, server, server_rights, signing, synonym_grants, trustworthy, writers,
 };
 
 impl Graph {
@@ -45,6 +45,7 @@ impl Graph {
         code::edges(ctx, &rights, &mut graph);
         writers::edges(ctx, &rights, &mut graph);
         cascades::edges(ctx, &rights, &mut graph);
+        synonym_grants::edges(ctx, &rights, &mut graph);
         database_owner::edges(ctx, &rights, &mut graph);
         expressions::edges(ctx, &rights, &mut graph);
         signing::edges(ctx, &mut graph);
