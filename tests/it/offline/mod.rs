@@ -22,6 +22,7 @@ mod audit_reach_column_denies;
 mod audit_reach_database_denies;
 mod audit_reach_denies;
 mod audit_reach_expressions;
+mod audit_reach_guest;
 mod audit_reach_inherited;
 mod audit_reach_leaving_roles;
 mod audit_reach_logins;
