@@ -37,11 +37,11 @@ mod rules;
 
 pub use catalog::{
     AgentProxy, Assembly, Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, FenceTableFeature,
-    IdentityReading, JobEditor, JobStep, LinkedLogin, LinkedServer, LinkedServers, LoginKind, Membership, Object,
-    ObjectKind, OtherDatabase, OtherDatabaseUser, OutsideItem, OutsideKind, OutsideTsql, Permission, PermissionState,
-    Principal, PrincipalKind, ProxyUser, ProxyUserKind, Schema, Securable, ServerFacts, ServerPermission,
-    ServerRoleOwner, ServerSettings, ServerTrigger, ServiceQueue, SigningKey, TableExpression, TableFeature, Unread,
-    UserAuthentication, Visibility,
+    ForeignKey, IdentityReading, JobEditor, JobStep, LinkedLogin, LinkedServer, LinkedServers, LoginKind, Membership,
+    Object, ObjectKind, OtherDatabase, OtherDatabaseUser, OutsideItem, OutsideKind, OutsideTsql, Permission,
+    PermissionState, Principal, PrincipalKind, ProxyUser, ProxyUserKind, ReferentialAction, Schema, Securable,
+    ServerFacts, ServerPermission, ServerRoleOwner, ServerSettings, ServerTrigger, ServiceQueue, SigningKey,
+    TableExpression, TableFeature, Unread, UserAuthentication, Visibility,
 };
 pub use error::AuditError;
 pub use finding::{AcceptedUnverifiable, CannotVerify, Finding, Step};

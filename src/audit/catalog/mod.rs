@@ -4,6 +4,7 @@
 
 mod beyond;
 mod code;
+mod foreign_keys;
 mod proxies;
 mod runners;
 mod security;
@@ -14,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 pub use beyond::{Assembly, OutsideItem, OutsideKind, OutsideTsql, SigningKey, TableExpression, Unread};
 pub use code::{Dependency, DeployedProcedure, Object, ObjectKind};
+pub use foreign_keys::{ForeignKey, ReferentialAction};
 pub use proxies::{AgentProxy, ProxyUser, ProxyUserKind};
 pub use runners::{JobEditor, JobStep, LinkedLogin, LinkedServer, LinkedServers, ServiceQueue};
 pub use security::{
@@ -95,6 +97,10 @@ pub struct Catalog {
     /// `None` when unreadable.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub table_expressions: Option<Vec<TableExpression>>,
+    /// Foreign keys with their referential actions; `None` when unreadable
+    /// (and in a snapshot taken before they were read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub foreign_keys: Option<Vec<ForeignKey>>,
     /// Certificates and asymmetric keys, their owners and mapped users;
     /// `None` when unreadable.
     #[serde(skip_serializing_if = "Option::is_none")]

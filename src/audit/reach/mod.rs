@@ -17,6 +17,7 @@
 mod added;
 mod bound;
 mod build;
+mod cascades;
 mod closure;
 mod code;
 mod database_owner;
@@ -45,6 +46,7 @@ mod server_denies;
 mod server_inherited;
 mod server_rights;
 mod signing;
+mod synonym_grants;
 mod synonyms;
 mod trigger_header;
 mod trustworthy;

@@ -128,6 +128,13 @@ fn links<'a>(ctx: &Context<'a>) -> Vec<Link<'a>> {
             .into_iter()
             .map(|(t, owner)| (t.qualified_name(), owner, false)),
     );
+    // A table whose DELETE or UPDATE cascades to a fence table is written
+    // through as one is ([`super::cascades`] follows the key).
+    targets.extend(
+        super::cascades::parents(ctx)
+            .into_iter()
+            .map(|(t, owner)| (t, owner, false)),
+    );
     let mut out: Vec<Link> = Vec::new();
     loop {
         let mut added = false;

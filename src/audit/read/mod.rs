@@ -10,6 +10,7 @@ mod background;
 mod beyond;
 mod build;
 mod database;
+mod foreign_keys;
 mod modules;
 mod objects;
 mod permissions;

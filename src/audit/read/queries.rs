@@ -7,10 +7,14 @@
 //! decoder builds on what an earlier one read: the logins, module texts,
 //! signatures, numbered procedures, server triggers and key names join what
 //! was read before them, and the signatures and the SECURITY DEFINER list
-//! need the engine.
+//! need the engine; and the foreign keys come before the first query that
+//! names another database's catalog, which on Babelfish moves the rest of
+//! the batch into that database.
 
 use super::query::Query;
-use super::{background, beyond, database, modules, objects, permissions, principals, proxies, server, trustworthy};
+use super::{
+    background, beyond, database, foreign_keys, modules, objects, permissions, principals, proxies, server, trustworthy,
+};
 
 pub(super) fn queries() -> Vec<Query> {
     vec![
@@ -41,6 +45,11 @@ pub(super) fn queries() -> Vec<Query> {
         server::server_triggers(),
         objects::fence_table_features(),
         permissions::keys(),
+        // Before the first query naming another database's catalog: on
+        // Babelfish 4.2 a statement naming `msdb.sys.…` or `master.sys.…`,
+        // even in a branch it does not take, moves the rest of the batch
+        // into that database.
+        foreign_keys::foreign_keys(),
         background::job_steps(),
         proxies::agent_proxies(),
         server::linked_servers(),

@@ -38,6 +38,16 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
                 .into(),
         );
     }
+    if ctx.catalog.foreign_keys.is_none() {
+        cannot(
+            Rule::ReachesFence,
+            "foreign keys (sys.foreign_keys, sys.foreign_key_columns) could not be read: a DELETE or UPDATE of a \
+             table that a fence table's key references with ON DELETE or ON UPDATE CASCADE, SET NULL or SET \
+             DEFAULT writes fence rows with no permission checked on them (the checking login needs VIEW \
+             DEFINITION on the database)"
+                .into(),
+        );
+    }
     if ctx.catalog.assemblies.is_none() && ctx.catalog.objects.iter().any(|o| o.assembly.is_some()) {
         cannot(
             Rule::ReachesFence,

@@ -275,3 +275,44 @@ async fn alter_any_server_role_with_an_empty_role_holding_control_server_is_name
     }
     db.drop().await;
 }
+
+#[tokio::test]
+async fn the_owner_of_a_table_a_fence_key_references_on_delete_set_null_is_named() {
+    // Ownership rather than a GRANT: Babelfish shows no grants, and an
+    // owner may DELETE what it owns on every engine.
+    let test = "the_owner_of_a_table_a_fence_key_references_on_delete_set_null_is_named";
+    let Some(mut db) = TestDatabase::deployed(test).await else {
+        return;
+    };
+    let other = user_of(&db.login_in_role(None).await);
+    db.exec(&format!("CREATE SCHEMA tenants AUTHORIZATION [{other}];"))
+        .await;
+    db.exec("CREATE TABLE tenants.Tenants (TenantId int NOT NULL PRIMARY KEY);")
+        .await;
+    db.exec("ALTER TABLE fence.Resource ADD TenantId int NULL;").await;
+    db.exec(
+        "ALTER TABLE fence.Resource ADD CONSTRAINT FK_Resource_Tenant FOREIGN KEY (TenantId) \
+         REFERENCES tenants.Tenants (TenantId) ON DELETE SET NULL;",
+    )
+    .await;
+    let catalog = read_catalog(&mut db.connect().await).await.expect("read the catalog");
+    let key = catalog
+        .foreign_keys
+        .iter()
+        .flatten()
+        .find(|k| k.name.eq_ignore_ascii_case("FK_Resource_Tenant"))
+        .unwrap_or_else(|| panic!("the key is read: {:#?}", catalog.foreign_keys));
+    assert_eq!(key.on_delete, fencepost::audit::ReferentialAction::SetNull);
+    assert!(key.referenced.eq_ignore_ascii_case("tenants.Tenants"), "{key:?}");
+    let report = evaluate(&catalog, &Policy::default());
+    // Babelfish spells every name in lower case; another rule may name the
+    // owner first and carry the path.
+    let named = report.findings.iter().any(|f| {
+        f.principal.as_deref().is_some_and(|p| p.eq_ignore_ascii_case(&other))
+            && f.path
+                .iter()
+                .any(|s| s.step.to_lowercase().contains("foreign key fk_resource_tenant"))
+    });
+    assert!(named, "{other} not named through the key:\n{report:#?}");
+    db.drop().await;
+}

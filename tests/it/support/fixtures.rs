@@ -298,6 +298,16 @@ pub fn clean() -> Catalog {
     // No expression on a table, no certificate or key, and no way out of
     // T-SQL.
     c.table_expressions = Some(Vec::new());
+    // The one key the migrations make: PublishedOperation to Resource, NO
+    // ACTION both ways.
+    c.foreign_keys = Some(vec![fencepost::audit::ForeignKey {
+        name: "FK_PublishedOperation_Resource".into(),
+        table: "fence.PublishedOperation".into(),
+        referenced: "fence.Resource".into(),
+        referenced_columns: vec!["ResourceKey".into()],
+        on_delete: fencepost::audit::ReferentialAction::NoAction,
+        on_update: fencepost::audit::ReferentialAction::NoAction,
+    }]);
     c.signing_keys = Some(Vec::new());
     c.assemblies = Some(Vec::new());
     c.outside_tsql = Some(fencepost::audit::OutsideTsql::default());
