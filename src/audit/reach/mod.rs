@@ -30,6 +30,7 @@ mod graph;
 mod held;
 mod leaving;
 mod login_alter;
+mod mentions;
 mod module_change;
 mod node;
 mod orphans;
