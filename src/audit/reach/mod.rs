@@ -15,6 +15,7 @@
 //! [`closure`] answers, for one principal, the shortest path to each goal.
 
 mod added;
+mod bits;
 mod bound;
 mod build;
 mod closure;
