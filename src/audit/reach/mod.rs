@@ -15,6 +15,7 @@
 //! [`closure`] answers, for one principal, the shortest path to each goal.
 
 mod added;
+mod bits;
 mod bound;
 mod build;
 mod cascades;
@@ -32,6 +33,7 @@ mod graph;
 mod held;
 mod leaving;
 mod login_alter;
+mod mentions;
 mod module_change;
 mod node;
 mod orphans;

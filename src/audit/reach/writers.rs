@@ -13,6 +13,7 @@ use super::super::rules::{Context, module_text_names};
 use super::denies;
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
+use super::mentions::Mentions;
 use super::node::{Goal, Node};
 use super::principals::hierarchy_note;
 use super::right::Right;
@@ -23,6 +24,7 @@ use crate::audit::module_text::may_modify_data;
 use crate::tsql::quote_qualified;
 
 /// What a write through an object goes to next.
+#[derive(Clone)]
 struct Link<'a> {
     object: &'a Object,
     /// `schema.name` of a fence table (the goal) or of the next object.
@@ -135,17 +137,19 @@ fn links<'a>(ctx: &Context<'a>) -> Vec<Link<'a>> {
             .into_iter()
             .map(|(t, owner)| (t, owner, false)),
     );
+    let mentions = Mentions::new(ctx.catalog);
+    let mut texts: Vec<Text> = ctx.catalog.objects.iter().map(|_| Text::default()).collect();
     let mut out: Vec<Link> = Vec::new();
     loop {
         let mut added = false;
-        for o in &ctx.catalog.objects {
+        for (o, text) in ctx.catalog.objects.iter().zip(&mut texts) {
             if ctx.is_shipped(o)
                 || o.schema.is_empty()
                 || ctx.fence_tables().iter().any(|t| o.is(&format!("{fence}.{t}")))
             {
                 continue;
             }
-            let new: Vec<Link> = links_of(ctx, o, &targets, chains)
+            let new: Vec<Link> = links_of(ctx, o, &targets, chains, (text, &mentions))
                 .into_iter()
                 .filter(|l| !out.iter().any(|k| std::ptr::eq(k.object, o) && k.next == l.next))
                 .collect();
@@ -173,6 +177,18 @@ fn links<'a>(ctx: &Context<'a>) -> Vec<Link<'a>> {
     out
 }
 
+/// How far an object's own text was matched against the targets: the
+/// first target it reaches stays the first as targets are added after it,
+/// so each is tried once rather than once a round, and a long chain is
+/// found in time near-linear in the targets each object names.
+#[derive(Default)]
+struct Text<'a> {
+    /// How many targets were tried.
+    tried: usize,
+    /// The link to the first target reached, once there is one.
+    found: Option<Link<'a>>,
+}
+
 /// A procedure, or a function that is not inline: [`super::code`] follows
 /// those that write a fence table themselves.
 fn is_module(ctx: &Context, o: &Object) -> bool {
@@ -198,7 +214,13 @@ fn owner<'a>(ctx: &Context<'a>, o: &'a Object) -> Option<&'a str> {
 
 /// The links `o` makes: one through each trigger on it that is a target
 /// already, and one to the first of `targets` its own text reaches, if any.
-fn links_of<'a>(ctx: &Context<'a>, o: &'a Object, targets: &[(String, String, bool)], chains: bool) -> Vec<Link<'a>> {
+fn links_of<'a>(
+    ctx: &Context<'a>,
+    o: &'a Object,
+    targets: &[(String, String, bool)],
+    chains: bool,
+    (text, mentions): (&mut Text<'a>, &Mentions),
+) -> Vec<Link<'a>> {
     let Some(own) = owner(ctx, o) else {
         return Vec::new();
     };
@@ -228,8 +250,12 @@ fn links_of<'a>(ctx: &Context<'a>, o: &'a Object, targets: &[(String, String, bo
             });
         }
     }
+    if o.kind != ObjectKind::Table && text.found.is_none() {
+        text.found = text_link(ctx, o, &targets[text.tried..], own, (view, mentions));
+        text.tried = targets.len();
+    }
     if o.kind != ObjectKind::Table
-        && let Some(mut link) = text_link(ctx, o, targets, own, view)
+        && let Some(mut link) = text.found.clone()
     {
         if view
             && !link.goal
@@ -294,7 +320,7 @@ fn text_link<'a>(
     o: &'a Object,
     targets: &[(String, String, bool)],
     own: &str,
-    view: bool,
+    (view, mentions): (bool, &Mentions),
 ) -> Option<Link<'a>> {
     let name = o.qualified_name();
     // A procedure, function or trigger whose text changes no data itself
@@ -314,7 +340,7 @@ fn text_link<'a>(
     // fence table only in a filter may still write another it selects from.
     let ((t, _, goal), synonym) = targets
         .iter()
-        .filter_map(|target| names(ctx, o, &target.0).map(|s| (target, s)))
+        .filter_map(|target| names(ctx, o, &target.0, mentions).map(|s| (target, s)))
         .find(|((t, target_owner, _), _)| {
             target_owner.eq_ignore_ascii_case(own)
                 && !(o.kind == ObjectKind::View
@@ -327,7 +353,7 @@ fn text_link<'a>(
         .map(|s| format!(" (by the synonym {s})"))
         .unwrap_or_default();
     let (starts, what) = if view {
-        let replaced = instead_of_events(ctx, o);
+        let replaced = instead_of_events(ctx, o, mentions);
         let starts: Vec<&'static str> = DATA.into_iter().filter(|e| !replaced.contains(e)).collect();
         if starts.is_empty() {
             return None;
@@ -372,7 +398,7 @@ fn writes_through_any(ctx: &Context, text: &str, t: &str) -> bool {
 
 /// Whether `o` names `target`, in its text or its recorded dependencies:
 /// `Some(None)` itself, `Some(Some(synonym))` by a synonym for it.
-fn names(ctx: &Context, o: &Object, target: &str) -> Option<Option<String>> {
+fn names(ctx: &Context, o: &Object, target: &str, mentions: &Mentions) -> Option<Option<String>> {
     // A trigger's header names what it is on: only its body writes.
     let body;
     let o = if o.kind == ObjectKind::Trigger
@@ -388,10 +414,7 @@ fn names(ctx: &Context, o: &Object, target: &str) -> Option<Option<String>> {
     };
     let direct = |t: &str| {
         let (s, n) = t.split_once('.').unwrap_or(("", t));
-        module_text_names(ctx.catalog, o, s, n)
-            || ctx.catalog.dependencies.iter().flatten().any(|d| {
-                d.referencing.eq_ignore_ascii_case(&o.qualified_name()) && d.referenced.eq_ignore_ascii_case(t)
-            })
+        mentions.recorded(o, t) || mentions.may_name(o, t) && module_text_names(ctx.catalog, o, s, n)
     };
     if direct(target) {
         return Some(None);
@@ -432,13 +455,13 @@ fn triggers_on<'a>(
 /// an INSTEAD OF trigger runs against its own view does not call it again
 /// but "processes as if the table had no INSTEAD OF trigger", so it goes
 /// through the view to its base table.
-fn instead_of_events(ctx: &Context, o: &Object) -> Vec<&'static str> {
+fn instead_of_events(ctx: &Context, o: &Object, mentions: &Mentions) -> Vec<&'static str> {
     let view = o.qualified_name();
     ctx.catalog
         .objects
         .iter()
         .filter(|t| t.kind == ObjectKind::Trigger && !t.disabled && t.parent.as_deref().is_some_and(|p| o.is(p)))
-        .filter(|t| names(ctx, t, &view).is_none())
+        .filter(|t| names(ctx, t, &view, mentions).is_none())
         .filter_map(|t| t.definition.as_deref().map(header))
         .filter(|(instead, _)| *instead)
         .flat_map(|(_, events)| events)

@@ -10,6 +10,7 @@ mod audit_code_paths;
 mod audit_hidden_paths;
 mod audit_hierarchy;
 mod audit_implied;
+mod audit_long_chains;
 mod audit_offline;
 mod audit_outside;
 mod audit_reach;
