@@ -45,6 +45,7 @@ mod server_denies;
 mod server_inherited;
 mod server_rights;
 mod signing;
+mod singleton;
 mod synonyms;
 mod trigger_header;
 mod trustworthy;
