@@ -9,8 +9,8 @@ use super::super::rules::Context;
 use super::graph::Graph;
 use super::node::Node;
 use super::{
-    added, code, database_owner, expressions, fixed_roles, leaving, login_alter, orphans, principals, proxies, rights,
-    runners, server, server_rights, signing, trustworthy, writers,
+    added, code, created_code, database_owner, expressions, fixed_roles, leaving, login_alter, orphans, principals,
+    proxies, rights, runners, server, server_rights, signing, trustworthy, writers,
 };
 
 impl Graph {
@@ -44,6 +44,7 @@ impl Graph {
         added::edges(ctx, &rights, &mut graph);
         code::edges(ctx, &rights, &mut graph);
         writers::edges(ctx, &rights, &mut graph);
+        created_code::edges(ctx, &rights, &mut graph);
         database_owner::edges(ctx, &rights, &mut graph);
         expressions::edges(ctx, &rights, &mut graph);
         signing::edges(ctx, &mut graph);

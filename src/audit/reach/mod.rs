@@ -19,6 +19,7 @@ mod bound;
 mod build;
 mod closure;
 mod code;
+mod created_code;
 mod database_owner;
 mod denies;
 mod deny_rows;
