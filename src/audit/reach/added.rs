@@ -38,7 +38,7 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                         roles.entry(right.holder.clone()).or_default().push((&p.name, w));
                     }
                 }
-                PrincipalKind::User | PrincipalKind::Group if clear("IMPERSONATE") => {
+                PrincipalKind::User if super::singleton::user(ctx, p) && clear("IMPERSONATE") => {
                     users.entry(right.holder.clone()).or_default().push(&p.name);
                 }
                 _ => {}

@@ -9,8 +9,8 @@ use super::super::rules::Context;
 use super::graph::Graph;
 use super::node::Node;
 use super::{
-    added, cascades, code, database_owner, expressions, fixed_roles, leaving, login_alter, orphans, principals,
-    proxies, rights, runners, server, server_rights, signing, synonym_grants, trustworthy, writers,
+    added, cascades, code, created_code, database_owner, expressions, fixed_roles, leaving, login_alter, orphans,
+    principals, proxies, rights, runners, server, server_rights, signing, synonym_grants, trustworthy, writers,
 };
 
 impl Graph {
@@ -46,6 +46,7 @@ impl Graph {
         writers::edges(ctx, &rights, &mut graph);
         cascades::edges(ctx, &rights, &mut graph);
         synonym_grants::edges(ctx, &rights, &mut graph);
+        created_code::edges(ctx, &rights, &mut graph);
         database_owner::edges(ctx, &rights, &mut graph);
         expressions::edges(ctx, &rights, &mut graph);
         signing::edges(ctx, &mut graph);

@@ -99,7 +99,9 @@ fn on_principal(ctx: &Context, right: &Right, target: &Principal) -> Option<Edge
     };
     match target.kind {
         PrincipalKind::User | PrincipalKind::Group => {
-            if let Some(unless) = denies::reaches(ctx, right, &on, "IMPERSONATE") {
+            if super::singleton::user(ctx, target)
+                && let Some(unless) = denies::reaches(ctx, right, &on, "IMPERSONATE")
+            {
                 return Some(
                     edge(
                         format!(

@@ -101,6 +101,7 @@ pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
         match p.on_login.as_deref() {
             Some(login)
                 if !is_role(login)
+                    && super::singleton::login(ctx, login)
                     && hierarchy::implies("LOGIN", &p.permission, "LOGIN", "IMPERSONATE")
                     && !denied(server, &p.grantee, "LOGIN", "IMPERSONATE", Some(login)) =>
             {

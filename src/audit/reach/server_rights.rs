@@ -86,7 +86,9 @@ pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
         if wants("IMPERSONATE ANY LOGIN") {
             for login in &logins {
                 let name = graph.spelling(login);
-                if denied(server, &h.holder, "LOGIN", "IMPERSONATE", Some(&name)) {
+                if !super::singleton::login(ctx, &name)
+                    || denied(server, &h.holder, "LOGIN", "IMPERSONATE", Some(&name))
+                {
                     continue;
                 }
                 let step = format!("{} (EXECUTE AS LOGIN = '{name}')", named("IMPERSONATE ANY LOGIN"));
