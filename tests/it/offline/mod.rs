@@ -6,6 +6,7 @@ mod artifact_probe;
 mod artifact_read;
 mod artifact_store;
 mod artifact_sweep_edges;
+mod audit_attack_round;
 mod audit_code_paths;
 mod audit_hidden_paths;
 mod audit_hierarchy;
