@@ -34,7 +34,7 @@ mod wrappers;
 
 pub(crate) use context::Context;
 pub(crate) use server_rights::{holders as server_holders, is_server_role};
-pub(crate) use wrappers::contained as wrapper_contained;
+pub(crate) use wrappers::granted_contained as wrapper_granted_contained;
 
 use super::catalog::Catalog;
 use super::{CannotVerify, Finding, Policy, Report, Rule};
