@@ -473,7 +473,7 @@ fn reaching_modules<'a>(ctx: &Context<'a>) -> Vec<(&'a Object, Vec<Reach>, bool)
             contained = !trigger && !handed_on && wrapper_granted_contained(ctx, o, &names);
             // One that writes a fence table too is reached for that, and
             // its contained call is left out as before.
-            if !(contained && !reaches.is_empty()) {
+            if !contained || reaches.is_empty() {
                 reaches.push(Reach {
                     goal: Goal::RunAdmin,
                     target: p.clone(),
