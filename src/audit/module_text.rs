@@ -249,6 +249,17 @@ pub(crate) fn may_modify_data(definition: &str) -> bool {
         || !dynamic_constructs(definition).is_empty()
 }
 
+/// Whether running a module may change data: its own text may
+/// ([`may_modify_data`]), or it runs another module (EXEC), which
+/// ownership chaining lets write unchecked when both have one owner
+/// ("Ownership Chains").
+pub(crate) fn may_write(definition: &str) -> bool {
+    may_modify_data(definition)
+        || words(&code_only(definition))
+            .iter()
+            .any(|w| w == "exec" || w == "execute")
+}
+
 /// Lower-cased words and single punctuation characters of code, brackets
 /// and quotes dropped, so `EXEC(` and `EXEC (` read alike.
 pub(crate) fn words(code: &str) -> Vec<String> {

@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use super::super::catalog::{Object, ObjectKind, PermissionState, PrincipalKind, Securable};
-use super::super::rules::{Context, Naming, module_text_naming, wrapper_contained};
+use super::super::rules::{Context, Naming, module_text_naming, wrapper_granted_contained};
 use super::denies;
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
@@ -17,6 +17,7 @@ use super::node::{Goal, Node};
 use super::principals::hierarchy_note;
 use super::right::Right;
 use super::synonyms::synonyms_for;
+use crate::audit::module_text::may_write;
 use crate::tsql::{quote_name, quote_qualified};
 
 /// What a right must imply on a fence table to write it: the rows, or the
@@ -170,10 +171,9 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
             }
         }
         // EXECUTE on a module that reaches a goal as its owner.
-        for (o, reaches) in modules
-            .iter()
-            .filter(|(o, _)| o.kind != ObjectKind::Trigger && !(right.taken && o.owner.is_none()))
-        {
+        for (o, reaches, _) in modules.iter().filter(|(o, _, contained)| {
+            !contained && o.kind != ObjectKind::Trigger && !(right.taken && o.owner.is_none())
+        }) {
             let name = o.qualified_name();
             if let Some(unless) = denies::reaches(ctx, right, &object(&o.schema, &o.name), "EXECUTE") {
                 add(
@@ -195,16 +195,21 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
             }
         }
     }
-    for (o, reaches) in modules {
+    for (o, reaches, _) in modules {
         let name = o.qualified_name();
         graph.name_node(Node::code(&name), &name);
         let owner = chain_owner(ctx, o).unwrap_or("its owner").to_string();
-        for Reach { goal, target, by, .. } in reaches {
+        for Reach {
+            goal, target, by, via, ..
+        } in reaches
+        {
+            // A call of another module goes on to what that module reaches.
+            let to = if via { Node::code(&target) } else { Node::Goal(goal) };
             graph.add(
                 Node::code(&name),
                 &name,
                 Edge::new(
-                    Node::Goal(goal),
+                    to,
                     Kind::Acts,
                     format!(
                         "{name} {} {target}{by} and is owned by {owner}, as {target} is: ownership chaining skips the \
@@ -336,6 +341,8 @@ pub(super) struct Reach {
     /// The schema a caller sets as its default (ALTER USER ... WITH
     /// DEFAULT_SCHEMA) for a one-part EXECUTE to resolve to the target.
     callers_schema: Option<String>,
+    /// Whether the target is another module that reaches the goal.
+    via: bool,
 }
 
 /// How `o`'s text or recorded dependencies name `target`, itself or by a
@@ -395,18 +402,20 @@ fn chain_owner<'a>(ctx: &Context<'a>, o: &'a Object) -> Option<&'a str> {
 pub(super) fn admin_calling_triggers<'a>(ctx: &Context<'a>) -> Vec<(&'a Object, String)> {
     reaching_modules(ctx)
         .into_iter()
-        .filter(|(o, _)| o.kind == ObjectKind::Trigger)
-        .filter_map(|(o, _)| chain_owner(ctx, o).map(|owner| (o, owner.to_string())))
+        .filter(|(o, _, _)| o.kind == ObjectKind::Trigger)
+        .filter_map(|(o, _, _)| chain_owner(ctx, o).map(|owner| (o, owner.to_string())))
         .collect()
 }
 
 /// Modules other than the shipped procedures that call a fence_admin
-/// procedure or write a fence table and are owned by its owner, so that
-/// ownership chaining lets whoever may run them do so too; a wrapper that
-/// hands no one more than their fence role has is left out. Triggers are
-/// here for the fence_admin procedures they call ([`super::writers`]
-/// follows those that write a fence table).
-fn reaching_modules<'a>(ctx: &Context<'a>) -> Vec<(&'a Object, Vec<Reach>)> {
+/// procedure, or a module that reaches one, or write a fence table and are
+/// owned by its owner, so that ownership chaining lets whoever may run them
+/// do so too. A wrapper that hands no one more than their fence role has is
+/// kept, marked contained: no right leads to it, but a module that calls it
+/// passes the call on ("Ownership Chains"). Triggers are here for the
+/// fence_admin procedures they reach ([`super::writers`] follows those that
+/// write a fence table).
+fn reaching_modules<'a>(ctx: &Context<'a>) -> Vec<(&'a Object, Vec<Reach>, bool)> {
     if !ctx.catalog.engine.chains_ownership {
         return Vec::new();
     }
@@ -421,15 +430,13 @@ fn reaching_modules<'a>(ctx: &Context<'a>) -> Vec<(&'a Object, Vec<Reach>)> {
             continue;
         }
         let Some(owner) = chain_owner(ctx, o) else { continue };
-        let same_owner = |target: &str| {
-            ctx.catalog
-                .object(target)
-                .and_then(|t| ctx.catalog.owner_of(t))
-                .or_else(|| target.split_once('.').and_then(|(s, _)| ctx.catalog.schema_owner(s)))
-                .is_some_and(|t| t.eq_ignore_ascii_case(owner))
-        };
+        let same_owner = |target: &str| same_owner(ctx, owner, target);
         let mut reaches = Vec::new();
-        if !trigger
+        // A function cannot change the database's state ("CREATE
+        // FUNCTION"), and a procedure whose text changes no data and runs
+        // no other module only reads what it names.
+        let writes = o.kind == ObjectKind::Procedure && o.definition.as_deref().is_none_or(may_write);
+        if writes
             && let Some((t, (by, callers_schema))) = ctx
                 .fence_tables()
                 .iter()
@@ -442,6 +449,7 @@ fn reaching_modules<'a>(ctx: &Context<'a>) -> Vec<(&'a Object, Vec<Reach>)> {
                 target: t,
                 by,
                 callers_schema,
+                via: false,
             });
         }
         let called: Vec<(String, (String, Option<String>))> = admin
@@ -460,22 +468,90 @@ fn reaching_modules<'a>(ctx: &Context<'a>) -> Vec<(&'a Object, Vec<Reach>)> {
         let mut candidates: Vec<&(String, (String, Option<String>))> =
             called.iter().filter(|(p, _)| same_owner(p)).collect();
         candidates.sort_by_key(|(_, (_, callers))| callers.is_some());
-        if let Some((p, (by, callers_schema))) = candidates.first()
-            && (trigger || handed_on || !wrapper_contained(ctx, o, &names))
-        {
-            reaches.push(Reach {
-                goal: Goal::RunAdmin,
-                target: p.clone(),
-                by: by.clone(),
-                callers_schema: callers_schema.clone(),
-            });
+        let mut contained = false;
+        if let Some((p, (by, callers_schema))) = candidates.first() {
+            contained = !trigger && !handed_on && wrapper_granted_contained(ctx, o, &names);
+            // One that writes a fence table too is reached for that, and
+            // its contained call is left out as before.
+            if !contained || reaches.is_empty() {
+                reaches.push(Reach {
+                    goal: Goal::RunAdmin,
+                    target: p.clone(),
+                    by: by.clone(),
+                    callers_schema: callers_schema.clone(),
+                    via: false,
+                });
+            }
+            contained &= reaches.iter().all(|r| r.goal == Goal::RunAdmin);
         }
         if !reaches.is_empty() {
-            out.push((o, reaches));
+            out.push((o, reaches, contained));
         }
     }
-    out.sort_by_key(|(o, _)| o.qualified_name().to_lowercase());
+    follow_calls(ctx, &mut out);
+    out.sort_by_key(|(o, _, _)| o.qualified_name().to_lowercase());
     out
+}
+
+/// Whether `target` (or, when the catalog lists no such object, its
+/// schema) is owned by `owner`.
+fn same_owner(ctx: &Context, owner: &str, target: &str) -> bool {
+    ctx.catalog
+        .object(target)
+        .and_then(|t| ctx.catalog.owner_of(t))
+        .or_else(|| target.split_once('.').and_then(|(s, _)| ctx.catalog.schema_owner(s)))
+        .is_some_and(|t| t.eq_ignore_ascii_case(owner))
+}
+
+/// Adds, until none is left, each procedure or enabled trigger that calls
+/// (itself or by a synonym) a module found to run a fence_admin procedure,
+/// owned as it is: the chain passes the call on unchecked, however many
+/// modules it goes through.
+fn follow_calls<'a>(ctx: &Context<'a>, out: &mut Vec<(&'a Object, Vec<Reach>, bool)>) {
+    loop {
+        let admins: Vec<String> = out
+            .iter()
+            .filter(|(_, reaches, _)| reaches.iter().any(|r| r.goal == Goal::RunAdmin))
+            .map(|(o, _, _)| o.qualified_name())
+            .collect();
+        let mut added = false;
+        for o in &ctx.catalog.objects {
+            let trigger = o.kind == ObjectKind::Trigger;
+            if !(o.kind == ObjectKind::Procedure || trigger && !o.disabled) || ctx.is_shipped(o) {
+                continue;
+            }
+            let at = out.iter().position(|(x, _, _)| std::ptr::eq(*x, o));
+            if at.is_some_and(|i| out[i].1.iter().any(|r| r.goal == Goal::RunAdmin)) {
+                continue;
+            }
+            let Some(owner) = chain_owner(ctx, o) else { continue };
+            let Some((callee, (by, callers_schema))) = admins
+                .iter()
+                .filter(|m| !o.is(m) && same_owner(ctx, owner, m))
+                .find_map(|m| naming(ctx, o, m).map(|n| (m.clone(), n)))
+            else {
+                continue;
+            };
+            let reach = Reach {
+                goal: Goal::RunAdmin,
+                target: callee,
+                by,
+                callers_schema,
+                via: true,
+            };
+            match at {
+                Some(i) => {
+                    out[i].1.push(reach);
+                    out[i].2 = false;
+                }
+                None => out.push((o, vec![reach], false)),
+            }
+            added = true;
+        }
+        if !added {
+            break;
+        }
+    }
 }
 
 fn drop_kind(kind: ObjectKind) -> &'static str {

@@ -20,7 +20,7 @@ use super::right::Right;
 use super::synonyms::synonyms_for;
 use super::trigger_header::{DATA, header, trigger_body};
 use super::updatable::writes_through;
-use crate::audit::module_text::may_modify_data;
+use crate::audit::module_text::may_write;
 use crate::tsql::quote_qualified;
 
 /// What a write through an object goes to next.
@@ -323,16 +323,20 @@ fn text_link<'a>(
     (view, mentions): (bool, &Mentions),
 ) -> Option<Link<'a>> {
     let name = o.qualified_name();
-    // A procedure, function or trigger whose text changes no data itself
-    // only reads what it names: no write of its starts there, nor fires a
-    // trigger. One whose text is hidden may.
+    // A function cannot change the database's state ("CREATE FUNCTION").
+    if !view && o.kind == ObjectKind::Function {
+        return None;
+    }
+    // A procedure or trigger whose text changes no data and runs no other
+    // module only reads what it names: no write of its starts there, nor
+    // fires a trigger. One whose text is hidden may.
     if !view && let Some(text) = o.definition.as_deref() {
         let own_text = if o.kind == ObjectKind::Trigger {
             trigger_body(text)
         } else {
             text
         };
-        if !may_modify_data(own_text) {
+        if !may_write(own_text) {
             return None;
         }
     }

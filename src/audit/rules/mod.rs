@@ -34,7 +34,7 @@ mod wrappers;
 
 pub(crate) use context::Context;
 pub(crate) use server_rights::{holders as server_holders, is_server_role};
-pub(crate) use wrappers::contained as wrapper_contained;
+pub(crate) use wrappers::granted_contained as wrapper_granted_contained;
 
 use super::catalog::Catalog;
 use super::{CannotVerify, Finding, Policy, Report, Rule};
@@ -138,11 +138,10 @@ pub(crate) fn module_text_naming(
     let one_part_here = module.schema.eq_ignore_ascii_case(schema)
         || schema.eq_ignore_ascii_case("dbo") && catalog.object(&format!("{}.{name}", module.schema)).is_none();
     let ddl_here = || {
-        ddl_unqualified(d).iter().any(|t| t.eq_ignore_ascii_case(name))
-            && ddl_schema(catalog, module).is_some_and(|s| {
-                s.eq_ignore_ascii_case(schema)
-                    || schema.eq_ignore_ascii_case("dbo") && catalog.object(&format!("{s}.{name}")).is_none()
-            })
+        ddl_schema(catalog, module).is_some_and(|s| {
+            s.eq_ignore_ascii_case(schema)
+                || schema.eq_ignore_ascii_case("dbo") && catalog.object(&format!("{s}.{name}")).is_none()
+        }) && ddl_unqualified(d).iter().any(|t| t.eq_ignore_ascii_case(name))
     };
     if !referenced_tables(d, schema, [&name.to_string()]).is_empty()
         || one_part_here && names_unqualified(d, name)

@@ -13,6 +13,20 @@ use super::module_text_names;
 
 /// Whether `o`, naming `refs`, reaches no one beyond those refs' own roles.
 pub(crate) fn contained(ctx: &Context, o: &Object, refs: &BTreeSet<String>) -> bool {
+    // Another module that names it would pass its reach on, unchecked. That
+    // reads every module's text, so it comes after the cheap answers.
+    granted_contained(ctx, o, refs)
+        && !ctx
+            .catalog
+            .objects
+            .iter()
+            .any(|c| c.kind.is_module() && !std::ptr::eq(c, o) && module_text_names(ctx.catalog, c, &o.schema, &o.name))
+}
+
+/// Whether the grants that reach `o`, naming `refs`, hand no one more than
+/// those refs' own roles: [`contained`] but for the modules that call it,
+/// which the reachability graph follows as routes of their own.
+pub(crate) fn granted_contained(ctx: &Context, o: &Object, refs: &BTreeSet<String>) -> bool {
     let fence = ctx.policy.fence_schema.to_lowercase();
     if refs.is_empty()
         || !matches!(o.kind, ObjectKind::Procedure | ObjectKind::Function)
@@ -26,15 +40,6 @@ pub(crate) fn contained(ctx: &Context, o: &Object, refs: &BTreeSet<String>) -> b
     match ctx.catalog.owner_of(o) {
         Some(owner) if ctx.is_admin(owner) || ctx.tables_owner().is_some_and(|t| t.eq_ignore_ascii_case(owner)) => {}
         _ => return false,
-    }
-    // Another module that names it would pass its reach on, unchecked.
-    if ctx
-        .catalog
-        .objects
-        .iter()
-        .any(|c| c.kind.is_module() && !std::ptr::eq(c, o) && module_text_names(ctx.catalog, c, &o.schema, &o.name))
-    {
-        return false;
     }
     let needed: BTreeSet<String> = refs.iter().map(|r| r.to_lowercase()).collect();
     let target = Securable::Object {

@@ -1,12 +1,10 @@
 //! Layouts written from Microsoft's documentation of SQL Server where FP027
-//! must name a principal that reaches the fence by a route the graph does
-//! not follow yet, or must leave alone one that reaches nothing:
+//! must name a principal that reaches the fence by a route through code,
+//! ownership or impersonation, or must leave alone one that reaches nothing:
 //! "Ownership Chains" (a procedure that calls another procedure of the same
 //! owner, and a trigger that does, pass the call on unchecked), "CREATE
 //! PROCEDURE" and "CREATE SCHEMA" (a procedure created in a schema takes the
-//! schema's owner), "EXECUTE AS Clause" (a module's statements run as the
-//! principal it names), "Module Signing" (a signed module adds its
-//! certificate user's rights), "CREATE FUNCTION" (a function cannot change
+//! schema's owner), "CREATE FUNCTION" (a function cannot change
 //! the database's state), "EXECUTE AS (Transact-SQL)" (no one acts as a
 //! group, a certificate or a key).
 
@@ -207,41 +205,6 @@ fn create_procedure_with_alter_on_an_empty_schema_dbo_owns_writes_the_fence() {
     c.permissions.push(grant("etl", "EXECUTE", schema("staging")));
     reached(&c, "etl", "write the fence tables", &["staging"]);
 }
-
-/// "EXECUTE AS Clause": the statements of ops.Fix run as maint, a user
-/// without login in db_datawriter, whoever calls it; etl may call it. The
-/// module is owned by the ops schema's owner, not dbo, so no chain is
-/// needed: maint's own UPDATE right writes the fence.
-#[test]
-fn execute_on_a_module_with_execute_as_a_writer_writes_the_fence_as_it() {
-    let mut c = with_etl();
-    c.principals.push(Principal {
-        authentication: Some(UserAuthentication::NoLogin),
-        ..user("maint", None)
-    });
-    c.principals.push(Principal {
-        authentication: Some(UserAuthentication::NoLogin),
-        ..user("ops_owner", None)
-    });
-    c.memberships.push(member("db_datawriter", "maint"));
-    c.schemas.push(Schema {
-        name: "ops".into(),
-        owner: "ops_owner".into(),
-    });
-    let mut fix = module(
-        "ops",
-        "Fix",
-        ObjectKind::Procedure,
-        "CREATE PROCEDURE ops.Fix @Id bigint WITH EXECUTE AS 'maint' AS \
-         UPDATE fence.Resource SET Generation = Generation + 1 WHERE ResourceId = @Id;",
-    );
-    fix.execute_as = Some("maint".into());
-    c.objects.push(fix);
-    c.permissions.push(grant("etl", "EXECUTE", object("ops", "Fix")));
-    reached(&c, "etl", "write the fence tables", &["EXECUTE on ops.Fix"]);
-}
-
-// ---- False findings: principals named that hold nothing.
 
 /// A procedure owned by dbo that only reads a fence table: ownership
 /// chaining lets its callers read, never write ("Ownership Chains" checks
@@ -464,46 +427,4 @@ fn control_db_denydatawriter_over_a_table_grant_writes_nothing() {
     c.memberships.push(member("db_denydatawriter", "etl"));
     c.permissions.push(grant("etl", "UPDATE", object("fence", "Resource")));
     assert!(!named_writer(&c, "etl"), "{:#?}", check(&c));
-}
-
-/// "Module Signing" / "ADD SIGNATURE": a module signed with a certificate
-/// runs with the rights of the certificate's user added to the caller's.
-/// ops.Load, owned by ops_owner (no chain to the fence), is signed with
-/// Writer, whose user is in db_datawriter; etl may run it, and its UPDATE of
-/// fence.Resource passes on the signature.
-#[test]
-fn execute_on_a_module_signed_by_a_writer_certificate_writes_the_fence() {
-    let mut c = with_etl();
-    c.principals.push(Principal {
-        authentication: Some(UserAuthentication::NoLogin),
-        ..user("cert_writer", None)
-    });
-    c.principals.push(Principal {
-        authentication: Some(UserAuthentication::NoLogin),
-        ..user("ops_owner", None)
-    });
-    c.memberships.push(member("db_datawriter", "cert_writer"));
-    c.schemas.push(Schema {
-        name: "ops".into(),
-        owner: "ops_owner".into(),
-    });
-    c.signing_keys = Some(vec![fencepost::audit::SigningKey {
-        key: "CERTIFICATE".into(),
-        name: "Writer".into(),
-        owner: Some("dbo".into()),
-        user: Some("cert_writer".into()),
-        login: None,
-        private_key: Some(false),
-    }]);
-    let mut load = module(
-        "ops",
-        "Load",
-        ObjectKind::Procedure,
-        "CREATE PROCEDURE ops.Load @Id bigint AS \
-         UPDATE fence.Resource SET Generation = Generation + 1 WHERE ResourceId = @Id;",
-    );
-    load.signed_by = vec!["CERTIFICATE::Writer".into()];
-    c.objects.push(load);
-    c.permissions.push(grant("etl", "EXECUTE", object("ops", "Load")));
-    reached(&c, "etl", "write the fence tables", &["EXECUTE on ops.Load"]);
 }
