@@ -134,25 +134,3 @@ fn a_chain_of_a_hundred_and_fifty_denied_roles_whose_first_no_one_may_alter_stay
     let c = chain_of_needed_denied_roles(150, false);
     assert!(write_path(&c, "u").is_none(), "{:#?}", check(&c));
 }
-
-/// How long the audit takes on each layout, printed (run with
-/// `--ignored --nocapture`, sizes from `CHAIN_VIEWS` and `CHAIN_ROLES`);
-/// the benchmarks, not this, track it.
-#[test]
-#[ignore = "prints timings"]
-fn print_how_long_the_long_chains_take() {
-    let size = |var: &str, default: usize| std::env::var(var).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
-    let (views, roles) = (size("CHAIN_VIEWS", 100), size("CHAIN_ROLES", 150));
-    for (name, c) in [
-        ("the clean catalog alone".to_string(), clean()),
-        (format!("{views} chained views"), chain_of_views(views)),
-        (
-            format!("{roles} needed denied roles"),
-            chain_of_needed_denied_roles(roles, true),
-        ),
-    ] {
-        let start = std::time::Instant::now();
-        let report = check(&c);
-        println!("{name}: {:?} ({} findings)", start.elapsed(), report.findings.len());
-    }
-}

@@ -17,14 +17,14 @@ use fencepost::audit::{Catalog, Report, Securable};
 use support::fixtures::*;
 
 /// A user of its own login, with CONNECT.
-fn add_user(c: &mut Catalog, name: &str) {
+pub(super) fn add_user(c: &mut Catalog, name: &str) {
     c.principals.push(user(name, Some(name)));
     c.permissions.push(grant(name, "CONNECT", Securable::Database));
 }
 
 /// The steps of `who`'s path to writing a fence table, if it has one: in
 /// FP027's finding, or in the finding of the rule that names it first.
-fn write_path(report: &Report, who: &str) -> Option<String> {
+pub(super) fn write_path(report: &Report, who: &str) -> Option<String> {
     report
         .findings
         .iter()

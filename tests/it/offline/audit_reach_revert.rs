@@ -9,27 +9,11 @@
 
 use crate::support;
 
+use super::audit_reach_acting_leaves::{add_user, write_path};
 use super::audit_reach_column_denies::rules_naming;
 use super::audit_reach_leaving_roles::{deny, on_role};
-use fencepost::audit::{Catalog, Report};
+use fencepost::audit::Catalog;
 use support::fixtures::*;
-
-/// A user of its own login, with CONNECT.
-fn add_user(c: &mut Catalog, name: &str) {
-    c.principals.push(user(name, Some(name)));
-    c.permissions
-        .push(grant(name, "CONNECT", fencepost::audit::Securable::Database));
-}
-
-/// The steps of `who`'s path to writing a fence table, if it has one.
-fn write_path(report: &Report, who: &str) -> Option<String> {
-    report
-        .findings
-        .iter()
-        .filter(|f| f.principal.as_deref() == Some(who))
-        .map(|f| step_texts(f).join(" | "))
-        .find(|steps| steps.contains("on fence."))
-}
 
 /// `u` is in `r_grant`, which holds UPDATE on fence.Resource and is itself
 /// in `r_deny`, which is denied UPDATE on the fence schema; `u` may alter
