@@ -2,10 +2,46 @@
 //! comments never count, string literals count only where dynamic SQL could
 //! run them, and identifiers compare without their brackets or quotes.
 
+use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::char::is_combining_mark;
+
 use crate::tsql::{code_only, without_comments};
 
-/// Lower-cased text with brackets and double quotes removed and no spaces
-/// around dots, so `[fence] . [Resource]` and `fence.resource` read alike.
+/// `c` as the most lenient collation compares it, pushed onto `out`: its
+/// compatibility decomposition (a full-width letter is its ASCII form)
+/// without combining marks (an accented letter is its plain one), lower
+/// cased. SQL Server compares identifiers by the database's collation
+/// ("Database Identifiers"), and a Windows collation without `_WS`
+/// ignores width, one with `_AI` ignores accents: read more leniently than
+/// the database reads, a name the database takes for a fence table is never
+/// missed (at worst a name it tells apart is taken for it).
+fn push_folded(out: &mut String, c: char) {
+    if c.is_ascii() {
+        out.push(c.to_ascii_lowercase());
+        return;
+    }
+    for d in std::iter::once(c).nfkd().filter(|d| !is_combining_mark(*d)) {
+        out.extend(d.to_lowercase());
+    }
+}
+
+/// `name` folded as [`push_folded`] folds each character.
+pub(crate) fn folded(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        push_folded(&mut out, c);
+    }
+    out
+}
+
+/// Whether two identifiers may name one object: equal once folded.
+pub(crate) fn same_name(a: &str, b: &str) -> bool {
+    a.eq_ignore_ascii_case(b) || folded(a) == folded(b)
+}
+
+/// Folded text ([`push_folded`]) with brackets and double quotes removed
+/// and no spaces around dots, so `[fence] . [Resource]` and
+/// `fence.resource` read alike.
 pub(crate) fn normalized(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len());
     for c in sql.chars().filter(|c| !matches!(c, '[' | ']' | '"')) {
@@ -17,7 +53,7 @@ pub(crate) fn normalized(sql: &str) -> String {
         if c.is_whitespace() && out.ends_with('.') {
             continue;
         }
-        out.extend(c.to_lowercase());
+        push_folded(&mut out, c);
     }
     out
 }
@@ -270,7 +306,7 @@ pub(crate) fn words(code: &str) -> Vec<String> {
             continue;
         }
         if is_ident_char(c) || c == '.' {
-            current.extend(c.to_lowercase());
+            push_folded(&mut current, c);
             continue;
         }
         if !current.is_empty() {

@@ -17,7 +17,7 @@
 //! rewrites any step, or any job's owner, directly.
 
 use super::super::catalog::JobStep;
-use super::super::module_text::{contains_words, dynamic_constructs, normalized, referenced_tables, words};
+use super::super::module_text::{contains_words, dynamic_constructs, normalized, referenced_tables, same_name, words};
 use super::indirect_code::text_reach;
 use super::modules::fence_references;
 use super::server_rights::{is_admin_login, is_privileged};
@@ -298,6 +298,5 @@ fn reach(ctx: &Context, s: &JobStep, command: &str) -> Vec<String> {
 /// Whether `command` switches to database `db` (`USE db`).
 fn uses(command: &str, db: &str) -> bool {
     let words = words(&code_only(command));
-    let db = db.to_lowercase();
-    words.windows(2).any(|w| w[0] == "use" && w[1] == db)
+    words.windows(2).any(|w| w[0] == "use" && same_name(&w[1], db))
 }

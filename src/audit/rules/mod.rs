@@ -133,7 +133,7 @@ pub(crate) fn module_text_naming(
     schema: &str,
     name: &str,
 ) -> Option<Naming> {
-    use super::module_text::{ddl_unqualified, executed_unqualified, names_unqualified, referenced_tables};
+    use super::module_text::{ddl_unqualified, executed_unqualified, names_unqualified, referenced_tables, same_name};
     let d = module.definition.as_deref()?;
     let one_part_here = module.schema.eq_ignore_ascii_case(schema)
         || schema.eq_ignore_ascii_case("dbo") && catalog.object(&format!("{}.{name}", module.schema)).is_none();
@@ -141,14 +141,14 @@ pub(crate) fn module_text_naming(
         ddl_schema(catalog, module).is_some_and(|s| {
             s.eq_ignore_ascii_case(schema)
                 || schema.eq_ignore_ascii_case("dbo") && catalog.object(&format!("{s}.{name}")).is_none()
-        }) && ddl_unqualified(d).iter().any(|t| t.eq_ignore_ascii_case(name))
+        }) && ddl_unqualified(d).iter().any(|t| same_name(t, name))
     };
     if !referenced_tables(d, schema, [&name.to_string()]).is_empty()
         || one_part_here && names_unqualified(d, name)
         || ddl_here()
     {
         Some(Naming::AsItIs)
-    } else if executed_unqualified(d).iter().any(|e| e.eq_ignore_ascii_case(name)) {
+    } else if executed_unqualified(d).iter().any(|e| same_name(e, name)) {
         Some(Naming::CallersSchema)
     } else {
         None

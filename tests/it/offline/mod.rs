@@ -29,6 +29,7 @@ mod audit_reach_inherited;
 mod audit_reach_leaving_roles;
 mod audit_reach_logins;
 mod audit_reach_module_reading;
+mod audit_reach_name_folding;
 mod audit_reach_name_resolution;
 mod audit_reach_order;
 mod audit_reach_ownership;
