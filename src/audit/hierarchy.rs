@@ -14,7 +14,7 @@
 //! engine has one.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 const SNAPSHOT: &str = include_str!("permissions.tsv");
 
@@ -120,13 +120,32 @@ pub fn implies(held_class: &str, held_permission: &str, wanted_class: &str, want
 /// Every (class, permission) that implies `wanted_permission` on
 /// `wanted_class`, itself included, upper-cased.
 pub fn implying(wanted_class: &str, wanted_permission: &str) -> BTreeSet<(String, String)> {
-    implying_keys(wanted_class, wanted_permission)
+    implying_keys(wanted_class, wanted_permission).as_ref().clone()
 }
 
-fn implying_keys(wanted_class: &str, wanted_permission: &str) -> BTreeSet<(String, String)> {
+/// [`implying`], walked once for each permission asked about: the audit
+/// asks about the same few permissions for every pair of principal and
+/// securable, and the walk, not the lookup, is what a large catalog paid for.
+fn implying_keys(wanted_class: &str, wanted_permission: &str) -> Arc<BTreeSet<(String, String)>> {
+    type Closures = Mutex<HashMap<(String, String), Arc<BTreeSet<(String, String)>>>>;
+    static CLOSURES: OnceLock<Closures> = OnceLock::new();
+    let wanted = key(wanted_class, wanted_permission);
+    let closures = CLOSURES.get_or_init(Closures::default);
+    if let Some(known) = closures.lock().unwrap_or_else(|e| e.into_inner()).get(&wanted) {
+        return Arc::clone(known);
+    }
+    let walked = Arc::new(walk_up(wanted.clone()));
+    closures
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(wanted, Arc::clone(&walked));
+    walked
+}
+
+fn walk_up(wanted: (String, String)) -> BTreeSet<(String, String)> {
     let up = &snapshot().up;
     let mut seen = BTreeSet::new();
-    let mut queue = vec![key(wanted_class, wanted_permission)];
+    let mut queue = vec![wanted];
     while let Some(k) = queue.pop() {
         if let Some(next) = up.get(&k) {
             queue.extend(next.iter().filter(|n| !seen.contains(*n)).cloned());
