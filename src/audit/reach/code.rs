@@ -264,7 +264,7 @@ fn object(schema: &str, name: &str) -> Securable {
 }
 
 /// The fence tables, the policy's order first (Resource leads).
-fn ordered_tables(ctx: &Context) -> Vec<String> {
+pub(super) fn ordered_tables(ctx: &Context) -> Vec<String> {
     let mut tables: Vec<String> = ctx
         .policy
         .fence_tables

@@ -38,7 +38,7 @@ pub(crate) struct Edge {
     /// principal whose act (adding a member) the edge rests on.
     pub(crate) after: Option<Node>,
     /// Whether the session can come back from `to` by REVERT (EXECUTE AS
-    /// USER), keeping what it did there.
+    /// USER or LOGIN), keeping what it did there.
     pub(crate) reverts: bool,
 }
 

@@ -122,7 +122,9 @@ impl Graph {
         let answer = self.drops.get_past(roots, keep, denied, &helpers).or_else(|| {
             // Only when the path's own contexts cannot: a detour is a longer
             // path, and the shorter one is the one to cut first.
-            let detours = self.detours(who?);
+            // Whom the path acted as before: none, and the session is still its
+            // login's, which may then impersonate logins too.
+            let detours = self.detours(who?, helpers.is_empty());
             helpers.extend(detours.iter().map(|d| d.context.clone()));
             let mut left = self.drops.get_past(roots, keep, denied, &helpers)?;
             left.detours = detours

@@ -11,7 +11,6 @@
 use super::super::catalog::{Object, ObjectKind, Securable};
 use super::super::module_text::{dynamic_constructs, referenced_tables};
 use super::super::rules::Context;
-use super::denies;
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
 use super::module_change;
@@ -19,6 +18,7 @@ use super::node::Node;
 use super::principals::hierarchy_note;
 use super::right::Right;
 use super::runner::{Runner, all as runners, ddl_runner};
+use super::{callers, denies};
 use crate::tsql::{code_only, quote_name};
 
 pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
@@ -161,37 +161,12 @@ fn dynamic_as(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                 format!("ALTER the module to run as CALLER, or drop {name}"),
             ),
         );
-        let target = Securable::Object {
-            schema: m.schema.clone(),
-            name: m.name.clone(),
-            column: None,
-        };
-        for right in rights {
-            let Some(unless) = denies::reaches(ctx, right, &target, "EXECUTE") else {
-                continue;
-            };
-            graph.add(
-                right.node(),
-                &right.holder,
-                Edge::new(
-                    Node::code(&name),
-                    Kind::Acts,
-                    format!(
-                        "EXECUTE on {name}{}{}",
-                        hierarchy_note(ctx, right, "EXECUTE", &name),
-                        right.grant_option()
-                    ),
-                    right.evidence.clone(),
-                    right.cut.clone(),
-                )
-                .unless(unless),
-            );
-        }
+        callers::edges(ctx, rights, graph, m);
     }
 }
 
 /// Modules and synonyms outside the shipped code: those are the goal's own.
-fn callable(ctx: &Context, o: &Object) -> bool {
+pub(super) fn callable(ctx: &Context, o: &Object) -> bool {
     (o.kind.is_module() || o.kind == ObjectKind::Synonym)
         && o.kind != ObjectKind::DatabaseTrigger
         && !o.schema.is_empty()

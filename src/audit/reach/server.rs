@@ -114,7 +114,8 @@ pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
                         format!("IMPERSONATE on LOGIN::{login} (EXECUTE AS LOGIN = '{login}')"),
                         evidence,
                         cut,
-                    ),
+                    )
+                    .reverts(),
                 );
             }
             _ => {}

@@ -92,7 +92,7 @@ pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
                     continue;
                 }
                 let step = format!("{} (EXECUTE AS LOGIN = '{name}')", named("IMPERSONATE ANY LOGIN"));
-                graph.add(from.clone(), &h.holder, edge(login.clone(), Kind::Acts, step));
+                graph.add(from.clone(), &h.holder, edge(login.clone(), Kind::Acts, step).reverts());
             }
         }
         if wants("ALTER ANY LOGIN") {

@@ -12,7 +12,7 @@ use crate::support;
 use super::audit_reach_acting_leaves::{add_user, write_path};
 use super::audit_reach_column_denies::rules_naming;
 use super::audit_reach_leaving_roles::{deny, on_role};
-use fencepost::audit::Catalog;
+use fencepost::audit::{Catalog, Securable};
 use support::fixtures::*;
 
 /// `u` is in `r_grant`, which holds UPDATE on fence.Resource and is itself
@@ -111,6 +111,102 @@ fn a_chain_of_impersonations_where_no_one_may_lift_the_deny_stays_refused() {
 fn a_deny_made_to_the_caller_itself_is_not_lifted_by_a_detour() {
     let mut c = denied_caller_impersonates_a_role_admin(true);
     c.permissions.push(deny("u", "UPDATE", schema("fence")));
+    let report = check(&c);
+    assert!(write_path(&report, "u").is_none(), "{report:#?}");
+}
+
+/// "EXECUTE AS (Transact-SQL)": IMPERSONATE granted to a role is held by
+/// its members' sessions, which may then EXECUTE AS USER that user. `u`
+/// holds IMPERSONATE on `v` only through `imp`, a role it is in.
+fn denied_caller_impersonates_through_a_role(v_alters: bool) -> Catalog {
+    let mut c = denied_caller_impersonates_a_role_admin(v_alters);
+    c.permissions
+        .retain(|p| p.grantee != "u" || p.permission != "IMPERSONATE");
+    c.principals.push(role("imp"));
+    c.memberships.push(member("imp", "u"));
+    c.permissions.push(grant("imp", "IMPERSONATE", on_role("v")));
+    c
+}
+
+#[test]
+fn a_caller_impersonates_through_its_role_lifts_its_deny_and_reverts_to_write() {
+    let c = denied_caller_impersonates_through_a_role(true);
+    let report = check(&c);
+    let steps = write_path(&report, "u").unwrap_or_else(|| panic!("u does not reach the fence: {report:#?}"));
+    for s in [
+        "as a member of imp: IMPERSONATE on USER::v",
+        "ALTER ROLE [r_deny] DROP MEMBER [r_grant]",
+        "REVERT",
+        "UPDATE on fence.Resource",
+    ] {
+        assert!(steps.contains(s), "{s:?} missing from {steps}");
+    }
+}
+
+#[test]
+fn a_caller_impersonating_through_its_role_a_user_that_may_not_lift_the_deny_stays_refused() {
+    let c = denied_caller_impersonates_through_a_role(false);
+    let report = check(&c);
+    assert!(rules_naming(&report, "u").is_empty(), "{report:#?}");
+}
+
+/// "DENY Database Principal Permissions": a DENY of IMPERSONATE on `v`
+/// made to `u` refuses the EXECUTE AS its role's grant allows, so there is
+/// no detour.
+#[test]
+fn a_deny_of_the_impersonation_blocks_the_detour_through_a_role() {
+    let mut c = denied_caller_impersonates_through_a_role(true);
+    c.permissions.push(deny("u", "IMPERSONATE", on_role("v")));
+    let report = check(&c);
+    assert!(write_path(&report, "u").is_none(), "{report:#?}");
+}
+
+/// "EXECUTE AS (Transact-SQL)" / "REVERT (Transact-SQL)": EXECUTE AS LOGIN
+/// switches the session to that login, whose user here runs the ALTER
+/// ROLE; REVERT comes back. `u`'s login holds IMPERSONATE on the login
+/// `lv`, whose user `v` may alter `r_deny` when `v_alters`.
+fn denied_caller_impersonates_a_login(v_alters: bool) -> Catalog {
+    let mut c = denied_caller_impersonates_a_role_admin(v_alters);
+    c.permissions
+        .retain(|p| p.grantee != "u" || p.permission != "IMPERSONATE");
+    c.principals.retain(|p| p.name != "v");
+    c.principals.push(user("v", Some("lv")));
+    c.permissions.push(grant("v", "CONNECT", Securable::Database));
+    server_facts(&mut c)
+        .permissions
+        .push(on_login("u", "IMPERSONATE", "lv"));
+    c
+}
+
+#[test]
+fn a_caller_acts_as_a_login_whose_user_lifts_its_deny_and_reverts_to_write() {
+    let c = denied_caller_impersonates_a_login(true);
+    let report = check(&c);
+    let steps = write_path(&report, "u").unwrap_or_else(|| panic!("u does not reach the fence: {report:#?}"));
+    for s in [
+        "as login u: IMPERSONATE on LOGIN::lv",
+        "acting as v",
+        "ALTER ROLE [r_deny] DROP MEMBER [r_grant]",
+        "REVERT",
+        "UPDATE on fence.Resource",
+    ] {
+        assert!(steps.contains(s), "{s:?} missing from {steps}");
+    }
+}
+
+#[test]
+fn a_caller_acting_as_a_login_whose_user_may_not_lift_the_deny_stays_refused() {
+    let c = denied_caller_impersonates_a_login(false);
+    let report = check(&c);
+    assert!(write_path(&report, "u").is_none(), "{report:#?}");
+}
+
+/// "DENY Server Principal Permissions": DENY IMPERSONATE ON LOGIN::lv to
+/// `u` refuses the EXECUTE AS LOGIN.
+#[test]
+fn a_server_deny_of_the_login_impersonation_blocks_the_detour() {
+    let mut c = denied_caller_impersonates_a_login(true);
+    server_facts(&mut c).denies.push(on_login("u", "IMPERSONATE", "lv"));
     let report = check(&c);
     assert!(write_path(&report, "u").is_none(), "{report:#?}");
 }

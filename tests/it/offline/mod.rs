@@ -27,6 +27,7 @@ mod audit_reach_expressions;
 mod audit_reach_guest;
 mod audit_reach_inherited;
 mod audit_reach_leaving_roles;
+mod audit_reach_lending_modules;
 mod audit_reach_logins;
 mod audit_reach_module_reading;
 mod audit_reach_name_folding;
