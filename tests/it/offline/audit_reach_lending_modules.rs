@@ -258,3 +258,21 @@ fn control_a_signed_module_that_only_reads_lends_nothing() {
     );
     assert!(!named_for(&c, "etl", WRITE), "{:#?}", check(&c));
 }
+
+/// "EXECUTE AS Clause" with dbo: dbo passes every permission check in its
+/// database, granted nothing, so a module running as dbo lends its write
+/// though no grant names dbo.
+#[test]
+fn execute_on_a_module_with_execute_as_dbo_writes_the_fence() {
+    let mut c = execute_as_maint(UPDATE_RESOURCE, false);
+    c.objects.iter_mut().find(|o| o.name == "Fix").unwrap().execute_as = Some("dbo".into());
+    reached(&c, "etl", WRITE, &["EXECUTE on ops.Fix"]);
+}
+
+/// A member of db_owner passes every check in the database too.
+#[test]
+fn execute_on_a_module_with_execute_as_a_db_owner_member_writes_the_fence() {
+    let mut c = execute_as_maint(UPDATE_RESOURCE, false);
+    c.memberships.push(member("db_owner", "maint"));
+    reached(&c, "etl", WRITE, &["EXECUTE on ops.Fix"]);
+}
