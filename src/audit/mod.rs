@@ -36,12 +36,12 @@ mod rule;
 mod rules;
 
 pub use catalog::{
-    AgentProxy, Assembly, Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, FenceTableFeature,
-    ForeignKey, IdentityReading, JobEditor, JobStep, LinkedLogin, LinkedServer, LinkedServers, LoginKind, Membership,
-    Object, ObjectKind, OtherDatabase, OtherDatabaseUser, OutsideItem, OutsideKind, OutsideTsql, Permission,
-    PermissionState, Principal, PrincipalKind, ProxyUser, ProxyUserKind, ReferentialAction, Schema, Securable,
-    ServerFacts, ServerPermission, ServerRoleOwner, ServerSettings, ServerTrigger, ServiceQueue, SigningKey,
-    TableExpression, TableFeature, Unread, UserAuthentication, Visibility,
+    AgentProxy, Assembly, AvailabilityGroupPermission, Catalog, DatabaseSettings, Dependency, DeployedProcedure,
+    Engine, FenceTableFeature, ForeignKey, IdentityReading, JobEditor, JobStep, LinkedLogin, LinkedServer,
+    LinkedServers, LoginKind, Membership, Object, ObjectKind, OtherDatabase, OtherDatabaseUser, OutsideItem,
+    OutsideKind, OutsideTsql, Permission, PermissionState, Principal, PrincipalKind, ProxyUser, ProxyUserKind,
+    ReferentialAction, Schema, Securable, ServerFacts, ServerPermission, ServerRoleOwner, ServerSettings,
+    ServerTrigger, ServiceQueue, SigningKey, TableExpression, TableFeature, Unread, UserAuthentication, Visibility,
 };
 pub use error::AuditError;
 pub use finding::{AcceptedUnverifiable, CannotVerify, Finding, Step};
