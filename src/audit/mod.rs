@@ -3,7 +3,7 @@
 //!
 //! The rules are one pure function, [`evaluate`], from a [`Catalog`] snapshot
 //! and a [`Policy`] to a [`Report`]; [`read_catalog`] takes the snapshot from
-//! a live database in one round trip, and [`lint_offline`] applies the rules
+//! a live database in two round trips, and [`lint_offline`] applies the rules
 //! that need no server to the shipped T-SQL. Where a catalog cannot show what
 //! a rule needs, the report says "cannot verify" with the reason, and
 //! [`Report::exit_code`] is 3, never a clean 0, unless the operator accepts
@@ -36,12 +36,12 @@ mod rule;
 mod rules;
 
 pub use catalog::{
-    AgentProxy, Assembly, Catalog, DatabaseSettings, Dependency, DeployedProcedure, Engine, FenceTableFeature,
-    ForeignKey, IdentityReading, JobEditor, JobStep, LinkedLogin, LinkedServer, LinkedServers, LoginKind, Membership,
-    Object, ObjectKind, OtherDatabase, OtherDatabaseUser, OutsideItem, OutsideKind, OutsideTsql, Permission,
-    PermissionState, Principal, PrincipalKind, ProxyUser, ProxyUserKind, ReferentialAction, Schema, Securable,
-    ServerFacts, ServerPermission, ServerRoleOwner, ServerSettings, ServerTrigger, ServiceQueue, SigningKey,
-    TableExpression, TableFeature, Unread, UserAuthentication, Visibility,
+    AgentProxy, Assembly, AvailabilityGroupPermission, Catalog, DatabaseSettings, Dependency, DeployedProcedure,
+    Engine, FenceTableFeature, ForeignKey, IdentityReading, JobEditor, JobStep, LinkedLogin, LinkedServer,
+    LinkedServers, LoginKind, Membership, Object, ObjectKind, OtherDatabase, OtherDatabaseUser, OutsideItem,
+    OutsideKind, OutsideTsql, Permission, PermissionState, Principal, PrincipalKind, ProxyUser, ProxyUserKind,
+    ReferentialAction, Schema, Securable, ServerFacts, ServerPermission, ServerRoleOwner, ServerSettings,
+    ServerTrigger, ServiceQueue, SigningKey, TableExpression, TableFeature, Unread, UserAuthentication, Visibility,
 };
 pub use error::AuditError;
 pub use finding::{AcceptedUnverifiable, CannotVerify, Finding, Step};

@@ -22,7 +22,8 @@ pub use security::{
     LoginKind, Membership, Permission, PermissionState, Principal, PrincipalKind, Schema, Securable, UserAuthentication,
 };
 pub use server::{
-    OtherDatabase, OtherDatabaseUser, ServerFacts, ServerPermission, ServerRoleOwner, ServerSettings, ServerTrigger,
+    AvailabilityGroupPermission, OtherDatabase, OtherDatabaseUser, ServerFacts, ServerPermission, ServerRoleOwner,
+    ServerSettings, ServerTrigger,
 };
 pub use tables::{FenceTableFeature, TableFeature};
 

@@ -129,6 +129,11 @@ pub enum PrincipalKind {
     /// members are logins the catalog does not list, and each may hold
     /// rights through other groups that the catalog cannot connect to it.
     Group,
+    /// A user mapped to a certificate or an asymmetric key (type `C` or
+    /// `K`): code signed with that key holds its rights, but no one signs in
+    /// as it or impersonates it ("EXECUTE AS": the name cannot be a
+    /// certificate or key), and it has no password.
+    KeyMapped,
     /// A database role, fixed or user-defined.
     Role,
     /// An application role: whoever knows its password holds its rights.

@@ -31,6 +31,11 @@ pub struct ServerFacts {
     /// by none on what it owns.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub denies: Vec<ServerPermission>,
+    /// Permissions granted or denied on one availability group
+    /// (`sys.server_permissions` class 108), apart from `permissions`: none
+    /// of them is server-wide.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub availability_groups: Vec<AvailabilityGroupPermission>,
     /// Why `permissions` could not be read, when it could not: then an empty
     /// list proves nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -76,6 +81,22 @@ pub struct ServerPermission {
     /// (`IMPERSONATE ON LOGIN::sa`); `None` for a server-wide one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_login: Option<String>,
+}
+
+/// A permission granted or denied on one availability group ("GRANT
+/// Availability Group Permissions": ALTER, CONNECT, CONTROL, TAKE
+/// OWNERSHIP, VIEW DEFINITION).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AvailabilityGroupPermission {
+    /// The login or server role.
+    pub grantee: String,
+    /// The permission (`ALTER`, `CONTROL`).
+    pub permission: String,
+    /// The availability group it is on.
+    pub group: String,
+    /// A DENY rather than a GRANT.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub denied: bool,
 }
 
 /// Server configuration options (`sys.configurations`, value in use).

@@ -9,9 +9,9 @@ use super::super::rules::Context;
 use super::graph::Graph;
 use super::node::Node;
 use super::{
-    added, cascades, code, created_code, database_owner, expressions, fixed_roles, leaving, lending, login_alter,
-    orphans, principals, proxies, rights, runners, server, server_rights, signing, synonym_grants, trustworthy,
-    writers,
+    added, availability_groups, cascades, code, created_code, database_owner, expressions, fixed_roles, leaving,
+    lending, login_alter, orphans, principals, proxies, rights, runners, server, server_rights, signing,
+    synonym_grants, trustworthy, writers,
 };
 
 impl Graph {
@@ -55,6 +55,7 @@ impl Graph {
         lending::edges(ctx, &rights, &mut graph);
         server::edges(ctx, &mut graph);
         server_rights::edges(ctx, &mut graph);
+        availability_groups::edges(ctx, &mut graph);
         if let Some(server) = &ctx.catalog.server {
             login_alter::edges(ctx, server, &mut graph);
         }

@@ -15,6 +15,7 @@
 //! [`closure`] answers, for one principal, the shortest path to each goal.
 
 mod added;
+mod availability_groups;
 mod bits;
 mod bound;
 mod build;

@@ -147,6 +147,9 @@ fn on_principal(ctx: &Context, right: &Right, target: &Principal) -> Option<Edge
             }
             None
         }
+        // Acted as only by code signed with its key (`signing`): no
+        // IMPERSONATE reaches it and it has no password to reset.
+        PrincipalKind::KeyMapped => None,
         PrincipalKind::Role => {
             // Fixed roles take members from db_owner's members only; public
             // has everyone already.

@@ -25,7 +25,11 @@ pub(super) fn rights(ctx: &Context, rights: &mut Vec<Right>) {
     let mut with_user: BTreeSet<String> = BTreeSet::new();
     for p in &ctx.catalog.principals {
         let Some(login) = p.login.as_deref() else { continue };
-        if !matches!(p.kind, PrincipalKind::User | PrincipalKind::Group) || p.name.eq_ignore_ascii_case("dbo") {
+        if !matches!(
+            p.kind,
+            PrincipalKind::User | PrincipalKind::Group | PrincipalKind::KeyMapped
+        ) || p.name.eq_ignore_ascii_case("dbo")
+        {
             continue;
         }
         with_user.insert(login.to_lowercase());

@@ -190,7 +190,9 @@ fn targets(
     }
     for p in &ctx.catalog.principals {
         let Some(login) = p.login.as_deref() else { continue };
-        if login.eq_ignore_ascii_case(owner) {
+        // EXECUTE AS USER there names the user made for the login, which
+        // must be a singleton account: not a group's, a key's or a built-in one.
+        if login.eq_ignore_ascii_case(owner) || !super::singleton::login(ctx, login) {
             continue;
         }
         let create = format!("CREATE USER ... FOR LOGIN {}; EXECUTE AS USER there", quote_name(login));

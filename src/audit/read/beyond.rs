@@ -8,13 +8,9 @@ use super::super::catalog::{Assembly, OutsideItem, OutsideKind, OutsideTsql, Sig
 use super::query::{Query, Reading};
 use super::rows::{int, required, text};
 
-/// CHECK and DEFAULT constraints and computed columns, with their text.
-const TABLE_EXPRESSIONS: &str = "SELECT CAST(N'CHECK' AS nvarchar(16)),
-                CAST(SCHEMA_NAME(t.schema_id) + N'.' + t.name AS nvarchar(520)), CAST(c.name AS nvarchar(256)),
-                CAST(c.definition AS nvarchar(max))
-           FROM sys.check_constraints AS c JOIN sys.tables AS t ON t.object_id = c.parent_object_id
-         UNION ALL
-         SELECT N'DEFAULT', CAST(SCHEMA_NAME(t.schema_id) + N'.' + t.name AS nvarchar(520)),
+/// DEFAULT constraints and computed columns, with their text.
+const DEFAULTS_AND_COMPUTED: &str =
+    "SELECT N'DEFAULT', CAST(SCHEMA_NAME(t.schema_id) + N'.' + t.name AS nvarchar(520)),
                 CAST(c.name AS nvarchar(256)), CAST(c.definition AS nvarchar(max))
            FROM sys.default_constraints AS c JOIN sys.tables AS t ON t.object_id = c.parent_object_id
          UNION ALL
@@ -22,8 +18,35 @@ const TABLE_EXPRESSIONS: &str = "SELECT CAST(N'CHECK' AS nvarchar(16)),
                 CAST(c.name AS nvarchar(256)), CAST(c.definition AS nvarchar(max))
            FROM sys.computed_columns AS c JOIN sys.tables AS t ON t.object_id = c.object_id";
 
+/// CHECK constraints, DEFAULT constraints and computed columns, with their
+/// text. Babelfish 4.2 fails the whole batch ("unrecognized node type: 27")
+/// rendering a CHECK's `definition` that holds an IN list, as the fence
+/// tables' do, and no TRY/CATCH stops it: there the CHECK texts come from
+/// PostgreSQL's own rendering (pg_get_expr), inside EXEC so that SQL Server
+/// never compiles it.
+fn table_expressions_sql() -> String {
+    format!(
+        "IF SERVERPROPERTY('Babelfish') IS NOT NULL
+         EXEC (N'SELECT CAST(N''CHECK'' AS nvarchar(16)),
+                        CAST(SCHEMA_NAME(t.schema_id) + N''.'' + t.name AS nvarchar(520)), CAST(c.name AS nvarchar(256)),
+                        CAST(pg_catalog.pg_get_expr(k.conbin, k.conrelid) AS nvarchar(max))
+                   FROM sys.check_constraints AS c JOIN sys.tables AS t ON t.object_id = c.parent_object_id
+                   JOIN pg_catalog.pg_constraint AS k ON CAST(k.oid AS int) = c.object_id
+                 UNION ALL
+                 {}')
+     ELSE
+         SELECT CAST(N'CHECK' AS nvarchar(16)),
+                CAST(SCHEMA_NAME(t.schema_id) + N'.' + t.name AS nvarchar(520)), CAST(c.name AS nvarchar(256)),
+                CAST(c.definition AS nvarchar(max))
+           FROM sys.check_constraints AS c JOIN sys.tables AS t ON t.object_id = c.parent_object_id
+         UNION ALL
+         {DEFAULTS_AND_COMPUTED}",
+        DEFAULTS_AND_COMPUTED.replace('\'', "''")
+    )
+}
+
 pub(super) fn table_expressions() -> Query {
-    Query::optional("table expressions", TABLE_EXPRESSIONS, read_table_expressions)
+    Query::optional("table expressions", table_expressions_sql(), read_table_expressions)
 }
 
 fn read_table_expressions(rows: Option<&[Row]>, what: &'static str, reading: &mut Reading) -> Result<(), AuditError> {
@@ -125,6 +148,17 @@ read them there as a PostgreSQL superuser' AS nvarchar(4000))
          DECLARE @fp_o TABLE (k nvarchar(32), n nvarchar(256), d nvarchar(4000));
          DECLARE @fp_sees bit = CASE WHEN IS_SRVROLEMEMBER(N'sysadmin') = 1
                                       OR HAS_PERMS_BY_NAME(NULL, NULL, N'VIEW ANY DEFINITION') = 1 THEN 1 ELSE 0 END;
+         -- This database's own parts first: after a statement naming msdb's
+         -- or master's catalog, Babelfish would read that database's.
+         INSERT INTO @fp_o
+         SELECT N'assembly', CAST(a.name AS nvarchar(256)), CAST(a.permission_set_desc AS nvarchar(4000))
+           FROM sys.assemblies AS a WHERE a.is_user_defined = 1 AND a.permission_set <> 1;
+         IF OBJECT_ID(N'sys.external_data_sources') IS NOT NULL
+             INSERT INTO @fp_o
+             SELECT N'data source', CAST(d.name AS nvarchar(256)),
+                    CAST(d.type_desc + N' ' + d.location + ISNULL(N' with credential ' + c.name, N'') AS nvarchar(4000))
+               FROM sys.external_data_sources AS d
+               LEFT JOIN sys.database_scoped_credentials AS c ON c.credential_id = d.credential_id;
          IF SERVERPROPERTY('EngineEdition') <> 5
          BEGIN
              IF HAS_DBACCESS(N'msdb') = 1 AND HAS_PERMS_BY_NAME(N'msdb.dbo.sysjobsteps', N'OBJECT', N'SELECT') = 1
@@ -171,15 +205,6 @@ read them there as a PostgreSQL superuser' AS nvarchar(4000))
                    FROM master.sys.procedures AS p WHERE p.is_auto_executed = 1;
              END
          END
-         INSERT INTO @fp_o
-         SELECT N'assembly', CAST(a.name AS nvarchar(256)), CAST(a.permission_set_desc AS nvarchar(4000))
-           FROM sys.assemblies AS a WHERE a.is_user_defined = 1 AND a.permission_set <> 1;
-         IF OBJECT_ID(N'sys.external_data_sources') IS NOT NULL
-             INSERT INTO @fp_o
-             SELECT N'data source', CAST(d.name AS nvarchar(256)),
-                    CAST(d.type_desc + N' ' + d.location + ISNULL(N' with credential ' + c.name, N'') AS nvarchar(4000))
-               FROM sys.external_data_sources AS d
-               LEFT JOIN sys.database_scoped_credentials AS c ON c.credential_id = d.credential_id;
          SELECT k, n, d FROM @fp_o;
      END";
 

@@ -77,6 +77,7 @@ fn read_database_principals(rows: Option<&[Row]>, what: &'static str, reading: &
             Some("R") => PrincipalKind::Role,
             Some("A") => PrincipalKind::ApplicationRole,
             Some("G" | "X") => PrincipalKind::Group,
+            Some("C" | "K") => PrincipalKind::KeyMapped,
             _ => PrincipalKind::User,
         };
         let mut principal = Principal::new(required(row, 0, what)?, kind);
@@ -162,4 +163,43 @@ fn read_role_memberships(rows: Option<&[Row]>, what: &'static str, reading: &mut
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use tiberius::{ColumnData, ColumnType, Row};
+
+    use super::*;
+
+    fn principal_row(name: &str, kind: &str) -> Row {
+        [Some(name), Some(kind), None, None]
+            .iter()
+            .enumerate()
+            .fold(Row::builder(), |row, (i, cell)| {
+                row.column(
+                    format!("c{i}"),
+                    ColumnType::NVarchar,
+                    ColumnData::String(cell.map(|c| c.to_string().into())),
+                )
+            })
+            .build()
+    }
+
+    #[test]
+    fn users_mapped_to_a_certificate_or_key_are_read_as_such_not_as_plain_users() {
+        // sys.database_principals: C is CERTIFICATE_MAPPED_USER, K is
+        // ASYMMETRIC_KEY_MAPPED_USER; "EXECUTE AS" can name neither.
+        let rows = [
+            principal_row("cert_user", "C"),
+            principal_row("key_user", "K"),
+            principal_row("app", "S"),
+        ];
+        let mut reading = Reading::default();
+        read_database_principals(Some(&rows), "database principals", &mut reading).unwrap();
+        let kinds: Vec<_> = reading.catalog.principals.iter().map(|p| p.kind).collect();
+        assert_eq!(
+            kinds,
+            [PrincipalKind::KeyMapped, PrincipalKind::KeyMapped, PrincipalKind::User]
+        );
+    }
 }

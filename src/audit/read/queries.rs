@@ -3,20 +3,38 @@
 //! are guarded with `IF` so that the whole batch still runs there (a failed
 //! batch falls back to one round trip per query).
 //!
+//! Two batches: this database's catalog, then the queries that name msdb's
+//! or master's (`msdb.sys.…`, `master.sys.…`). On Babelfish 4.2 a statement
+//! naming another database's `sys` views moves the rest of its batch into
+//! that database, even from an IF branch that does not run, so a query of
+//! this database after it would read msdb's catalog instead; the next batch
+//! starts in the connection's database again. The foreign keys and the
+//! first batch's other answers name no other database.
+//!
 //! Each entry brings its own decoder, so the order here matters only where a
 //! decoder builds on what an earlier one read: the logins, module texts,
 //! signatures, numbered procedures, server triggers and key names join what
 //! was read before them, and the signatures and the SECURITY DEFINER list
-//! need the engine; and the foreign keys come before the first query that
-//! names another database's catalog, which on Babelfish moves the rest of
-//! the batch into that database.
+//! need the engine.
 
 use super::query::Query;
 use super::{
     background, beyond, database, foreign_keys, modules, objects, permissions, principals, proxies, server, trustworthy,
 };
 
+/// The batches, in the order they go to the server.
+pub(super) fn batches() -> [Vec<Query>; 2] {
+    [this_database(), other_databases()]
+}
+
+/// Every query, in the order their answers are decoded.
+#[cfg(test)]
 pub(super) fn queries() -> Vec<Query> {
+    batches().into_iter().flatten().collect()
+}
+
+/// What names no other database's catalog.
+fn this_database() -> Vec<Query> {
     vec![
         database::database_and_engine(),
         principals::visibility(),
@@ -45,18 +63,20 @@ pub(super) fn queries() -> Vec<Query> {
         server::server_triggers(),
         objects::fence_table_features(),
         permissions::keys(),
-        // Before the first query naming another database's catalog: on
-        // Babelfish 4.2 a statement naming `msdb.sys.…` or `master.sys.…`,
-        // even in a branch it does not take, moves the rest of the batch
-        // into that database.
         foreign_keys::foreign_keys(),
-        background::job_steps(),
-        proxies::agent_proxies(),
         server::linked_servers(),
         background::activated_queues(),
         beyond::table_expressions(),
         beyond::signing_keys(),
         beyond::assemblies(),
+    ]
+}
+
+/// What names msdb's or master's catalog, in a batch of its own.
+fn other_databases() -> Vec<Query> {
+    vec![
+        background::job_steps(),
+        proxies::agent_proxies(),
         beyond::outside_tsql(),
     ]
 }

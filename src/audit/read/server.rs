@@ -5,8 +5,8 @@ use tiberius::Row;
 
 use super::super::AuditError;
 use super::super::catalog::{
-    LinkedLogin, LinkedServer, LinkedServers, Membership, ServerFacts, ServerPermission, ServerRoleOwner,
-    ServerSettings, ServerTrigger,
+    AvailabilityGroupPermission, LinkedLogin, LinkedServer, LinkedServers, Membership, ServerFacts, ServerPermission,
+    ServerRoleOwner, ServerSettings, ServerTrigger,
 };
 use super::query::{Query, Reading};
 use super::rows::{int, required, text};
@@ -34,8 +34,10 @@ const SERVER_ROLES: &str = "SELECT N'visible', CAST(CASE WHEN IS_SRVROLEMEMBER(N
                             CAST(NULL AS nvarchar(256))
                        FROM sys.server_principals AS r WHERE r.type = 'R'";
 
-/// Every granted or denied server permission: server-wide ones, and those
-/// on a login or server role (class 101). All of them, not a chosen list:
+/// Every granted or denied server permission: server-wide ones, those on a
+/// login or server role (class 101), and those on an availability group
+/// (class 108, named through the replica its `major_id` is the metadata id
+/// of, or `#id` where this instance holds no replica of it). All of them, not a chosen list:
 /// the rules decide which reach the fence, and a permission left unread is
 /// one no rule can weigh. A DENY is read so that it cuts the edge it
 /// documentedly cuts, and no other.
@@ -46,7 +48,18 @@ const SERVER_PERMISSIONS: &str = "SELECT CASE WHEN p.state = 'D' THEN N'deny' EL
                        FROM sys.server_permissions AS p
                        JOIN sys.server_principals AS g ON g.principal_id = p.grantee_principal_id
                       WHERE p.state IN ('G', 'W', 'D')
-                        AND p.class IN (100, 101)";
+                        AND p.class IN (100, 101)
+                     UNION ALL
+                     SELECT CASE WHEN p.state = 'D' THEN N'group deny' ELSE N'group permission' END,
+                            CAST(p.permission_name AS nvarchar(256)),
+                            CAST(g.name AS nvarchar(256)),
+                            CAST(ISNULL((SELECT TOP (1) ag.name FROM sys.availability_replicas AS r
+                                           JOIN sys.availability_groups AS ag ON ag.group_id = r.group_id
+                                          WHERE r.replica_metadata_id = p.major_id),
+                                        N'#' + CAST(p.major_id AS nvarchar(12))) AS nvarchar(256))
+                       FROM sys.server_permissions AS p
+                       JOIN sys.server_principals AS g ON g.principal_id = p.grantee_principal_id
+                      WHERE p.state IN ('G', 'W', 'D') AND p.class = 108";
 
 /// Without VIEW ANY DEFINITION a login sees only its own server roles, so an
 /// empty answer would prove nothing; the first row says which. An engine
@@ -107,6 +120,14 @@ fn server(rows: &[Row], what: &'static str, product: &str) -> Result<ServerFacts
                 grantee: required(row, 2, what)?,
                 on_login: text(row, 3, what)?,
             }),
+            Some(kind @ ("group permission" | "group deny")) => {
+                facts.availability_groups.push(AvailabilityGroupPermission {
+                    permission: required(row, 1, what)?,
+                    grantee: required(row, 2, what)?,
+                    group: required(row, 3, what)?,
+                    denied: kind == "group deny",
+                })
+            }
             Some("group") => facts.group_logins.push(required(row, 1, what)?),
             Some("role") => {
                 let role: String = required(row, 1, what)?;
@@ -259,4 +280,59 @@ fn linked(rows: &[Row], what: &'static str) -> Result<Option<LinkedServers>, Aud
         }
     }
     Ok(visible.then_some(linked))
+}
+
+#[cfg(test)]
+mod tests {
+    use tiberius::{ColumnData, ColumnType, Row};
+
+    use super::*;
+
+    fn row(cells: [Option<&str>; 4]) -> Row {
+        cells
+            .iter()
+            .enumerate()
+            .fold(Row::builder(), |row, (i, cell)| {
+                row.column(
+                    format!("c{i}"),
+                    ColumnType::NVarchar,
+                    ColumnData::String(cell.map(|c| c.to_string().into())),
+                )
+            })
+            .build()
+    }
+
+    #[test]
+    fn grants_and_denies_on_one_availability_group_are_kept_apart_from_server_wide_ones() {
+        let rows = [
+            row([Some("visible"), Some("1"), None, None]),
+            row([
+                Some("group permission"),
+                Some("ALTER"),
+                Some("ha_operator"),
+                Some("ag_orders"),
+            ]),
+            row([Some("group deny"), Some("CONTROL"), Some("auditor"), Some("ag_orders")]),
+        ];
+        let facts = server(&rows, "server roles and permissions", "SQL Server").unwrap();
+        assert_eq!(facts.permissions, []);
+        assert_eq!(facts.denies, []);
+        assert_eq!(
+            facts.availability_groups,
+            [
+                AvailabilityGroupPermission {
+                    grantee: "ha_operator".into(),
+                    permission: "ALTER".into(),
+                    group: "ag_orders".into(),
+                    denied: false,
+                },
+                AvailabilityGroupPermission {
+                    grantee: "auditor".into(),
+                    permission: "CONTROL".into(),
+                    group: "ag_orders".into(),
+                    denied: true,
+                },
+            ]
+        );
+    }
 }

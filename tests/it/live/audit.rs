@@ -111,9 +111,11 @@ async fn a_clean_deploy_passes_or_says_what_it_cannot_verify() {
         .await
         .expect("read the catalog");
     let babelfish = db.is_babelfish().await;
+    // This database's catalog, then msdb's and master's: on Babelfish a
+    // query naming those moves the rest of its batch there.
     assert_eq!(
-        round_trips, 1,
-        "the catalog batch failed and fell back to one query at a time"
+        round_trips, 2,
+        "a catalog batch failed and fell back to one query at a time"
     );
     let visibility = catalog.visibility.expect("the checking login's view is read");
     assert!(
@@ -443,8 +445,9 @@ async fn check_stays_one_batch_with_thousands_of_objects() {
     ));
     for trips in [round_trips, again_round_trips] {
         assert_eq!(
-            trips, 1,
-            "one catalog read took more than one request on the wire (a failed batch falls back to one query at a time)"
+            trips, 2,
+            "one catalog read took more than its two requests on the wire (a failed batch falls back to one query at \
+             a time)"
         );
     }
     assert!(catalog.objects.len() >= made);

@@ -8,6 +8,7 @@ mod audit;
 mod audit_hierarchy;
 mod audit_live_model;
 mod audit_live_reach;
+mod audit_read_database;
 mod babelfish_security_definer;
 mod bench;
 mod client_acquire_confirm;

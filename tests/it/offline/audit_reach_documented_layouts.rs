@@ -428,3 +428,72 @@ fn control_db_denydatawriter_over_a_table_grant_writes_nothing() {
     c.permissions.push(grant("etl", "UPDATE", object("fence", "Resource")));
     assert!(!named_writer(&c, "etl"), "{:#?}", check(&c));
 }
+
+/// "EXECUTE AS (Transact-SQL)": the name "cannot be a ... certificate, key".
+/// A user mapped to a certificate or an asymmetric key (sys.database_principals
+/// type C or K) is read as its own kind: IMPERSONATE on it acts as no one,
+/// and it has no password for ALTER ANY USER to reset, even where the
+/// certificates were not read to say which key it is mapped to.
+#[test]
+fn a_user_mapped_to_a_certificate_or_key_is_impersonated_by_no_one() {
+    let mut c = with_etl();
+    c.principals.push(Principal::new(
+        "cert_writer",
+        fencepost::audit::PrincipalKind::KeyMapped,
+    ));
+    c.memberships.push(member("db_datawriter", "cert_writer"));
+    c.signing_keys = None;
+    c.permissions.push(grant(
+        "etl",
+        "IMPERSONATE",
+        Securable::Principal {
+            name: "cert_writer".into(),
+        },
+    ));
+    c.permissions.push(grant("etl", "ALTER ANY USER", Securable::Database));
+    assert!(!named_writer(&c, "etl"), "{:#?}", check(&c));
+}
+
+/// The same page: the name "cannot be a ... built-in account, such as NT
+/// AUTHORITY\LocalService, NT AUTHORITY\NetworkService, or NT
+/// AUTHORITY\LocalSystem". IMPERSONATE on the user of a Windows login is a
+/// way to its rights; on the user or the login of a built-in account it is
+/// none. Each built-in account is a control of the same shape as the
+/// Windows login.
+#[test]
+fn impersonate_on_a_built_in_accounts_user_or_login_acts_as_no_one() {
+    for (account, impersonable) in [
+        ("CORP\\etl-writer", true),
+        ("NT AUTHORITY\\SYSTEM", false),
+        ("NT AUTHORITY\\NETWORK SERVICE", false),
+        ("NT AUTHORITY\\LOCAL SERVICE", false),
+    ] {
+        for at_login in [false, true] {
+            let mut c = with_etl();
+            c.principals.push(Principal {
+                login: Some(account.into()),
+                login_kind: Some(fencepost::audit::LoginKind::Windows),
+                authentication: Some(UserAuthentication::Instance),
+                ..Principal::new(account, fencepost::audit::PrincipalKind::User)
+            });
+            c.memberships.push(member("db_datawriter", account));
+            if at_login {
+                server_facts(&mut c)
+                    .permissions
+                    .push(on_login("etl", "IMPERSONATE", account));
+            } else {
+                c.permissions.push(grant(
+                    "etl",
+                    "IMPERSONATE",
+                    Securable::Principal { name: account.into() },
+                ));
+            }
+            assert_eq!(
+                named_writer_or_login(&c, "etl"),
+                impersonable,
+                "{account}, on its login: {at_login}: {:#?}",
+                check(&c)
+            );
+        }
+    }
+}

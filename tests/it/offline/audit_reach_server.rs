@@ -6,7 +6,7 @@
 
 use crate::support;
 
-use fencepost::audit::{Catalog, Finding, LoginKind, Rule, ServerFacts, ServerRoleOwner};
+use fencepost::audit::{AvailabilityGroupPermission, Catalog, Finding, LoginKind, Rule, ServerFacts, ServerRoleOwner};
 use support::fixtures::*;
 
 fn server(c: &mut Catalog) -> &mut ServerFacts {
@@ -273,4 +273,68 @@ fn alter_any_login_resets_a_securityadmin_member_without_a_user_here() {
             && f.principal.as_deref() == Some("login helpdesk")),
         "{report:#?}"
     );
+}
+
+/// A permission on availability group `ag_orders` ("GRANT Availability
+/// Group Permissions"), granted or denied.
+fn on_group(grantee: &str, permission: &str, denied: bool) -> AvailabilityGroupPermission {
+    AvailabilityGroupPermission {
+        grantee: grantee.into(),
+        permission: permission.into(),
+        group: "ag_orders".into(),
+        denied,
+    }
+}
+
+#[test]
+fn alter_control_or_take_ownership_on_one_availability_group_forces_a_failover() {
+    // "ALTER AVAILABILITY GROUP": FORCE_FAILOVER_ALLOW_DATA_LOSS "requires
+    // ALTER AVAILABILITY GROUP permission on the availability group, CONTROL
+    // AVAILABILITY GROUP permission, ALTER ANY AVAILABILITY GROUP
+    // permission, or CONTROL SERVER permission"; TAKE OWNERSHIP makes the
+    // grantee the owner, who holds CONTROL.
+    for permission in ["ALTER", "CONTROL", "TAKE OWNERSHIP"] {
+        let mut c = clean();
+        server(&mut c)
+            .availability_groups
+            .push(on_group("ha_operator", permission, false));
+        let f = reach(&c);
+        assert_eq!(f.len(), 1, "{permission}: {f:#?}");
+        assert_eq!(f[0].principal.as_deref(), Some("login ha_operator"));
+        assert_eq!(f[0].object, "the fence's generations");
+        let step = steps(&f[0])[0];
+        assert!(
+            step.starts_with(&format!("{permission} on AVAILABILITY GROUP::ag_orders")),
+            "{f:#?}"
+        );
+        assert!(step.contains("FORCE_FAILOVER_ALLOW_DATA_LOSS"), "{f:#?}");
+        assert_eq!(
+            f[0].fix,
+            format!("REVOKE {permission} ON AVAILABILITY GROUP::[ag_orders] FROM [ha_operator];")
+        );
+    }
+}
+
+#[test]
+fn control_view_definition_or_a_denied_alter_on_an_availability_group_forces_nothing() {
+    // VIEW DEFINITION and CONNECT fail over nothing; a DENY of ALTER on the
+    // same group refuses the grant of ALTER ("DENY Availability Group
+    // Permissions").
+    for grants in [
+        vec![on_group("ha_operator", "VIEW DEFINITION", false)],
+        vec![on_group("ha_operator", "CONNECT", false)],
+        vec![
+            on_group("ha_operator", "ALTER", false),
+            on_group("ha_operator", "ALTER", true),
+        ],
+        vec![
+            on_group("ha_operator", "CONTROL", false),
+            on_group("ha_operator", "CONTROL", true),
+        ],
+    ] {
+        let mut c = clean();
+        server(&mut c).availability_groups.extend(grants.clone());
+        let report = check(&c);
+        assert!(report.findings.is_empty(), "{grants:?}: {report:#?}");
+    }
 }

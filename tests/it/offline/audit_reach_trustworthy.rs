@@ -284,3 +284,59 @@ fn publics_rights_in_a_trustworthy_database_owned_by_a_privileged_login_cannot_b
         }
     }
 }
+
+/// A TRUSTWORTHY database `reports` whose owner holds AUTHENTICATE SERVER,
+/// with analyst in its db_owner, and here only `writer` (of `kind`) in
+/// db_datawriter: every other user with a login is left out, so that the
+/// only way analyst can reach the fence is by acting as writer's login.
+fn only_writer_has_a_login(writer: &str, kind: fencepost::audit::LoginKind) -> Catalog {
+    let mut c = clean();
+    c.principals.retain(|p| p.login.is_none() || p.name == "dbo");
+    c.principals[0].login = None;
+    c.memberships.retain(|m| m.member != "deployer");
+    let principal_kind = if kind.is_group() {
+        fencepost::audit::PrincipalKind::Group
+    } else {
+        fencepost::audit::PrincipalKind::User
+    };
+    c.principals.push(fencepost::audit::Principal {
+        login: Some(writer.into()),
+        login_kind: Some(kind),
+        ..fencepost::audit::Principal::new(writer, principal_kind)
+    });
+    c.memberships.push(member("db_datawriter", writer));
+    if kind.is_group() {
+        server(&mut c).group_logins.push(writer.into());
+    }
+    server(&mut c)
+        .permissions
+        .push(server_grant("reports_owner", "AUTHENTICATE SERVER"));
+    trustworthy(
+        &mut c,
+        "reports",
+        "reports_owner",
+        &[("analyst", "analyst", "db_owner")],
+    );
+    c
+}
+
+#[test]
+fn db_owner_of_a_trustworthy_database_acts_as_a_writers_sql_login() {
+    let c = only_writer_has_a_login("etl", fencepost::audit::LoginKind::Sql);
+    let f = named(&c, "login analyst");
+    assert!(
+        f.iter()
+            .any(|f| steps(f)[0].contains("CREATE USER ... FOR LOGIN [etl]")),
+        "{:#?}",
+        check(&c)
+    );
+}
+
+/// "EXECUTE AS (Transact-SQL)": the name "must be a singleton account, and
+/// cannot be a group". A user made there for a Windows group login cannot be
+/// impersonated, so the group's rights here are reached by no one through it.
+#[test]
+fn db_owner_of_a_trustworthy_database_cannot_act_as_a_group_login() {
+    let c = only_writer_has_a_login("CORP\\etl-operators", fencepost::audit::LoginKind::WindowsGroup);
+    assert!(named(&c, "login analyst").is_empty(), "{:#?}", check(&c));
+}

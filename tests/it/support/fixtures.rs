@@ -277,6 +277,7 @@ pub fn clean() -> Catalog {
         role_owners: Vec::new(),
         permissions: Vec::new(),
         denies: Vec::new(),
+        availability_groups: Vec::new(),
         permissions_unreadable: None,
         group_logins: Vec::new(),
         // No server trigger.
