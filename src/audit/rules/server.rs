@@ -12,7 +12,10 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
             rule: Rule::ServerControl,
             reason: format!(
                 "{} has no sysadmin and no CONTROL SERVER to look at: the logins with server-wide rights there \
-                 are its admins, who enter as dbo (FP015)",
+                 are its admins, who enter as dbo (FP015), and the members of master's dbmanager and \
+                 loginmanager and of the ##MS_DatabaseManager## and ##MS_LoginManager## server roles, which \
+                 live in master and which no query in this database can read (a login manager resets a \
+                 login's password and acts as it)",
                 ctx.catalog.engine.product
             ),
         });
