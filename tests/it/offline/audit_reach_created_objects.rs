@@ -204,3 +204,70 @@ fn control_create_synonym_with_alter_and_execute_on_a_schema_of_another_owner_ru
     let c = staging("loader", "CREATE SYNONYM", &["EXECUTE"]);
     unnamed(&c, "etl", ADMIN);
 }
+
+// ---- 2. Grants on a synonym for code that reaches the fence.
+
+/// A dbo procedure that writes a fence table, and a synonym `dbo.Bump`
+/// for it owned by `synonym_owner` (None: the schema's owner, dbo).
+fn synonym_for_procedure(synonym_owner: Option<&str>) -> Catalog {
+    let mut c = with_etl();
+    c.objects.push(module(
+        "dbo",
+        "BumpGeneration",
+        ObjectKind::Procedure,
+        "CREATE PROCEDURE dbo.BumpGeneration @Id bigint AS \
+         UPDATE fence.Resource SET Generation = Generation + 1 WHERE ResourceId = @Id;",
+    ));
+    let mut s = module("dbo", "Bump", ObjectKind::Synonym, "[dbo].[BumpGeneration]");
+    if let Some(o) = synonym_owner {
+        c.principals.push(user(o, None));
+        s.owner = Some(o.into());
+    }
+    c.objects.push(s);
+    c.permissions.push(grant("etl", "EXECUTE", object("dbo", "Bump")));
+    c
+}
+
+#[test]
+fn execute_on_a_dbo_synonym_for_a_procedure_writing_the_fence_names_the_grantee() {
+    let c = synonym_for_procedure(None);
+    named(
+        &c,
+        "etl",
+        WRITE,
+        &["EXECUTE on the synonym dbo.Bump", "dbo.BumpGeneration"],
+    );
+}
+
+/// Control: a synonym of another owner breaks the chain, and etl holds
+/// nothing on the procedure.
+#[test]
+fn control_execute_on_a_synonym_of_another_owner_for_a_writing_procedure_writes_nothing() {
+    let c = synonym_for_procedure(Some("loader"));
+    unnamed(&c, "etl", WRITE);
+}
+
+/// A dbo view over fence.Resource, `definition`, and a dbo synonym
+/// `dbo.Leases` for it on which etl holds UPDATE.
+fn synonym_for_view(definition: &str) -> Catalog {
+    let mut c = with_etl();
+    c.objects.push(module("dbo", "LeaseView", ObjectKind::View, definition));
+    c.objects
+        .push(module("dbo", "Leases", ObjectKind::Synonym, "[dbo].[LeaseView]"));
+    c.permissions.push(grant("etl", "UPDATE", object("dbo", "Leases")));
+    c
+}
+
+#[test]
+fn update_on_a_dbo_synonym_for_an_updatable_view_over_the_fence_names_the_grantee() {
+    let c = synonym_for_view("CREATE VIEW dbo.LeaseView AS SELECT ResourceId, Generation FROM fence.Resource;");
+    named(&c, "etl", WRITE, &["UPDATE on the synonym dbo.Leases", "dbo.LeaseView"]);
+}
+
+/// Control: a view that aggregates is read-only ("Modify Data Through a
+/// View").
+#[test]
+fn control_update_on_a_dbo_synonym_for_a_read_only_view_writes_nothing() {
+    let c = synonym_for_view("CREATE VIEW dbo.LeaseView AS SELECT COUNT(*) AS Leases FROM fence.Resource;");
+    unnamed(&c, "etl", WRITE);
+}
