@@ -271,3 +271,53 @@ fn control_update_on_a_dbo_synonym_for_a_read_only_view_writes_nothing() {
     let c = synonym_for_view("CREATE VIEW dbo.LeaseView AS SELECT COUNT(*) AS Leases FROM fence.Resource;");
     unnamed(&c, "etl", WRITE);
 }
+
+// ---- 3. DDL names in module text.
+
+/// dbo.Purge runs as `janitor` (default schema fence, ALTER on it), whose
+/// text is `body`; etl may run it.
+fn purge_as_janitor(body: &str) -> Catalog {
+    let mut c = with_etl();
+    let mut janitor = user("janitor", None);
+    janitor.default_schema = Some("fence".into());
+    c.principals.push(janitor);
+    c.permissions.push(grant("janitor", "ALTER", schema("fence")));
+    let mut purge = module(
+        "dbo",
+        "Purge",
+        ObjectKind::Procedure,
+        &format!("CREATE PROCEDURE dbo.Purge WITH EXECUTE AS 'janitor' AS {body}"),
+    );
+    purge.execute_as = Some("janitor".into());
+    c.objects.push(purge);
+    c.permissions.push(grant("etl", "EXECUTE", object("dbo", "Purge")));
+    c
+}
+
+/// `DROP TABLE a, b` drops every table in the list.
+#[test]
+fn every_table_of_a_drop_table_list_is_read() {
+    let c = purge_as_janitor("TRUNCATE TABLE Scratch; DROP TABLE Scratch, Resource;");
+    named(&c, "etl", WRITE, &["dbo.Purge writes fence.Resource"]);
+}
+
+#[test]
+fn control_a_drop_table_list_without_a_fence_table_writes_nothing() {
+    let c = purge_as_janitor("TRUNCATE TABLE Scratch; DROP TABLE Scratch, Other;");
+    unnamed(&c, "etl", WRITE);
+}
+
+/// `orders..Resource` leaves the schema out: in this database it resolves
+/// as the one-part name does.
+#[test]
+fn a_ddl_name_with_this_database_and_no_schema_resolves_as_a_one_part_name() {
+    let c = purge_as_janitor("TRUNCATE TABLE orders..Resource;");
+    named(&c, "etl", WRITE, &["dbo.Purge writes fence.Resource"]);
+}
+
+/// Control: `archive..Resource` is a table of another database.
+#[test]
+fn control_a_ddl_name_with_another_database_and_no_schema_names_no_fence_table() {
+    let c = purge_as_janitor("TRUNCATE TABLE archive..Resource;");
+    unnamed(&c, "etl", WRITE);
+}
