@@ -142,27 +142,38 @@ pub(crate) fn executed_unqualified(definition: &str) -> Vec<String> {
 
 /// The tables a module's code names by one part as the object of a DDL
 /// statement that changes their rows or their definition (`TRUNCATE TABLE
-/// t`, `ALTER TABLE t`, `DROP TABLE t`), lower-cased. SQL Server resolves
-/// such a name when the statement runs, in the default schema of the caller
-/// or of the EXECUTE AS user, then dbo ("Qualifying Names Inside Stored
-/// Procedures"), not in the module's own schema.
-pub(crate) fn ddl_unqualified(definition: &str) -> Vec<String> {
+/// t`, `ALTER TABLE t`, `DROP TABLE t`, every table of `DROP TABLE a, b`),
+/// lower-cased. SQL Server resolves such a name when the statement runs, in
+/// the default schema of the caller or of the EXECUTE AS user, then dbo
+/// ("Qualifying Names Inside Stored Procedures"), not in the module's own
+/// schema. `db..t` names no schema either ("Transact-SQL Syntax
+/// Conventions": an omitted schema is the default one), so in `database`,
+/// the module's own, it is read as `t`.
+pub(crate) fn ddl_unqualified(definition: &str, database: &str) -> Vec<String> {
     let words = words(&normalized(&code_only(definition)));
+    let here = format!("{}..", normalized(database));
     let mut out: Vec<String> = Vec::new();
     for (i, verb) in words.iter().enumerate() {
         if !matches!(verb.as_str(), "truncate" | "alter" | "drop") || words.get(i + 1).is_none_or(|w| w != "table") {
             continue;
         }
         // `DROP TABLE IF EXISTS t`.
-        let at = if words.get(i + 2).is_some_and(|w| w == "if") {
+        let mut at = if words.get(i + 2).is_some_and(|w| w == "if") {
             i + 4
         } else {
             i + 2
         };
-        let Some(name) = words.get(at) else { continue };
-        let starts_a_name = name.chars().next().is_some_and(|c| c.is_alphanumeric() || c == '_');
-        if starts_a_name && !name.contains('.') && !out.contains(name) {
-            out.push(name.clone());
+        while let Some(name) = words.get(at) {
+            let name = name.strip_prefix(&here).unwrap_or(name);
+            let starts_a_name = name.chars().next().is_some_and(|c| c.is_alphanumeric() || c == '_');
+            if starts_a_name && !name.contains('.') && !out.iter().any(|o| o == name) {
+                out.push(name.to_string());
+            }
+            // Only DROP TABLE takes a list.
+            if verb != "drop" || words.get(at + 1).is_none_or(|w| w != ",") {
+                break;
+            }
+            at += 2;
         }
     }
     out
@@ -331,7 +342,14 @@ mod tests {
         let d = "CREATE PROCEDURE p AS TRUNCATE TABLE [Resource]; ALTER TABLE fence.Tenure NOCHECK CONSTRAINT ALL;
             DROP TABLE IF EXISTS Scratch; -- DROP TABLE Hidden
             SELECT 'ALTER TABLE Quoted'";
-        assert_eq!(ddl_unqualified(d), ["resource", "scratch"]);
+        assert_eq!(ddl_unqualified(d, "orders"), ["resource", "scratch"]);
+    }
+
+    #[test]
+    fn every_table_of_a_drop_list_and_a_name_of_this_database_without_a_schema_are_read() {
+        let d = "DROP TABLE IF EXISTS fence.Tenure, [Scratch] , Resource; TRUNCATE TABLE [Orders]..Holder;
+            ALTER TABLE archive..Lease ADD x int; TRUNCATE TABLE Orders.dbo.Audit";
+        assert_eq!(ddl_unqualified(d, "orders"), ["scratch", "resource", "holder"]);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use super::graph::Graph;
 use super::node::{Goal, Node};
 use super::principals::hierarchy_note;
 use super::right::Right;
+use super::synonym_routes::{right_step, securable, ways_to};
 use super::synonyms::synonyms_for;
 use crate::audit::module_text::may_write;
 use crate::tsql::{quote_name, quote_qualified};
@@ -170,24 +171,27 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                 }
             }
         }
-        // EXECUTE on a module that reaches a goal as its owner.
+        // EXECUTE on a module that reaches a goal as its owner, or on a
+        // synonym for it of the same owner.
         for (o, reaches, _) in modules.iter().filter(|(o, _, contained)| {
             !contained && o.kind != ObjectKind::Trigger && !(right.taken && o.owner.is_none())
         }) {
             let name = o.qualified_name();
-            if let Some(unless) = denies::reaches(ctx, right, &object(&o.schema, &o.name), "EXECUTE") {
+            for by in ways_to(ctx, o) {
+                if right.taken && by.owner.is_none() {
+                    continue;
+                }
+                let Some(unless) = denies::reaches(ctx, right, &securable(by), "EXECUTE") else {
+                    continue;
+                };
+                let (step, evidence) = right_step(ctx, right, "EXECUTE", by, o);
                 add(
                     graph,
                     Edge::new(
                         Node::code(&name),
                         Kind::Acts,
-                        format!(
-                            "EXECUTE on {name}{}{}{}",
-                            hierarchy_note(ctx, right, "EXECUTE", &name),
-                            right.grant_option(),
-                            default_schema_step(ctx, &right.holder, reaches)
-                        ),
-                        right.evidence.clone(),
+                        format!("{step}{}", default_schema_step(ctx, &right.holder, reaches)),
+                        format!("{}{evidence}", right.evidence),
                         right.cut.clone(),
                     )
                     .unless(unless),

@@ -54,6 +54,7 @@ mod server_rights;
 mod signing;
 mod singleton;
 mod synonym_grants;
+mod synonym_routes;
 mod synonyms;
 mod trigger_header;
 mod trustworthy;

@@ -9,6 +9,8 @@
 //! fence_admin procedure runs it, whatever the grantee holds on the base.
 //! With another owner the chain breaks and the base object is checked
 //! against the caller, whose own rights there the graph already weighs.
+//!
+//! A synonym for code that reaches the fence is [`super::synonym_routes`]'.
 
 use super::super::catalog::{Object, Securable};
 use super::super::rules::Context;

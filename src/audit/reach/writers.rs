@@ -8,15 +8,15 @@
 //! and whoever holds the right that starts one (a data right on a view or a
 //! triggered object, EXECUTE on a module) is named with the route.
 
-use super::super::catalog::{Object, ObjectKind, Securable};
+use super::super::catalog::{Object, ObjectKind};
 use super::super::rules::{Context, module_text_names};
 use super::denies;
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
 use super::mentions::Mentions;
 use super::node::{Goal, Node};
-use super::principals::hierarchy_note;
 use super::right::Right;
+use super::synonym_routes::{right_step, securable, ways_to};
 use super::synonyms::synonyms_for;
 use super::trigger_header::{DATA, header, trigger_body};
 use super::updatable::writes_through;
@@ -50,38 +50,37 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
                 continue;
             }
             let name = link.object.qualified_name();
-            let target = Securable::Object {
-                schema: link.object.schema.clone(),
-                name: link.object.name.clone(),
-                column: None,
-            };
-            let Some((w, unless)) = link
-                .starts
-                .iter()
-                .find_map(|w| denies::reaches(ctx, right, &target, w).map(|u| (*w, u)))
-            else {
-                continue;
-            };
-            let step = format!(
-                "{w} on {name}{}{}",
-                hierarchy_note(ctx, right, w, &name),
-                right.grant_option()
-            );
-            // A right that fires one trigger leads to it alone.
-            let (to, step, evidence) = if link.fires {
-                (
-                    Node::code(&link.next),
-                    format!("{step}; {}", link.step),
-                    format!("{}; {}", right.evidence, link.evidence),
-                )
-            } else {
-                (Node::code(&name), step, right.evidence.clone())
-            };
-            graph.add(
-                from.clone(),
-                &right.holder,
-                Edge::new(to, Kind::Acts, step, evidence, right.cut.clone()).unless(unless),
-            );
+            // The object itself, or a synonym for it of the same owner.
+            for by in ways_to(ctx, link.object) {
+                if right.taken && by.owner.is_none() {
+                    continue;
+                }
+                let target = securable(by);
+                let Some((w, unless)) = link
+                    .starts
+                    .iter()
+                    .find_map(|w| denies::reaches(ctx, right, &target, w).map(|u| (*w, u)))
+                else {
+                    continue;
+                };
+                let (step, through) = right_step(ctx, right, w, by, link.object);
+                let evidence = format!("{}{through}", right.evidence);
+                // A right that fires one trigger leads to it alone.
+                let (to, step, evidence) = if link.fires {
+                    (
+                        Node::code(&link.next),
+                        format!("{step}; {}", link.step),
+                        format!("{evidence}; {}", link.evidence),
+                    )
+                } else {
+                    (Node::code(&name), step, evidence)
+                };
+                graph.add(
+                    from.clone(),
+                    &right.holder,
+                    Edge::new(to, Kind::Acts, step, evidence, right.cut.clone()).unless(unless),
+                );
+            }
         }
     }
     for link in links {

@@ -141,7 +141,7 @@ pub(crate) fn module_text_naming(
         ddl_schema(catalog, module).is_some_and(|s| {
             s.eq_ignore_ascii_case(schema)
                 || schema.eq_ignore_ascii_case("dbo") && catalog.object(&format!("{s}.{name}")).is_none()
-        }) && ddl_unqualified(d).iter().any(|t| same_name(t, name))
+        }) && ddl_unqualified(d, &catalog.database).iter().any(|t| same_name(t, name))
     };
     if !referenced_tables(d, schema, [&name.to_string()]).is_empty()
         || one_part_here && names_unqualified(d, name)

@@ -20,6 +20,7 @@ mod audit_reach_assemblies;
 mod audit_reach_cascades;
 mod audit_reach_code;
 mod audit_reach_column_denies;
+mod audit_reach_created_objects;
 mod audit_reach_database_denies;
 mod audit_reach_denies;
 mod audit_reach_documented_layouts;
