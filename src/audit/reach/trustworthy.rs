@@ -190,12 +190,23 @@ fn targets(
     }
     for p in &ctx.catalog.principals {
         let Some(login) = p.login.as_deref() else { continue };
-        // EXECUTE AS USER there names the user made for the login, which
-        // must be a singleton account: not a group's, a key's or a built-in one.
-        if login.eq_ignore_ascii_case(owner) || !super::singleton::login(ctx, login) {
+        if login.eq_ignore_ascii_case(owner) {
             continue;
         }
-        let create = format!("CREATE USER ... FOR LOGIN {}; EXECUTE AS USER there", quote_name(login));
+        // EXECUTE AS USER there names a singleton account ("EXECUTE AS"):
+        // never a key's or a built-in one. A group is reached through a
+        // member: CREATE USER for a Windows account that enters through the
+        // group needs no login of its own, and its token carries the group.
+        let create = if super::singleton::login(ctx, login) {
+            format!("CREATE USER ... FOR LOGIN {}; EXECUTE AS USER there", quote_name(login))
+        } else if is_group_login(ctx, p) {
+            format!(
+                "CREATE USER for a member of the group {}; EXECUTE AS USER there",
+                quote_name(login)
+            )
+        } else {
+            continue;
+        };
         if let Some(why) = at_server {
             out.push((
                 Node::login(login),
@@ -252,4 +263,15 @@ fn this_database(ctx: &Context, graph: &mut Graph) {
             ),
         );
     }
+}
+
+/// Whether `p`'s login is a Windows or Entra group.
+fn is_group_login(ctx: &Context, p: &super::super::catalog::Principal) -> bool {
+    p.login_kind.is_some_and(|k| k.is_group())
+        || p.login.as_deref().is_some_and(|l| {
+            ctx.catalog
+                .server
+                .as_ref()
+                .is_some_and(|s| s.group_logins.iter().any(|g| g.eq_ignore_ascii_case(l)))
+        })
 }

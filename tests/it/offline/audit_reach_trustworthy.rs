@@ -333,10 +333,25 @@ fn db_owner_of_a_trustworthy_database_acts_as_a_writers_sql_login() {
 }
 
 /// "EXECUTE AS (Transact-SQL)": the name "must be a singleton account, and
-/// cannot be a group". A user made there for a Windows group login cannot be
-/// impersonated, so the group's rights here are reached by no one through it.
+/// cannot be a group", but "CREATE USER" makes a user for a Windows account
+/// that enters through a group login without one of its own, and the token
+/// of a Windows user acted as carries its groups: the group's rights here
+/// are reached through any member.
 #[test]
-fn db_owner_of_a_trustworthy_database_cannot_act_as_a_group_login() {
+fn db_owner_of_a_trustworthy_database_acts_as_a_group_login_through_a_member() {
     let c = only_writer_has_a_login("CORP\\etl-operators", fencepost::audit::LoginKind::WindowsGroup);
+    let f = named(&c, "login analyst");
+    assert!(
+        f.iter()
+            .any(|f| steps(f)[0].contains("CREATE USER for a member of the group [CORP\\etl-operators]")),
+        "{:#?}",
+        check(&c)
+    );
+}
+
+/// A certificate-mapped login is no account at all: no one acts as it.
+#[test]
+fn db_owner_of_a_trustworthy_database_cannot_act_as_a_certificate_login() {
+    let c = only_writer_has_a_login("cert_login", fencepost::audit::LoginKind::Key);
     assert!(named(&c, "login analyst").is_empty(), "{:#?}", check(&c));
 }
