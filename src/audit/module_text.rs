@@ -7,21 +7,36 @@ use unicode_normalization::char::is_combining_mark;
 
 use crate::tsql::{code_only, without_comments};
 
-/// `c` as the most lenient collation compares it, pushed onto `out`: its
+/// `c` as a lenient collation compares it, pushed onto `out`: its
 /// compatibility decomposition (a full-width letter is its ASCII form)
 /// without combining marks (an accented letter is its plain one), lower
-/// cased. SQL Server compares identifiers by the database's collation
-/// ("Database Identifiers"), and a Windows collation without `_WS`
-/// ignores width, one with `_AI` ignores accents: read more leniently than
-/// the database reads, a name the database takes for a fence table is never
-/// missed (at worst a name it tells apart is taken for it).
+/// cased; the letters with a stroke, the dotless i and the ligatures that
+/// Windows collations expand or ignore the stroke of, as their plain
+/// letters; and characters a collation gives no weight (a soft hyphen,
+/// zero-width spaces and joiners) left out. SQL Server compares identifiers
+/// by the database's collation ("Database Identifiers"): a Windows collation
+/// without `_WS` ignores width, one with `_AI` ignores accents, a Turkish
+/// one lower-cases I to a dotless i. Read more leniently than the database
+/// reads, a spelling of a fence table is not missed for any of these (at
+/// worst a name the database tells apart is taken for it).
 fn push_folded(out: &mut String, c: char) {
     if c.is_ascii() {
         out.push(c.to_ascii_lowercase());
         return;
     }
     for d in std::iter::once(c).nfkd().filter(|d| !is_combining_mark(*d)) {
-        out.extend(d.to_lowercase());
+        match d {
+            '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{2064}' | '\u{feff}' | '\u{34f}' => {}
+            'ı' => out.push('i'),
+            'ß' | 'ẞ' => out.push_str("ss"),
+            'æ' | 'Æ' => out.push_str("ae"),
+            'œ' | 'Œ' => out.push_str("oe"),
+            'ø' | 'Ø' => out.push('o'),
+            'đ' | 'Đ' => out.push('d'),
+            'ł' | 'Ł' => out.push('l'),
+            'ħ' | 'Ħ' => out.push('h'),
+            d => out.extend(d.to_lowercase()),
+        }
     }
 }
 

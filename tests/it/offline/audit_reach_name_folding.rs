@@ -73,3 +73,16 @@ fn control_a_name_that_differs_by_a_letter_is_not_the_fence_table() {
     let c = running("UPDATE dbo.Ｒｅｓｓｏｕｒｃｅ SET Generation = 1; UPDATE fence.Ressource SET Generation = 1;");
     assert!(!named_writer(&c, "etl"), "{:#?}", check(&c));
 }
+
+#[test]
+fn a_fence_table_spelled_with_a_dotless_i_is_written() {
+    // Turkish_CI_AS lower-cases I to ı (U+0131).
+    let c = running("DELETE FROM fence.Databaseıdentity;");
+    assert!(named_writer(&c, "etl"), "{:#?}", check(&c));
+}
+
+#[test]
+fn a_fence_table_spelled_with_a_soft_hyphen_is_written() {
+    let c = running("UPDATE fence.Re\u{ad}source SET Generation = 1;");
+    assert!(named_writer(&c, "etl"), "{:#?}", check(&c));
+}
