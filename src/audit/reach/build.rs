@@ -27,6 +27,7 @@ impl Graph {
             contexts: BTreeMap::new(),
             drops: leaving::drops(ctx),
             answers: Default::default(),
+            entered_by: Default::default(),
         };
         for p in &ctx.catalog.principals {
             let node = Node::principal(&p.name);

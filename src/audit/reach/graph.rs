@@ -1,7 +1,7 @@
 //! The graph itself: nodes with their spelling, edges in a stable order, and
 //! who the policy trusts.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 
@@ -23,6 +23,9 @@ pub(crate) struct Graph {
     pub(super) drops: Rc<Drops>,
     /// What [`Graph::get_past`] answered, by its question.
     pub(super) answers: RefCell<HashMap<Question, Option<Dropped>>>,
+    /// For each node, the logins that enter the database as it, gathered
+    /// once the graph is built ([`Graph::logins_of`]).
+    pub(super) entered_by: OnceCell<HashMap<Node, BTreeSet<Node>>>,
 }
 
 /// The memberships (as spelled) a session drops to get past an edge's DENYs.
@@ -149,13 +152,18 @@ impl Graph {
     /// The logins that enter the database as `node`: a path from a user
     /// does not pass through its own login, which is a start of its own.
     pub(crate) fn logins_of(&self, node: &Node) -> BTreeSet<Node> {
-        self.edges
-            .iter()
-            .filter(|(from, edges)| {
-                matches!(from, Node::Login(_)) && edges.iter().any(|e| e.kind == Kind::Holds && e.to == *node)
-            })
-            .map(|(from, _)| from.clone())
-            .collect()
+        // Asked at every step of every detour's search: one pass over the
+        // edges, not one a question.
+        let entered_by = self.entered_by.get_or_init(|| {
+            let mut by: HashMap<Node, BTreeSet<Node>> = HashMap::new();
+            for (from, edges) in self.edges.iter().filter(|(from, _)| matches!(from, Node::Login(_))) {
+                for e in edges.iter().filter(|e| e.kind == Kind::Holds) {
+                    by.entry(e.to.clone()).or_default().insert(from.clone());
+                }
+            }
+            by
+        });
+        entered_by.get(node).cloned().unwrap_or_default()
     }
 
     /// Every node a finding may name, in a stable order.
