@@ -156,7 +156,12 @@ fn trigger_calling_bump(maint_runs: bool) -> Catalog {
 #[test]
 fn a_write_firing_a_trigger_with_execute_as_that_runs_a_writer_writes_the_fence() {
     let c = trigger_calling_bump(true);
-    reached(&c, "etl", WRITE, &["UPDATE on ops.Orders", "ops.Orders_Sync", "work.Bump"]);
+    reached(
+        &c,
+        "etl",
+        WRITE,
+        &["UPDATE on ops.Orders", "ops.Orders_Sync", "work.Bump"],
+    );
 }
 
 #[test]
