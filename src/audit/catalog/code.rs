@@ -36,6 +36,13 @@ pub struct Object {
     /// `ASYMMETRIC KEY::name`: the module runs with their users' rights too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub signed_by: Vec<String>,
+    /// The keys that countersigned the module (`sys.crypt_properties`
+    /// crypt_type CPVC or CPVA), named as in `signed_by`. "ADD SIGNATURE":
+    /// a countersignature grants nothing by itself, but keeps the rights
+    /// of a signature by the same key while a module it signed calls this
+    /// one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counter_signed_by: Vec<String>,
     /// For a CLR module (a procedure, function or trigger of compiled code,
     /// with no text in any catalog), the assembly that holds its code and
     /// that assembly's permission set: `name (UNSAFE)`.

@@ -389,7 +389,7 @@ fn naming(ctx: &Context, o: &Object, target: &str) -> Option<(String, Option<Str
 
 /// The owner code runs its chain as: a trigger's is the owner of what it
 /// is on.
-fn chain_owner<'a>(ctx: &Context<'a>, o: &'a Object) -> Option<&'a str> {
+pub(super) fn chain_owner<'a>(ctx: &Context<'a>, o: &'a Object) -> Option<&'a str> {
     if o.kind == ObjectKind::Trigger {
         return o
             .parent

@@ -36,6 +36,8 @@ mod graph;
 mod held;
 mod leaving;
 mod lending;
+mod lending_calls;
+mod lent_write;
 mod login_alter;
 mod mentions;
 mod module_change;

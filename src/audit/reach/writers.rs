@@ -129,6 +129,13 @@ fn links<'a>(ctx: &Context<'a>) -> Vec<Link<'a>> {
             .into_iter()
             .map(|(t, owner)| (t.qualified_name(), owner, false)),
     );
+    // A trigger that runs as someone else lends a write to whoever fires
+    // it ([`super::lending`] follows the write).
+    targets.extend(
+        super::lending::triggers(ctx)
+            .into_iter()
+            .map(|(t, owner)| (t.qualified_name(), owner, false)),
+    );
     // A table whose DELETE or UPDATE cascades to a fence table is written
     // through as one is ([`super::cascades`] follows the key).
     targets.extend(

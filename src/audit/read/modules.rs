@@ -64,7 +64,8 @@ fn read_clr_modules(rows: Option<&[Row]>, what: &'static str, reading: &mut Read
     Ok(())
 }
 
-/// Signatures on modules. An engine without `sys.crypt_properties` can still
+/// Signatures on modules, a countersignature (crypt_type CPVC or CPVA)
+/// marked `COUNTER `. An engine without `sys.crypt_properties` can still
 /// prove no module is signed: signing needs a certificate or an asymmetric
 /// key, and then it has none.
 const SIGNATURES: &str = "IF OBJECT_ID(N'sys.crypt_properties') IS NULL
@@ -73,7 +74,8 @@ const SIGNATURES: &str = "IF OBJECT_ID(N'sys.crypt_properties') IS NULL
                                              THEN N'signers' ELSE N'no signers' END AS nvarchar(300))
      ELSE
          SELECT cp.major_id,
-                CAST(CASE WHEN c.name IS NOT NULL THEN N'CERTIFICATE::' + c.name
+                CAST(CASE WHEN cp.crypt_type LIKE N'C%' THEN N'COUNTER ' ELSE N'' END
+                     + CASE WHEN c.name IS NOT NULL THEN N'CERTIFICATE::' + c.name
                           WHEN k.name IS NOT NULL THEN N'ASYMMETRIC KEY::' + k.name
                           ELSE N'an unknown signer' END AS nvarchar(300))
            FROM sys.crypt_properties AS cp
@@ -97,7 +99,11 @@ fn read_signatures(rows: Option<&[Row]>, what: &'static str, reading: &mut Readi
                 match int(row, 0, what)? {
                     Some(id) => {
                         if let Some(&at) = reading.object_at.get(&id) {
-                            catalog.objects[at].signed_by.push(signer);
+                            let o = &mut catalog.objects[at];
+                            match signer.strip_prefix("COUNTER ") {
+                                Some(key) => o.counter_signed_by.push(key.to_string()),
+                                None => o.signed_by.push(signer),
+                            }
                         }
                     }
                     None if signer == "signers" => {

@@ -210,6 +210,7 @@ pub(super) fn object(schema: String, name: String, kind: ObjectKind) -> Object {
         definition_hash: None,
         execute_as: None,
         signed_by: Vec::new(),
+        counter_signed_by: Vec::new(),
         assembly: None,
         disabled: false,
     }

@@ -17,7 +17,7 @@ use fencepost::audit::{
 use support::fixtures::*;
 
 /// The clean deployment with `etl`, a login that is no service.
-fn with_etl() -> Catalog {
+pub(super) fn with_etl() -> Catalog {
     let mut c = clean();
     c.principals.push(user("etl", Some("etl")));
     c.permissions.push(grant("etl", "CONNECT", Securable::Database));
@@ -25,7 +25,7 @@ fn with_etl() -> Catalog {
 }
 
 /// Every finding of any rule that names `principal`.
-fn naming(c: &Catalog, principal: &str) -> Vec<Finding> {
+pub(super) fn naming(c: &Catalog, principal: &str) -> Vec<Finding> {
     check(c)
         .findings
         .into_iter()
@@ -39,7 +39,7 @@ fn naming(c: &Catalog, principal: &str) -> Vec<Finding> {
 
 /// The finding naming `principal` with a path to `goal` whose steps mention
 /// each of `through`.
-fn reached(c: &Catalog, principal: &str, goal: &str, through: &[&str]) -> Finding {
+pub(super) fn reached(c: &Catalog, principal: &str, goal: &str, through: &[&str]) -> Finding {
     let found = naming(c, principal);
     let hit = found.iter().find(|f| {
         let steps = step_texts(f).join(" | ");
@@ -58,19 +58,19 @@ fn reached(c: &Catalog, principal: &str, goal: &str, through: &[&str]) -> Findin
 }
 
 /// Whether FP027 names `principal` as reaching `goal`.
-fn named_for(c: &Catalog, principal: &str, goal: &str) -> bool {
+pub(super) fn named_for(c: &Catalog, principal: &str, goal: &str) -> bool {
     reaching(c, principal)
         .iter()
         .any(|f| f.permission.as_deref() == Some(goal))
 }
 
-const WRITE: &str = "write the fence tables";
+pub(super) const WRITE: &str = "write the fence tables";
 
 const UPDATE_RESOURCE: &str = "CREATE PROCEDURE ops.Fix @Id bigint WITH EXECUTE AS 'maint' AS \
      UPDATE fence.Resource SET Generation = Generation + 1 WHERE ResourceId = @Id;";
 
 /// A user without login.
-fn no_login(name: &str) -> Principal {
+pub(super) fn no_login(name: &str) -> Principal {
     Principal {
         authentication: Some(UserAuthentication::NoLogin),
         ..user(name, None)

@@ -106,6 +106,7 @@ pub fn module(schema: &str, name: &str, kind: ObjectKind, definition: &str) -> O
         definition_hash: None,
         execute_as: None,
         signed_by: Vec::new(),
+        counter_signed_by: Vec::new(),
         assembly: None,
         disabled: false,
     }

@@ -1,0 +1,209 @@
+//! Whom a lending module's statements run with, and the writes to the
+//! fence tables those rights let through: shared by the modules that lend
+//! their own write ([`super::lending`]) and those that lend a callee's
+//! ([`super::lending_calls`]).
+
+use std::collections::BTreeSet;
+
+use super::super::catalog::{Object, ObjectKind, Securable};
+use super::super::module_text::{referenced_tables, words};
+use super::super::rules::Context;
+use super::code::{chain_owner, ordered_tables};
+use super::denies;
+use super::principals::hierarchy_note;
+use super::right::Right;
+use super::trigger_header::trigger_body;
+use crate::tsql::{code_only, quote_name, quote_qualified};
+
+/// A principal whose rights a module's statements run with.
+pub(super) struct Lender {
+    pub(super) principal: String,
+    /// `runs as maint (EXECUTE AS 'maint')`.
+    pub(super) how: String,
+    pub(super) evidence: String,
+    pub(super) cut: String,
+    /// The key of a signature (`CERTIFICATE::Writer`); `None` for EXECUTE
+    /// AS, whose context stays in force in the modules it calls.
+    pub(super) key: Option<String>,
+}
+
+/// A write some code makes: `what` follows "its text", as in `makes UPDATE
+/// on fence.Resource, which maint may make`.
+pub(super) struct Made {
+    pub(super) what: String,
+    pub(super) table: String,
+    pub(super) evidence: String,
+    pub(super) cut: String,
+}
+
+/// The statements of a module: a trigger's after its header, which names
+/// the table it is on.
+pub(super) fn body(m: &Object) -> Option<&str> {
+    let text = m.definition.as_deref()?;
+    Some(if m.kind == ObjectKind::Trigger {
+        trigger_body(text)
+    } else {
+        text
+    })
+}
+
+/// The first write `body` makes to a fence table that one of `contexts`
+/// may make, or that ownership chaining from `owner` lets through
+/// unchecked.
+pub(super) fn own_write(
+    ctx: &Context,
+    rights: &[Right],
+    body: &str,
+    contexts: &[&Lender],
+    owner: Option<&str>,
+) -> Option<Made> {
+    let verbs = written(body);
+    if verbs.is_empty() {
+        return None;
+    }
+    let fence = &ctx.policy.fence_schema;
+    let tables = ordered_tables(ctx);
+    let chained = owner.is_some_and(|o| {
+        ctx.catalog.engine.chains_ownership && ctx.tables_owner().is_some_and(|t| t.eq_ignore_ascii_case(o))
+    });
+    referenced_tables(body, fence, &tables).into_iter().find_map(|t| {
+        let table = format!("{fence}.{t}");
+        if chained {
+            let owner = owner.unwrap_or_default();
+            return Some(Made {
+                what: format!(
+                    "makes {} on {table}, owned by {owner} as {table} is: ownership chaining skips the permission \
+                     check",
+                    verbs[0]
+                ),
+                evidence: format!("its owner is {owner}, the owner of {fence}"),
+                cut: format!("(give it an owner other than {owner}, or drop it)"),
+                table,
+            });
+        }
+        let target = Securable::Object {
+            schema: fence.clone(),
+            name: t.clone(),
+            column: None,
+        };
+        verbs.iter().find_map(|v| {
+            contexts.iter().find_map(|c| {
+                let right = lent(ctx, rights, &c.principal, &target, v)?;
+                Some(Made {
+                    what: format!(
+                        "makes {v} on {table}, which {} may make{}{}",
+                        c.principal,
+                        held(right, &c.principal),
+                        hierarchy_note(ctx, right, v, &table)
+                    ),
+                    table: table.clone(),
+                    evidence: right.evidence.clone(),
+                    cut: right.cut.clone(),
+                })
+            })
+        })
+    })
+}
+
+/// ` through db_datawriter` when `right` is a role's `principal` is in.
+pub(super) fn held(right: &Right, principal: &str) -> String {
+    if right.holder.eq_ignore_ascii_case(principal) {
+        String::new()
+    } else {
+        format!(" through {}", right.holder)
+    }
+}
+
+/// The permissions a module's statements use to change rows (TRUNCATE
+/// needs ALTER), in the order a path names them. In doubt a word counts:
+/// `UPDATE` anywhere in the code is an UPDATE.
+pub(super) fn written(text: &str) -> Vec<&'static str> {
+    let words: BTreeSet<String> = words(&code_only(text)).into_iter().collect();
+    let has = |w: &[&str]| w.iter().any(|w| words.contains(*w));
+    let merge = has(&["merge"]);
+    [
+        ("UPDATE", merge || has(&["update", "updatetext", "writetext"])),
+        ("INSERT", merge || has(&["insert"])),
+        ("DELETE", merge || has(&["delete"])),
+        ("ALTER", has(&["truncate"])),
+    ]
+    .into_iter()
+    .filter(|(_, used)| *used)
+    .map(|(p, _)| p)
+    .collect()
+}
+
+/// Whom `m`'s statements run as, besides its caller: its EXECUTE AS
+/// principal, and the users of the keys that signed it.
+pub(super) fn lenders(ctx: &Context, m: &Object) -> Vec<Lender> {
+    let name = m.qualified_name();
+    let target = quote_qualified(&m.schema, &m.name);
+    let mut out = Vec::new();
+    if let Some(as_whom) = m.execute_as.as_deref() {
+        // SELF is whoever created it, which the catalog does not name.
+        let runs_as = if as_whom.eq_ignore_ascii_case("OWNER") {
+            chain_owner(ctx, m)
+        } else if as_whom.eq_ignore_ascii_case("CALLER") || as_whom.eq_ignore_ascii_case("SELF") {
+            None
+        } else {
+            Some(as_whom)
+        };
+        if let Some(runs_as) = runs_as {
+            out.push(Lender {
+                principal: runs_as.to_string(),
+                how: format!("runs as {runs_as} (EXECUTE AS {as_whom})"),
+                evidence: format!("sys.sql_modules: {name} has execute_as {as_whom}"),
+                cut: format!("ALTER {} {target} ... WITH EXECUTE AS CALLER;", kind(m)),
+                key: None,
+            });
+        }
+    }
+    for signer in &m.signed_by {
+        let Some((class, key)) = signer.split_once("::") else {
+            continue;
+        };
+        let user = ctx
+            .catalog
+            .signing_keys
+            .iter()
+            .flatten()
+            .find(|k| k.key.eq_ignore_ascii_case(class) && k.name.eq_ignore_ascii_case(key))
+            .and_then(|k| k.user.as_deref());
+        let Some(user) = user else { continue };
+        out.push(Lender {
+            principal: user.to_string(),
+            how: format!("is signed by {signer}, so it runs with the rights of its user {user} added to its caller's"),
+            evidence: format!("sys.crypt_properties: {name} is signed by {signer}, mapped to user {user}"),
+            cut: format!("DROP SIGNATURE FROM {target} BY {class} {};", quote_name(key)),
+            key: Some(signer.clone()),
+        });
+    }
+    out
+}
+
+fn kind(m: &Object) -> &'static str {
+    if m.kind == ObjectKind::Trigger {
+        "TRIGGER"
+    } else {
+        "PROCEDURE"
+    }
+}
+
+/// A right of `principal` (its own, a role's, public's) that gives
+/// `wanted` on `target` to a session of `principal` past every DENY: code
+/// running as it cannot drop a membership to get past one.
+pub(super) fn lent<'r>(
+    ctx: &Context,
+    rights: &'r [Right],
+    principal: &str,
+    target: &Securable,
+    wanted: &str,
+) -> Option<&'r Right> {
+    let holders = ctx.holders(principal);
+    rights
+        .iter()
+        .filter(|r| !r.login && holders.contains(&r.holder.to_lowercase()))
+        .find(|r| {
+            denies::reaches(ctx, r, target, wanted).is_some_and(|b| b.all_denied().iter().all(|d| !holders.contains(d)))
+        })
+}
