@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use super::super::catalog::{Object, ObjectKind, Securable};
+use super::super::catalog::{ExecuteAs, Object, ObjectKind, Securable};
 use super::super::module_text::{referenced_tables, words};
 use super::super::rules::Context;
 use super::code::{chain_owner, ordered_tables};
@@ -139,14 +139,12 @@ pub(super) fn lenders(ctx: &Context, m: &Object) -> Vec<Lender> {
     let name = m.qualified_name();
     let target = quote_qualified(&m.schema, &m.name);
     let mut out = Vec::new();
-    if let Some(as_whom) = m.execute_as.as_deref() {
-        // SELF is whoever created it, which the catalog does not name.
-        let runs_as = if as_whom.eq_ignore_ascii_case("OWNER") {
-            chain_owner(ctx, m)
-        } else if as_whom.eq_ignore_ascii_case("CALLER") || as_whom.eq_ignore_ascii_case("SELF") {
-            None
-        } else {
-            Some(as_whom)
+    if let Some(as_whom) = m.runs_as() {
+        // A user is named as the clause quotes it: a user called Owner is
+        // not the keyword.
+        let (runs_as, as_whom) = match as_whom {
+            ExecuteAs::Owner => (chain_owner(ctx, m), "OWNER".to_string()),
+            ExecuteAs::Principal(p) => (Some(p), format!("'{}'", p.replace('\'', "''"))),
         };
         if let Some(runs_as) = runs_as {
             out.push(Lender {

@@ -24,6 +24,7 @@ mod audit_reach_created_objects;
 mod audit_reach_database_denies;
 mod audit_reach_denies;
 mod audit_reach_documented_layouts;
+mod audit_reach_execute_as_user_named_owner;
 mod audit_reach_expressions;
 mod audit_reach_guest;
 mod audit_reach_inherited;
