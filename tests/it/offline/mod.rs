@@ -31,6 +31,7 @@ mod audit_reach_inherited;
 mod audit_reach_leaving_roles;
 mod audit_reach_lending_calls;
 mod audit_reach_lending_modules;
+mod audit_reach_lending_targets;
 mod audit_reach_lending_triggers;
 mod audit_reach_logins;
 mod audit_reach_module_reading;
