@@ -131,7 +131,7 @@ fn own_through(
         let name = t.object.qualified_name();
         let verbs: Vec<&str> = verbs.iter().copied().filter(|v| t.starts.contains(v)).collect();
         let Some(first) = verbs.first() else { continue };
-        for by in ways_to(ctx, t.object) {
+        for &by in &t.ways {
             if referenced_tables(&code, &by.schema, [&by.name]).is_empty() {
                 continue;
             }

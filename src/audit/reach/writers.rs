@@ -57,6 +57,7 @@ pub(super) fn edges<'a>(ctx: &Context<'a>, rights: &[Right], graph: &mut Graph) 
             };
             Through {
                 object: l.object,
+                ways: ways_to(ctx, l.object),
                 starts: l.starts.clone(),
                 to,
                 then,

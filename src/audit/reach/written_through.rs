@@ -16,6 +16,9 @@ use super::trigger_header::DATA;
 /// trigger a write to it fires, or the goal.
 pub(super) struct Through<'a> {
     pub(super) object: &'a Object,
+    /// How a statement may name it: itself, or a synonym for it of its
+    /// owner ([`super::synonym_routes::ways_to`]), found once.
+    pub(super) ways: Vec<&'a Object>,
     pub(super) starts: Vec<&'static str>,
     pub(super) to: Node,
     /// What the write does next, when `to` is not the object's own node
@@ -45,6 +48,7 @@ pub(super) fn fence_synonyms<'a>(ctx: &Context<'a>) -> Vec<Through<'a>> {
             }
             out.push(Through {
                 object: s,
+                ways: vec![s],
                 starts: DATA.to_vec(),
                 to: Node::Goal(Goal::WriteFence),
                 then: format!(

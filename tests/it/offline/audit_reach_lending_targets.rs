@@ -239,3 +239,48 @@ fn control_a_module_with_execute_as_writing_through_a_synonym_its_user_may_only_
     let c = through_synonym("SELECT");
     assert!(!named_for(&c, "etl", WRITE), "{:#?}", check(&c));
 }
+
+/// ops.OrdersRelease, an AFTER INSERT trigger on ops.Orders WITH EXECUTE AS
+/// maint (a member of fence_operator when `operator`), EXECs
+/// fence_admin.ForceRelease; etl may INSERT into ops.Orders.
+fn release_trigger(operator: bool) -> Catalog {
+    let mut c = release(operator);
+    c.permissions
+        .retain(|p| !(p.grantee == "etl" && p.on == object("ops", "Release")));
+    c.objects.retain(|o| o.name != "Release");
+    c.objects.push(Object {
+        definition: None,
+        ..module("ops", "Orders", ObjectKind::Table, "")
+    });
+    let mut t = module(
+        "ops",
+        "OrdersRelease",
+        ObjectKind::Trigger,
+        "CREATE TRIGGER ops.OrdersRelease ON ops.Orders WITH EXECUTE AS 'maint' AFTER INSERT AS \
+         EXEC fence_admin.ForceRelease 1;",
+    );
+    t.parent = Some("ops.Orders".into());
+    t.execute_as = Some("maint".into());
+    c.objects.push(t);
+    c.permissions.push(grant("etl", "INSERT", object("ops", "Orders")));
+    c
+}
+
+/// "CREATE TRIGGER": the trigger's statements run as maint for whoever
+/// fires it, so etl's INSERT runs fence_admin.ForceRelease as maint.
+#[test]
+fn a_trigger_with_execute_as_an_operator_lends_its_fence_admin_call_to_whoever_fires_it() {
+    let c = release_trigger(true);
+    reached(
+        &c,
+        "etl",
+        ADMIN,
+        &["INSERT on ops.Orders", "ops.OrdersRelease", "fence_admin.ForceRelease"],
+    );
+}
+
+#[test]
+fn control_a_trigger_with_execute_as_a_non_operator_calling_fence_admin_lends_nothing() {
+    let c = release_trigger(false);
+    assert!(!named_for(&c, "etl", ADMIN), "{:#?}", check(&c));
+}
