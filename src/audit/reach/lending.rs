@@ -4,9 +4,11 @@
 //! SIGNATURE" runs a signed module with the rights of the key's user added
 //! to the caller's. Whoever may run such a procedure, or make a statement
 //! that fires such a trigger, makes the writes its text makes with that
-//! principal's rights, and those of the procedures it runs
-//! ([`super::lending_calls`]), and only those: the edge goes from the
-//! module to the goal, never to the principal, since the caller cannot do
+//! principal's rights (to a fence table, or through an object that writes
+//! one), and the fence_admin procedures it runs ([`super::lent_targets`]),
+//! and those of the procedures it runs ([`super::lending_calls`]), and only
+//! those: the edge goes from the module to the goal (or to the object
+//! written through), never to the principal, since the caller cannot do
 //! anything else it may. SQL built at run time is [`super::runners`]' (the
 //! caller then runs what it likes as that principal).
 
