@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::execute_as::{ExecuteAs, execute_as};
+
 /// A table, module, synonym or database DDL trigger.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Object {
@@ -31,6 +33,13 @@ pub struct Object {
     /// for EXECUTE AS OWNER; CALLER is `None`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execute_as: Option<String>,
+    /// Whether `execute_as` is a principal's name as it is, never a keyword:
+    /// a user may be called Owner (`EXECUTE AS 'Owner'`), and only
+    /// `execute_as_principal_id` -2 is EXECUTE AS OWNER. The reader marks
+    /// every principal; a catalog saved before it did reads `OWNER` as the
+    /// keyword, as it was written.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub execute_as_user: bool,
     /// The certificates and asymmetric keys that signed the module
     /// (`sys.crypt_properties`), as `CERTIFICATE::name` or
     /// `ASYMMETRIC KEY::name`: the module runs with their users' rights too.
@@ -55,6 +64,11 @@ pub struct Object {
 }
 
 impl Object {
+    /// Whom its `WITH EXECUTE AS` runs it as; `None` for CALLER.
+    pub(crate) fn runs_as(&self) -> Option<ExecuteAs<'_>> {
+        execute_as(self.execute_as.as_deref(), self.execute_as_user)
+    }
+
     /// The name of the assembly that holds a CLR module's code.
     pub fn assembly_name(&self) -> Option<&str> {
         self.assembly

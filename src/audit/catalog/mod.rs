@@ -4,6 +4,7 @@
 
 mod beyond;
 mod code;
+mod execute_as;
 mod foreign_keys;
 mod proxies;
 mod runners;
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use beyond::{Assembly, OutsideItem, OutsideKind, OutsideTsql, SigningKey, TableExpression, Unread};
 pub use code::{Dependency, DeployedProcedure, Object, ObjectKind};
+pub(crate) use execute_as::ExecuteAs;
 pub use foreign_keys::{ForeignKey, ReferentialAction};
 pub use proxies::{AgentProxy, ProxyUser, ProxyUserKind};
 pub use runners::{JobEditor, JobStep, LinkedLogin, LinkedServer, LinkedServers, ServiceQueue};

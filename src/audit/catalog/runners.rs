@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::execute_as::{ExecuteAs, execute_as};
+
 /// A T-SQL step of a SQL Server Agent job that runs in this database
 /// (`msdb.dbo.sysjobsteps`, `subsystem = 'TSQL'`). It runs as the job's
 /// owner, and whoever may edit the job decides what it runs.
@@ -108,6 +110,13 @@ pub struct LinkedLogin {
     pub remote_login: Option<String>,
 }
 
+impl ServiceQueue {
+    /// Whom its activation procedure runs as; `None` for SELF.
+    pub(crate) fn runs_as(&self) -> Option<ExecuteAs<'_>> {
+        execute_as(self.execute_as.as_deref(), self.execute_as_user)
+    }
+}
+
 /// A Service Broker queue with activation on (`sys.service_queues`): its
 /// procedure runs, as `execute_as`, whenever a message arrives.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -123,6 +132,11 @@ pub struct ServiceQueue {
     /// `OWNER`, a user, or `None` for SELF (whoever set activation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execute_as: Option<String>,
+    /// Whether `execute_as` is a principal's name as it is, never the
+    /// OWNER keyword (a user may be called Owner); catalogs saved before the
+    /// reader marked them read `OWNER` as the keyword.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub execute_as_user: bool,
     /// The principals that may SEND on a service bound to the queue (or
     /// CONTROL it): whoever decides the messages the procedure reads.
     #[serde(default)]

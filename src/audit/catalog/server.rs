@@ -97,6 +97,12 @@ pub struct AvailabilityGroupPermission {
     /// A DENY rather than a GRANT.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub denied: bool,
+    /// The grantee owns the group (`sys.availability_replicas.owner_sid`):
+    /// "ALTER AUTHORIZATION" makes it so with no row in
+    /// `sys.server_permissions`, and an owner holds CONTROL on what it owns
+    /// (`permission`), bound by no DENY there.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub owner: bool,
 }
 
 /// Server configuration options (`sys.configurations`, value in use).

@@ -8,7 +8,9 @@
 //!
 //! A DENY on the same group, or a server-wide one covering it, cuts the
 //! grant it binds; an owner is bound by no DENY on what it owns, so a DENY
-//! of ALTER leaves TAKE OWNERSHIP standing.
+//! of ALTER leaves TAKE OWNERSHIP standing, and the group's owner itself
+//! ("ALTER AUTHORIZATION", `sys.availability_replicas.owner_sid`) holds
+//! CONTROL on it whatever is denied.
 
 use super::super::catalog::{AvailabilityGroupPermission, ServerFacts};
 use super::super::hierarchy::implies;
@@ -24,9 +26,10 @@ const CLASS: &str = "AVAILABILITY GROUP";
 pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
     let Some(server) = &ctx.catalog.server else { return };
     for p in server.availability_groups.iter().filter(|p| !p.denied) {
+        // An owner is bound by no DENY on what it owns.
         let Some(wanted) = ["ALTER", "TAKE OWNERSHIP"]
             .into_iter()
-            .find(|w| implies(CLASS, &p.permission, CLASS, w) && !denied_on_group(server, p, w))
+            .find(|w| implies(CLASS, &p.permission, CLASS, w) && (p.owner || !denied_on_group(server, p, w)))
         else {
             continue;
         };
@@ -41,27 +44,42 @@ pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
         } else {
             "may take ownership of it and then force a failover"
         };
+        let held = if p.owner {
+            format!(
+                "owns AVAILABILITY GROUP::{} (ALTER AUTHORIZATION), so holds CONTROL on it",
+                p.group
+            )
+        } else {
+            format!(
+                "{permission} on AVAILABILITY GROUP::{}{}",
+                p.group,
+                if permission == wanted {
+                    String::new()
+                } else {
+                    format!(" (implies {wanted})")
+                }
+            )
+        };
         let step = format!(
-            "{permission} on AVAILABILITY GROUP::{}{}: {how} with data loss (ALTER AVAILABILITY GROUP {} \
+            "{held}: {how} with data loss (ALTER AVAILABILITY GROUP {} \
              FORCE_FAILOVER_ALLOW_DATA_LOSS) to a secondary that has not seen the latest fence writes, which takes \
              generations back as a restore does; whether this database is in that availability group the catalog \
              read does not show",
-            p.group,
-            if permission == wanted {
-                String::new()
-            } else {
-                format!(" (implies {wanted})")
-            },
             quote_name(&p.group)
         );
-        graph.actor(node.clone(), &p.grantee);
-        graph.add(
-            node,
-            &p.grantee,
-            Edge::new(
-                Node::Goal(Goal::WriteFence),
-                Kind::Acts,
-                step,
+        let (evidence, cut) = if p.owner {
+            (
+                format!(
+                    "sys.availability_replicas: owner_sid of AVAILABILITY GROUP::{} is login {}",
+                    p.group, p.grantee
+                ),
+                format!(
+                    "ALTER AUTHORIZATION ON AVAILABILITY GROUP::{} TO <a sysadmin login>;",
+                    quote_name(&p.group)
+                ),
+            )
+        } else {
+            (
                 format!(
                     "sys.server_permissions: GRANT {permission} ON AVAILABILITY GROUP::{} TO {}",
                     p.group, p.grantee
@@ -72,7 +90,12 @@ pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
                     quote_name(&p.grantee)
                 ),
             )
-            .on("the fence's generations"),
+        };
+        graph.actor(node.clone(), &p.grantee);
+        graph.add(
+            node,
+            &p.grantee,
+            Edge::new(Node::Goal(Goal::WriteFence), Kind::Acts, step, evidence, cut).on("the fence's generations"),
         );
     }
 }

@@ -45,7 +45,7 @@ impl Graph {
         principals::edges(ctx, &rights, &mut graph);
         added::edges(ctx, &rights, &mut graph);
         code::edges(ctx, &rights, &mut graph);
-        writers::edges(ctx, &rights, &mut graph);
+        let through = writers::edges(ctx, &rights, &mut graph);
         cascades::edges(ctx, &rights, &mut graph);
         synonym_grants::edges(ctx, &rights, &mut graph);
         created_code::edges(ctx, &rights, &mut graph);
@@ -53,7 +53,7 @@ impl Graph {
         expressions::edges(ctx, &rights, &mut graph);
         signing::edges(ctx, &mut graph);
         runners::edges(ctx, &rights, &mut graph);
-        lending::edges(ctx, &rights, &mut graph);
+        lending::edges(ctx, &rights, through, &mut graph);
         server::edges(ctx, &mut graph);
         server_rights::edges(ctx, &mut graph);
         availability_groups::edges(ctx, &mut graph);

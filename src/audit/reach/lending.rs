@@ -4,9 +4,11 @@
 //! SIGNATURE" runs a signed module with the rights of the key's user added
 //! to the caller's. Whoever may run such a procedure, or make a statement
 //! that fires such a trigger, makes the writes its text makes with that
-//! principal's rights, and those of the procedures it runs
-//! ([`super::lending_calls`]), and only those: the edge goes from the
-//! module to the goal, never to the principal, since the caller cannot do
+//! principal's rights (to a fence table, or through an object that writes
+//! one), and the fence_admin procedures it runs ([`super::lent_targets`]),
+//! and those of the procedures it runs ([`super::lending_calls`]), and only
+//! those: the edge goes from the module to the goal (or to the object
+//! written through), never to the principal, since the caller cannot do
 //! anything else it may. SQL built at run time is [`super::runners`]' (the
 //! caller then runs what it likes as that principal).
 
@@ -15,14 +17,20 @@ use super::super::rules::Context;
 use super::code::chain_owner;
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
-use super::lent_write::{body, lenders, own_write};
+use super::lent_targets::own;
+use super::lent_write::{body, lenders};
 use super::node::{Goal, Node};
 use super::right::Right;
 use super::runners::callable;
+use super::written_through::{Through, fence_synonyms};
 use super::{callers, lending_calls as calls};
 use crate::audit::module_text::may_write;
 
-pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
+/// `through`: the objects a write goes through to the fence
+/// ([`super::writers`]), to which the synonyms for the fence tables are
+/// added here.
+pub(super) fn edges<'a>(ctx: &Context<'a>, rights: &[Right], mut through: Vec<Through<'a>>, graph: &mut Graph) {
+    through.extend(fence_synonyms(ctx));
     for m in ctx.catalog.objects.iter().filter(|o| lending_kind(ctx, o)) {
         let Some(body) = body(m) else { continue };
         let name = m.qualified_name();
@@ -34,29 +42,38 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
             "its caller"
         };
         let mut lends = false;
-        for lender in lenders(ctx, m) {
-            let Some(made) =
-                own_write(ctx, rights, body, &[&lender], None).or_else(|| calls::made(ctx, rights, m, body, &lender))
+        for (lender, goal) in lenders(ctx, m)
+            .iter()
+            .flat_map(|l| [(l, Goal::WriteFence), (l, Goal::RunAdmin)])
+        {
+            let to = (goal, through.as_slice());
+            // A call a chain from the module's own owner lets through is
+            // [`super::code`]'s, which weighs the wrappers the fence roles
+            // alone may run.
+            let owner = (goal == Goal::RunAdmin).then(|| chain_owner(ctx, m)).flatten();
+            let Some(made) = own(ctx, rights, to, body, &[lender], owner)
+                .filter(|made| !made.chained)
+                .or_else(|| calls::made(ctx, rights, to, m, body, lender))
             else {
                 continue;
             };
-            graph.add(
-                Node::code(&name),
-                &name,
-                Edge::new(
-                    Node::Goal(Goal::WriteFence),
-                    Kind::Acts,
-                    format!(
-                        "{name} {} and its text {}: {caller} makes that write, and nothing else {p} may do",
-                        lender.how,
-                        made.what,
-                        p = lender.principal,
-                    ),
-                    format!("{}; {}", lender.evidence, made.evidence),
-                    format!("{} (or {})", lender.cut, made.cut),
-                )
-                .on(made.table),
+            let mut edge = Edge::new(
+                made.to.clone(),
+                Kind::Acts,
+                format!(
+                    "{name} {} and its text {}: {caller} makes that {}, and nothing else {p} may do",
+                    lender.how,
+                    made.what,
+                    if goal == Goal::RunAdmin { "call" } else { "write" },
+                    p = lender.principal,
+                ),
+                format!("{}; {}", lender.evidence, made.evidence),
+                format!("{} (or {})", lender.cut, made.cut),
             );
+            if matches!(made.to, Node::Goal(_)) {
+                edge = edge.on(made.table);
+            }
+            graph.add(Node::code(&name), &name, edge);
             lends = true;
         }
         if lends && m.kind == ObjectKind::Procedure {

@@ -14,24 +14,36 @@ use super::super::catalog::{Object, ObjectKind, Securable};
 use super::super::module_text::referenced_tables;
 use super::super::rules::Context;
 use super::code::chain_owner;
-use super::lent_write::{Lender, Made, body as statements, held, lenders, lent, own_write};
+use super::lent_targets::own as reached;
+use super::lent_write::{Lender, Made, body as statements, held, lenders, lent};
+use super::node::Goal;
 use super::principals::hierarchy_note;
 use super::right::Right;
 use super::runners::callable;
+use super::written_through::Through;
 use crate::tsql::code_only;
 
 /// How many calls deep a lent context is followed.
 const DEPTH: usize = 4;
 
-/// The first write a procedure `m` runs makes with `lender`'s rights kept,
-/// or unchecked by a chain from that procedure's owner.
-pub(super) fn made(ctx: &Context, rights: &[Right], m: &Object, body: &str, lender: &Lender) -> Option<Made> {
-    through(ctx, rights, m, body, lender, &mut vec![m.qualified_name()])
+/// The first write (or fence_admin call, for `goal`) a procedure `m` runs
+/// makes with `lender`'s rights kept, or unchecked by a chain from that
+/// procedure's owner.
+pub(super) fn made(
+    ctx: &Context,
+    rights: &[Right],
+    to: (Goal, &[Through]),
+    m: &Object,
+    body: &str,
+    lender: &Lender,
+) -> Option<Made> {
+    through(ctx, rights, to, m, body, lender, &mut vec![m.qualified_name()])
 }
 
 fn through(
     ctx: &Context,
     rights: &[Right],
+    to: (Goal, &[Through]),
     m: &Object,
     body: &str,
     lender: &Lender,
@@ -73,10 +85,10 @@ fn through(
             contexts.insert(0, lender);
         }
         seen.push(name.clone());
-        let inner = own_write(ctx, rights, p_body, &contexts, chain_owner(ctx, p)).or_else(|| {
+        let inner = reached(ctx, rights, to, p_body, &contexts, chain_owner(ctx, p)).or_else(|| {
             contexts
                 .iter()
-                .find_map(|c| through(ctx, rights, p, p_body, c, &mut seen.clone()))
+                .find_map(|c| through(ctx, rights, to, p, p_body, c, &mut seen.clone()))
         });
         seen.pop();
         let Some(inner) = inner else { continue };
@@ -86,7 +98,9 @@ fn through(
         };
         return Some(Made {
             what: format!("runs {name} ({call}{kept}); {name}'s text {}", inner.what),
+            to: inner.to,
             table: inner.table,
+            chained: false,
             evidence: format!("{call_evidence}; {name}: {}", inner.evidence),
             cut: format!("{call_cut} (or {})", inner.cut),
         });

@@ -5,11 +5,12 @@
 
 use std::collections::BTreeSet;
 
-use super::super::catalog::{Object, ObjectKind, Securable};
+use super::super::catalog::{ExecuteAs, Object, ObjectKind, Securable};
 use super::super::module_text::{referenced_tables, words};
 use super::super::rules::Context;
 use super::code::{chain_owner, ordered_tables};
 use super::denies;
+use super::node::{Goal, Node};
 use super::principals::hierarchy_note;
 use super::right::Right;
 use super::trigger_header::trigger_body;
@@ -27,11 +28,16 @@ pub(super) struct Lender {
     pub(super) key: Option<String>,
 }
 
-/// A write some code makes: `what` follows "its text", as in `makes UPDATE
-/// on fence.Resource, which maint may make`.
+/// A write or call some code makes: `what` follows "its text", as in
+/// `makes UPDATE on fence.Resource, which maint may make`.
 pub(super) struct Made {
     pub(super) what: String,
+    /// Where it leads: a goal, or the node of what it writes through.
+    pub(super) to: Node,
+    /// What it reaches, when `to` is a goal.
     pub(super) table: String,
+    /// Whether an ownership chain, not a lent right, lets it through.
+    pub(super) chained: bool,
     pub(super) evidence: String,
     pub(super) cut: String,
 }
@@ -78,7 +84,9 @@ pub(super) fn own_write(
                 ),
                 evidence: format!("its owner is {owner}, the owner of {fence}"),
                 cut: format!("(give it an owner other than {owner}, or drop it)"),
+                to: Node::Goal(Goal::WriteFence),
                 table,
+                chained: true,
             });
         }
         let target = Securable::Object {
@@ -96,7 +104,9 @@ pub(super) fn own_write(
                         held(right, &c.principal),
                         hierarchy_note(ctx, right, v, &table)
                     ),
+                    to: Node::Goal(Goal::WriteFence),
                     table: table.clone(),
+                    chained: false,
                     evidence: right.evidence.clone(),
                     cut: right.cut.clone(),
                 })
@@ -139,14 +149,12 @@ pub(super) fn lenders(ctx: &Context, m: &Object) -> Vec<Lender> {
     let name = m.qualified_name();
     let target = quote_qualified(&m.schema, &m.name);
     let mut out = Vec::new();
-    if let Some(as_whom) = m.execute_as.as_deref() {
-        // SELF is whoever created it, which the catalog does not name.
-        let runs_as = if as_whom.eq_ignore_ascii_case("OWNER") {
-            chain_owner(ctx, m)
-        } else if as_whom.eq_ignore_ascii_case("CALLER") || as_whom.eq_ignore_ascii_case("SELF") {
-            None
-        } else {
-            Some(as_whom)
+    if let Some(as_whom) = m.runs_as() {
+        // A user is named as the clause quotes it: a user called Owner is
+        // not the keyword.
+        let (runs_as, as_whom) = match as_whom {
+            ExecuteAs::Owner => (chain_owner(ctx, m), "OWNER".to_string()),
+            ExecuteAs::Principal(p) => (Some(p), format!("'{}'", p.replace('\'', "''"))),
         };
         if let Some(runs_as) = runs_as {
             out.push(Lender {

@@ -37,6 +37,7 @@ mod held;
 mod leaving;
 mod lending;
 mod lending_calls;
+mod lent_targets;
 mod lent_write;
 mod login_alter;
 mod mentions;
@@ -62,6 +63,7 @@ mod trigger_header;
 mod trustworthy;
 mod updatable;
 mod writers;
+mod written_through;
 
 pub(crate) use closure::{Reached, shortest, trusted_as};
 pub(crate) use denies::grant_survives;

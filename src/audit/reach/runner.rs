@@ -5,7 +5,7 @@
 //! Agent's sysadmin login for a sysadmin's job), activation procedures (as
 //! their queue's EXECUTE AS principal).
 
-use super::super::catalog::ObjectKind;
+use super::super::catalog::{ExecuteAs, ObjectKind};
 use super::super::rules::{Context, server_holders};
 use super::node::Node;
 use crate::tsql::{quote_name, quote_qualified};
@@ -45,7 +45,12 @@ pub(super) fn all(ctx: &Context) -> Vec<Runner> {
             .filter(|o| o.kind == ObjectKind::DatabaseTrigger)
         {
             let Some(text) = &t.definition else { continue };
-            let (runs_as, why) = match t.execute_as.as_deref().filter(|e| !e.eq_ignore_ascii_case("CALLER")) {
+            // A DDL trigger has no owner: EXECUTE AS names a user or CALLER.
+            let named = match t.runs_as() {
+                Some(ExecuteAs::Principal(user)) => Some(user),
+                _ => None,
+            };
+            let (runs_as, why) = match named {
                 Some(user) => (Node::principal(user), format!("which runs as {user} (EXECUTE AS)")),
                 None => (
                     admin.clone(),
@@ -88,15 +93,13 @@ pub(super) fn all(ctx: &Context) -> Vec<Runner> {
 /// code of whoever may change it, run as that principal.
 fn execute_as(ctx: &Context, out: &mut Vec<Runner>) {
     for m in ctx.catalog.objects.iter().filter(|o| o.kind.is_module()) {
-        let (Some(as_whom), Some(text)) = (m.execute_as.as_deref(), m.definition.as_deref()) else {
+        let (Some(how), Some(as_whom), Some(text)) = (m.runs_as(), m.execute_as.as_deref(), m.definition.as_deref())
+        else {
             continue;
         };
-        let runs_as = if as_whom.eq_ignore_ascii_case("OWNER") {
-            ctx.catalog.owner_of(m)
-        } else if as_whom.eq_ignore_ascii_case("CALLER") || as_whom.eq_ignore_ascii_case("SELF") {
-            None
-        } else {
-            Some(as_whom)
+        let runs_as = match how {
+            ExecuteAs::Owner => ctx.catalog.owner_of(m),
+            ExecuteAs::Principal(p) => Some(p),
         };
         let Some(runs_as) = runs_as else { continue };
         let name = m.qualified_name();
@@ -169,13 +172,13 @@ fn jobs(ctx: &Context, out: &mut Vec<Runner>) {
 /// An activation procedure runs as its queue's EXECUTE AS principal.
 fn queues(ctx: &Context, out: &mut Vec<Runner>) {
     for q in ctx.catalog.activated_queues.iter().flatten() {
-        let runs_as = match q.execute_as.as_deref() {
-            Some(p) if p.eq_ignore_ascii_case("OWNER") => ctx
+        let runs_as = match q.runs_as() {
+            Some(ExecuteAs::Owner) => ctx
                 .catalog
                 .object(&q.procedure)
                 .and_then(|o| ctx.catalog.owner_of(o))
                 .map(str::to_string),
-            Some(p) => Some(p.to_string()),
+            Some(ExecuteAs::Principal(p)) => Some(p.to_string()),
             None => None,
         };
         let Some(runs_as) = runs_as else { continue };

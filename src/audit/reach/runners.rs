@@ -8,7 +8,7 @@
 //! reaches what its runner reaches. Code that builds SQL at run time runs
 //! whatever it is handed, with its runner's rights.
 
-use super::super::catalog::{Object, ObjectKind, Securable};
+use super::super::catalog::{ExecuteAs, Object, ObjectKind, Securable};
 use super::super::module_text::{dynamic_constructs, referenced_tables};
 use super::super::rules::Context;
 use super::edge::{Edge, Kind};
@@ -132,15 +132,13 @@ fn job_editors(ctx: &Context, graph: &mut Graph) {
 /// it reaches what that principal reaches.
 fn dynamic_as(ctx: &Context, rights: &[Right], graph: &mut Graph) {
     for m in ctx.catalog.objects.iter().filter(|o| callable(ctx, o)) {
-        let (Some(as_whom), Some(text)) = (m.execute_as.as_deref(), m.definition.as_deref()) else {
+        let (Some(how), Some(as_whom), Some(text)) = (m.runs_as(), m.execute_as.as_deref(), m.definition.as_deref())
+        else {
             continue;
         };
-        let runs_as = if as_whom.eq_ignore_ascii_case("OWNER") {
-            ctx.catalog.owner_of(m)
-        } else if as_whom.eq_ignore_ascii_case("CALLER") {
-            None
-        } else {
-            Some(as_whom)
+        let runs_as = match how {
+            ExecuteAs::Owner => ctx.catalog.owner_of(m),
+            ExecuteAs::Principal(p) => Some(p),
         };
         let (Some(runs_as), Some(construct)) = (
             runs_as,

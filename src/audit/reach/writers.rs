@@ -20,6 +20,7 @@ use super::synonym_routes::{right_step, securable, ways_to};
 use super::synonyms::synonyms_for;
 use super::trigger_header::{DATA, header, trigger_body};
 use super::updatable::writes_through;
+use super::written_through::Through;
 use crate::audit::module_text::may_write;
 use crate::tsql::quote_qualified;
 
@@ -41,8 +42,30 @@ struct Link<'a> {
     evidence: String,
 }
 
-pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
+/// Adds the edges, and gives the objects a data right on which starts a
+/// write to the fence, for the writes modules lend ([`super::lending`]).
+pub(super) fn edges<'a>(ctx: &Context<'a>, rights: &[Right], graph: &mut Graph) -> Vec<Through<'a>> {
     let links = links(ctx);
+    let through = links
+        .iter()
+        .filter(|l| l.starts.iter().all(|s| DATA.contains(s)) && !l.starts.is_empty())
+        .map(|l| {
+            let (to, then, evidence) = if l.fires {
+                (Node::code(&l.next), format!("; {}", l.step), l.evidence.clone())
+            } else {
+                (Node::code(&l.object.qualified_name()), String::new(), String::new())
+            };
+            Through {
+                object: l.object,
+                ways: ways_to(ctx, l.object),
+                starts: l.starts.clone(),
+                to,
+                then,
+                evidence,
+                table: None,
+            }
+        })
+        .collect();
     for right in rights {
         let from = right.node();
         for link in links.iter().filter(|l| !l.starts.is_empty()) {
@@ -105,6 +128,7 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
         }
         graph.add(Node::code(&name), &name, edge);
     }
+    through
 }
 
 /// Every link, found until no object adds one: each object writes through

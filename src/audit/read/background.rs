@@ -126,7 +126,7 @@ fn steps_and_editors(rows: &[Row], what: &'static str) -> Result<JobRows, AuditE
 /// queue can exist there.
 const ACTIVATED_QUEUES: &str = "IF SERVERPROPERTY('Babelfish') IS NOT NULL
          SELECT CAST(NULL AS nvarchar(16)), CAST(NULL AS nvarchar(520)), CAST(NULL AS nvarchar(256)),
-                CAST(NULL AS nvarchar(520)), CAST(NULL AS nvarchar(256)) WHERE 1 = 0
+                CAST(NULL AS nvarchar(520)), CAST(NULL AS nvarchar(256)), CAST(NULL AS int) WHERE 1 = 0
      ELSE
          SELECT CAST(N'queue' AS nvarchar(16)), CAST(SCHEMA_NAME(q.schema_id) + N'.' + q.name AS nvarchar(520)),
                 CAST(USER_NAME(COALESCE(q.principal_id, sc.principal_id)) AS nvarchar(256)),
@@ -134,18 +134,19 @@ const ACTIVATED_QUEUES: &str = "IF SERVERPROPERTY('Babelfish') IS NOT NULL
                      AS nvarchar(520)),
                 CAST(CASE WHEN q.execute_as_principal_id = -2 THEN N'OWNER'
                           WHEN q.execute_as_principal_id IS NOT NULL THEN USER_NAME(q.execute_as_principal_id)
-                     END AS nvarchar(256))
+                     END AS nvarchar(256)),
+                CAST(q.execute_as_principal_id AS int)
            FROM sys.service_queues AS q JOIN sys.schemas AS sc ON sc.schema_id = q.schema_id
           WHERE q.is_activation_enabled = 1 AND q.activation_procedure IS NOT NULL
          UNION ALL
          SELECT N'sender', CAST(SCHEMA_NAME(q.schema_id) + N'.' + q.name AS nvarchar(520)),
-                CAST(USER_NAME(p.grantee_principal_id) AS nvarchar(256)), NULL, NULL
+                CAST(USER_NAME(p.grantee_principal_id) AS nvarchar(256)), NULL, NULL, NULL
            FROM sys.service_queues AS q JOIN sys.services AS sv ON sv.service_queue_id = q.object_id
            JOIN sys.database_permissions AS p ON p.class = 17 AND p.major_id = sv.service_id
           WHERE q.is_activation_enabled = 1 AND p.state IN ('G', 'W') AND p.permission_name IN ('SEND', 'CONTROL')
          UNION ALL
          SELECT N'sender', CAST(SCHEMA_NAME(q.schema_id) + N'.' + q.name AS nvarchar(520)),
-                CAST(USER_NAME(sv.principal_id) AS nvarchar(256)), NULL, NULL
+                CAST(USER_NAME(sv.principal_id) AS nvarchar(256)), NULL, NULL, NULL
            FROM sys.service_queues AS q JOIN sys.services AS sv ON sv.service_queue_id = q.object_id
           WHERE q.is_activation_enabled = 1";
 
@@ -170,6 +171,9 @@ fn queues(rows: &[Row], what: &'static str) -> Result<Vec<ServiceQueue>, AuditEr
                 owner: text(row, 2, what)?,
                 procedure: text(row, 3, what)?.unwrap_or_default(),
                 execute_as: text(row, 4, what)?,
+                // A principal's id, which a user called Owner has too: only
+                // -2 is the keyword.
+                execute_as_user: int(row, 5, what)?.is_some_and(|id| id != -2),
                 senders: Vec::new(),
             });
         }

@@ -21,7 +21,9 @@ pub(super) fn module_definitions() -> Query {
                         CAST(CASE WHEN m.execute_as_principal_id IS NULL THEN NULL
                                   WHEN m.execute_as_principal_id = -2 THEN N'OWNER'
                                   ELSE USER_NAME(m.execute_as_principal_id) END AS nvarchar(256)),
-                        CASE WHEN OBJECT_SCHEMA_NAME(m.object_id) IN (N'fence_api', N'fence_admin') THEN {} END
+                        CASE WHEN OBJECT_SCHEMA_NAME(m.object_id) IN (N'fence_api', N'fence_admin') THEN {} END,
+                        -- A principal's id, which a user called Owner has too: only -2 is the keyword.
+                        CAST(m.execute_as_principal_id AS int)
                    FROM sys.sql_modules AS m",
         definition_hash_sql("m.definition")
     );
@@ -36,6 +38,7 @@ fn read_module_definitions(rows: Option<&[Row]>, what: &'static str, reading: &m
         let object = &mut reading.catalog.objects[at];
         object.definition = text(row, 1, what)?;
         object.execute_as = text(row, 2, what)?;
+        object.execute_as_user = int(row, 4, what)?.is_some_and(|id| id != -2);
         object.definition_hash = crate::tsql::hash_hex(row, 3);
     }
     Ok(())

@@ -209,6 +209,7 @@ pub(super) fn object(schema: String, name: String, kind: ObjectKind) -> Object {
         definition: None,
         definition_hash: None,
         execute_as: None,
+        execute_as_user: false,
         signed_by: Vec::new(),
         counter_signed_by: Vec::new(),
         assembly: None,

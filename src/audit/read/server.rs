@@ -37,7 +37,10 @@ const SERVER_ROLES: &str = "SELECT N'visible', CAST(CASE WHEN IS_SRVROLEMEMBER(N
 /// Every granted or denied server permission: server-wide ones, those on a
 /// login or server role (class 101), and those on an availability group
 /// (class 108, named through the replica its `major_id` is the metadata id
-/// of, or `#id` where this instance holds no replica of it). All of them, not a chosen list:
+/// of, or `#id` where this instance holds no replica of it), and the owners
+/// of the groups (`sys.availability_replicas.owner_sid`: "ALTER
+/// AUTHORIZATION" leaves no permission row, yet the owner holds CONTROL).
+/// All of them, not a chosen list:
 /// the rules decide which reach the fence, and a permission left unread is
 /// one no rule can weigh. A DENY is read so that it cuts the edge it
 /// documentedly cuts, and no other.
@@ -59,7 +62,13 @@ const SERVER_PERMISSIONS: &str = "SELECT CASE WHEN p.state = 'D' THEN N'deny' EL
                                         N'#' + CAST(p.major_id AS nvarchar(12))) AS nvarchar(256))
                        FROM sys.server_permissions AS p
                        JOIN sys.server_principals AS g ON g.principal_id = p.grantee_principal_id
-                      WHERE p.state IN ('G', 'W', 'D') AND p.class = 108";
+                      WHERE p.state IN ('G', 'W', 'D') AND p.class = 108
+                     UNION ALL
+                     SELECT DISTINCT N'group owner', CAST(N'CONTROL' AS nvarchar(256)),
+                            CAST(SUSER_SNAME(r.owner_sid) AS nvarchar(256)), CAST(ag.name AS nvarchar(256))
+                       FROM sys.availability_replicas AS r
+                       JOIN sys.availability_groups AS ag ON ag.group_id = r.group_id
+                      WHERE SUSER_SNAME(r.owner_sid) IS NOT NULL";
 
 /// Without VIEW ANY DEFINITION a login sees only its own server roles, so an
 /// empty answer would prove nothing; the first row says which. An engine
@@ -126,8 +135,16 @@ fn server(rows: &[Row], what: &'static str, product: &str) -> Result<ServerFacts
                     grantee: required(row, 2, what)?,
                     group: required(row, 3, what)?,
                     denied: kind == "group deny",
+                    owner: false,
                 })
             }
+            Some("group owner") => facts.availability_groups.push(AvailabilityGroupPermission {
+                permission: required(row, 1, what)?,
+                grantee: required(row, 2, what)?,
+                group: required(row, 3, what)?,
+                denied: false,
+                owner: true,
+            }),
             Some("group") => facts.group_logins.push(required(row, 1, what)?),
             Some("role") => {
                 let role: String = required(row, 1, what)?;
@@ -303,6 +320,31 @@ mod tests {
     }
 
     #[test]
+    fn an_availability_groups_owner_is_read_as_holding_control_on_it() {
+        let rows = [
+            row([Some("visible"), Some("1"), None, None]),
+            row([
+                Some("group owner"),
+                Some("CONTROL"),
+                Some("app_login"),
+                Some("ag_orders"),
+            ]),
+        ];
+        let facts = server(&rows, "server roles and permissions", "SQL Server").unwrap();
+        assert_eq!(facts.permissions, []);
+        assert_eq!(
+            facts.availability_groups,
+            [AvailabilityGroupPermission {
+                grantee: "app_login".into(),
+                permission: "CONTROL".into(),
+                group: "ag_orders".into(),
+                denied: false,
+                owner: true,
+            }]
+        );
+    }
+
+    #[test]
     fn grants_and_denies_on_one_availability_group_are_kept_apart_from_server_wide_ones() {
         let rows = [
             row([Some("visible"), Some("1"), None, None]),
@@ -325,12 +367,14 @@ mod tests {
                     permission: "ALTER".into(),
                     group: "ag_orders".into(),
                     denied: false,
+                    owner: false,
                 },
                 AvailabilityGroupPermission {
                     grantee: "auditor".into(),
                     permission: "CONTROL".into(),
                     group: "ag_orders".into(),
                     denied: true,
+                    owner: false,
                 },
             ]
         );

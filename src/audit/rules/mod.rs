@@ -161,11 +161,9 @@ pub(crate) fn module_text_naming(
 /// caller: DDL is checked against the caller's own rights there (ownership
 /// chaining covers no DDL), so it lends no one anything.
 fn ddl_schema(catalog: &Catalog, module: &super::catalog::Object) -> Option<String> {
-    let who = module.execute_as.as_deref()?;
-    let user = if who.eq_ignore_ascii_case("OWNER") {
-        catalog.owner_of(module).unwrap_or("dbo")
-    } else {
-        who
+    let user = match module.runs_as()? {
+        super::catalog::ExecuteAs::Owner => catalog.owner_of(module).unwrap_or("dbo"),
+        super::catalog::ExecuteAs::Principal(p) => p,
     };
     let schema = catalog.principal(user).and_then(|p| p.default_schema.clone());
     Some(schema.unwrap_or_else(|| "dbo".into()))

@@ -3,6 +3,7 @@
 //! principal that may send to the queue decides what that procedure reads,
 //! and if it reaches the fence, the sender reaches it as someone else.
 
+use super::super::catalog::ExecuteAs;
 use super::indirect_code::text_reach;
 use super::{CannotVerify, Context, Finding, Report, Rule};
 use crate::tsql::quote_qualified;
@@ -32,14 +33,14 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
         if how.is_empty() {
             continue;
         }
-        let runs_as = match q.execute_as.as_deref() {
-            Some(p) if p.eq_ignore_ascii_case("OWNER") => ctx
+        let runs_as = match q.runs_as() {
+            Some(ExecuteAs::Owner) => ctx
                 .catalog
                 .object(&q.procedure)
                 .and_then(|o| ctx.catalog.owner_of(o))
                 .unwrap_or("its owner")
                 .to_string(),
-            Some(p) => p.to_string(),
+            Some(ExecuteAs::Principal(p)) => p.to_string(),
             None => "the principal that set activation".into(),
         };
         let mut feeders: Vec<&String> = q.senders.iter().chain(q.owner.as_ref()).collect();

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use super::super::catalog::{Object, ObjectKind, Securable};
+use super::super::catalog::{ExecuteAs, Object, ObjectKind, Securable};
 use super::super::module_text::referenced_tables;
 use super::{CannotVerify, Context, Finding, Report, Rule};
 use crate::tsql::{quote_name, quote_qualified};
@@ -22,18 +22,17 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
     let mut unknown = Vec::new();
     for o in ctx.catalog.objects.iter().filter(|o| !ctx.is_shipped(o)) {
         let mut how: Vec<String> = o
-            .execute_as
-            .iter()
-            .filter(|who| !who.eq_ignore_ascii_case("CALLER"))
-            .filter(|who| {
-                let runs_as = if who.eq_ignore_ascii_case("OWNER") {
-                    ctx.catalog.owner_of(o).unwrap_or("dbo")
-                } else {
-                    who.as_str()
+            .runs_as()
+            .zip(o.execute_as.as_deref())
+            .filter(|(runs_as, _)| {
+                let runs_as = match runs_as {
+                    ExecuteAs::Owner => ctx.catalog.owner_of(o).unwrap_or("dbo"),
+                    ExecuteAs::Principal(p) => p,
                 };
                 !super::rightless::holds_nothing(ctx, runs_as)
             })
-            .map(|who| format!("EXECUTE AS {who}"))
+            .map(|(_, who)| format!("EXECUTE AS {who}"))
+            .into_iter()
             .collect();
         how.extend(o.signed_by.iter().map(|s| format!("signed by {s}")));
         if how.is_empty() {

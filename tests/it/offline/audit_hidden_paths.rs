@@ -579,6 +579,7 @@ fn activated(procedure: &str, senders: &[&str]) -> ServiceQueue {
         owner: Some("dbo".into()),
         procedure: procedure.into(),
         execute_as: Some("OWNER".into()),
+        execute_as_user: false,
         senders: senders.iter().map(|s| s.to_string()).collect(),
     }
 }

@@ -102,6 +102,7 @@ fn an_activation_procedure_in_a_schema_someone_else_owns_runs_as_dbo() {
         owner: Some("dbo".into()),
         procedure: "tools.Drain".into(),
         execute_as: Some("dbo".into()),
+        execute_as_user: true,
         senders: Vec::new(),
     }]);
     let f = reach(&c);

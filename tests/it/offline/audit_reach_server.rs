@@ -283,7 +283,51 @@ fn on_group(grantee: &str, permission: &str, denied: bool) -> AvailabilityGroupP
         permission: permission.into(),
         group: "ag_orders".into(),
         denied,
+        owner: false,
     }
+}
+
+/// `login` owns availability group `ag_orders`, as
+/// `sys.availability_replicas.owner_sid` shows.
+fn owns_group(login: &str) -> AvailabilityGroupPermission {
+    AvailabilityGroupPermission {
+        owner: true,
+        ..on_group(login, "CONTROL", false)
+    }
+}
+
+#[test]
+fn the_owner_of_an_availability_group_forces_a_failover() {
+    // "ALTER AUTHORIZATION": ALTER AUTHORIZATION ON AVAILABILITY GROUP::ag
+    // TO app_login makes app_login the owner, which holds CONTROL on the
+    // group with no row in sys.server_permissions; "ALTER AVAILABILITY
+    // GROUP": CONTROL lets it FORCE_FAILOVER_ALLOW_DATA_LOSS. An owner is
+    // bound by no DENY on what it owns.
+    let mut c = clean();
+    server(&mut c).availability_groups.push(owns_group("app_login"));
+    server(&mut c)
+        .availability_groups
+        .push(on_group("app_login", "CONTROL", true));
+    let f = reach(&c);
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0].principal.as_deref(), Some("login app_login"));
+    let step = steps(&f[0])[0];
+    assert!(step.contains("owns AVAILABILITY GROUP::ag_orders"), "{f:#?}");
+    assert!(step.contains("FORCE_FAILOVER_ALLOW_DATA_LOSS"), "{f:#?}");
+    assert!(
+        f[0].fix
+            .starts_with("ALTER AUTHORIZATION ON AVAILABILITY GROUP::[ag_orders]"),
+        "{f:#?}"
+    );
+}
+
+#[test]
+fn control_an_availability_group_owned_by_a_sysadmin_forces_nothing_new() {
+    // sa, the group's owner here, is sysadmin and trusted already.
+    let mut c = clean();
+    server(&mut c).availability_groups.push(owns_group("sa"));
+    let report = check(&c);
+    assert!(report.findings.is_empty(), "{report:#?}");
 }
 
 #[test]

@@ -105,6 +105,7 @@ pub fn module(schema: &str, name: &str, kind: ObjectKind, definition: &str) -> O
         definition: Some(definition.into()),
         definition_hash: None,
         execute_as: None,
+        execute_as_user: false,
         signed_by: Vec::new(),
         counter_signed_by: Vec::new(),
         assembly: None,
