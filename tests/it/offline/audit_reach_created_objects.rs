@@ -25,18 +25,13 @@
 
 use crate::support;
 
+use super::audit_reach_lending_modules::with_etl;
+
 use fencepost::audit::{Catalog, ObjectKind, Rule, Schema, Securable};
 use support::fixtures::*;
 
 const WRITE: &str = "write the fence tables";
 const ADMIN: &str = "run fence_admin procedures";
-
-fn with_etl() -> Catalog {
-    let mut c = clean();
-    c.principals.push(user("etl", Some("etl")));
-    c.permissions.push(grant("etl", "CONNECT", Securable::Database));
-    c
-}
 
 /// `etl`, and an empty schema `staging` owned by `owner`, on which `etl`
 /// holds ALTER, `create` on the database and each of `rights` on the

@@ -10,18 +10,12 @@
 
 use crate::support;
 
+use super::audit_reach_lending_modules::{reached, with_etl};
+
 use fencepost::audit::{
-    Catalog, Finding, ObjectKind, Permission, PermissionState, Principal, Schema, Securable, UserAuthentication,
+    Catalog, ObjectKind, Permission, PermissionState, Principal, Schema, Securable, UserAuthentication,
 };
 use support::fixtures::*;
-
-/// The clean deployment with `etl`, a login that is no service.
-fn with_etl() -> Catalog {
-    let mut c = clean();
-    c.principals.push(user("etl", Some("etl")));
-    c.permissions.push(grant("etl", "CONNECT", Securable::Database));
-    c
-}
 
 /// A dbo procedure no one may run directly that updates a fence table.
 fn inner() -> fencepost::audit::Object {
@@ -32,39 +26,6 @@ fn inner() -> fencepost::audit::Object {
         "CREATE PROCEDURE dbo.BumpGeneration @Id bigint AS \
          UPDATE fence.Resource SET Generation = Generation + 1 WHERE ResourceId = @Id;",
     )
-}
-
-/// Every finding of any rule that names `principal`.
-fn naming(c: &Catalog, principal: &str) -> Vec<Finding> {
-    check(c)
-        .findings
-        .into_iter()
-        .filter(|f| {
-            f.principal
-                .as_deref()
-                .is_some_and(|p| p.split(", ").any(|n| n.eq_ignore_ascii_case(principal)))
-        })
-        .collect()
-}
-
-/// The finding naming `principal` with a path to `goal` whose steps mention
-/// each of `through`.
-fn reached(c: &Catalog, principal: &str, goal: &str, through: &[&str]) -> Finding {
-    let found = naming(c, principal);
-    let hit = found.iter().find(|f| {
-        let steps = step_texts(f).join(" | ");
-        !f.path.is_empty()
-            && (f.permission.as_deref() == Some(goal) || steps.contains(goal))
-            && through.iter().all(|t| steps.contains(t))
-    });
-    match hit {
-        Some(f) => f.clone(),
-        None => panic!(
-            "{principal} is not named with a path to {goal} through {through:?}; findings naming it: {found:#?}\n\
-             whole report: {:#?}",
-            check(c)
-        ),
-    }
 }
 
 /// Whether FP027 names `principal` as writing the fence tables.
