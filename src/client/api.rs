@@ -12,6 +12,7 @@ use super::error::Error;
 use super::meter;
 use super::outcome::{self, LeaseState};
 use super::pool::Session;
+use super::signal_loan::Loan;
 use super::span::{self, About};
 use super::{
     Acquire, Client, Inspection, Lease, OperationOutcome, Provision, Publication, Publish, Release, Renew, input,
@@ -193,7 +194,7 @@ impl Client {
     /// error is [`Error::OutcomeUnknown`]; resolve it with
     /// [`outcome`](Client::outcome) or by replaying.
     pub async fn publish(&self, lease: &Lease, operation_id: Uuid, payload: &str) -> Result<Publish, Error> {
-        self.publish_with(lease, operation_id, payload, false, None).await
+        self.publish_with(lease, operation_id, payload, false, None, None).await
     }
 
     /// Publishes as [`publish`](Client::publish) does, a result built from
@@ -212,7 +213,7 @@ impl Client {
         payload: &str,
         source_version: i64,
     ) -> Result<Publish, Error> {
-        self.publish_with(lease, operation_id, payload, false, Some(source_version))
+        self.publish_with(lease, operation_id, payload, false, Some(source_version), None)
             .await
     }
 
@@ -226,7 +227,7 @@ impl Client {
         payload: &str,
         source_version: i64,
     ) -> Result<Publish, Error> {
-        self.publish_with(lease, operation_id, payload, true, Some(source_version))
+        self.publish_with(lease, operation_id, payload, true, Some(source_version), None)
             .await
     }
 
@@ -241,7 +242,7 @@ impl Client {
         operation_id: Uuid,
         payload: &str,
     ) -> Result<Publish, Error> {
-        self.publish_with(lease, operation_id, payload, true, None).await
+        self.publish_with(lease, operation_id, payload, true, None, None).await
     }
 
     pub(crate) async fn publish_with(
@@ -251,11 +252,12 @@ impl Client {
         payload: &str,
         release: bool,
         source_version: Option<i64>,
+        loan: Option<Loan>,
     ) -> Result<Publish, Error> {
         let operation_id = input::operation_id(operation_id)?;
         let source_version = input::source_version(source_version)?;
         let reply = self
-            .call(
+            .last_call(
                 Procedure::Publish,
                 &[
                     &lease.key(),
@@ -267,6 +269,7 @@ impl Client {
                     &source_version,
                 ],
                 About::lease(lease).operation(operation_id),
+                loan,
             )
             .await
             .map_err(|error| unknown_if_unanswered(error, operation_id))?;
@@ -287,11 +290,19 @@ impl Client {
     /// Gives `lease` up early. A superseded holder gets `NotHolder` and changes
     /// nothing.
     pub async fn release(&self, lease: &Lease) -> Result<Release, Error> {
+        self.release_via(lease, None).await
+    }
+
+    /// [`release`](Client::release), on the session `loan` lent when there
+    /// is one (a guard's, which lets go of its handover signal in the same
+    /// request: see `signal_loan`).
+    pub(crate) async fn release_via(&self, lease: &Lease, loan: Option<Loan>) -> Result<Release, Error> {
         let reply = self
-            .call(
+            .last_call(
                 Procedure::Release,
                 &[&lease.key(), &lease.owner(), &lease.generation()],
                 About::lease(lease),
+                loan,
             )
             .await?;
         match reply.outcome()? {

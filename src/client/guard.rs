@@ -14,6 +14,7 @@ use uuid::Uuid;
 
 use super::hedged_renew::Renewal;
 use super::signal_holder::SignalHandle;
+use super::signal_loan::Loan;
 use super::{
     BeginFenced, Client, Error, FencedOutcome, FencedTx, Lease, Publish, Release, fenced_transaction, fenced_tx,
 };
@@ -105,10 +106,14 @@ pub(crate) enum Ending {
 /// raised: an exclusive session application lock named after the key, on
 /// one of the two sessions its client keeps for every guard's signal, taken
 /// in the background 10 ms after the guard is made, so a quicker tenure
-/// costs no signal. It lets go of it right after the lease was given back
-/// (or lost), which wakes a [`acquire_waiting`](Client::acquire_waiting)
-/// blocked on it at once. The lock decides nothing: the fence row alone
-/// grants the lease.
+/// costs no signal. The guard's last call (its release, or a publish that
+/// releases) is sent on the session holding the signal and lets go of it in
+/// the same request, right after the fence row was given back, so a
+/// [`acquire_waiting`](Client::acquire_waiting) blocked on it wakes as the
+/// release commits, before the release has even answered; a lease lost, or
+/// a last call made elsewhere (the session busy, another guard of the client
+/// holding the same signal), lets go of it right after. The lock decides
+/// nothing: the fence row alone grants the lease.
 #[must_use = "dropping the guard releases the lease"]
 pub struct LeaseGuard {
     client: Client,
@@ -392,9 +397,10 @@ impl LeaseGuard {
         source_version: Option<i64>,
     ) -> Result<Publish, Error> {
         self.stop_renewing().await;
+        let loan = self.signal.borrow().await;
         let answer = self
             .client
-            .publish_with(&self.lease(), operation_id, payload, true, source_version)
+            .publish_with(&self.lease(), operation_id, payload, true, source_version, loan)
             .await;
         if matches!(answer, Ok(Publish::Published | Publish::AlreadyPublished)) {
             self.needs_release = false;
@@ -413,7 +419,8 @@ impl LeaseGuard {
             self.needs_release = false;
             return Ok(Release::NotHolder);
         }
-        let answer = self.client.release(&self.lease()).await;
+        let loan = self.signal.borrow().await;
+        let answer = self.client.release_via(&self.lease(), loan).await;
         if answer.is_ok() {
             self.needs_release = false;
         }
@@ -425,7 +432,12 @@ impl LeaseGuard {
     /// leaves the release to the background.
     pub(crate) async fn release_quietly(mut self) {
         self.stop_renewing().await;
-        if self.lost_reason() == Some(LostReason::Renewal) || self.client.release_quietly(&self.lease()).await {
+        if self.lost_reason() == Some(LostReason::Renewal) {
+            self.needs_release = false;
+            return;
+        }
+        let loan = self.signal.borrow().await;
+        if self.client.release_quietly_via(&self.lease(), loan).await {
             self.needs_release = false;
         }
     }
@@ -491,7 +503,8 @@ impl Drop for LeaseGuard {
             if let Some(renewals) = renewals {
                 let _ = renewals.await;
             }
-            client.release_quietly(&lease).await;
+            let loan = signal.borrow().await;
+            client.release_quietly_via(&lease, loan).await;
             signal.lower();
         });
     }
@@ -608,8 +621,14 @@ impl Client {
     /// whether the server answered. A failure here is logged, and the lease
     /// simply expires.
     pub(crate) async fn release_quietly(&self, lease: &Lease) -> bool {
+        self.release_quietly_via(lease, None).await
+    }
+
+    /// [`release_quietly`](Client::release_quietly) on the session `loan`
+    /// lent, when there is one (see `signal_loan`).
+    pub(crate) async fn release_quietly_via(&self, lease: &Lease, loan: Option<Loan>) -> bool {
         let timeout = self.config.release_timeout;
-        match tokio::time::timeout(timeout, self.release(lease)).await {
+        match tokio::time::timeout(timeout, self.release_via(lease, loan)).await {
             Ok(Ok(Release::Released)) => return true,
             Ok(Ok(Release::NotHolder)) => {
                 tracing::debug!(

@@ -5,8 +5,9 @@
 //! millisecond: a quicker tenure costs no signal), its client keeps an
 //! exclusive session application lock (`sp_getapplock`) named after the key,
 //! on one of the few sessions all its guards share (see `signal_holder`),
-//! and lets go of it only after the fence row said `Released` (or the lease
-//! was lost, or the guard ended). A waiting acquire blocks on a shared
+//! and lets go of it only once the fence row was given back: in the same
+//! request as the guard's release, which is sent on that session (see
+//! `signal_loan`), or after the lease was lost or the guard ended. A waiting acquire blocks on a shared
 //! request for that lock inside the same batch as its `Acquire`, on a
 //! session of its own, so the engine wakes it the moment the holder lets
 //! go, and it asks the fence at once, in the same request.

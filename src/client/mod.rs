@@ -46,6 +46,7 @@ mod set_settle;
 mod set_wait;
 mod settle;
 mod signal_holder;
+mod signal_loan;
 mod slot;
 mod slot_wait;
 mod span;

@@ -100,6 +100,7 @@ impl Client {
                 &unsettled.payload,
                 release,
                 unsettled.source_version,
+                None,
             )
             .await;
         super::meter::outcome_unknown(match &answer {
@@ -132,7 +133,7 @@ impl Client {
         payload: &str,
         source_version: Option<i64>,
     ) -> Result<Publish, Unresolved> {
-        let attempt = || self.publish_with(lease, operation_id, payload, true, source_version);
+        let attempt = || self.publish_with(lease, operation_id, payload, true, source_version, None);
         self.replays(lease.length(), lease.local_deadline(), attempt).await
     }
 

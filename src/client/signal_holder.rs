@@ -23,6 +23,12 @@
 //! held is let go of with it: its waiters wake, find the lease still busy,
 //! and poll, as they do behind a holder with no signal. The task raises the
 //! signals still wanted again on a new session.
+//!
+//! A guard's last call (its release, or a publish that releases) is made on
+//! the session that holds its signal, lent to it for that one request (see
+//! `signal_loan`), which lets go of the signal right after the fence row was
+//! given back: a waiter is woken by the release itself, not by a request the
+//! client sends once the release has answered.
 
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,10 +36,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::config::ClientConfig;
 use super::pool::{self, Manager, Session};
+use super::signal_loan::{After, Loan, Returned};
 use crate::tsql::after_applock;
 
 /// Sessions a client keeps for its guards' signals: a small constant, so a
@@ -87,6 +95,18 @@ const ANSWER_WITHIN: Duration = Duration::from_secs(2);
 /// signals let go and the same request sent again on a new one.
 const MAX_PER_REQUEST: usize = 100;
 
+/// How long a guard waits for its signal's task to lend it the session
+/// (the task may be in the middle of another request): past it, the last
+/// call goes on an ordinary session, which costs a waiter one more round
+/// trip, not a wait.
+const LEND_WAIT: Duration = Duration::from_millis(20);
+
+/// How long past the call timeout a lent session may stay away before the
+/// task gives up on it and opens another for its other signals: a guard
+/// whose future is neither polled nor dropped must not hold every other
+/// signal of the session hostage.
+const LEND_GRACE: Duration = Duration::from_secs(2);
+
 /// What a guard asks of its signal's task.
 #[derive(Debug)]
 enum Command {
@@ -97,6 +117,10 @@ enum Command {
     Abandon { id: u64 },
     /// The lease was given back or lost: let go of the signal.
     Lower { id: u64 },
+    /// Lend the session holding the guard's signal for its last call, which
+    /// lets go of it (see `signal_loan`); nothing is lent when the signal is
+    /// not held on it for this guard alone.
+    Lend { id: u64, reply: oneshot::Sender<Loan> },
 }
 
 /// The holder sessions of one client and the tasks that drive them.
@@ -104,6 +128,8 @@ pub(crate) struct SignalHolders {
     /// The sessions, at most [`HOLDER_SESSIONS`]; each task holds one.
     pool: bb8::Pool<Manager>,
     checkout_timeout: Duration,
+    /// How long a lent session may stay away (see [`Holder::lend`]).
+    lend_bound: Duration,
     /// Each task's inbox, started on the first signal it is given and again
     /// when the runtime it ran on has ended.
     tasks: [Mutex<Option<UnboundedSender<Command>>>; HOLDER_SESSIONS],
@@ -118,6 +144,7 @@ impl SignalHolders {
         SignalHolders {
             pool: pool::build(config, HOLDER_SESSIONS as u32, manager),
             checkout_timeout: config.checkout_timeout,
+            lend_bound: config.call_timeout.saturating_add(LEND_GRACE),
             tasks: std::array::from_fn(|_| Mutex::new(None)),
             next_id: AtomicU64::new(0),
             requests: Arc::default(),
@@ -163,6 +190,7 @@ impl SignalHolders {
         let holder = Holder {
             pool: self.pool.clone(),
             checkout_timeout: self.checkout_timeout,
+            lend_bound: self.lend_bound,
             requests: self.requests.clone(),
         };
         tokio::spawn(holder.run(commands));
@@ -215,6 +243,22 @@ impl SignalHandle {
     pub(crate) fn lower(&self) {
         let _ = self.inner.sender.send(Command::Lower { id: self.inner.id });
     }
+
+    /// The session holding this signal, lent for the guard's last call, if
+    /// the signal is held for this guard alone and its task answers within
+    /// [`LEND_WAIT`]; otherwise the call goes on an ordinary session and
+    /// the signal is lowered after it, as before.
+    pub(crate) async fn borrow(&self) -> Option<Loan> {
+        let (reply, lent) = oneshot::channel();
+        self.inner
+            .sender
+            .send(Command::Lend {
+                id: self.inner.id,
+                reply,
+            })
+            .ok()?;
+        tokio::time::timeout(LEND_WAIT, lent).await.ok()?.ok()
+    }
 }
 
 impl Drop for HandleInner {
@@ -227,6 +271,7 @@ impl Drop for HandleInner {
 struct Holder {
     pool: bb8::Pool<Manager>,
     checkout_timeout: Duration,
+    lend_bound: Duration,
     requests: Arc<AtomicU64>,
 }
 
@@ -247,16 +292,20 @@ impl Holder {
                 .filter(|_| signals.holds_any())
                 .map(|open| open.last_used + WATCH_EVERY);
             let wake = [signals.next_wake(), watch_at].into_iter().flatten().min();
+            let mut lends = Vec::new();
             tokio::select! {
                 biased;
                 command = commands.recv() => match command {
-                    Some(command) => signals.apply(command),
+                    Some(command) => signals.take(command, &mut lends),
                     None => break,
                 },
                 () = sleep_until_some(wake) => {}
             }
             while let Ok(command) = commands.try_recv() {
-                signals.apply(command);
+                signals.take(command, &mut lends);
+            }
+            for (id, reply) in lends {
+                self.lend(&mut signals, &mut session, id, reply).await;
             }
             let now = Instant::now();
             let work = signals.due(now);
@@ -308,6 +357,47 @@ impl Holder {
         }
         if let Some(mut open) = session {
             open.in_call = signals.holds_any();
+        }
+    }
+}
+
+impl Holder {
+    /// Lends `session` to guard `id` for its last call when it holds that
+    /// guard's signal for it alone, and takes it back. A call that answered
+    /// let go of the signal with the release (see `signal_loan`). Any other
+    /// end (an error, a future dropped half way, a loan kept past
+    /// `lend_bound`) leaves what the session holds unknown: it is closed, as
+    /// after a lost session, and the signals still wanted are raised again on
+    /// a new one.
+    async fn lend(
+        &self,
+        signals: &mut Signals,
+        session: &mut Option<bb8::PooledConnection<'static, Manager>>,
+        id: u64,
+        reply: oneshot::Sender<Loan>,
+    ) {
+        let Some(resource) = signals.lendable(id) else { return };
+        let Some(open) = session.take() else { return };
+        let (back, returned) = oneshot::channel();
+        if let Err(unused) = reply.send(Loan::new(open, resource, back)) {
+            // The guard stopped waiting for it: nothing was sent.
+            *session = unused.into_session();
+            return;
+        }
+        match tokio::time::timeout(self.lend_bound, returned).await {
+            Ok(Ok(Returned { session: open, after })) if after != After::Failed => {
+                if after == After::LetGo {
+                    signals.let_go(id);
+                }
+                *session = Some(open);
+            }
+            Ok(Ok(Returned { session: mut open, .. })) => {
+                open.in_call = true;
+                signals.session_lost(Instant::now());
+            }
+            // Dropped half way (the loan marks its session for closing) or
+            // kept too long.
+            _ => signals.session_lost(Instant::now()),
         }
     }
 }
@@ -428,8 +518,38 @@ impl Lock {
 }
 
 impl Signals {
+    /// Applies `command`, or keeps it in `lends` when it asks for the
+    /// session, which only the task can lend.
+    fn take(&mut self, command: Command, lends: &mut Vec<(u64, oneshot::Sender<Loan>)>) {
+        match command {
+            Command::Lend { id, reply } => lends.push((id, reply)),
+            other => self.apply(other),
+        }
+    }
+
+    /// The lock to let go of in guard `id`'s last call, when the session
+    /// holds it for that guard alone (another guard of this client holding
+    /// the same key's lease still needs it).
+    fn lendable(&self, id: u64) -> Option<Arc<str>> {
+        let wanted = self.guards.get(&id).filter(|wanted| wanted.due.is_none())?;
+        let lock = self.locks.get(&wanted.resource)?;
+        (lock.held && lock.wanted == 1).then(|| wanted.resource.clone())
+    }
+
+    /// Guard `id`'s last call let go of its lock.
+    fn let_go(&mut self, id: u64) {
+        if let Some(wanted) = self.guards.remove(&id)
+            && let Some(lock) = self.locks.get_mut(&wanted.resource)
+        {
+            lock.wanted = lock.wanted.saturating_sub(1);
+            lock.held = false;
+        }
+        self.locks.retain(|_, lock| lock.wanted > 0 || lock.held);
+    }
+
     fn apply(&mut self, command: Command) {
         match command {
+            Command::Lend { .. } => {}
             Command::Raise { id, resource, at } => {
                 self.guards.insert(
                     id,
@@ -666,6 +786,34 @@ mod tests {
         assert!(signals.due(now).is_empty(), "the other guard still holds the lease");
         signals.apply(Command::Lower { id: 2 });
         assert_eq!(names(&signals.due(now).lower), ["k"]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_session_is_lent_only_for_a_signal_it_holds_for_that_guard_alone() {
+        let mut signals = Signals::default();
+        let now = Instant::now();
+        raise(&mut signals, 1, "a", now + RAISE_AFTER);
+        assert_eq!(signals.lendable(1), None, "not raised yet: nothing to let go of");
+        raise(&mut signals, 2, "k", now);
+        raise(&mut signals, 3, "k", now);
+        let work = signals.due(now + RAISE_AFTER);
+        assert_eq!(names(&work.raise), ["a", "k"]);
+        signals.applied(&work, &[0, 0], now + RAISE_AFTER);
+        assert_eq!(signals.lendable(1).as_deref(), Some("a"));
+        assert_eq!(
+            signals.lendable(2),
+            None,
+            "another guard of the client still holds k's lease"
+        );
+        // The last call let go of a: nothing left to lower, and a new tenure
+        // asks for it afresh.
+        signals.let_go(1);
+        signals.apply(Command::Lower { id: 1 });
+        assert!(signals.due(now + RAISE_AFTER).is_empty());
+        signals.apply(Command::Lower { id: 3 });
+        assert_eq!(signals.lendable(2).as_deref(), Some("k"));
+        raise(&mut signals, 4, "a", now + RAISE_AFTER);
+        assert_eq!(names(&signals.due(now + RAISE_AFTER).raise), ["a"]);
     }
 
     #[tokio::test(start_paused = true)]

@@ -274,3 +274,105 @@ async fn a_waiter_refused_by_the_signal_pause_after_pause_leaves_the_engine_up()
     drop((holder, waiter));
     db.drop().await;
 }
+
+/// How long the holder's process stays frozen right after its last call
+/// answered: far longer than a poll's pause.
+const FROZEN: Duration = Duration::from_secs(3);
+
+/// How a guard gives its lease back.
+#[derive(Clone, Copy, Debug)]
+enum LastCall {
+    Release,
+    PublishAndRelease,
+}
+
+#[tokio::test]
+async fn a_guards_release_lets_go_of_its_signal_before_it_answers_so_a_holder_frozen_right_after_still_hands_over() {
+    handover_from_a_holder_frozen_after(
+        "a_guards_release_lets_go_of_its_signal_before_it_answers_so_a_holder_frozen_right_after_still_hands_over",
+        LastCall::Release,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_guards_publish_and_release_lets_go_of_its_signal_before_it_answers_so_a_holder_frozen_right_after_still_hands_over()
+ {
+    handover_from_a_holder_frozen_after(
+        "a_guards_publish_and_release_lets_go_of_its_signal_before_it_answers_so_a_holder_frozen_right_after_still_hands_over",
+        LastCall::PublishAndRelease,
+    )
+    .await;
+}
+
+/// A waiter blocked on a guard's signal, and the guard's `last` call: once it
+/// answered, nothing of the holder's client runs any more, as in a process
+/// paused right after it. The waiter must still take the lease at once.
+async fn handover_from_a_holder_frozen_after(test: &str, last: LastCall) {
+    let Some(db) = TestDatabase::shared(test).await else {
+        return;
+    };
+    let [waiter] = workers(&db.ado()).await;
+    let mut probe = db.connect().await;
+    let key = provisioned(&waiter, "report").await;
+    let (held_tx, held_rx) = tokio::sync::oneshot::channel();
+    let (go_tx, go_rx) = tokio::sync::oneshot::channel::<()>();
+    let (ended_tx, ended_rx) = tokio::sync::oneshot::channel();
+    // The holder on a runtime of its own, on a thread of its own, which
+    // sleeps once the last call answered: no background task of its client,
+    // and no further request, runs after it.
+    let ado = db.ado();
+    let holder_key = key.clone();
+    let holder = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = runtime.block_on(async move {
+            let [holder] = workers(&ado).await;
+            let guard = holder.guard(acquired(holder.acquire(&holder_key, HELD).await.unwrap()));
+            held_tx.send(()).unwrap();
+            go_rx.await.unwrap();
+            let ended = match last {
+                LastCall::Release => format!("{:?}", guard.release().await.unwrap()),
+                LastCall::PublishAndRelease => format!(
+                    "{:?}",
+                    guard.publish_and_release(uuid::Uuid::new_v4(), "report").await.unwrap()
+                ),
+            };
+            ended_tx.send((ended, Instant::now())).unwrap();
+            holder
+        });
+        std::thread::sleep(FROZEN);
+        drop((client, runtime));
+    });
+    held_rx.await.unwrap();
+    until_signal_held(&mut probe, &key).await;
+    let sent = waiter.requests_sent();
+    let waiting = wait_for(&waiter, &key, HELD, Duration::from_secs(20));
+    until_sent(&waiter, sent, 2).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!waiting.is_finished(), "the waiter stopped waiting for a held lease");
+    go_tx.send(()).unwrap();
+    let (ended, ended_at) = ended_rx.await.unwrap();
+    let expected = match last {
+        LastCall::Release => "Released",
+        LastCall::PublishAndRelease => "Published",
+    };
+    assert_eq!(ended, expected);
+
+    let (answer, taken) = waiting.await.unwrap();
+    let lease = acquired(answer);
+    let after = taken.saturating_duration_since(ended_at);
+    assert!(
+        after < PROMPT,
+        "after {last:?}, the waiter took the lease {after:?} later, while its holder was frozen: \
+         the signal was let go of only by a request after the last call"
+    );
+    assert_eq!(waiter.release(&lease).await.unwrap(), Release::Released);
+    tokio::task::spawn_blocking(move || holder.join().unwrap())
+        .await
+        .unwrap();
+    drop(waiter);
+    db.drop().await;
+}
