@@ -104,7 +104,10 @@ const LEND_WAIT: Duration = Duration::from_millis(20);
 /// How long past the call timeout a lent session may stay away before the
 /// task gives up on it and opens another for its other signals: a guard
 /// whose future is neither polled nor dropped must not hold every other
-/// signal of the session hostage.
+/// signal of the session hostage. Until then the session's other signals
+/// are neither raised nor lowered: a last call is one request of about a
+/// millisecond, and only a call that waits on the fence row, or a session
+/// that stopped answering, keeps them waiting longer (their waiters poll).
 const LEND_GRACE: Duration = Duration::from_secs(2);
 
 /// What a guard asks of its signal's task.
@@ -385,10 +388,16 @@ impl Holder {
             return;
         }
         match tokio::time::timeout(self.lend_bound, returned).await {
-            Ok(Ok(Returned { session: open, after })) if after != After::Failed => {
+            Ok(Ok(Returned {
+                session: mut open,
+                after,
+            })) if after != After::Failed => {
                 if after == After::LetGo {
                     signals.let_go(id);
                 }
+                // As after every request of the task's own: a session
+                // holding locks never goes back to the pool.
+                open.in_call = signals.holds_any();
                 *session = Some(open);
             }
             Ok(Ok(Returned { session: mut open, .. })) => {

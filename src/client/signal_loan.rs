@@ -74,9 +74,12 @@ impl Loan {
     }
 
     fn give_back(&mut self, after: After) {
-        if let (Some(session), Some(back)) = (self.session.take(), self.back.take()) {
-            // A task that is gone drops it, and the pool closes it if it
-            // still holds a lock.
+        if let (Some(mut session), Some(back)) = (self.session.take(), self.back.take()) {
+            // Marked for closing until its task takes it back and says what
+            // it holds: a task that stopped waiting for it (gone, or past its
+            // bound) drops it, and the pool must close a session that may
+            // still hold the other guards' signals, not keep it.
+            session.in_call = true;
             let _ = back.send(Returned { session, after });
         }
     }
@@ -102,12 +105,16 @@ impl Drop for Loan {
 }
 
 /// `procedure`'s statement for `count` arguments, then the release of the
-/// signal named by the argument after them.
+/// signal named by the argument after them, if the session holds it: letting
+/// go of a lock not held is an error that ends the batch (on SQL Server and
+/// on Babelfish alike), which would turn a release that committed into a
+/// failure, and a publish into an unknown outcome.
 fn letting_go_after(procedure: Procedure, count: usize) -> String {
+    let signal = count + 1;
     format!(
-        "{};\nEXEC sp_releaseapplock @Resource = @P{}, @LockOwner = N'Session';",
+        "{};\nIF APPLOCK_MODE(N'public', @P{signal}, N'Session') <> N'NoLock' \
+         EXEC sp_releaseapplock @Resource = @P{signal}, @LockOwner = N'Session';",
         procedure.statement_for(count),
-        count + 1
     )
 }
 
@@ -158,5 +165,9 @@ mod tests {
             .find("sp_releaseapplock @Resource = @P4, @LockOwner = N'Session'")
             .expect(&sql);
         assert!(call < let_go, "{sql}");
+        let only_if_held = sql
+            .find("IF APPLOCK_MODE(N'public', @P4, N'Session') <> N'NoLock'")
+            .expect(&sql);
+        assert!(call < only_if_held && only_if_held < let_go, "{sql}");
     }
 }

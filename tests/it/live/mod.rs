@@ -32,6 +32,7 @@ mod client_round_trips;
 mod client_run_fenced;
 mod client_run_fenced_ends;
 mod client_settle;
+mod client_signal_lent;
 mod client_signal_shared;
 mod client_signal_shutdown;
 mod client_source_version;
