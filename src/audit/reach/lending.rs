@@ -51,7 +51,7 @@ pub(super) fn edges<'a>(ctx: &Context<'a>, rights: &[Right], mut through: Vec<Th
             // [`super::code`]'s, which weighs the wrappers the fence roles
             // alone may run.
             let owner = (goal == Goal::RunAdmin).then(|| chain_owner(ctx, m)).flatten();
-            let Some(made) = own(ctx, rights, to, body, &[lender], owner)
+            let Some(made) = own(ctx, rights, to, m, body, &[lender], owner)
                 .filter(|made| !made.chained)
                 .or_else(|| calls::made(ctx, rights, to, m, body, lender))
             else {

@@ -37,6 +37,7 @@ mod held;
 mod leaving;
 mod lending;
 mod lending_calls;
+mod lent_names;
 mod lent_targets;
 mod lent_write;
 mod login_alter;
