@@ -7,10 +7,12 @@
 //! a write through an object [`super::writers`] follows to the fence is
 //! checked on that object alone when the chain beyond it holds, so a
 //! write there that principal may make goes on as a write by its holder
-//! does ([`super::written_through`]).
+//! does ([`super::written_through`]); through one of another owner, the
+//! base is checked too ([`super::broken_chains`]).
 
 use super::super::catalog::{Object, Securable};
 use super::super::rules::Context;
+use super::broken_chains::{self, chains};
 use super::code::admin_procedures;
 use super::lent_names::{Statements, context_user};
 use super::lent_write::{Lender, Made, held, lent, own_write, written};
@@ -37,18 +39,12 @@ pub(super) fn own(
     let text = Statements::new(ctx, m, body);
     let code = (&text, body);
     match goal {
-        Goal::RunAdmin => own_admin(ctx, rights, &text, contexts, owner),
+        Goal::RunAdmin => own_admin(ctx, rights, &text, contexts, owner)
+            .or_else(|| broken_chains::admin(ctx, rights, &text, contexts, owner)),
         _ => own_write(ctx, rights, code, contexts, owner)
-            .or_else(|| own_through(ctx, rights, through, code, contexts, owner)),
+            .or_else(|| own_through(ctx, rights, through, code, contexts, owner))
+            .or_else(|| broken_chains::write(ctx, rights, code, contexts, owner)),
     }
-}
-
-/// Whether `by` is owned by `owner`, so that a chain from it skips the
-/// check there.
-fn chains(ctx: &Context, owner: Option<&str>, by: &Object) -> Option<String> {
-    let owner = owner?;
-    (ctx.catalog.engine.chains_ownership && ctx.catalog.owner_of(by).is_some_and(|o| o.eq_ignore_ascii_case(owner)))
-        .then(|| owner.to_string())
 }
 
 /// The first fence_admin procedure `body` runs, itself or by a synonym of

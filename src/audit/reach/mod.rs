@@ -18,6 +18,7 @@ mod added;
 mod availability_groups;
 mod bits;
 mod bound;
+mod broken_chains;
 mod build;
 mod callers;
 mod cascades;
