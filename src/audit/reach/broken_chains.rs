@@ -12,8 +12,8 @@
 use super::super::catalog::{Object, ObjectKind, Securable};
 use super::super::rules::Context;
 use super::code::{admin_procedures, ordered_tables};
-use super::lent_names::{Statements, context_user};
-use super::lent_write::{Lender, Made, held, lent, written};
+use super::lent_names::Statements;
+use super::lent_write::{Lender, Made, context_user, held, lent, written};
 use super::node::{Goal, Node};
 use super::principals::hierarchy_note;
 use super::right::Right;
@@ -186,7 +186,7 @@ fn through(
 
 /// The events INSTEAD OF triggers on `x` take in place of the statement
 /// ("CREATE TRIGGER"): those never go on to the base (the trigger's own
-/// statements are [`super::lent_triggers`]'). One whose text is hidden
+/// statements are followed as a fired trigger's). One whose text is hidden
 /// takes none: a possible false finding, never a missed one.
 fn instead_of(ctx: &Context, x: &Object) -> Vec<&'static str> {
     ctx.catalog

@@ -13,7 +13,6 @@ use super::super::module_text::{
     contains_words, ddl_unqualified, executed_unqualified, names_unqualified_in, normalized, same_name,
 };
 use super::super::rules::Context;
-use super::lent_write::Lender;
 use crate::tsql::{code_only, without_comments};
 
 /// A module's statements, read once for every name asked about.
@@ -75,11 +74,4 @@ impl<'a> Statements<'a> {
             }
         }
     }
-}
-
-/// The user whose context statements run with `contexts`' rights run in:
-/// the first EXECUTE AS principal; `None` when only signatures add rights
-/// to the caller's own context.
-pub(super) fn context_user<'c>(contexts: &[&'c Lender]) -> Option<&'c str> {
-    contexts.iter().find(|c| c.key.is_none()).map(|c| c.principal.as_str())
 }

@@ -10,7 +10,7 @@ use super::super::module_text::words;
 use super::super::rules::Context;
 use super::code::{chain_owner, ordered_tables};
 use super::denies;
-use super::lent_names::{Statements, context_user};
+use super::lent_names::Statements;
 use super::node::{Goal, Node};
 use super::principals::hierarchy_note;
 use super::right::Right;
@@ -219,4 +219,11 @@ pub(super) fn lent<'r>(
         .find(|r| {
             denies::reaches(ctx, r, target, wanted).is_some_and(|b| b.all_denied().iter().all(|d| !holders.contains(d)))
         })
+}
+
+/// The user whose context statements run with `contexts`' rights run in:
+/// the first EXECUTE AS principal; `None` when only signatures add rights
+/// to the caller's own context.
+pub(super) fn context_user<'c>(contexts: &[&'c Lender]) -> Option<&'c str> {
+    contexts.iter().find(|c| c.key.is_none()).map(|c| c.principal.as_str())
 }

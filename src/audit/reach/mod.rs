@@ -40,6 +40,7 @@ mod lending;
 mod lending_calls;
 mod lent_names;
 mod lent_targets;
+mod lent_triggers;
 mod lent_write;
 mod login_alter;
 mod mentions;
