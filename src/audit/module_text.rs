@@ -116,14 +116,19 @@ pub(crate) fn referenced_tables<'t>(
 /// ("SELECT - column_alias"), never an object, except after the AS that
 /// ends the module's header.
 pub(crate) fn names_unqualified(definition: &str, name: &str) -> bool {
-    let text = normalized(&code_only(definition));
+    names_unqualified_in(&normalized(&code_only(definition)), name)
+}
+
+/// [`names_unqualified`] over code already [`normalized`], so that a long
+/// text is read once for many names.
+pub(crate) fn names_unqualified_in(text: &str, name: &str) -> bool {
     let needle = normalized(name);
-    let header = header_as(&text);
+    let header = header_as(text);
     text.match_indices(&needle).any(|(at, _)| {
         let before = text[..at].chars().next_back();
         let after = text[at + needle.len()..].chars().next();
         let edge = |c: Option<char>| !c.is_some_and(|c| is_ident_char(c) || c == '.');
-        edge(before) && edge(after) && !word_before(&text, at).is_some_and(|(p, w)| w == "as" && Some(p) != header)
+        edge(before) && edge(after) && !word_before(text, at).is_some_and(|(p, w)| w == "as" && Some(p) != header)
     })
 }
 

@@ -6,7 +6,8 @@
 //! that fires such a trigger, makes the writes its text makes with that
 //! principal's rights (to a fence table, or through an object that writes
 //! one), and the fence_admin procedures it runs ([`super::lent_targets`]),
-//! and those of the procedures it runs ([`super::lending_calls`]), and only
+//! and those of the procedures it runs ([`super::lending_calls`]) and the
+//! triggers its writes fire ([`super::lent_triggers`]), and only
 //! those: the edge goes from the module to the goal (or to the object
 //! written through), never to the principal, since the caller cannot do
 //! anything else it may. SQL built at run time is [`super::runners`]' (the
@@ -23,7 +24,7 @@ use super::node::{Goal, Node};
 use super::right::Right;
 use super::runners::callable;
 use super::written_through::{Through, fence_synonyms};
-use super::{callers, lending_calls as calls};
+use super::{callers, lending_calls as calls, lent_triggers as fired};
 use crate::audit::module_text::may_write;
 
 /// `through`: the objects a write goes through to the fence
@@ -51,9 +52,10 @@ pub(super) fn edges<'a>(ctx: &Context<'a>, rights: &[Right], mut through: Vec<Th
             // [`super::code`]'s, which weighs the wrappers the fence roles
             // alone may run.
             let owner = (goal == Goal::RunAdmin).then(|| chain_owner(ctx, m)).flatten();
-            let Some(made) = own(ctx, rights, to, body, &[lender], owner)
+            let Some(made) = own(ctx, rights, to, m, body, &[lender], owner)
                 .filter(|made| !made.chained)
                 .or_else(|| calls::made(ctx, rights, to, m, body, lender))
+                .or_else(|| fired::made(ctx, rights, to, m, body, lender))
             else {
                 continue;
             };

@@ -85,7 +85,7 @@ fn through(
             contexts.insert(0, lender);
         }
         seen.push(name.clone());
-        let inner = reached(ctx, rights, to, p_body, &contexts, chain_owner(ctx, p)).or_else(|| {
+        let inner = reached(ctx, rights, to, p, p_body, &contexts, chain_owner(ctx, p)).or_else(|| {
             contexts
                 .iter()
                 .find_map(|c| through(ctx, rights, to, p, p_body, c, &mut seen.clone()))

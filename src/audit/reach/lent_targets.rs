@@ -7,50 +7,56 @@
 //! a write through an object [`super::writers`] follows to the fence is
 //! checked on that object alone when the chain beyond it holds, so a
 //! write there that principal may make goes on as a write by its holder
-//! does ([`super::written_through`]).
+//! does ([`super::written_through`]); through one of another owner, the
+//! base is checked too ([`super::broken_chains`]).
 
 use super::super::catalog::{Object, Securable};
-use super::super::module_text::referenced_tables;
 use super::super::rules::Context;
+use super::broken_chains::{self, chains};
 use super::code::admin_procedures;
-use super::lent_write::{Lender, Made, held, lent, own_write, written};
+use super::lent_names::Statements;
+use super::lent_write::{Lender, Made, context_user, held, lent, own_write, written};
 use super::node::{Goal, Node};
 use super::principals::hierarchy_note;
 use super::right::Right;
 use super::synonym_routes::{securable, ways_to};
 use super::written_through::Through;
-use crate::tsql::code_only;
 
 /// The first way `body` reaches `goal` with one of `contexts`' rights, or
 /// by a chain from `owner`: a fence table it writes, or one it writes
 /// through, for the fence tables; a fence_admin procedure it runs.
+/// `body` is `m`'s statements, whose names resolve as [`Statements`] reads
+/// them.
 pub(super) fn own(
     ctx: &Context,
     rights: &[Right],
     (goal, through): (Goal, &[Through]),
+    m: &Object,
     body: &str,
     contexts: &[&Lender],
     owner: Option<&str>,
 ) -> Option<Made> {
+    let text = Statements::new(ctx, m, body);
+    let code = (&text, body);
     match goal {
-        Goal::RunAdmin => own_admin(ctx, rights, body, contexts, owner),
-        _ => own_write(ctx, rights, body, contexts, owner)
-            .or_else(|| own_through(ctx, rights, through, body, contexts, owner)),
+        Goal::RunAdmin => own_admin(ctx, rights, &text, contexts, owner)
+            .or_else(|| broken_chains::admin(ctx, rights, &text, contexts, owner)),
+        _ => own_write(ctx, rights, code, contexts, owner)
+            .or_else(|| own_through(ctx, rights, through, code, contexts, owner))
+            .or_else(|| broken_chains::write(ctx, rights, code, contexts, owner)),
     }
-}
-
-/// Whether `by` is owned by `owner`, so that a chain from it skips the
-/// check there.
-fn chains(ctx: &Context, owner: Option<&str>, by: &Object) -> Option<String> {
-    let owner = owner?;
-    (ctx.catalog.engine.chains_ownership && ctx.catalog.owner_of(by).is_some_and(|o| o.eq_ignore_ascii_case(owner)))
-        .then(|| owner.to_string())
 }
 
 /// The first fence_admin procedure `body` runs, itself or by a synonym of
 /// its owner, that one of `contexts` may run or a chain lets through.
-fn own_admin(ctx: &Context, rights: &[Right], body: &str, contexts: &[&Lender], owner: Option<&str>) -> Option<Made> {
-    let code = code_only(body);
+fn own_admin(
+    ctx: &Context,
+    rights: &[Right],
+    text: &Statements,
+    contexts: &[&Lender],
+    owner: Option<&str>,
+) -> Option<Made> {
+    let user = context_user(contexts);
     for proc in admin_procedures(ctx) {
         // The procedure and the synonyms for it of its owner; one the
         // catalog does not list is still named by its text.
@@ -63,7 +69,7 @@ fn own_admin(ctx: &Context, rights: &[Right], body: &str, contexts: &[&Lender], 
         };
         for (by_name, by) in ways {
             let (s, n) = by_name.split_once('.').unwrap_or(("", &by_name));
-            if referenced_tables(&code, s, [&n.to_string()]).is_empty() {
+            if !text.names(ctx, user, s, n) {
                 continue;
             }
             let named = if by_name.eq_ignore_ascii_case(&proc) {
@@ -118,7 +124,7 @@ fn own_through(
     ctx: &Context,
     rights: &[Right],
     through: &[Through],
-    body: &str,
+    (text, body): (&Statements, &str),
     contexts: &[&Lender],
     owner: Option<&str>,
 ) -> Option<Made> {
@@ -126,13 +132,13 @@ fn own_through(
     if verbs.is_empty() {
         return None;
     }
-    let code = code_only(body);
+    let user = context_user(contexts);
     for t in through {
         let name = t.object.qualified_name();
         let verbs: Vec<&str> = verbs.iter().copied().filter(|v| t.starts.contains(v)).collect();
         let Some(first) = verbs.first() else { continue };
         for &by in &t.ways {
-            if referenced_tables(&code, &by.schema, [&by.name]).is_empty() {
+            if !text.names(ctx, user, &by.schema, &by.name) {
                 continue;
             }
             let by_name = by.qualified_name();

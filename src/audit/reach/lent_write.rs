@@ -6,10 +6,11 @@
 use std::collections::BTreeSet;
 
 use super::super::catalog::{ExecuteAs, Object, ObjectKind, Securable};
-use super::super::module_text::{referenced_tables, words};
+use super::super::module_text::words;
 use super::super::rules::Context;
 use super::code::{chain_owner, ordered_tables};
 use super::denies;
+use super::lent_names::Statements;
 use super::node::{Goal, Node};
 use super::principals::hierarchy_note;
 use super::right::Right;
@@ -59,7 +60,7 @@ pub(super) fn body(m: &Object) -> Option<&str> {
 pub(super) fn own_write(
     ctx: &Context,
     rights: &[Right],
-    body: &str,
+    (text, body): (&Statements, &str),
     contexts: &[&Lender],
     owner: Option<&str>,
 ) -> Option<Made> {
@@ -69,50 +70,54 @@ pub(super) fn own_write(
     }
     let fence = &ctx.policy.fence_schema;
     let tables = ordered_tables(ctx);
+    let user = context_user(contexts);
     let chained = owner.is_some_and(|o| {
         ctx.catalog.engine.chains_ownership && ctx.tables_owner().is_some_and(|t| t.eq_ignore_ascii_case(o))
     });
-    referenced_tables(body, fence, &tables).into_iter().find_map(|t| {
-        let table = format!("{fence}.{t}");
-        if chained {
-            let owner = owner.unwrap_or_default();
-            return Some(Made {
-                what: format!(
-                    "makes {} on {table}, owned by {owner} as {table} is: ownership chaining skips the permission \
-                     check",
-                    verbs[0]
-                ),
-                evidence: format!("its owner is {owner}, the owner of {fence}"),
-                cut: format!("(give it an owner other than {owner}, or drop it)"),
-                to: Node::Goal(Goal::WriteFence),
-                table,
-                chained: true,
-            });
-        }
-        let target = Securable::Object {
-            schema: fence.clone(),
-            name: t.clone(),
-            column: None,
-        };
-        verbs.iter().find_map(|v| {
-            contexts.iter().find_map(|c| {
-                let right = lent(ctx, rights, &c.principal, &target, v)?;
-                Some(Made {
+    tables
+        .iter()
+        .filter(|t| text.names_or_strings(ctx, user, fence, t))
+        .find_map(|t| {
+            let table = format!("{fence}.{t}");
+            if chained {
+                let owner = owner.unwrap_or_default();
+                return Some(Made {
                     what: format!(
-                        "makes {v} on {table}, which {} may make{}{}",
-                        c.principal,
-                        held(right, &c.principal),
-                        hierarchy_note(ctx, right, v, &table)
+                        "makes {} on {table}, owned by {owner} as {table} is: ownership chaining skips the permission \
+                     check",
+                        verbs[0]
                     ),
+                    evidence: format!("its owner is {owner}, the owner of {fence}"),
+                    cut: format!("(give it an owner other than {owner}, or drop it)"),
                     to: Node::Goal(Goal::WriteFence),
-                    table: table.clone(),
-                    chained: false,
-                    evidence: right.evidence.clone(),
-                    cut: right.cut.clone(),
+                    table,
+                    chained: true,
+                });
+            }
+            let target = Securable::Object {
+                schema: fence.clone(),
+                name: t.clone(),
+                column: None,
+            };
+            verbs.iter().find_map(|v| {
+                contexts.iter().find_map(|c| {
+                    let right = lent(ctx, rights, &c.principal, &target, v)?;
+                    Some(Made {
+                        what: format!(
+                            "makes {v} on {table}, which {} may make{}{}",
+                            c.principal,
+                            held(right, &c.principal),
+                            hierarchy_note(ctx, right, v, &table)
+                        ),
+                        to: Node::Goal(Goal::WriteFence),
+                        table: table.clone(),
+                        chained: false,
+                        evidence: right.evidence.clone(),
+                        cut: right.cut.clone(),
+                    })
                 })
             })
         })
-    })
 }
 
 /// ` through db_datawriter` when `right` is a role's `principal` is in.
@@ -214,4 +219,11 @@ pub(super) fn lent<'r>(
         .find(|r| {
             denies::reaches(ctx, r, target, wanted).is_some_and(|b| b.all_denied().iter().all(|d| !holders.contains(d)))
         })
+}
+
+/// The user whose context statements run with `contexts`' rights run in:
+/// the first EXECUTE AS principal; `None` when only signatures add rights
+/// to the caller's own context.
+pub(super) fn context_user<'c>(contexts: &[&'c Lender]) -> Option<&'c str> {
+    contexts.iter().find(|c| c.key.is_none()).map(|c| c.principal.as_str())
 }

@@ -1,0 +1,77 @@
+//! What a lending module's statements name, read as SQL Server resolves
+//! the names when they run in a lent context ("Qualifying Names Inside
+//! Stored Procedures", CREATE PROCEDURE): a name in two or three parts is
+//! itself; a one-part name in a data statement resolves in the module's
+//! own schema, then dbo; a one-part EXECUTE or DDL statement (`TRUNCATE
+//! TABLE t`) resolves in the default schema of the user named in the
+//! EXECUTE AS clause, then dbo, and in a context that is the caller's (a
+//! signature adds rights but keeps the caller's user) in whatever default
+//! schema the caller sets for itself ("ALTER USER"), so in any schema.
+
+use super::super::catalog::Object;
+use super::super::module_text::{
+    contains_words, ddl_unqualified, executed_unqualified, names_unqualified_in, normalized, same_name,
+};
+use super::super::rules::Context;
+use crate::tsql::{code_only, without_comments};
+
+/// A module's statements, read once for every name asked about.
+pub(super) struct Statements<'a> {
+    /// Where a one-part name in a data statement resolves first.
+    schema: &'a str,
+    /// Normalized, comments out, strings in: a string dynamic SQL runs
+    /// names what it names.
+    text: String,
+    /// Normalized code only.
+    code: String,
+    executed: Vec<String>,
+    ddl: Vec<String>,
+}
+
+impl<'a> Statements<'a> {
+    /// `body`: `m`'s statements (a trigger's after its header).
+    pub(super) fn new(ctx: &Context, m: &'a Object, body: &str) -> Self {
+        Statements {
+            schema: &m.schema,
+            text: normalized(&without_comments(body)),
+            code: normalized(&code_only(body)),
+            executed: executed_unqualified(body),
+            ddl: ddl_unqualified(body, &ctx.catalog.database),
+        }
+    }
+
+    /// Whether the code names `schema.name` when it runs as `user` (the
+    /// EXECUTE AS user whose context it runs in; `None`: its caller's).
+    pub(super) fn names(&self, ctx: &Context, user: Option<&str>, schema: &str, name: &str) -> bool {
+        self.naming(ctx, user, schema, name, &self.code)
+    }
+
+    /// [`Self::names`], with names in two or three parts inside strings
+    /// counted too.
+    pub(super) fn names_or_strings(&self, ctx: &Context, user: Option<&str>, schema: &str, name: &str) -> bool {
+        self.naming(ctx, user, schema, name, &self.text)
+    }
+
+    fn naming(&self, ctx: &Context, user: Option<&str>, schema: &str, name: &str, text: &str) -> bool {
+        if contains_words(text, &normalized(&format!("{schema}.{name}"))) {
+            return true;
+        }
+        // A one-part name resolves in `first`, or in dbo when `first` has
+        // no object of the name.
+        let resolves = |first: &str| {
+            first.eq_ignore_ascii_case(schema)
+                || schema.eq_ignore_ascii_case("dbo") && ctx.catalog.object(&format!("{first}.{name}")).is_none()
+        };
+        if resolves(self.schema) && names_unqualified_in(&self.code, name) {
+            return true;
+        }
+        let by_context = self.executed.iter().chain(&self.ddl).any(|e| same_name(e, name));
+        match user {
+            None => by_context,
+            Some(user) => {
+                let default = ctx.catalog.principal(user).and_then(|p| p.default_schema.as_deref());
+                by_context && resolves(default.unwrap_or("dbo"))
+            }
+        }
+    }
+}
