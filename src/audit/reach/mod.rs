@@ -15,10 +15,12 @@
 //! [`closure`] answers, for one principal, the shortest path to each goal.
 
 mod added;
+mod as_caller;
 mod availability_groups;
 mod bits;
 mod bound;
 mod build;
+mod call_walk;
 mod callers;
 mod cascades;
 mod closure;
