@@ -135,3 +135,56 @@ fn step(tokens: &[(usize, String)], i: usize, depth: &mut i32) -> Result<bool, (
         _ => Ok(false),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = "CREATE PROCEDURE ops.Fix WITH EXECUTE AS 'maint' AS ";
+
+    fn lent(body: &str) -> String {
+        lent_part(&format!("{HEAD}{body}")).to_lowercase()
+    }
+
+    #[test]
+    fn statements_from_the_switch_to_revert_run_as_the_caller() {
+        let t = lent("EXECUTE AS CALLER; UPDATE fence.Resource SET x = 1; REVERT; DELETE fence.Lease;");
+        assert!(!t.contains("update"), "{t}");
+        assert!(t.contains("delete fence.lease"), "{t}");
+        assert!(t.contains("execute as 'maint'"), "{t}");
+    }
+
+    #[test]
+    fn statements_before_the_switch_stay_lent() {
+        let t = lent("UPDATE fence.Resource SET x = 1; EXECUTE AS CALLER; SELECT 1;");
+        assert!(t.contains("update fence.resource"), "{t}");
+    }
+
+    #[test]
+    fn control_a_switch_under_if_is_not_sure_to_run() {
+        let t = lent("IF @x = 1 EXECUTE AS CALLER; UPDATE fence.Resource SET x = 1;");
+        assert!(t.contains("update fence.resource"), "{t}");
+        let t = lent("IF @x = 1 BEGIN EXECUTE AS CALLER; END UPDATE fence.Resource SET x = 1;");
+        assert!(t.contains("update fence.resource"), "{t}");
+    }
+
+    #[test]
+    fn control_a_revert_inside_a_loop_ends_the_switch_before_the_loop() {
+        let t = lent("EXECUTE AS CALLER; WHILE @i < 2 BEGIN UPDATE fence.Resource SET x = 1; REVERT; END");
+        assert!(t.contains("update fence.resource"), "{t}");
+    }
+
+    #[test]
+    fn control_goto_may_jump_past_the_switch() {
+        let t = lent("GOTO l; EXECUTE AS CALLER; l: UPDATE fence.Resource SET x = 1;");
+        assert!(t.contains("update fence.resource"), "{t}");
+    }
+
+    #[test]
+    fn control_a_header_clause_and_a_string_are_no_switch() {
+        let t = lent("SELECT 'x; EXECUTE AS CALLER;'; UPDATE fence.Resource SET x = 1;");
+        assert!(t.contains("update fence.resource"), "{t}");
+        let text = "CREATE PROCEDURE ops.Fix WITH EXECUTE AS CALLER AS UPDATE fence.Resource SET x = 1;";
+        assert!(!has_caller_region(text));
+    }
+}
