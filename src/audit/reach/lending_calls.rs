@@ -12,12 +12,11 @@
 //! to 32 levels, so every call is followed, however deep
 //! ([`super::call_walk`] walks them once per audit).
 
-use super::super::catalog::{Object, Securable};
+use super::super::catalog::Object;
 use super::super::rules::Context;
 use super::call_walk::{Step, Walk};
-use super::lent_write::{Lender, Made, held, lent};
+use super::lent_write::{Lender, Made};
 use super::node::Goal;
-use super::principals::hierarchy_note;
 use super::right::Right;
 use super::written_through::Through;
 
@@ -52,43 +51,4 @@ fn wrap(s: &Step, inner: Made) -> Made {
         evidence: format!("{}; {name}: {}", s.evidence, inner.evidence),
         cut: format!("{} (or {})", s.cut, inner.cut),
     }
-}
-
-/// Why the EXEC of `p` passes for a module owned by `owner` running with
-/// `lender`'s rights: the owners chain, or the lender may run `p`.
-pub(super) fn runs(
-    ctx: &Context,
-    rights: &[Right],
-    owner: Option<&str>,
-    p: &Object,
-    lender: &Lender,
-) -> Option<(String, String, String)> {
-    let name = p.qualified_name();
-    let p_owner = ctx.catalog.owner_of(p);
-    if ctx.catalog.engine.chains_ownership
-        && let (Some(o), Some(q)) = (owner, p_owner)
-        && o.eq_ignore_ascii_case(q)
-    {
-        return Some((
-            format!("owned by {q} as the caller is: ownership chaining skips the EXECUTE check"),
-            format!("{name} is owned by {q}"),
-            format!("(move {name} to another owner)"),
-        ));
-    }
-    let target = Securable::Object {
-        schema: p.schema.clone(),
-        name: p.name.clone(),
-        column: None,
-    };
-    let right = lent(ctx, rights, &lender.principal, &target, "EXECUTE")?;
-    Some((
-        format!(
-            "which {} may EXECUTE{}{}",
-            lender.principal,
-            held(right, &lender.principal),
-            hierarchy_note(ctx, right, "EXECUTE", &name)
-        ),
-        right.evidence.clone(),
-        right.cut.clone(),
-    ))
 }

@@ -20,6 +20,7 @@ mod availability_groups;
 mod bits;
 mod bound;
 mod build;
+mod call_check;
 mod call_walk;
 mod callers;
 mod cascades;
