@@ -215,7 +215,7 @@ fn word_before(text: &str, at: usize) -> Option<(usize, &str)> {
 /// WITH EXECUTE AS OWNER AS ...`) starts in normalized code: the first AS
 /// outside parentheses after CREATE that neither follows EXECUTE nor types
 /// a parameter.
-fn header_as(text: &str) -> Option<usize> {
+pub(crate) fn header_as(text: &str) -> Option<usize> {
     let create = text
         .match_indices("create")
         .find(|(at, _)| is_word_at(text, *at, "create".len()))?

@@ -13,8 +13,12 @@
 //! anything else it may. SQL built at run time is [`super::runners`]' (the
 //! caller then runs what it likes as that principal).
 
+use std::borrow::Cow;
+
 use super::super::catalog::{Object, ObjectKind};
 use super::super::rules::Context;
+use super::as_caller::lent_part;
+use super::call_walk::Walk;
 use super::code::chain_owner;
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
@@ -32,6 +36,7 @@ use crate::audit::module_text::may_write;
 /// added here.
 pub(super) fn edges<'a>(ctx: &Context<'a>, rights: &[Right], mut through: Vec<Through<'a>>, graph: &mut Graph) {
     through.extend(fence_synonyms(ctx));
+    let mut walk = Walk::new(ctx);
     for m in ctx.catalog.objects.iter().filter(|o| lending_kind(ctx, o)) {
         let Some(body) = body(m) else { continue };
         let name = m.qualified_name();
@@ -48,14 +53,22 @@ pub(super) fn edges<'a>(ctx: &Context<'a>, rights: &[Right], mut through: Vec<Th
             .flat_map(|l| [(l, Goal::WriteFence), (l, Goal::RunAdmin)])
         {
             let to = (goal, through.as_slice());
+            // After an EXECUTE AS CALLER the module runs as its caller
+            // again ([`super::as_caller`]); a signature's rights are not
+            // the module's context.
+            let body = if lender.key.is_none() {
+                lent_part(body)
+            } else {
+                Cow::Borrowed(body)
+            };
             // A call a chain from the module's own owner lets through is
             // [`super::code`]'s, which weighs the wrappers the fence roles
             // alone may run.
             let owner = (goal == Goal::RunAdmin).then(|| chain_owner(ctx, m)).flatten();
-            let Some(made) = own(ctx, rights, to, m, body, &[lender], owner)
+            let Some(made) = own(ctx, rights, to, m, &body, &[lender], owner)
                 .filter(|made| !made.chained)
-                .or_else(|| calls::made(ctx, rights, to, m, body, lender))
-                .or_else(|| fired::made(ctx, rights, to, m, body, lender))
+                .or_else(|| calls::made(ctx, rights, to, &mut walk, m, &body, lender))
+                .or_else(|| fired::made(ctx, rights, to, &mut walk, m, &body, lender))
             else {
                 continue;
             };

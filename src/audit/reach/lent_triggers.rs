@@ -14,6 +14,7 @@
 use super::super::catalog::{Object, ObjectKind, Securable};
 use super::super::rules::Context;
 use super::broken_chains::chains;
+use super::call_walk::Walk;
 use super::code::chain_owner;
 use super::lending_calls as calls;
 use super::lent_names::Statements;
@@ -27,10 +28,11 @@ use super::written_through::Through;
 
 /// The first write (or fence_admin call, for `goal`) a trigger fired by a
 /// write in `m`'s statements `body` makes with `lender`'s rights.
-pub(super) fn made(
-    ctx: &Context,
+pub(super) fn made<'a>(
+    ctx: &Context<'a>,
     rights: &[Right],
     to: (Goal, &[Through]),
+    walk: &mut Walk<'a>,
     m: &Object,
     body: &str,
     lender: &Lender,
@@ -75,7 +77,7 @@ pub(super) fn made(
         contexts.extend(own_lenders.iter());
         let inner = own(ctx, rights, to, t, t_body, &contexts, chain_owner(ctx, t))
             .filter(|inner| !inner.chained)
-            .or_else(|| calls::made(ctx, rights, to, t, t_body, lender));
+            .or_else(|| calls::made(ctx, rights, to, walk, t, t_body, lender));
         let Some(inner) = inner else { continue };
         let (name, on_name) = (t.qualified_name(), on.qualified_name());
         return Some(Made {

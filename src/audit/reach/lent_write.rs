@@ -31,6 +31,7 @@ pub(super) struct Lender {
 
 /// A write or call some code makes: `what` follows "its text", as in
 /// `makes UPDATE on fence.Resource, which maint may make`.
+#[derive(Clone)]
 pub(super) struct Made {
     pub(super) what: String,
     /// Where it leads: a goal, or the node of what it writes through.

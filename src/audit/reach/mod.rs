@@ -15,11 +15,14 @@
 //! [`closure`] answers, for one principal, the shortest path to each goal.
 
 mod added;
+mod as_caller;
 mod availability_groups;
 mod bits;
 mod bound;
 mod broken_chains;
 mod build;
+mod call_check;
+mod call_walk;
 mod callers;
 mod cascades;
 mod closure;

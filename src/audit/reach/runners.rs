@@ -9,7 +9,7 @@
 //! whatever it is handed, with its runner's rights.
 
 use super::super::catalog::{ExecuteAs, Object, ObjectKind, Securable};
-use super::super::module_text::{dynamic_constructs, referenced_tables};
+use super::super::module_text::{contains_words, dynamic_constructs, normalized};
 use super::super::rules::Context;
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
@@ -19,7 +19,7 @@ use super::principals::hierarchy_note;
 use super::right::Right;
 use super::runner::{Runner, all as runners, ddl_runner};
 use super::{callers, denies};
-use crate::tsql::{code_only, quote_name};
+use crate::tsql::{code_only, quote_name, without_comments};
 
 pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
     let runners: Vec<Runner> = runners(ctx);
@@ -30,11 +30,13 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
         } else {
             r.text.clone()
         };
+        // Read once: a generated module may be hundreds of kilobytes.
+        let code = normalized(&without_comments(&code));
         for c in ctx.catalog.objects.iter().filter(|o| callable(ctx, o)) {
             let name = c.qualified_name();
             // A module's own name in its CREATE is not a call.
             if name.eq_ignore_ascii_case(&r.what)
-                || referenced_tables(&code, &format!("{}{}", r.prefix, c.schema), [&c.name]).is_empty()
+                || !contains_words(&code, &normalized(&format!("{}{}.{}", r.prefix, c.schema, c.name)))
             {
                 continue;
             }

@@ -1,0 +1,190 @@
+//! EXECUTE AS CALLER inside a module ("EXECUTE AS (Transact-SQL)"): in a
+//! module WITH EXECUTE AS, it switches back to the module's caller, and the
+//! statements after it run as the caller until REVERT. Only what surely
+//! runs so is left out of what the module lends: the statements from an
+//! EXECUTE AS CALLER that is itself a statement of the module's outer
+//! block (no IF, WHILE or BEGIN around it) up to the first REVERT, or up to
+//! the outer block's statement holding that REVERT (a loop may run what
+//! comes before it again after it). A text with GOTO is read whole: a jump
+//! may pass the switch by.
+
+use std::borrow::Cow;
+
+use super::super::module_text::header_as;
+use crate::tsql::keywords_in_place;
+
+/// Whether `text` switches back to its caller somewhere, as read here.
+pub(super) fn has_caller_region(text: &str) -> bool {
+    !regions(text).is_empty()
+}
+
+/// `text` with the statements that run as the caller blanked.
+pub(super) fn lent_part(text: &str) -> Cow<'_, str> {
+    let regions = regions(text);
+    if regions.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (from, to) in regions {
+        out.push_str(&text[at..from]);
+        out.push_str(&" ".repeat(to - from));
+        at = to;
+    }
+    out.push_str(&text[at..]);
+    Cow::Owned(out)
+}
+
+/// Words (lower-cased) and semicolons, with where each starts.
+fn tokens(code: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in code.char_indices().chain(std::iter::once((code.len(), ' '))) {
+        let word = c.is_alphanumeric() || matches!(c, '_' | '@' | '#' | '$');
+        match (word, start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                out.push((s, code[s..i].to_ascii_lowercase()));
+                start = None;
+            }
+            _ => {}
+        }
+        if c == ';' {
+            out.push((i, ";".to_string()));
+        }
+    }
+    out
+}
+
+/// The byte ranges of `text` that surely run as the caller.
+fn regions(text: &str) -> Vec<(usize, usize)> {
+    let code = keywords_in_place(text);
+    let tokens = tokens(&code);
+    if tokens.iter().any(|(_, w)| w == "goto") {
+        return Vec::new();
+    }
+    let body = header_as(&code.to_ascii_lowercase()).map_or(0, |at| at + 2);
+    let word = |i: usize| tokens.get(i).map_or("", |(_, w)| w.as_str());
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut i = tokens.iter().position(|(at, _)| *at >= body).unwrap_or(tokens.len());
+    let first = i;
+    while i < tokens.len() {
+        let starts = i == first || word(i - 1) == ";";
+        if depth == 0
+            && starts
+            && matches!(word(i), "execute" | "exec")
+            && word(i + 1) == "as"
+            && word(i + 2) == "caller"
+        {
+            let from = tokens[i].0;
+            let mut end = text.len();
+            let mut block = None;
+            let mut j = i + 3;
+            while j < tokens.len() {
+                match step(&tokens, j, &mut depth) {
+                    Err(()) => return Vec::new(),
+                    Ok(true) if block.is_none() => block = Some(tokens[j].0),
+                    _ => {}
+                }
+                if word(j) == "revert" {
+                    end = if depth == 0 {
+                        tokens[j].0
+                    } else {
+                        block.unwrap_or(tokens[j].0)
+                    };
+                    break;
+                }
+                if depth == 0 {
+                    block = None;
+                }
+                j += 1;
+            }
+            out.push((from, end));
+            // Scanning goes on at the REVERT (or the block holding it),
+            // from the outer block.
+            depth = 0;
+            i = tokens.iter().position(|(at, _)| *at >= end).unwrap_or(tokens.len());
+            continue;
+        }
+        if step(&tokens, i, &mut depth).is_err() {
+            return Vec::new();
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Counts the blocks token `i` opens or closes; `Ok(true)` when it opens
+/// one from the outer block, `Err` when the count goes wrong.
+fn step(tokens: &[(usize, String)], i: usize, depth: &mut i32) -> Result<bool, ()> {
+    let next = tokens.get(i + 1).map_or("", |(_, w)| w.as_str());
+    match tokens[i].1.as_str() {
+        "begin" if !matches!(next, "tran" | "transaction" | "distributed" | "dialog" | "conversation") => {
+            *depth += 1;
+            Ok(*depth == 1)
+        }
+        "case" => {
+            *depth += 1;
+            Ok(*depth == 1)
+        }
+        "end" => {
+            *depth -= 1;
+            if *depth < 0 { Err(()) } else { Ok(false) }
+        }
+        _ => Ok(false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = "CREATE PROCEDURE ops.Fix WITH EXECUTE AS 'maint' AS ";
+
+    fn lent(body: &str) -> String {
+        lent_part(&format!("{HEAD}{body}")).to_lowercase()
+    }
+
+    #[test]
+    fn statements_from_the_switch_to_revert_run_as_the_caller() {
+        let t = lent("EXECUTE AS CALLER; UPDATE fence.Resource SET x = 1; REVERT; DELETE fence.Lease;");
+        assert!(!t.contains("update"), "{t}");
+        assert!(t.contains("delete fence.lease"), "{t}");
+        assert!(t.contains("execute as 'maint'"), "{t}");
+    }
+
+    #[test]
+    fn statements_before_the_switch_stay_lent() {
+        let t = lent("UPDATE fence.Resource SET x = 1; EXECUTE AS CALLER; SELECT 1;");
+        assert!(t.contains("update fence.resource"), "{t}");
+    }
+
+    #[test]
+    fn control_a_switch_under_if_is_not_sure_to_run() {
+        let t = lent("IF @x = 1 EXECUTE AS CALLER; UPDATE fence.Resource SET x = 1;");
+        assert!(t.contains("update fence.resource"), "{t}");
+        let t = lent("IF @x = 1 BEGIN EXECUTE AS CALLER; END UPDATE fence.Resource SET x = 1;");
+        assert!(t.contains("update fence.resource"), "{t}");
+    }
+
+    #[test]
+    fn control_a_revert_inside_a_loop_ends_the_switch_before_the_loop() {
+        let t = lent("EXECUTE AS CALLER; WHILE @i < 2 BEGIN UPDATE fence.Resource SET x = 1; REVERT; END");
+        assert!(t.contains("update fence.resource"), "{t}");
+    }
+
+    #[test]
+    fn control_goto_may_jump_past_the_switch() {
+        let t = lent("GOTO l; EXECUTE AS CALLER; l: UPDATE fence.Resource SET x = 1;");
+        assert!(t.contains("update fence.resource"), "{t}");
+    }
+
+    #[test]
+    fn control_a_header_clause_and_a_string_are_no_switch() {
+        let t = lent("SELECT 'x; EXECUTE AS CALLER;'; UPDATE fence.Resource SET x = 1;");
+        assert!(t.contains("update fence.resource"), "{t}");
+        let text = "CREATE PROCEDURE ops.Fix WITH EXECUTE AS CALLER AS UPDATE fence.Resource SET x = 1;";
+        assert!(!has_caller_region(text));
+    }
+}
