@@ -55,6 +55,8 @@ pub struct Scenario {
     pub p95_ms: f64,
     /// 99th percentile latency.
     pub p99_ms: f64,
+    /// The longest latency of any operation: what the slowest waiter waited.
+    pub max_ms: f64,
     /// Requests sent per operation, counted as they were sent.
     pub round_trips_per_op: f64,
     /// CPU time (user and system) the bench process spent per operation
@@ -98,6 +100,7 @@ impl Report {
             "p50 ms",
             "p95 ms",
             "p99 ms",
+            "max ms",
             "round trips/op",
             "client CPU us/op",
         ];
@@ -112,6 +115,7 @@ impl Report {
                 format!("{:.2}", s.p50_ms),
                 format!("{:.2}", s.p95_ms),
                 format!("{:.2}", s.p99_ms),
+                format!("{:.2}", s.max_ms),
                 format!("{:.2}", s.round_trips_per_op),
                 s.client_cpu_us_per_op.map_or("-".to_string(), |c| format!("{c:.0}")),
             ];
@@ -239,6 +243,7 @@ mod tests {
             p50_ms,
             p95_ms: p50_ms,
             p99_ms: p50_ms,
+            max_ms: p50_ms,
             round_trips_per_op: 1.0,
             client_cpu_us_per_op: Some(42.0),
             ratio_to: BTreeMap::new(),
@@ -302,6 +307,7 @@ mod tests {
             "p50_ms",
             "p95_ms",
             "p99_ms",
+            "max_ms",
             "round_trips_per_op",
             "client_cpu_us_per_op",
             "ratio_to",

@@ -132,6 +132,7 @@ fn summarize(name: &str, latencies: &Latencies, requests: u64, wall: Duration, c
         p50_ms: round(p.p50_ms, 3),
         p95_ms: round(p.p95_ms, 3),
         p99_ms: round(p.p99_ms, 3),
+        max_ms: round(p.max_ms, 3),
         round_trips_per_op: round(per_op(requests as f64), 2),
         client_cpu_us_per_op: cpu.map(|c| round(per_op(c.as_secs_f64() * 1e6), 1)),
         ratio_to: Default::default(),

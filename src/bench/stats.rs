@@ -47,6 +47,15 @@ impl Latencies {
         }
         self.0.value_at_percentile(percent) as f64 / 1000.0
     }
+
+    /// The longest latency, in milliseconds (as its bucket stands for it,
+    /// within 0.1%); zero when nothing was recorded.
+    fn max_ms(&self) -> f64 {
+        if self.0.is_empty() {
+            return 0.0;
+        }
+        self.0.max() as f64 / 1000.0
+    }
 }
 
 /// Latency percentiles of one scenario, in milliseconds.
@@ -58,6 +67,8 @@ pub(super) struct Percentiles {
     pub p95_ms: f64,
     /// 99th percentile.
     pub p99_ms: f64,
+    /// The longest.
+    pub max_ms: f64,
 }
 
 impl Percentiles {
@@ -67,6 +78,7 @@ impl Percentiles {
             p50_ms: latencies.percentile_ms(50.0),
             p95_ms: latencies.percentile_ms(95.0),
             p99_ms: latencies.percentile_ms(99.0),
+            max_ms: latencies.max_ms(),
         }
     }
 }
@@ -103,6 +115,12 @@ mod tests {
     }
 
     #[test]
+    fn the_longest_is_reported_beside_the_percentiles() {
+        let p = of_ms((1..=1000).chain([9000]));
+        assert!(close(p.p99_ms, 991.0) && close(p.max_ms, 9000.0), "{p:?}");
+    }
+
+    #[test]
     fn one_sample_is_every_percentile() {
         let p = of_ms([7]);
         assert!(close(p.p50_ms, 7.0) && close(p.p99_ms, 7.0), "{p:?}");
@@ -111,6 +129,7 @@ mod tests {
     #[test]
     fn no_samples_give_zeros_rather_than_a_panic() {
         assert_eq!(of_ms([]).p99_ms, 0.0);
+        assert_eq!(of_ms([]).max_ms, 0.0);
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! on one of the few sessions all its guards share (see `signal_holder`),
 //! and lets go of it only once the fence row was given back: in the same
 //! request as the guard's release, which is sent on that session (see
-//! `signal_loan`), or after the lease was lost or the guard ended. A waiting acquire blocks on a shared
+//! `signal_loan`), or after the lease was lost or the guard ended. The
+//! waiter at the head of the key's queue (see `queue`) blocks on a shared
 //! request for that lock inside the same batch as its `Acquire`, on a
 //! session of its own, so the engine wakes it the moment the holder lets
 //! go, and it asks the fence at once, in the same request.
@@ -28,13 +29,10 @@ use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use super::call::batch_on;
+use super::Client;
 use super::config::ClientConfig;
-use super::contract::Procedure;
 use super::pool::{Manager, Session};
 use super::signal_holder::SignalHandle;
-use super::span::About;
-use super::{Acquire, Client, Error, input, meter};
 use crate::connection::ConnectError;
 use crate::tsql::after_applock;
 
@@ -129,23 +127,6 @@ IF @Warm >= 0 EXEC sp_releaseapplock @Resource = N'fencepost:signal-warm-up', @L
 EXEC fence_api.Acquire @ResourceKey = @P1, @Owner = @P2, @LeaseSeconds = @P3;"
 );
 
-/// A waiting acquire in one request: block on the signal for at most `@P5`
-/// ms (shared, so waiters never queue behind each other), let go of it at
-/// once, then `Acquire`. Its rows: the `Acquire` row, then how the wait
-/// ended (sp_getapplock's status: 0 or 1 granted, negative not) and how long
-/// it took on the server clock, in microseconds.
-const WAIT_THEN_ACQUIRE: &str = concat!(
-    "DECLARE @Signal int, @Began datetime2(7) = SYSUTCDATETIME(), @Waited int;
-EXEC @Signal = sp_getapplock @Resource = @P4, @LockMode = N'Shared', @LockOwner = N'Session', @LockTimeout = @P5;
-SET @Waited = DATEDIFF(microsecond, @Began, SYSUTCDATETIME());
-IF @Signal >= 0 EXEC sp_releaseapplock @Resource = @P4, @LockOwner = N'Session';
-",
-    after_applock!("@Signal"),
-    "
-EXEC fence_api.Acquire @ResourceKey = @P1, @Owner = @P2, @LeaseSeconds = @P3;
-SELECT @Signal AS Signal, @Waited AS WaitedMicroseconds;"
-);
-
 /// The least time a waiting attempt gives its checkout of a signal session,
 /// whatever it may wait: enough for the check of an idle session, not for
 /// opening one (which goes on in the background for the next attempt).
@@ -178,6 +159,9 @@ pub(crate) enum Woke {
     /// No signal session was to be had within the wait; the attempt was a
     /// plain `Acquire` after it.
     NoSession,
+    /// The waiter was not the head of the key's queue within the wait (see
+    /// `queue`); the attempt was a plain `Acquire` after it, a poll.
+    Behind,
 }
 
 impl Client {
@@ -220,86 +204,6 @@ impl Client {
     #[cfg(feature = "bench")]
     pub(crate) fn signal_requests_sent(&self) -> u64 {
         self.signal_holders.requests_sent()
-    }
-
-    /// One waiting attempt as `owner`: waits up to `wait` for the signal of
-    /// `key` to be free, then asks `Acquire`, in one request on a signal
-    /// session. Answers the acquire, the local instant its `Acquire` may
-    /// have started at (what a lease's local deadline and a `Busy`'s
-    /// `remaining` count from: never later than it did), and how the wait
-    /// ended.
-    pub(crate) async fn acquire_signalled(
-        &self,
-        key: &str,
-        owner: Uuid,
-        length: Duration,
-        wait: Duration,
-    ) -> Result<(Acquire, Instant, Woke), Error> {
-        let key = input::key(key)?;
-        let owner = input::owner(owner)?;
-        let seconds = input::lease_seconds(length)?;
-        let sent_at = Instant::now();
-        // The request must end well inside the call timeout.
-        let wait = wait.min(self.config.call_timeout / 2);
-        let deadline = sent_at + wait;
-        // A fake raises no signal: the wait is a poll's pause.
-        #[cfg(feature = "fake")]
-        if self.as_fake().is_some() {
-            tokio::time::sleep_until(deadline).await;
-            let (answer, sent_at) = self.acquire_timed(key, owner, length).await?;
-            return Ok((answer, sent_at, Woke::NoSession));
-        }
-        // Never less than a moment to check out: a session idle for a while
-        // is checked first (a round trip), and an attempt that may not wait
-        // (a poll that learns whether a signal was raised) would otherwise
-        // never get one, and never block on a signal again.
-        let checkout_by = deadline.max(sent_at + CHECKOUT_GRACE);
-        let checkout = tokio::time::timeout_at(checkout_by, self.signals.get()).await;
-        meter::signal_sessions(&self.signals);
-        let Ok(Ok(mut session)) = checkout else {
-            self.warn_if_signals_ran_out();
-            tokio::time::sleep_until(deadline).await;
-            let (answer, sent_at) = self.acquire_timed(key, owner, length).await?;
-            return Ok((answer, sent_at, Woke::NoSession));
-        };
-        // At least a millisecond: Babelfish 4.2 answers a request that may
-        // not wait at all (`@LockTimeout = 0`) with -999 ("unavailable")
-        // rather than -1 when someone holds the lock, which would read as
-        // no signal, and a poll would never block on a signal again.
-        let millis = i32::try_from(deadline.saturating_duration_since(Instant::now()).as_millis())
-            .unwrap_or(i32::MAX)
-            .max(1);
-        let resource = resource(key);
-        let arguments: [&dyn tiberius::ToSql; 5] = [&key, &owner, &seconds, &resource, &millis];
-        let exchange = Box::pin(batch_on(
-            &mut session,
-            &self.config,
-            Procedure::Acquire,
-            WAIT_THEN_ACQUIRE,
-            &arguments,
-            Some(2),
-        ));
-        let replies = self
-            .observed(Procedure::Acquire, About::key(key).waiting(), exchange)
-            .await?;
-        let answered = Instant::now();
-        let (reply, signal) = (&replies[0], &replies[1]);
-        let status: i32 = signal.required("Signal")?;
-        let waited = Duration::from_micros(u64::try_from(signal.required::<i32>("WaitedMicroseconds")?).unwrap_or(0));
-        // The server's own measure of the wait, capped by the local one: the
-        // Acquire cannot have started after its answer came back.
-        let acquire_sent = sent_at + waited.min(answered.saturating_duration_since(sent_at));
-        let woke = match status {
-            1 => Woke::Granted(Waited::AfterRelease),
-            0 if waited >= HELD_WAIT => Woke::Granted(Waited::AfterRelease),
-            0 => Woke::Granted(Waited::Free),
-            -1 => Woke::Held,
-            // Refused (cancelled, a deadlock victim, an error): no signal to
-            // count on, so the waiter polls.
-            _ => Woke::Granted(Waited::Free),
-        };
-        let answer = super::api::acquire_answer(reply, key, owner, length, acquire_sent)?;
-        Ok((answer, acquire_sent, woke))
     }
 }
 

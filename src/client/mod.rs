@@ -34,6 +34,7 @@ mod outcome;
 mod parameter;
 mod pool;
 mod privilege;
+mod queue;
 mod renew_many;
 mod renewal_batch;
 mod run_fenced;

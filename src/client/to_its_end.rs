@@ -18,6 +18,7 @@ use tokio::time::Instant;
 
 use super::contract::Procedure;
 use super::handover::Woke;
+use super::queue::{Place, Queued};
 use super::set_outcome::AcquireSet;
 use super::slot::AcquireSlot;
 use super::{Acquire, Client, Error, LeaseSet};
@@ -113,6 +114,20 @@ impl Claimable for Result<(Acquire, Instant, Option<Woke>), Error> {
 
     fn cancelled(error: Error) -> Self {
         Err(error)
+    }
+}
+
+impl Claimable for Queued {
+    fn give_back(self, client: Client) -> Option<GiveBack> {
+        // The place is dropped here: a caller that is gone holds no queue.
+        self.answer.give_back(client)
+    }
+
+    fn cancelled(error: Error) -> Self {
+        Queued {
+            answer: Err(error),
+            place: Place::default(),
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use super::contract::Procedure;
 use super::handover::{Waited, Woke};
+use super::queue::Place;
 use super::{Acquire, Client, Error};
 
 /// The shortest pause between attempts.
@@ -24,6 +25,12 @@ const RECHECK: Duration = Duration::from_secs(1);
 /// to spare: a waiter that finds no signal where a new tenure began waits
 /// this long before it blocks on one (see `handover::RAISE_AFTER`).
 pub(super) const SETTLE: Duration = Duration::from_millis(40);
+/// The head of a queue settles for a new tenure's signal in steps of this
+/// long, up to [`SETTLE`] in all: a guard raises its signal 10 ms after its
+/// grant (`signal_holder::RAISE_AFTER`), so the head blocks on it after one
+/// step, before a short tenure (a job of 20 ms) has ended, and is woken by
+/// its release.
+const SETTLE_STEP: Duration = Duration::from_millis(14);
 /// How many attempts' worth of time (checkout plus call timeout each) an
 /// acquire may spend retrying as the same owner.
 const CONFIRM_ATTEMPTS: u32 = 3;
@@ -47,18 +54,31 @@ impl Client {
     /// granted nothing and is `Busy` with the holder's end unknown, so the
     /// waiter asks again until its deadline, on every engine.
     ///
-    /// A holder whose lease is in a [`LeaseGuard`](super::LeaseGuard) holds
-    /// its handover signal, an application lock named after the key, and lets
-    /// go of it right after its release. After a `Busy`, each pause is spent
-    /// blocked on that lock, in the same request as the next `Acquire`, on a
-    /// signal session of the client's: the engine wakes the waiter when the
-    /// holder lets go, and the lease is taken about one round trip after its
-    /// release. The lock decides nothing. A waiter that finds it free while
-    /// the lease is busy (a holder without a guard, one whose session ended,
-    /// a frozen one's successor) sleeps its pause and polls, as above; no
-    /// wait on the lock is longer than the pause, so no lease is taken later
-    /// than polling would take it, and a waiter sends one request per pause
-    /// either way.
+    /// Waiters on one key are served in about the order they came. After
+    /// its first `Busy`, a waiter joins the key's queue, an application lock
+    /// the engine grants in the order it was asked for (see `queue`), and
+    /// keeps one signal session for the whole wait. Only the head of the
+    /// queue waits for the lease itself: a holder whose lease is in a
+    /// [`LeaseGuard`](super::LeaseGuard) holds its handover signal, an
+    /// application lock named after the key, and lets go of it right after
+    /// its release; the head spends each pause blocked on that lock, in the
+    /// same request as its next `Acquire`, so the engine wakes it when the
+    /// holder lets go, and it takes the lease about one round trip after the
+    /// release. A head answered `Busy` keeps its place; one that acquired
+    /// hands it to the next waiter. The locks decide nothing. A head that
+    /// finds the signal free while the lease is busy (a holder without a
+    /// guard, one whose session ended, a frozen one's successor) settles
+    /// for the holder's signal for up to 40 ms, then sleeps its pause and
+    /// polls, as above; a waiter that is not the head within its pause (a
+    /// head whose process froze) polls with a plain `Acquire`. No wait on a
+    /// lock is longer than the pause, so no lease is taken later than polling
+    /// would take it, and a waiter sends one request per pause either way.
+    ///
+    /// The first attempt is a plain `Acquire`, outside the queue: a lease
+    /// that is free at that instant is taken at once, even with waiters
+    /// queued (a release whose head has not yet asked). That bypass is
+    /// bounded to one attempt per call, and a head that loses the lease so
+    /// keeps its place and blocks on the new holder's signal.
     ///
     /// Every attempt uses the same owner id. An attempt whose reply was lost
     /// (a network error or a timeout) may have taken the lease, so it is
@@ -77,52 +97,74 @@ impl Client {
         let owner = Uuid::new_v4();
         let mut backoff = Backoff::default();
         let started = Instant::now();
+        // The wait's session and its place in the key's queue, kept across
+        // attempts; let go of however the wait ends (see `queue`).
+        let mut place = Place::default();
         // The first attempt is a plain one: a lease nobody holds is taken
         // at the cost of an `acquire`.
         let mut next = Attempt::Plain;
-        // Whether the last pause began with a short wait for a new tenure's
-        // signal.
-        let mut settled = false;
+        // How long the head has settled for a new tenure's signal since it
+        // last saw one; past SETTLE, the holder gives none and is polled.
+        let mut settled = Duration::ZERO;
         loop {
             let retries = Retries {
                 confirm_until: self.confirm_until(Instant::now(), length),
                 deadline,
             };
-            let (answer, sent_at, woke) = self.acquire_retrying_timed(key, owner, length, retries, next).await?;
+            let attempt = self
+                .acquire_retrying_timed(key, owner, length, retries, next, &mut place)
+                .await;
+            let (answer, sent_at, woke) = match attempt {
+                Ok(answered) => answered,
+                Err(error) => {
+                    place.leave(self.config.call_timeout);
+                    return Err(error);
+                }
+            };
             let Acquire::Busy { remaining, .. } = answer else {
                 if matches!(answer, Acquire::Acquired(_)) {
                     super::meter::handover_wait(started.elapsed());
                 }
+                place.leave(self.config.call_timeout);
                 return Ok(answer);
             };
             let Some(pause) = backoff.pause_before(deadline, remaining, sent_at) else {
+                place.leave(self.config.call_timeout);
                 return Ok(answer);
             };
             next = match woke {
-                // A guard holds the signal: spend the pause blocked on it, so
-                // a release wakes this waiter at once, and ask the fence when
-                // it ends either way.
-                Some(Woke::Held) => Attempt::Signalled(pause),
-                // The first Busy, or a signal let go of while the lease
-                // stayed busy (this waiter lost the race to a successor, or
-                // the holder's session ended): a new tenure's guard raises
-                // its signal a moment after its grant, so block on it once
-                // that moment has passed. Not twice in a row: a holder that
-                // gives no signal is polled.
-                None | Some(Woke::Granted(Waited::AfterRelease)) if !settled => {
-                    settled = true;
-                    let settle = SETTLE.min(pause);
-                    tokio::time::sleep(settle).await;
-                    Attempt::Signalled(pause - settle)
+                // The first Busy: join the queue at once, so the order of
+                // the queue is the order the waiters came in. Behind the
+                // head, or the head behind a signal held for its whole wait:
+                // queue, or block on the signal, again.
+                None | Some(Woke::Behind | Woke::Held) => {
+                    settled = Duration::ZERO;
+                    Attempt::Queued(pause)
+                }
+                // The head, woken by a release, lost the lease to another
+                // caller (one whose first, plain attempt found it free), or
+                // found no signal: a new tenure's guard raises its signal a
+                // moment after its grant, so settle for a short step and
+                // block on it then, keeping its place; a holder that raised
+                // none within SETTLE gives none, and is polled.
+                Some(Woke::Granted(Waited::AfterRelease)) => {
+                    settled = SETTLE_STEP.min(pause);
+                    tokio::time::sleep(settled).await;
+                    Attempt::Queued(pause - settled)
+                }
+                Some(Woke::Granted(Waited::Free)) if settled < SETTLE => {
+                    let step = SETTLE_STEP.min(pause);
+                    settled += step;
+                    tokio::time::sleep(step).await;
+                    Attempt::Queued(pause - step)
                 }
                 // No signal to block on: this holder gives none (no guard, a
-                // dead one's lease running out, a successor slow to raise
-                // it). Poll as without a signal, and learn with that poll
-                // whether one was raised.
-                _ => {
-                    settled = false;
+                // dead one's lease running out), or there is no session to
+                // queue on. Poll as without a signal, and learn with that
+                // poll whether one was raised.
+                Some(Woke::Granted(Waited::Free) | Woke::NoSession) => {
                     tokio::time::sleep(pause).await;
-                    Attempt::Signalled(Duration::ZERO)
+                    Attempt::Queued(Duration::ZERO)
                 }
             };
         }
@@ -164,9 +206,10 @@ impl Retries {
 enum Attempt {
     /// A plain `Acquire`.
     Plain,
-    /// Blocked on the handover signal for at most this long, then `Acquire`
-    /// in the same request.
-    Signalled(Duration),
+    /// Queued for at most this long: waits to be the head of the key's
+    /// queue, then blocks on the handover signal, then `Acquire`, in one
+    /// request (see `queue`).
+    Queued(Duration),
 }
 
 impl Client {
@@ -181,16 +224,18 @@ impl Client {
         length: Duration,
         until: Instant,
     ) -> Result<Acquire, Error> {
+        let mut place = Place::default();
         Ok(self
-            .acquire_retrying_timed(key, owner, length, Retries::until(until), Attempt::Plain)
+            .acquire_retrying_timed(key, owner, length, Retries::until(until), Attempt::Plain, &mut place)
             .await?
             .0)
     }
 
     /// [`acquire_retrying`](Client::acquire_retrying), with the instant the
-    /// answered attempt's `Acquire` was sent and, when `first` is a signalled
-    /// attempt, how its wait on the signal ended. Retries are plain: a lost
-    /// reply is confirmed at once.
+    /// answered attempt's `Acquire` was sent and, when `first` is a queued
+    /// attempt, how its wait ended; `place` is the wait's place in the queue,
+    /// kept for its next attempt. Retries are plain: a lost reply is
+    /// confirmed at once.
     async fn acquire_retrying_timed(
         &self,
         key: &str,
@@ -198,6 +243,7 @@ impl Client {
         length: Duration,
         retries: Retries,
         first: Attempt,
+        place: &mut Place,
     ) -> Result<(Acquire, Instant, Option<Woke>), Error> {
         let mut pause = MIN_PAUSE;
         let mut reached = false;
@@ -205,7 +251,7 @@ impl Client {
         loop {
             let this = std::mem::replace(&mut attempt, Attempt::Plain);
             let sent_at = Instant::now();
-            let answered = self.attempt_to_its_end(key, owner, length, this).await;
+            let answered = self.attempt_to_its_end(key, owner, length, this, place).await;
             match answered {
                 // Another transaction held the fence row longer than Acquire
                 // waits for it, and this attempt's own transaction rolled
@@ -217,11 +263,12 @@ impl Client {
                 Err(error) if error.gave_up_waiting_for_the_row() && !reached => {
                     return Ok((Acquire::busy_end_unknown(), sent_at, None));
                 }
-                // The signal's part of the batch failed (an engine or a grant
-                // that refuses application locks, a reply of another shape):
-                // its Acquire may have run, so ask again at once, plainly,
-                // as the same owner. The signal is only a wake-up call.
-                Err(error) if matches!(this, Attempt::Signalled(_)) && signal_failed(&error) => {
+                // The queue's or the signal's part of the batch failed (an
+                // engine or a grant that refuses application locks, a reply
+                // of another shape): its Acquire may have run, so ask again
+                // at once, plainly, as the same owner. The locks are only
+                // wake-up calls.
+                Err(error) if matches!(this, Attempt::Queued(_)) && signal_failed(&error) => {
                     tracing::debug!(key, %owner, %error, "a waiting attempt failed; asking again without the signal");
                     reached = true;
                 }
@@ -240,35 +287,45 @@ impl Client {
     /// One attempt, run to its end on a task of its own. A caller that stops
     /// waiting for it (a timeout around `acquire_waiting`, a `select!` at
     /// shutdown) must not leave a grant behind for an owner nobody holds: a
-    /// waiting attempt's request blocks on the holder's signal and runs its
-    /// Acquire when the holder lets go, and a request the client stopped
-    /// reading goes on on the server (Babelfish reads no Attention in the
-    /// middle of a request, and notices a closed connection only when it
+    /// queued attempt's request waits for the queue and the holder's signal
+    /// and runs its Acquire when they are let go of, and a request the client
+    /// stopped reading goes on on the server (Babelfish reads no Attention in
+    /// the middle of a request, and notices a closed connection only when it
     /// answers). The task reads the answer whatever the caller does, and
     /// gives back, as a dropped guard would, a lease it took for a caller
-    /// that is gone. A reply lost on the wire stays what it is: such a grant
-    /// runs out at the lease's end.
+    /// that is gone; a place in the queue it holds for such a caller is let
+    /// go of with its session. A reply lost on the wire stays what it is:
+    /// such a grant runs out at the lease's end.
     async fn attempt_to_its_end(
         &self,
         key: &str,
         owner: Uuid,
         length: Duration,
         attempt: Attempt,
+        place: &mut Place,
     ) -> Result<(Acquire, Instant, Option<Woke>), Error> {
         let (client, key) = (self.clone(), key.to_string());
-        self.to_its_end(Procedure::Acquire, async move {
-            match attempt {
-                Attempt::Plain => client
-                    .acquire_timed(&key, owner, length)
-                    .await
-                    .map(|(answer, sent_at)| (answer, sent_at, None)),
-                Attempt::Signalled(wait) => client
-                    .acquire_signalled(&key, owner, length, wait)
-                    .await
-                    .map(|(answer, sent_at, woke)| (answer, sent_at, Some(woke))),
+        match attempt {
+            Attempt::Plain => {
+                self.to_its_end(Procedure::Acquire, async move {
+                    client
+                        .acquire_timed(&key, owner, length)
+                        .await
+                        .map(|(answer, sent_at)| (answer, sent_at, None))
+                })
+                .await
             }
-        })
-        .await
+            Attempt::Queued(wait) => {
+                let taken = std::mem::take(place);
+                let queued = self
+                    .to_its_end(Procedure::Acquire, async move {
+                        client.acquire_queued(&key, owner, length, wait, taken).await
+                    })
+                    .await;
+                *place = queued.place;
+                queued.answer
+            }
+        }
     }
 
     /// The end of the retries of an acquire started at `start`: a few

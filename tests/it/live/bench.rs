@@ -95,7 +95,14 @@ async fn a_short_run_reports_every_scenario_and_leaves_nothing_behind() {
         let scenario = find(name);
         assert_eq!(scenario["round_trips_per_op"], round_trips, "{name}: {scenario}");
         assert!(scenario["operations"].as_u64().unwrap() > 0, "{name}: {scenario}");
-        for field in ["ops_per_s", "p50_ms", "p95_ms", "p99_ms", "client_cpu_us_per_op"] {
+        for field in [
+            "ops_per_s",
+            "p50_ms",
+            "p95_ms",
+            "p99_ms",
+            "max_ms",
+            "client_cpu_us_per_op",
+        ] {
             assert!(scenario[field].as_f64().unwrap() > 0.0, "{name}.{field}: {scenario}");
         }
         if name != "select1" {

@@ -18,6 +18,7 @@ mod client_acquire_waiting;
 mod client_cancel;
 mod client_contract;
 mod client_errors;
+mod client_fair_waiters;
 mod client_faults;
 mod client_fenced_tx;
 mod client_half_open;
