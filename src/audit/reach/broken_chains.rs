@@ -13,9 +13,8 @@ use super::super::catalog::{Object, ObjectKind, Securable};
 use super::super::rules::Context;
 use super::code::{admin_procedures, ordered_tables};
 use super::lent_names::Statements;
-use super::lent_write::{Lender, Made, context_user, held, lent, written};
+use super::lent_write::{Lender, Made, context_user, how_held, lent, written};
 use super::node::{Goal, Node};
-use super::principals::hierarchy_note;
 use super::right::Right;
 use super::synonyms::synonyms_for;
 use super::trigger_header::{DATA, header};
@@ -145,10 +144,9 @@ fn through(
                         };
                         (
                             format!(
-                                "which {} may make{}{}",
+                                "which {} may make{}",
                                 c.principal,
-                                held(r, &c.principal),
-                                hierarchy_note(ctx, r, v, &x_name)
+                                how_held(ctx, r, &c.principal, v, &x_name)
                             ),
                             r.evidence.clone(),
                         )
@@ -165,12 +163,11 @@ fn through(
                 return Some(Made {
                     what: format!(
                         "makes {v} on {x_name}, {}, {what} owned by {x_owner}, not by {base}'s owner {}: the chain \
-                         breaks there, and {v} on {base} is checked against {}, which may make it{}{}",
+                         breaks there, and {v} on {base} is checked against {}, which may make it{}",
                         first.0,
                         base_owner.unwrap_or("its owner"),
                         c.principal,
-                        held(r, &c.principal),
-                        hierarchy_note(ctx, r, v, base)
+                        how_held(ctx, r, &c.principal, v, base)
                     ),
                     to: Node::Goal(Goal::WriteFence),
                     table: base.to_string(),

@@ -5,8 +5,7 @@
 
 use super::super::catalog::{Object, Securable};
 use super::super::rules::Context;
-use super::lent_write::{Lender, held, lent};
-use super::principals::hierarchy_note;
+use super::lent_write::{Lender, how_held, lent};
 use super::right::Right;
 
 /// Why the EXEC of `p` passes for a module owned by `owner` running with
@@ -38,10 +37,9 @@ pub(super) fn runs(
     let right = lent(ctx, rights, &lender.principal, &target, "EXECUTE")?;
     Some((
         format!(
-            "which {} may EXECUTE{}{}",
+            "which {} may EXECUTE{}",
             lender.principal,
-            held(right, &lender.principal),
-            hierarchy_note(ctx, right, "EXECUTE", &name)
+            how_held(ctx, right, &lender.principal, "EXECUTE", &name)
         ),
         right.evidence.clone(),
         right.cut.clone(),

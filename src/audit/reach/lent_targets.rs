@@ -15,9 +15,8 @@ use super::super::rules::Context;
 use super::broken_chains::{self, chains};
 use super::code::admin_procedures;
 use super::lent_names::Statements;
-use super::lent_write::{Lender, Made, context_user, held, lent, own_write, written};
+use super::lent_write::{Lender, Made, context_user, how_held, lent, own_write, written};
 use super::node::{Goal, Node};
-use super::principals::hierarchy_note;
 use super::right::Right;
 use super::synonym_routes::{securable, ways_to};
 use super::written_through::Through;
@@ -100,10 +99,9 @@ fn own_admin(
                 };
                 return Some(Made {
                     what: format!(
-                        "runs {named}, which {} may EXECUTE{}{}",
+                        "runs {named}, which {} may EXECUTE{}",
                         c.principal,
-                        held(right, &c.principal),
-                        hierarchy_note(ctx, right, "EXECUTE", &by_name)
+                        how_held(ctx, right, &c.principal, "EXECUTE", &by_name)
                     ),
                     to: Node::Goal(Goal::RunAdmin),
                     table: proc.clone(),
@@ -177,10 +175,9 @@ fn own_through(
                     };
                     return Some(made(
                         format!(
-                            "makes {v} on {named}, which {} may make{}{}",
+                            "makes {v} on {named}, which {} may make{}",
                             c.principal,
-                            held(right, &c.principal),
-                            hierarchy_note(ctx, right, v, &by_name)
+                            how_held(ctx, right, &c.principal, v, &by_name)
                         ),
                         &right.evidence,
                         &right.cut,

@@ -19,9 +19,8 @@ use super::code::chain_owner;
 use super::lending_calls as calls;
 use super::lent_names::Statements;
 use super::lent_targets::own;
-use super::lent_write::{Lender, Made, body as statements, context_user, held, lenders, lent, written};
+use super::lent_write::{Lender, Made, body as statements, context_user, how_held, lenders, lent, written};
 use super::node::Goal;
-use super::principals::hierarchy_note;
 use super::right::Right;
 use super::trigger_header::{DATA, header};
 use super::written_through::Through;
@@ -125,10 +124,9 @@ fn write_to(
     let right = lent(ctx, rights, &lender.principal, &target, v)?;
     Some((
         format!(
-            "makes {v} on {name}, which {} may make{}{}",
+            "makes {v} on {name}, which {} may make{}",
             lender.principal,
-            held(right, &lender.principal),
-            hierarchy_note(ctx, right, v, &name)
+            how_held(ctx, right, &lender.principal, v, &name)
         ),
         right.evidence.clone(),
     ))

@@ -105,10 +105,9 @@ pub(super) fn own_write(
                     let right = lent(ctx, rights, &c.principal, &target, v)?;
                     Some(Made {
                         what: format!(
-                            "makes {v} on {table}, which {} may make{}{}",
+                            "makes {v} on {table}, which {} may make{}",
                             c.principal,
-                            held(right, &c.principal),
-                            hierarchy_note(ctx, right, v, &table)
+                            how_held(ctx, right, &c.principal, v, &table)
                         ),
                         to: Node::Goal(Goal::WriteFence),
                         table: table.clone(),
@@ -122,7 +121,14 @@ pub(super) fn own_write(
 }
 
 /// ` through db_datawriter` when `right` is a role's `principal` is in.
-pub(super) fn held(right: &Right, principal: &str) -> String {
+/// How `principal` holds `right` for `verb` on `on`, as a path's step says
+/// it after "may make" or "may EXECUTE": through whom, when not itself, and
+/// by which permission of the hierarchy, when not that one.
+pub(super) fn how_held(ctx: &Context, right: &Right, principal: &str, verb: &str, on: &str) -> String {
+    format!("{}{}", held(right, principal), hierarchy_note(ctx, right, verb, on))
+}
+
+fn held(right: &Right, principal: &str) -> String {
     if right.holder.eq_ignore_ascii_case(principal) {
         String::new()
     } else {
