@@ -27,6 +27,19 @@ async fn same_slot(client: &Client) -> (String, String) {
     }
 }
 
+/// Whether the signal of `key` is let go of within `bound`, asked on
+/// `observer` every 100 ms.
+async fn let_go_within(observer: &mut fencepost::Connection, key: &str, bound: Duration) -> bool {
+    let by = Instant::now() + bound;
+    while Instant::now() < by {
+        if !signal_held(observer, key).await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
 /// A guard's release on the holder session it shares with another guard's
 /// signal, then the runtime its tasks ran on shuts down `pause` later:
 /// answers whether the other guard's signal was let go of within seconds
@@ -71,15 +84,7 @@ async fn shutdown_after_lent_release(test: &str, pause: Duration) -> bool {
         .await
         .unwrap();
     assert_eq!(released, Release::Released);
-    let by = Instant::now() + Duration::from_secs(8);
-    let mut let_go = false;
-    while Instant::now() < by {
-        if !signal_held(&mut observer, &b).await {
-            let_go = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let let_go = let_go_within(&mut observer, &b, Duration::from_secs(8)).await;
     drop((client, observer));
     db.drop().await;
     let_go
@@ -136,15 +141,7 @@ async fn a_guards_release_left_unpolled_past_its_bound_leaves_no_signal_held_on_
     tokio::time::sleep(Duration::from_millis(500)).await;
     // B's guard gives its lease back: its signal should be let go of.
     assert_eq!(gb.release().await.unwrap(), Release::Released);
-    let by = Instant::now() + Duration::from_secs(8);
-    let mut let_go = false;
-    while Instant::now() < by {
-        if !signal_held(&mut observer, &b).await {
-            let_go = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let let_go = let_go_within(&mut observer, &b, Duration::from_secs(8)).await;
     drop((client, observer));
     db.drop().await;
     assert!(let_go, "B's signal stays held after B's lease was released");
