@@ -36,9 +36,11 @@ pub use checksum::normalize;
 pub(crate) use definition_hash::same_definition;
 #[cfg(feature = "deploy")]
 pub(crate) use definition_hash::{definition_hash_sql, hash_hex};
-pub(crate) use lexer::tokenize;
 #[cfg(feature = "deploy")]
-pub(crate) use lexer::{Token, TokenKind};
+pub(crate) use lexer::Token;
+#[cfg(any(feature = "deploy", feature = "audit"))]
+pub(crate) use lexer::TokenKind;
+pub(crate) use lexer::tokenize;
 pub(crate) use lock_timeout::is_lock_timeout;
 pub(crate) use missing_procedure::is_missing_procedure;
 #[cfg(any(feature = "deploy", feature = "bench"))]

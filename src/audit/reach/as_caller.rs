@@ -35,6 +35,20 @@ pub(super) fn lent_part(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` with only the statements that run as the caller kept: what the
+/// module makes with its caller's rights.
+pub(super) fn caller_part(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (from, to) in regions(text) {
+        out.push_str(&" ".repeat(from - at));
+        out.push_str(&text[from..to]);
+        at = to;
+    }
+    out.push_str(&" ".repeat(text.len() - at));
+    out
+}
+
 /// Words (lower-cased) and semicolons, with where each starts.
 fn tokens(code: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
@@ -152,6 +166,19 @@ mod tests {
         assert!(!t.contains("update"), "{t}");
         assert!(t.contains("delete fence.lease"), "{t}");
         assert!(t.contains("execute as 'maint'"), "{t}");
+    }
+
+    #[test]
+    fn the_caller_part_is_the_switched_statements_alone() {
+        let t = caller_part(&format!(
+            "{HEAD}SELECT 1; EXECUTE AS CALLER; UPDATE fence.Resource SET x = 1; REVERT; DELETE fence.Lease;"
+        ))
+        .to_lowercase();
+        assert!(t.contains("update fence.resource"), "{t}");
+        assert!(
+            !t.contains("delete") && !t.contains("select") && !t.contains("maint"),
+            "{t}"
+        );
     }
 
     #[test]

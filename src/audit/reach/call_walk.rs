@@ -1,89 +1,146 @@
-//! The calls lending modules make, walked once per audit. A procedure's
-//! text is read once for the procedures it runs (by name, or by a synonym
-//! for one, "Synonyms (Database Engine)"), and what a procedure's own
-//! statements reach under a set of contexts is weighed once; each walk from
-//! a lending module then visits a (procedure, context) pair at most once,
-//! so procedures that call one another end, at any depth ("Nesting Stored
-//! Procedures": up to 32 levels).
+//! The code lending modules run, walked once per audit: the procedures a
+//! text runs (by name in two parts, by one part resolved for the context it
+//! runs in, or by a synonym for one, "Synonyms (Database Engine)") and the
+//! triggers its writes fire ([`super::lent_triggers`]), at any depth
+//! ("Nesting Stored Procedures", "Create Nested Triggers": up to 32
+//! levels). Each piece of code runs in a context (whom its statements run
+//! as, [`Walk::entries`]), and a state is the code, the context and the
+//! part of its text that runs in it; a walk visits a state at most once, so
+//! code that calls itself ends, and a state from which a whole walk found
+//! nothing is not walked again for that goal. What a state's own statements
+//! reach is weighed once.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use super::super::catalog::{Object, ObjectKind};
-use super::super::module_text::{contains_words, normalized};
+use super::super::module_text::{contains_words, executed_unqualified, header_as, normalized, same_name};
 use super::super::rules::Context;
-use super::as_caller::has_caller_region;
+use super::as_caller::{caller_part, has_caller_region, lent_part};
 use super::call_check::runs;
 use super::code::chain_owner;
+use super::lent_names::{Statements, resolves_for};
+use super::lent_switch::switched;
 use super::lent_targets::own;
-use super::lent_write::{Lender, Made, body, lenders};
+use super::lent_triggers::{Trigger, triggers, write_passes};
+use super::lent_write::{Lender, Made, body, lenders, written};
 use super::node::Goal;
 use super::right::Right;
 use super::runners::callable;
+use super::trigger_header::DATA;
 use super::written_through::Through;
 use crate::tsql::code_only;
 
-/// One call on a path: its caller's EXEC of `name` and why it passes.
+/// One step on a path: its caller's EXEC of `name`, or a write that fires
+/// the trigger `name`, and why it passes.
 #[derive(Clone)]
 pub(super) struct Step {
     pub(super) name: String,
+    /// `which maint may EXECUTE`, or for a trigger the write that fires it.
     pub(super) call: String,
+    /// The table or view a fired trigger is on.
+    pub(super) on: Option<String>,
     pub(super) evidence: String,
     pub(super) cut: String,
-    /// The key of the context the call is made in, and whether the callee
-    /// keeps it (countersigned).
+    /// The key of the context the step is made in, and whether the code it
+    /// reaches keeps it (countersigned).
     pub(super) key: Option<String>,
     pub(super) keeps: bool,
 }
 
-/// A procedure a text runs, by a synonym for it or not.
-#[derive(Clone, Copy)]
-struct Callee<'a> {
-    proc: usize,
-    via: Option<&'a Object>,
+/// Which part of a text runs in a context: all of it, or, in a module WITH
+/// EXECUTE AS that goes back to its caller ([`super::as_caller`]), the
+/// statements that run as the module's principal or those that run as its
+/// caller.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Part {
+    Whole,
+    Lent,
+    Caller,
 }
 
-/// A walk in progress: the callees of the procedure it is in, run with
-/// `lender` from a module owned by `owner`.
+/// How a text reaches a piece of code.
+#[derive(Clone, Copy)]
+enum Via<'a> {
+    /// EXEC by a name in two or three parts.
+    Name,
+    /// EXEC by one part, which resolves by the context.
+    OnePart,
+    Synonym(&'a Object),
+    /// A write of the verb to the object (the trigger's table, or a
+    /// synonym or view for it).
+    Write(&'a Object, &'static str),
+}
+
+#[derive(Clone, Copy)]
+struct Callee<'a> {
+    unit: usize,
+    via: Via<'a>,
+}
+
+type State = (usize, usize, Part);
+type Entry = (usize, Part);
+type Runs = Option<(String, String, String)>;
+/// A check of a step, by the caller's owner, the callee, how it is reached
+/// (kind, object, verb) and the context.
+type RunsKey = (Option<String>, usize, (u8, usize, &'static str), usize);
+
+/// A walk in progress: the callees of one state.
 struct Frame<'a> {
     owner: Option<String>,
     lender: usize,
     callees: Rc<Vec<Callee<'a>>>,
     next: usize,
-    /// The callee being descended into, with the contexts left to try.
-    current: Option<(usize, Step, Vec<usize>, usize)>,
+    /// The callee being descended into, with its entries left to try.
+    current: Option<(usize, Step, Vec<Entry>, usize)>,
     step: Option<Step>,
 }
 
-type Runs = Option<(String, String, String)>;
-
 pub(super) struct Walk<'a> {
-    /// The procedures a call may run: callable, with a text.
-    procs: Vec<&'a Object>,
-    /// Each one's name, normalized, as a text names it.
-    names: Vec<String>,
-    /// Synonyms for them: synonym, procedure, normalized name.
+    /// The code a text may reach: callable procedures with a text, and
+    /// enabled DML triggers outside the shipped code.
+    units: Vec<&'a Object>,
+    /// Each procedure's name, normalized, as a text names it.
+    names: Vec<Option<String>>,
+    /// Synonyms for procedures: synonym, procedure, normalized name.
     synonyms: Vec<(&'a Object, usize, String)>,
+    triggers: Vec<(usize, Trigger<'a>)>,
     /// The contexts met, each once (by principal and key).
     lenders: Vec<Lender>,
-    callees: HashMap<usize, Rc<Vec<Callee<'a>>>>,
-    /// A procedure's own contexts, whether it switches context, and
-    /// whether its text goes back to its caller's.
+    callees: HashMap<(usize, Part), Rc<Vec<Callee<'a>>>>,
+    /// A unit's own contexts, whether it switches context, and whether its
+    /// text goes back to its caller's.
     own: HashMap<usize, (Vec<usize>, bool, bool)>,
-    runs: HashMap<(Option<String>, usize, usize, usize), Runs>,
-    reached: HashMap<(usize, Goal, Vec<usize>), Option<Made>>,
+    switches: HashMap<(usize, usize), Vec<usize>>,
+    runs: HashMap<RunsKey, Runs>,
+    reached: HashMap<(usize, Goal, usize, Part), Option<Made>>,
+    /// States from which a whole walk reached nothing, by goal.
+    dead: HashSet<(Goal, State)>,
 }
 
 impl<'a> Walk<'a> {
     pub(super) fn new(ctx: &Context<'a>) -> Self {
-        let procs: Vec<&'a Object> = ctx
+        let units: Vec<&'a Object> = ctx
             .catalog
             .objects
             .iter()
-            .filter(|o| o.kind == ObjectKind::Procedure && callable(ctx, o) && body(o).is_some())
+            .filter(|o| match o.kind {
+                ObjectKind::Procedure => callable(ctx, o),
+                ObjectKind::Trigger => !o.disabled && callable(ctx, o),
+                _ => false,
+            })
+            .filter(|o| body(o).is_some())
             .collect();
-        let names: Vec<String> = procs.iter().map(|p| normalized(&p.qualified_name())).collect();
-        let index: HashMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
+        let names: Vec<Option<String>> = units
+            .iter()
+            .map(|p| (p.kind == ObjectKind::Procedure).then(|| normalized(&p.qualified_name())))
+            .collect();
+        let index: HashMap<&str, usize> = names
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| Some((n.as_deref()?, i)))
+            .collect();
         let here = format!("{}.", normalized(&ctx.catalog.database));
         let synonyms = ctx
             .catalog
@@ -97,53 +154,80 @@ impl<'a> Walk<'a> {
                 Some((s, p, normalized(&s.qualified_name())))
             })
             .collect();
+        let triggers = triggers(ctx, &units);
         Walk {
-            procs,
+            units,
             names,
             synonyms,
+            triggers,
             lenders: Vec::new(),
             callees: HashMap::new(),
             own: HashMap::new(),
+            switches: HashMap::new(),
             runs: HashMap::new(),
             reached: HashMap::new(),
+            dead: HashSet::new(),
         }
     }
 
-    /// The calls from `m` (whose statements are `text`), run with
-    /// `lender`, to the first procedure whose statements reach the goal,
-    /// and what they make there.
+    /// The steps from `m` (whose statements are `text`), run with
+    /// `lender`, to the first code whose statements reach the goal, and
+    /// what they make there.
     pub(super) fn path(
         &mut self,
         ctx: &Context<'a>,
         rights: &[Right],
         to: (Goal, &[Through]),
-        m: &Object,
+        m: &'a Object,
         text: &str,
         lender: &Lender,
     ) -> Option<(Vec<Step>, Made)> {
-        let start = self.procs.iter().position(|p| std::ptr::eq(*p, m));
         let first = self.intern(lender);
-        let mut visited: HashSet<(usize, usize)> = HashSet::new();
+        let part = if lender.key.is_none() { Part::Lent } else { Part::Whole };
+        let mut visited: HashSet<State> = HashSet::new();
+        // The module itself, in the context it lends, is the walk's start:
+        // what it makes there is its own text's. Run again in another
+        // context, it is walked as any code.
+        if let Some(s) = self.units.iter().position(|u| std::ptr::eq(*u, m)) {
+            visited.insert((s, first, part));
+        }
+        let callees = Rc::new(self.callees_in(ctx, m, text));
+        let found = self.search(ctx, rights, to, &mut visited, (chain_owner(ctx, m), first, callees));
+        if found.is_none() {
+            self.dead.extend(visited.into_iter().map(|s| (to.0, s)));
+        }
+        found
+    }
+
+    fn search(
+        &mut self,
+        ctx: &Context<'a>,
+        rights: &[Right],
+        to: (Goal, &[Through]),
+        visited: &mut HashSet<State>,
+        (owner, first, callees): (Option<&str>, usize, Rc<Vec<Callee<'a>>>),
+    ) -> Option<(Vec<Step>, Made)> {
         let mut stack = vec![Frame {
-            owner: chain_owner(ctx, m).map(str::to_string),
+            owner: owner.map(str::to_string),
             lender: first,
-            callees: Rc::new(self.callees_in(text)),
+            callees,
             next: 0,
             current: None,
             step: None,
         }];
         while let Some(f) = stack.last_mut() {
-            if let Some((p, step, ctxs, j)) = &mut f.current {
-                let Some(&c) = ctxs.get(*j) else {
+            if let Some((p, step, entries, j)) = &mut f.current {
+                let Some(&(c, part)) = entries.get(*j) else {
                     f.current = None;
                     continue;
                 };
                 *j += 1;
                 let (p, step) = (*p, step.clone());
-                if visited.insert((p, c)) {
-                    let callees = self.callees(p);
+                let state = (p, c, part);
+                if !self.dead.contains(&(to.0, state)) && visited.insert(state) {
+                    let callees = self.callees(ctx, p, part);
                     stack.push(Frame {
-                        owner: chain_owner(ctx, self.procs[p]).map(str::to_string),
+                        owner: chain_owner(ctx, self.units[p]).map(str::to_string),
                         lender: c,
                         callees,
                         next: 0,
@@ -158,31 +242,31 @@ impl<'a> Walk<'a> {
                 continue;
             };
             f.next += 1;
-            // The module itself is the walk's start: what it makes is its
-            // own text's.
-            if Some(callee.proc) == start {
-                continue;
-            }
             let (owner, l) = (f.owner.clone(), f.lender);
             let Some((call, evidence, cut)) = self.runs(ctx, rights, owner, callee, l) else {
                 continue;
             };
-            let (ctxs, keeps) = self.contexts(ctx, callee.proc, l);
+            let (entries, keeps) = self.entries(ctx, rights, callee.unit, l);
+            let unit = self.units[callee.unit];
             let step = Step {
-                name: self.procs[callee.proc].qualified_name(),
+                name: unit.qualified_name(),
                 call,
+                on: matches!(callee.via, Via::Write(..)).then(|| unit.parent.clone().unwrap_or_default()),
                 evidence,
                 cut,
                 key: self.lenders[l].key.clone(),
                 keeps,
             };
-            if let Some(made) = self.reached(ctx, rights, to, callee.proc, &ctxs) {
+            let made = entries
+                .iter()
+                .find_map(|&(c, part)| self.reached(ctx, rights, to, callee.unit, c, part));
+            if let Some(made) = made {
                 let mut steps: Vec<Step> = stack.iter().filter_map(|f| f.step.clone()).collect();
                 steps.push(step);
                 return Some((steps, made));
             }
             if let Some(f) = stack.last_mut() {
-                f.current = Some((callee.proc, step, ctxs, 0));
+                f.current = Some((callee.unit, step, entries, 0));
             }
         }
         None
@@ -206,44 +290,94 @@ impl<'a> Walk<'a> {
         self.lenders.len() - 1
     }
 
-    /// The procedures `text` names, by themselves or by a synonym, in the
-    /// catalog's order.
-    fn callees_in(&self, text: &str) -> Vec<Callee<'a>> {
-        let text = normalized(&code_only(text));
-        let by_name = (0..self.procs.len())
-            .filter(|&i| contains_words(&text, &self.names[i]))
-            .map(|proc| Callee { proc, via: None });
-        let by_synonym = self
-            .synonyms
-            .iter()
-            .filter(|(_, _, n)| contains_words(&text, n))
-            .map(|&(s, proc, _)| Callee { proc, via: Some(s) });
-        by_name.chain(by_synonym).collect()
+    /// The procedures `text` (`m`'s) runs, by name or by a synonym, in the
+    /// catalog's order, then the triggers its writes fire.
+    fn callees_in(&self, ctx: &Context, m: &Object, text: &str) -> Vec<Callee<'a>> {
+        let code = normalized(&code_only(text));
+        // A procedure's header names the procedure itself, which is no call.
+        let code = match header_as(&code) {
+            Some(at) if code.trim_start().starts_with("create") => &code[at..],
+            _ => &code[..],
+        };
+        let one_part = executed_unqualified(text);
+        let mut out: Vec<Callee<'a>> = Vec::new();
+        for (unit, name) in self.names.iter().enumerate() {
+            let Some(name) = name else { continue };
+            if contains_words(code, name) {
+                out.push(Callee { unit, via: Via::Name });
+            } else if one_part.iter().any(|e| same_name(e, &self.units[unit].name)) {
+                out.push(Callee {
+                    unit,
+                    via: Via::OnePart,
+                });
+            }
+        }
+        out.extend(
+            self.synonyms
+                .iter()
+                .filter(|(_, _, n)| contains_words(code, n))
+                .map(|&(s, unit, _)| Callee {
+                    unit,
+                    via: Via::Synonym(s),
+                }),
+        );
+        let verbs: Vec<&'static str> = written(text).into_iter().filter(|v| DATA.contains(v)).collect();
+        if !verbs.is_empty() {
+            let statements = Statements::new(ctx, m, text);
+            out.extend(self.triggers.iter().filter_map(|(unit, t)| {
+                let (named, verb) = t.fired_by(ctx, &statements, &verbs)?;
+                Some(Callee {
+                    unit: *unit,
+                    via: Via::Write(named, verb),
+                })
+            }));
+        }
+        out
     }
 
-    fn callees(&mut self, p: usize) -> Rc<Vec<Callee<'a>>> {
-        if let Some(c) = self.callees.get(&p) {
+    fn callees(&mut self, ctx: &Context, p: usize, part: Part) -> Rc<Vec<Callee<'a>>> {
+        if let Some(c) = self.callees.get(&(p, part)) {
             return c.clone();
         }
-        let c = Rc::new(body(self.procs[p]).map(|b| self.callees_in(b)).unwrap_or_default());
-        self.callees.insert(p, c.clone());
+        let o = self.units[p];
+        let c = Rc::new(
+            body(o)
+                .map(|b| self.callees_in(ctx, o, &text_of(b, part)))
+                .unwrap_or_default(),
+        );
+        self.callees.insert((p, part), c.clone());
         c
     }
 
-    /// Whether the EXEC of `callee` passes from a module owned by `owner`
-    /// run with `l`: by a synonym, checked on the synonym (or chained to
-    /// it) and then on the procedure unless the synonym's owner is its.
+    /// Whether `callee` runs from code owned by `owner` run with `l`: an
+    /// EXEC (by a synonym, checked on the synonym or chained to it, then on
+    /// the procedure unless the synonym has its owner; by one part, when
+    /// the name resolves to it in that context), or a write that fires it.
     fn runs(&mut self, ctx: &Context, rights: &[Right], owner: Option<String>, callee: Callee, l: usize) -> Runs {
-        let via = callee.via.map_or(usize::MAX, |s| s as *const Object as usize);
-        let key = (owner.map(|o| o.to_lowercase()), callee.proc, via, l);
+        let via = match callee.via {
+            Via::Name => (0, 0, ""),
+            Via::OnePart => (1, 0, ""),
+            Via::Synonym(s) => (2, s as *const Object as usize, ""),
+            Via::Write(o, v) => (3, o as *const Object as usize, v),
+        };
+        let key = (owner.map(|o| o.to_lowercase()), callee.unit, via, l);
         if let Some(r) = self.runs.get(&key) {
             return r.clone();
         }
-        let p = self.procs[callee.proc];
+        let p = self.units[callee.unit];
         let lender = &self.lenders[l];
+        let owner = key.0.as_deref();
         let r = match callee.via {
-            None => runs(ctx, rights, key.0.as_deref(), p, lender),
-            Some(s) => runs(ctx, rights, key.0.as_deref(), s, lender).and_then(|(call, evidence, cut)| {
+            Via::Name => runs(ctx, rights, owner, p, lender),
+            Via::OnePart => {
+                let user = lender.key.is_none().then_some(lender.principal.as_str());
+                if resolves_for(ctx, user, &p.schema, &p.name) {
+                    runs(ctx, rights, owner, p, lender)
+                } else {
+                    None
+                }
+            }
+            Via::Synonym(s) => runs(ctx, rights, owner, s, lender).and_then(|(call, evidence, cut)| {
                 let (then, base_evidence, base_cut) = runs(ctx, rights, ctx.catalog.owner_of(s), p, lender)?;
                 let (syn, name) = (s.qualified_name(), p.qualified_name());
                 Some((
@@ -252,62 +386,102 @@ impl<'a> Walk<'a> {
                     format!("{cut} (or {base_cut})"),
                 ))
             }),
+            Via::Write(named, verb) => {
+                let on = p.parent.as_deref().and_then(|n| ctx.catalog.object(n));
+                on.and_then(|on| write_passes(ctx, rights, owner, (named, on), verb, lender))
+            }
         };
         self.runs.insert(key, r.clone());
         r
     }
 
-    /// The contexts `p`'s statements run with when called with `l`: its
-    /// own EXECUTE AS or signatures, and `l` unless an EXECUTE AS of its
-    /// own replaces it (a signature's rights carry only into a module
-    /// countersigned with its key). Statements after an EXECUTE AS CALLER
-    /// in `p` run with `l` again.
-    fn contexts(&mut self, ctx: &Context, p: usize, l: usize) -> (Vec<usize>, bool) {
+    /// The contexts `p`'s statements run with when reached with `l`, each
+    /// with the part of its text that runs so: its own EXECUTE AS or
+    /// signatures, and `l` unless an EXECUTE AS of its own replaces it (a
+    /// signature's rights carry only into code countersigned with its key);
+    /// in code WITH EXECUTE AS, the statements after an EXECUTE AS CALLER
+    /// run with `l` again. An EXECUTE AS USER in the text adds the user a
+    /// context may impersonate ([`super::lent_switch`]). Whether `l`'s
+    /// signature is kept.
+    fn entries(&mut self, ctx: &Context, rights: &[Right], p: usize, l: usize) -> (Vec<Entry>, bool) {
         if !self.own.contains_key(&p) {
-            let o = self.procs[p];
+            let o = self.units[p];
             let own = lenders(ctx, o);
             let switches = own.iter().any(|x| x.key.is_none());
             let back = switches && body(o).is_some_and(has_caller_region);
             let ids = own.iter().map(|x| self.intern(x)).collect();
             self.own.insert(p, (ids, switches, back));
         }
-        let (ids, switches, back) = &self.own[&p];
-        let keeps = if *switches {
-            *back
+        let (ids, switches, back) = self.own[&p].clone();
+        let mut out = Vec::new();
+        let keeps = if switches {
+            if back {
+                out.push((l, Part::Caller));
+            }
+            out.extend(ids.iter().map(|&i| (i, Part::Lent)));
+            false
         } else {
-            self.lenders[l].key.as_ref().is_none_or(|k| {
-                self.procs[p]
+            let keeps = self.lenders[l].key.as_ref().is_none_or(|k| {
+                self.units[p]
                     .counter_signed_by
                     .iter()
                     .any(|c| c.eq_ignore_ascii_case(k))
-            })
+            });
+            if keeps {
+                out.push((l, Part::Whole));
+            }
+            out.extend(ids.iter().filter(|&&i| !keeps || i != l).map(|&i| (i, Part::Whole)));
+            keeps && self.lenders[l].key.is_some()
         };
-        let mut out = Vec::new();
-        if keeps {
-            out.push(l);
+        for (c, part) in out.clone() {
+            for x in self.switched(ctx, rights, p, c) {
+                if !out.contains(&(x, part)) {
+                    out.push((x, part));
+                }
+            }
         }
-        out.extend(ids.iter().copied().filter(|i| !keeps || *i != l));
-        (out, keeps && self.lenders[l].key.is_some() && !*switches)
+        (out, keeps)
     }
 
-    /// What `p`'s own statements reach with `ctxs`, or by a chain from its
-    /// owner.
+    fn switched(&mut self, ctx: &Context, rights: &[Right], p: usize, c: usize) -> Vec<usize> {
+        if let Some(s) = self.switches.get(&(p, c)) {
+            return s.clone();
+        }
+        let found = body(self.units[p]).map_or_else(Vec::new, |b| switched(ctx, rights, b, &self.lenders[c]));
+        let ids: Vec<usize> = found.iter().map(|x| self.intern(x)).collect();
+        self.switches.insert((p, c), ids.clone());
+        ids
+    }
+
+    /// What `p`'s own statements of `part` reach with `c`, or by a chain
+    /// from its owner.
     fn reached(
         &mut self,
         ctx: &Context,
         rights: &[Right],
         to: (Goal, &[Through]),
         p: usize,
-        ctxs: &[usize],
+        c: usize,
+        part: Part,
     ) -> Option<Made> {
-        let key = (p, to.0, ctxs.to_vec());
+        let key = (p, to.0, c, part);
         if let Some(r) = self.reached.get(&key) {
             return r.clone();
         }
-        let o = self.procs[p];
-        let contexts: Vec<&Lender> = ctxs.iter().map(|&i| &self.lenders[i]).collect();
-        let r = body(o).and_then(|b| own(ctx, rights, to, o, b, &contexts, chain_owner(ctx, o)));
+        let o = self.units[p];
+        let r = body(o).and_then(|b| {
+            let text = text_of(b, part);
+            own(ctx, rights, to, o, &text, &[&self.lenders[c]], chain_owner(ctx, o))
+        });
         self.reached.insert(key, r.clone());
         r
+    }
+}
+
+fn text_of(body: &str, part: Part) -> Cow<'_, str> {
+    match part {
+        Part::Whole => Cow::Borrowed(body),
+        Part::Lent => lent_part(body),
+        Part::Caller => Cow::Owned(caller_part(body)),
     }
 }

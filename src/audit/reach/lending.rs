@@ -6,9 +6,9 @@
 //! that fires such a trigger, makes the writes its text makes with that
 //! principal's rights (to a fence table, or through an object that writes
 //! one), and the fence_admin procedures it runs ([`super::lent_targets`]),
-//! and those of the procedures it runs ([`super::lending_calls`]) and the
-//! triggers its writes fire ([`super::lent_triggers`]), and only
-//! those: the edge goes from the module to the goal (or to the object
+//! and those of the procedures it runs and the triggers its writes fire
+//! ([`super::lending_calls`]), with the users it switches to by EXECUTE AS
+//! USER ([`super::lent_switch`]), and only those: the edge goes from the module to the goal (or to the object
 //! written through), never to the principal, since the caller cannot do
 //! anything else it may. SQL built at run time is [`super::runners`]' (the
 //! caller then runs what it likes as that principal).
@@ -22,13 +22,14 @@ use super::call_walk::Walk;
 use super::code::chain_owner;
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
+use super::lent_switch::switched;
 use super::lent_targets::own;
-use super::lent_write::{body, lenders};
+use super::lent_write::{Lender, body, lenders};
 use super::node::{Goal, Node};
 use super::right::Right;
 use super::runners::callable;
 use super::written_through::{Through, fence_synonyms};
-use super::{callers, lending_calls as calls, lent_triggers as fired};
+use super::{callers, lending_calls as calls};
 use crate::audit::module_text::may_write;
 
 /// `through`: the objects a write goes through to the fence
@@ -48,7 +49,10 @@ pub(super) fn edges<'a>(ctx: &Context<'a>, rights: &[Right], mut through: Vec<Th
             "its caller"
         };
         let mut lends = false;
-        for (lender, goal) in lenders(ctx, m)
+        let mut contexts = lenders(ctx, m);
+        let switches: Vec<Lender> = contexts.iter().flat_map(|l| switched(ctx, rights, body, l)).collect();
+        contexts.extend(switches);
+        for (lender, goal) in contexts
             .iter()
             .flat_map(|l| [(l, Goal::WriteFence), (l, Goal::RunAdmin)])
         {
@@ -68,7 +72,6 @@ pub(super) fn edges<'a>(ctx: &Context<'a>, rights: &[Right], mut through: Vec<Th
             let Some(made) = own(ctx, rights, to, m, &body, &[lender], owner)
                 .filter(|made| !made.chained)
                 .or_else(|| calls::made(ctx, rights, to, &mut walk, m, &body, lender))
-                .or_else(|| fired::made(ctx, rights, to, &mut walk, m, &body, lender))
             else {
                 continue;
             };

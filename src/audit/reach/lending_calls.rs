@@ -1,4 +1,5 @@
-//! Writes a lending module makes through the procedures it runs. "EXECUTE
+//! Writes a lending module makes through the procedures it runs and the
+//! triggers its writes fire ([`super::lent_triggers`]). "EXECUTE
 //! AS Clause": the context a module WITH EXECUTE AS switches to stays in
 //! force in the modules it calls until it returns, so the EXEC of another
 //! procedure is checked against that principal (unless the caller's and
@@ -20,15 +21,15 @@ use super::node::Goal;
 use super::right::Right;
 use super::written_through::Through;
 
-/// The first write (or fence_admin call, for `goal`) a procedure `m` runs
-/// makes with `lender`'s rights kept, or unchecked by a chain from that
-/// procedure's owner.
+/// The first write (or fence_admin call, for `goal`) that code `m` runs or
+/// fires makes with `lender`'s rights kept, or unchecked by a chain from
+/// that code's owner.
 pub(super) fn made<'a>(
     ctx: &Context<'a>,
     rights: &[Right],
     to: (Goal, &[Through]),
     walk: &mut Walk<'a>,
-    m: &Object,
+    m: &'a Object,
     body: &str,
     lender: &Lender,
 ) -> Option<Made> {
@@ -36,15 +37,19 @@ pub(super) fn made<'a>(
     Some(steps.iter().rev().fold(inner, |inner, s| wrap(s, inner)))
 }
 
-/// `inner`, made by the callee of `s`, as its caller's text makes it.
+/// `inner`, made by the code `s` reaches, as its caller's text makes it.
 fn wrap(s: &Step, inner: Made) -> Made {
     let name = &s.name;
     let kept = match s.key.as_deref() {
         Some(key) if s.keeps => format!("; countersigned with {key}, it keeps that signature's rights"),
         _ => String::new(),
     };
+    let reaches = match &s.on {
+        None => format!("runs {name} ({}{kept})", s.call),
+        Some(on) => format!("{}, which fires {name}, a trigger on {on}{kept}", s.call),
+    };
     Made {
-        what: format!("runs {name} ({}{kept}); {name}'s text {}", s.call, inner.what),
+        what: format!("{reaches}; {name}'s text {}", inner.what),
         to: inner.to,
         table: inner.table,
         chained: false,

@@ -52,26 +52,42 @@ impl<'a> Statements<'a> {
         self.naming(ctx, user, schema, name, &self.text)
     }
 
+    /// Whether a data statement of the code (INSERT, UPDATE, DELETE,
+    /// MERGE) names `schema.name`: in two or three parts, or in one that
+    /// resolves in the module's own schema.
+    pub(super) fn writes_to(&self, ctx: &Context, schema: &str, name: &str) -> bool {
+        contains_words(&self.code, &normalized(&format!("{schema}.{name}")))
+            || resolves_in(ctx, self.schema, schema, name) && names_unqualified_in(&self.code, name)
+    }
+
     fn naming(&self, ctx: &Context, user: Option<&str>, schema: &str, name: &str, text: &str) -> bool {
         if contains_words(text, &normalized(&format!("{schema}.{name}"))) {
             return true;
         }
-        // A one-part name resolves in `first`, or in dbo when `first` has
-        // no object of the name.
-        let resolves = |first: &str| {
-            first.eq_ignore_ascii_case(schema)
-                || schema.eq_ignore_ascii_case("dbo") && ctx.catalog.object(&format!("{first}.{name}")).is_none()
-        };
-        if resolves(self.schema) && names_unqualified_in(&self.code, name) {
+        if resolves_in(ctx, self.schema, schema, name) && names_unqualified_in(&self.code, name) {
             return true;
         }
         let by_context = self.executed.iter().chain(&self.ddl).any(|e| same_name(e, name));
-        match user {
-            None => by_context,
-            Some(user) => {
-                let default = ctx.catalog.principal(user).and_then(|p| p.default_schema.as_deref());
-                by_context && resolves(default.unwrap_or("dbo"))
-            }
+        by_context && resolves_for(ctx, user, schema, name)
+    }
+}
+
+/// Whether a one-part EXECUTE or DDL name run as `user` (`None`: the
+/// caller's own context, whose default schema the caller sets) resolves to
+/// `schema.name`: in the user's default schema, then dbo.
+pub(super) fn resolves_for(ctx: &Context, user: Option<&str>, schema: &str, name: &str) -> bool {
+    match user {
+        None => true,
+        Some(user) => {
+            let default = ctx.catalog.principal(user).and_then(|p| p.default_schema.as_deref());
+            resolves_in(ctx, default.unwrap_or("dbo"), schema, name)
         }
     }
+}
+
+/// Whether a one-part name looked up first in `first` resolves to
+/// `schema.name`: there, or in dbo when `first` has no object of the name.
+fn resolves_in(ctx: &Context, first: &str, schema: &str, name: &str) -> bool {
+    first.eq_ignore_ascii_case(schema)
+        || schema.eq_ignore_ascii_case("dbo") && ctx.catalog.object(&format!("{first}.{name}")).is_none()
 }

@@ -1,133 +1,141 @@
-//! Triggers a lent write fires. "CREATE TRIGGER": a DML trigger runs as its
-//! caller unless it is created WITH EXECUTE AS, and "EXECUTE AS Clause":
-//! the context a module switches to stays in force in what it runs. A
-//! write a lending module makes to a table or view, when the principal it
-//! runs as may make it there (or the chain from the module skips that
-//! check), fires each enabled trigger on it for that event, and a trigger
-//! that runs as its caller makes its own statements with that principal's
-//! rights: checked against it, unless the chain from the owner of what the
-//! trigger is on skips the check ([`super::writers`] follows that chain).
-//! A trigger WITH EXECUTE AS of its own lends as it would to anyone
-//! ([`super::lending`]); a signature's rights carry into it only when it is
-//! countersigned with the same key ("ADD SIGNATURE").
+//! Triggers a lent write fires. "CREATE TRIGGER": a DML trigger fires for
+//! each statement that modifies what it is on, runs as its caller unless it
+//! is created WITH EXECUTE AS, and "Create Nested Triggers": a trigger's
+//! own writes fire the triggers on what they write, up to 32 levels. A
+//! statement names the table itself, a synonym for it ("Synonyms (Database
+//! Engine)") or a view a modification goes through to it ("Modify Data
+//! Through a View"). "EXECUTE AS Clause": the context a module switches to
+//! stays in force in what it runs, so the write is checked against that
+//! principal where the chain from the module's owner breaks (on the object
+//! named, and on the table beyond it when that has another owner), and a
+//! trigger that runs as its caller makes its own statements with the same
+//! rights. [`super::call_walk`] follows these as it follows calls.
 
-use super::super::catalog::{Object, ObjectKind, Securable};
+use super::super::catalog::{Object, ObjectKind};
 use super::super::rules::Context;
 use super::broken_chains::chains;
-use super::call_walk::Walk;
-use super::code::chain_owner;
-use super::lending_calls as calls;
 use super::lent_names::Statements;
-use super::lent_targets::own;
-use super::lent_write::{Lender, Made, body as statements, context_user, how_held, lenders, lent, written};
-use super::node::Goal;
+use super::lent_write::{Lender, how_held, lent};
 use super::right::Right;
+use super::synonym_routes::securable;
+use super::synonyms::synonyms_for;
 use super::trigger_header::{DATA, header};
-use super::written_through::Through;
+use super::updatable::writes_through;
 
-/// The first write (or fence_admin call, for `goal`) a trigger fired by a
-/// write in `m`'s statements `body` makes with `lender`'s rights.
-pub(super) fn made<'a>(
-    ctx: &Context<'a>,
-    rights: &[Right],
-    to: (Goal, &[Through]),
-    walk: &mut Walk<'a>,
-    m: &Object,
-    body: &str,
-    lender: &Lender,
-) -> Option<Made> {
-    let verbs: Vec<&str> = written(body).into_iter().filter(|v| DATA.contains(v)).collect();
-    if verbs.is_empty() {
-        return None;
-    }
-    let text = Statements::new(ctx, m, body);
-    let user = context_user(&[lender]);
-    let owner = chain_owner(ctx, m);
-    for t in ctx
+/// An enabled DML trigger outside the shipped code, with what fires it.
+pub(super) struct Trigger<'a> {
+    events: Vec<&'static str>,
+    /// What a statement may name to write `on`: itself, the synonyms for
+    /// it, the views written through to it.
+    ways: Vec<&'a Object>,
+}
+
+/// The triggers a write in some code may fire.
+pub(super) fn triggers<'a>(ctx: &Context<'a>, units: &[&'a Object]) -> Vec<(usize, Trigger<'a>)> {
+    let views: Vec<&Object> = ctx
         .catalog
         .objects
         .iter()
-        .filter(|t| t.kind == ObjectKind::Trigger && !t.disabled && !ctx.is_shipped(t))
-    {
-        let Some(on) = t.parent.as_deref().and_then(|p| ctx.catalog.object(p)) else {
-            continue;
-        };
-        let own_lenders = lenders(ctx, t);
-        let keeps = !own_lenders.iter().any(|l| l.key.is_none())
-            && lender
-                .key
-                .as_ref()
-                .is_none_or(|k| t.counter_signed_by.iter().any(|c| c.eq_ignore_ascii_case(k)));
-        let (Some(t_body), Some(definition)) = (statements(t), t.definition.as_deref()) else {
-            continue;
-        };
-        if !keeps || !text.names(ctx, user, &on.schema, &on.name) {
-            continue;
-        }
-        let events = header(definition).1;
-        let Some((fires, evidence)) = verbs
-            .iter()
-            .filter(|v| events.contains(v))
-            .find_map(|v| write_to(ctx, rights, on, v, lender, owner))
-        else {
-            continue;
-        };
-        let mut contexts = vec![lender];
-        contexts.extend(own_lenders.iter());
-        let inner = own(ctx, rights, to, t, t_body, &contexts, chain_owner(ctx, t))
-            .filter(|inner| !inner.chained)
-            .or_else(|| calls::made(ctx, rights, to, walk, t, t_body, lender));
-        let Some(inner) = inner else { continue };
-        let (name, on_name) = (t.qualified_name(), on.qualified_name());
-        return Some(Made {
-            what: format!(
-                "{fires}, which fires its trigger {name}; {name} runs as its caller, so with {}'s rights, and its \
-                 text {}",
-                lender.principal, inner.what
-            ),
-            to: inner.to,
-            table: inner.table,
-            chained: false,
-            evidence: format!(
-                "{evidence}; sys.triggers: {name} is on {on_name}; {name}: {}",
-                inner.evidence
-            ),
-            cut: inner.cut,
-        });
-    }
-    None
+        .filter(|o| o.kind == ObjectKind::View)
+        .collect();
+    units
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.kind == ObjectKind::Trigger)
+        .filter_map(|(i, t)| {
+            let on = ctx.catalog.object(t.parent.as_deref()?)?;
+            let events: Vec<&'static str> = header(t.definition.as_deref()?)
+                .1
+                .into_iter()
+                .filter(|e| DATA.contains(e))
+                .collect();
+            let name = on.qualified_name();
+            let mut ways = vec![on];
+            ways.extend(synonyms_for(ctx, &name));
+            if on.kind == ObjectKind::Table {
+                ways.extend(
+                    views
+                        .iter()
+                        .filter(|v| v.definition.as_deref().is_some_and(|d| writes_through(d, &name)))
+                        .copied(),
+                );
+            }
+            Some((i, Trigger { events, ways }))
+        })
+        .collect()
 }
 
-/// `makes INSERT on ops.Orders, ...`, and its evidence, when the write
-/// `v` to `on` passes: the chain from `owner` skips the check, or the
-/// lender may make it.
-fn write_to(
+impl<'a> Trigger<'a> {
+    /// The first object of its ways `text` writes with one of `verbs` the
+    /// trigger is for, with that verb.
+    pub(super) fn fired_by(
+        &self,
+        ctx: &Context,
+        text: &Statements,
+        verbs: &[&'static str],
+    ) -> Option<(&'a Object, &'static str)> {
+        let verb = verbs.iter().copied().find(|v| self.events.contains(v))?;
+        self.ways
+            .iter()
+            .find(|w| text.writes_to(ctx, &w.schema, &w.name))
+            .map(|w| (*w, verb))
+    }
+}
+
+/// Why the write `verb` to `named` (`on` itself, or a synonym or view for
+/// it) passes from code owned by `owner` run with `lender`: the chain from
+/// `owner` skips each check, or the lender may make the write where it is
+/// checked. The step's text (`makes INSERT on ops.OS, ...`), evidence and
+/// cut.
+pub(super) fn write_passes(
     ctx: &Context,
     rights: &[Right],
-    on: &Object,
-    v: &str,
-    lender: &Lender,
     owner: Option<&str>,
-) -> Option<(String, String)> {
-    let name = on.qualified_name();
-    if let Some(o) = chains(ctx, owner, on) {
+    (named, on): (&Object, &Object),
+    verb: &str,
+    lender: &Lender,
+) -> Option<(String, String, String)> {
+    let (mut step, mut evidence, mut cut) = check(ctx, rights, owner, named, verb, lender)?;
+    if std::ptr::eq(named, on) {
+        return Some((step, evidence, cut));
+    }
+    let base = on.qualified_name();
+    let stands = if named.kind == ObjectKind::Synonym {
+        format!("a synonym for {base}")
+    } else {
+        format!("a view a modification goes through to {base}")
+    };
+    let (then, e, c) = check(ctx, rights, ctx.catalog.owner_of(named), on, verb, lender)?;
+    step = format!("{step} ({stands}); then {then}");
+    evidence = format!("{evidence}; {} stands for {base}; {e}", named.qualified_name());
+    cut = format!("{cut} (or {c})");
+    Some((step, evidence, cut))
+}
+
+fn check(
+    ctx: &Context,
+    rights: &[Right],
+    owner: Option<&str>,
+    o: &Object,
+    verb: &str,
+    lender: &Lender,
+) -> Option<(String, String, String)> {
+    let name = o.qualified_name();
+    if let Some(owner) = chains(ctx, owner, o) {
         return Some((
-            format!("makes {v} on {name}, owned by {o} as the caller is: ownership chaining skips the check"),
-            format!("{name} is owned by {o}"),
+            format!("makes {verb} on {name}, owned by {owner} as the caller is: ownership chaining skips the check"),
+            format!("{name} is owned by {owner}"),
+            format!("(move {name} to another owner)"),
         ));
     }
-    let target = Securable::Object {
-        schema: on.schema.clone(),
-        name: on.name.clone(),
-        column: None,
-    };
-    let right = lent(ctx, rights, &lender.principal, &target, v)?;
+    let right = lent(ctx, rights, &lender.principal, &securable(o), verb)?;
     Some((
         format!(
-            "makes {v} on {name}, which {} may make{}",
+            "makes {verb} on {name}, which {} may make{}",
             lender.principal,
-            how_held(ctx, right, &lender.principal, v, &name)
+            how_held(ctx, right, &lender.principal, verb, &name)
         ),
         right.evidence.clone(),
+        right.cut.clone(),
     ))
 }

@@ -42,6 +42,7 @@ mod leaving;
 mod lending;
 mod lending_calls;
 mod lent_names;
+mod lent_switch;
 mod lent_targets;
 mod lent_triggers;
 mod lent_write;

@@ -509,6 +509,9 @@ fn probe2_06_control_the_same_exec_in_two_parts_is_followed() {
 #[test]
 fn probe2_07_control_running_the_switching_callee_directly_is_followed() {
     let mut c = recursion_through_a_switch(true);
+    // etl may run work.Back alone, so no path through ops.Load names it.
+    c.permissions
+        .retain(|p| p.grantee != "etl" || p.permission != "EXECUTE");
     c.permissions.push(grant("etl", "EXECUTE", object("work", "Back")));
     reached(&c, "etl", WRITE, &["EXECUTE on work.Back"]);
 }

@@ -1,0 +1,119 @@
+//! EXECUTE AS USER inside a lending module ("EXECUTE AS (Transact-SQL)"):
+//! the statement switches the context to that user when the context it
+//! runs in holds IMPERSONATE on it (or a right that covers it), and the
+//! statements after it run as that user until REVERT. So a module running
+//! as maint (EXECUTE AS 'maint') that switches to writer, which maint may
+//! impersonate, makes its writes with writer's rights: whoever may run the
+//! module makes them too, though it could not impersonate writer itself.
+//! A switch anywhere in the text counts for the whole text, which can only
+//! add a finding. Only a context that is a user switches so: a signature
+//! adds its key user's rights to the caller's context, whose own
+//! IMPERSONATE [`super::principals`] weighs.
+
+use super::super::catalog::Securable;
+use super::super::rules::Context;
+use super::lent_write::{Lender, how_held, lent};
+use super::right::Right;
+use super::singleton;
+use crate::tsql::{TokenKind, tokenize};
+
+/// The users `body`, run with `lender`'s context, switches to by EXECUTE AS
+/// USER, each as the context its statements then run with.
+pub(super) fn switched(ctx: &Context, rights: &[Right], body: &str, lender: &Lender) -> Vec<Lender> {
+    if lender.key.is_some() {
+        return Vec::new();
+    }
+    let mut out: Vec<Lender> = Vec::new();
+    for user in targets(body) {
+        if user.eq_ignore_ascii_case(&lender.principal) || out.iter().any(|l| l.principal.eq_ignore_ascii_case(&user)) {
+            continue;
+        }
+        let Some(p) = ctx.catalog.principal(&user) else {
+            continue;
+        };
+        if !singleton::user(ctx, p) {
+            continue;
+        }
+        let on = Securable::Principal { name: p.name.clone() };
+        let Some(right) = lent(ctx, rights, &lender.principal, &on, "IMPERSONATE") else {
+            continue;
+        };
+        let quoted = p.name.replace('\'', "''");
+        out.push(Lender {
+            principal: p.name.clone(),
+            how: format!(
+                "{}, then switches to {} (EXECUTE AS USER = '{quoted}'), which {} may impersonate{}",
+                lender.how,
+                p.name,
+                lender.principal,
+                how_held(
+                    ctx,
+                    right,
+                    &lender.principal,
+                    "IMPERSONATE",
+                    &format!("USER::{}", p.name)
+                )
+            ),
+            evidence: format!("{}; {}", lender.evidence, right.evidence),
+            cut: format!("{} (or {})", lender.cut, right.cut),
+            key: None,
+        });
+    }
+    out
+}
+
+/// The users `EXECUTE AS USER = 'x'` (or `EXEC AS USER = N'x'`) names in
+/// `body`'s code, in order.
+fn targets(body: &str) -> Vec<String> {
+    let tokens: Vec<_> = tokenize(body)
+        .into_iter()
+        .filter(|t| {
+            !matches!(
+                t.kind,
+                TokenKind::Whitespace | TokenKind::LineComment | TokenKind::BlockComment
+            )
+        })
+        .collect();
+    let word = |i: usize, w: &str| {
+        tokens
+            .get(i)
+            .is_some_and(|t| t.kind == TokenKind::Word && t.text.eq_ignore_ascii_case(w))
+    };
+    let mut out = Vec::new();
+    for i in 0..tokens.len() {
+        if !(word(i, "exec") || word(i, "execute")) || !word(i + 1, "as") || !word(i + 2, "user") {
+            continue;
+        }
+        if tokens.get(i + 3).is_none_or(|t| t.text != "=") {
+            continue;
+        }
+        let at = if word(i + 4, "n") { i + 5 } else { i + 4 };
+        let Some(t) = tokens.get(at).filter(|t| t.kind == TokenKind::StringLiteral) else {
+            continue;
+        };
+        let inner = t.text.strip_prefix('\'').unwrap_or(t.text);
+        let inner = inner.strip_suffix('\'').unwrap_or(inner);
+        out.push(inner.replace("''", "'"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::targets;
+
+    #[test]
+    fn each_switch_to_a_user_is_read_with_its_quotes_undone() {
+        let t = targets(
+            "CREATE PROCEDURE p WITH EXECUTE AS 'maint' AS EXECUTE AS USER = 'writer'; \
+             EXEC AS USER=N'o''brien'; EXECUTE AS LOGIN = 'l'; REVERT;",
+        );
+        assert_eq!(t, vec!["writer".to_string(), "o'brien".to_string()]);
+    }
+
+    #[test]
+    fn control_a_switch_in_a_comment_or_a_string_is_not_read() {
+        let t = targets("-- EXECUTE AS USER = 'a'\nSELECT 'EXECUTE AS USER = ''b'''; /* EXEC AS USER = 'c' */");
+        assert!(t.is_empty(), "{t:?}");
+    }
+}
