@@ -35,6 +35,7 @@ use uuid::Uuid;
 
 use super::call::batch_on;
 use super::contract::Procedure;
+use super::error::FATAL_CLASS;
 use super::handover::{CHECKOUT_GRACE, HELD_WAIT, Waited, Woke};
 use super::pool::Manager;
 use super::span::About;
@@ -90,6 +91,39 @@ EXEC fence_api.Acquire @ResourceKey = @P1, @Owner = @P2, @LeaseSeconds = @P3;
 SELECT @Head AS Head, @Queue AS Queue, @Signal AS Signal, @SignalWaited AS SignalWaitedMicroseconds,
     @Waited AS WaitedMicroseconds;"
 );
+
+/// After a refused attempt: rolls back what the error may have left open
+/// (never a session lock) and answers whether the session holds the queue
+/// lock `@P1`.
+const HOLDS_QUEUE: &str = "IF @@TRANCOUNT > 0 ROLLBACK;
+SELECT CASE WHEN APPLOCK_MODE(N'public', @P1, N'Session') = N'NoLock' THEN 0 ELSE 1 END AS Held;";
+
+/// Whether `session` holds `queue`, asked within `timeout`; `None` when it
+/// cannot tell, and the session is to be closed. Marks the session as
+/// whole again when it answers.
+async fn holds_queue(
+    session: &mut bb8::PooledConnection<'static, Manager>,
+    queue: &str,
+    timeout: Duration,
+) -> Option<bool> {
+    let asked = async {
+        let row = session
+            .connection
+            .query(HOLDS_QUEUE, &[&queue])
+            .await?
+            .into_row()
+            .await?;
+        Ok::<_, tiberius::error::Error>(row.and_then(|row| row.get::<i32, _>("Held")))
+    };
+    match tokio::time::timeout(timeout, asked).await {
+        Ok(Ok(Some(held))) => {
+            session.in_call = false;
+            session.last_used = Instant::now();
+            Some(held == 1)
+        }
+        _ => None,
+    }
+}
 
 /// Lets go of the queue lock `@P1`.
 const LEAVE: &str = "EXEC sp_releaseapplock @Resource = @P1, @LockOwner = N'Session';";
@@ -260,8 +294,18 @@ impl Client {
         {
             Ok(replies) => replies,
             Err(error) => {
-                // Whether the queue lock is held is not known: the session
-                // goes, and the lock with it.
+                // A refusal the server answered (Acquire's lock time-out on
+                // a fence row a transaction holds, a deadlock) leaves the
+                // session whole: the wait answers it `Busy` and tries again,
+                // and the head keeps its place if the session can say
+                // whether it holds the queue. Otherwise that is not known:
+                // the session goes, and the lock with it.
+                if matches!(error, Error::Server { class, .. } if class < FATAL_CLASS)
+                    && let Some(head) = holds_queue(session, &queue, self.config.call_timeout).await
+                {
+                    place.head = head.then_some(queue);
+                    return Err(error);
+                }
                 place.close();
                 return Err(error);
             }

@@ -28,6 +28,7 @@ mod client_operator_replay;
 mod client_otel;
 mod client_promises;
 mod client_publish_unreadable;
+mod client_queue_attack_probes;
 mod client_retire;
 mod client_round_trips;
 mod client_run_fenced;
