@@ -14,7 +14,7 @@ use super::lent_names::Statements;
 use super::node::{Goal, Node};
 use super::principals::hierarchy_note;
 use super::right::Right;
-use super::trigger_header::trigger_body;
+use super::trigger_header::{DATA, trigger_body};
 use crate::tsql::{code_only, quote_name, quote_qualified};
 
 /// A principal whose rights a module's statements run with.
@@ -72,9 +72,13 @@ pub(super) fn own_write(
     let fence = &ctx.policy.fence_schema;
     let tables = ordered_tables(ctx);
     let user = context_user(contexts);
-    let chained = owner.is_some_and(|o| {
-        ctx.catalog.engine.chains_ownership && ctx.tables_owner().is_some_and(|t| t.eq_ignore_ascii_case(o))
-    });
+    // "Ownership Chains": a chain skips the checks of data statements, never
+    // those of DDL (TRUNCATE, SWITCH, DROP).
+    let data = verbs.iter().copied().find(|v| DATA.contains(v));
+    let chained = data.is_some()
+        && owner.is_some_and(|o| {
+            ctx.catalog.engine.chains_ownership && ctx.tables_owner().is_some_and(|t| t.eq_ignore_ascii_case(o))
+        });
     tables
         .iter()
         .filter(|t| text.names_or_strings(ctx, user, fence, t))
@@ -86,7 +90,7 @@ pub(super) fn own_write(
                     what: format!(
                         "makes {} on {table}, owned by {owner} as {table} is: ownership chaining skips the permission \
                      check",
-                        verbs[0]
+                        data.unwrap_or_default()
                     ),
                     evidence: format!("its owner is {owner}, the owner of {fence}"),
                     cut: format!("(give it an owner other than {owner}, or drop it)"),
@@ -136,18 +140,22 @@ fn held(right: &Right, principal: &str) -> String {
     }
 }
 
-/// The permissions a module's statements use to change rows (TRUNCATE
-/// needs ALTER), in the order a path names them. In doubt a word counts:
-/// `UPDATE` anywhere in the code is an UPDATE.
+/// The permissions a module's statements use to change rows, in the order a
+/// path names them: TRUNCATE TABLE, ALTER TABLE ... SWITCH (which moves a
+/// table's rows to another) and DROP TABLE need ALTER on the table (DROP:
+/// through its schema, or CONTROL, each of which implies it). In doubt a
+/// word counts: `UPDATE` anywhere in the code is an UPDATE.
 pub(super) fn written(text: &str) -> Vec<&'static str> {
-    let words: BTreeSet<String> = words(&code_only(text)).into_iter().collect();
+    let words: Vec<String> = words(&code_only(text));
+    let drops = words.windows(2).any(|w| w[0] == "drop" && w[1] == "table");
+    let words: BTreeSet<String> = words.into_iter().collect();
     let has = |w: &[&str]| w.iter().any(|w| words.contains(*w));
     let merge = has(&["merge"]);
     [
         ("UPDATE", merge || has(&["update", "updatetext", "writetext"])),
         ("INSERT", merge || has(&["insert"])),
         ("DELETE", merge || has(&["delete"])),
-        ("ALTER", has(&["truncate"])),
+        ("ALTER", drops || has(&["truncate", "switch"])),
     ]
     .into_iter()
     .filter(|(_, used)| *used)

@@ -35,6 +35,7 @@ mod audit_reach_lending_calls;
 mod audit_reach_lending_modules;
 mod audit_reach_lending_targets;
 mod audit_reach_lending_triggers;
+mod audit_reach_lent_ddl;
 mod audit_reach_lent_walk;
 mod audit_reach_logins;
 mod audit_reach_module_reading;
