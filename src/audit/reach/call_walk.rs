@@ -23,7 +23,7 @@ use super::code::chain_owner;
 use super::lent_names::{Statements, resolves_for};
 use super::lent_switch::switched;
 use super::lent_targets::own;
-use super::lent_triggers::{Trigger, triggers, write_passes};
+use super::lent_triggers::{Triggers, triggers, write_passes};
 use super::lent_write::{Lender, Made, body, lenders, written};
 use super::node::Goal;
 use super::right::Right;
@@ -67,7 +67,8 @@ enum Via<'a> {
     Name,
     /// EXEC by one part, which resolves by the context.
     OnePart,
-    Synonym(&'a Object),
+    /// EXEC by a synonym, named in two or three parts or (`true`) in one.
+    Synonym(&'a Object, bool),
     /// A write of the verb to the object (the trigger's table, or a
     /// synonym or view for it).
     Write(&'a Object, &'static str),
@@ -105,7 +106,7 @@ pub(super) struct Walk<'a> {
     names: Vec<Option<String>>,
     /// Synonyms for procedures: synonym, procedure, normalized name.
     synonyms: Vec<(&'a Object, usize, String)>,
-    triggers: Vec<(usize, Trigger<'a>)>,
+    triggers: Triggers<'a>,
     /// The contexts met, each once (by principal and key).
     lenders: Vec<Lender>,
     callees: HashMap<(usize, Part), Rc<Vec<Callee<'a>>>>,
@@ -188,10 +189,13 @@ impl<'a> Walk<'a> {
         // The module itself, in the context it lends, is the walk's start:
         // what it makes there is its own text's. Run again in another
         // context, it is walked as any code.
-        if let Some(s) = self.units.iter().position(|u| std::ptr::eq(*u, m)) {
-            visited.insert((s, first, part));
-        }
-        let callees = Rc::new(self.callees_in(ctx, m, text));
+        let callees = match self.units.iter().position(|u| std::ptr::eq(*u, m)) {
+            Some(s) => {
+                visited.insert((s, first, part));
+                self.callees(ctx, s, part)
+            }
+            None => Rc::new(self.callees_in(ctx, m, text)),
+        };
         let found = self.search(ctx, rights, to, &mut visited, (chain_owner(ctx, m), first, callees));
         if found.is_none() {
             self.dead.extend(visited.into_iter().map(|s| (to.0, s)));
@@ -294,9 +298,10 @@ impl<'a> Walk<'a> {
     /// catalog's order, then the triggers its writes fire.
     fn callees_in(&self, ctx: &Context, m: &Object, text: &str) -> Vec<Callee<'a>> {
         let code = normalized(&code_only(text));
-        // A procedure's header names the procedure itself, which is no call.
+        // A procedure's header names the procedure itself, which is no call
+        // (a trigger's statements come without theirs).
         let code = match header_as(&code) {
-            Some(at) if code.trim_start().starts_with("create") => &code[at..],
+            Some(at) if m.kind == ObjectKind::Procedure && code.trim_start().starts_with("create") => &code[at..],
             _ => &code[..],
         };
         let one_part = executed_unqualified(text);
@@ -312,20 +317,24 @@ impl<'a> Walk<'a> {
                 });
             }
         }
-        out.extend(
-            self.synonyms
-                .iter()
-                .filter(|(_, _, n)| contains_words(code, n))
-                .map(|&(s, unit, _)| Callee {
-                    unit,
-                    via: Via::Synonym(s),
-                }),
-        );
+        out.extend(self.synonyms.iter().filter_map(|&(s, unit, ref n)| {
+            let one = if contains_words(code, n) {
+                false
+            } else if one_part.iter().any(|e| same_name(e, &s.name)) {
+                true
+            } else {
+                return None;
+            };
+            Some(Callee {
+                unit,
+                via: Via::Synonym(s, one),
+            })
+        }));
         let verbs: Vec<&'static str> = written(text).into_iter().filter(|v| DATA.contains(v)).collect();
         if !verbs.is_empty() {
             let statements = Statements::new(ctx, m, text);
-            out.extend(self.triggers.iter().filter_map(|(unit, t)| {
-                let (named, verb) = t.fired_by(ctx, &statements, &verbs)?;
+            out.extend(self.triggers.list.iter().filter_map(|(unit, t)| {
+                let (named, verb) = self.triggers.fired_by(ctx, t, (m, &statements), &verbs)?;
                 Some(Callee {
                     unit: *unit,
                     via: Via::Write(named, verb),
@@ -357,8 +366,8 @@ impl<'a> Walk<'a> {
         let via = match callee.via {
             Via::Name => (0, 0, ""),
             Via::OnePart => (1, 0, ""),
-            Via::Synonym(s) => (2, s as *const Object as usize, ""),
-            Via::Write(o, v) => (3, o as *const Object as usize, v),
+            Via::Synonym(s, one) => (2 + u8::from(one), s as *const Object as usize, ""),
+            Via::Write(o, v) => (4, o as *const Object as usize, v),
         };
         let key = (owner.map(|o| o.to_lowercase()), callee.unit, via, l);
         if let Some(r) = self.runs.get(&key) {
@@ -377,7 +386,18 @@ impl<'a> Walk<'a> {
                     None
                 }
             }
-            Via::Synonym(s) => runs(ctx, rights, owner, s, lender).and_then(|(call, evidence, cut)| {
+            Via::Synonym(s, one)
+                if one
+                    && !resolves_for(
+                        ctx,
+                        lender.key.is_none().then_some(lender.principal.as_str()),
+                        &s.schema,
+                        &s.name,
+                    ) =>
+            {
+                None
+            }
+            Via::Synonym(s, _) => runs(ctx, rights, owner, s, lender).and_then(|(call, evidence, cut)| {
                 let (then, base_evidence, base_cut) = runs(ctx, rights, ctx.catalog.owner_of(s), p, lender)?;
                 let (syn, name) = (s.qualified_name(), p.qualified_name());
                 Some((

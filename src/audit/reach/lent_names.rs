@@ -10,9 +10,10 @@
 
 use super::super::catalog::Object;
 use super::super::module_text::{
-    contains_words, ddl_unqualified, executed_unqualified, names_unqualified_in, normalized, same_name,
+    contains_words, ddl_unqualified, executed_unqualified, names_unqualified_in, normalized, same_name, words,
 };
 use super::super::rules::Context;
+use super::dml_targets::{Target, targets};
 use crate::tsql::{code_only, without_comments};
 
 /// A module's statements, read once for every name asked about.
@@ -26,18 +27,60 @@ pub(super) struct Statements<'a> {
     code: String,
     executed: Vec<String>,
     ddl: Vec<String>,
+    /// The data statements' targets ([`super::dml_targets`]).
+    targets: Vec<Target>,
+    /// Whether one of them names no object (an alias, a common table
+    /// expression): the statement may write any table it names.
+    aliased: Vec<&'static str>,
+    /// `database.`, normalized, as a three-part name starts.
+    here: String,
 }
 
 impl<'a> Statements<'a> {
     /// `body`: `m`'s statements (a trigger's after its header).
     pub(super) fn new(ctx: &Context, m: &'a Object, body: &str) -> Self {
+        let code = normalized(&code_only(body));
+        let here = format!("{}.", normalized(&ctx.catalog.database));
+        let targets = targets(&words(&code));
+        let aliased = targets
+            .iter()
+            .filter(|t| {
+                let name = one_part(&t.name, &here);
+                name.is_some_and(|n| {
+                    !n.starts_with(['@', '#'])
+                        && ctx.catalog.object(&format!("{}.{n}", m.schema)).is_none()
+                        && ctx.catalog.object(&format!("dbo.{n}")).is_none()
+                })
+            })
+            .map(|t| t.verb)
+            .collect();
         Statements {
             schema: &m.schema,
             text: normalized(&without_comments(body)),
-            code: normalized(&code_only(body)),
             executed: executed_unqualified(body),
             ddl: ddl_unqualified(body, &ctx.catalog.database),
+            code,
+            targets,
+            aliased,
+            here,
         }
+    }
+
+    /// Whether a data statement of the code checked for `verb` writes
+    /// `schema.name`: its target is that object, in two or three parts or
+    /// in one that resolves in the module's own schema, or a name no object
+    /// has (an alias) while the code names that object.
+    pub(super) fn writes_to(&self, ctx: &Context, verb: &str, schema: &str, name: &str) -> bool {
+        let two = normalized(&format!("{schema}.{name}"));
+        let direct = self
+            .targets
+            .iter()
+            .filter(|t| t.verb == verb)
+            .any(|t| match one_part(&t.name, &self.here) {
+                Some(n) => same_name(n, name) && resolves_in(ctx, self.schema, schema, name),
+                None => t.name.strip_prefix(&self.here).unwrap_or(&t.name) == two,
+            });
+        direct || self.aliased.contains(&verb) && self.names_in_data(ctx, schema, name)
     }
 
     /// Whether the code names `schema.name` when it runs as `user` (the
@@ -52,10 +95,10 @@ impl<'a> Statements<'a> {
         self.naming(ctx, user, schema, name, &self.text)
     }
 
-    /// Whether a data statement of the code (INSERT, UPDATE, DELETE,
-    /// MERGE) names `schema.name`: in two or three parts, or in one that
-    /// resolves in the module's own schema.
-    pub(super) fn writes_to(&self, ctx: &Context, schema: &str, name: &str) -> bool {
+    /// Whether the code names `schema.name` as a data statement would: in
+    /// two or three parts, or in one that resolves in the module's own
+    /// schema.
+    fn names_in_data(&self, ctx: &Context, schema: &str, name: &str) -> bool {
         contains_words(&self.code, &normalized(&format!("{schema}.{name}")))
             || resolves_in(ctx, self.schema, schema, name) && names_unqualified_in(&self.code, name)
     }
@@ -70,6 +113,14 @@ impl<'a> Statements<'a> {
         let by_context = self.executed.iter().chain(&self.ddl).any(|e| same_name(e, name));
         by_context && resolves_for(ctx, user, schema, name)
     }
+}
+
+/// `name` without the database's `db.` or `db..`, when it has one part.
+fn one_part<'n>(name: &'n str, here: &str) -> Option<&'n str> {
+    let name = name
+        .strip_prefix(here)
+        .map_or(name, |n| n.strip_prefix('.').unwrap_or(n));
+    (!name.contains('.')).then_some(name)
 }
 
 /// Whether a one-part EXECUTE or DDL name run as `user` (`None`: the

@@ -3,82 +3,176 @@
 //! is created WITH EXECUTE AS, and "Create Nested Triggers": a trigger's
 //! own writes fire the triggers on what they write, up to 32 levels. A
 //! statement names the table itself, a synonym for it ("Synonyms (Database
-//! Engine)") or a view a modification goes through to it ("Modify Data
-//! Through a View"). "EXECUTE AS Clause": the context a module switches to
-//! stays in force in what it runs, so the write is checked against that
-//! principal where the chain from the module's owner breaks (on the object
-//! named, and on the table beyond it when that has another owner), and a
-//! trigger that runs as its caller makes its own statements with the same
-//! rights. [`super::call_walk`] follows these as it follows calls.
+//! Engine)") or a view a modification goes through to it, itself perhaps
+//! over another view ("Modify Data Through a View", "CREATE VIEW"). An
+//! INSTEAD OF trigger on the object written, or on a view on the way,
+//! replaces the statement: the table beyond is written only when that
+//! trigger writes it again, and an INSTEAD OF trigger never fires itself.
+//! "EXECUTE AS Clause": the context a module switches to stays in force in
+//! what it runs, so the write is checked against that principal where the
+//! chain from the module's owner breaks (on the object named, and on the
+//! table beyond it when that has another owner), and a trigger that runs
+//! as its caller makes its own statements with the same rights.
+//! [`super::call_walk`] follows these as it follows calls.
+
+use std::collections::HashMap;
+use std::rc::Rc;
 
 use super::super::catalog::{Object, ObjectKind};
+use super::super::module_text::normalized;
 use super::super::rules::Context;
 use super::broken_chains::chains;
 use super::lent_names::Statements;
 use super::lent_write::{Lender, how_held, lent};
 use super::right::Right;
 use super::synonym_routes::securable;
-use super::synonyms::synonyms_for;
 use super::trigger_header::{DATA, header};
 use super::updatable::writes_through;
+use crate::tsql::code_only;
 
 /// An enabled DML trigger outside the shipped code, with what fires it.
 pub(super) struct Trigger<'a> {
+    trigger: &'a Object,
+    instead: bool,
     events: Vec<&'static str>,
-    /// What a statement may name to write `on`: itself, the synonyms for
-    /// it, the views written through to it.
-    ways: Vec<&'a Object>,
+    ways: Rc<Vec<Way<'a>>>,
 }
 
-/// The triggers a write in some code may fire.
-pub(super) fn triggers<'a>(ctx: &Context<'a>, units: &[&'a Object]) -> Vec<(usize, Trigger<'a>)> {
-    let views: Vec<&Object> = ctx
+/// An object a statement may write to reach a trigger's table or view:
+/// itself, a synonym or a view, with the objects from it to that table.
+struct Way<'a> {
+    object: &'a Object,
+    chain: Vec<&'a Object>,
+}
+
+/// The triggers a write in some code may fire, and the INSTEAD OF
+/// triggers that replace writes.
+pub(super) struct Triggers<'a> {
+    pub(super) list: Vec<(usize, Trigger<'a>)>,
+    /// INSTEAD OF triggers: the object each is on, the trigger, its events.
+    instead: Vec<(&'a Object, &'a Object, Vec<&'static str>)>,
+}
+
+/// The triggers among `units`.
+pub(super) fn triggers<'a>(ctx: &Context<'a>, units: &[&'a Object]) -> Triggers<'a> {
+    let here = format!("{}.", normalized(&ctx.catalog.database));
+    let synonyms: Vec<(&'a Object, String)> = ctx
         .catalog
         .objects
         .iter()
-        .filter(|o| o.kind == ObjectKind::View)
-        .collect();
-    units
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| t.kind == ObjectKind::Trigger)
-        .filter_map(|(i, t)| {
-            let on = ctx.catalog.object(t.parent.as_deref()?)?;
-            let events: Vec<&'static str> = header(t.definition.as_deref()?)
-                .1
-                .into_iter()
-                .filter(|e| DATA.contains(e))
-                .collect();
-            let name = on.qualified_name();
-            let mut ways = vec![on];
-            ways.extend(synonyms_for(ctx, &name));
-            if on.kind == ObjectKind::Table {
-                ways.extend(
-                    views
-                        .iter()
-                        .filter(|v| v.definition.as_deref().is_some_and(|d| writes_through(d, &name)))
-                        .copied(),
-                );
-            }
-            Some((i, Trigger { events, ways }))
+        .filter(|s| s.kind == ObjectKind::Synonym)
+        .filter_map(|s| {
+            let base = normalized(&code_only(s.definition.as_deref()?));
+            Some((s, base.strip_prefix(&here).unwrap_or(&base).to_string()))
         })
-        .collect()
+        .collect();
+    let views: Vec<&'a Object> = ctx
+        .catalog
+        .objects
+        .iter()
+        .filter(|o| o.kind == ObjectKind::View && o.definition.is_some())
+        .collect();
+    let mut ways: HashMap<*const Object, Rc<Vec<Way<'a>>>> = HashMap::new();
+    let mut list = Vec::new();
+    let mut instead = Vec::new();
+    for (i, t) in units.iter().enumerate().filter(|(_, t)| t.kind == ObjectKind::Trigger) {
+        let (Some(on), Some(definition)) = (
+            t.parent.as_deref().and_then(|p| ctx.catalog.object(p)),
+            t.definition.as_deref(),
+        ) else {
+            continue;
+        };
+        let (is_instead, events) = header(definition);
+        let events: Vec<&'static str> = events.into_iter().filter(|e| DATA.contains(e)).collect();
+        if is_instead {
+            instead.push((on, *t, events.clone()));
+        }
+        let ways = ways
+            .entry(on as *const Object)
+            .or_insert_with(|| Rc::new(ways_to(on, &synonyms, &views)))
+            .clone();
+        list.push((
+            i,
+            Trigger {
+                trigger: t,
+                instead: is_instead,
+                events,
+                ways,
+            },
+        ));
+    }
+    Triggers { list, instead }
 }
 
-impl<'a> Trigger<'a> {
-    /// The first object of its ways `text` writes with one of `verbs` the
-    /// trigger is for, with that verb.
+/// `on` and what stands for it: synonyms for it and views written through
+/// to it, and so on, each once.
+fn ways_to<'a>(on: &'a Object, synonyms: &[(&'a Object, String)], views: &[&'a Object]) -> Vec<Way<'a>> {
+    let mut out = vec![Way {
+        object: on,
+        chain: vec![on],
+    }];
+    let mut next = 0;
+    while let Some(way) = out.get(next) {
+        next += 1;
+        let (o, chain) = (way.object, way.chain.clone());
+        if o.kind == ObjectKind::Synonym {
+            continue;
+        }
+        let name = o.qualified_name();
+        let base = normalized(&name);
+        let stands_for = synonyms
+            .iter()
+            .filter(|(_, b)| *b == base)
+            .map(|(s, _)| *s)
+            .chain(
+                views
+                    .iter()
+                    .filter(|v| v.definition.as_deref().is_some_and(|d| writes_through(d, &name)))
+                    .copied(),
+            )
+            .filter(|s| !out.iter().any(|w| std::ptr::eq(w.object, *s)))
+            .collect::<Vec<_>>();
+        for s in stands_for {
+            let mut chain = chain.clone();
+            chain.insert(0, s);
+            out.push(Way { object: s, chain });
+        }
+    }
+    out
+}
+
+impl<'a> Triggers<'a> {
+    /// The first object `text` (the statements of `writer`) writes with one
+    /// of `verbs` that fires `t`, with that verb: a way to its table that
+    /// no other INSTEAD OF trigger replaces.
     pub(super) fn fired_by(
         &self,
         ctx: &Context,
-        text: &Statements,
+        t: &Trigger<'a>,
+        (writer, text): (&Object, &Statements),
         verbs: &[&'static str],
     ) -> Option<(&'a Object, &'static str)> {
-        let verb = verbs.iter().copied().find(|v| self.events.contains(v))?;
-        self.ways
-            .iter()
-            .find(|w| text.writes_to(ctx, &w.schema, &w.name))
-            .map(|w| (*w, verb))
+        if t.instead && std::ptr::eq(writer, t.trigger) {
+            return None;
+        }
+        let replaced = |o: &Object, verb: &str| {
+            self.instead.iter().any(|(on, by, events)| {
+                std::ptr::eq(*on, o)
+                    && events.contains(&verb)
+                    && !std::ptr::eq(*by, t.trigger)
+                    && !std::ptr::eq(*by, writer)
+            })
+        };
+        for verb in verbs.iter().copied().filter(|v| t.events.contains(v)) {
+            for way in t.ways.iter() {
+                if text.writes_to(ctx, verb, &way.object.schema, &way.object.name)
+                    && !way.chain.iter().any(|o| replaced(o, verb))
+                {
+                    return Some((way.object, verb));
+                }
+            }
+        }
+        None
     }
 }
 
@@ -101,7 +195,7 @@ pub(super) fn write_passes(
     }
     let base = on.qualified_name();
     let stands = if named.kind == ObjectKind::Synonym {
-        format!("a synonym for {base}")
+        format!("which stands for {base}")
     } else {
         format!("a view a modification goes through to {base}")
     };

@@ -32,6 +32,7 @@ mod database_owner;
 mod denies;
 mod deny_rows;
 mod detours;
+mod dml_targets;
 mod drops;
 mod edge;
 mod expressions;

@@ -1,0 +1,127 @@
+//! The objects a text's data statements write, as "INSERT", "UPDATE",
+//! "DELETE" and "MERGE (Transact-SQL)" name them: the target right after
+//! `INSERT [TOP (n)] [INTO]`, `UPDATE [TOP (n)]`, `DELETE [TOP (n)] [FROM]`
+//! and `MERGE [TOP (n)] [INTO]` (MERGE may insert, update and delete). A
+//! table a statement only reads (`INSERT INTO ops.Log SELECT ... FROM
+//! ops.Orders`) is no target: "CREATE TRIGGER": a DML trigger fires for a
+//! statement that modifies its table or view, not one that reads it.
+
+/// One write: the permission it is checked for and the target's name as
+/// the text gives it (normalized, lower-cased, in one, two or three parts).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Target {
+    pub(super) verb: &'static str,
+    pub(super) name: String,
+}
+
+/// The writes in `words` (`module_text::words` of normalized code).
+pub(super) fn targets(words: &[String]) -> Vec<Target> {
+    let mut out = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        let verbs: &[&'static str] = match w.as_str() {
+            "insert" => &["INSERT"],
+            "update" => &["UPDATE"],
+            "delete" => &["DELETE"],
+            "merge" => &["INSERT", "UPDATE", "DELETE"],
+            _ => continue,
+        };
+        // `SET ... = UPDATE(...)` and `IF UPDATE(col)` in a trigger test a
+        // column, and `ON DELETE CASCADE` names an action: no statement.
+        if words.get(i + 1).is_some_and(|n| n == "(") || i > 0 && words[i - 1] == "on" {
+            continue;
+        }
+        let mut at = i + 1;
+        if words.get(at).is_some_and(|n| n == "top") {
+            at = skip_parenthesized(words, at + 1);
+            if words.get(at).is_some_and(|n| n == "percent") {
+                at += 1;
+            }
+        }
+        if words.get(at).is_some_and(|n| n == "into" || n == "from") {
+            at += 1;
+        }
+        let Some(name) = words.get(at) else { continue };
+        if name
+            .chars()
+            .all(|c| !c.is_alphanumeric() && c != '_' && c != '@' && c != '#')
+        {
+            continue;
+        }
+        out.extend(verbs.iter().map(|verb| Target {
+            verb,
+            name: name.clone(),
+        }));
+    }
+    out
+}
+
+/// The index past a parenthesized group starting at `at` (or `at` itself
+/// when none starts there).
+fn skip_parenthesized(words: &[String], at: usize) -> usize {
+    if words.get(at).is_none_or(|w| w != "(") {
+        return at;
+    }
+    let mut depth = 0;
+    for (j, w) in words.iter().enumerate().skip(at) {
+        match w.as_str() {
+            "(" => depth += 1,
+            ")" => {
+                depth -= 1;
+                if depth == 0 {
+                    return j + 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    words.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::super::module_text::{normalized, words};
+    use super::*;
+
+    fn read(sql: &str) -> Vec<(&'static str, String)> {
+        targets(&words(&normalized(sql)))
+            .into_iter()
+            .map(|t| (t.verb, t.name))
+            .collect()
+    }
+
+    #[test]
+    fn each_statement_names_the_object_it_writes() {
+        assert_eq!(
+            read("INSERT INTO ops.Log (Id) SELECT Id FROM ops.Orders; UPDATE [ops].[T] SET x = 1; DELETE FROM u"),
+            vec![
+                ("INSERT", "ops.log".to_string()),
+                ("UPDATE", "ops.t".to_string()),
+                ("DELETE", "u".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn top_into_and_from_are_passed_over_and_merge_writes_three_ways() {
+        assert_eq!(
+            read(
+                "DELETE TOP (5) FROM ops.A; INSERT TOP (1) PERCENT INTO ops.B VALUES (1); MERGE INTO ops.C AS c USING x"
+            ),
+            vec![
+                ("DELETE", "ops.a".to_string()),
+                ("INSERT", "ops.b".to_string()),
+                ("INSERT", "ops.c".to_string()),
+                ("UPDATE", "ops.c".to_string()),
+                ("DELETE", "ops.c".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn control_a_column_test_and_a_cascade_action_write_nothing() {
+        assert!(
+            read("IF UPDATE(Amount) SELECT 1; ALTER TABLE t ADD FOREIGN KEY (a) REFERENCES u ON DELETE CASCADE")
+                .is_empty()
+        );
+    }
+}
