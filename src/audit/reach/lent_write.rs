@@ -14,6 +14,7 @@ use super::lent_names::Statements;
 use super::node::{Goal, Node};
 use super::principals::hierarchy_note;
 use super::right::Right;
+use super::signing_login::all_powerful;
 use super::trigger_header::{DATA, trigger_body};
 use crate::tsql::{code_only, quote_name, quote_qualified};
 
@@ -190,14 +191,28 @@ pub(super) fn lenders(ctx: &Context, m: &Object) -> Vec<Lender> {
         let Some((class, key)) = signer.split_once("::") else {
             continue;
         };
-        let user = ctx
+        let Some(signing) = ctx
             .catalog
             .signing_keys
             .iter()
             .flatten()
             .find(|k| k.key.eq_ignore_ascii_case(class) && k.name.eq_ignore_ascii_case(key))
-            .and_then(|k| k.user.as_deref());
-        let Some(user) = user else { continue };
+        else {
+            continue;
+        };
+        if let Some(why) = all_powerful(ctx, signing) {
+            out.push(Lender {
+                principal: "dbo".to_string(),
+                how: format!(
+                    "is signed by {signer}, whose login's server rights it runs with added to its caller's: {why}, \
+                     which passes every check here as dbo"
+                ),
+                evidence: format!("sys.crypt_properties: {name} is signed by {signer}; sys.server_principals: {why}"),
+                cut: format!("DROP SIGNATURE FROM {target} BY {class} {};", quote_name(key)),
+                key: Some(signer.clone()),
+            });
+        }
+        let Some(user) = signing.user.as_deref() else { continue };
         out.push(Lender {
             principal: user.to_string(),
             how: format!("is signed by {signer}, so it runs with the rights of its user {user} added to its caller's"),

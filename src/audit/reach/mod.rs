@@ -63,6 +63,7 @@ mod server_denies;
 mod server_inherited;
 mod server_rights;
 mod signing;
+mod signing_login;
 mod singleton;
 mod synonym_grants;
 mod synonym_routes;
