@@ -5,17 +5,23 @@
 //! EXECUTE AS CALLER that is itself a statement of the module's outer
 //! block (no IF, WHILE or BEGIN around it) up to the first REVERT, or up to
 //! the outer block's statement holding that REVERT (a loop may run what
-//! comes before it again after it). A text with GOTO is read whole: a jump
-//! may pass the switch by.
+//! comes before it again after it). Switches stack ("REVERT
+//! (Transact-SQL)" returns to the context before the last one): a switch
+//! that is a statement of the outer block is undone by the next such
+//! REVERT, and the caller's statements go on after it; any other switch
+//! ends them. A text with GOTO is read whole: a jump may pass the switch
+//! by. What MAY run as the caller, the part the module makes with its
+//! caller's rights, is read leniently ([`super::context_stack`]).
 
 use std::borrow::Cow;
 
 use super::super::module_text::header_as;
+use super::context_stack::{As, kept, may_run_as};
 use crate::tsql::keywords_in_place;
 
-/// Whether `text` switches back to its caller somewhere, as read here.
+/// Whether `text` may switch back to its caller somewhere.
 pub(super) fn has_caller_region(text: &str) -> bool {
-    !regions(text).is_empty()
+    !caller_ranges(text).is_empty()
 }
 
 /// `text` with the statements that run as the caller blanked.
@@ -35,18 +41,14 @@ pub(super) fn lent_part(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// `text` with only the statements that run as the caller kept: what the
-/// module makes with its caller's rights.
+/// `text` with only the statements that may run as the caller kept: what
+/// the module makes with its caller's rights.
 pub(super) fn caller_part(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut at = 0;
-    for (from, to) in regions(text) {
-        out.push_str(&" ".repeat(from - at));
-        out.push_str(&text[from..to]);
-        at = to;
-    }
-    out.push_str(&" ".repeat(text.len() - at));
-    out
+    kept(text, &caller_ranges(text))
+}
+
+fn caller_ranges(text: &str) -> Vec<(usize, usize)> {
+    may_run_as(text, |a| *a == As::Caller)
 }
 
 /// Words (lower-cased) and semicolons, with where each starts.
@@ -94,6 +96,8 @@ fn regions(text: &str) -> Vec<(usize, usize)> {
             let from = tokens[i].0;
             let mut end = text.len();
             let mut block = None;
+            // The switches made since, each a statement of the outer block.
+            let mut nested = 0;
             let mut j = i + 3;
             while j < tokens.len() {
                 match step(&tokens, j, &mut depth) {
@@ -101,13 +105,22 @@ fn regions(text: &str) -> Vec<(usize, usize)> {
                     Ok(true) if block.is_none() => block = Some(tokens[j].0),
                     _ => {}
                 }
-                if word(j) == "revert" {
-                    end = if depth == 0 {
-                        tokens[j].0
+                let switch = matches!(word(j), "execute" | "exec") && word(j + 1) == "as";
+                let switch = switch && matches!(word(j + 2), "caller" | "user" | "login");
+                if switch || word(j) == "revert" {
+                    let outer = depth == 0 && word(j - 1) == ";";
+                    if outer && switch {
+                        nested += 1;
+                    } else if outer && nested > 0 {
+                        nested -= 1;
                     } else {
-                        block.unwrap_or(tokens[j].0)
-                    };
-                    break;
+                        end = if depth == 0 {
+                            tokens[j].0
+                        } else {
+                            block.unwrap_or(tokens[j].0)
+                        };
+                        break;
+                    }
                 }
                 if depth == 0 {
                     block = None;
@@ -199,6 +212,39 @@ mod tests {
     fn control_a_revert_inside_a_loop_ends_the_switch_before_the_loop() {
         let t = lent("EXECUTE AS CALLER; WHILE @i < 2 BEGIN UPDATE fence.Resource SET x = 1; REVERT; END");
         assert!(t.contains("update fence.resource"), "{t}");
+    }
+
+    #[test]
+    fn a_nested_switch_reverted_in_the_outer_block_keeps_the_caller_region() {
+        let t = lent(
+            "EXECUTE AS CALLER; EXECUTE AS USER = 'h'; REVERT; UPDATE fence.Resource SET x = 1; REVERT; DELETE fence.Lease;",
+        );
+        assert!(!t.contains("update"), "{t}");
+        assert!(t.contains("delete fence.lease"), "{t}");
+    }
+
+    #[test]
+    fn control_a_nested_switch_in_a_block_or_under_if_ends_the_caller_region() {
+        let t = lent(
+            "EXECUTE AS CALLER; IF @x = 1 BEGIN EXECUTE AS USER = 'h'; END REVERT; UPDATE fence.Resource SET x = 1; REVERT;",
+        );
+        assert!(t.contains("update fence.resource"), "{t}");
+        let t = lent(
+            "EXECUTE AS CALLER; IF @x = 1 EXECUTE AS USER = 'h'; REVERT; UPDATE fence.Resource SET x = 1; REVERT;",
+        );
+        assert!(t.contains("update fence.resource"), "{t}");
+    }
+
+    #[test]
+    fn the_caller_part_may_be_in_a_block_without_semicolons() {
+        let t = caller_part(&format!(
+            "{HEAD}BEGIN EXECUTE AS CALLER UPDATE fence.Resource SET x = 1 END"
+        ))
+        .to_lowercase();
+        assert!(t.contains("update fence.resource"), "{t}");
+        assert!(has_caller_region(&format!(
+            "{HEAD}IF @x = 1 BEGIN EXECUTE AS CALLER; END"
+        )));
     }
 
     #[test]

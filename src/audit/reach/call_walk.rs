@@ -21,7 +21,7 @@ use super::as_caller::{caller_part, has_caller_region, lent_part};
 use super::call_check::runs;
 use super::code::chain_owner;
 use super::lent_names::{Statements, resolves_for};
-use super::lent_switch::switched;
+use super::lent_switch::{switched, switched_part};
 use super::lent_targets::own;
 use super::lent_triggers::{Triggers, triggers, write_passes};
 use super::lent_write::{Lender, Made, body, lenders, written};
@@ -52,12 +52,14 @@ pub(super) struct Step {
 /// Which part of a text runs in a context: all of it, or, in a module WITH
 /// EXECUTE AS that goes back to its caller ([`super::as_caller`]), the
 /// statements that run as the module's principal or those that run as its
-/// caller.
+/// caller; or, after an EXECUTE AS USER, those that run as that user (a
+/// context of the walk, [`super::lent_switch`]).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Part {
     Whole,
     Lent,
     Caller,
+    AsUser(usize),
 }
 
 /// How a text reaches a piece of code.
@@ -184,7 +186,14 @@ impl<'a> Walk<'a> {
         lender: &Lender,
     ) -> Option<(Vec<Step>, Made)> {
         let first = self.intern(lender);
-        let part = if lender.key.is_none() { Part::Lent } else { Part::Whole };
+        let own = lenders(ctx, m)
+            .iter()
+            .any(|o| o.key.is_none() && o.principal.eq_ignore_ascii_case(&lender.principal));
+        let part = match (&lender.key, own) {
+            (Some(_), _) => Part::Whole,
+            (None, true) => Part::Lent,
+            (None, false) => Part::AsUser(first),
+        };
         let mut visited: HashSet<State> = HashSet::new();
         // The module itself, in the context it lends, is the walk's start:
         // what it makes there is its own text's. Run again in another
@@ -351,7 +360,7 @@ impl<'a> Walk<'a> {
         let o = self.units[p];
         let c = Rc::new(
             body(o)
-                .map(|b| self.callees_in(ctx, o, &text_of(b, part)))
+                .map(|b| self.callees_in(ctx, o, &text_of(b, part, &self.lenders)))
                 .unwrap_or_default(),
         );
         self.callees.insert((p, part), c.clone());
@@ -421,8 +430,8 @@ impl<'a> Walk<'a> {
     /// signature's rights carry only into code countersigned with its key);
     /// in code WITH EXECUTE AS, the statements after an EXECUTE AS CALLER
     /// run with `l` again. An EXECUTE AS USER in the text adds the user a
-    /// context may impersonate ([`super::lent_switch`]). Whether `l`'s
-    /// signature is kept.
+    /// context may impersonate, for the statements that may run as that
+    /// user ([`super::lent_switch`]). Whether `l`'s signature is kept.
     fn entries(&mut self, ctx: &Context, rights: &[Right], p: usize, l: usize) -> (Vec<Entry>, bool) {
         if !self.own.contains_key(&p) {
             let o = self.units[p];
@@ -453,10 +462,10 @@ impl<'a> Walk<'a> {
             out.extend(ids.iter().filter(|&&i| !keeps || i != l).map(|&i| (i, Part::Whole)));
             keeps && self.lenders[l].key.is_some()
         };
-        for (c, part) in out.clone() {
+        for (c, _) in out.clone() {
             for x in self.switched(ctx, rights, p, c) {
-                if !out.contains(&(x, part)) {
-                    out.push((x, part));
+                if !out.contains(&(x, Part::AsUser(x))) {
+                    out.push((x, Part::AsUser(x)));
                 }
             }
         }
@@ -490,7 +499,7 @@ impl<'a> Walk<'a> {
         }
         let o = self.units[p];
         let r = body(o).and_then(|b| {
-            let text = text_of(b, part);
+            let text = text_of(b, part, &self.lenders);
             own(ctx, rights, to, o, &text, &[&self.lenders[c]], chain_owner(ctx, o))
         });
         self.reached.insert(key, r.clone());
@@ -498,10 +507,11 @@ impl<'a> Walk<'a> {
     }
 }
 
-fn text_of(body: &str, part: Part) -> Cow<'_, str> {
+fn text_of<'b>(body: &'b str, part: Part, lenders: &[Lender]) -> Cow<'b, str> {
     match part {
         Part::Whole => Cow::Borrowed(body),
         Part::Lent => lent_part(body),
         Part::Caller => Cow::Owned(caller_part(body)),
+        Part::AsUser(u) => Cow::Owned(switched_part(body, &lenders[u].principal)),
     }
 }

@@ -22,7 +22,7 @@ use super::call_walk::Walk;
 use super::code::chain_owner;
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
-use super::lent_switch::switched;
+use super::lent_switch::{switched, switched_part};
 use super::lent_targets::own;
 use super::lent_write::{Lender, body, lenders};
 use super::node::{Goal, Node};
@@ -49,29 +49,39 @@ pub(super) fn edges<'a>(ctx: &Context<'a>, rights: &[Right], mut through: Vec<Th
             "its caller"
         };
         let mut lends = false;
-        let mut contexts = lenders(ctx, m);
-        let switches: Vec<Lender> = contexts.iter().flat_map(|l| switched(ctx, rights, body, l)).collect();
-        contexts.extend(switches);
-        for (lender, goal) in contexts
+        let own_contexts = lenders(ctx, m);
+        let switches: Vec<Lender> = own_contexts
             .iter()
-            .flat_map(|l| [(l, Goal::WriteFence), (l, Goal::RunAdmin)])
-        {
-            let to = (goal, through.as_slice());
-            // After an EXECUTE AS CALLER the module runs as its caller
-            // again ([`super::as_caller`]); a signature's rights are not
-            // the module's context.
-            let body = if lender.key.is_none() {
+            .flat_map(|l| switched(ctx, rights, body, l))
+            .collect();
+        // After an EXECUTE AS CALLER the module runs as its caller again
+        // ([`super::as_caller`]); a signature's rights are not the module's
+        // context; a user switched to runs only the statements before the
+        // REVERT ([`super::lent_switch`]).
+        let lent = |l: &Lender| {
+            if l.key.is_none() {
                 lent_part(body)
             } else {
                 Cow::Borrowed(body)
-            };
+            }
+        };
+        let contexts: Vec<(&Lender, Cow<str>)> = own_contexts
+            .iter()
+            .map(|l| (l, lent(l)))
+            .chain(switches.iter().map(|l| (l, switched_part(body, &l.principal).into())))
+            .collect();
+        for ((lender, body), goal) in contexts
+            .iter()
+            .flat_map(|c| [(c, Goal::WriteFence), (c, Goal::RunAdmin)])
+        {
+            let to = (goal, through.as_slice());
             // A call a chain from the module's own owner lets through is
             // [`super::code`]'s, which weighs the wrappers the fence roles
             // alone may run.
             let owner = (goal == Goal::RunAdmin).then(|| chain_owner(ctx, m)).flatten();
-            let Some(made) = own(ctx, rights, to, m, &body, &[lender], owner)
+            let Some(made) = own(ctx, rights, to, m, body, &[lender], owner)
                 .filter(|made| !made.chained)
-                .or_else(|| calls::made(ctx, rights, to, &mut walk, m, &body, lender))
+                .or_else(|| calls::made(ctx, rights, to, &mut walk, m, body, lender))
             else {
                 continue;
             };

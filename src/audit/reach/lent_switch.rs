@@ -5,13 +5,14 @@
 //! as maint (EXECUTE AS 'maint') that switches to writer, which maint may
 //! impersonate, makes its writes with writer's rights: whoever may run the
 //! module makes them too, though it could not impersonate writer itself.
-//! A switch anywhere in the text counts for the whole text, which can only
-//! add a finding. Only a context that is a user switches so: a signature
+//! Only the statements that may run after the switch and before its REVERT
+//! ("REVERT (Transact-SQL)") are weighed so ([`switched_part`]). Only a context that is a user switches so: a signature
 //! adds its key user's rights to the caller's context, whose own
 //! IMPERSONATE [`super::principals`] weighs.
 
 use super::super::catalog::Securable;
 use super::super::rules::Context;
+use super::context_stack::{As, kept, may_run_as};
 use super::lent_write::{Lender, how_held, lent};
 use super::right::Right;
 use super::singleton;
@@ -62,6 +63,15 @@ pub(super) fn switched(ctx: &Context, rights: &[Right], body: &str, lender: &Len
     out
 }
 
+/// `body` with only the statements that may run as `user` by its EXECUTE
+/// AS USER kept, the rest blanked in place ([`super::context_stack`]).
+pub(super) fn switched_part(body: &str, user: &str) -> String {
+    kept(
+        body,
+        &may_run_as(body, |a| matches!(a, As::User(Some(u)) if u.eq_ignore_ascii_case(user))),
+    )
+}
+
 /// The users `EXECUTE AS USER = 'x'` (or `EXEC AS USER = N'x'`) names in
 /// `body`'s code, in order.
 fn targets(body: &str) -> Vec<String> {
@@ -100,7 +110,20 @@ fn targets(body: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::targets;
+    use super::{switched_part, targets};
+
+    #[test]
+    fn the_switched_part_ends_at_the_revert() {
+        let t = switched_part(
+            "CREATE PROCEDURE p WITH EXECUTE AS 'maint' AS EXECUTE AS USER = 'Writer'; SELECT 1; REVERT; \
+             UPDATE fence.Resource SET x = 1;",
+            "writer",
+        );
+        assert!(
+            t.contains("SELECT 1;") && !t.contains("UPDATE") && !t.contains("maint"),
+            "{t}"
+        );
+    }
 
     #[test]
     fn each_switch_to_a_user_is_read_with_its_quotes_undone() {

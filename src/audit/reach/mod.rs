@@ -27,6 +27,7 @@ mod callers;
 mod cascades;
 mod closure;
 mod code;
+mod context_stack;
 mod created_code;
 mod database_owner;
 mod denies;
