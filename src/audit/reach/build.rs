@@ -28,6 +28,7 @@ impl Graph {
             drops: leaving::drops(ctx),
             answers: Default::default(),
             entered_by: Default::default(),
+            toward_goals: Default::default(),
         };
         for p in &ctx.catalog.principals {
             let node = Node::principal(&p.name);

@@ -67,7 +67,11 @@ pub(crate) fn shortest(graph: &Graph, start: &Node, avoid: &BTreeSet<Node>) -> B
                 continue;
             };
             let who = graph.identity(&edge.to).or_else(|| who.clone());
-            let actor = actor.clone().or_else(|| who.clone());
+            // The first context acted in counts only when it may help a
+            // later one past a DENY: paths that differ in a first context
+            // that cannot are one, and the states stay linear in the nodes
+            // (500 users who may impersonate one another were cubic).
+            let actor = actor.clone().or_else(|| who.clone().filter(|w| graph.may_help(w)));
             let next: State = (edge.to.clone(), *pure && edge.kind == Kind::Holds, who, actor);
             if let Node::Goal(goal) = &edge.to {
                 if !found.contains_key(goal) {
@@ -83,8 +87,9 @@ pub(crate) fn shortest(graph: &Graph, start: &Node, avoid: &BTreeSet<Node>) -> B
                 }
                 continue;
             }
-            // The start is never passed through again.
-            if edge.to == *start || !seen.insert(next.clone()) {
+            // The start is never passed through again, and a node with no
+            // way on to a goal is no way there.
+            if edge.to == *start || !graph.may_reach_a_goal(&edge.to) || !seen.insert(next.clone()) {
                 continue;
             }
             previous.insert(next.clone(), (state.clone(), i, dropped));

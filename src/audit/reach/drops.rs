@@ -207,6 +207,16 @@ impl Drops {
         out
     }
 
+    /// Whether one of `session`'s principals (lower-cased) holds a right to
+    /// drop members from some role: only such a context may help another
+    /// get past a DENY.
+    pub(crate) fn alters_any(&self, session: &BTreeSet<String>) -> bool {
+        session
+            .iter()
+            .filter_map(|n| self.numbers.get(n))
+            .any(|&n| self.alters.iter().any(|a| a.holder == n))
+    }
+
     /// Whether a session of `session`'s principals (lower-cased) may drop
     /// members from `role` past its own DENYs.
     pub(crate) fn may_alter(&self, session: &BTreeSet<String>, role: &str) -> bool {

@@ -26,6 +26,9 @@ pub(crate) struct Graph {
     /// For each node, the logins that enter the database as it, gathered
     /// once the graph is built ([`Graph::logins_of`]).
     pub(super) entered_by: OnceCell<HashMap<Node, BTreeSet<Node>>>,
+    /// The nodes with a path to some goal, DENYs and the order of steps
+    /// aside, gathered once ([`Graph::may_reach_a_goal`]).
+    pub(super) toward_goals: OnceCell<BTreeSet<Node>>,
 }
 
 /// The memberships (as spelled) a session drops to get past an edge's DENYs.
@@ -95,6 +98,13 @@ impl Graph {
     /// the way; each of `passed`, the contexts the path acted in before, may
     /// drop links for it before changing to the next ("EXECUTE AS" stacks:
     /// ALTER ROLE, then EXECUTE AS, as often as the chain is long).
+    /// Whether the context of `node` may drop a membership for a later one
+    /// on a path ([`Self::get_past`]'s helpers): it holds a right to drop
+    /// members from some role.
+    pub(crate) fn may_help(&self, node: &Node) -> bool {
+        self.contexts.get(node).is_some_and(|c| self.drops.alters_any(c))
+    }
+
     pub(crate) fn get_past(&self, who: Option<&Node>, passed: &[Node], unless: &Bound) -> Option<Dropped> {
         if unless.is_empty() {
             return Some(Leaving::default());
@@ -167,6 +177,37 @@ impl Graph {
     }
 
     /// Every node a finding may name, in a stable order.
+    /// Whether `node` has a path to some goal when every DENY is left aside
+    /// and any step may follow any other: a state at a node without one
+    /// reaches nothing, and a search need not go on from it.
+    pub(crate) fn may_reach_a_goal(&self, node: &Node) -> bool {
+        self.toward_goals
+            .get_or_init(|| {
+                let mut into: BTreeMap<&Node, Vec<&Node>> = BTreeMap::new();
+                for (from, edges) in &self.edges {
+                    for e in edges {
+                        into.entry(&e.to).or_default().push(from);
+                    }
+                }
+                let mut seen: BTreeSet<Node> = BTreeSet::new();
+                let mut queue: Vec<&Node> = into.keys().copied().filter(|n| matches!(n, Node::Goal(_))).collect();
+                while let Some(n) = queue.pop() {
+                    if !seen.insert(n.clone()) {
+                        continue;
+                    }
+                    queue.extend(
+                        into.get(n)
+                            .into_iter()
+                            .flatten()
+                            .copied()
+                            .filter(|m| !seen.contains(*m)),
+                    );
+                }
+                seen
+            })
+            .contains(node)
+    }
+
     pub(crate) fn starts(&self) -> &[Node] {
         &self.starts
     }
