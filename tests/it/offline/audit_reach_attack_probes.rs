@@ -4,13 +4,10 @@
 //! or refuses it, each with a control of the same shape. A probe that
 //! fails names a hole in what FP027 follows.
 
-use std::sync::mpsc;
-use std::time::Duration;
-
 use crate::support;
 
-use super::audit_reach_lending_modules::{WRITE, named_for, naming, no_login, reached, with_etl};
-use fencepost::audit::{Catalog, Object, ObjectKind, Schema};
+use super::audit_reach_lending_modules::{WRITE, named_for, naming, no_login, reached, table, with_etl, within};
+use fencepost::audit::{Catalog, ObjectKind, Schema};
 use support::fixtures::*;
 
 const ADMIN: &str = "run fence_admin procedures";
@@ -42,13 +39,6 @@ fn lending(name: &str, text: &str) -> Catalog {
 fn set_default_schema(c: &mut Catalog, user: &str, schema_name: &str) {
     let p = c.principals.iter_mut().find(|p| p.name == user).unwrap();
     p.default_schema = Some(schema_name.into());
-}
-
-fn table(schema_name: &str, name: &str) -> Object {
-    Object {
-        definition: None,
-        ..module(schema_name, name, ObjectKind::Table, "")
-    }
 }
 
 // 1. "Qualifying Names Inside Stored Procedures" (CREATE PROCEDURE / "Execute
@@ -544,16 +534,6 @@ fn mesh(n: usize, lending: bool) -> Catalog {
             .push(grant("etl", "EXECUTE", object("ops", &format!("U{i}"))));
     }
     c
-}
-
-fn within(secs: u64, c: Catalog) -> Option<Duration> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let start = std::time::Instant::now();
-        let _ = check(&c);
-        let _ = tx.send(start.elapsed());
-    });
-    rx.recv_timeout(Duration::from_secs(secs)).ok()
 }
 
 #[test]

@@ -4,14 +4,11 @@
 //! through a module WITH EXECUTE AS (or signed), each with a control of the
 //! same shape. A probe that fails names a hole in what FP027 follows.
 
-use std::sync::mpsc;
-use std::time::Duration;
-
 use crate::support;
 
 use super::audit_reach_leaving_roles::on_role;
-use super::audit_reach_lending_modules::{WRITE, named_for, no_login, reached, with_etl};
-use fencepost::audit::{Catalog, Object, ObjectKind, Schema, SigningKey};
+use super::audit_reach_lending_modules::{WRITE, named_for, no_login, reached, table, with_etl, within};
+use fencepost::audit::{Catalog, ObjectKind, Schema, SigningKey};
 use support::fixtures::*;
 
 /// `etl` may run ops.Fix (ops_owner's) WITH EXECUTE AS maint, text `text`.
@@ -28,13 +25,6 @@ fn lending(text: &str) -> Catalog {
     c.objects.push(m);
     c.permissions.push(grant("etl", "EXECUTE", object("ops", "Fix")));
     c
-}
-
-fn table(schema_name: &str, name: &str) -> Object {
-    Object {
-        definition: None,
-        ..module(schema_name, name, ObjectKind::Table, "")
-    }
 }
 
 /// A trigger `schema.name` (no EXECUTE AS, so it runs as its caller) on
@@ -368,16 +358,6 @@ fn many_triggers(enabled: bool) -> Catalog {
         c.objects.last_mut().unwrap().disabled = !enabled;
     }
     c
-}
-
-fn within(secs: u64, c: Catalog) -> Option<Duration> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let start = std::time::Instant::now();
-        let _ = check(&c);
-        let _ = tx.send(start.elapsed());
-    });
-    rx.recv_timeout(Duration::from_secs(secs)).ok()
 }
 
 #[test]

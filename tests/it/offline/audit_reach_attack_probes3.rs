@@ -6,14 +6,11 @@
 //! where check takes too long; each with a control of the same shape. A
 //! probe that fails names a hole in what FP027 follows.
 
-use std::sync::mpsc;
-use std::time::Duration;
-
 use crate::support;
 
 use super::audit_reach_leaving_roles::on_role;
-use super::audit_reach_lending_modules::{WRITE, named_for, no_login, reached, with_etl};
-use fencepost::audit::{Catalog, Object, ObjectKind, Schema};
+use super::audit_reach_lending_modules::{WRITE, named_for, no_login, reached, table, with_etl, within};
+use fencepost::audit::{Catalog, ObjectKind, Schema};
 use support::fixtures::*;
 
 const BUMP: &str = "UPDATE fence.Resource SET Generation = Generation + 1;";
@@ -32,13 +29,6 @@ fn lending(text: &str) -> Catalog {
     c.objects.push(m);
     c.permissions.push(grant("etl", "EXECUTE", object("ops", "Fix")));
     c
-}
-
-fn table(schema_name: &str, name: &str) -> Object {
-    Object {
-        definition: None,
-        ..module(schema_name, name, ObjectKind::Table, "")
-    }
 }
 
 /// A trigger `schema.name` (no EXECUTE AS, so it runs as its caller) on
@@ -602,16 +592,6 @@ fn triggers_views_synonyms(over_orders: bool) -> Catalog {
             .push(grant("etl", "EXECUTE", object("ops", &format!("L{i}"))));
     }
     c
-}
-
-fn within(secs: u64, c: Catalog) -> Option<Duration> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let start = std::time::Instant::now();
-        let _ = check(&c);
-        let _ = tx.send(start.elapsed());
-    });
-    rx.recv_timeout(Duration::from_secs(secs)).ok()
 }
 
 #[test]

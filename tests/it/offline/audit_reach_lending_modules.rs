@@ -24,6 +24,25 @@ pub(super) fn with_etl() -> Catalog {
     c
 }
 
+/// A table of `schema_name` (no text).
+pub(super) fn table(schema_name: &str, name: &str) -> Object {
+    Object {
+        definition: None,
+        ..module(schema_name, name, ObjectKind::Table, "")
+    }
+}
+
+/// How long `check` took on `c`, when it answered within `secs` seconds.
+pub(super) fn within(secs: u64, c: Catalog) -> Option<std::time::Duration> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let start = std::time::Instant::now();
+        let _ = check(&c);
+        let _ = tx.send(start.elapsed());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs)).ok()
+}
+
 /// Every finding of any rule that names `principal`.
 pub(super) fn naming(c: &Catalog, principal: &str) -> Vec<Finding> {
     check(c)

@@ -10,7 +10,7 @@
 use crate::support;
 
 use super::audit_reach_leaving_roles::{deny, on_role};
-use super::audit_reach_lending_modules::{WRITE, named_for, no_login, reached, with_etl};
+use super::audit_reach_lending_modules::{WRITE, named_for, no_login, reached, table, with_etl};
 use fencepost::audit::{Catalog, Object, ObjectKind, Schema, SigningKey};
 use support::fixtures::*;
 
@@ -29,13 +29,6 @@ fn with_fix(text: &str) -> Catalog {
     c.objects.push(module("ops", "Fix", ObjectKind::Procedure, text));
     c.permissions.push(grant("etl", "EXECUTE", object("ops", "Fix")));
     c
-}
-
-fn table(schema_name: &str, name: &str) -> Object {
-    Object {
-        definition: None,
-        ..module(schema_name, name, ObjectKind::Table, "")
-    }
 }
 
 /// A trigger on `on` for INSERT that runs as its caller and bumps the fence.
