@@ -13,12 +13,11 @@ use crate::support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use fencepost::Connection;
 use fencepost::client::{Acquire, Release};
-use fencepost::{Client, Connection};
-use sha2::{Digest, Sha256};
 use support::TestDatabase;
 use support::lease::{acquired, provisioned, workers};
-use support::signal::{named, unique, until_blocked, until_signal_held};
+use support::signal::{named, queue, unique, until_blocked, until_signal_held, warm_signal_session};
 use tokio::time::Instant;
 
 /// A holder's lease long enough that no waiter could take it by its end.
@@ -27,11 +26,6 @@ const HELD: Duration = Duration::from_secs(600);
 /// enough for its guard to raise its signal (10 ms in) and the next head to
 /// block on it.
 const WORK: Duration = Duration::from_millis(60);
-
-/// The name of the queue of `key`, as the client documents it.
-fn queue(key: &str) -> String {
-    format!("fencepost:queue:{}", hex::encode(Sha256::digest(key.as_bytes())))
-}
 
 /// Asks for the queue of `key` on `conn` in Exclusive mode, waiting at most
 /// `wait`: whether it was granted. The lock is kept when granted.
@@ -46,19 +40,6 @@ async fn take_queue(conn: &mut Connection, key: &str, wait: Duration) -> bool {
     );
     let row = conn.simple_query(sql).await.unwrap().into_row().await.unwrap().unwrap();
     row.get::<i32, usize>(0).unwrap() >= 0
-}
-
-/// One waiting attempt on a held key, so the client's signal session is
-/// open and has compiled `Acquire` before a timed step needs it.
-async fn warm_signal_session(holder: &Client, waiter: &Client) {
-    let key = provisioned(holder, "warm-queue").await;
-    let lease = acquired(holder.acquire(&key, HELD).await.unwrap());
-    let answer = waiter
-        .acquire_waiting(&key, HELD, Duration::from_millis(1500))
-        .await
-        .unwrap();
-    assert!(matches!(answer, Acquire::Busy { .. }), "{answer:?}");
-    assert_eq!(holder.release(&lease).await.unwrap(), Release::Released);
 }
 
 #[tokio::test]

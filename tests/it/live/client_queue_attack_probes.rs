@@ -11,21 +11,15 @@ use crate::support;
 
 use std::time::Duration;
 
-use fencepost::client::{Acquire, BeginFenced, Release};
-use fencepost::{Client, Connection};
-use sha2::{Digest, Sha256};
+use fencepost::Connection;
+use fencepost::client::{BeginFenced, Release};
 use support::TestDatabase;
 use support::lease::{acquired, provisioned, state, workers};
-use support::signal::{named, unique, until_blocked, until_signal_held};
+use support::signal::{named, queue, unique, until_blocked, until_signal_held, warm_signal_session};
 use tokio::time::Instant;
 
 /// A holder's lease long enough that no waiter could take it by its end.
 const HELD: Duration = Duration::from_secs(600);
-
-/// The name of the queue of `key`, as the client documents it.
-fn queue(key: &str) -> String {
-    format!("fencepost:queue:{}", hex::encode(Sha256::digest(key.as_bytes())))
-}
 
 /// What the client runs after a refused application lock on Babelfish.
 const CLEAR_AFTER_REFUSAL: &str = "IF @s < 0 AND SERVERPROPERTY(N'Babelfish') IS NOT NULL \
@@ -87,19 +81,6 @@ async fn lock_holders(db: &TestDatabase) -> Vec<String> {
         .iter()
         .map(|row| row.get::<&str, usize>(0).unwrap_or_default().to_string())
         .collect()
-}
-
-/// One waiting attempt on a held key, so the client's signal session is
-/// open and has compiled `Acquire` before a timed step needs it.
-async fn warm_signal_session(holder: &Client, waiter: &Client) {
-    let key = provisioned(holder, "warm-queue").await;
-    let lease = acquired(holder.acquire(&key, HELD).await.unwrap());
-    let answer = waiter
-        .acquire_waiting(&key, HELD, Duration::from_millis(1500))
-        .await
-        .unwrap();
-    assert!(matches!(answer, Acquire::Busy { .. }), "{answer:?}");
-    assert_eq!(holder.release(&lease).await.unwrap(), Release::Released);
 }
 
 /// The head of the queue keeps its place for its whole wait, also while

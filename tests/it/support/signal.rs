@@ -160,3 +160,25 @@ pub async fn named(db: &TestDatabase, name: &str, connections: u32) -> Client {
 pub fn unique(what: &str) -> String {
     format!("fp-{what}-{}", uuid::Uuid::new_v4().simple())
 }
+
+/// The name of the waiters' queue of `key`, as the client documents it.
+pub fn queue(key: &str) -> String {
+    format!("fencepost:queue:{}", hex::encode(Sha256::digest(key.as_bytes())))
+}
+
+/// One waiting attempt on a key `holder` holds, so the waiter's signal
+/// session is open and has compiled `Acquire` before a timed step needs it.
+pub async fn warm_signal_session(holder: &Client, waiter: &Client) {
+    let held = Duration::from_secs(600);
+    let key = super::lease::provisioned(holder, "warm-queue").await;
+    let lease = super::lease::acquired(holder.acquire(&key, held).await.unwrap());
+    let answer = waiter
+        .acquire_waiting(&key, held, Duration::from_millis(1500))
+        .await
+        .unwrap();
+    assert!(matches!(answer, fencepost::client::Acquire::Busy { .. }), "{answer:?}");
+    assert_eq!(
+        holder.release(&lease).await.unwrap(),
+        fencepost::client::Release::Released
+    );
+}
