@@ -8,15 +8,19 @@ use super::super::catalog::{Assembly, OutsideItem, OutsideKind, OutsideTsql, Sig
 use super::query::{Query, Reading};
 use super::rows::{int, required, text};
 
-/// DEFAULT constraints and computed columns, with their text.
-const DEFAULTS_AND_COMPUTED: &str =
-    "SELECT N'DEFAULT', CAST(SCHEMA_NAME(t.schema_id) + N'.' + t.name AS nvarchar(520)),
+/// DEFAULT constraints and computed columns, with their text. The table
+/// each belongs to is named from its id (OBJECT_NAME), not by a join with
+/// sys.tables: on Babelfish that view and the column views are functions
+/// over the whole database, and a plan that joins them per row takes
+/// minutes in a database of thousands of tables.
+const DEFAULTS_AND_COMPUTED: &str = "SELECT N'DEFAULT',
+                CAST(OBJECT_SCHEMA_NAME(c.parent_object_id) + N'.' + OBJECT_NAME(c.parent_object_id) AS nvarchar(520)),
                 CAST(c.name AS nvarchar(256)), CAST(c.definition AS nvarchar(max))
-           FROM sys.default_constraints AS c JOIN sys.tables AS t ON t.object_id = c.parent_object_id
+           FROM sys.default_constraints AS c WHERE OBJECT_NAME(c.parent_object_id) IS NOT NULL
          UNION ALL
-         SELECT N'COMPUTED', CAST(SCHEMA_NAME(t.schema_id) + N'.' + t.name AS nvarchar(520)),
+         SELECT N'COMPUTED', CAST(OBJECT_SCHEMA_NAME(c.object_id) + N'.' + OBJECT_NAME(c.object_id) AS nvarchar(520)),
                 CAST(c.name AS nvarchar(256)), CAST(c.definition AS nvarchar(max))
-           FROM sys.computed_columns AS c JOIN sys.tables AS t ON t.object_id = c.object_id";
+           FROM sys.computed_columns AS c WHERE OBJECT_NAME(c.object_id) IS NOT NULL";
 
 /// CHECK constraints, DEFAULT constraints and computed columns, with their
 /// text. Babelfish 4.2 fails the whole batch ("unrecognized node type: 27")
@@ -28,17 +32,20 @@ fn table_expressions_sql() -> String {
     format!(
         "IF SERVERPROPERTY('Babelfish') IS NOT NULL
          EXEC (N'SELECT CAST(N''CHECK'' AS nvarchar(16)),
-                        CAST(SCHEMA_NAME(t.schema_id) + N''.'' + t.name AS nvarchar(520)), CAST(c.name AS nvarchar(256)),
+                        CAST(OBJECT_SCHEMA_NAME(c.parent_object_id) + N''.'' + OBJECT_NAME(c.parent_object_id)
+                             AS nvarchar(520)),
+                        CAST(c.name AS nvarchar(256)),
                         CAST(pg_catalog.pg_get_expr(k.conbin, k.conrelid) AS nvarchar(max))
-                   FROM sys.check_constraints AS c JOIN sys.tables AS t ON t.object_id = c.parent_object_id
+                   FROM sys.check_constraints AS c
                    JOIN pg_catalog.pg_constraint AS k ON CAST(k.oid AS int) = c.object_id
+                  WHERE OBJECT_NAME(c.parent_object_id) IS NOT NULL
                  UNION ALL
                  {}')
      ELSE
          SELECT CAST(N'CHECK' AS nvarchar(16)),
-                CAST(SCHEMA_NAME(t.schema_id) + N'.' + t.name AS nvarchar(520)), CAST(c.name AS nvarchar(256)),
-                CAST(c.definition AS nvarchar(max))
-           FROM sys.check_constraints AS c JOIN sys.tables AS t ON t.object_id = c.parent_object_id
+                CAST(OBJECT_SCHEMA_NAME(c.parent_object_id) + N'.' + OBJECT_NAME(c.parent_object_id) AS nvarchar(520)),
+                CAST(c.name AS nvarchar(256)), CAST(c.definition AS nvarchar(max))
+           FROM sys.check_constraints AS c WHERE OBJECT_NAME(c.parent_object_id) IS NOT NULL
          UNION ALL
          {DEFAULTS_AND_COMPUTED}",
         DEFAULTS_AND_COMPUTED.replace('\'', "''")

@@ -14,21 +14,24 @@ use super::rows::{int, required, text};
 /// Babelfish a batch can move into another database (see `queries`), and
 /// keys read there would be another database's, or none. Babelfish has both
 /// views; an engine or login that cannot read them leaves the keys unknown,
-/// which FP027 reports as "cannot verify".
+/// which FP027 reports as "cannot verify". Names come from the ids
+/// (OBJECT_NAME, COL_NAME), not from joins with sys.tables and sys.columns:
+/// on Babelfish those views are functions over the whole database, and a
+/// plan that joins them per row takes minutes in a database of thousands of
+/// tables.
 const FOREIGN_KEYS: &str = "SELECT CAST(N'database' AS nvarchar(16)), CAST(DB_NAME() AS nvarchar(520)),
                 CAST(NULL AS nvarchar(520)), CAST(NULL AS nvarchar(520)), CAST(NULL AS int), CAST(NULL AS int),
                 CAST(NULL AS nvarchar(256))
          UNION ALL
          SELECT N'key', CAST(fk.name AS nvarchar(256)),
-                CAST(SCHEMA_NAME(t.schema_id) + N'.' + t.name AS nvarchar(520)),
-                CAST(SCHEMA_NAME(r.schema_id) + N'.' + r.name AS nvarchar(520)),
+                CAST(OBJECT_SCHEMA_NAME(fk.parent_object_id) + N'.' + OBJECT_NAME(fk.parent_object_id) AS nvarchar(520)),
+                CAST(OBJECT_SCHEMA_NAME(fk.referenced_object_id) + N'.' + OBJECT_NAME(fk.referenced_object_id)
+                     AS nvarchar(520)),
                 CAST(fk.delete_referential_action AS int), CAST(fk.update_referential_action AS int),
-                CAST(c.name AS nvarchar(256))
+                CAST(COL_NAME(k.referenced_object_id, k.referenced_column_id) AS nvarchar(256))
            FROM sys.foreign_keys AS fk
-           JOIN sys.tables AS t ON t.object_id = fk.parent_object_id
-           JOIN sys.tables AS r ON r.object_id = fk.referenced_object_id
            LEFT JOIN sys.foreign_key_columns AS k ON k.constraint_object_id = fk.object_id
-           LEFT JOIN sys.columns AS c ON c.object_id = k.referenced_object_id AND c.column_id = k.referenced_column_id";
+          WHERE OBJECT_NAME(fk.parent_object_id) IS NOT NULL AND OBJECT_NAME(fk.referenced_object_id) IS NOT NULL";
 
 pub(super) fn foreign_keys() -> Query {
     Query::optional("foreign keys", FOREIGN_KEYS, read_foreign_keys)

@@ -304,6 +304,11 @@ async fn the_owner_of_a_table_a_fence_key_references_on_delete_set_null_is_named
         .unwrap_or_else(|| panic!("the key is read: {:#?}", catalog.foreign_keys));
     assert_eq!(key.on_delete, fencepost::audit::ReferentialAction::SetNull);
     assert!(key.referenced.eq_ignore_ascii_case("tenants.Tenants"), "{key:?}");
+    assert!(key.table.eq_ignore_ascii_case("fence.Resource"), "{key:?}");
+    assert!(
+        key.referenced_columns.len() == 1 && key.referenced_columns[0].eq_ignore_ascii_case("TenantId"),
+        "{key:?}"
+    );
     let report = evaluate(&catalog, &Policy::default());
     // Babelfish spells every name in lower case; another rule may name the
     // owner first and carry the path.
