@@ -351,30 +351,52 @@ async fn blocking_session(watcher: &mut Session, spid: i32, babelfish: bool) -> 
 async fn kill(watcher: &mut Session, blocker: &Blocker, babelfish: bool) -> Result<(), Error> {
     let session = blocker.spid;
     let failed = |reason: String| Error::KillFailed { session, reason };
-    let still = tokio::time::timeout(LOOK, open_transaction(watcher, session, babelfish))
-        .await
-        .map_err(|_| failed(format!("seeing it again took longer than {LOOK:?}")))?;
-    if still.as_ref() != Some(&blocker.transaction) {
-        return Err(failed(
-            "it no longer holds the transaction that blocked the call (it finished, or its id now names another \
-             session), so it was not ended: force-release again"
-                .into(),
-        ));
-    }
-    let statement = async {
-        watcher
-            .connection
-            .simple_query(format!("KILL {session};"))
-            .await?
-            .into_results()
+    let mut attempt = 1;
+    loop {
+        let still = tokio::time::timeout(LOOK, open_transaction(watcher, session, babelfish))
             .await
-    };
-    tokio::time::timeout(LOOK, statement)
-        .await
-        .map_err(|_| failed(format!("KILL took longer than {LOOK:?}")))?
-        .map_err(|error| failed(error.to_string()))?;
-    Ok(())
+            .map_err(|_| failed(format!("seeing it again took longer than {LOOK:?}")))?;
+        if still.as_ref() != Some(&blocker.transaction) {
+            return Err(failed(
+                "it no longer holds the transaction that blocked the call (it finished, or its id now names another \
+                 session), so it was not ended: force-release again"
+                    .into(),
+            ));
+        }
+        let statement = async {
+            watcher
+                .connection
+                .simple_query(format!("KILL {session};"))
+                .await?
+                .into_results()
+                .await
+        };
+        let error = match tokio::time::timeout(LOOK, statement)
+            .await
+            .map_err(|_| failed(format!("KILL took longer than {LOOK:?}")))?
+        {
+            Ok(_) => return Ok(()),
+            Err(error) => error,
+        };
+        // Babelfish's KILL looks the session up in its own list of TDS
+        // sessions, which under load may briefly miss one that
+        // pg_stat_activity shows with the same transaction open: seen
+        // again holding it, the session is asked for again.
+        let missed = babelfish
+            && error
+                .to_string()
+                .contains("is not an active process ID for a TDS connection");
+        if !missed || attempt == KILL_ATTEMPTS {
+            return Err(failed(error.to_string()));
+        }
+        attempt += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
+
+/// How many times a KILL Babelfish answers with "not an active process ID"
+/// is sent, each after seeing the session still hold the transaction.
+const KILL_ATTEMPTS: u32 = 3;
 
 /// The one int `sql` answers on `session`, within the client's call timeout.
 async fn single_int(session: &mut Session, sql: &'static str, client: &Client) -> Result<i32, Error> {
