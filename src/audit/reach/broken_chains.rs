@@ -172,6 +172,7 @@ fn through(
                     to: Node::Goal(Goal::WriteFence),
                     table: base.to_string(),
                     chained: false,
+                    anything: false,
                     evidence: format!("{}; {}; {x_name}'s owner is {x_owner}", first.1, r.evidence),
                     cut: r.cut.clone(),
                 });

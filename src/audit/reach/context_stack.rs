@@ -73,10 +73,13 @@ fn spans(text: &str) -> Vec<(usize, usize, As)> {
             .filter(|t| t.kind == TokenKind::Word)
             .map_or(String::new(), |t| t.text.to_ascii_lowercase())
     };
+    let block_ends = block_ends(&tokens, &word);
+    // An END that closes a CASE expression ends no statement: `IF @x = CASE
+    // ... END REVERT` runs the REVERT only when the test holds.
     let sure_start = |i: usize| {
         i == 0
             || tokens[i - 1].text == ";"
-            || matches!(word(i - 1).as_str(), "end")
+            || word(i - 1) == "end" && block_ends.contains(&(i - 1))
             || word(i - 1) == "begin" && !matches!(word(i).as_str(), "tran" | "transaction")
     };
     let mut out = Vec::new();
@@ -172,6 +175,29 @@ fn spans(text: &str) -> Vec<(usize, usize, As)> {
     out
 }
 
+/// The tokens that are an END closing a BEGIN block, not a CASE
+/// expression (nor END CONVERSATION, a statement of its own).
+fn block_ends(tokens: &[crate::tsql::Token], word: &impl Fn(usize) -> String) -> Vec<usize> {
+    let mut open: Vec<bool> = Vec::new();
+    let mut out = Vec::new();
+    for i in 0..tokens.len() {
+        match word(i).as_str() {
+            "begin"
+                if !matches!(
+                    word(i + 1).as_str(),
+                    "tran" | "transaction" | "distributed" | "dialog" | "conversation"
+                ) =>
+            {
+                open.push(false)
+            }
+            "case" => open.push(true),
+            "end" if word(i + 1) != "conversation" => out.extend((open.pop() == Some(false)).then_some(i)),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// The name a string literal at token `i` (or after an `N` there) holds.
 fn literal(tokens: &[crate::tsql::Token], i: usize) -> Option<String> {
     let i = if tokens.get(i)?.text.eq_ignore_ascii_case("n") {
@@ -256,6 +282,23 @@ mod tests {
         assert_eq!(
             caller("EXECUTE AS CALLER; BEGIN TRY REVERT; END TRY BEGIN CATCH UPDATE t SET x = 1; END CATCH"),
             "EXECUTE AS CALLER; BEGIN TRY REVERT; END TRY BEGIN CATCH UPDATE t SET x = 1; END CATCH"
+        );
+    }
+
+    #[test]
+    fn an_if_or_while_test_ending_in_a_case_expression_is_no_statement_of_its_own() {
+        assert_eq!(
+            caller("EXECUTE AS CALLER; IF @x = CASE WHEN @y = 1 THEN 1 ELSE 0 END REVERT; UPDATE t SET x = 1;"),
+            "EXECUTE AS CALLER; IF @x = CASE WHEN @y = 1 THEN 1 ELSE 0 END REVERT; UPDATE t SET x = 1;"
+        );
+        assert_eq!(
+            caller("WHILE @i < CASE WHEN @n > 2 THEN 2 ELSE @n END BEGIN UPDATE t SET x = 1; EXECUTE AS CALLER; END"),
+            "BEGIN UPDATE t SET x = 1; EXECUTE AS CALLER; END"
+        );
+        // Control: a BEGIN block's END ends a statement.
+        assert_eq!(
+            caller("EXECUTE AS CALLER; BEGIN SELECT CASE WHEN @y = 1 THEN 1 END; END REVERT; UPDATE t SET x = 1;"),
+            "EXECUTE AS CALLER; BEGIN SELECT CASE WHEN @y = 1 THEN 1 END; END"
         );
     }
 

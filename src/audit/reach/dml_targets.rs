@@ -25,9 +25,7 @@ pub(super) fn targets(words: &[String]) -> Vec<Target> {
             "merge" => &["INSERT", "UPDATE", "DELETE"],
             _ => continue,
         };
-        // `SET ... = UPDATE(...)` and `IF UPDATE(col)` in a trigger test a
-        // column, and `ON DELETE CASCADE` names an action: no statement.
-        if words.get(i + 1).is_some_and(|n| n == "(") || i > 0 && words[i - 1] == "on" {
+        if !starts_statement(words, i) {
             continue;
         }
         let mut at = i + 1;
@@ -53,6 +51,45 @@ pub(super) fn targets(words: &[String]) -> Vec<Target> {
         }));
     }
     out
+}
+
+/// The names common table expressions take in `words`: `WITH name [(cols)]
+/// AS (` and each `, name [(cols)] AS (` after it. "WITH
+/// common_table_expression": such a name may be a base table's, and a
+/// reference to it in the statement is to the expression, not the table.
+pub(super) fn common_table_expressions(words: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        if w != "with" && w != "," {
+            continue;
+        }
+        let Some(name) = words.get(i + 1) else { continue };
+        let at = skip_parenthesized(words, i + 2);
+        let opens = words.get(at).is_some_and(|a| a == "as") && words.get(at + 1).is_some_and(|p| p == "(");
+        if opens && !name.contains('.') && name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+            out.push(name.clone());
+        }
+    }
+    out
+}
+
+/// Whether the verb at `i` starts a statement of its own.
+fn starts_statement(words: &[String], i: usize) -> bool {
+    let next = words.get(i + 1).map_or("", String::as_str);
+    let before = i.checked_sub(1).map_or("", |b| words[b].as_str());
+    // `SET ... = UPDATE(...)` and `IF UPDATE(col)` in a trigger test a column.
+    if next == "(" {
+        return false;
+    }
+    // A cascade action: ON DELETE / ON UPDATE, then CASCADE, NO ACTION,
+    // SET NULL or SET DEFAULT.
+    let action = matches!(next, "cascade" | "no")
+        || next == "set" && matches!(words.get(i + 2).map(String::as_str), Some("null" | "default"));
+    if before == "on" && action {
+        return false;
+    }
+    // MERGE's own clauses; a permission named in GRANT, DENY or REVOKE.
+    !(before == "then" || matches!(next, "statistics" | "on" | "," | "to") || before == ",")
 }
 
 /// The index past a parenthesized group starting at `at` (or `at` itself
@@ -118,10 +155,47 @@ mod tests {
     }
 
     #[test]
+    fn a_statement_right_after_set_nocount_on_without_semicolon_is_read() {
+        assert_eq!(
+            read("SET NOCOUNT ON\nINSERT INTO ops.Orders VALUES (1) SET XACT_ABORT ON UPDATE ops.T SET x = 1"),
+            vec![("INSERT", "ops.orders".to_string()), ("UPDATE", "ops.t".to_string())]
+        );
+    }
+
+    #[test]
+    fn merge_clauses_update_statistics_and_permissions_name_no_other_target() {
+        assert_eq!(
+            read(
+                "MERGE INTO ops.Log AS t USING ops.Orders AS s ON t.Id = s.Id WHEN MATCHED THEN UPDATE SET t.x = 1 \
+                 WHEN NOT MATCHED THEN INSERT (Id) VALUES (s.Id) WHEN NOT MATCHED BY SOURCE THEN DELETE; \
+                 UPDATE STATISTICS ops.Orders; GRANT INSERT, UPDATE ON ops.Orders TO x; DENY DELETE ON ops.Orders TO y"
+            ),
+            vec![
+                ("INSERT", "ops.log".to_string()),
+                ("UPDATE", "ops.log".to_string()),
+                ("DELETE", "ops.log".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn common_table_expressions_are_named_by_with_and_by_each_comma() {
+        let sql = "WITH Log AS (SELECT 1 a), Pending (Id) AS (SELECT 2) UPDATE Log SET a = 2; \
+                   SELECT * FROM t WITH (NOLOCK); CREATE PROCEDURE p WITH EXECUTE AS 'x' AS SELECT 1";
+        assert_eq!(
+            common_table_expressions(&words(&normalized(sql))),
+            vec!["log".to_string(), "pending".to_string()]
+        );
+    }
+
+    #[test]
     fn control_a_column_test_and_a_cascade_action_write_nothing() {
         assert!(
-            read("IF UPDATE(Amount) SELECT 1; ALTER TABLE t ADD FOREIGN KEY (a) REFERENCES u ON DELETE CASCADE")
-                .is_empty()
+            read(
+                "IF UPDATE(Amount) SELECT 1; ALTER TABLE t ADD FOREIGN KEY (a) REFERENCES u ON DELETE CASCADE \
+                 ON UPDATE NO ACTION ON DELETE SET NULL ON UPDATE SET DEFAULT"
+            )
+            .is_empty()
         );
     }
 }

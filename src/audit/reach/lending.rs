@@ -89,11 +89,15 @@ pub(super) fn edges<'a>(ctx: &Context<'a>, rights: &[Right], mut through: Vec<Th
                 made.to.clone(),
                 Kind::Acts,
                 format!(
-                    "{name} {} and its text {}: {caller} makes that {}, and nothing else {p} may do",
+                    "{name} {} and its text {}: {caller} makes that {}, and {}",
                     lender.how,
                     made.what,
                     if goal == Goal::RunAdmin { "call" } else { "write" },
-                    p = lender.principal,
+                    if made.anything {
+                        format!("anything else {} may do, by the text it hands", lender.principal)
+                    } else {
+                        format!("nothing else {} may do", lender.principal)
+                    },
                 ),
                 format!("{}; {}", lender.evidence, made.evidence),
                 format!("{} (or {})", lender.cut, made.cut),

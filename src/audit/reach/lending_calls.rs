@@ -53,6 +53,7 @@ fn wrap(s: &Step, inner: Made) -> Made {
         to: inner.to,
         table: inner.table,
         chained: false,
+        anything: inner.anything,
         evidence: format!("{}; {name}: {}", s.evidence, inner.evidence),
         cut: format!("{} (or {})", s.cut, inner.cut),
     }

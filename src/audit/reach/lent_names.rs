@@ -13,7 +13,8 @@ use super::super::module_text::{
     contains_words, ddl_unqualified, executed_unqualified, names_unqualified_in, normalized, same_name, words,
 };
 use super::super::rules::Context;
-use super::dml_targets::{Target, targets};
+use super::dml_targets::{Target, common_table_expressions, targets};
+use super::run_time_sql::run_time_sql;
 use crate::tsql::{code_only, without_comments};
 
 /// A module's statements, read once for every name asked about.
@@ -29,8 +30,13 @@ pub(super) struct Statements<'a> {
     ddl: Vec<String>,
     /// The data statements' targets ([`super::dml_targets`]).
     targets: Vec<Target>,
+    /// The targets of the text it runs from string literals
+    /// ([`super::run_time_sql`]): never chained, a one-part name resolved in
+    /// whatever schema the context's user has.
+    run_time: Vec<Target>,
     /// Whether one of them names no object (an alias, a common table
-    /// expression): the statement may write any table it names.
+    /// expression, even one named as a table is): the statement may write
+    /// any table it names.
     aliased: Vec<&'static str>,
     /// `database.`, normalized, as a three-part name starts.
     here: String,
@@ -41,8 +47,11 @@ impl<'a> Statements<'a> {
     pub(super) fn new(ctx: &Context, m: &'a Object, body: &str) -> Self {
         let code = normalized(&code_only(body));
         let here = format!("{}.", normalized(&ctx.catalog.database));
-        let targets = targets(&words(&code));
-        let aliased = targets
+        let words = words(&code);
+        let expressions = common_table_expressions(&words);
+        let is_expression = |t: &Target| one_part(&t.name, &here).is_some_and(|n| expressions.iter().any(|e| e == n));
+        let (shadowed, in_code): (Vec<Target>, Vec<Target>) = targets(&words).into_iter().partition(is_expression);
+        let aliased = in_code
             .iter()
             .filter(|t| {
                 let name = one_part(&t.name, &here);
@@ -52,15 +61,22 @@ impl<'a> Statements<'a> {
                         && ctx.catalog.object(&format!("dbo.{n}")).is_none()
                 })
             })
+            .chain(&shadowed)
             .map(|t| t.verb)
+            .collect();
+        let run_time = run_time_sql(body)
+            .constant
+            .iter()
+            .flat_map(|text| targets(&super::super::module_text::words(&normalized(&code_only(text)))))
             .collect();
         Statements {
             schema: &m.schema,
+            run_time,
             text: normalized(&without_comments(body)),
             executed: executed_unqualified(body),
             ddl: ddl_unqualified(body, &ctx.catalog.database),
             code,
-            targets,
+            targets: in_code,
             aliased,
             here,
         }
@@ -69,8 +85,20 @@ impl<'a> Statements<'a> {
     /// Whether a data statement of the code checked for `verb` writes
     /// `schema.name`: its target is that object, in two or three parts or
     /// in one that resolves in the module's own schema, or a name no object
-    /// has (an alias) while the code names that object.
+    /// has (an alias) while the code names that object; or a statement of
+    /// the text it runs from string literals names it.
     pub(super) fn writes_to(&self, ctx: &Context, verb: &str, schema: &str, name: &str) -> bool {
+        let two = normalized(&format!("{schema}.{name}"));
+        let run_time = self.run_time.iter().filter(|t| t.verb == verb).any(|t| {
+            let n = t.name.strip_prefix(&self.here).unwrap_or(&t.name);
+            n == two || one_part(n, &self.here).is_some_and(|n| same_name(n, name))
+        });
+        self.writes_in_code(ctx, verb, schema, name) || run_time
+    }
+
+    /// [`Self::writes_to`] by a statement of the code itself, not by text it
+    /// runs: the writes an ownership chain may let through.
+    pub(super) fn writes_in_code(&self, ctx: &Context, verb: &str, schema: &str, name: &str) -> bool {
         let two = normalized(&format!("{schema}.{name}"));
         let direct = self
             .targets

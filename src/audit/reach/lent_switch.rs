@@ -25,7 +25,27 @@ pub(super) fn switched(ctx: &Context, rights: &[Right], body: &str, lender: &Len
         return Vec::new();
     }
     let mut out: Vec<Lender> = Vec::new();
-    for user in targets(body) {
+    // "EXECUTE AS": the name "can be specified as a local variable", so a
+    // switch by variable may name any user.
+    let named = targets(body);
+    let by_variable = named.iter().find_map(|n| match n {
+        Switch::Variable(v) => Some(v.clone()),
+        Switch::User(_) => None,
+    });
+    let candidates: Vec<(String, String)> = named
+        .iter()
+        .filter_map(|n| match n {
+            Switch::User(u) => Some((u.clone(), format!("'{}'", u.replace('\'', "''")))),
+            Switch::Variable(_) => None,
+        })
+        .chain(by_variable.iter().flat_map(|v| {
+            ctx.catalog
+                .principals
+                .iter()
+                .map(move |p| (p.name.clone(), format!("{v}, a name given at run time")))
+        }))
+        .collect();
+    for (user, as_written) in candidates {
         if user.eq_ignore_ascii_case(&lender.principal) || out.iter().any(|l| l.principal.eq_ignore_ascii_case(&user)) {
             continue;
         }
@@ -39,11 +59,10 @@ pub(super) fn switched(ctx: &Context, rights: &[Right], body: &str, lender: &Len
         let Some(right) = lent(ctx, rights, &lender.principal, &on, "IMPERSONATE") else {
             continue;
         };
-        let quoted = p.name.replace('\'', "''");
         out.push(Lender {
             principal: p.name.clone(),
             how: format!(
-                "{}, then switches to {} (EXECUTE AS USER = '{quoted}'), which {} may impersonate{}",
+                "{}, then switches to {} (EXECUTE AS USER = {as_written}), which {} may impersonate{}",
                 lender.how,
                 p.name,
                 lender.principal,
@@ -64,17 +83,31 @@ pub(super) fn switched(ctx: &Context, rights: &[Right], body: &str, lender: &Len
 }
 
 /// `body` with only the statements that may run as `user` by its EXECUTE
-/// AS USER kept, the rest blanked in place ([`super::context_stack`]).
+/// AS USER kept (a switch by variable may name it), the rest blanked in
+/// place ([`super::context_stack`]).
 pub(super) fn switched_part(body: &str, user: &str) -> String {
     kept(
         body,
-        &may_run_as(body, |a| matches!(a, As::User(Some(u)) if u.eq_ignore_ascii_case(user))),
+        &may_run_as(body, |a| match a {
+            As::User(Some(u)) => u.eq_ignore_ascii_case(user),
+            As::User(None) => true,
+            _ => false,
+        }),
     )
 }
 
-/// The users `EXECUTE AS USER = 'x'` (or `EXEC AS USER = N'x'`) names in
-/// `body`'s code, in order.
-fn targets(body: &str) -> Vec<String> {
+/// What an `EXECUTE AS USER =` names.
+#[derive(Debug, PartialEq, Eq)]
+enum Switch {
+    /// `'x'` or `N'x'`, its quotes undone.
+    User(String),
+    /// `@u`: any user.
+    Variable(String),
+}
+
+/// The users `EXECUTE AS USER = 'x'` (or `EXEC AS USER = N'x'`, or `=
+/// @u`) names in `body`'s code, in order.
+fn targets(body: &str) -> Vec<Switch> {
     let tokens: Vec<_> = tokenize(body)
         .into_iter()
         .filter(|t| {
@@ -98,19 +131,21 @@ fn targets(body: &str) -> Vec<String> {
             continue;
         }
         let at = if word(i + 4, "n") { i + 5 } else { i + 4 };
-        let Some(t) = tokens.get(at).filter(|t| t.kind == TokenKind::StringLiteral) else {
-            continue;
-        };
-        let inner = t.text.strip_prefix('\'').unwrap_or(t.text);
-        let inner = inner.strip_suffix('\'').unwrap_or(inner);
-        out.push(inner.replace("''", "'"));
+        let Some(t) = tokens.get(at) else { continue };
+        if t.kind == TokenKind::StringLiteral {
+            let inner = t.text.strip_prefix('\'').unwrap_or(t.text);
+            let inner = inner.strip_suffix('\'').unwrap_or(inner);
+            out.push(Switch::User(inner.replace("''", "'")));
+        } else if t.text.starts_with('@') {
+            out.push(Switch::Variable(t.text.to_string()));
+        }
     }
     out
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{switched_part, targets};
+    use super::{Switch, switched_part, targets};
 
     #[test]
     fn the_switched_part_ends_at_the_revert() {
@@ -129,9 +164,16 @@ mod tests {
     fn each_switch_to_a_user_is_read_with_its_quotes_undone() {
         let t = targets(
             "CREATE PROCEDURE p WITH EXECUTE AS 'maint' AS EXECUTE AS USER = 'writer'; \
-             EXEC AS USER=N'o''brien'; EXECUTE AS LOGIN = 'l'; REVERT;",
+             EXEC AS USER=N'o''brien'; EXECUTE AS LOGIN = 'l'; REVERT; EXECUTE AS USER = @u;",
         );
-        assert_eq!(t, vec!["writer".to_string(), "o'brien".to_string()]);
+        assert_eq!(
+            t,
+            vec![
+                Switch::User("writer".into()),
+                Switch::User("o'brien".into()),
+                Switch::Variable("@u".into())
+            ]
+        );
     }
 
     #[test]

@@ -84,6 +84,7 @@ fn own_admin(
                     to: Node::Goal(Goal::RunAdmin),
                     table: proc.clone(),
                     chained: true,
+                    anything: false,
                     evidence: format!("{by_name} is owned by {o}"),
                     cut: format!("(move {by_name} to another owner)"),
                 });
@@ -106,6 +107,7 @@ fn own_admin(
                     to: Node::Goal(Goal::RunAdmin),
                     table: proc.clone(),
                     chained: false,
+                    anything: false,
                     evidence: right.evidence.clone(),
                     cut: right.cut.clone(),
                 });
@@ -148,6 +150,7 @@ fn own_through(
             let made = |what: String, evidence: &str, cut: &str, chained: bool| Made {
                 what: format!("{what}{}", t.then),
                 chained,
+                anything: false,
                 to: t.to.clone(),
                 table: t.table.clone().unwrap_or_else(|| name.clone()),
                 evidence: [evidence, &t.evidence]

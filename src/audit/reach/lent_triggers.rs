@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use super::super::catalog::{Object, ObjectKind};
-use super::super::module_text::normalized;
+use super::super::module_text::{normalized, words};
 use super::super::rules::Context;
 use super::broken_chains::chains;
 use super::lent_names::Statements;
@@ -70,7 +70,7 @@ pub(super) fn triggers<'a>(ctx: &Context<'a>, units: &[&'a Object]) -> Triggers<
         .catalog
         .objects
         .iter()
-        .filter(|o| o.kind == ObjectKind::View && o.definition.is_some())
+        .filter(|o| o.definition.is_some() && (o.kind == ObjectKind::View || inline_function(o)))
         .collect();
     let mut ways: HashMap<*const Object, Rc<Vec<Way<'a>>>> = HashMap::new();
     let mut list = Vec::new();
@@ -104,8 +104,20 @@ pub(super) fn triggers<'a>(ctx: &Context<'a>, units: &[&'a Object]) -> Triggers<
     Triggers { list, instead }
 }
 
-/// `on` and what stands for it: synonyms for it and views written through
-/// to it, and so on, each once.
+/// Whether `o` is an inline table-valued function (`RETURNS TABLE ... AS
+/// RETURN`), which an UPDATE, INSERT or DELETE may target as it targets a
+/// view, the change going to the base table ("UPDATE": "the UPDATE clause
+/// must target a table, a view, or an inline function").
+fn inline_function(o: &Object) -> bool {
+    o.kind == ObjectKind::Function
+        && o.definition.as_deref().is_some_and(|d| {
+            let words = words(&code_only(d));
+            words.windows(2).any(|w| w[0] == "returns" && w[1] == "table")
+        })
+}
+
+/// `on` and what stands for it: synonyms for it, views and inline functions
+/// written through to it or to a synonym for it, and so on, each once.
 fn ways_to<'a>(on: &'a Object, synonyms: &[(&'a Object, String)], views: &[&'a Object]) -> Vec<Way<'a>> {
     let mut out = vec![Way {
         object: on,
@@ -115,14 +127,13 @@ fn ways_to<'a>(on: &'a Object, synonyms: &[(&'a Object, String)], views: &[&'a O
     while let Some(way) = out.get(next) {
         next += 1;
         let (o, chain) = (way.object, way.chain.clone());
-        if o.kind == ObjectKind::Synonym {
-            continue;
-        }
         let name = o.qualified_name();
         let base = normalized(&name);
+        // "A synonym cannot be the base object for another synonym", but a
+        // view may select from one.
         let stands_for = synonyms
             .iter()
-            .filter(|(_, b)| *b == base)
+            .filter(|(_, b)| o.kind != ObjectKind::Synonym && *b == base)
             .map(|(s, _)| *s)
             .chain(
                 views
@@ -196,6 +207,8 @@ pub(super) fn write_passes(
     let base = on.qualified_name();
     let stands = if named.kind == ObjectKind::Synonym {
         format!("which stands for {base}")
+    } else if named.kind == ObjectKind::Function {
+        format!("an inline function a modification goes through to {base}")
     } else {
         format!("a view a modification goes through to {base}")
     };

@@ -14,6 +14,7 @@ use super::lent_names::Statements;
 use super::node::{Goal, Node};
 use super::principals::hierarchy_note;
 use super::right::Right;
+use super::run_time_sql::run_time_sql;
 use super::signing_login::all_powerful;
 use super::trigger_header::{DATA, trigger_body};
 use crate::tsql::{code_only, quote_name, quote_qualified};
@@ -41,6 +42,9 @@ pub(super) struct Made {
     pub(super) table: String,
     /// Whether an ownership chain, not a lent right, lets it through.
     pub(super) chained: bool,
+    /// Whether the text runs SQL built at run time, so may make whatever
+    /// else its caller hands it, not this write alone.
+    pub(super) anything: bool,
     pub(super) evidence: String,
     pub(super) cut: String,
 }
@@ -66,38 +70,52 @@ pub(super) fn own_write(
     contexts: &[&Lender],
     owner: Option<&str>,
 ) -> Option<Made> {
-    let verbs = written(body);
+    let run_time = run_time_sql(body);
+    let verbs = match run_time.arbitrary {
+        // Text built at run time may be any statement on any table.
+        Some(_) => vec!["UPDATE", "INSERT", "DELETE", "ALTER"],
+        None => written(body),
+    };
     if verbs.is_empty() {
         return None;
     }
     let fence = &ctx.policy.fence_schema;
     let tables = ordered_tables(ctx);
     let user = context_user(contexts);
-    // "Ownership Chains": a chain skips the checks of data statements, never
-    // those of DDL (TRUNCATE, SWITCH, DROP).
-    let data = verbs.iter().copied().find(|v| DATA.contains(v));
-    let chained = data.is_some()
-        && owner.is_some_and(|o| {
-            ctx.catalog.engine.chains_ownership && ctx.tables_owner().is_some_and(|t| t.eq_ignore_ascii_case(o))
-        });
+    // "Ownership Chains": a chain skips the checks of the data statements on
+    // a table, never those of DDL (TRUNCATE, SWITCH, DROP) nor of text run
+    // from a string.
+    let chains = owner.is_some_and(|o| {
+        ctx.catalog.engine.chains_ownership && ctx.tables_owner().is_some_and(|t| t.eq_ignore_ascii_case(o))
+    });
+    let text_columns = has_text_column_writes(body);
+    let built = match run_time.arbitrary {
+        Some(construct) => format!("builds SQL at run time ({construct}), whatever it is handed, which "),
+        None => String::new(),
+    };
     tables
         .iter()
-        .filter(|t| text.names_or_strings(ctx, user, fence, t))
+        .filter(|t| run_time.arbitrary.is_some() || text.names_or_strings(ctx, user, fence, t))
         .find_map(|t| {
             let table = format!("{fence}.{t}");
-            if chained {
+            let data = verbs
+                .iter()
+                .copied()
+                .filter(|v| DATA.contains(v))
+                .find(|v| text_columns || text.writes_in_code(ctx, v, fence, t));
+            if let Some(data) = data.filter(|_| chains) {
                 let owner = owner.unwrap_or_default();
                 return Some(Made {
                     what: format!(
-                        "makes {} on {table}, owned by {owner} as {table} is: ownership chaining skips the permission \
-                     check",
-                        data.unwrap_or_default()
+                        "makes {data} on {table}, owned by {owner} as {table} is: ownership chaining skips the \
+                         permission check"
                     ),
                     evidence: format!("its owner is {owner}, the owner of {fence}"),
                     cut: format!("(give it an owner other than {owner}, or drop it)"),
                     to: Node::Goal(Goal::WriteFence),
                     table,
                     chained: true,
+                    anything: false,
                 });
             }
             let target = Securable::Object {
@@ -110,13 +128,14 @@ pub(super) fn own_write(
                     let right = lent(ctx, rights, &c.principal, &target, v)?;
                     Some(Made {
                         what: format!(
-                            "makes {v} on {table}, which {} may make{}",
+                            "{built}makes {v} on {table}, which {} may make{}",
                             c.principal,
                             how_held(ctx, right, &c.principal, v, &table)
                         ),
                         to: Node::Goal(Goal::WriteFence),
                         table: table.clone(),
                         chained: false,
+                        anything: run_time.arbitrary.is_some(),
                         evidence: right.evidence.clone(),
                         cut: right.cut.clone(),
                     })
@@ -145,9 +164,14 @@ fn held(right: &Right, principal: &str) -> String {
 /// path names them: TRUNCATE TABLE, ALTER TABLE ... SWITCH (which moves a
 /// table's rows to another) and DROP TABLE need ALTER on the table (DROP:
 /// through its schema, or CONTROL, each of which implies it). In doubt a
-/// word counts: `UPDATE` anywhere in the code is an UPDATE.
+/// word counts: `UPDATE` anywhere in the code, or in text it runs from
+/// string literals, is an UPDATE.
 pub(super) fn written(text: &str) -> Vec<&'static str> {
-    let words: Vec<String> = words(&code_only(text));
+    let mut words: Vec<String> = words(&code_only(text));
+    for run in run_time_sql(text).constant {
+        words.push(";".into());
+        words.extend(super::super::module_text::words(&code_only(&run)));
+    }
     let drops = words.windows(2).any(|w| w[0] == "drop" && w[1] == "table");
     let words: BTreeSet<String> = words.into_iter().collect();
     let has = |w: &[&str]| w.iter().any(|w| words.contains(*w));
@@ -162,6 +186,14 @@ pub(super) fn written(text: &str) -> Vec<&'static str> {
     .filter(|(_, used)| *used)
     .map(|(p, _)| p)
     .collect()
+}
+
+/// Whether the code writes a text column in place (WRITETEXT, UPDATETEXT),
+/// statements whose target [`super::dml_targets`] does not read.
+fn has_text_column_writes(text: &str) -> bool {
+    words(&code_only(text))
+        .iter()
+        .any(|w| w == "writetext" || w == "updatetext")
 }
 
 /// Whom `m`'s statements run as, besides its caller: its EXECUTE AS

@@ -17,6 +17,7 @@ use super::module_change;
 use super::node::Node;
 use super::principals::hierarchy_note;
 use super::right::Right;
+use super::run_time_sql::run_time_sql;
 use super::runner::{Runner, all as runners, ddl_runner};
 use super::{callers, denies};
 use crate::tsql::{code_only, quote_name, without_comments};
@@ -131,7 +132,7 @@ fn job_editors(ctx: &Context, graph: &mut Graph) {
 
 /// A module WITH EXECUTE AS another principal that builds SQL at run time
 /// runs whatever its caller hands it as that principal: whoever may execute
-/// it reaches what that principal reaches.
+/// it reaches what that principal reaches ([`super::run_time_sql`]).
 fn dynamic_as(ctx: &Context, rights: &[Right], graph: &mut Graph) {
     for m in ctx.catalog.objects.iter().filter(|o| callable(ctx, o)) {
         let (Some(how), Some(as_whom), Some(text)) = (m.runs_as(), m.execute_as.as_deref(), m.definition.as_deref())
@@ -142,11 +143,10 @@ fn dynamic_as(ctx: &Context, rights: &[Right], graph: &mut Graph) {
             ExecuteAs::Owner => ctx.catalog.owner_of(m),
             ExecuteAs::Principal(p) => Some(p),
         };
-        let (Some(runs_as), Some(construct)) = (
-            runs_as,
-            // Its own WITH EXECUTE AS is not SQL built at run time.
-            dynamic_constructs(text).into_iter().find(|c| *c != "EXECUTE AS"),
-        ) else {
+        // Its own WITH EXECUTE AS is not SQL built at run time, nor is text
+        // of string literals alone, which the lending walk reads as the
+        // module's own statements.
+        let (Some(runs_as), Some(construct)) = (runs_as, run_time_sql(text).arbitrary) else {
             continue;
         };
         let name = m.qualified_name();

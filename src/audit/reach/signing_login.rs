@@ -5,12 +5,14 @@
 //! through a server role), passes every permission check in every
 //! database, as dbo does here ("Server-Level Roles", "GRANT Server
 //! Permissions"): such a module lends its caller what its text does with
-//! dbo's rights. Other server rights reach no fence table.
+//! dbo's rights, unless the login is denied CONTROL SERVER (a member of
+//! sysadmin never is). Other server rights reach no fence table.
 
 use std::collections::BTreeSet;
 
 use super::super::catalog::{ServerFacts, SigningKey};
 use super::super::rules::Context;
+use super::server_denies::denied;
 
 /// Why the login `k` is mapped to passes every check here, when it does:
 /// `its login L is in sysadmin`.
@@ -20,6 +22,11 @@ pub(super) fn all_powerful(ctx: &Context, k: &SigningKey) -> Option<String> {
     let holders = with_roles(server, login);
     if holders.contains("sysadmin") {
         return Some(format!("its login {login} is in sysadmin"));
+    }
+    // "DENY Server Permissions": a DENY binds the login past a grant to it
+    // or to one of its roles.
+    if denied(server, login, "SERVER", "CONTROL SERVER", None) {
+        return None;
     }
     server
         .permissions

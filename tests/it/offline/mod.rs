@@ -48,6 +48,7 @@ mod audit_reach_ownership;
 mod audit_reach_paths;
 mod audit_reach_read_only_modules;
 mod audit_reach_revert;
+mod audit_reach_run_time_sql;
 mod audit_reach_server;
 mod audit_reach_signing_login;
 mod audit_reach_synonym_grants;
