@@ -17,7 +17,23 @@ pub(super) struct Target {
 /// The writes in `words` (`module_text::words` of normalized code).
 pub(super) fn targets(words: &[String]) -> Vec<Target> {
     let mut out = Vec::new();
+    // "OUTPUT Clause": `OUTPUT ... INTO table` inserts into that table.
+    let mut output = false;
     for (i, w) in words.iter().enumerate() {
+        match w.as_str() {
+            "output" => output = true,
+            ";" => output = false,
+            "into" if output => {
+                output = false;
+                if let Some(name) = words.get(i + 1).filter(|n| names_an_object(n)) {
+                    out.push(Target {
+                        verb: "INSERT",
+                        name: name.clone(),
+                    });
+                }
+            }
+            _ => {}
+        }
         let verbs: &[&'static str] = match w.as_str() {
             "insert" => &["INSERT"],
             "update" => &["UPDATE"],
@@ -38,13 +54,10 @@ pub(super) fn targets(words: &[String]) -> Vec<Target> {
         if words.get(at).is_some_and(|n| n == "into" || n == "from") {
             at += 1;
         }
-        let Some(name) = words.get(at) else { continue };
-        if name
-            .chars()
-            .all(|c| !c.is_alphanumeric() && c != '_' && c != '@' && c != '#')
-        {
+        output = false;
+        let Some(name) = words.get(at).filter(|n| names_an_object(n)) else {
             continue;
-        }
+        };
         out.extend(verbs.iter().map(|verb| Target {
             verb,
             name: name.clone(),
@@ -53,11 +66,19 @@ pub(super) fn targets(words: &[String]) -> Vec<Target> {
     out
 }
 
-/// The names common table expressions take in `words`: `WITH name [(cols)]
-/// AS (` and each `, name [(cols)] AS (` after it. "WITH
+/// A common table expression: its name and the words of its query.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Expression {
+    pub(super) name: String,
+    pub(super) query: String,
+}
+
+/// The common table expressions in `words`: `WITH name [(cols)] AS (query)`
+/// and each `, name [(cols)] AS (query)` after it. "WITH
 /// common_table_expression": such a name may be a base table's, and a
-/// reference to it in the statement is to the expression, not the table.
-pub(super) fn common_table_expressions(words: &[String]) -> Vec<String> {
+/// reference to it in the statement is to the expression, whose base is
+/// what its query selects from.
+pub(super) fn common_table_expressions(words: &[String]) -> Vec<Expression> {
     let mut out = Vec::new();
     for (i, w) in words.iter().enumerate() {
         if w != "with" && w != "," {
@@ -67,7 +88,11 @@ pub(super) fn common_table_expressions(words: &[String]) -> Vec<String> {
         let at = skip_parenthesized(words, i + 2);
         let opens = words.get(at).is_some_and(|a| a == "as") && words.get(at + 1).is_some_and(|p| p == "(");
         if opens && !name.contains('.') && name.chars().all(|c| c.is_alphanumeric() || c == '_') {
-            out.push(name.clone());
+            let end = skip_parenthesized(words, at + 1);
+            out.push(Expression {
+                name: name.clone(),
+                query: words[at + 2..end.saturating_sub(1).max(at + 2)].join(" "),
+            });
         }
     }
     out
@@ -90,6 +115,13 @@ fn starts_statement(words: &[String], i: usize) -> bool {
     }
     // MERGE's own clauses; a permission named in GRANT, DENY or REVOKE.
     !(before == "then" || matches!(next, "statistics" | "on" | "," | "to") || before == ",")
+}
+
+/// Whether a word may name a table (or a variable or temporary table),
+/// not punctuation.
+fn names_an_object(word: &str) -> bool {
+    word.chars()
+        .any(|c| c.is_alphanumeric() || matches!(c, '_' | '@' | '#'))
 }
 
 /// The index past a parenthesized group starting at `at` (or `at` itself
@@ -182,9 +214,27 @@ mod tests {
     fn common_table_expressions_are_named_by_with_and_by_each_comma() {
         let sql = "WITH Log AS (SELECT 1 a), Pending (Id) AS (SELECT 2) UPDATE Log SET a = 2; \
                    SELECT * FROM t WITH (NOLOCK); CREATE PROCEDURE p WITH EXECUTE AS 'x' AS SELECT 1";
+        let names: Vec<(String, String)> = common_table_expressions(&words(&normalized(sql)))
+            .into_iter()
+            .map(|e| (e.name, e.query))
+            .collect();
         assert_eq!(
-            common_table_expressions(&words(&normalized(sql))),
-            vec!["log".to_string(), "pending".to_string()]
+            names,
+            vec![
+                ("log".to_string(), "select 1 a".to_string()),
+                ("pending".to_string(), "select 2".to_string())
+            ]
+        );
+    }
+
+    #[test]
+    fn output_into_inserts_into_its_table() {
+        assert_eq!(
+            read("DELETE FROM ops.Stash OUTPUT deleted.Id INTO fence.Recovery (Id); SELECT 1 INTO #t"),
+            vec![
+                ("DELETE", "ops.stash".to_string()),
+                ("INSERT", "fence.recovery".to_string())
+            ]
         );
     }
 

@@ -13,7 +13,7 @@ use super::super::module_text::{
     contains_words, ddl_unqualified, executed_unqualified, names_unqualified_in, normalized, same_name, words,
 };
 use super::super::rules::Context;
-use super::dml_targets::{Target, common_table_expressions, targets};
+use super::dml_targets::{Expression, Target, common_table_expressions, targets};
 use super::run_time_sql::run_time_sql;
 use crate::tsql::{code_only, without_comments};
 
@@ -34,9 +34,13 @@ pub(super) struct Statements<'a> {
     /// ([`super::run_time_sql`]): never chained, a one-part name resolved in
     /// whatever schema the context's user has.
     run_time: Vec<Target>,
-    /// Whether one of them names no object (an alias, a common table
-    /// expression, even one named as a table is): the statement may write
-    /// any table it names.
+    /// The targets that are common table expressions, even one named as a
+    /// table is: the statement writes what the expression's query selects
+    /// from.
+    shadowed: Vec<Target>,
+    expressions: Vec<Expression>,
+    /// Whether one of them names no object (an alias): the statement may
+    /// write any table it names.
     aliased: Vec<&'static str>,
     /// `database.`, normalized, as a three-part name starts.
     here: String,
@@ -49,7 +53,8 @@ impl<'a> Statements<'a> {
         let here = format!("{}.", normalized(&ctx.catalog.database));
         let words = words(&code);
         let expressions = common_table_expressions(&words);
-        let is_expression = |t: &Target| one_part(&t.name, &here).is_some_and(|n| expressions.iter().any(|e| e == n));
+        let is_expression =
+            |t: &Target| one_part(&t.name, &here).is_some_and(|n| expressions.iter().any(|e| e.name == n));
         let (shadowed, in_code): (Vec<Target>, Vec<Target>) = targets(&words).into_iter().partition(is_expression);
         let aliased = in_code
             .iter()
@@ -61,7 +66,6 @@ impl<'a> Statements<'a> {
                         && ctx.catalog.object(&format!("dbo.{n}")).is_none()
                 })
             })
-            .chain(&shadowed)
             .map(|t| t.verb)
             .collect();
         let run_time = run_time_sql(body)
@@ -77,6 +81,8 @@ impl<'a> Statements<'a> {
             ddl: ddl_unqualified(body, &ctx.catalog.database),
             code,
             targets: in_code,
+            shadowed,
+            expressions,
             aliased,
             here,
         }
@@ -108,7 +114,41 @@ impl<'a> Statements<'a> {
                 Some(n) => same_name(n, name) && resolves_in(ctx, self.schema, schema, name),
                 None => t.name.strip_prefix(&self.here).unwrap_or(&t.name) == two,
             });
-        direct || self.aliased.contains(&verb) && self.names_in_data(ctx, schema, name)
+        let through_expression = self
+            .shadowed
+            .iter()
+            .filter(|t| t.verb == verb)
+            .any(|t| self.expression_names(ctx, &t.name, schema, name));
+        direct || through_expression || self.aliased.contains(&verb) && self.names_in_data(ctx, schema, name)
+    }
+
+    /// Whether the query of the common table expression `expression`, or of
+    /// one it selects from, names `schema.name` as a data statement would.
+    fn expression_names(&self, ctx: &Context, expression: &str, schema: &str, name: &str) -> bool {
+        let two = normalized(&format!("{schema}.{name}"));
+        let mut seen: Vec<&str> = Vec::new();
+        let mut next = vec![one_part(expression, &self.here).unwrap_or(expression)];
+        while let Some(e) = next.pop() {
+            if seen.contains(&e) {
+                continue;
+            }
+            seen.push(e);
+            let Some(query) = self.expressions.iter().find(|x| x.name == e).map(|x| x.query.as_str()) else {
+                continue;
+            };
+            if contains_words(query, &two)
+                || resolves_in(ctx, self.schema, schema, name) && names_unqualified_in(query, name)
+            {
+                return true;
+            }
+            next.extend(
+                self.expressions
+                    .iter()
+                    .filter(|x| names_unqualified_in(query, &x.name))
+                    .map(|x| x.name.as_str()),
+            );
+        }
+        false
     }
 
     /// Whether the code names `schema.name` when it runs as `user` (the

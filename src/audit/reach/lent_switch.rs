@@ -10,6 +10,8 @@
 //! adds its key user's rights to the caller's context, whose own
 //! IMPERSONATE [`super::principals`] weighs.
 
+use std::collections::BTreeSet;
+
 use super::super::catalog::Securable;
 use super::super::rules::Context;
 use super::context_stack::{As, kept, may_run_as};
@@ -45,9 +47,30 @@ pub(super) fn switched(ctx: &Context, rights: &[Right], body: &str, lender: &Len
                 .map(move |p| (p.name.clone(), format!("{v}, a name given at run time")))
         }))
         .collect();
+    // Users a switch by variable may name that nothing names but their
+    // memberships act alike when they share their roles and default schema:
+    // one stands for them all.
+    let named = if by_variable.is_some() {
+        named_apart(ctx)
+    } else {
+        BTreeSet::new()
+    };
+    let mut alike: BTreeSet<(BTreeSet<String>, Option<String>)> = BTreeSet::new();
     for (user, as_written) in candidates {
         if user.eq_ignore_ascii_case(&lender.principal) || out.iter().any(|l| l.principal.eq_ignore_ascii_case(&user)) {
             continue;
+        }
+        if by_variable.is_some() && !named.contains(&user.to_lowercase()) {
+            let mut roles = ctx.holders(&user);
+            roles.remove(&user.to_lowercase());
+            let schema = ctx
+                .catalog
+                .principal(&user)
+                .and_then(|p| p.default_schema.as_ref())
+                .map(|s| s.to_lowercase());
+            if !alike.insert((roles, schema)) {
+                continue;
+            }
         }
         let Some(p) = ctx.catalog.principal(&user) else {
             continue;
@@ -80,6 +103,30 @@ pub(super) fn switched(ctx: &Context, rights: &[Right], body: &str, lender: &Len
         });
     }
     out
+}
+
+/// The principals (lower-cased) the catalog names beyond their
+/// memberships: a login, a permission granted or denied, something owned,
+/// a key's user.
+fn named_apart(ctx: &Context) -> BTreeSet<String> {
+    let c = &ctx.catalog;
+    c.principals
+        .iter()
+        .filter(|p| p.login.is_some())
+        .map(|p| p.name.as_str())
+        .chain(c.permissions.iter().map(|p| p.grantee.as_str()))
+        .chain(c.schemas.iter().map(|s| s.owner.as_str()))
+        .chain(c.principals.iter().filter_map(|p| p.owner.as_deref()))
+        .chain(c.objects.iter().filter_map(|o| o.owner.as_deref()))
+        .chain(
+            c.signing_keys
+                .iter()
+                .flatten()
+                .flat_map(|k| [k.owner.as_deref(), k.user.as_deref()])
+                .flatten(),
+        )
+        .map(str::to_lowercase)
+        .collect()
 }
 
 /// `body` with only the statements that may run as `user` by its EXECUTE

@@ -42,7 +42,7 @@ pub(super) struct Made {
     pub(super) table: String,
     /// Whether an ownership chain, not a lent right, lets it through.
     pub(super) chained: bool,
-    /// Whether the text runs SQL built at run time, so may make whatever
+    /// Whether the text runs SQL from text, so may make whatever
     /// else its caller hands it, not this write alone.
     pub(super) anything: bool,
     pub(super) evidence: String,
@@ -72,7 +72,7 @@ pub(super) fn own_write(
 ) -> Option<Made> {
     let run_time = run_time_sql(body);
     let verbs = match run_time.arbitrary {
-        // Text built at run time may be any statement on any table.
+        // SQL run from text may be any statement on any table.
         Some(_) => vec!["UPDATE", "INSERT", "DELETE", "ALTER"],
         None => written(body),
     };
@@ -90,7 +90,7 @@ pub(super) fn own_write(
     });
     let text_columns = has_text_column_writes(body);
     let built = match run_time.arbitrary {
-        Some(construct) => format!("builds SQL at run time ({construct}), whatever it is handed, which "),
+        Some(construct) => format!("runs SQL from text ({construct}), which may be anything and so "),
         None => String::new(),
     };
     tables
@@ -176,9 +176,11 @@ pub(super) fn written(text: &str) -> Vec<&'static str> {
     let words: BTreeSet<String> = words.into_iter().collect();
     let has = |w: &[&str]| w.iter().any(|w| words.contains(*w));
     let merge = has(&["merge"]);
+    // "OUTPUT Clause": `OUTPUT ... INTO table` inserts into that table.
+    let output_into = has(&["output"]) && has(&["into"]);
     [
         ("UPDATE", merge || has(&["update", "updatetext", "writetext"])),
-        ("INSERT", merge || has(&["insert"])),
+        ("INSERT", merge || output_into || has(&["insert"])),
         ("DELETE", merge || has(&["delete"])),
         ("ALTER", drops || has(&["truncate", "switch"])),
     ]

@@ -1,12 +1,12 @@
 //! SQL a module runs from text ("EXECUTE (Transact-SQL)": `EXEC
 //! ('string')`, "sp_executesql"), run in the module's context, its
 //! permissions checked there and never skipped by an ownership chain
-//! ("Ownership Chains": chaining "does not apply to dynamic SQL"). When
-//! every piece of the text is a string literal (`EXEC (N'DELETE ...')`,
-//! `EXEC ('A' + 'B')`, `sp_executesql N'...'`), what runs is that text,
-//! read as statements of the module's own; anything else (a variable, a
-//! parameter, an expression, a prepared statement) may be whatever the
-//! caller hands it.
+//! ("Ownership Chains": chaining "does not apply to dynamic SQL"). Any such
+//! text may do anything its context may: even text of string literals alone
+//! may run a procedure, another text, a GRANT or an ALTER ROLE, or a text
+//! its caller hands it as a parameter (`sp_executesql N'EXEC (@s)', ...`).
+//! The statements of string literals alone are read besides, so the
+//! objects they write are known (the triggers they fire).
 
 use super::super::module_text::dynamic_constructs;
 use crate::tsql::{Token, TokenKind, tokenize};
@@ -16,18 +16,15 @@ use crate::tsql::{Token, TokenKind, tokenize};
 pub(super) struct RunTimeSql {
     /// The texts run from string literals alone, their quotes undone.
     pub(super) constant: Vec<String>,
-    /// The first construct that runs text built at run time, if any.
+    /// The first construct that runs text, if any: it may run anything.
     pub(super) arbitrary: Option<&'static str>,
 }
 
 /// What `text` runs from text.
 pub(super) fn run_time_sql(text: &str) -> RunTimeSql {
-    let constructs = dynamic_constructs(text);
     let mut out = RunTimeSql {
-        arbitrary: constructs
-            .iter()
-            .copied()
-            .find(|c| !matches!(*c, "EXECUTE AS" | "EXEC (string)" | "sp_executesql")),
+        // Its own WITH EXECUTE AS (or an EXECUTE AS statement) runs no text.
+        arbitrary: dynamic_constructs(text).into_iter().find(|c| *c != "EXECUTE AS"),
         ..RunTimeSql::default()
     };
     let tokens: Vec<Token> = tokenize(text).into_iter().filter(|t| !t.is_trivia()).collect();
@@ -39,33 +36,24 @@ pub(super) fn run_time_sql(text: &str) -> RunTimeSql {
     };
     for i in 0..tokens.len() {
         let w = word(i);
-        let (construct, pieces) =
-            if matches!(w.as_str(), "exec" | "execute") && tokens.get(i + 1).is_some_and(|t| t.text == "(") {
-                ("EXEC (string)", literals(&tokens, i + 2, |t| t.text == ")"))
-            } else if w == "sp_executesql" || w.ends_with(".sp_executesql") {
-                // `sp_executesql [@stmt =] N'...'`, then its parameters.
-                let at = if tokens.get(i + 1).is_some_and(|t| t.text.starts_with('@'))
-                    && tokens.get(i + 2).is_some_and(|t| t.text == "=")
-                {
-                    i + 3
-                } else {
-                    i + 1
-                };
-                (
-                    "sp_executesql",
-                    literals(&tokens, at, |t| {
-                        t.text == "," || t.text == ";" || t.kind == TokenKind::Word && !t.text.eq_ignore_ascii_case("n")
-                    }),
-                )
+        let pieces = if matches!(w.as_str(), "exec" | "execute") && tokens.get(i + 1).is_some_and(|t| t.text == "(") {
+            literals(&tokens, i + 2, |t| t.text == ")")
+        } else if w == "sp_executesql" || w.ends_with(".sp_executesql") {
+            // `sp_executesql [@stmt =] N'...'`, then its parameters.
+            let at = if tokens.get(i + 1).is_some_and(|t| t.text.starts_with('@'))
+                && tokens.get(i + 2).is_some_and(|t| t.text == "=")
+            {
+                i + 3
             } else {
-                continue;
+                i + 1
             };
-        match pieces {
-            Some(text) => out.constant.push(text),
-            None => {
-                out.arbitrary.get_or_insert(construct);
-            }
-        }
+            literals(&tokens, at, |t| {
+                t.text == "," || t.text == ";" || t.kind == TokenKind::Word && !t.text.eq_ignore_ascii_case("n")
+            })
+        } else {
+            continue;
+        };
+        out.constant.extend(pieces);
     }
     out
 }
@@ -98,7 +86,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn string_literals_alone_are_the_text_that_runs() {
+    fn string_literals_alone_are_read_and_still_may_run_anything() {
         let r = run_time_sql(
             "EXEC (N'DELETE FROM fence.Resource;'); EXECUTE ('UPDATE a ' + N'SET x = ''y''') \
              EXEC sys.sp_executesql N'INSERT t VALUES (1)', N'@a int', @a = 1; EXEC sp_executesql @stmt = N'SELECT 1'",
@@ -112,14 +100,20 @@ mod tests {
                 "SELECT 1".to_string()
             ]
         );
-        assert_eq!(r.arbitrary, None);
+        assert_eq!(r.arbitrary, Some("EXEC (string)"));
     }
 
     #[test]
-    fn a_variable_or_an_expression_in_the_text_may_run_anything() {
-        assert_eq!(run_time_sql("EXEC (@sql)").arbitrary, Some("EXEC (string)"));
-        assert_eq!(run_time_sql("EXEC (N'DELETE ' + @t)").arbitrary, Some("EXEC (string)"));
-        assert_eq!(run_time_sql("EXEC sp_executesql @s").arbitrary, Some("sp_executesql"));
+    fn a_variable_or_an_expression_in_the_text_is_not_read() {
+        for text in [
+            "EXEC (@sql)",
+            "EXEC (N'DELETE ' + @t)",
+            "EXEC sp_executesql @s",
+            "EXEC sys.[sp_executesql] @s",
+        ] {
+            let r = run_time_sql(text);
+            assert!(r.constant.is_empty() && r.arbitrary.is_some(), "{text}: {r:?}");
+        }
         assert_eq!(run_time_sql("EXEC @proc").arbitrary, Some("EXEC @variable"));
         assert_eq!(
             run_time_sql("EXEC sp_prepexec @h OUTPUT, NULL, N'SELECT 1'").arbitrary,

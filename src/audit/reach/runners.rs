@@ -143,9 +143,6 @@ fn dynamic_as(ctx: &Context, rights: &[Right], graph: &mut Graph) {
             ExecuteAs::Owner => ctx.catalog.owner_of(m),
             ExecuteAs::Principal(p) => Some(p),
         };
-        // Its own WITH EXECUTE AS is not SQL built at run time, nor is text
-        // of string literals alone, which the lending walk reads as the
-        // module's own statements.
         let (Some(runs_as), Some(construct)) = (runs_as, run_time_sql(text).arbitrary) else {
             continue;
         };

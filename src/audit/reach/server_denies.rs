@@ -20,13 +20,23 @@ use super::super::rules::{is_server_role, server_holders};
 /// class `class` (`SERVER`, `LOGIN`, `SERVER ROLE`) on `on` (the login or
 /// server role, for those classes).
 pub(super) fn denied(server: &ServerFacts, holder: &str, class: &str, wanted: &str, on: Option<&str>) -> bool {
+    // securityadmin "can GRANT, DENY, and REVOKE server-level permissions",
+    // so it revokes any DENY in its way.
     let bound = server_holders(server, holder);
-    // No DENY binds sysadmin; securityadmin "can GRANT, DENY, and REVOKE
-    // server-level permissions", so it revokes any DENY in its way.
-    if bound
-        .iter()
-        .any(|h| h.eq_ignore_ascii_case("sysadmin") || h.eq_ignore_ascii_case("securityadmin"))
-    {
+    !bound.iter().any(|h| h.eq_ignore_ascii_case("securityadmin")) && binds(server, &bound, class, wanted, on)
+}
+
+/// [`denied`] for a login whose rights code runs with (a signature's): the
+/// code's fixed text revokes nothing, so only sysadmin is past the DENY.
+pub(super) fn denied_to_code(server: &ServerFacts, holder: &str, class: &str, wanted: &str, on: Option<&str>) -> bool {
+    binds(server, &server_holders(server, holder), class, wanted, on)
+}
+
+/// Whether a DENY binds a session of `bound` (a login or server role and
+/// the roles it is in).
+fn binds(server: &ServerFacts, bound: &[String], class: &str, wanted: &str, on: Option<&str>) -> bool {
+    // No DENY binds sysadmin.
+    if bound.iter().any(|h| h.eq_ignore_ascii_case("sysadmin")) {
         return false;
     }
     server

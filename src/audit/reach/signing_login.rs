@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 
 use super::super::catalog::{ServerFacts, SigningKey};
 use super::super::rules::Context;
-use super::server_denies::denied;
+use super::server_denies::denied_to_code;
 
 /// Why the login `k` is mapped to passes every check here, when it does:
 /// `its login L is in sysadmin`.
@@ -25,7 +25,7 @@ pub(super) fn all_powerful(ctx: &Context, k: &SigningKey) -> Option<String> {
     }
     // "DENY Server Permissions": a DENY binds the login past a grant to it
     // or to one of its roles.
-    if denied(server, login, "SERVER", "CONTROL SERVER", None) {
+    if denied_to_code(server, login, "SERVER", "CONTROL SERVER", None) {
         return None;
     }
     server
