@@ -240,7 +240,7 @@ fn default_schema_step(ctx: &Context, holder: &str, reaches: &[Reach]) -> String
     let Some(schema) = reaches.iter().find_map(|r| r.callers_schema.as_deref()) else {
         return String::new();
     };
-    match ctx.catalog.principal(holder) {
+    match ctx.principal(holder) {
         Some(p) if p.kind == PrincipalKind::User => {
             if p.default_schema
                 .as_deref()

@@ -17,7 +17,7 @@ use super::right::Right;
 use crate::tsql::quote_name;
 
 pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph) {
-    if ctx.catalog.principal("dbo").is_none() {
+    if ctx.principal("dbo").is_none() {
         return;
     }
     for right in rights {
@@ -79,7 +79,7 @@ fn actors(ctx: &Context, right: &Right) -> Vec<(Node, String, String)> {
     } else {
         ctx.members_of(&right.holder)
             .into_iter()
-            .filter_map(|m| ctx.catalog.principal(&m).map(|p| p.name.clone()))
+            .filter_map(|m| ctx.principal(&m).map(|p| p.name.clone()))
             .filter(|m| is_group(m))
             .collect()
     };

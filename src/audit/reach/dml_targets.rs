@@ -12,6 +12,8 @@
 pub(super) struct Target {
     pub(super) verb: &'static str,
     pub(super) name: String,
+    /// Where its statement's verb stands in the words.
+    pub(super) at: usize,
 }
 
 /// The writes in `words` (`module_text::words` of normalized code).
@@ -29,6 +31,7 @@ pub(super) fn targets(words: &[String]) -> Vec<Target> {
                     out.push(Target {
                         verb: "INSERT",
                         name: name.clone(),
+                        at: i,
                     });
                 }
             }
@@ -61,38 +64,63 @@ pub(super) fn targets(words: &[String]) -> Vec<Target> {
         out.extend(verbs.iter().map(|verb| Target {
             verb,
             name: name.clone(),
+            at: i,
         }));
     }
     out
 }
 
-/// A common table expression: its name and the words of its query.
+/// A common table expression: its name, the words of its query, and where
+/// the one statement it belongs to starts.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Expression {
     pub(super) name: String,
     pub(super) query: String,
+    pub(super) statement: usize,
 }
 
-/// The common table expressions in `words`: `WITH name [(cols)] AS (query)`
-/// and each `, name [(cols)] AS (query)` after it. "WITH
+/// The common table expressions in `words`: `WITH name [(cols)] AS (query)
+/// [, name [(cols)] AS (query)]...` before a statement. "WITH
 /// common_table_expression": such a name may be a base table's, and a
-/// reference to it in the statement is to the expression, whose base is
-/// what its query selects from.
+/// reference to it in that statement (and no other) is to the expression,
+/// whose base is what its query selects from.
 pub(super) fn common_table_expressions(words: &[String]) -> Vec<Expression> {
     let mut out = Vec::new();
     for (i, w) in words.iter().enumerate() {
-        if w != "with" && w != "," {
+        if w != "with" {
             continue;
         }
-        let Some(name) = words.get(i + 1) else { continue };
-        let at = skip_parenthesized(words, i + 2);
-        let opens = words.get(at).is_some_and(|a| a == "as") && words.get(at + 1).is_some_and(|p| p == "(");
-        if opens && !name.contains('.') && name.chars().all(|c| c.is_alphanumeric() || c == '_') {
-            let end = skip_parenthesized(words, at + 1);
-            out.push(Expression {
-                name: name.clone(),
-                query: words[at + 2..end.saturating_sub(1).max(at + 2)].join(" "),
-            });
+        let mut list: Vec<(String, String)> = Vec::new();
+        let mut at = i + 1;
+        let statement = loop {
+            let Some(name) = words
+                .get(at)
+                .filter(|n| !n.contains('.') && n.chars().all(|c| c.is_alphanumeric() || c == '_'))
+            else {
+                break None;
+            };
+            let after_columns = skip_parenthesized(words, at + 1);
+            let opens = words.get(after_columns).is_some_and(|a| a == "as")
+                && words.get(after_columns + 1).is_some_and(|p| p == "(");
+            if !opens {
+                break None;
+            }
+            let end = skip_parenthesized(words, after_columns + 1);
+            list.push((
+                name.clone(),
+                words[after_columns + 2..end.saturating_sub(1).max(after_columns + 2)].join(" "),
+            ));
+            if words.get(end).is_some_and(|c| c == ",") {
+                at = end + 1;
+            } else {
+                break Some(end);
+            }
+        };
+        if let Some(statement) = statement {
+            out.extend(
+                list.into_iter()
+                    .map(|(name, query)| Expression { name, query, statement }),
+            );
         }
     }
     out
@@ -214,15 +242,15 @@ mod tests {
     fn common_table_expressions_are_named_by_with_and_by_each_comma() {
         let sql = "WITH Log AS (SELECT 1 a), Pending (Id) AS (SELECT 2) UPDATE Log SET a = 2; \
                    SELECT * FROM t WITH (NOLOCK); CREATE PROCEDURE p WITH EXECUTE AS 'x' AS SELECT 1";
-        let names: Vec<(String, String)> = common_table_expressions(&words(&normalized(sql)))
+        let names: Vec<(String, String, String)> = common_table_expressions(&words(&normalized(sql)))
             .into_iter()
-            .map(|e| (e.name, e.query))
+            .map(|e| (e.name, e.query, words(&normalized(sql))[e.statement].clone()))
             .collect();
         assert_eq!(
             names,
             vec![
-                ("log".to_string(), "select 1 a".to_string()),
-                ("pending".to_string(), "select 2".to_string())
+                ("log".to_string(), "select 1 a".to_string(), "update".to_string()),
+                ("pending".to_string(), "select 2".to_string(), "update".to_string())
             ]
         );
     }

@@ -86,7 +86,7 @@ pub(crate) fn manages_permissions(name: &str) -> bool {
 /// The documented rights of the fixed roles the catalog has.
 pub(super) fn rights(ctx: &Context, rights: &mut Vec<Right>) {
     for (role, permissions) in RIGHTS {
-        let Some(spelled) = ctx.catalog.principal(role).map(|p| p.name.clone()) else {
+        let Some(spelled) = ctx.principal(role).map(|p| p.name.clone()) else {
             continue;
         };
         let listed = permissions.join(", ");

@@ -40,7 +40,7 @@ pub(super) fn held(ctx: &Context) -> Vec<Right> {
     fixed_roles::rights(ctx, &mut rights);
     server_inherited::rights(ctx, &mut rights);
     // dbo is the database's owner: no permission check applies to it.
-    if ctx.catalog.principal("dbo").is_some() {
+    if ctx.principal("dbo").is_some() {
         rights.push(owned(
             "dbo",
             Securable::Database,

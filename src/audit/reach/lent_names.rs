@@ -53,8 +53,9 @@ impl<'a> Statements<'a> {
         let here = format!("{}.", normalized(&ctx.catalog.database));
         let words = words(&code);
         let expressions = common_table_expressions(&words);
-        let is_expression =
-            |t: &Target| one_part(&t.name, &here).is_some_and(|n| expressions.iter().any(|e| e.name == n));
+        let is_expression = |t: &Target| {
+            one_part(&t.name, &here).is_some_and(|n| expressions.iter().any(|e| e.name == n && e.statement == t.at))
+        };
         let (shadowed, in_code): (Vec<Target>, Vec<Target>) = targets(&words).into_iter().partition(is_expression);
         let aliased = in_code
             .iter()
@@ -118,22 +119,27 @@ impl<'a> Statements<'a> {
             .shadowed
             .iter()
             .filter(|t| t.verb == verb)
-            .any(|t| self.expression_names(ctx, &t.name, schema, name));
+            .any(|t| self.expression_names(ctx, t, schema, name));
         direct || through_expression || self.aliased.contains(&verb) && self.names_in_data(ctx, schema, name)
     }
 
     /// Whether the query of the common table expression `expression`, or of
     /// one it selects from, names `schema.name` as a data statement would.
-    fn expression_names(&self, ctx: &Context, expression: &str, schema: &str, name: &str) -> bool {
+    fn expression_names(&self, ctx: &Context, target: &Target, schema: &str, name: &str) -> bool {
         let two = normalized(&format!("{schema}.{name}"));
         let mut seen: Vec<&str> = Vec::new();
-        let mut next = vec![one_part(expression, &self.here).unwrap_or(expression)];
+        let mut next = vec![one_part(&target.name, &self.here).unwrap_or(&target.name)];
         while let Some(e) = next.pop() {
             if seen.contains(&e) {
                 continue;
             }
             seen.push(e);
-            let Some(query) = self.expressions.iter().find(|x| x.name == e).map(|x| x.query.as_str()) else {
+            let Some(query) = self
+                .expressions
+                .iter()
+                .find(|x| x.name == e && x.statement == target.at)
+                .map(|x| x.query.as_str())
+            else {
                 continue;
             };
             if contains_words(query, &two)
@@ -144,7 +150,7 @@ impl<'a> Statements<'a> {
             next.extend(
                 self.expressions
                     .iter()
-                    .filter(|x| names_unqualified_in(query, &x.name))
+                    .filter(|x| x.statement == target.at && names_unqualified_in(query, &x.name))
                     .map(|x| x.name.as_str()),
             );
         }
@@ -198,7 +204,7 @@ pub(super) fn resolves_for(ctx: &Context, user: Option<&str>, schema: &str, name
     match user {
         None => true,
         Some(user) => {
-            let default = ctx.catalog.principal(user).and_then(|p| p.default_schema.as_deref());
+            let default = ctx.principal(user).and_then(|p| p.default_schema.as_deref());
             resolves_in(ctx, default.unwrap_or("dbo"), schema, name)
         }
     }

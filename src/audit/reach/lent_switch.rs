@@ -60,19 +60,7 @@ pub(super) fn switched(ctx: &Context, rights: &[Right], body: &str, lender: &Len
         if user.eq_ignore_ascii_case(&lender.principal) || out.iter().any(|l| l.principal.eq_ignore_ascii_case(&user)) {
             continue;
         }
-        if by_variable.is_some() && !named.contains(&user.to_lowercase()) {
-            let mut roles = ctx.holders(&user);
-            roles.remove(&user.to_lowercase());
-            let schema = ctx
-                .catalog
-                .principal(&user)
-                .and_then(|p| p.default_schema.as_ref())
-                .map(|s| s.to_lowercase());
-            if !alike.insert((roles, schema)) {
-                continue;
-            }
-        }
-        let Some(p) = ctx.catalog.principal(&user) else {
+        let Some(p) = ctx.principal(&user) else {
             continue;
         };
         if !singleton::user(ctx, p) {
@@ -82,6 +70,15 @@ pub(super) fn switched(ctx: &Context, rights: &[Right], body: &str, lender: &Len
         let Some(right) = lent(ctx, rights, &lender.principal, &on, "IMPERSONATE") else {
             continue;
         };
+        // Only a user the switch may reach stands for the others alike.
+        if by_variable.is_some() && !named.contains(&user.to_lowercase()) {
+            let mut roles = ctx.holders(&user);
+            roles.remove(&user.to_lowercase());
+            let schema = p.default_schema.as_ref().map(|s| s.to_lowercase());
+            if !alike.insert((roles, schema)) {
+                continue;
+            }
+        }
         out.push(Lender {
             principal: p.name.clone(),
             how: format!(
@@ -106,8 +103,8 @@ pub(super) fn switched(ctx: &Context, rights: &[Right], body: &str, lender: &Len
 }
 
 /// The principals (lower-cased) the catalog names beyond their
-/// memberships: a login, a permission granted or denied, something owned,
-/// a key's user.
+/// memberships: a login, a permission granted, denied or held on it,
+/// something owned, a key's user.
 fn named_apart(ctx: &Context) -> BTreeSet<String> {
     let c = &ctx.catalog;
     c.principals
@@ -115,6 +112,10 @@ fn named_apart(ctx: &Context) -> BTreeSet<String> {
         .filter(|p| p.login.is_some())
         .map(|p| p.name.as_str())
         .chain(c.permissions.iter().map(|p| p.grantee.as_str()))
+        .chain(c.permissions.iter().filter_map(|p| match &p.on {
+            Securable::Principal { name } => Some(name.as_str()),
+            _ => None,
+        }))
         .chain(c.schemas.iter().map(|s| s.owner.as_str()))
         .chain(c.principals.iter().filter_map(|p| p.owner.as_deref()))
         .chain(c.objects.iter().filter_map(|o| o.owner.as_deref()))

@@ -30,7 +30,7 @@ pub(super) struct Runner {
 pub(super) fn ddl_runner(ctx: &Context) -> Option<Node> {
     ["db_owner", "dbo"]
         .into_iter()
-        .find(|p| ctx.catalog.principal(p).is_some())
+        .find(|p| ctx.principal(p).is_some())
         .map(Node::principal)
 }
 

@@ -64,7 +64,7 @@ pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
             ),
         );
     }
-    if ctx.catalog.principal("dbo").is_some() {
+    if ctx.principal("dbo").is_some() {
         graph.add(
             Node::server_role("sysadmin"),
             "sysadmin",

@@ -5,7 +5,9 @@ use std::cell::OnceCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 
-use super::super::catalog::{Catalog, Object, ObjectKind, Permission, PermissionState, PrincipalKind, Securable};
+use super::super::catalog::{
+    Catalog, Object, ObjectKind, Permission, PermissionState, Principal, PrincipalKind, Securable,
+};
 use super::super::hierarchy;
 use super::super::reach::Drops;
 use super::{Finding, Policy, Rule};
@@ -27,6 +29,9 @@ pub(crate) struct Context<'a> {
     /// The memberships and the rights to drop them, worked out once: every
     /// DENY judged asks.
     drops: OnceCell<Rc<Drops>>,
+    /// Each principal by its name, as `Catalog::principal` matches it
+    /// (ASCII case ignored, the first of a name): asked for every grant.
+    principals: HashMap<String, &'a Principal>,
 }
 
 impl<'a> Context<'a> {
@@ -55,7 +60,11 @@ impl<'a> Context<'a> {
             unresolved: Vec::new(),
             permissions_hidden: None,
             drops: OnceCell::new(),
+            principals: HashMap::new(),
         };
+        for p in &catalog.principals {
+            ctx.principals.entry(p.name.to_ascii_lowercase()).or_insert(p);
+        }
         let mut roots: Vec<String> = policy.service_roles.clone();
         for name in &policy.principals {
             // A service may be named by its login: its user is found by SID.
@@ -66,10 +75,10 @@ impl<'a> Context<'a> {
         }
         roots.extend(ctx.executors());
         for root in &roots {
-            let spelled = catalog.principal(root).map_or(root.as_str(), |p| p.name.as_str());
+            let spelled = ctx.principal(root).map_or(root.as_str(), |p| p.name.as_str());
             ctx.service.insert(root.to_lowercase(), spelled.to_string());
             for member in ctx.members_of(root) {
-                let spelled = catalog.principal(&member).map_or(member.clone(), |p| p.name.clone());
+                let spelled = ctx.principal(&member).map_or(member.clone(), |p| p.name.clone());
                 ctx.service.insert(member.to_lowercase(), spelled);
             }
         }
@@ -323,9 +332,14 @@ impl<'a> Context<'a> {
             .filter(|p| p.state != PermissionState::Deny)
     }
 
+    /// The database principal named `name`, ASCII case ignored.
+    pub(crate) fn principal(&self, name: &str) -> Option<&'a Principal> {
+        self.principals.get(&name.to_ascii_lowercase()).copied()
+    }
+
     /// `USER::x`, `ROLE::x` or `APPLICATION ROLE::x`, as a fix statement needs.
     pub(crate) fn principal_class(&self, name: &str) -> &'static str {
-        match self.catalog.principal(name).map(|p| p.kind) {
+        match self.principal(name).map(|p| p.kind) {
             Some(PrincipalKind::Role) => "ROLE",
             Some(PrincipalKind::ApplicationRole) => "APPLICATION ROLE",
             _ => "USER",

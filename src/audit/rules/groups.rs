@@ -24,7 +24,7 @@ const REACHING_ROLES: [&str; 7] = [
 /// their own, as `name (login)`.
 fn group_carrying_services(ctx: &Context) -> Vec<String> {
     ctx.service_principals()
-        .filter_map(|s| ctx.catalog.principal(s))
+        .filter_map(|s| ctx.principal(s))
         .filter(|p| p.login_kind.is_some_and(|k| k.carries_groups()))
         .map(|p| format!("{} (login {})", p.name, p.login.as_deref().unwrap_or("?")))
         .collect()

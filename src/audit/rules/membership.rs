@@ -83,7 +83,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
 pub(super) fn group_blindness(ctx: &Context) -> Option<String> {
     let groups: Vec<&str> = ctx
         .service_principals()
-        .filter_map(|s| ctx.catalog.principal(s))
+        .filter_map(|s| ctx.principal(s))
         .filter(|p| p.kind == PrincipalKind::Group)
         .map(|p| p.name.as_str())
         .collect();

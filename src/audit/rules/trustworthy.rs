@@ -19,7 +19,7 @@ pub(super) fn check(ctx: &Context, report: &mut Report) {
     };
     let service_logins: Vec<(&String, &str)> = ctx
         .service_principals()
-        .filter_map(|s| Some((s, ctx.catalog.principal(s)?.login.as_deref()?)))
+        .filter_map(|s| Some((s, ctx.principal(s)?.login.as_deref()?)))
         .collect();
     let mut unreadable = Vec::new();
     for db in databases

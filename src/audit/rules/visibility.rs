@@ -73,7 +73,7 @@ pub(super) fn permissions_hidden(ctx: &Context) -> Option<String> {
     let expected: Vec<(&str, &str)> = ctx
         .policy
         .expected_grants()
-        .filter(|(role, proc)| ctx.catalog.principal(role).is_some() && ctx.catalog.object(proc).is_some())
+        .filter(|(role, proc)| ctx.principal(role).is_some() && ctx.catalog.object(proc).is_some())
         .collect();
     let shows = |role: &str, proc: &str| {
         ctx.grants().any(|p| {
