@@ -29,12 +29,12 @@ pub(super) fn switched(ctx: &Context, rights: &[Right], body: &str, lender: &Len
     let mut out: Vec<Lender> = Vec::new();
     // "EXECUTE AS": the name "can be specified as a local variable", so a
     // switch by variable may name any user.
-    let named = targets(body);
-    let by_variable = named.iter().find_map(|n| match n {
+    let switches = targets(body);
+    let by_variable = switches.iter().find_map(|n| match n {
         Switch::Variable(v) => Some(v.clone()),
         Switch::User(_) => None,
     });
-    let candidates: Vec<(String, String)> = named
+    let candidates: Vec<(String, String)> = switches
         .iter()
         .filter_map(|n| match n {
             Switch::User(u) => Some((u.clone(), format!("'{}'", u.replace('\'', "''")))),

@@ -19,11 +19,11 @@ use fencepost::audit::{Catalog, Membership, Object, ObjectKind, Schema, ServerPe
 use support::fixtures::*;
 
 const ADMIN: &str = "run fence_admin procedures";
-const BUMP: &str = "UPDATE fence.Resource SET Generation = Generation + 1;";
+pub(super) const BUMP: &str = "UPDATE fence.Resource SET Generation = Generation + 1;";
 
 /// `etl` may run ops.Fix (ops_owner's) WITH EXECUTE AS maint, whose
 /// statements are `statements`; maint holds nothing on the fence.
-fn lending(statements: &str) -> Catalog {
+pub(super) fn lending(statements: &str) -> Catalog {
     let mut c = with_etl();
     c.principals.push(no_login("maint"));
     c.principals.push(no_login("ops_owner"));
@@ -47,7 +47,7 @@ fn lending(statements: &str) -> Catalog {
 }
 
 /// [`lending`] with maint in db_datawriter.
-fn lending_writer(statements: &str) -> Catalog {
+pub(super) fn lending_writer(statements: &str) -> Catalog {
     let mut c = lending(statements);
     c.memberships.push(member("db_datawriter", "maint"));
     c

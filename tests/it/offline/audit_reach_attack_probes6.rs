@@ -11,51 +11,11 @@
 
 use crate::support;
 
+use super::audit_reach_attack_probes5::{BUMP, lending, lending_writer};
 use super::audit_reach_leaving_roles::on_role;
-use super::audit_reach_lending_modules::{WRITE, no_login, reached, with_etl, within};
-use fencepost::audit::{Catalog, Object, ObjectKind, Schema, Securable};
+use super::audit_reach_lending_modules::{WRITE, no_login, reached, table, with_etl, within};
+use fencepost::audit::{Catalog, ObjectKind, Securable};
 use support::fixtures::*;
-
-const BUMP: &str = "UPDATE fence.Resource SET Generation = Generation + 1;";
-
-/// `etl` may run ops.Fix (ops_owner's) WITH EXECUTE AS maint, whose
-/// statements are `statements`; maint holds nothing on the fence.
-fn lending(statements: &str) -> Catalog {
-    let mut c = with_etl();
-    c.principals.push(no_login("maint"));
-    c.principals.push(no_login("ops_owner"));
-    c.schemas.push(Schema {
-        name: "ops".into(),
-        owner: "ops_owner".into(),
-    });
-    let mut m = module(
-        "ops",
-        "Fix",
-        ObjectKind::Procedure,
-        &format!(
-            "CREATE PROCEDURE ops.Fix @Id bigint, @sql nvarchar(max), @who sysname WITH EXECUTE AS 'maint' AS \
-             {statements}"
-        ),
-    );
-    m.execute_as = Some("maint".into());
-    c.objects.push(m);
-    c.permissions.push(grant("etl", "EXECUTE", object("ops", "Fix")));
-    c
-}
-
-/// [`lending`] with maint in db_datawriter.
-fn lending_writer(statements: &str) -> Catalog {
-    let mut c = lending(statements);
-    c.memberships.push(member("db_datawriter", "maint"));
-    c
-}
-
-fn table(schema_name: &str, name: &str) -> Object {
-    Object {
-        definition: None,
-        ..module(schema_name, name, ObjectKind::Table, "")
-    }
-}
 
 const SWITCH_AND_DELETE: &str = "EXECUTE AS USER = @who; DELETE FROM fence.Resource; REVERT;";
 
