@@ -25,7 +25,7 @@ use super::super::rules::{Context, server_holders};
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
 use super::node::Node;
-use super::server_denies::denied;
+use super::server_denies::denied_to_code;
 use crate::tsql::quote_name;
 
 /// The rights there that also create a user for any login.
@@ -80,7 +80,9 @@ pub(super) fn edges(ctx: &Context, graph: &mut Graph) {
 
 /// What makes `owner` act at server level from its database, if anything:
 /// sysadmin, AUTHENTICATE SERVER held or implied (CONTROL SERVER) and not
-/// denied, or (counted, see above) IMPERSONATE ANY LOGIN.
+/// denied, or (counted, see above) IMPERSONATE ANY LOGIN. A context made
+/// there is trusted only through that right, so a DENY of it binds even a
+/// member of securityadmin: the context cannot revoke what refuses it.
 fn authenticates_server(ctx: &Context, owner: &str) -> Option<&'static str> {
     let server = ctx.catalog.server.as_ref()?;
     let holders = server_holders(server, owner);
@@ -93,8 +95,8 @@ fn authenticates_server(ctx: &Context, owner: &str) -> Option<&'static str> {
             p.on_login.is_none()
                 && holds(&p.grantee)
                 && implies("SERVER", &p.permission, "SERVER", wanted)
-                && !denied(server, owner, "SERVER", wanted, None)
-                && !denied(server, &p.grantee, "SERVER", wanted, None)
+                && !denied_to_code(server, owner, "SERVER", wanted, None)
+                && !denied_to_code(server, &p.grantee, "SERVER", wanted, None)
         })
     };
     if granted("AUTHENTICATE SERVER") {

@@ -1,7 +1,8 @@
 //! Sixth probes of the lent writes: the users an EXECUTE AS USER by a
 //! variable may name, which check now weighs one for many when their
 //! memberships and default schema are alike; the common table expressions
-//! a data statement's target may name; and a thousand users with logins.
+//! a data statement's target may name; a thousand users with logins; and
+//! a DENY on a TRUSTWORTHY database's owner.
 //! Layouts written from
 //! Microsoft's documentation where SQL Server lets a principal write a
 //! fence table and check does not name it (false clean), or refuses it and
@@ -14,7 +15,7 @@ use crate::support;
 use super::audit_reach_attack_probes5::{BUMP, lending, lending_writer};
 use super::audit_reach_leaving_roles::on_role;
 use super::audit_reach_lending_modules::{WRITE, no_login, reached, table, with_etl, within};
-use fencepost::audit::{Catalog, ObjectKind, Securable};
+use fencepost::audit::{Catalog, ObjectKind, OtherDatabase, OtherDatabaseUser, Rule, Securable, ServerPermission};
 use support::fixtures::*;
 
 const SWITCH_AND_DELETE: &str = "EXECUTE AS USER = @who; DELETE FROM fence.Resource; REVERT;";
@@ -165,4 +166,68 @@ fn probe6_04_control_a_cte_of_another_name() {
         WRITE,
         &["which fires ops.OrdersBump"],
     );
+}
+
+// 7. "Extending Database Impersonation by Using EXECUTE AS": a context
+// made in a TRUSTWORTHY database is trusted at server level only when the
+// database's owner (the authenticator) holds AUTHENTICATE SERVER; "DENY
+// Server Permissions": a DENY binds every login but sysadmin. The owner
+// reports_owner is in the server role trusted (granted AUTHENTICATE
+// SERVER), is denied AUTHENTICATE SERVER itself, and is in securityadmin.
+// analyst, db_owner in reports, makes a context there: its authenticator
+// is refused, so the context stays in reports. That securityadmin may
+// revoke a DENY in a session of reports_owner's does not lend it to a
+// context whose trust is what the DENY refuses. check skips the DENY for a
+// securityadmin member and names analyst: a false finding. Control: the
+// same owner outside securityadmin.
+
+fn denied_authenticator(in_securityadmin: bool) -> Catalog {
+    let mut c = clean();
+    let server = server_facts(&mut c);
+    server.role_members.push(fencepost::audit::Membership {
+        role: "trusted".into(),
+        member: "reports_owner".into(),
+    });
+    if in_securityadmin {
+        server.role_members.push(fencepost::audit::Membership {
+            role: "securityadmin".into(),
+            member: "reports_owner".into(),
+        });
+    }
+    server.permissions.push(server_grant("trusted", "AUTHENTICATE SERVER"));
+    server.denies.push(ServerPermission {
+        grantee: "reports_owner".into(),
+        permission: "AUTHENTICATE SERVER".into(),
+        on_login: None,
+    });
+    c.trustworthy_databases.as_mut().unwrap().push(OtherDatabase {
+        name: "reports".into(),
+        owner: Some("reports_owner".into()),
+        db_owners: Some(vec![OtherDatabaseUser {
+            user: "analyst".into(),
+            login: Some("analyst".into()),
+            via: "analyst".into(),
+            right: "db_owner".into(),
+        }]),
+    });
+    c
+}
+
+fn analyst_named(c: &Catalog) -> bool {
+    check(c)
+        .findings
+        .iter()
+        .any(|f| f.rule == Rule::ReachesFence && f.principal.as_deref() == Some("login analyst"))
+}
+
+#[test]
+fn probe6_07_a_denied_authenticator_in_securityadmin_trusts_no_context() {
+    let c = denied_authenticator(true);
+    assert!(!analyst_named(&c), "{:#?}", check(&c));
+}
+
+#[test]
+fn probe6_07_control_a_denied_authenticator_outside_securityadmin() {
+    let c = denied_authenticator(false);
+    assert!(!analyst_named(&c), "{:#?}", check(&c));
 }
