@@ -145,6 +145,31 @@ fn starts_statement(words: &[String], i: usize) -> bool {
     !(before == "then" || matches!(next, "statistics" | "on" | "," | "to") || before == ",")
 }
 
+/// The object a one-part target `alias` at word `at` stands for, when its
+/// statement's FROM clause names it so ("UPDATE": `UPDATE x SET ... FROM
+/// ops.Log AS x JOIN ...`, the table the alias names is the one changed):
+/// `name [AS] alias` after FROM, JOIN or a comma, before the statement's
+/// end (`;`) or the next data statement.
+pub(super) fn alias_base(words: &[String], at: usize, alias: &str) -> Option<String> {
+    let ends = |w: &str| w == ";" || matches!(w, "insert" | "update" | "delete" | "merge");
+    let end = words
+        .iter()
+        .enumerate()
+        .skip(at + 1)
+        .find(|(_, w)| ends(w))
+        .map_or(words.len(), |(i, _)| i);
+    (at + 1..end).filter(|&i| words[i] == alias).find_map(|i| {
+        let base = if words.get(i - 1).is_some_and(|w| w == "as") {
+            i - 2
+        } else {
+            i - 1
+        };
+        let before = base.checked_sub(1).map(|b| words[b].as_str());
+        (base > at && matches!(before, Some("from" | "join" | ",")) && names_an_object(&words[base]))
+            .then(|| words[base].clone())
+    })
+}
+
 /// Whether a word may name a table (or a variable or temporary table),
 /// not punctuation.
 fn names_an_object(word: &str) -> bool {
@@ -264,6 +289,18 @@ mod tests {
                 ("INSERT", "fence.recovery".to_string())
             ]
         );
+    }
+
+    #[test]
+    fn an_alias_target_stands_for_the_table_its_from_clause_names() {
+        let w = words(&normalized(
+            "UPDATE x SET a = 1 FROM ops.Log AS x JOIN ops.Orders y ON y.Id = x.Id; UPDATE y SET a = 2 FROM ops.T y",
+        ));
+        assert_eq!(alias_base(&w, 0, "x"), Some("ops.log".to_string()));
+        let second = w.iter().rposition(|x| x == "update").unwrap();
+        assert_eq!(alias_base(&w, second, "y"), Some("ops.t".to_string()));
+        // Control: no FROM clause names it.
+        assert_eq!(alias_base(&w, second, "z"), None);
     }
 
     #[test]

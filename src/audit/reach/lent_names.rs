@@ -13,7 +13,7 @@ use super::super::module_text::{
     contains_words, ddl_unqualified, executed_unqualified, names_unqualified_in, normalized, same_name, words,
 };
 use super::super::rules::Context;
-use super::dml_targets::{Expression, Target, common_table_expressions, targets};
+use super::dml_targets::{Expression, Target, alias_base, common_table_expressions, targets};
 use super::run_time_sql::run_time_sql;
 use crate::tsql::{code_only, without_comments};
 
@@ -39,8 +39,8 @@ pub(super) struct Statements<'a> {
     /// from.
     shadowed: Vec<Target>,
     expressions: Vec<Expression>,
-    /// Whether one of them names no object (an alias): the statement may
-    /// write any table it names.
+    /// Whether one of them names no object (an alias its FROM clause does
+    /// not name): the statement may write any table it names.
     aliased: Vec<&'static str>,
     /// `database.`, normalized, as a three-part name starts.
     here: String,
@@ -56,17 +56,24 @@ impl<'a> Statements<'a> {
         let is_expression = |t: &Target| {
             one_part(&t.name, &here).is_some_and(|n| expressions.iter().any(|e| e.name == n && e.statement == t.at))
         };
-        let (shadowed, in_code): (Vec<Target>, Vec<Target>) = targets(&words).into_iter().partition(is_expression);
+        let (shadowed, mut in_code): (Vec<Target>, Vec<Target>) = targets(&words).into_iter().partition(is_expression);
+        let no_object = |n: &str| {
+            !n.starts_with(['@', '#'])
+                && ctx.catalog.object(&format!("{}.{n}", m.schema)).is_none()
+                && ctx.catalog.object(&format!("dbo.{n}")).is_none()
+        };
+        // An alias its FROM clause names is the table it stands for.
+        for t in &mut in_code {
+            if let Some(base) = one_part(&t.name, &here)
+                .filter(|n| no_object(n))
+                .and_then(|n| alias_base(&words, t.at, n))
+            {
+                t.name = base;
+            }
+        }
         let aliased = in_code
             .iter()
-            .filter(|t| {
-                let name = one_part(&t.name, &here);
-                name.is_some_and(|n| {
-                    !n.starts_with(['@', '#'])
-                        && ctx.catalog.object(&format!("{}.{n}", m.schema)).is_none()
-                        && ctx.catalog.object(&format!("dbo.{n}")).is_none()
-                })
-            })
+            .filter(|t| one_part(&t.name, &here).is_some_and(no_object))
             .map(|t| t.verb)
             .collect();
         let run_time = run_time_sql(body)

@@ -505,6 +505,34 @@ fn probe5_12_control_the_same_cte_over_the_triggers_table_fires_it() {
     );
 }
 
+// 13. "UPDATE (Transact-SQL)": `UPDATE alias SET ... FROM t AS alias JOIN
+// u ...`: the table the alias names in the FROM clause is the one
+// updated; the joined table is only read. ops.Fix updates ops.Log (by its
+// alias l) joined to ops.Orders: ops.OrdersBump never fires. check takes an
+// alias for any table the code names: a false finding. Control: the alias
+// names ops.Orders, which is updated and fires it.
+
+fn update_by_alias(updated: &str, joined: &str) -> Catalog {
+    fires_orders_trigger(&format!(
+        "UPDATE x SET Shipped = 1 FROM {updated} AS x JOIN {joined} AS y ON y.Id = x.Id WHERE x.Id = @Id;"
+    ))
+}
+
+#[test]
+fn probe5_13_an_update_by_alias_fires_no_trigger_of_the_table_it_joins() {
+    clean_for_etl(&update_by_alias("ops.Log", "ops.Orders"));
+}
+
+#[test]
+fn probe5_13_control_the_alias_of_the_triggers_table_fires_it() {
+    reached(
+        &update_by_alias("ops.Orders", "ops.Log"),
+        "etl",
+        WRITE,
+        &["which fires ops.OrdersBump"],
+    );
+}
+
 // 14. "DENY Server Permissions" / "DENY (Transact-SQL)": a DENY binds every
 // login but a member of sysadmin ("DENY does not apply to object owners or
 // members of the sysadmin fixed server role"); a member of securityadmin
