@@ -32,6 +32,9 @@ pub(crate) struct Context<'a> {
     /// Each principal by its name, as `Catalog::principal` matches it
     /// (ASCII case ignored, the first of a name): asked for every grant.
     principals: HashMap<String, &'a Principal>,
+    /// The grantees (lower-cased) of CONTROL on the database or what
+    /// implies it, gathered once: asked for every principal weighed.
+    controllers: OnceCell<BTreeSet<String>>,
 }
 
 impl<'a> Context<'a> {
@@ -61,6 +64,7 @@ impl<'a> Context<'a> {
             permissions_hidden: None,
             drops: OnceCell::new(),
             principals: HashMap::new(),
+            controllers: OnceCell::new(),
         };
         for p in &catalog.principals {
             ctx.principals.entry(p.name.to_ascii_lowercase()).or_insert(p);
@@ -227,12 +231,16 @@ impl<'a> Context<'a> {
     /// design (the deploy login is one); the rules name the services among
     /// them, and who else holds a path to the fence.
     pub(crate) fn is_admin(&self, principal: &str) -> bool {
+        let controllers = self.controllers.get_or_init(|| {
+            self.grants()
+                .filter(|p| self.is_database_control(p))
+                .map(|p| p.grantee.to_lowercase())
+                .collect()
+        });
         let holders = self.holders(principal);
         principal.eq_ignore_ascii_case("dbo")
             || holders.contains("db_owner")
-            || self
-                .grants()
-                .any(|p| self.is_database_control(p) && holders.contains(&p.grantee.to_lowercase()))
+            || holders.iter().any(|h| controllers.contains(h))
     }
 
     /// Whether `p` is CONTROL on the database, or a permission that implies
