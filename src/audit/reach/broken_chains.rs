@@ -13,7 +13,7 @@ use super::super::catalog::{Object, ObjectKind, Securable};
 use super::super::rules::Context;
 use super::code::{admin_procedures, ordered_tables};
 use super::lent_names::Statements;
-use super::lent_write::{Lender, Made, context_user, how_held, lent, written};
+use super::lent_write::{Lender, Made, context_user, how_held, lent};
 use super::node::{Goal, Node};
 use super::right::Right;
 use super::synonyms::synonyms_for;
@@ -59,17 +59,17 @@ pub(super) fn admin(
     })
 }
 
-/// The first write `text` (whose statements are `body`) makes through a
+/// The first write `text` makes through a
 /// synonym or view of another owner for a fence table, that one of
 /// `contexts` may make there and on the table.
 pub(super) fn write(
     ctx: &Context,
     rights: &[Right],
-    (text, body): (&Statements, &str),
+    text: &Statements,
     contexts: &[&Lender],
     owner: Option<&str>,
 ) -> Option<Made> {
-    let verbs: Vec<&str> = written(body).into_iter().filter(|v| DATA.contains(v)).collect();
+    let verbs: Vec<&str> = text.written().iter().copied().filter(|v| DATA.contains(v)).collect();
     if verbs.is_empty() {
         return None;
     }

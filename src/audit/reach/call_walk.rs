@@ -24,9 +24,11 @@ use super::lent_names::{Statements, resolves_for};
 use super::lent_switch::{switched, switched_part};
 use super::lent_targets::own;
 use super::lent_triggers::{Triggers, triggers, write_passes};
-use super::lent_write::{Lender, Made, body, lenders, written};
+use super::lent_write::{Lender, Made, body, lenders};
 use super::node::Goal;
 use super::right::Right;
+use super::row_writes::written;
+use super::run_time_sql::run_time_sql;
 use super::runners::callable;
 use super::trigger_header::DATA;
 use super::written_through::Through;
@@ -339,7 +341,10 @@ impl<'a> Walk<'a> {
                 via: Via::Synonym(s, one),
             })
         }));
-        let verbs: Vec<&'static str> = written(text).into_iter().filter(|v| DATA.contains(v)).collect();
+        let verbs: Vec<&'static str> = written(text, &run_time_sql(text).constant)
+            .into_iter()
+            .filter(|v| DATA.contains(v))
+            .collect();
         if !verbs.is_empty() {
             let statements = Statements::new(ctx, m, text);
             out.extend(self.triggers.list.iter().filter_map(|(unit, t)| {

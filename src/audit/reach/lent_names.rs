@@ -14,6 +14,7 @@ use super::super::module_text::{
 };
 use super::super::rules::Context;
 use super::dml_targets::{Expression, Target, alias_base, common_table_expressions, targets};
+use super::row_writes::written;
 use super::run_time_sql::run_time_sql;
 use crate::tsql::{code_only, without_comments};
 
@@ -44,6 +45,15 @@ pub(super) struct Statements<'a> {
     aliased: Vec<&'static str>,
     /// `database.`, normalized, as a three-part name starts.
     here: String,
+    /// The permissions its statements use to change rows
+    /// ([`super::row_writes::written`]).
+    written: Vec<&'static str>,
+    /// The first construct that runs SQL from text, if any
+    /// ([`super::run_time_sql`]): it may run anything.
+    runs_text: Option<&'static str>,
+    /// Whether it writes a text column in place (WRITETEXT, UPDATETEXT),
+    /// statements whose target [`super::dml_targets`] does not read.
+    text_columns: bool,
 }
 
 impl<'a> Statements<'a> {
@@ -76,11 +86,13 @@ impl<'a> Statements<'a> {
             .filter(|t| one_part(&t.name, &here).is_some_and(no_object))
             .map(|t| t.verb)
             .collect();
-        let run_time = run_time_sql(body)
+        let run_time_sql = run_time_sql(body);
+        let run_time = run_time_sql
             .constant
             .iter()
             .flat_map(|text| targets(&super::super::module_text::words(&normalized(&code_only(text)))))
             .collect();
+        let text_columns = words.iter().any(|w| w == "writetext" || w == "updatetext");
         Statements {
             schema: &m.schema,
             run_time,
@@ -93,7 +105,25 @@ impl<'a> Statements<'a> {
             expressions,
             aliased,
             here,
+            written: written(body, &run_time_sql.constant),
+            runs_text: run_time_sql.arbitrary,
+            text_columns,
         }
+    }
+
+    /// The permissions its statements use to change rows.
+    pub(super) fn written(&self) -> &[&'static str] {
+        &self.written
+    }
+
+    /// The first construct that runs SQL from text, if any.
+    pub(super) fn runs_text(&self) -> Option<&'static str> {
+        self.runs_text
+    }
+
+    /// Whether it writes a text column in place.
+    pub(super) fn writes_text_columns(&self) -> bool {
+        self.text_columns
     }
 
     /// Whether a data statement of the code checked for `verb` writes

@@ -15,7 +15,7 @@ use super::super::rules::Context;
 use super::broken_chains::{self, chains};
 use super::code::admin_procedures;
 use super::lent_names::Statements;
-use super::lent_write::{Lender, Made, context_user, how_held, lent, own_write, written};
+use super::lent_write::{Lender, Made, context_user, how_held, lent, own_write};
 use super::node::{Goal, Node};
 use super::right::Right;
 use super::synonym_routes::{securable, ways_to};
@@ -36,13 +36,12 @@ pub(super) fn own(
     owner: Option<&str>,
 ) -> Option<Made> {
     let text = Statements::new(ctx, m, body);
-    let code = (&text, body);
     match goal {
         Goal::RunAdmin => own_admin(ctx, rights, &text, contexts, owner)
             .or_else(|| broken_chains::admin(ctx, rights, &text, contexts, owner)),
-        _ => own_write(ctx, rights, code, contexts, owner)
-            .or_else(|| own_through(ctx, rights, through, code, contexts, owner))
-            .or_else(|| broken_chains::write(ctx, rights, code, contexts, owner)),
+        _ => own_write(ctx, rights, &text, contexts, owner)
+            .or_else(|| own_through(ctx, rights, through, &text, contexts, owner))
+            .or_else(|| broken_chains::write(ctx, rights, &text, contexts, owner)),
     }
 }
 
@@ -117,18 +116,18 @@ fn own_admin(
     None
 }
 
-/// The first write `body` makes through one of `through` (itself or a
+/// The first write `text` makes through one of `through` (itself or a
 /// synonym for it of its owner) that one of `contexts` may make there, or
 /// that a chain from `owner` lets through.
 fn own_through(
     ctx: &Context,
     rights: &[Right],
     through: &[Through],
-    (text, body): (&Statements, &str),
+    text: &Statements,
     contexts: &[&Lender],
     owner: Option<&str>,
 ) -> Option<Made> {
-    let verbs = written(body);
+    let verbs = text.written();
     if verbs.is_empty() {
         return None;
     }

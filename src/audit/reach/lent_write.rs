@@ -3,10 +3,7 @@
 //! their own write ([`super::lending`]) and those that lend a callee's
 //! ([`super::lending_calls`]).
 
-use std::collections::BTreeSet;
-
 use super::super::catalog::{ExecuteAs, Object, ObjectKind, Securable};
-use super::super::module_text::words;
 use super::super::rules::Context;
 use super::code::{chain_owner, ordered_tables};
 use super::denies;
@@ -14,10 +11,9 @@ use super::lent_names::Statements;
 use super::node::{Goal, Node};
 use super::principals::hierarchy_note;
 use super::right::Right;
-use super::run_time_sql::run_time_sql;
 use super::signing_login::all_powerful;
 use super::trigger_header::{DATA, trigger_body};
-use crate::tsql::{code_only, quote_name, quote_qualified};
+use crate::tsql::{quote_name, quote_qualified};
 
 /// A principal whose rights a module's statements run with.
 pub(super) struct Lender {
@@ -60,21 +56,20 @@ pub(super) fn body(m: &Object) -> Option<&str> {
     })
 }
 
-/// The first write `body` makes to a fence table that one of `contexts`
+/// The first write `text` makes to a fence table that one of `contexts`
 /// may make, or that ownership chaining from `owner` lets through
 /// unchecked.
 pub(super) fn own_write(
     ctx: &Context,
     rights: &[Right],
-    (text, body): (&Statements, &str),
+    text: &Statements,
     contexts: &[&Lender],
     owner: Option<&str>,
 ) -> Option<Made> {
-    let run_time = run_time_sql(body);
-    let verbs = match run_time.arbitrary {
+    let verbs = match text.runs_text() {
         // SQL run from text may be any statement on any table.
         Some(_) => vec!["UPDATE", "INSERT", "DELETE", "ALTER"],
-        None => written(body),
+        None => text.written().to_vec(),
     };
     if verbs.is_empty() {
         return None;
@@ -88,14 +83,14 @@ pub(super) fn own_write(
     let chains = owner.is_some_and(|o| {
         ctx.catalog.engine.chains_ownership && ctx.tables_owner().is_some_and(|t| t.eq_ignore_ascii_case(o))
     });
-    let text_columns = has_text_column_writes(body);
-    let built = match run_time.arbitrary {
+    let text_columns = text.writes_text_columns();
+    let built = match text.runs_text() {
         Some(construct) => format!("runs SQL from text ({construct}), which may be anything and so "),
         None => String::new(),
     };
     tables
         .iter()
-        .filter(|t| run_time.arbitrary.is_some() || text.names_or_strings(ctx, user, fence, t))
+        .filter(|t| text.runs_text().is_some() || text.names_or_strings(ctx, user, fence, t))
         .find_map(|t| {
             let table = format!("{fence}.{t}");
             let data = verbs
@@ -135,7 +130,7 @@ pub(super) fn own_write(
                         to: Node::Goal(Goal::WriteFence),
                         table: table.clone(),
                         chained: false,
-                        anything: run_time.arbitrary.is_some(),
+                        anything: text.runs_text().is_some(),
                         evidence: right.evidence.clone(),
                         cut: right.cut.clone(),
                     })
@@ -158,44 +153,6 @@ fn held(right: &Right, principal: &str) -> String {
     } else {
         format!(" through {}", right.holder)
     }
-}
-
-/// The permissions a module's statements use to change rows, in the order a
-/// path names them: TRUNCATE TABLE, ALTER TABLE ... SWITCH (which moves a
-/// table's rows to another) and DROP TABLE need ALTER on the table (DROP:
-/// through its schema, or CONTROL, each of which implies it). In doubt a
-/// word counts: `UPDATE` anywhere in the code, or in text it runs from
-/// string literals, is an UPDATE.
-pub(super) fn written(text: &str) -> Vec<&'static str> {
-    let mut words: Vec<String> = words(&code_only(text));
-    for run in run_time_sql(text).constant {
-        words.push(";".into());
-        words.extend(super::super::module_text::words(&code_only(&run)));
-    }
-    let drops = words.windows(2).any(|w| w[0] == "drop" && w[1] == "table");
-    let words: BTreeSet<String> = words.into_iter().collect();
-    let has = |w: &[&str]| w.iter().any(|w| words.contains(*w));
-    let merge = has(&["merge"]);
-    // "OUTPUT Clause": `OUTPUT ... INTO table` inserts into that table.
-    let output_into = has(&["output"]) && has(&["into"]);
-    [
-        ("UPDATE", merge || has(&["update", "updatetext", "writetext"])),
-        ("INSERT", merge || output_into || has(&["insert"])),
-        ("DELETE", merge || has(&["delete"])),
-        ("ALTER", drops || has(&["truncate", "switch"])),
-    ]
-    .into_iter()
-    .filter(|(_, used)| *used)
-    .map(|(p, _)| p)
-    .collect()
-}
-
-/// Whether the code writes a text column in place (WRITETEXT, UPDATETEXT),
-/// statements whose target [`super::dml_targets`] does not read.
-fn has_text_column_writes(text: &str) -> bool {
-    words(&code_only(text))
-        .iter()
-        .any(|w| w == "writetext" || w == "updatetext")
 }
 
 /// Whom `m`'s statements run as, besides its caller: its EXECUTE AS

@@ -57,6 +57,7 @@ mod principals;
 mod proxies;
 mod right;
 mod rights;
+mod row_writes;
 mod run_time_sql;
 mod runner;
 mod runners;
