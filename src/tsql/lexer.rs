@@ -37,6 +37,18 @@ impl Token<'_> {
         self.kind == TokenKind::Word && self.text.eq_ignore_ascii_case(keyword)
     }
 
+    /// The text a string literal holds, its quotes undone (`'it''s'` holds
+    /// `it's`); `None` for any other token.
+    #[cfg(feature = "audit")]
+    pub(crate) fn string_value(&self) -> Option<String> {
+        if self.kind != TokenKind::StringLiteral {
+            return None;
+        }
+        let inner = self.text.strip_prefix('\'').unwrap_or(self.text);
+        let inner = inner.strip_suffix('\'').unwrap_or(inner);
+        Some(inner.replace("''", "'"))
+    }
+
     /// True for tokens the server ignores.
     pub(crate) fn is_trivia(&self) -> bool {
         matches!(

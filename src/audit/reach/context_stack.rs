@@ -205,10 +205,7 @@ fn literal(tokens: &[crate::tsql::Token], i: usize) -> Option<String> {
     } else {
         i
     };
-    let t = tokens.get(i).filter(|t| t.kind == TokenKind::StringLiteral)?;
-    let inner = t.text.strip_prefix('\'').unwrap_or(t.text);
-    let inner = inner.strip_suffix('\'').unwrap_or(inner);
-    Some(inner.replace("''", "'"))
+    tokens.get(i)?.string_value()
 }
 
 #[cfg(test)]

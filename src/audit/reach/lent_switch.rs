@@ -180,10 +180,8 @@ fn targets(body: &str) -> Vec<Switch> {
         }
         let at = if word(i + 4, "n") { i + 5 } else { i + 4 };
         let Some(t) = tokens.get(at) else { continue };
-        if t.kind == TokenKind::StringLiteral {
-            let inner = t.text.strip_prefix('\'').unwrap_or(t.text);
-            let inner = inner.strip_suffix('\'').unwrap_or(inner);
-            out.push(Switch::User(inner.replace("''", "'")));
+        if let Some(user) = t.string_value() {
+            out.push(Switch::User(user));
         } else if t.text.starts_with('@') {
             out.push(Switch::Variable(t.text.to_string()));
         }

@@ -65,10 +65,8 @@ fn literals(tokens: &[Token], at: usize, end: impl Fn(&Token) -> bool) -> Option
     let mut text = String::new();
     let mut any = false;
     for t in tokens.iter().skip(at) {
-        if t.kind == TokenKind::StringLiteral {
-            let inner = t.text.strip_prefix('\'').unwrap_or(t.text);
-            let inner = inner.strip_suffix('\'').unwrap_or(inner);
-            text.push_str(&inner.replace("''", "'"));
+        if let Some(value) = t.string_value() {
+            text.push_str(&value);
             any = true;
         } else if t.text == "+" || t.kind == TokenKind::Word && t.text.eq_ignore_ascii_case("n") {
             continue;
