@@ -461,7 +461,7 @@ fn probe5_11_control_the_same_switches_by_literal_answer_in_time() {
 // ops.Fix runs as maint (in db_datawriter) and writes no fence table
 // itself.
 
-fn fires_orders_trigger(statements: &str) -> Catalog {
+pub(super) fn fires_orders_trigger(statements: &str) -> Catalog {
     let mut c = lending_writer(statements);
     c.objects.push(table("ops", "Orders"));
     c.objects.push(table("ops", "Log"));

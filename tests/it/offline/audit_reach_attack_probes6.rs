@@ -12,10 +12,10 @@
 
 use crate::support;
 
-use super::audit_reach_attack_probes5::{BUMP, lending, lending_writer};
+use super::audit_reach_attack_probes5::{fires_orders_trigger, lending};
 use super::audit_reach_leaving_roles::on_role;
-use super::audit_reach_lending_modules::{WRITE, no_login, reached, table, with_etl, within};
-use fencepost::audit::{Catalog, ObjectKind, OtherDatabase, OtherDatabaseUser, Rule, Securable, ServerPermission};
+use super::audit_reach_lending_modules::{WRITE, no_login, reached, with_etl, within};
+use fencepost::audit::{Catalog, OtherDatabase, OtherDatabaseUser, Rule, Securable, ServerPermission};
 use support::fixtures::*;
 
 const SWITCH_AND_DELETE: &str = "EXECUTE AS USER = @who; DELETE FROM fence.Resource; REVERT;";
@@ -112,24 +112,6 @@ fn probe6_03_a_thousand_users_each_granted_connect_answer_in_time() {
 fn probe6_03_control_the_same_users_without_connect_answer_in_time() {
     let took = within(30, users_with_logins(false));
     assert!(took.is_some(), "check took over 30 s");
-}
-
-/// ops.Orders has an AFTER UPDATE trigger (running as its caller) that
-/// updates fence.Resource; ops.Fix runs as maint (in db_datawriter) and
-/// writes no fence table itself.
-fn fires_orders_trigger(statements: &str) -> Catalog {
-    let mut c = lending_writer(statements);
-    c.objects.push(table("ops", "Orders"));
-    c.objects.push(table("ops", "Log"));
-    let mut t = module(
-        "ops",
-        "OrdersBump",
-        ObjectKind::Trigger,
-        &format!("CREATE TRIGGER ops.OrdersBump ON ops.Orders AFTER UPDATE AS {BUMP}"),
-    );
-    t.parent = Some("ops.Orders".into());
-    c.objects.push(t);
-    c
 }
 
 // 4. "WITH common_table_expression (Transact-SQL)": a common table
