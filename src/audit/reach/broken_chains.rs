@@ -137,6 +137,7 @@ fn through(
                     Some(o) => (
                         format!("owned by {o} as the caller is: ownership chaining skips the check there"),
                         format!("{x_name} is owned by {o}"),
+                        Vec::new(),
                     ),
                     None => {
                         let Some(r) = lent(ctx, rights, &c.principal, &on_x, v) else {
@@ -149,6 +150,7 @@ fn through(
                                 how_held(ctx, r, &c.principal, v, &x_name)
                             ),
                             r.evidence.clone(),
+                            c.refused_to_caller(ctx, r, &on_x, v),
                         )
                     }
                 };
@@ -175,6 +177,7 @@ fn through(
                     anything: false,
                     evidence: format!("{}; {}; {x_name}'s owner is {x_owner}", first.1, r.evidence),
                     cut: r.cut.clone(),
+                    refused: [first.2, c.refused_to_caller(ctx, r, &on_base, v)].concat(),
                 });
             }
         }

@@ -301,6 +301,7 @@ impl<'a> Walk<'a> {
             evidence: l.evidence.clone(),
             cut: l.cut.clone(),
             key: l.key.clone(),
+            keeps_caller: l.keeps_caller,
         });
         self.lenders.len() - 1
     }

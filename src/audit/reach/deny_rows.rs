@@ -31,8 +31,28 @@ pub(super) fn applicable(
     wanted: &str,
     holders: &BTreeSet<String>,
 ) -> (Vec<String>, Vec<String>) {
+    let revocable = right.permission.permission.eq_ignore_ascii_case("CONTROL");
+    sorted(ctx, right, target, wanted, holders, revocable)
+}
+
+/// Every principal (lower-cased) a DENY refusing `right` `wanted` on
+/// `target` is made to, for a module's fixed text: a DENY binds there even
+/// where the right is CONTROL over it, since the text revokes none.
+pub(super) fn refused_in_fixed_text(ctx: &Context, right: &Right, target: &Securable, wanted: &str) -> Vec<String> {
+    sorted(ctx, right, target, wanted, &BTreeSet::new(), false).1
+}
+
+/// [`applicable`]'s answer, leaving out the DENYs CONTROL where they are
+/// made may revoke when `revocable`.
+fn sorted(
+    ctx: &Context,
+    right: &Right,
+    target: &Securable,
+    wanted: &str,
+    holders: &BTreeSet<String>,
+    revocable: bool,
+) -> (Vec<String>, Vec<String>) {
     let class = ctx.class_of(target);
-    let control = right.permission.permission.eq_ignore_ascii_case("CONTROL");
     let fixed = fixed_roles::denies();
     let mut cutting = Vec::new();
     let mut bound = Vec::new();
@@ -53,7 +73,7 @@ pub(super) fn applicable(
         }
         // CONTROL where the DENY is made revokes it, unless CONTROL is
         // what is denied there.
-        if control && ctx.contains(&right.permission.on, &d.on) && !ctx.implies(d, &ctx.class_of(&d.on), "CONTROL") {
+        if revocable && ctx.contains(&right.permission.on, &d.on) && !ctx.implies(d, &ctx.class_of(&d.on), "CONTROL") {
             continue;
         }
         let grantee = d.grantee.to_lowercase();

@@ -18,6 +18,7 @@ use std::borrow::Cow;
 use super::super::catalog::{Object, ObjectKind};
 use super::super::rules::Context;
 use super::as_caller::lent_part;
+use super::bound::Bound;
 use super::call_walk::Walk;
 use super::code::chain_owner;
 use super::edge::{Edge, Kind};
@@ -102,6 +103,15 @@ pub(super) fn edges<'a>(ctx: &Context<'a>, rights: &[Right], mut through: Vec<Th
                 format!("{}; {}", lender.evidence, made.evidence),
                 format!("{} (or {})", lender.cut, made.cut),
             );
+            if !made.refused.is_empty() {
+                // The caller's DENYs stay in force beside a signature's
+                // rights ([`Lender::keeps_caller`]).
+                edge = edge.unless(Bound {
+                    denied: made.refused.clone(),
+                    keep: lender.principal.to_lowercase(),
+                    ..Bound::default()
+                });
+            }
             if matches!(made.to, Node::Goal(_)) {
                 edge = edge.on(made.table);
             }

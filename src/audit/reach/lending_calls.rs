@@ -56,5 +56,6 @@ fn wrap(s: &Step, inner: Made) -> Made {
         anything: inner.anything,
         evidence: format!("{}; {name}: {}", s.evidence, inner.evidence),
         cut: format!("{} (or {})", s.cut, inner.cut),
+        refused: inner.refused,
     }
 }

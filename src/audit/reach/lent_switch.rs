@@ -97,6 +97,7 @@ pub(super) fn switched(ctx: &Context, rights: &[Right], body: &str, lender: &Len
             evidence: format!("{}; {}", lender.evidence, right.evidence),
             cut: format!("{} (or {})", lender.cut, right.cut),
             key: None,
+            keeps_caller: false,
         });
     }
     out

@@ -86,6 +86,7 @@ fn own_admin(
                     anything: false,
                     evidence: format!("{by_name} is owned by {o}"),
                     cut: format!("(move {by_name} to another owner)"),
+                    refused: Vec::new(),
                 });
             }
             for c in contexts {
@@ -109,6 +110,7 @@ fn own_admin(
                     anything: false,
                     evidence: right.evidence.clone(),
                     cut: right.cut.clone(),
+                    refused: c.refused_to_caller(ctx, right, &target, "EXECUTE"),
                 });
             }
         }
@@ -146,7 +148,7 @@ fn own_through(
             } else {
                 format!("{name} (by the synonym {by_name}, of its owner)")
             };
-            let made = |what: String, evidence: &str, cut: &str, chained: bool| Made {
+            let made = |what: String, evidence: &str, cut: &str, chained: bool, refused: Vec<String>| Made {
                 what: format!("{what}{}", t.then),
                 chained,
                 anything: false,
@@ -158,6 +160,7 @@ fn own_through(
                     .collect::<Vec<_>>()
                     .join("; "),
                 cut: cut.to_string(),
+                refused,
             };
             if let Some(o) = chains(ctx, owner, by) {
                 return Some(made(
@@ -167,6 +170,7 @@ fn own_through(
                     &format!("{by_name} is owned by {o}"),
                     &format!("(move {by_name} to another owner)"),
                     true,
+                    Vec::new(),
                 ));
             }
             let target: Securable = securable(by);
@@ -184,6 +188,7 @@ fn own_through(
                         &right.evidence,
                         &right.cut,
                         false,
+                        c.refused_to_caller(ctx, right, &target, v),
                     ));
                 }
             }

@@ -7,6 +7,7 @@ use super::super::catalog::{ExecuteAs, Object, ObjectKind, Securable};
 use super::super::rules::Context;
 use super::code::{chain_owner, ordered_tables};
 use super::denies;
+use super::deny_rows::refused_in_fixed_text;
 use super::lent_names::Statements;
 use super::node::{Goal, Node};
 use super::principals::hierarchy_note;
@@ -25,6 +26,33 @@ pub(super) struct Lender {
     /// The key of a signature (`CERTIFICATE::Writer`); `None` for EXECUTE
     /// AS, whose context stays in force in the modules it calls.
     pub(super) key: Option<String>,
+    /// Whether the caller's own token stays in the context beside these
+    /// rights, so that a DENY made to the caller still refuses what they
+    /// allow: a signature's rights are added to the caller's ("Module
+    /// Signing"), save a login in sysadmin's, which no check applies to;
+    /// EXECUTE AS replaces the caller's context.
+    pub(super) keeps_caller: bool,
+}
+
+impl Lender {
+    /// The principals (lower-cased) whose DENY of `wanted` on `target`
+    /// refuses `right`, this lender's, to a context that holds one of them:
+    /// the caller's, when it stays in force ("Permissions Hierarchy": a
+    /// permission denied to any principal of the context is refused; the
+    /// module's fixed text revokes no DENY, whatever CONTROL its rights
+    /// bring).
+    pub(super) fn refused_to_caller(
+        &self,
+        ctx: &Context,
+        right: &Right,
+        target: &Securable,
+        wanted: &str,
+    ) -> Vec<String> {
+        if !self.keeps_caller {
+            return Vec::new();
+        }
+        refused_in_fixed_text(ctx, right, target, wanted)
+    }
 }
 
 /// A write or call some code makes: `what` follows "its text", as in
@@ -43,6 +71,9 @@ pub(super) struct Made {
     pub(super) anything: bool,
     pub(super) evidence: String,
     pub(super) cut: String,
+    /// The principals (lower-cased) a DENY to whom, in the caller's
+    /// context, refuses the write or call ([`Lender::refused_to_caller`]).
+    pub(super) refused: Vec<String>,
 }
 
 /// The statements of a module: a trigger's after its header, which names
@@ -111,6 +142,7 @@ pub(super) fn own_write(
                     table,
                     chained: true,
                     anything: false,
+                    refused: Vec::new(),
                 });
             }
             let target = Securable::Object {
@@ -133,6 +165,7 @@ pub(super) fn own_write(
                         anything: text.runs_text().is_some(),
                         evidence: right.evidence.clone(),
                         cut: right.cut.clone(),
+                        refused: c.refused_to_caller(ctx, right, &target, v),
                     })
                 })
             })
@@ -175,6 +208,7 @@ pub(super) fn lenders(ctx: &Context, m: &Object) -> Vec<Lender> {
                 evidence: format!("sys.sql_modules: {name} has execute_as {as_whom}"),
                 cut: format!("ALTER {} {target} ... WITH EXECUTE AS CALLER;", kind(m)),
                 key: None,
+                keeps_caller: false,
             });
         }
     }
@@ -191,7 +225,7 @@ pub(super) fn lenders(ctx: &Context, m: &Object) -> Vec<Lender> {
         else {
             continue;
         };
-        if let Some(why) = all_powerful(ctx, signing) {
+        if let Some((why, sysadmin)) = all_powerful(ctx, signing) {
             out.push(Lender {
                 principal: "dbo".to_string(),
                 how: format!(
@@ -201,6 +235,7 @@ pub(super) fn lenders(ctx: &Context, m: &Object) -> Vec<Lender> {
                 evidence: format!("sys.crypt_properties: {name} is signed by {signer}; sys.server_principals: {why}"),
                 cut: format!("DROP SIGNATURE FROM {target} BY {class} {};", quote_name(key)),
                 key: Some(signer.clone()),
+                keeps_caller: !sysadmin,
             });
         }
         let Some(user) = signing.user.as_deref() else { continue };
@@ -210,6 +245,7 @@ pub(super) fn lenders(ctx: &Context, m: &Object) -> Vec<Lender> {
             evidence: format!("sys.crypt_properties: {name} is signed by {signer}, mapped to user {user}"),
             cut: format!("DROP SIGNATURE FROM {target} BY {class} {};", quote_name(key)),
             key: Some(signer.clone()),
+            keeps_caller: true,
         });
     }
     out

@@ -15,13 +15,15 @@ use super::super::rules::Context;
 use super::server_denies::denied_to_code;
 
 /// Why the login `k` is mapped to passes every check here, when it does:
-/// `its login L is in sysadmin`.
-pub(super) fn all_powerful(ctx: &Context, k: &SigningKey) -> Option<String> {
+/// `its login L is in sysadmin`, and whether by sysadmin, which a DENY made
+/// to the module's caller does not bind either (CONTROL SERVER is a
+/// permission, and the caller's DENYs stay in the context beside it).
+pub(super) fn all_powerful(ctx: &Context, k: &SigningKey) -> Option<(String, bool)> {
     let login = k.login.as_deref()?;
     let server = ctx.catalog.server.as_ref()?;
     let holders = with_roles(server, login);
     if holders.contains("sysadmin") {
-        return Some(format!("its login {login} is in sysadmin"));
+        return Some((format!("its login {login} is in sysadmin"), true));
     }
     // "DENY Server Permissions": a DENY binds the login past a grant to it
     // or to one of its roles.
@@ -34,11 +36,12 @@ pub(super) fn all_powerful(ctx: &Context, k: &SigningKey) -> Option<String> {
         .filter(|p| p.on_login.is_none() && p.permission.eq_ignore_ascii_case("CONTROL SERVER"))
         .find(|p| holders.contains(&p.grantee.to_lowercase()))
         .map(|p| {
-            if p.grantee.eq_ignore_ascii_case(login) {
+            let why = if p.grantee.eq_ignore_ascii_case(login) {
                 format!("its login {login} holds CONTROL SERVER")
             } else {
                 format!("its login {login} holds CONTROL SERVER through {}", p.grantee)
-            }
+            };
+            (why, false)
         })
 }
 

@@ -13,7 +13,7 @@
 
 use crate::support;
 
-use super::audit_reach_leaving_roles::on_role;
+use super::audit_reach_leaving_roles::{deny, on_role};
 use super::audit_reach_lending_modules::{WRITE, named_for, no_login, reached, with_etl, within};
 use fencepost::audit::{Catalog, Membership, Object, ObjectKind, Schema, ServerPermission, SigningKey};
 use support::fixtures::*;
@@ -60,7 +60,7 @@ fn table(schema_name: &str, name: &str) -> Object {
     }
 }
 
-fn clean_for_etl(c: &Catalog) {
+pub(super) fn clean_for_etl(c: &Catalog) {
     assert!(!named_for(c, "etl", WRITE), "{:#?}", check(c));
 }
 
@@ -599,4 +599,43 @@ fn probe5_14_a_securityadmin_signing_login_denied_control_server_lends_nothing()
 #[test]
 fn probe5_14_control_the_same_login_outside_securityadmin_lends_nothing() {
     clean_for_etl(&signed(false));
+}
+
+// 15. "DENY (Transact-SQL)": "DENY takes precedence over all permissions,
+// except that DENY does not apply to object owners or members of the
+// sysadmin fixed server role"; CONTROL SERVER is a permission, not
+// sysadmin. ops.Fix is signed by a key whose login holds CONTROL SERVER
+// (through operators); etl, who runs it, is denied UPDATE on
+// fence.Resource: the signed module's UPDATE runs with etl's token and the
+// login's, and the DENY to etl refuses it. check lends the signature's
+// write as dbo's, past any DENY: a false finding. Control: the login in
+// sysadmin, which no DENY binds.
+
+fn signed_control_server(sysadmin: bool) -> Catalog {
+    let mut c = signed(false);
+    let server = server_facts(&mut c);
+    server.denies.clear();
+    if sysadmin {
+        server.role_members.push(Membership {
+            role: "sysadmin".into(),
+            member: "ops_signer".into(),
+        });
+    }
+    c.permissions.push(deny("etl", "UPDATE", object("fence", "Resource")));
+    c
+}
+
+#[test]
+fn probe5_15_a_control_server_signature_does_not_pass_a_deny_to_its_caller() {
+    clean_for_etl(&signed_control_server(false));
+}
+
+#[test]
+fn probe5_15_control_a_sysadmin_signature_passes_it() {
+    reached(
+        &signed_control_server(true),
+        "etl",
+        WRITE,
+        &["ops_signer is in sysadmin"],
+    );
 }

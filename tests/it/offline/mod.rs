@@ -52,6 +52,7 @@ mod audit_reach_read_only_modules;
 mod audit_reach_revert;
 mod audit_reach_run_time_sql;
 mod audit_reach_server;
+mod audit_reach_signed_caller_denies;
 mod audit_reach_signing_login;
 mod audit_reach_synonym_grants;
 mod audit_reach_trigger_events;
