@@ -75,6 +75,9 @@ pub(super) fn targets(words: &[String]) -> Vec<Target> {
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Expression {
     pub(super) name: String,
+    /// The names its column list gives the query's columns, in order;
+    /// empty when it has none.
+    pub(super) columns: Vec<String>,
     pub(super) query: String,
     pub(super) statement: usize,
 }
@@ -90,7 +93,7 @@ pub(super) fn common_table_expressions(words: &[String]) -> Vec<Expression> {
         if w != "with" {
             continue;
         }
-        let mut list: Vec<(String, String)> = Vec::new();
+        let mut list: Vec<(String, Vec<String>, String)> = Vec::new();
         let mut at = i + 1;
         let statement = loop {
             let Some(name) = words
@@ -106,8 +109,14 @@ pub(super) fn common_table_expressions(words: &[String]) -> Vec<Expression> {
                 break None;
             }
             let end = skip_parenthesized(words, after_columns + 1);
+            let columns = words[(at + 2).min(after_columns)..after_columns.saturating_sub(1).max(at + 1)]
+                .iter()
+                .filter(|c| *c != ",")
+                .cloned()
+                .collect();
             list.push((
                 name.clone(),
+                columns,
                 words[after_columns + 2..end.saturating_sub(1).max(after_columns + 2)].join(" "),
             ));
             if words.get(end).is_some_and(|c| c == ",") {
@@ -117,10 +126,12 @@ pub(super) fn common_table_expressions(words: &[String]) -> Vec<Expression> {
             }
         };
         if let Some(statement) = statement {
-            out.extend(
-                list.into_iter()
-                    .map(|(name, query)| Expression { name, query, statement }),
-            );
+            out.extend(list.into_iter().map(|(name, columns, query)| Expression {
+                name,
+                columns,
+                query,
+                statement,
+            }));
         }
     }
     out
@@ -150,7 +161,7 @@ fn starts_statement(words: &[String], i: usize) -> bool {
 /// ops.Log AS x JOIN ...`, the table the alias names is the one changed):
 /// `name [AS] alias` after FROM, JOIN or a comma, before the statement's
 /// end (`;`) or the next data statement.
-pub(super) fn alias_base(words: &[String], at: usize, alias: &str) -> Option<String> {
+pub(crate) fn alias_base(words: &[String], at: usize, alias: &str) -> Option<String> {
     let ends = |w: &str| w == ";" || matches!(w, "insert" | "update" | "delete" | "merge");
     let end = words
         .iter()
@@ -267,15 +278,25 @@ mod tests {
     fn common_table_expressions_are_named_by_with_and_by_each_comma() {
         let sql = "WITH Log AS (SELECT 1 a), Pending (Id) AS (SELECT 2) UPDATE Log SET a = 2; \
                    SELECT * FROM t WITH (NOLOCK); CREATE PROCEDURE p WITH EXECUTE AS 'x' AS SELECT 1";
-        let names: Vec<(String, String, String)> = common_table_expressions(&words(&normalized(sql)))
+        let names: Vec<(String, Vec<String>, String, String)> = common_table_expressions(&words(&normalized(sql)))
             .into_iter()
-            .map(|e| (e.name, e.query, words(&normalized(sql))[e.statement].clone()))
+            .map(|e| (e.name, e.columns, e.query, words(&normalized(sql))[e.statement].clone()))
             .collect();
         assert_eq!(
             names,
             vec![
-                ("log".to_string(), "select 1 a".to_string(), "update".to_string()),
-                ("pending".to_string(), "select 2".to_string(), "update".to_string())
+                (
+                    "log".to_string(),
+                    vec![],
+                    "select 1 a".to_string(),
+                    "update".to_string()
+                ),
+                (
+                    "pending".to_string(),
+                    vec!["id".to_string()],
+                    "select 2".to_string(),
+                    "update".to_string()
+                )
             ]
         );
     }

@@ -13,6 +13,7 @@ use super::super::module_text::{
     contains_words, ddl_unqualified, executed_unqualified, names_unqualified_in, normalized, same_name, words,
 };
 use super::super::rules::Context;
+use super::cte_update::updated_base;
 use super::dml_targets::{Expression, Target, alias_base, common_table_expressions, targets};
 use super::row_writes::written;
 use super::run_time_sql::run_time_sql;
@@ -66,7 +67,25 @@ impl<'a> Statements<'a> {
         let is_expression = |t: &Target| {
             one_part(&t.name, &here).is_some_and(|n| expressions.iter().any(|e| e.name == n && e.statement == t.at))
         };
-        let (shadowed, mut in_code): (Vec<Target>, Vec<Target>) = targets(&words).into_iter().partition(is_expression);
+        let (mut shadowed, mut in_code): (Vec<Target>, Vec<Target>) =
+            targets(&words).into_iter().partition(is_expression);
+        // An UPDATE of an expression whose SET columns tell its one base
+        // table writes that table alone ([`super::cte_update`]).
+        shadowed.retain(|t| {
+            let expression =
+                one_part(&t.name, &here).and_then(|n| expressions.iter().find(|e| e.name == n && e.statement == t.at));
+            let base = expression
+                .filter(|_| t.verb == "UPDATE")
+                .and_then(|e| updated_base(&words, t.at, e))
+                .filter(|b| !expressions.iter().any(|e| e.name == *b && e.statement == t.at));
+            match base {
+                Some(name) => {
+                    in_code.push(Target { name, ..t.clone() });
+                    false
+                }
+                None => true,
+            }
+        });
         let no_object = |n: &str| {
             !n.starts_with(['@', '#'])
                 && ctx.catalog.object(&format!("{}.{n}", m.schema)).is_none()

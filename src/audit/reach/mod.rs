@@ -29,6 +29,7 @@ mod closure;
 mod code;
 mod context_stack;
 mod created_code;
+mod cte_update;
 mod database_owner;
 mod denies;
 mod deny_rows;

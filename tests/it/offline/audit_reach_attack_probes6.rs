@@ -1,8 +1,9 @@
 //! Sixth probes of the lent writes: the users an EXECUTE AS USER by a
 //! variable may name, which check now weighs one for many when their
 //! memberships and default schema are alike; the common table expressions
-//! a data statement's target may name; a thousand users with logins; and
-//! a DENY on a TRUSTWORTHY database's owner.
+//! a data statement's target may name, and the one table an UPDATE of one
+//! over a join changes; a thousand users with logins, and switches by
+//! variable among them; and a DENY on a TRUSTWORTHY database's owner.
 //! Layouts written from
 //! Microsoft's documentation where SQL Server lets a principal write a
 //! fence table and check does not name it (false clean), or refuses it and
@@ -12,10 +13,10 @@
 
 use crate::support;
 
-use super::audit_reach_attack_probes5::{fires_orders_trigger, lending};
+use super::audit_reach_attack_probes5::{clean_for_etl, fires_orders_trigger, lending};
 use super::audit_reach_leaving_roles::on_role;
-use super::audit_reach_lending_modules::{WRITE, no_login, reached, with_etl, within};
-use fencepost::audit::{Catalog, OtherDatabase, OtherDatabaseUser, Rule, Securable, ServerPermission};
+use super::audit_reach_lending_modules::{WRITE, no_login, reached, table, with_etl, within};
+use fencepost::audit::{Catalog, ObjectKind, OtherDatabase, OtherDatabaseUser, Rule, Securable, ServerPermission};
 use support::fixtures::*;
 
 const SWITCH_AND_DELETE: &str = "EXECUTE AS USER = @who; DELETE FROM fence.Resource; REVERT;";
@@ -114,6 +115,57 @@ fn probe6_03_control_the_same_users_without_connect_answer_in_time() {
     assert!(took.is_some(), "check took over 30 s");
 }
 
+// 8. "EXECUTE AS (Transact-SQL)": the user "can be specified as a local
+// variable", so check weighs every principal as the user switched to, one
+// for many only among those nothing names apart; a user with a login is
+// named apart. 1,000 users with logins (no CONNECT grant, see 3); 10
+// procedures run as maint (in db_owner, who may impersonate every user),
+// each switching to the user its caller names and running the next. check
+// must answer within 30 s. Control: the same switches by a literal name.
+
+fn many_switches(by_variable: bool) -> Catalog {
+    let (users, modules) = (1000, 10);
+    let mut c = lending("EXEC ops.Step0 @u = N'u1';");
+    c.memberships.push(member("db_owner", "maint"));
+    for i in 0..users {
+        let name = format!("u{i}");
+        c.principals.push(user(&name, Some(&name)));
+    }
+    let to = if by_variable { "@u" } else { "N'u1'" };
+    for i in 0..modules {
+        let next = if i + 1 < modules {
+            format!("EXEC ops.Step{} @u = @u;", i + 1)
+        } else {
+            "DELETE FROM ops.Stash;".to_string()
+        };
+        let mut m = module(
+            "ops",
+            &format!("Step{i}"),
+            ObjectKind::Procedure,
+            &format!(
+                "CREATE PROCEDURE ops.Step{i} @u sysname WITH EXECUTE AS 'maint' AS \
+                 EXECUTE AS USER = {to}; {next} REVERT;"
+            ),
+        );
+        m.execute_as = Some("maint".into());
+        c.objects.push(m);
+    }
+    c.objects.push(table("ops", "Stash"));
+    c
+}
+
+#[test]
+fn probe6_08_switches_by_variable_among_a_thousand_users_with_logins_answer_in_time() {
+    let took = within(30, many_switches(true));
+    assert!(took.is_some(), "check took over 30 s");
+}
+
+#[test]
+fn probe6_08_control_the_same_switches_by_literal_answer_in_time() {
+    let took = within(30, many_switches(false));
+    assert!(took.is_some(), "check took over 30 s");
+}
+
 // 4. "WITH common_table_expression (Transact-SQL)": a common table
 // expression is "derived from a simple query and defined within the
 // execution scope of a single SELECT, INSERT, UPDATE, MERGE, or DELETE
@@ -144,6 +196,37 @@ fn probe6_04_a_cte_ends_with_its_statement_and_the_next_update_names_the_table()
 fn probe6_04_control_a_cte_of_another_name() {
     reached(
         &cte_then_update("Pending"),
+        "etl",
+        WRITE,
+        &["which fires ops.OrdersBump"],
+    );
+}
+
+// 5. "CREATE VIEW (Transact-SQL)", Updatable Views (which "WITH
+// common_table_expression" applies to a CTE an UPDATE names): "Any
+// modifications ... must reference columns from only one base table". The
+// CTE Log joins ops.Log to ops.Orders and the UPDATE sets a column of
+// ops.Log: only ops.Log is modified, ops.Orders only read, and
+// ops.OrdersBump never fires. check takes any table the CTE's query names
+// for the one written: a false finding. Control: the same join whose
+// column set is ops.Orders'.
+
+fn cte_join(written: &str, read: &str) -> Catalog {
+    fires_orders_trigger(&format!(
+        "WITH Log AS (SELECT w.Id, w.Shipped FROM {written} AS w JOIN {read} AS r ON r.Id = w.Id) \
+         UPDATE Log SET Shipped = 1;"
+    ))
+}
+
+#[test]
+fn probe6_05_an_update_of_a_joining_cte_writes_only_the_table_of_its_columns() {
+    clean_for_etl(&cte_join("ops.Log", "ops.Orders"));
+}
+
+#[test]
+fn probe6_05_control_the_join_whose_columns_are_the_triggers_table() {
+    reached(
+        &cte_join("ops.Orders", "ops.Log"),
         "etl",
         WRITE,
         &["which fires ops.OrdersBump"],
