@@ -86,6 +86,9 @@ struct Callee<'a> {
 
 type State = (usize, usize, Part);
 type Entry = (usize, Part);
+/// A unit and the context it is reached with, `None` when its own
+/// context replaces any: what its entries depend on.
+type Entered = (usize, Option<usize>);
 type Runs = Option<(String, String, String)>;
 /// A check of a step, by the caller's owner, the callee, how it is reached
 /// (kind, object, verb) and the context.
@@ -98,7 +101,7 @@ struct Frame<'a> {
     callees: Rc<Vec<Callee<'a>>>,
     next: usize,
     /// The callee being descended into, with its entries left to try.
-    current: Option<(usize, Step, Vec<Entry>, usize)>,
+    current: Option<(usize, Step, Rc<Vec<Entry>>, usize)>,
     step: Option<Step>,
 }
 
@@ -113,15 +116,24 @@ pub(super) struct Walk<'a> {
     triggers: Triggers<'a>,
     /// The contexts met, each once (by principal and key).
     lenders: Vec<Lender>,
+    /// Where each context stands in `lenders`, by principal (lower-cased)
+    /// and key.
+    lender_index: HashMap<(String, Option<String>), usize>,
     callees: HashMap<(usize, Part), Rc<Vec<Callee<'a>>>>,
     /// A unit's own contexts, whether it switches context, and whether its
     /// text goes back to its caller's.
     own: HashMap<usize, (Vec<usize>, bool, bool)>,
+    /// [`Walk::entries`]' answers, by unit and the context it is reached
+    /// with (`None` for a unit whose own context replaces any).
+    entries: HashMap<Entered, (Rc<Vec<Entry>>, bool, Entered)>,
     switches: HashMap<(usize, usize), Vec<usize>>,
     runs: HashMap<RunsKey, Runs>,
     reached: HashMap<(usize, Goal, usize, Part), Option<Made>>,
     /// States from which a whole walk reached nothing, by goal.
     dead: HashSet<(Goal, State)>,
+    /// Code entered so, each of whose entries a whole walk followed and
+    /// reached nothing from, by goal.
+    dead_entries: HashSet<(Goal, Entered)>,
 }
 
 impl<'a> Walk<'a> {
@@ -166,12 +178,15 @@ impl<'a> Walk<'a> {
             synonyms,
             triggers,
             lenders: Vec::new(),
+            lender_index: HashMap::new(),
             callees: HashMap::new(),
             own: HashMap::new(),
+            entries: HashMap::new(),
             switches: HashMap::new(),
             runs: HashMap::new(),
             reached: HashMap::new(),
             dead: HashSet::new(),
+            dead_entries: HashSet::new(),
         }
     }
 
@@ -207,9 +222,17 @@ impl<'a> Walk<'a> {
             }
             None => Rc::new(self.callees_in(ctx, m, text)),
         };
-        let found = self.search(ctx, rights, to, &mut visited, (chain_owner(ctx, m), first, callees));
+        let mut entered: HashSet<Entered> = HashSet::new();
+        let found = self.search(
+            ctx,
+            rights,
+            to,
+            (&mut visited, &mut entered),
+            (chain_owner(ctx, m), first, callees),
+        );
         if found.is_none() {
             self.dead.extend(visited.into_iter().map(|s| (to.0, s)));
+            self.dead_entries.extend(entered.into_iter().map(|e| (to.0, e)));
         }
         found
     }
@@ -219,7 +242,7 @@ impl<'a> Walk<'a> {
         ctx: &Context<'a>,
         rights: &[Right],
         to: (Goal, &[Through]),
-        visited: &mut HashSet<State>,
+        (visited, entered): (&mut HashSet<State>, &mut HashSet<Entered>),
         (owner, first, callees): (Option<&str>, usize, Rc<Vec<Callee<'a>>>),
     ) -> Option<(Vec<Step>, Made)> {
         let mut stack = vec![Frame {
@@ -261,7 +284,12 @@ impl<'a> Walk<'a> {
             let Some((call, evidence, cut)) = self.runs(ctx, rights, owner, callee, l) else {
                 continue;
             };
-            let (entries, keeps) = self.entries(ctx, rights, callee.unit, l);
+            let (entries, keeps, key) = self.entries(ctx, rights, callee.unit, l);
+            // Entered before in this walk, its entries are followed there;
+            // in a whole walk that reached nothing, they lead nowhere.
+            if entered.contains(&key) || self.dead_entries.contains(&(to.0, key)) {
+                continue;
+            }
             let unit = self.units[callee.unit];
             let step = Step {
                 name: unit.qualified_name(),
@@ -280,6 +308,7 @@ impl<'a> Walk<'a> {
                 steps.push(step);
                 return Some((steps, made));
             }
+            entered.insert(key);
             if let Some(f) = stack.last_mut() {
                 f.current = Some((callee.unit, step, entries, 0));
             }
@@ -288,13 +317,11 @@ impl<'a> Walk<'a> {
     }
 
     fn intern(&mut self, l: &Lender) -> usize {
-        if let Some(i) = self
-            .lenders
-            .iter()
-            .position(|x| x.principal.eq_ignore_ascii_case(&l.principal) && x.key == l.key)
-        {
+        let id = (l.principal.to_lowercase(), l.key.clone());
+        if let Some(&i) = self.lender_index.get(&id) {
             return i;
         }
+        self.lender_index.insert(id, self.lenders.len());
         self.lenders.push(Lender {
             principal: l.principal.clone(),
             how: l.how.clone(),
@@ -437,8 +464,9 @@ impl<'a> Walk<'a> {
     /// in code WITH EXECUTE AS, the statements after an EXECUTE AS CALLER
     /// run with `l` again. An EXECUTE AS USER in the text adds the user a
     /// context may impersonate, for the statements that may run as that
-    /// user ([`super::lent_switch`]). Whether `l`'s signature is kept.
-    fn entries(&mut self, ctx: &Context, rights: &[Right], p: usize, l: usize) -> (Vec<Entry>, bool) {
+    /// user ([`super::lent_switch`]). Whether `l`'s signature is kept, and
+    /// what the answer depends on.
+    fn entries(&mut self, ctx: &Context, rights: &[Right], p: usize, l: usize) -> (Rc<Vec<Entry>>, bool, Entered) {
         if !self.own.contains_key(&p) {
             let o = self.units[p];
             let own = lenders(ctx, o);
@@ -448,6 +476,13 @@ impl<'a> Walk<'a> {
             self.own.insert(p, (ids, switches, back));
         }
         let (ids, switches, back) = self.own[&p].clone();
+        // Code whose own context replaces its caller's for all of its text
+        // runs alike whoever reaches it: a thousand users switched to
+        // before it share one answer.
+        let key = (p, (!switches || back).then_some(l));
+        if let Some(known) = self.entries.get(&key) {
+            return known.clone();
+        }
         let mut out = Vec::new();
         let keeps = if switches {
             if back {
@@ -468,14 +503,17 @@ impl<'a> Walk<'a> {
             out.extend(ids.iter().filter(|&&i| !keeps || i != l).map(|&i| (i, Part::Whole)));
             keeps && self.lenders[l].key.is_some()
         };
+        let mut added = HashSet::new();
         for (c, _) in out.clone() {
             for x in self.switched(ctx, rights, p, c) {
-                if !out.contains(&(x, Part::AsUser(x))) {
+                if added.insert(x) {
                     out.push((x, Part::AsUser(x)));
                 }
             }
         }
-        (out, keeps)
+        let answer = (Rc::new(out), keeps, key);
+        self.entries.insert(key, answer.clone());
+        answer
     }
 
     fn switched(&mut self, ctx: &Context, rights: &[Right], p: usize, c: usize) -> Vec<usize> {
