@@ -223,7 +223,7 @@ fn execute_on_a_module_running_dynamic_sql_as_a_writer_writes_the_fence() {
 /// `etl` may run ops.Load, which updates fence.Resource, owned by
 /// ops_owner and signed with the certificate Writer, whose user cert_writer
 /// is in db_datawriter when `writes`.
-fn signed_by_writer(text: &str, writes: bool) -> Catalog {
+pub(super) fn signed_by_writer(text: &str, writes: bool) -> Catalog {
     let mut c = with_etl();
     c.principals.push(no_login("cert_writer"));
     c.principals.push(no_login("ops_owner"));
@@ -249,7 +249,7 @@ fn signed_by_writer(text: &str, writes: bool) -> Catalog {
     c
 }
 
-const LOAD: &str = "CREATE PROCEDURE ops.Load @Id bigint AS \
+pub(super) const LOAD: &str = "CREATE PROCEDURE ops.Load @Id bigint AS \
      UPDATE fence.Resource SET Generation = Generation + 1 WHERE ResourceId = @Id;";
 
 /// "Module Signing" / "ADD SIGNATURE": a module signed with a certificate

@@ -11,37 +11,15 @@
 use crate::support;
 
 use super::audit_reach_leaving_roles::deny;
-use super::audit_reach_lending_modules::{WRITE, named_for, no_login, reached, with_etl};
-use fencepost::audit::{Catalog, Membership, Object, ObjectKind, Schema, ServerPermission, SigningKey};
+use super::audit_reach_lending_modules::{LOAD, WRITE, named_for, no_login, reached, signed_by_writer};
+use fencepost::audit::{Catalog, Membership, ServerPermission};
 use support::fixtures::*;
 
-const BUMP: &str = "CREATE PROCEDURE ops.Fix AS UPDATE fence.Resource SET Generation = Generation + 1;";
-
-/// `etl` may run ops.Fix, owned by ops_owner (no chain to the fence) and
-/// signed with CERTIFICATE::Writer, whose user cert_writer is in
-/// db_datawriter.
+/// `etl` may run ops.Load, owned by ops_owner (no chain to the fence),
+/// which updates fence.Resource and is signed with CERTIFICATE::Writer,
+/// whose user cert_writer is in db_datawriter.
 fn signed_by_a_writer() -> Catalog {
-    let mut c = with_etl();
-    c.principals.push(no_login("cert_writer"));
-    c.principals.push(no_login("ops_owner"));
-    c.memberships.push(member("db_datawriter", "cert_writer"));
-    c.schemas.push(Schema {
-        name: "ops".into(),
-        owner: "ops_owner".into(),
-    });
-    c.signing_keys = Some(vec![SigningKey {
-        key: "CERTIFICATE".into(),
-        name: "Writer".into(),
-        owner: Some("dbo".into()),
-        user: Some("cert_writer".into()),
-        login: None,
-        private_key: Some(false),
-    }]);
-    let mut fix: Object = module("ops", "Fix", ObjectKind::Procedure, BUMP);
-    fix.signed_by = vec!["CERTIFICATE::Writer".into()];
-    c.objects.push(fix);
-    c.permissions.push(grant("etl", "EXECUTE", object("ops", "Fix")));
-    c
+    signed_by_writer(LOAD, true)
 }
 
 #[test]
@@ -70,7 +48,7 @@ fn control_a_deny_to_another_user_leaves_the_callers_write() {
         &c,
         "etl",
         WRITE,
-        &["EXECUTE on ops.Fix", "signed by CERTIFICATE::Writer"],
+        &["EXECUTE on ops.Load", "signed by CERTIFICATE::Writer"],
     );
 }
 
@@ -82,7 +60,7 @@ fn control_a_deny_of_another_verb_leaves_the_callers_write() {
         &c,
         "etl",
         WRITE,
-        &["EXECUTE on ops.Fix", "signed by CERTIFICATE::Writer"],
+        &["EXECUTE on ops.Load", "signed by CERTIFICATE::Writer"],
     );
 }
 
@@ -91,11 +69,11 @@ fn control_a_deny_of_another_verb_leaves_the_callers_write() {
 #[test]
 fn control_execute_as_replaces_the_callers_context_and_its_deny() {
     let mut c = signed_by_a_writer();
-    let fix = c.objects.iter_mut().find(|o| o.name == "Fix").unwrap();
+    let fix = c.objects.iter_mut().find(|o| o.name == "Load").unwrap();
     fix.signed_by.clear();
     fix.execute_as = Some("cert_writer".into());
     c.permissions.push(deny("etl", "UPDATE", object("fence", "Resource")));
-    reached(&c, "etl", WRITE, &["EXECUTE on ops.Fix", "EXECUTE AS 'cert_writer'"]);
+    reached(&c, "etl", WRITE, &["EXECUTE on ops.Load", "EXECUTE AS 'cert_writer'"]);
 }
 
 /// A signature whose user holds CONTROL on the fence schema: its fixed
@@ -103,7 +81,7 @@ fn control_execute_as_replaces_the_callers_context_and_its_deny() {
 #[test]
 fn control_held_by_a_signature_does_not_lift_a_deny_to_the_caller() {
     let mut c = signed_by_a_writer();
-    c.memberships.clear();
+    c.memberships.retain(|m| m.member != "cert_writer");
     c.permissions.push(grant("cert_writer", "CONTROL", schema("fence")));
     c.permissions.push(deny("etl", "UPDATE", object("fence", "Resource")));
     assert!(!named_for(&c, "etl", WRITE), "{:#?}", check(&c));
@@ -112,7 +90,7 @@ fn control_held_by_a_signature_does_not_lift_a_deny_to_the_caller() {
         &c,
         "etl",
         WRITE,
-        &["EXECUTE on ops.Fix", "signed by CERTIFICATE::Writer"],
+        &["EXECUTE on ops.Load", "signed by CERTIFICATE::Writer"],
     );
 }
 
@@ -121,7 +99,7 @@ fn control_held_by_a_signature_does_not_lift_a_deny_to_the_caller() {
 #[test]
 fn a_control_server_signature_keeps_the_callers_deny_and_sysadmins_does_not() {
     let mut c = signed_by_a_writer();
-    c.memberships.clear();
+    c.memberships.retain(|m| m.member != "cert_writer");
     let key = &mut c.signing_keys.as_mut().unwrap()[0];
     key.user = None;
     key.login = Some("ops_signer".into());
@@ -141,5 +119,5 @@ fn a_control_server_signature_keeps_the_callers_deny_and_sysadmins_does_not() {
         role: "sysadmin".into(),
         member: "ops_signer".into(),
     });
-    reached(&c, "etl", WRITE, &["EXECUTE on ops.Fix", "ops_signer is in sysadmin"]);
+    reached(&c, "etl", WRITE, &["EXECUTE on ops.Load", "ops_signer is in sysadmin"]);
 }
