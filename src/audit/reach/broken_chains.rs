@@ -143,6 +143,9 @@ fn through(
                         let Some(r) = lent(ctx, rights, &c.principal, &on_x, v) else {
                             continue;
                         };
+                        let Some(refused) = c.refusal(ctx, r, &on_x, v) else {
+                            continue;
+                        };
                         (
                             format!(
                                 "which {} may make{}",
@@ -150,11 +153,14 @@ fn through(
                                 how_held(ctx, r, &c.principal, v, &x_name)
                             ),
                             r.evidence.clone(),
-                            c.refused_to_caller(ctx, r, &on_x, v),
+                            refused,
                         )
                     }
                 };
                 let Some(r) = lent(ctx, rights, &c.principal, &on_base, v) else {
+                    continue;
+                };
+                let Some(refused) = c.refusal(ctx, r, &on_base, v) else {
                     continue;
                 };
                 let what = if x.kind == ObjectKind::Synonym {
@@ -177,7 +183,7 @@ fn through(
                     anything: false,
                     evidence: format!("{}; {}; {x_name}'s owner is {x_owner}", first.1, r.evidence),
                     cut: r.cut.clone(),
-                    refused: [first.2, c.refused_to_caller(ctx, r, &on_base, v)].concat(),
+                    refused: [first.2, refused].concat(),
                 });
             }
         }

@@ -24,7 +24,7 @@ use super::lent_names::{Statements, resolves_for};
 use super::lent_switch::{switched, switched_part};
 use super::lent_targets::own;
 use super::lent_triggers::{Triggers, triggers, write_passes};
-use super::lent_write::{Lender, Made, body, lenders};
+use super::lent_write::{Beside, Lender, Made, body, lenders};
 use super::node::Goal;
 use super::right::Right;
 use super::row_writes::written;
@@ -116,9 +116,9 @@ pub(super) struct Walk<'a> {
     triggers: Triggers<'a>,
     /// The contexts met, each once (by principal and key).
     lenders: Vec<Lender>,
-    /// Where each context stands in `lenders`, by principal (lower-cased)
-    /// and key.
-    lender_index: HashMap<(String, Option<String>), usize>,
+    /// Where each context stands in `lenders`, by principal (lower-cased),
+    /// key and whose context a signature's rights are added to.
+    lender_index: HashMap<(String, Option<String>, Beside), usize>,
     callees: HashMap<(usize, Part), Rc<Vec<Callee<'a>>>>,
     /// A unit's own contexts, whether it switches context, and whether its
     /// text goes back to its caller's.
@@ -317,19 +317,12 @@ impl<'a> Walk<'a> {
     }
 
     fn intern(&mut self, l: &Lender) -> usize {
-        let id = (l.principal.to_lowercase(), l.key.clone());
+        let id = (l.principal.to_lowercase(), l.key.clone(), l.beside.clone());
         if let Some(&i) = self.lender_index.get(&id) {
             return i;
         }
         self.lender_index.insert(id, self.lenders.len());
-        self.lenders.push(Lender {
-            principal: l.principal.clone(),
-            how: l.how.clone(),
-            evidence: l.evidence.clone(),
-            cut: l.cut.clone(),
-            key: l.key.clone(),
-            keeps_caller: l.keeps_caller,
-        });
+        self.lenders.push(l.clone());
         self.lenders.len() - 1
     }
 
@@ -500,7 +493,24 @@ impl<'a> Walk<'a> {
             if keeps {
                 out.push((l, Part::Whole));
             }
-            out.extend(ids.iter().filter(|&&i| !keeps || i != l).map(|&i| (i, Part::Whole)));
+            // Its signatures add to the context it is reached in.
+            let signed: Vec<usize> = ids
+                .iter()
+                .map(|&i| {
+                    let beside = self.lenders[i].beside_of(&self.lenders[l]);
+                    let reached = Lender {
+                        beside,
+                        ..self.lenders[i].clone()
+                    };
+                    self.intern(&reached)
+                })
+                .collect();
+            out.extend(
+                signed
+                    .into_iter()
+                    .filter(|&i| !keeps || i != l)
+                    .map(|i| (i, Part::Whole)),
+            );
             keeps && self.lenders[l].key.is_some()
         };
         let mut added = HashSet::new();

@@ -9,7 +9,7 @@
 //! (`*`, an expression, an unqualified column, a nested expression), the
 //! answer is `None`, and every table the query names counts as written.
 
-use super::dml_targets::{Expression, alias_base};
+use super::dml_targets::Expression;
 
 /// The table (as the query names it) the UPDATE whose verb is at word `at`
 /// changes through `e`, when it can be told.
@@ -34,7 +34,7 @@ pub(super) fn updated_base(words: &[String], at: usize, e: &Expression) -> Optio
     let mut base: Option<String> = None;
     for column in set_columns(words, set + 1)? {
         let (_, alias) = named.iter().find(|(name, _)| *name == column)?;
-        let table = alias_base(&query, 0, alias)?;
+        let table = top_level_table(&query, alias)?;
         if base.get_or_insert_with(|| table.clone()) != &table {
             return None;
         }
@@ -120,6 +120,35 @@ fn top_level_items(words: &[String], from: usize, ends: impl Fn(&str) -> bool) -
     out
 }
 
+/// The table the query's own FROM clause names `alias` (`name [AS]
+/// alias` after FROM, JOIN or a comma, outside every parenthesis: a derived
+/// table or subquery has aliases of its own). `None` when the alias names
+/// a derived table, or is not named once so.
+fn top_level_table(query: &[String], alias: &str) -> Option<String> {
+    let mut depth = 0usize;
+    let mut found: Option<String> = None;
+    for (i, w) in query.iter().enumerate() {
+        match w.as_str() {
+            "(" => depth += 1,
+            ")" => depth = depth.saturating_sub(1),
+            _ if depth == 0 && w == alias && i > 0 => {
+                let base = if query[i - 1] == "as" { i.checked_sub(2)? } else { i - 1 };
+                let before = base.checked_sub(1).map(|b| query[b].as_str());
+                if !matches!(before, Some("from" | "join" | ",")) && query[base] != ")" {
+                    continue;
+                }
+                let name = &query[base];
+                if name == ")" || !name.chars().any(|c| c.is_alphanumeric() || c == '_') || found.is_some() {
+                    return None;
+                }
+                found = Some(name.clone());
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
 fn unqualified(name: &str) -> &str {
     name.rsplit_once('.').map_or(name, |(_, c)| c)
 }
@@ -175,6 +204,22 @@ mod tests {
         assert_eq!(
             base("WITH L (a) AS (SELECT w.Id, w.S FROM ops.Log w) UPDATE L SET a = 1;"),
             None
+        );
+        assert_eq!(
+            base("WITH L AS (SELECT d.Id FROM (SELECT w.Id FROM ops.Log AS w) AS d) UPDATE L SET Id = 1;"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_derived_tables_own_alias_is_not_the_querys() {
+        assert_eq!(
+            base(
+                "WITH L AS (SELECT w.Id, w.S FROM (SELECT w.Id FROM ops.Log AS w) AS d JOIN ops.Orders AS w \
+                 ON w.Id = d.Id) UPDATE L SET S = 1;"
+            )
+            .as_deref(),
+            Some("ops.orders")
         );
     }
 }

@@ -161,7 +161,7 @@ fn starts_statement(words: &[String], i: usize) -> bool {
 /// ops.Log AS x JOIN ...`, the table the alias names is the one changed):
 /// `name [AS] alias` after FROM, JOIN or a comma, before the statement's
 /// end (`;`) or the next data statement.
-pub(crate) fn alias_base(words: &[String], at: usize, alias: &str) -> Option<String> {
+pub(super) fn alias_base(words: &[String], at: usize, alias: &str) -> Option<String> {
     let ends = |w: &str| w == ";" || matches!(w, "insert" | "update" | "delete" | "merge");
     let end = words
         .iter()

@@ -105,7 +105,7 @@ pub(super) fn edges<'a>(ctx: &Context<'a>, rights: &[Right], mut through: Vec<Th
             );
             if !made.refused.is_empty() {
                 // The caller's DENYs stay in force beside a signature's
-                // rights ([`Lender::keeps_caller`]).
+                // rights ([`Lender::refusal`]).
                 edge = edge.unless(Bound {
                     denied: made.refused.clone(),
                     keep: lender.principal.to_lowercase(),

@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use super::super::catalog::Securable;
 use super::super::rules::Context;
 use super::context_stack::{As, kept, may_run_as};
-use super::lent_write::{Lender, how_held, lent};
+use super::lent_write::{Beside, Lender, how_held, lent};
 use super::right::Right;
 use super::singleton;
 use crate::tsql::{TokenKind, tokenize};
@@ -97,7 +97,7 @@ pub(super) fn switched(ctx: &Context, rights: &[Right], body: &str, lender: &Len
             evidence: format!("{}; {}", lender.evidence, right.evidence),
             cut: format!("{} (or {})", lender.cut, right.cut),
             key: None,
-            keeps_caller: false,
+            beside: Beside::Nobody,
         });
     }
     out

@@ -98,6 +98,9 @@ fn own_admin(
                 let Some(right) = lent(ctx, rights, &c.principal, &target, "EXECUTE") else {
                     continue;
                 };
+                let Some(refused) = c.refusal(ctx, right, &target, "EXECUTE") else {
+                    continue;
+                };
                 return Some(Made {
                     what: format!(
                         "runs {named}, which {} may EXECUTE{}",
@@ -110,7 +113,7 @@ fn own_admin(
                     anything: false,
                     evidence: right.evidence.clone(),
                     cut: right.cut.clone(),
-                    refused: c.refused_to_caller(ctx, right, &target, "EXECUTE"),
+                    refused,
                 });
             }
         }
@@ -179,6 +182,9 @@ fn own_through(
                     let Some(right) = lent(ctx, rights, &c.principal, &target, v) else {
                         continue;
                     };
+                    let Some(refused) = c.refusal(ctx, right, &target, v) else {
+                        continue;
+                    };
                     return Some(made(
                         format!(
                             "makes {v} on {named}, which {} may make{}",
@@ -188,7 +194,7 @@ fn own_through(
                         &right.evidence,
                         &right.cut,
                         false,
-                        c.refused_to_caller(ctx, right, &target, v),
+                        refused,
                     ));
                 }
             }

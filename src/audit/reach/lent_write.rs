@@ -17,6 +17,7 @@ use super::trigger_header::{DATA, trigger_body};
 use crate::tsql::{quote_name, quote_qualified};
 
 /// A principal whose rights a module's statements run with.
+#[derive(Clone)]
 pub(super) struct Lender {
     pub(super) principal: String,
     /// `runs as maint (EXECUTE AS 'maint')`.
@@ -26,32 +27,65 @@ pub(super) struct Lender {
     /// The key of a signature (`CERTIFICATE::Writer`); `None` for EXECUTE
     /// AS, whose context stays in force in the modules it calls.
     pub(super) key: Option<String>,
-    /// Whether the caller's own token stays in the context beside these
-    /// rights, so that a DENY made to the caller still refuses what they
-    /// allow: a signature's rights are added to the caller's ("Module
-    /// Signing"), save a login in sysadmin's, which no check applies to;
-    /// EXECUTE AS replaces the caller's context.
-    pub(super) keeps_caller: bool,
+    /// Whose context these rights are added to, whose DENYs still refuse
+    /// what they allow.
+    pub(super) beside: Beside,
+}
+
+/// The context a signature's rights are added to ("Module Signing": a
+/// signature adds rights and does not change the execution context), whose
+/// DENYs stay in force beside them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Beside {
+    /// None: EXECUTE AS replaces its caller's context, and a signing login in
+    /// sysadmin passes over every check.
+    Nobody,
+    /// The module's caller: whoever the path starts from, unless a context
+    /// switched before.
+    Caller,
+    /// The principal an EXECUTE AS in force names: the module's own, or the
+    /// one of the code that reached it ("EXECUTE AS Clause": the context
+    /// stays in force in the modules it calls).
+    Principal(String),
 }
 
 impl Lender {
-    /// The principals (lower-cased) whose DENY of `wanted` on `target`
-    /// refuses `right`, this lender's, to a context that holds one of them:
-    /// the caller's, when it stays in force ("Permissions Hierarchy": a
-    /// permission denied to any principal of the context is refused; the
-    /// module's fixed text revokes no DENY, whatever CONTROL its rights
-    /// bring).
-    pub(super) fn refused_to_caller(
+    /// The principals (lower-cased) whose DENY of `wanted` on `target`,
+    /// refusing `right` (this lender's), binds a caller that holds one of
+    /// them: "Permissions Hierarchy", a permission denied to any principal
+    /// of the context is refused, and the module's fixed text revokes no
+    /// DENY, whatever CONTROL its rights bring. Empty when the caller's
+    /// context is not in force beside the rights; `None` when the principal
+    /// they are added to holds such a DENY itself, which refuses them to
+    /// every caller.
+    pub(super) fn refusal(
         &self,
         ctx: &Context,
         right: &Right,
         target: &Securable,
         wanted: &str,
-    ) -> Vec<String> {
-        if !self.keeps_caller {
-            return Vec::new();
+    ) -> Option<Vec<String>> {
+        match &self.beside {
+            Beside::Nobody => Some(Vec::new()),
+            Beside::Caller => Some(refused_in_fixed_text(ctx, right, target, wanted)),
+            Beside::Principal(p) => {
+                let holders = ctx.holders(p);
+                let refused = refused_in_fixed_text(ctx, right, target, wanted);
+                (!refused.iter().any(|r| holders.contains(r))).then(Vec::new)
+            }
         }
-        refused_in_fixed_text(ctx, right, target, wanted)
+    }
+
+    /// This lender reached from code running in `context`: a signature's
+    /// rights are then added to that context's principal when it is an
+    /// EXECUTE AS one (no key), or to whatever that context's own rights
+    /// are added to.
+    pub(super) fn beside_of(&self, context: &Lender) -> Beside {
+        match (&self.beside, &context.key) {
+            (Beside::Nobody, _) => Beside::Nobody,
+            (_, None) => Beside::Principal(context.principal.clone()),
+            (_, Some(_)) => context.beside.clone(),
+        }
     }
 }
 
@@ -72,7 +106,7 @@ pub(super) struct Made {
     pub(super) evidence: String,
     pub(super) cut: String,
     /// The principals (lower-cased) a DENY to whom, in the caller's
-    /// context, refuses the write or call ([`Lender::refused_to_caller`]).
+    /// context, refuses the write or call ([`Lender::refusal`]).
     pub(super) refused: Vec<String>,
 }
 
@@ -165,7 +199,7 @@ pub(super) fn own_write(
                         anything: text.runs_text().is_some(),
                         evidence: right.evidence.clone(),
                         cut: right.cut.clone(),
-                        refused: c.refused_to_caller(ctx, right, &target, v),
+                        refused: c.refusal(ctx, right, &target, v)?,
                     })
                 })
             })
@@ -208,10 +242,16 @@ pub(super) fn lenders(ctx: &Context, m: &Object) -> Vec<Lender> {
                 evidence: format!("sys.sql_modules: {name} has execute_as {as_whom}"),
                 cut: format!("ALTER {} {target} ... WITH EXECUTE AS CALLER;", kind(m)),
                 key: None,
-                keeps_caller: false,
+                beside: Beside::Nobody,
             });
         }
     }
+    // A signature on a module WITH EXECUTE AS adds to that principal's
+    // context, which replaced the caller's.
+    let beside = match out.first() {
+        Some(runs_as) => Beside::Principal(runs_as.principal.clone()),
+        None => Beside::Caller,
+    };
     for signer in &m.signed_by {
         let Some((class, key)) = signer.split_once("::") else {
             continue;
@@ -235,7 +275,7 @@ pub(super) fn lenders(ctx: &Context, m: &Object) -> Vec<Lender> {
                 evidence: format!("sys.crypt_properties: {name} is signed by {signer}; sys.server_principals: {why}"),
                 cut: format!("DROP SIGNATURE FROM {target} BY {class} {};", quote_name(key)),
                 key: Some(signer.clone()),
-                keeps_caller: !sysadmin,
+                beside: if sysadmin { Beside::Nobody } else { beside.clone() },
             });
         }
         let Some(user) = signing.user.as_deref() else { continue };
@@ -245,7 +285,7 @@ pub(super) fn lenders(ctx: &Context, m: &Object) -> Vec<Lender> {
             evidence: format!("sys.crypt_properties: {name} is signed by {signer}, mapped to user {user}"),
             cut: format!("DROP SIGNATURE FROM {target} BY {class} {};", quote_name(key)),
             key: Some(signer.clone()),
-            keeps_caller: true,
+            beside: beside.clone(),
         });
     }
     out

@@ -23,6 +23,7 @@ mod audit_reach_attack_probes3;
 mod audit_reach_attack_probes4;
 mod audit_reach_attack_probes5;
 mod audit_reach_attack_probes6;
+mod audit_reach_attack_probes7;
 mod audit_reach_cascades;
 mod audit_reach_code;
 mod audit_reach_column_denies;
