@@ -296,7 +296,8 @@ pub(crate) fn dynamic_constructs(definition: &str) -> Vec<&'static str> {
 }
 
 /// Whether a module's text may change data itself: a data statement
-/// (INSERT, UPDATE, DELETE, MERGE, TRUNCATE, the text-column writes), or SQL
+/// (INSERT, UPDATE, DELETE, MERGE, TRUNCATE, the text-column writes), DDL
+/// that takes a table's rows (SWITCH, DROP TABLE of a permanent table), or SQL
 /// built at run time or run as someone else. A text with none of them only
 /// reads what it names. In doubt it may: a string or an identifier that
 /// spells one of those words counts too.
@@ -310,10 +311,26 @@ pub(crate) fn may_modify_data(definition: &str) -> bool {
         "writetext",
         "updatetext",
     ];
-    words(&code_only(definition))
-        .iter()
-        .any(|w| WRITES.contains(&w.as_str()))
+    let words = words(&code_only(definition));
+    words.iter().any(|w| WRITES.contains(&w.as_str()))
+        || moves_rows_by_ddl(&words)
         || !dynamic_constructs(definition).is_empty()
+}
+
+/// Whether `words` hold DDL that takes a table's rows with it: `ALTER
+/// TABLE ... SWITCH` ("ALTER TABLE": moves the rows out) or a `DROP TABLE`
+/// of a table that is not a temporary one.
+fn moves_rows_by_ddl(words: &[String]) -> bool {
+    words.iter().any(|w| w == "switch")
+        || (0..words.len()).any(|i| {
+            let mut at = i + 2;
+            if words.get(at).is_some_and(|w| w == "if") {
+                at += 2;
+            }
+            words[i] == "drop"
+                && words.get(i + 1).is_some_and(|w| w == "table")
+                && words.get(at).is_none_or(|name| !name.starts_with('#'))
+        })
 }
 
 /// Whether running a module may change data: its own text may
@@ -445,5 +462,22 @@ mod tests {
                 .is_empty()
         );
         assert!(executed_unqualified("SELECT N'EXEC ForceRelease'").is_empty());
+    }
+
+    #[test]
+    fn a_switch_or_a_drop_of_a_permanent_table_may_modify_data_and_a_temporary_drop_does_not() {
+        for text in [
+            "CREATE PROCEDURE p AS ALTER TABLE fence.Resource SWITCH TO ops.Old;",
+            "CREATE PROCEDURE p AS DROP TABLE fence.Resource;",
+            "CREATE PROCEDURE p AS DROP TABLE IF EXISTS fence.Resource;",
+        ] {
+            assert!(may_modify_data(text), "{text}");
+        }
+        for text in [
+            "CREATE PROCEDURE p AS DROP TABLE #t;",
+            "CREATE PROCEDURE p AS DROP TABLE IF EXISTS #t; SELECT 1;",
+        ] {
+            assert!(!may_modify_data(text), "{text}");
+        }
     }
 }

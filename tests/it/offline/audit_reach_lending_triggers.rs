@@ -169,3 +169,35 @@ fn control_a_trigger_with_execute_as_that_runs_what_its_user_may_not_run_lends_n
     let c = trigger_calling_bump(false);
     assert!(!named_for(&c, "etl", WRITE), "{:#?}", check(&c));
 }
+
+/// "ALTER TABLE (Transact-SQL)": SWITCH moves a table's rows out, needing
+/// ALTER on both tables; "DROP TABLE": dropping needs ALTER on its schema
+/// or CONTROL. A trigger WITH EXECUTE AS 'maint' (db_ddladmin's ALTER ANY
+/// SCHEMA) whose only statement is such DDL on fence.Resource lends it to
+/// whoever fires it, though its text has no data statement.
+#[test]
+fn a_trigger_whose_only_statement_switches_or_drops_a_fence_table_lends_it() {
+    for ddl in [
+        "ALTER TABLE fence.Resource SWITCH TO ops.Old;",
+        "DROP TABLE fence.Resource;",
+    ] {
+        let mut c = trigger_as_maint(
+            &format!("CREATE TRIGGER ops.Orders_Sync ON ops.Orders WITH EXECUTE AS 'maint' AFTER UPDATE AS {ddl}"),
+            false,
+            "UPDATE",
+        );
+        c.memberships.push(member("db_ddladmin", "maint"));
+        reached(&c, "etl", WRITE, &["UPDATE on ops.Orders", "ops.Orders_Sync"]);
+    }
+}
+
+#[test]
+fn control_the_same_ddl_trigger_running_as_a_user_without_alter_lends_nothing() {
+    let c = trigger_as_maint(
+        "CREATE TRIGGER ops.Orders_Sync ON ops.Orders WITH EXECUTE AS 'maint' AFTER UPDATE AS \
+         ALTER TABLE fence.Resource SWITCH TO ops.Old;",
+        false,
+        "UPDATE",
+    );
+    assert!(!named_for(&c, "etl", WRITE), "{:#?}", check(&c));
+}
