@@ -6,6 +6,7 @@
 
 use super::super::catalog::Object;
 use super::super::rules::Context;
+use super::chained_callers::chained_callers;
 use super::denies;
 use super::edge::{Edge, Kind};
 use super::graph::Graph;
@@ -38,6 +39,29 @@ pub(super) fn edges(ctx: &Context, rights: &[Right], graph: &mut Graph, m: &Obje
                     to.clone(),
                     Kind::Acts,
                     step,
+                    format!("{}{evidence}", right.evidence),
+                    right.cut.clone(),
+                )
+                .unless(unless),
+            );
+        }
+    }
+    for (p, chain) in chained_callers(ctx, m) {
+        for right in rights {
+            let Some(unless) = denies::reaches(ctx, right, &securable(p), "EXECUTE") else {
+                continue;
+            };
+            let (step, evidence) = right_step(ctx, right, "EXECUTE", p, p);
+            graph.add(
+                right.node(),
+                &right.holder,
+                Edge::new(
+                    to.clone(),
+                    Kind::Acts,
+                    format!(
+                        "{step}, and {chain}, each of one owner: ownership chaining skips the EXECUTE check on \
+                         {name}"
+                    ),
                     format!("{}{evidence}", right.evidence),
                     right.cut.clone(),
                 )

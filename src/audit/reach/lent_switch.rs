@@ -98,6 +98,7 @@ pub(super) fn switched(ctx: &Context, rights: &[Right], body: &str, lender: &Len
             cut: format!("{} (or {})", lender.cut, right.cut),
             key: None,
             beside: Beside::Nobody,
+            unchecked: false,
         });
     }
     out

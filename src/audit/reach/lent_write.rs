@@ -30,6 +30,10 @@ pub(super) struct Lender {
     /// Whose context these rights are added to, whose DENYs still refuse
     /// what they allow.
     pub(super) beside: Beside,
+    /// Whether no permission check applies to what it runs: a signing
+    /// login in sysadmin ("Permissions Hierarchy": the check is passed
+    /// over). Its DENYs and the context's bind nothing.
+    pub(super) unchecked: bool,
 }
 
 /// The context a signature's rights are added to ("Module Signing": a
@@ -37,8 +41,7 @@ pub(super) struct Lender {
 /// DENYs stay in force beside them.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(super) enum Beside {
-    /// None: EXECUTE AS replaces its caller's context, and a signing login in
-    /// sysadmin passes over every check.
+    /// None: EXECUTE AS replaces its caller's context.
     Nobody,
     /// The module's caller: whoever the path starts from, unless a context
     /// switched before.
@@ -66,6 +69,7 @@ impl Lender {
         wanted: &str,
     ) -> Option<Vec<String>> {
         match &self.beside {
+            _ if self.unchecked => Some(Vec::new()),
             Beside::Nobody => Some(Vec::new()),
             Beside::Caller => Some(refused_in_fixed_text(ctx, right, target, wanted)),
             Beside::Principal(p) => {
@@ -243,6 +247,7 @@ pub(super) fn lenders(ctx: &Context, m: &Object) -> Vec<Lender> {
                 cut: format!("ALTER {} {target} ... WITH EXECUTE AS CALLER;", kind(m)),
                 key: None,
                 beside: Beside::Nobody,
+                unchecked: false,
             });
         }
     }
@@ -275,7 +280,8 @@ pub(super) fn lenders(ctx: &Context, m: &Object) -> Vec<Lender> {
                 evidence: format!("sys.crypt_properties: {name} is signed by {signer}; sys.server_principals: {why}"),
                 cut: format!("DROP SIGNATURE FROM {target} BY {class} {};", quote_name(key)),
                 key: Some(signer.clone()),
-                beside: if sysadmin { Beside::Nobody } else { beside.clone() },
+                beside: beside.clone(),
+                unchecked: sysadmin,
             });
         }
         let Some(user) = signing.user.as_deref() else { continue };
@@ -286,6 +292,7 @@ pub(super) fn lenders(ctx: &Context, m: &Object) -> Vec<Lender> {
             cut: format!("DROP SIGNATURE FROM {target} BY {class} {};", quote_name(key)),
             key: Some(signer.clone()),
             beside: beside.clone(),
+            unchecked: false,
         });
     }
     out

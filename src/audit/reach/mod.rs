@@ -25,6 +25,7 @@ mod call_check;
 mod call_walk;
 mod callers;
 mod cascades;
+mod chained_callers;
 mod closure;
 mod code;
 mod context_stack;
