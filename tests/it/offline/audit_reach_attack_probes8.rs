@@ -262,3 +262,90 @@ fn probe8_05_a_signed_module_run_through_an_ownership_chain_lends_its_write() {
 fn probe8_05_control_execute_granted_on_the_signed_module() {
     reached(&plain_caller_chains_to_signed(true), "etl", WRITE, &["ops.B"]);
 }
+
+// 8. "CREATE TRIGGER (Transact-SQL)": a DML trigger runs in the context of
+// the statement that fires it, here ops.Fix's UPDATE of stage.Orders, run
+// as maint ("EXECUTE AS Clause": the module's context stays in force in
+// what it runs); "Signing Stored Procedures in SQL Server": the signature
+// on stage.OrdersBump adds cert_writer's rights (db_datawriter) to that
+// context, maint's, and does not change it. etl's token is not in it, so
+// "DENY (Transact-SQL)" made to etl does not refuse the trigger's UPDATE of
+// fence.Resource: etl, through ops.Fix, writes the fence. check leads the
+// lent write to the trigger's own node, whose signature it adds to the
+// path's caller, etl, and binds etl's DENY: a false clean. Control: the
+// DENY made to bystander.
+//
+// 9. The same pages, the other way: the DENY made to maint, in whose
+// context the trigger runs, takes precedence over cert_writer's grant, and
+// the UPDATE is refused; check binds the DENY to the path's caller, etl,
+// which does not hold it, and names etl: a false finding. Control: maint
+// denied another verb (DELETE) leaves the UPDATE.
+
+/// [`signed_callee`], and `etl` may run ops.Fix WITH EXECUTE AS 'maint'
+/// (granted UPDATE on stage.Orders alone), which updates stage.Orders
+/// (stage_owner's, so no chain skips a check); its
+/// AFTER UPDATE trigger stage.OrdersBump, signed with Writer, updates
+/// fence.Resource. `denied`: the user denied UPDATE on fence.Resource.
+fn lent_write_fires_signed_trigger(denied: &str) -> Catalog {
+    let mut c = signed_callee();
+    c.principals.push(no_login("stage_owner"));
+    c.schemas.push(Schema {
+        name: "stage".into(),
+        owner: "stage_owner".into(),
+    });
+    c.objects
+        .push(super::audit_reach_lending_modules::table("stage", "Orders"));
+    c.permissions.push(grant("maint", "UPDATE", object("stage", "Orders")));
+    let mut m: Object = module(
+        "ops",
+        "Fix",
+        ObjectKind::Procedure,
+        "CREATE PROCEDURE ops.Fix WITH EXECUTE AS 'maint' AS UPDATE stage.Orders SET Shipped = 1;",
+    );
+    m.execute_as = Some("maint".into());
+    c.objects.push(m);
+    let mut t = module(
+        "stage",
+        "OrdersBump",
+        ObjectKind::Trigger,
+        &format!("CREATE TRIGGER stage.OrdersBump ON stage.Orders AFTER UPDATE AS {BUMP}"),
+    );
+    t.parent = Some("stage.Orders".into());
+    t.signed_by = vec!["CERTIFICATE::Writer".into()];
+    c.objects.push(t);
+    c.permissions.push(grant("etl", "EXECUTE", object("ops", "Fix")));
+    c.permissions.push(deny(denied, "UPDATE", object("fence", "Resource")));
+    c
+}
+
+#[test]
+fn probe8_08_a_deny_to_the_caller_does_not_bind_a_signed_trigger_a_lent_write_fires() {
+    reached(
+        &lent_write_fires_signed_trigger("etl"),
+        "etl",
+        WRITE,
+        &["EXECUTE on ops.Fix", "stage.OrdersBump"],
+    );
+}
+
+#[test]
+fn probe8_08_control_the_deny_made_to_a_bystander() {
+    reached(
+        &lent_write_fires_signed_trigger("bystander"),
+        "etl",
+        WRITE,
+        &["EXECUTE on ops.Fix", "stage.OrdersBump"],
+    );
+}
+
+#[test]
+fn probe8_09_a_deny_to_the_context_a_signed_trigger_runs_in_refuses_its_write() {
+    clean_for_etl(&lent_write_fires_signed_trigger("maint"));
+}
+
+#[test]
+fn probe8_09_control_a_deny_of_another_verb_to_that_context() {
+    let mut c = lent_write_fires_signed_trigger("bystander");
+    c.permissions.push(deny("maint", "DELETE", object("fence", "Resource")));
+    reached(&c, "etl", WRITE, &["EXECUTE on ops.Fix", "stage.OrdersBump"]);
+}
