@@ -10,7 +10,7 @@
 //! does ([`super::written_through`]); through one of another owner, the
 //! base is checked too ([`super::broken_chains`]).
 
-use super::super::catalog::{Object, ObjectKind, Securable};
+use super::super::catalog::{Object, Securable};
 use super::super::rules::Context;
 use super::broken_chains::{self, chains};
 use super::code::admin_procedures;
@@ -181,9 +181,8 @@ fn own_through(
             // context the write is made in: from an EXECUTE AS context,
             // the call walk follows it there ([`Lender::beside_of`]); its
             // own node weighs the caller's.
-            let signed_trigger = fires_signed_trigger(ctx, &t.to);
             for v in &verbs {
-                for c in contexts.iter().filter(|c| !(signed_trigger && c.key.is_none())) {
+                for c in contexts.iter().filter(|c| !(t.signed_trigger && c.key.is_none())) {
                     let Some(right) = lent(ctx, rights, &c.principal, &target, v) else {
                         continue;
                     };
@@ -206,13 +205,4 @@ fn own_through(
         }
     }
     None
-}
-
-/// Whether `to` is the node of a trigger signed by a key, whose rights add
-/// to the context of the statement that fires it.
-fn fires_signed_trigger(ctx: &Context, to: &Node) -> bool {
-    ctx.catalog
-        .objects
-        .iter()
-        .any(|o| o.kind == ObjectKind::Trigger && !o.signed_by.is_empty() && Node::code(&o.qualified_name()) == *to)
 }

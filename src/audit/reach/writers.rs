@@ -63,6 +63,11 @@ pub(super) fn edges<'a>(ctx: &Context<'a>, rights: &[Right], graph: &mut Graph) 
                 then,
                 evidence,
                 table: None,
+                signed_trigger: l.fires
+                    && ctx
+                        .catalog
+                        .object(&l.next)
+                        .is_some_and(|t| t.kind == ObjectKind::Trigger && !t.signed_by.is_empty()),
             }
         })
         .collect();

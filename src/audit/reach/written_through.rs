@@ -27,6 +27,9 @@ pub(super) struct Through<'a> {
     pub(super) evidence: String,
     /// The fence table, when `to` is the goal.
     pub(super) table: Option<String>,
+    /// Whether `to` is a trigger signed by a key, whose rights add to the
+    /// context of the statement that fires it.
+    pub(super) signed_trigger: bool,
 }
 
 /// The synonyms for a fence table that have its owner, on an engine that
@@ -60,6 +63,7 @@ pub(super) fn fence_synonyms<'a>(ctx: &Context<'a>) -> Vec<Through<'a>> {
                     s.qualified_name()
                 ),
                 table: Some(table.clone()),
+                signed_trigger: false,
             });
         }
     }
