@@ -40,6 +40,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::config::ClientConfig;
+use super::handed_over::HandedOver;
 use super::pool::{self, Manager, Session};
 use super::signal_loan::{After, Loan, Returned};
 use crate::tsql::after_applock;
@@ -140,6 +141,8 @@ pub(crate) struct SignalHolders {
     /// Requests sent on the holder sessions: what holding signals costs the
     /// server (`fencepost bench`).
     requests: Arc<AtomicU64>,
+    /// The signals this client's guards let go of lately.
+    handed_over: Arc<HandedOver>,
 }
 
 impl SignalHolders {
@@ -151,7 +154,14 @@ impl SignalHolders {
             tasks: std::array::from_fn(|_| Mutex::new(None)),
             next_id: AtomicU64::new(0),
             requests: Arc::default(),
+            handed_over: Arc::default(),
         }
+    }
+
+    /// Whether a guard of this client let go of the signal named
+    /// `resource` a moment ago (see `handed_over`).
+    pub(crate) fn handed_over_lately(&self, resource: &str) -> bool {
+        self.handed_over.lately(resource)
     }
 
     /// Requests sent on the holder sessions so far.
@@ -168,17 +178,26 @@ impl SignalHolders {
         let resource: Arc<str> = resource.into();
         let slot = holder_of(&resource);
         let sender = self.sender(slot);
+        let at = Instant::now() + RAISE_AFTER;
         let command = Command::Raise {
             id,
-            resource,
-            at: Instant::now() + RAISE_AFTER,
+            resource: resource.clone(),
+            at,
         };
         // A task that ended (its runtime shut down) leaves its locks to the
         // closing of its session; this signal is then not raised, and its
         // waiters poll.
         let _ = sender.send(command);
         SignalHandle {
-            inner: Arc::new(HandleInner { id, sender }),
+            inner: Arc::new(HandleInner {
+                id,
+                sender,
+                raised: Some(Raised {
+                    resource,
+                    at,
+                    handed_over: self.handed_over.clone(),
+                }),
+            }),
         }
     }
 
@@ -222,6 +241,17 @@ pub(crate) struct SignalHandle {
 struct HandleInner {
     id: u64,
     sender: UnboundedSender<Command>,
+    /// What is noted when the handle ends; none for a handle to no signal.
+    raised: Option<Raised>,
+}
+
+/// The signal a handle raises, from when, and where its letting go is
+/// noted.
+#[derive(Debug)]
+struct Raised {
+    resource: Arc<str>,
+    at: Instant,
+    handed_over: Arc<HandedOver>,
 }
 
 impl SignalHandle {
@@ -231,7 +261,11 @@ impl SignalHandle {
     pub(crate) fn inert() -> SignalHandle {
         let (sender, _) = unbounded_channel();
         SignalHandle {
-            inner: Arc::new(HandleInner { id: 0, sender }),
+            inner: Arc::new(HandleInner {
+                id: 0,
+                sender,
+                raised: None,
+            }),
         }
     }
 
@@ -267,6 +301,13 @@ impl SignalHandle {
 impl Drop for HandleInner {
     fn drop(&mut self) {
         let _ = self.sender.send(Command::Lower { id: self.id });
+        // A guard ends after its last call's answer. A signal raised by then
+        // may have a head blocked on it, woken by its letting go.
+        if let Some(raised) = &self.raised
+            && Instant::now() >= raised.at
+        {
+            raised.handed_over.record(&raised.resource);
+        }
     }
 }
 

@@ -74,11 +74,17 @@ impl Client {
     /// lock is longer than the pause, so no lease is taken later than polling
     /// would take it, and a waiter sends one request per pause either way.
     ///
-    /// The first attempt is a plain `Acquire`, outside the queue: a lease
-    /// that is free at that instant is taken at once, even with waiters
-    /// queued (a release whose head has not yet asked). That bypass is
-    /// bounded to one attempt per call, and a head that loses the lease so
-    /// keeps its place and blocks on the new holder's signal.
+    /// The first attempt is an `Acquire` outside the queue: a lease nobody
+    /// holds is taken at once. A worker that releases a key in a guard and at
+    /// once waits for it again would race the head its release woke, and
+    /// win on most cycles; so when this client's guard let go of the key
+    /// within the last 100 ms and the key has waiters queued, the first
+    /// attempt gives the head up to 25 ms to take it, in the same request, and the
+    /// worker goes behind those who waited. Any other newcomer asks at once
+    /// and takes a lease that is free at that instant (a release whose head
+    /// has not yet asked, a holder without a guard that woke no one): a
+    /// bypass of one attempt per call, after which the bypassed head keeps
+    /// its place and blocks on the new holder's signal.
     ///
     /// Every attempt uses the same owner id. An attempt whose reply was lost
     /// (a network error or a timeout) may have taken the lease, so it is
@@ -100,9 +106,15 @@ impl Client {
         // The wait's session and its place in the key's queue, kept across
         // attempts; let go of however the wait ends (see `queue`).
         let mut place = Place::default();
-        // The first attempt is a plain one: a lease nobody holds is taken
-        // at the cost of an `acquire`.
-        let mut next = Attempt::Plain;
+        // The first attempt is outside the queue: a lease nobody holds is
+        // taken at the cost of an `acquire`. One this client's guard has
+        // just let go of is first left to the head its release woke (see
+        // `head_start`).
+        let mut next = if self.signal_holders.handed_over_lately(&super::handover::resource(key)) {
+            Attempt::Opening
+        } else {
+            Attempt::Plain
+        };
         // How long the head has settled for a new tenure's signal since it
         // last saw one; past SETTLE, the holder gives none and is polled.
         let mut settled = Duration::ZERO;
@@ -206,6 +218,10 @@ impl Retries {
 enum Attempt {
     /// A plain `Acquire`.
     Plain,
+    /// The first attempt of a wait for a key this client's guard has just
+    /// let go of: a plain `Acquire`, after giving the key's queued head its
+    /// turn when it has one (see `head_start`).
+    Opening,
     /// Queued for at most this long: waits to be the head of the key's
     /// queue, then blocks on the handover signal, then `Acquire`, in one
     /// request (see `queue`).
@@ -310,6 +326,15 @@ impl Client {
                 self.to_its_end(Procedure::Acquire, async move {
                     client
                         .acquire_timed(&key, owner, length)
+                        .await
+                        .map(|(answer, sent_at)| (answer, sent_at, None))
+                })
+                .await
+            }
+            Attempt::Opening => {
+                self.to_its_end(Procedure::Acquire, async move {
+                    client
+                        .acquire_after_the_head(&key, owner, length)
                         .await
                         .map(|(answer, sent_at)| (answer, sent_at, None))
                 })

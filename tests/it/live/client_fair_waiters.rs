@@ -17,7 +17,7 @@ use fencepost::Connection;
 use fencepost::client::{Acquire, Release};
 use support::TestDatabase;
 use support::lease::{acquired, provisioned, workers};
-use support::signal::{named, queue, unique, until_blocked, until_signal_held, warm_signal_session};
+use support::signal::{named, queue, unique, until_blocked, until_signal_held, warm_guard, warm_signal_session};
 use tokio::time::Instant;
 
 /// A holder's lease long enough that no waiter could take it by its end.
@@ -51,14 +51,17 @@ async fn waiters_on_one_key_are_granted_it_in_the_order_they_came() {
     const WAITERS: usize = 4;
     let [holder] = workers(&db.ado()).await;
     let mut probe = db.connect().await;
+    let key = provisioned(&holder, "fair").await;
     let mut waiters = Vec::new();
     for _ in 0..WAITERS {
         let name = unique("fair");
         let client = named(&db, &name, 1).await;
         warm_signal_session(&holder, &client).await;
+        // Each waiter holds the key in a guard in turn, so its signal is
+        // raised on time.
+        warm_guard(&db, &client, &key).await;
         waiters.push((name, client));
     }
-    let key = provisioned(&holder, "fair").await;
     let guard = holder.guard(acquired(holder.acquire(&key, HELD).await.unwrap()));
     until_signal_held(&mut probe, &key).await;
 
@@ -96,6 +99,69 @@ async fn waiters_on_one_key_are_granted_it_in_the_order_they_came() {
         "granted out of the order they came"
     );
     drop((holder, waiters, probe));
+    db.drop().await;
+}
+
+/// How many hand-overs the releaser-comes-back schedule is run for: one
+/// lost race would be luck, the releaser winning a single one is a fault.
+const ROUNDS: usize = 5;
+
+#[tokio::test]
+async fn a_holder_that_releases_and_waits_again_goes_behind_the_head_of_the_queue() {
+    const TEST: &str = "a_holder_that_releases_and_waits_again_goes_behind_the_head_of_the_queue";
+    let Some(db) = TestDatabase::shared(TEST).await else {
+        return;
+    };
+    let [holder] = workers(&db.ado()).await;
+    let name = unique("comes-back");
+    let waiter = named(&db, &name, 1).await;
+    warm_signal_session(&holder, &waiter).await;
+    let key = provisioned(&holder, "comes-back").await;
+    let mut probe = db.connect().await;
+    let mut lease = acquired(holder.acquire(&key, HELD).await.unwrap());
+    for round in 0..ROUNDS {
+        let guard = holder.guard(lease);
+        until_signal_held(&mut probe, &key).await;
+        // The waiter comes while the holder works, and waits at the head.
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let waiting = {
+            let (waiter, key, order) = (waiter.clone(), key.clone(), order.clone());
+            tokio::spawn(async move {
+                let lease = acquired(
+                    waiter
+                        .acquire_waiting(&key, HELD, Duration::from_secs(60))
+                        .await
+                        .unwrap(),
+                );
+                order.lock().unwrap().push("waiter");
+                let guard = waiter.guard(lease);
+                tokio::time::sleep(WORK).await;
+                assert_eq!(guard.release().await.unwrap(), Release::Released);
+            })
+        };
+        until_blocked(&db, &name, 1).await;
+        // A job queue's worker: it releases, and at once waits again.
+        assert_eq!(guard.release().await.unwrap(), Release::Released);
+        lease = acquired(
+            holder
+                .acquire_waiting(&key, HELD, Duration::from_secs(60))
+                .await
+                .unwrap(),
+        );
+        order.lock().unwrap().push("holder");
+        tokio::time::timeout(Duration::from_secs(60), waiting)
+            .await
+            .expect("the waiter is served")
+            .unwrap();
+        let order = order.lock().unwrap().clone();
+        assert_eq!(
+            order,
+            ["waiter", "holder"],
+            "round {round}: the releaser took the key back ahead of the waiter at the head of its queue"
+        );
+    }
+    assert_eq!(holder.release(&lease).await.unwrap(), Release::Released);
+    drop((holder, waiter, probe));
     db.drop().await;
 }
 

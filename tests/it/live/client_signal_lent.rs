@@ -11,7 +11,7 @@ use std::time::Duration;
 use fencepost::client::Release;
 use fencepost::{Client, ClientConfig, ConnectionString};
 use support::TestDatabase;
-use support::lease::{acquired, provisioned};
+use support::lease::{acquired, provisioned, warm_up};
 use support::signal::{signal, signal_held, until_signal_held};
 use tokio::time::Instant;
 
@@ -127,6 +127,10 @@ async fn a_guards_release_left_unpolled_past_its_bound_leaves_no_signal_held_on_
     let mut config = ClientConfig::new(ConnectionString::parse(&db.ado()).unwrap());
     config.call_timeout(Duration::from_secs(1));
     let client = Client::connect_with(config).await.unwrap();
+    // Each procedure's first call on a session compiles it on Babelfish,
+    // which on a busy machine outlasts the one-second timeout; the warm-up
+    // tries again.
+    warm_up(&client).await;
     let mut observer = db.connect().await;
     let (a, b) = same_slot(&client).await;
     let ga = client.guard(acquired(client.acquire(&a, Duration::from_secs(600)).await.unwrap()));

@@ -156,6 +156,18 @@ pub async fn named(db: &TestDatabase, name: &str, connections: u32) -> Client {
     client
 }
 
+/// `key` held by `client` in a guard until its signal is raised, then
+/// released: the client's session that raises the signals of `key` is open
+/// (a new session costs a login, longer than a waiter settles for a
+/// signal) before a timed step needs it.
+pub async fn warm_guard(db: &TestDatabase, client: &Client, key: &str) {
+    let lease = super::lease::acquired(client.acquire(key, Duration::from_secs(600)).await.unwrap());
+    let guard = client.guard(lease);
+    let mut probe = db.connect().await;
+    until_signal_held(&mut probe, key).await;
+    assert_eq!(guard.release().await.unwrap(), fencepost::client::Release::Released);
+}
+
 /// A name no other test uses: `fp-<what>-<uuid>`.
 pub fn unique(what: &str) -> String {
     format!("fp-{what}-{}", uuid::Uuid::new_v4().simple())
