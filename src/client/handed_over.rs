@@ -1,9 +1,10 @@
 //! Which keys this client's guards let go of a moment ago. A worker that
 //! releases a key and at once waits for it again is the newcomer most
-//! likely to race the queue's head for it, so its wait's first attempt gives
-//! the head its turn first (see `head_start`); a wait for a key this client
-//! did not just hand over asks at once, as a holder without a guard wakes no
-//! head to give a turn to.
+//! likely to race the head its release woke (see `queue`), so its wait joins
+//! the queue with its first attempt; a wait for a key this client did not
+//! just hand over asks plainly first, as a holder without a guard wakes no
+//! head to race. Only a signal raised counts: a guard let go of before its
+//! signal was up woke no one.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

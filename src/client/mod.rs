@@ -25,7 +25,6 @@ mod guard;
 mod guarded;
 mod handed_over;
 mod handover;
-mod head_start;
 mod hedged_renew;
 mod input;
 mod json_text;

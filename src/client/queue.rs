@@ -5,16 +5,18 @@
 //! Each key has a second application lock beside its handover signal (see
 //! `handover`), `fencepost:queue:` and the same SHA-256 hex. A waiting
 //! acquire keeps one signal session for its whole wait, and each of its
-//! attempts after the first is one request on it: it asks for the queue
-//! lock in Exclusive mode, waiting at most the attempt's pause. The engine
-//! grants an application lock's waiters in the order they asked (SQL
-//! Server's lock queue; on Babelfish, PostgreSQL's), so the waiter granted
-//! it is the one that has waited longest: the head. Only the head blocks on
-//! the signal (Shared, for what is left of the pause, as every waiter did
-//! before), lets go of it, and asks `Acquire`. A head that acquired lets go
-//! of the queue lock right after the answer, which makes the next waiter
-//! the head; a head answered `Busy` keeps it across its next attempts (its
-//! place), settles for the new holder's signal, and blocks on it.
+//! attempts after the first (every one, for a worker coming back for a key
+//! its guard just let go of: see `handed_over`) is one request on it: it
+//! asks for the queue lock in Exclusive mode, waiting at most the attempt's
+//! pause. The engine grants an application lock's waiters in the order they
+//! asked (SQL Server's lock queue; on Babelfish, PostgreSQL's), so the
+//! waiter granted it is the one that has waited longest: the head. Only the
+//! head blocks on the signal (Shared, for what is left of the pause, as
+//! every waiter did before), lets go of it, and asks `Acquire`. A head that
+//! acquired lets go of the queue lock right after the answer, which makes
+//! the next waiter the head; a head answered `Busy` keeps it across its next
+//! attempts (its place), settles for the new holder's signal, and blocks on
+//! it.
 //!
 //! A waiter not granted the queue lock within its pause asks `Acquire` in
 //! the same request, as a poll: a head that froze (its process paused with

@@ -74,17 +74,18 @@ impl Client {
     /// lock is longer than the pause, so no lease is taken later than polling
     /// would take it, and a waiter sends one request per pause either way.
     ///
-    /// The first attempt is an `Acquire` outside the queue: a lease nobody
-    /// holds is taken at once. A worker that releases a key in a guard and at
-    /// once waits for it again would race the head its release woke, and
-    /// win on most cycles; so when this client's guard let go of the key
-    /// within the last 100 ms and the key has waiters queued, the first
-    /// attempt gives the head up to 25 ms to take it, in the same request, and the
-    /// worker goes behind those who waited. Any other newcomer asks at once
-    /// and takes a lease that is free at that instant (a release whose head
-    /// has not yet asked, a holder without a guard that woke no one): a
-    /// bypass of one attempt per call, after which the bypassed head keeps
-    /// its place and blocks on the new holder's signal.
+    /// The first attempt is a plain `Acquire`, outside the queue: a lease
+    /// nobody holds is taken at once, even with waiters queued (a release
+    /// whose head has not yet asked, a holder without a guard that woke no
+    /// one). That bypass is bounded to one attempt per call, and a head that
+    /// loses the lease so keeps its place and blocks on the new holder's
+    /// signal. A worker that releases a key in a guard and at once waits for
+    /// it again would take that path on almost every cycle, racing the head
+    /// its release woke; so when this client's guard let go of the key
+    /// within the last 100 ms, having held it long enough to raise its
+    /// signal (10 ms), the first attempt is a queued one: the worker goes
+    /// behind those who waited, and a key nobody waits for costs it the
+    /// queue's lock, granted at once, and one more request to let go of it.
     ///
     /// Every attempt uses the same owner id. An attempt whose reply was lost
     /// (a network error or a timeout) may have taken the lease, so it is
@@ -107,11 +108,11 @@ impl Client {
         // attempts; let go of however the wait ends (see `queue`).
         let mut place = Place::default();
         // The first attempt is outside the queue: a lease nobody holds is
-        // taken at the cost of an `acquire`. One this client's guard has
-        // just let go of is first left to the head its release woke (see
-        // `head_start`).
+        // taken at the cost of an `acquire`. A worker coming back for a key
+        // its guard has just let go of joins the queue at once instead, so
+        // it never races the head its release woke (see `handed_over`).
         let mut next = if self.signal_holders.handed_over_lately(&super::handover::resource(key)) {
-            Attempt::Opening
+            Attempt::Queued(deadline.saturating_duration_since(Instant::now()).min(RECHECK))
         } else {
             Attempt::Plain
         };
@@ -218,10 +219,6 @@ impl Retries {
 enum Attempt {
     /// A plain `Acquire`.
     Plain,
-    /// The first attempt of a wait for a key this client's guard has just
-    /// let go of: a plain `Acquire`, after giving the key's queued head its
-    /// turn when it has one (see `head_start`).
-    Opening,
     /// Queued for at most this long: waits to be the head of the key's
     /// queue, then blocks on the handover signal, then `Acquire`, in one
     /// request (see `queue`).
@@ -326,15 +323,6 @@ impl Client {
                 self.to_its_end(Procedure::Acquire, async move {
                     client
                         .acquire_timed(&key, owner, length)
-                        .await
-                        .map(|(answer, sent_at)| (answer, sent_at, None))
-                })
-                .await
-            }
-            Attempt::Opening => {
-                self.to_its_end(Procedure::Acquire, async move {
-                    client
-                        .acquire_after_the_head(&key, owner, length)
                         .await
                         .map(|(answer, sent_at)| (answer, sent_at, None))
                 })

@@ -16,9 +16,11 @@ mod client_acquire_contention;
 mod client_acquire_dropped;
 mod client_acquire_waiting;
 mod client_cancel;
+mod client_coming_back;
 mod client_contract;
 mod client_errors;
 mod client_fair_waiters;
+
 mod client_faults;
 mod client_fenced_tx;
 mod client_half_open;
