@@ -10,6 +10,7 @@ use crate::support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use fencepost::Client;
 use fencepost::client::Release;
 use support::TestDatabase;
 use support::lease::{acquired, provisioned, state};
@@ -18,6 +19,21 @@ use tokio::time::Instant;
 
 /// A holder's lease long enough that no waiter could take it by its end.
 const HELD: Duration = Duration::from_secs(600);
+
+/// Waiter `index` of a round: waits for `key`, records its turn in
+/// `order`, holds the key in a guard for `work`, and releases it.
+async fn waiter(client: Client, key: String, index: usize, work: Duration, order: Arc<Mutex<Vec<String>>>) {
+    let lease = acquired(
+        client
+            .acquire_waiting(&key, HELD, Duration::from_secs(60))
+            .await
+            .unwrap(),
+    );
+    order.lock().unwrap().push(format!("waiter {index}"));
+    let guard = client.guard(lease);
+    tokio::time::sleep(work).await;
+    assert_eq!(guard.release().await.unwrap(), Release::Released);
+}
 
 /// A worker that releases and at once waits again goes behind every waiter
 /// queued ("the worker goes behind those who waited"), not only behind the
@@ -54,19 +70,13 @@ async fn a_worker_coming_back_goes_behind_two_queued_waiters() {
         let order = Arc::new(Mutex::new(Vec::new()));
         let mut waiting = Vec::new();
         for (index, (name, client)) in waiters.iter().enumerate() {
-            let (client, key, order) = (client.clone(), key.clone(), order.clone());
-            waiting.push(tokio::spawn(async move {
-                let lease = acquired(
-                    client
-                        .acquire_waiting(&key, HELD, Duration::from_secs(60))
-                        .await
-                        .unwrap(),
-                );
-                order.lock().unwrap().push(format!("waiter {index}"));
-                let guard = client.guard(lease);
-                tokio::time::sleep(WORK).await;
-                assert_eq!(guard.release().await.unwrap(), Release::Released);
-            }));
+            waiting.push(tokio::spawn(waiter(
+                client.clone(),
+                key.clone(),
+                index,
+                WORK,
+                order.clone(),
+            )));
             // Queued in this order: the first blocks on the signal as the
             // head, the second on the queue behind it.
             until_blocked(&db, name, 1).await;
@@ -133,7 +143,6 @@ async fn a_worker_coming_back_never_overtakes_a_waiter_queued_behind_a_short_job
         let order = Arc::new(Mutex::new(Vec::new()));
         let mut waiting = Vec::new();
         for (index, (name, client)) in waiters.iter().enumerate() {
-            let (client, key, order) = (client.clone(), key.clone(), order.clone());
             // The first waiter's job is the short one swept; the second's is
             // long enough to end the round in order.
             let work = if index == 0 {
@@ -141,18 +150,13 @@ async fn a_worker_coming_back_never_overtakes_a_waiter_queued_behind_a_short_job
             } else {
                 Duration::from_millis(60)
             };
-            waiting.push(tokio::spawn(async move {
-                let lease = acquired(
-                    client
-                        .acquire_waiting(&key, HELD, Duration::from_secs(60))
-                        .await
-                        .unwrap(),
-                );
-                order.lock().unwrap().push(format!("waiter {index}"));
-                let guard = client.guard(lease);
-                tokio::time::sleep(work).await;
-                assert_eq!(guard.release().await.unwrap(), Release::Released);
-            }));
+            waiting.push(tokio::spawn(waiter(
+                client.clone(),
+                key.clone(),
+                index,
+                work,
+                order.clone(),
+            )));
             until_blocked(&db, name, 1).await;
         }
         // The worker finishes its job and comes back for the next one.
